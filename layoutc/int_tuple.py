@@ -1,0 +1,339 @@
+"""IntTuple: an int or a (nested) tuple of IntTuples, with CuTe's helpers.
+
+Integers stand for CuTe's static ``Int<N>``; integer division follows C++ (truncation toward zero).
+"""
+from __future__ import annotations
+
+from functools import reduce
+from typing import Union
+
+from .errors import LayoutError
+
+IntTuple = Union[int, tuple]
+
+
+def is_int(x) -> bool:
+    """True for a plain integer leaf (bool excluded). ``is_int(3)`` → True, ``is_int((3,))`` → False."""
+    return type(x) is int
+
+
+def is_tuple(x) -> bool:
+    """True for a tuple node. ``is_tuple((3,))`` → True; post: exactly one of is_int/is_tuple holds for an IntTuple."""
+    return type(x) is tuple
+
+
+def cpp_div(a: int, b: int) -> int:
+    """C++ integer division (truncates toward zero): ``cpp_div(-3, 2)`` → -1."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b > 0) else -q
+
+
+def cpp_mod(a: int, b: int) -> int:
+    """C++ remainder (sign of the dividend): ``cpp_mod(-3, 2)`` → -1; post: a == cpp_div(a,b)*b + cpp_mod(a,b)."""
+    return a - cpp_div(a, b) * b
+
+
+def signum(a: int) -> int:
+    """-1, 0 or 1: ``signum(-8)`` → -1."""
+    return (a > 0) - (a < 0)
+
+
+def rank(t: IntTuple) -> int:
+    """Number of top-level modes: ``rank((2,(3,4)))`` → 2, ``rank(8)`` → 1."""
+    return len(t) if is_tuple(t) else 1
+
+
+def depth(t: IntTuple) -> int:
+    """Nesting depth: ``depth(8)`` → 0, ``depth((2,(3,4)))`` → 2."""
+    if is_tuple(t):
+        return 1 + max((depth(e) for e in t), default=0)
+    return 0
+
+
+def product(t: IntTuple) -> int:
+    """Product of all leaves (CuTe ``size``): ``product((2,(3,4)))`` → 24, ``product(())`` → 1."""
+    if is_tuple(t):
+        p = 1
+        for e in t:
+            p *= product(e)
+        return p
+    return t
+
+
+def product_each(t: IntTuple) -> tuple:
+    """Tuple of each top mode's product: ``product_each((2,(3,4)))`` → (2,12); an int is wrapped: ``(6)``."""
+    if is_tuple(t):
+        return tuple(product(e) for e in t)
+    return (t,)
+
+
+def flatten(t: IntTuple) -> IntTuple:
+    """Leaves left to right; an int stays an int: ``flatten((2,(3,4)))`` → (2,3,4), ``flatten(5)`` → 5."""
+    if is_tuple(t):
+        return tuple(leaves(t))
+    return t
+
+
+def leaves(t: IntTuple) -> list:
+    """The leaves as a list (an int gives [int]): ``leaves((2,(3,4)))`` → [2,3,4]."""
+    if not is_tuple(t):
+        return [t]
+    out = []
+    stack = [iter(t)]
+    while stack:
+        for e in stack[-1]:
+            if is_tuple(e):
+                stack.append(iter(e))
+                break
+            out.append(e)
+        else:
+            stack.pop()
+    return out
+
+
+def unflatten(flat, profile: IntTuple) -> IntTuple:
+    """Rebuild ``profile``'s tree from a flat sequence: ``unflatten((1,2,3), (0,(0,0)))`` → (1,(2,3)).
+
+    Post: ``leaves(result) == list(flat)``; the leaf counts must match.
+    """
+    flat = list(flat)
+    pos = 0
+
+    def build(p):
+        nonlocal pos
+        if is_tuple(p):
+            return tuple(build(e) for e in p)
+        v = flat[pos]
+        pos += 1
+        return v
+
+    result = build(profile)
+    if pos != len(flat):
+        raise LayoutError("unflatten", (tuple(flat), profile), "leaf counts differ")
+    return result
+
+
+def congruent(a: IntTuple, b: IntTuple) -> bool:
+    """Same tree shape: ``congruent((1,(2,3)), (4,(5,6)))`` → True, ``congruent(1,(1,))`` → False."""
+    if is_tuple(a) and is_tuple(b):
+        return len(a) == len(b) and all(congruent(x, y) for x, y in zip(a, b))
+    return not is_tuple(a) and not is_tuple(b)
+
+
+def weakly_congruent(a: IntTuple, b: IntTuple) -> bool:
+    """a's tree is a prefix of b's: ``weakly_congruent(1, (2,3))`` → True, ``weakly_congruent((1,2), 3)`` → False."""
+    if not is_tuple(a):
+        return True
+    if not is_tuple(b):
+        return False
+    return len(a) == len(b) and all(weakly_congruent(x, y) for x, y in zip(a, b))
+
+
+def compatible(a: IntTuple, b: IntTuple) -> bool:
+    """a's coordinates are valid in b: ``compatible(24, ((2,3),4))`` → True, ``compatible((24,), 24)`` → False."""
+    if not is_tuple(a):
+        return a == product(b)
+    if not is_tuple(b):
+        return False
+    return len(a) == len(b) and all(compatible(x, y) for x, y in zip(a, b))
+
+
+def ceil_div(a: IntTuple, b: IntTuple) -> IntTuple:
+    """CuTe ceil_div on shapes: ``ceil_div((3,5), 2)`` → (2,5); ``ceil_div((7,5,3),(2,))`` → (4,5,3).
+
+    A tuple divided by an int folds left to right (the divisor is consumed by each mode in turn).
+    """
+    if is_tuple(a):
+        if is_tuple(b):
+            if len(a) < len(b):
+                raise LayoutError("ceil_div", (a, b), "Mismatched ranks: rank(a) must be >= rank(b)")
+            b = b + (1,) * (len(a) - len(b))
+            return tuple(ceil_div(x, y) for x, y in zip(a, b))
+        out = []
+        r = b
+        for x in a:
+            out.append(ceil_div(x, r))
+            r = ceil_div(r, product(x))
+        return tuple(out)
+    if is_tuple(b):
+        return ceil_div(a, product(b))
+    return cpp_div(a + b - 1, b)
+
+
+def shape_div(a: IntTuple, b: IntTuple) -> IntTuple:
+    """CuTe shape_div: ``shape_div((4,5,6), 40)`` → (1,1,3); ``shape_div(3, 6)`` → 1.
+
+    Pre: at int/int leaves one divides the other (else LayoutError "Divisibility Condition").
+    """
+    if is_tuple(a):
+        if is_tuple(b):
+            if len(a) != len(b):
+                raise LayoutError("shape_div", (a, b), "Mismatched ranks")
+            return tuple(shape_div(x, y) for x, y in zip(a, b))
+        out = []
+        r = b
+        for x in a:
+            out.append(shape_div(x, r))
+            r = shape_div(r, product(x))
+        return tuple(out)
+    if is_tuple(b):
+        return shape_div(a, product(b))
+    if not (a % b == 0 or b % a == 0):
+        raise LayoutError("shape_div", (a, b), f"Divisibility Condition: neither {a} nor {b} divides the other")
+    return ceil_div(a, b)
+
+
+def evenly_divides(shape: IntTuple, tiler: IntTuple) -> bool:
+    """Whether ``tiler`` tiles ``shape`` exactly: ``evenly_divides((8,6),(4,3))`` → True, ``(8,6),(3,3)`` → False."""
+    if is_tuple(tiler):
+        if not is_tuple(shape) or len(tiler) > len(shape):
+            return False
+        return all(evenly_divides(s, t) for s, t in zip(shape, tiler))
+    return product(shape) == product(tiler) * product(ceil_div(shape, tiler))
+
+
+def inner_product(a: IntTuple, b: IntTuple) -> int:
+    """Sum of leafwise products: ``inner_product((2,(3,4)), (1,(2,6)))`` → 32. Pre: congruent trees."""
+    if is_tuple(a):
+        if not is_tuple(b) or len(a) != len(b):
+            raise LayoutError("inner_product", (a, b), "Mismatched ranks")
+        return sum(inner_product(x, y) for x, y in zip(a, b))
+    if is_tuple(b):
+        raise LayoutError("inner_product", (a, b), "Mismatched ranks")
+    return a * b
+
+
+def crd2idx(coord: IntTuple, shape: IntTuple, stride: IntTuple | None = None) -> int:
+    """Coordinate → index. ``crd2idx((1,5), (3,(2,3)), (3,(12,1)))`` → 17; an int coordinate is split colexicographically
+    and the last mode takes the remaining quotient unbounded: ``crd2idx(9, (4,2), (1,10))`` → 21.
+
+    Without ``stride`` the coordinate is linearised colexicographically in ``shape`` (an int is returned as is).
+    """
+    if stride is None:
+        if not is_tuple(coord):
+            return coord
+        return crd2idx(coord, shape, compact_col_major_strict(shape))
+    if is_tuple(coord):
+        if not is_tuple(shape):
+            raise LayoutError("crd2idx", (coord, shape), "Invalid parameters: a tuple coordinate for an integral shape")
+        if len(coord) != len(shape):
+            raise LayoutError("crd2idx", (coord, shape), f"Mismatched Ranks: coordinate rank {len(coord)} "
+                              f"but shape rank {len(shape)}")
+        return sum(crd2idx(c, s, d) for c, s, d in zip(coord, shape, stride))
+    if is_tuple(shape):
+        result = 0
+        last = len(shape) - 1
+        for i, (s, d) in enumerate(zip(shape, stride)):
+            if i == last:
+                result += crd2idx(coord, s, d)
+            else:
+                n = product(s)
+                result += crd2idx(coord % n, s, d)
+                coord //= n
+        return result
+    return coord * stride
+
+
+def idx2crd(index: IntTuple, shape: IntTuple) -> IntTuple:
+    """Index → natural coordinate (colexicographic, last mode unbounded): ``idx2crd(16, (3,(2,3)))`` → (1,(1,2))."""
+    if is_tuple(index):
+        if not is_tuple(shape):
+            raise LayoutError("idx2crd", (index, shape), "Invalid parameters: a tuple index for an integral shape")
+        if len(index) != len(shape):
+            raise LayoutError("idx2crd", (index, shape), "Mismatched Ranks")
+        return tuple(idx2crd(i, s) for i, s in zip(index, shape))
+    if is_tuple(shape):
+        out = []
+        last = len(shape) - 1
+        for i, s in enumerate(shape):
+            if i == last:
+                out.append(idx2crd(index, s))
+            else:
+                n = product(s)
+                out.append(idx2crd(index % n, s))
+                index //= n
+        return tuple(out)
+    return index
+
+
+def compact_col_major(shape: IntTuple, start: int = 1) -> IntTuple:
+    """CuTe LayoutLeft strides: ``compact_col_major((2,(3,1),5))`` → (1,(2,0),6). Shape-1 leaves get stride 0 and do
+    not advance the running product."""
+    cur = start
+
+    def walk(s):
+        nonlocal cur
+        if is_tuple(s):
+            return tuple(walk(e) for e in s)
+        if s == 1:
+            return 0
+        d = cur
+        cur *= s
+        return d
+
+    return walk(shape)
+
+
+def compact_col_major_strict(shape: IntTuple) -> IntTuple:
+    """Exclusive prefix products over all leaves (shape-1 leaves included), for linearising coordinates:
+    ``compact_col_major_strict((2,1,3))`` → (1,2,2)."""
+    cur = 1
+
+    def walk(s):
+        nonlocal cur
+        if is_tuple(s):
+            return tuple(walk(e) for e in s)
+        d = cur
+        cur *= s
+        return d
+
+    return walk(shape)
+
+
+def compact_row_major(shape: IntTuple, start: int = 1) -> IntTuple:
+    """CuTe LayoutRight strides: ``compact_row_major((2,(3,4),5))`` → (60,(20,5),1); shape-1 leaves get 0."""
+    cur = start
+
+    def walk(s):
+        nonlocal cur
+        if is_tuple(s):
+            return tuple(reversed([walk(e) for e in reversed(s)]))
+        if s == 1:
+            return 0
+        d = cur
+        cur *= s
+        return d
+
+    return walk(shape)
+
+
+def filter_zeros(a: IntTuple, b: IntTuple) -> IntTuple:
+    """Replace by 1s every sub-tree of ``b`` paired with a 0 leaf of ``a``: ``filter_zeros((0,2),(3,4))`` → (1,4)."""
+    if is_tuple(a):
+        return tuple(filter_zeros(x, y) for x, y in zip(a, b))
+    if a == 0:
+        return _ones_like(b)
+    return b
+
+
+def _ones_like(t: IntTuple) -> IntTuple:
+    return tuple(_ones_like(e) for e in t) if is_tuple(t) else 1
+
+
+def product_like(shape: IntTuple, profile: IntTuple) -> IntTuple:
+    """Products of ``shape``'s sub-trees under each leaf of ``profile``: ``product_like((2,(3,4),5),(0,0,0))`` → (2,12,5)."""
+    if is_tuple(profile):
+        return tuple(product_like(s, p) for s, p in zip(shape, profile))
+    return product(shape)
+
+
+def replace_leaves(t: IntTuple, fn) -> IntTuple:
+    """Map every leaf through ``fn`` keeping the tree: ``replace_leaves((1,(2,3)), lambda x: 2*x)`` → (2,(4,6))."""
+    if is_tuple(t):
+        return tuple(replace_leaves(e, fn) for e in t)
+    return fn(t)
+
+
+def prod(values) -> int:
+    """Product of an iterable of ints (1 when empty)."""
+    return reduce(lambda x, y: x * y, values, 1)

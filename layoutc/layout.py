@@ -1,0 +1,535 @@
+"""The Layout type (shape:stride), its construction and mode manipulation, coalesce and filter.
+
+A Layout maps coordinates to indices: ``L(c) = inner_product(c, stride)`` for a natural coordinate ``c`` of ``shape``.
+Integral layouts (``8:1``) have int shape and stride; tuple layouts (``(8):(1)``, ``(4,2):(1,4)``) are distinct.
+"""
+from __future__ import annotations
+
+from .errors import LayoutError
+from .int_tuple import (
+    IntTuple, compact_col_major, compact_row_major, congruent, crd2idx, depth as tuple_depth, filter_zeros,
+    flatten as flatten_tuple, is_int, is_tuple, leaves, product, product_like, rank as tuple_rank, unflatten,
+)
+
+
+class Underscore:
+    """CuTe's ``_``: keep this mode (in slices) or leave it untouched (in tilers). Printed ``_``."""
+
+    _instance = None
+
+    def __new__(cls):
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "_"
+
+    def __reduce__(self):
+        return (Underscore, ())
+
+
+_ = Underscore()
+
+
+class _Order:
+    """A named stride order for ``make_layout``: LayoutLeft (column-major) or LayoutRight (row-major)."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+LayoutLeft = _Order("LayoutLeft")
+LayoutRight = _Order("LayoutRight")
+
+
+def _validate_shape(shape, op, operands) -> None:
+    if is_int(shape):
+        if shape <= 0:
+            raise LayoutError(op, operands, f"shape {shape} is not positive: every shape leaf must be >= 1")
+        return
+    if not is_tuple(shape):
+        raise LayoutError(op, operands, f"shape {shape!r} is neither an int nor a tuple of ints")
+    if len(shape) == 0:
+        raise LayoutError(op, operands, "empty tuple in shape: CuTe has no empty layouts")
+    for s in shape:
+        _validate_shape(s, op, operands)
+
+
+def _validate_stride(stride, op, operands) -> None:
+    if is_tuple(stride):
+        for d in stride:
+            _validate_stride(d, op, operands)
+    elif not is_int(stride):
+        raise LayoutError(op, operands, f"stride {stride!r} is neither an int nor a tuple of ints")
+
+
+class Layout:
+    """A CuTe layout ``shape:stride``.
+
+    ``Layout((4,2),(1,4))`` prints ``(4,2):(1,4)``; ``Layout((4,2))`` is column-major ``(4,2):(1,4)``.
+    ``L(5)`` → 5 (index of the 1-D coordinate 5), ``L(1,1)`` → 5, ``L(_,1)`` → ``4:1`` (a slice), ``L[1]`` → ``2:4``.
+    Post: shape has positive leaves and stride is congruent to it, else LayoutError.
+    """
+
+    __slots__ = ("shape", "stride", "_hash")
+
+    def __init__(self, shape: IntTuple, stride: IntTuple | None = None):
+        _validate_shape(shape, "Layout", (shape,) if stride is None else (shape, stride))
+        if stride is None:
+            stride = compact_col_major(shape)
+        else:
+            _validate_stride(stride, "Layout", (shape, stride))
+            if not congruent(shape, stride):
+                raise LayoutError("Layout", (shape, stride), "shape and stride are not congruent "
+                                  "(they must have the same tuple tree)")
+        self.shape = shape
+        self.stride = stride
+        self._hash = None
+
+    @classmethod
+    def _make(cls, shape: IntTuple, stride: IntTuple) -> "Layout":
+        # Results of the algebra are correct by construction: skip validation on the hot path.
+        obj = object.__new__(cls)
+        obj.shape = shape
+        obj.stride = stride
+        obj._hash = None
+        return obj
+
+    # -- structure ---------------------------------------------------------------------------------
+    def __eq__(self, other) -> bool:
+        return type(other) is Layout and self.shape == other.shape and self.stride == other.stride
+
+    def __hash__(self) -> int:
+        if self._hash is None:
+            self._hash = hash((self.shape, self.stride))
+        return self._hash
+
+    def __str__(self) -> str:
+        from .notation import to_str
+        return to_str(self)
+
+    def __repr__(self) -> str:
+        return f"Layout({self.shape!r}, {self.stride!r})"
+
+    def _repr_svg_(self) -> str:
+        from .picture import layout_svg
+        return layout_svg(self)
+
+    def __len__(self) -> int:
+        return tuple_rank(self.shape)
+
+    def __iter__(self):
+        raise TypeError("a Layout is not iterable; use modes(L) for its top-level modes")
+
+    def __getitem__(self, index) -> "Layout":
+        """Mode ``i`` (CuTe ``get<i>``); a tuple index walks down: ``L[1, 0]`` is ``get<1,0>(L)``."""
+        if is_tuple(index):
+            result = self
+            for i in index:
+                result = result[i]
+            return result
+        if not is_int(index):
+            raise TypeError(f"Layout index must be an int or a tuple of ints, not {type(index).__name__}")
+        if is_int(self.shape):
+            if index != 0:
+                raise LayoutError("get", (self, index), f"Index out of range: an integral layout has only mode 0")
+            return self
+        if not 0 <= index < len(self.shape):
+            raise LayoutError("get", (self, index), f"Index out of range: rank is {len(self.shape)}")
+        return Layout._make(self.shape[index], self.stride[index])
+
+    def __call__(self, *coord):
+        """Index of a coordinate, or a slice when the coordinate contains ``_``."""
+        if len(coord) == 1:
+            coord = coord[0]
+        elif len(coord) == 0:
+            raise TypeError("a Layout is called with a coordinate")
+        if _has_underscore(coord):
+            return slice_layout(coord, self)
+        _validate_coordinate(coord, self)
+        return crd2idx(coord, self.shape, self.stride)
+
+    # -- convenience properties --------------------------------------------------------------------
+    @property
+    def size(self) -> int:
+        return product(self.shape)
+
+    @property
+    def cosize(self) -> int:
+        return cosize(self)
+
+    @property
+    def rank(self) -> int:
+        return tuple_rank(self.shape)
+
+    @property
+    def depth(self) -> int:
+        return tuple_depth(self.shape)
+
+
+def _has_underscore(c) -> bool:
+    if c is _:
+        return True
+    return is_tuple(c) and any(_has_underscore(e) for e in c)
+
+
+def _validate_coordinate(coord, layout: Layout) -> None:
+    def check(c, s):
+        if is_tuple(c):
+            if not is_tuple(s):
+                raise LayoutError("crd2idx", (coord, layout), "Invalid parameters: a tuple coordinate for an integral mode")
+            if len(c) != len(s):
+                raise LayoutError("crd2idx", (coord, layout),
+                                  f"Mismatched Ranks: coordinate {c} has rank {len(c)}, mode {s} has rank {len(s)}")
+            for x, y in zip(c, s):
+                check(x, y)
+        elif not is_int(c):
+            raise TypeError(f"coordinate leaves must be ints, got {c!r}")
+
+    check(coord, layout.shape)
+
+
+# -- free functions on layouts and IntTuples ---------------------------------------------------------
+
+def shape(x):
+    """Shape of a layout (or the IntTuple itself): ``shape((4,2):(1,4))`` → (4,2)."""
+    return x.shape if hasattr(x, "shape") else x
+
+
+def stride(x: Layout):
+    """Stride of a layout: ``stride((4,2):(1,4))`` → (1,4)."""
+    return x.stride
+
+
+def size(x) -> int:
+    """Number of coordinates: ``size((4,(2,3)):(1,(4,8)))`` → 24; works on IntTuples and composed layouts too."""
+    return product(shape(x))
+
+
+def rank(x) -> int:
+    """Number of top-level modes: ``rank(8:1)`` → 1, ``rank((4,(2,3)):(1,(4,8)))`` → 2."""
+    return tuple_rank(shape(x))
+
+
+def depth(x) -> int:
+    """Nesting depth: ``depth(8:1)`` → 0, ``depth((4,(2,3)):(1,(4,8)))`` → 2."""
+    return tuple_depth(shape(x))
+
+
+def cosize(layout) -> int:
+    """One past the largest |index|: ``cosize((4,2):(1,0))`` → 4, ``cosize((4,2):(-1,4))`` → 8.
+
+    Post: Σ (s-1)·|d| + 1 over leaves (absolute strides, as CuTe).
+    """
+    if isinstance(layout, Layout):
+        return sum((s - 1) * abs(d) for s, d in zip(leaves(layout.shape), leaves(layout.stride))) + 1
+    return layout.cosize
+
+
+def make_layout(*args) -> Layout:
+    """CuTe ``make_layout``.
+
+    - ``make_layout((2,(3,1),5))`` → ``(2,(3,1),5):(1,(2,0),6)`` (LayoutLeft, shape-1 leaves get stride 0);
+    - ``make_layout((2,4), LayoutRight)`` → ``(2,4):(4,1)``; ``make_layout((2,4),(1,8))`` → ``(2,4):(1,8)``;
+    - ``make_layout(L0, L1, ...)`` concatenates layouts into modes; one layout is wrapped: ``make_layout(3:1)`` → ``(3):(1)``.
+    """
+    if args and all(isinstance(a, Layout) for a in args):
+        return Layout._make(tuple(a.shape for a in args), tuple(a.stride for a in args))
+    if len(args) == 1:
+        return Layout(args[0])
+    if len(args) == 2:
+        shp, order = args
+        if order is LayoutLeft:
+            _validate_shape(shp, "make_layout", (shp,))
+            return Layout._make(shp, compact_col_major(shp))
+        if order is LayoutRight:
+            _validate_shape(shp, "make_layout", (shp,))
+            return Layout._make(shp, compact_row_major(shp))
+        return Layout(shp, order)
+    raise TypeError("make_layout(shape[, stride | LayoutLeft | LayoutRight]) or make_layout(layout, layout, ...)")
+
+
+def modes(layout: Layout) -> list:
+    """Top-level modes as layouts: ``modes((4,2):(1,4))`` → [4:1, 2:4]; an integral layout is its own only mode."""
+    if is_tuple(layout.shape):
+        return [Layout._make(s, d) for s, d in zip(layout.shape, layout.stride)]
+    return [layout]
+
+
+def flatten(layout: Layout) -> Layout:
+    """Flatten shape and stride: ``flatten((4,(2,3)):(1,(4,8)))`` → ``(4,2,3):(1,4,8)``; integral stays integral."""
+    return Layout._make(flatten_tuple(layout.shape), flatten_tuple(layout.stride))
+
+
+def select(layout: Layout, *indices: int) -> Layout:
+    """Modes at ``indices`` as a tuple layout: ``select((2,3,5,7):(1,2,6,30), 2)`` → ``(5):(6)``."""
+    ms = modes(layout)
+    for i in indices:
+        if not 0 <= i < len(ms):
+            raise LayoutError("select", (layout, i), f"Index out of range: rank is {len(ms)}")
+    return make_layout(*[ms[i] for i in indices])
+
+
+def take(layout: Layout, begin: int, end: int) -> Layout:
+    """Modes [begin, end) as a tuple layout: ``take((2,3,5):(1,2,6), 1, 3)`` → ``(3,5):(2,6)``.
+
+    Pre: 0 <= begin < end <= rank.
+    """
+    r = rank(layout)
+    if not begin < end:
+        raise LayoutError("take", (layout, begin, end), "take: empty range error (begin must be < end)")
+    if not (0 <= begin and end <= r):
+        raise LayoutError("take", (layout, begin, end), f"take: range out of bounds for rank {r}")
+    return make_layout(*modes(layout)[begin:end])
+
+
+def group(layout: Layout, begin: int, end: int) -> Layout:
+    """Make modes [begin, end) one mode: ``group((2,3,5):(1,2,6), 0, 2)`` → ``((2,3),5):((1,2),6)``."""
+    ms = modes(layout)
+    r = len(ms)
+    if not (0 <= begin < end <= r):
+        raise LayoutError("group", (layout, begin, end), f"need 0 <= begin < end <= rank {r}")
+    return make_layout(*ms[:begin], make_layout(*ms[begin:end]), *ms[end:])
+
+
+def append(layout: Layout, mode: Layout | None = None, rank_to: int | None = None) -> Layout:
+    """Append ``mode`` (default ``1:0``): ``append(4:1)`` → ``(4,1):(1,0)``.
+
+    With ``rank_to=N`` pad with copies of ``mode`` up to rank N; an integral layout stays integral at N = 1.
+    """
+    mode = Layout._make(1, 0) if mode is None else mode
+    if rank_to is None:
+        return make_layout(*modes(layout), mode)
+    r = rank(layout)
+    if rank_to <= r:
+        return layout
+    return make_layout(*modes(layout), *([mode] * (rank_to - r)))
+
+
+def prepend(layout: Layout, mode: Layout | None = None) -> Layout:
+    """Prepend ``mode`` (default ``1:0``): ``prepend(4:1)`` → ``(1,4):(0,1)``."""
+    mode = Layout._make(1, 0) if mode is None else mode
+    return make_layout(mode, *modes(layout))
+
+
+def zip_layouts(*layouts: Layout) -> Layout:
+    """Transpose modes: ``zip_layouts((a0,a1), (b0,b1))`` → ``((a0,b0),(a1,b1))``; integral layouts count as rank 1.
+
+    Pre: equal ranks ("Mismatched Ranks").
+    """
+    ms = [modes(L) for L in layouts]
+    r = len(ms[0])
+    if any(len(m) != r for m in ms):
+        raise LayoutError("zip", layouts, "Mismatched Ranks: all layouts must have the same rank")
+    return make_layout(*[make_layout(*[m[i] for m in ms]) for i in range(r)])
+
+
+# -- slicing -------------------------------------------------------------------------------------------
+
+def slice_layout(coord, layout: Layout) -> Layout:
+    """Keep the modes marked ``_``: ``(2,(3,4)):(1,(2,6))`` sliced by ``(_,(1,_))`` → ``(2,4):(1,6)``.
+
+    Post: kept modes found in a nested coordinate are spliced flat into the parent (CuTe ``slice``); an int
+    coordinate gives the empty result and is not allowed at the top (use ``L(c)``).
+    """
+    def lift(c, s, d):
+        if c is _:
+            return [(s, d)]
+        if is_tuple(c):
+            if not is_tuple(s):
+                raise LayoutError("slice", (coord, layout), "Invalid parameters: a tuple coordinate for an integral mode")
+            if len(c) != len(s):
+                raise LayoutError("slice", (coord, layout), "Mismatched Ranks")
+            out = []
+            for ci, si, di in zip(c, s, d):
+                out.extend(lift(ci, si, di))
+            return out
+        return []
+
+    if coord is _:
+        return layout
+    if not is_tuple(coord):
+        raise LayoutError("slice", (coord, layout), "a slice coordinate needs at least one _")
+    kept = lift(coord, layout.shape, layout.stride)
+    return Layout._make(tuple(s for s, _d in kept), tuple(d for _s, d in kept))
+
+
+def slice_offset(coord, layout: Layout) -> int:
+    """Index of the sliced coordinate's fixed part (``_`` read as 0): ``slice_offset((_,1), (4,2):(1,4))`` → 4."""
+    def zeroed(c):
+        if c is _:
+            return 0
+        if is_tuple(c):
+            return tuple(zeroed(e) for e in c)
+        return c
+
+    return crd2idx(zeroed(coord), layout.shape, layout.stride)
+
+
+def dice(coord, layout: Layout) -> Layout:
+    """Keep the modes paired with ints (the dual of slice): ``dice((1,_), (4,2):(1,4))`` → ``(4):(1)``."""
+    def lift(c, s, d):
+        if c is _:
+            return []
+        if is_tuple(c):
+            if not is_tuple(s) or len(c) != len(s):
+                raise LayoutError("dice", (coord, layout), "Mismatched Ranks")
+            out = []
+            for ci, si, di in zip(c, s, d):
+                out.extend(lift(ci, si, di))
+            return out
+        return [(s, d)]
+
+    kept = lift(coord, layout.shape, layout.stride)
+    if not kept:
+        raise LayoutError("dice", (coord, layout), "the coordinate keeps no mode")
+    return Layout._make(tuple(s for s, _d in kept), tuple(d for _s, d in kept))
+
+
+# -- coalesce and filter -------------------------------------------------------------------------------
+
+def _coalesce_flat(shapes: list, strides: list, keep_trailing_one: bool):
+    """CuTe's backward merge over flat leaves; returns (shape, stride) as ints or flat tuples."""
+    n = len(shapes)
+    last_s, last_d = shapes[-1], strides[-1]
+    if keep_trailing_one and last_s == 1:
+        last_s = 2  # composition's coalesce_x: a trailing size-1 mode keeps its stride as if it went on
+    ns = [last_s]
+    nd = [last_d]
+    for i in range(n - 2, -1, -1):
+        s, d = shapes[i], strides[i]
+        if s == 1:
+            continue
+        if len(ns) == 1 and ns[0] == 1:
+            ns[0], nd[0] = s, d
+        elif s * d == nd[0]:
+            ns[0] *= s
+            nd[0] = d
+        else:
+            ns.insert(0, s)
+            nd.insert(0, d)
+    if len(ns) == 1:
+        if ns[0] == 1:
+            return 1, 0
+        return ns[0], nd[0]
+    return tuple(ns), tuple(nd)
+
+
+def coalesce(layout, profile=None):
+    """Merge modes without changing the function on the domain.
+
+    ``coalesce((2,(1,6)):(1,(6,2)))`` → ``12:1``; by mode with a tuple profile:
+    ``coalesce((2,(1,6)):(1,(6,2)), (1,1))`` → ``(2,6):(1,2)``.
+    Post: ``coalesce(L)(i) == L(i)`` for ``i < size(L)``; depth ≤ 1; integral when one mode survives;
+    with a profile of rank r the result has rank(L) modes, modes past r copied verbatim.
+    Pre: rank(profile) ≤ rank(L) at every level.
+    """
+    from .swizzle import ComposedLayout
+    if isinstance(layout, ComposedLayout):
+        return layout.with_inner(coalesce(layout.inner, profile))
+    if profile is not None and is_tuple(profile):
+        ms = modes(layout)
+        if len(profile) > len(ms):
+            raise LayoutError("coalesce", (layout, profile),
+                              f"profile rank {len(profile)} exceeds layout rank {len(ms)}")
+        return make_layout(*[coalesce(m, p) for m, p in zip(ms, profile)], *ms[len(profile):])
+    s, d = _coalesce_flat(leaves(layout.shape), leaves(layout.stride), keep_trailing_one=False)
+    return Layout._make(s, d)
+
+
+def coalesce_x(layout: Layout) -> Layout:
+    """Composition's coalesce: like coalesce, but a trailing size-1 mode keeps its stride (``1:2`` → ``2:2``,
+    ``(4,1):(1,4)`` → ``8:1``); never ``1:0``. Post: agrees with ``layout`` on its domain."""
+    s, d = _coalesce_flat(leaves(layout.shape), leaves(layout.stride), keep_trailing_one=True)
+    return Layout._make(s, d)
+
+
+def filter_zeros_layout(layout: Layout) -> Layout:
+    """Give stride-0 leaves shape 1: ``(2,3):(0,4)`` → ``(1,3):(0,4)``."""
+    return Layout._make(filter_zeros(layout.stride, layout.shape), layout.stride)
+
+
+def filter(layout, profile=None):
+    """Remove stride-0 and size-1 modes, then coalesce: ``filter((2,1,3):(0,7,2))`` → ``3:2``; nothing left → ``1:0``.
+
+    By mode with a tuple profile: ``filter((2,1,3):(0,7,2), (1,1,1))`` → ``(1,1,3):(0,0,2)``.
+    Post: ``filter(L)`` is injective on its domain iff L is injective on its non-broadcast modes; its image is L's image.
+    """
+    from .swizzle import ComposedLayout
+    if isinstance(layout, ComposedLayout):
+        return layout.with_inner(filter(layout.inner, profile))
+    if profile is not None and is_tuple(profile):
+        ms = modes(layout)
+        if len(profile) > len(ms):
+            raise LayoutError("filter", (layout, profile),
+                              f"profile rank {len(profile)} exceeds layout rank {len(ms)}")
+        return make_layout(*[filter(m, p) for m, p in zip(ms, profile)], *ms[len(profile):])
+    return coalesce(filter_zeros_layout(layout))
+
+
+# -- compact and ordered layouts -------------------------------------------------------------------------
+
+def compact_order(shp: IntTuple, order: IntTuple) -> IntTuple:
+    """Strides that make ``shp`` compact with modes ranked by ``order``: ``compact_order((2,3,4),(1,1,0))`` → (4,4,1).
+
+    Equal orders share the same start (not an error; the result overlaps). Pre: at each tuple level of ``order``,
+    equal ranks of shape and order.
+    """
+    def check(s, o):
+        if is_tuple(o):
+            if not is_tuple(s) or len(s) != len(o):
+                raise LayoutError("make_ordered_layout", (shp, order), "Need equal rank of shape and order")
+            for x, y in zip(s, o):
+                check(x, y)
+
+    check(shp, order)
+    ref_shape = leaves(product_like(shp, order))
+    ref_order = leaves(order)
+
+    def build(s, o):
+        if is_tuple(o):
+            return tuple(build(x, y) for x, y in zip(s, o))
+        start = 1
+        for rs, ro in zip(ref_shape, ref_order):
+            if ro < o:
+                start *= rs
+        return compact_col_major(s, start)
+
+    return build(shp, order)
+
+
+def make_ordered_layout(shp: IntTuple, order) -> Layout:
+    """Compact layout with modes ordered by ``order``: ``make_ordered_layout((2,2,2,2),(0,2,3,1))`` →
+    ``(2,2,2,2):(1,4,8,2)``. ``order`` may also be LayoutLeft or LayoutRight. Post: size-1 leaves get stride 0."""
+    if order is LayoutLeft or order is LayoutRight:
+        return make_layout(shp, order)
+    _validate_shape(shp, "make_ordered_layout", (shp, order))
+    return Layout._make(shp, compact_order(shp, order))
+
+
+def make_layout_like(layout: Layout) -> Layout:
+    """Same shape, compact strides ordered like the original's: ``(2,(3,4)):(12,(0,1))`` → ``(2,(3,4)):(4,(0,1))``.
+
+    Post: stride-0 and size-1 leaves get stride 0; equal original strides get equal new strides.
+    """
+    return Layout._make(layout.shape, compact_order(filter_zeros(layout.stride, layout.shape), layout.stride))
+
+
+def nullspace(layout: Layout) -> Layout:
+    """The 1-D coordinates of L's stride-0 leaves: ``nullspace((2,3,4):(0,1,0))`` → ``(2,4):(1,6)``; none → ``1:0``.
+
+    Post: ``L(nullspace(L)(i)) == L(0)`` for every i.
+    """
+    flat_s = leaves(layout.shape)
+    flat_d = leaves(layout.stride)
+    idx = [i for i, d in enumerate(flat_d) if d == 0]
+    if not idx:
+        return Layout._make(1, 0)
+    compact = leaves(compact_col_major(tuple(flat_s)))
+    if len(idx) == 1:
+        return Layout._make(flat_s[idx[0]], compact[idx[0]])
+    return Layout._make(tuple(flat_s[i] for i in idx), tuple(compact[i] for i in idx))
