@@ -24,5 +24,6 @@ from .tiling import (
 )
 from .recast import downcast, recast_layout, upcast
 from .notation import parse, to_str
+from .memo import clear_caches
 
 __all__ = [name for name in dir() if not name.startswith("__")]

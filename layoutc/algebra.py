@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from .errors import LayoutError
+from .memo import pure
 from .int_tuple import ceil_div, cpp_div, cpp_mod, is_int, is_tuple, leaves, product, signum
 from .layout import Layout, Underscore, _, coalesce, coalesce_x, cosize, filter, make_layout, modes
 from .swizzle import ComposedLayout, Swizzle, make_swizzle
@@ -77,6 +78,7 @@ def _compose_tiler(lhs: Layout, tiler) -> Layout:
     raise LayoutError("composition", (lhs, tiler), f"a tiler is a Layout, an int, _ or a tuple of those, not {tiler!r}")
 
 
+@pure
 def composition(lhs, rhs, *more):
     """Functional composition ``lhs ∘ rhs`` with CuTe's structure.
 
@@ -122,6 +124,7 @@ def composition(lhs, rhs, *more):
 
 # -- complement -----------------------------------------------------------------------------------------
 
+@pure
 def complement(layout, cotarget=None) -> Layout:
     """The layout of the offsets ``layout`` does not reach, up to ``cotarget`` (default: cosize of filter(L)).
 
@@ -198,6 +201,7 @@ def _coalesced_lists(layout: Layout):
     return shapes, strides, prefix
 
 
+@pure
 def right_inverse(layout):
     """R with ``L(R(i)) == i`` for i < size(R), R as large as possible: ``right_inverse((4,2):(2,1))`` → ``(2,4):(4,1)``.
 
@@ -219,6 +223,7 @@ def right_inverse(layout):
     return coalesce(Layout._make(tuple(out_s), tuple(out_d)))
 
 
+@pure
 def left_inverse(layout):
     """Li with ``Li(L(i)) == i`` for injective L: ``left_inverse((2,3):(1,4))`` → ``(4,3):(1,2)``.
 
@@ -268,6 +273,7 @@ def _inner(x):
     return x.inner if isinstance(x, ComposedLayout) else x
 
 
+@pure
 def max_common_vector(a, b) -> int:
     """Number of leading elements both layouts keep contiguous: ``max_common_vector((4,8):(1,8), (4,8):(1,4))`` → 4.
 
@@ -281,6 +287,7 @@ def max_common_vector(a, b) -> int:
     return result if cap is None else min(result, cap)
 
 
+@pure
 def max_common_layout(a, b) -> Layout:
     """The layout of b's indices where a and b agree contiguously: ``max_common_layout((8,4):(4,1), (8,4):(4,1))`` →
     ``(4,8):(8,1)``; none → ``1:0``. Post: composing a and b with it gives the same contiguous run."""

@@ -24,3 +24,24 @@ def _show(obj) -> str:
         return to_str(obj)
     except Exception:  # an operand we cannot print must not hide the real error
         return repr(obj)
+
+
+class within:
+    """Context manager: a LayoutError raised by a helper operation is re-raised naming the outer operation
+    and its operands first, keeping the root condition and where it arose:
+    ``logical_product(4:2, 3:1): Shape Divisibility Condition: ... [in composition((2,2):(1,8), 3:1)]``."""
+
+    def __init__(self, op: str, operands):
+        self.op = op
+        self.operands = tuple(operands)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None or not issubclass(exc_type, LayoutError):
+            return False
+        if exc.op == self.op and exc.operands == self.operands:
+            return False
+        inner = ", ".join(_show(o) for o in exc.operands)
+        raise LayoutError(self.op, self.operands, f"{exc.condition} [in {exc.op}({inner})]") from exc

@@ -76,19 +76,19 @@ def flatten(t: IntTuple) -> IntTuple:
 
 def leaves(t: IntTuple) -> list:
     """The leaves as a list (an int gives [int]): ``leaves((2,(3,4)))`` → [2,3,4]."""
-    if not is_tuple(t):
+    if type(t) is not tuple:
         return [t]
     out = []
-    stack = [iter(t)]
-    while stack:
-        for e in stack[-1]:
-            if is_tuple(e):
-                stack.append(iter(e))
-                break
-            out.append(e)
-        else:
-            stack.pop()
+    _collect_leaves(t, out)
     return out
+
+
+def _collect_leaves(t: tuple, out: list) -> None:
+    for e in t:
+        if type(e) is tuple:
+            _collect_leaves(e, out)
+        else:
+            out.append(e)
 
 
 def unflatten(flat, profile: IntTuple) -> IntTuple:

@@ -6,6 +6,7 @@ Integral layouts (``8:1``) have int shape and stride; tuple layouts (``(8):(1)``
 from __future__ import annotations
 
 from .errors import LayoutError
+from .memo import pure
 from .int_tuple import (
     IntTuple, compact_col_major, compact_row_major, congruent, crd2idx, depth as tuple_depth, filter_zeros,
     flatten as flatten_tuple, is_int, is_tuple, leaves, product, product_like, rank as tuple_rank, unflatten,
@@ -78,6 +79,9 @@ class Layout:
     __slots__ = ("shape", "stride", "_hash")
 
     def __init__(self, shape: IntTuple, stride: IntTuple | None = None):
+        if type(shape) is int and type(stride) is int and shape > 0:
+            self.shape, self.stride, self._hash = shape, stride, None
+            return
         _validate_shape(shape, "Layout", (shape,) if stride is None else (shape, stride))
         if stride is None:
             stride = compact_col_major(shape)
@@ -419,6 +423,15 @@ def _coalesce_flat(shapes: list, strides: list, keep_trailing_one: bool):
     return tuple(ns), tuple(nd)
 
 
+def _on_inner(op, layout, *args):
+    """Apply ``op`` to a ComposedLayout's inner layout, keeping its outer function and offset."""
+    from .swizzle import ComposedLayout
+    if isinstance(layout, ComposedLayout):
+        return layout.with_inner(op(layout.inner, *args))
+    raise LayoutError(op.__name__, (layout,), f"expected a Layout or a ComposedLayout, got {type(layout).__name__}")
+
+
+@pure
 def coalesce(layout, profile=None):
     """Merge modes without changing the function on the domain.
 
@@ -428,9 +441,8 @@ def coalesce(layout, profile=None):
     with a profile of rank r the result has rank(L) modes, modes past r copied verbatim.
     Pre: rank(profile) ≤ rank(L) at every level.
     """
-    from .swizzle import ComposedLayout
-    if isinstance(layout, ComposedLayout):
-        return layout.with_inner(coalesce(layout.inner, profile))
+    if type(layout) is not Layout:
+        return _on_inner(coalesce, layout, profile)
     if profile is not None and is_tuple(profile):
         ms = modes(layout)
         if len(profile) > len(ms):
@@ -453,15 +465,15 @@ def filter_zeros_layout(layout: Layout) -> Layout:
     return Layout._make(filter_zeros(layout.stride, layout.shape), layout.stride)
 
 
+@pure
 def filter(layout, profile=None):
     """Remove stride-0 and size-1 modes, then coalesce: ``filter((2,1,3):(0,7,2))`` → ``3:2``; nothing left → ``1:0``.
 
     By mode with a tuple profile: ``filter((2,1,3):(0,7,2), (1,1,1))`` → ``(1,1,3):(0,0,2)``.
     Post: ``filter(L)`` is injective on its domain iff L is injective on its non-broadcast modes; its image is L's image.
     """
-    from .swizzle import ComposedLayout
-    if isinstance(layout, ComposedLayout):
-        return layout.with_inner(filter(layout.inner, profile))
+    if type(layout) is not Layout:
+        return _on_inner(filter, layout, profile)
     if profile is not None and is_tuple(profile):
         ms = modes(layout)
         if len(profile) > len(ms):
@@ -502,6 +514,7 @@ def compact_order(shp: IntTuple, order: IntTuple) -> IntTuple:
     return build(shp, order)
 
 
+@pure
 def make_ordered_layout(shp: IntTuple, order) -> Layout:
     """Compact layout with modes ordered by ``order``: ``make_ordered_layout((2,2,2,2),(0,2,3,1))`` →
     ``(2,2,2,2):(1,4,8,2)``. ``order`` may also be LayoutLeft or LayoutRight. Post: size-1 leaves get stride 0."""
@@ -511,6 +524,7 @@ def make_ordered_layout(shp: IntTuple, order) -> Layout:
     return Layout._make(shp, compact_order(shp, order))
 
 
+@pure
 def make_layout_like(layout: Layout) -> Layout:
     """Same shape, compact strides ordered like the original's: ``(2,(3,4)):(12,(0,1))`` → ``(2,(3,4)):(4,(0,1))``.
 
@@ -519,6 +533,7 @@ def make_layout_like(layout: Layout) -> Layout:
     return Layout._make(layout.shape, compact_order(filter_zeros(layout.stride, layout.shape), layout.stride))
 
 
+@pure
 def nullspace(layout: Layout) -> Layout:
     """The 1-D coordinates of L's stride-0 leaves: ``nullspace((2,3,4):(0,1,0))`` → ``(2,4):(1,6)``; none → ``1:0``.
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from .errors import LayoutError
+from .memo import pure
 from .int_tuple import ceil_div, is_tuple, leaves, signum
 from .layout import Layout
 from .swizzle import ComposedLayout, Swizzle
@@ -28,6 +29,7 @@ def _downcast_swizzle(sw: Swizzle, n: int) -> Swizzle:
     return Swizzle(sw.bits, sw.base + (n.bit_length() - 1), sw.shift)
 
 
+@pure
 def upcast(layout, n: int):
     """Group ``n`` elements into one: ``upcast((4,8):(1,4), 2)`` → ``(2,8):(1,2)``; ``upcast((6):(1), 4)`` → ``(2):(1)``.
 
@@ -62,6 +64,7 @@ def upcast(layout, n: int):
     return Layout._make(s, d)
 
 
+@pure
 def downcast(layout, n: int):
     """Split each element into ``n``: ``downcast((4,8):(1,4), 2)`` → ``(8,8):(1,8)``.
 
@@ -89,6 +92,7 @@ def downcast(layout, n: int):
     return Layout._make(s, d)
 
 
+@pure
 def recast_layout(layout, old_bits: int, new_bits: int):
     """Re-express a layout of ``old_bits``-wide elements in ``new_bits``-wide ones:
     ``recast_layout((4,8):(1,4), 16, 32)`` → ``(2,8):(1,2)``; 48→32 bits: ``(6,4):(1,6)`` → ``(9,4):(1,9)``.

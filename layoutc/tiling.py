@@ -3,7 +3,9 @@ blocked_product, raked_product and tile_to_shape."""
 from __future__ import annotations
 
 from .algebra import complement, composition
-from .errors import LayoutError
+from .errors import LayoutError, within
+from .memo import pure
+from .notation import to_str
 from .int_tuple import ceil_div, evenly_divides, is_int, is_tuple, product, product_each
 from .layout import (
     Layout, LayoutLeft, _, append, coalesce, cosize, make_layout, make_ordered_layout, modes, rank, size,
@@ -13,13 +15,15 @@ from .swizzle import ComposedLayout
 
 
 def _rewrap(fn):
-    """Ops on a ComposedLayout act on its inner layout and keep its outer function and offset."""
+    """Ops on a ComposedLayout act on its inner layout and keep its outer function and offset; errors from the
+    helper operations are reported as errors of this operation."""
     def wrapper(layout, tiler, *args, **kwargs):
         if isinstance(layout, ComposedLayout):
-            return layout.with_inner(fn(layout.inner, tiler, *args, **kwargs))
+            return layout.with_inner(wrapper(layout.inner, tiler, *args, **kwargs))
         if not isinstance(layout, Layout):
             raise LayoutError(fn.__name__, (layout, tiler), "the first operand must be a Layout or a ComposedLayout")
-        return fn(layout, tiler, *args, **kwargs)
+        with within(fn.__name__, (layout, tiler)):
+            return fn(layout, tiler, *args, **kwargs)
 
     wrapper.__name__ = fn.__name__
     wrapper.__qualname__ = fn.__qualname__
@@ -48,6 +52,7 @@ def _as_tile_layout(op_name, layout, tiler):
     raise LayoutError(op_name, (layout, tiler), f"a tiler is a Layout, an int, _ or a tuple of those, not {tiler!r}")
 
 
+@pure
 @_rewrap
 def logical_divide(layout: Layout, tiler) -> Layout:
     """Split L into (tile, rest): ``L ∘ (T, complement(T, shape(coalesce(L))))``.
@@ -64,6 +69,7 @@ def logical_divide(layout: Layout, tiler) -> Layout:
     return composition(layout, make_layout(tile, complement(tile, coalesce(layout).shape)))
 
 
+@pure
 @_rewrap
 def logical_product(layout: Layout, tiler) -> Layout:
     """(L, complement(L, size(L)·cosize(T)) ∘ T): T repeats L.
@@ -119,6 +125,7 @@ def _flat(z: Layout) -> Layout:
     return slice_layout((_ if r0 == 1 else (_,) * r0, _ if r1 == 1 else (_,) * r1), z)
 
 
+@pure
 @_rewrap
 def zipped_divide(layout: Layout, tiler) -> Layout:
     """logical_divide gathered as ((tiles...), (rests...)): ``(9,(4,8)):(59,(13,1)) ⊘ <3:3,(2,4):(1,8)>`` →
@@ -126,18 +133,21 @@ def zipped_divide(layout: Layout, tiler) -> Layout:
     return _unzip("zipped_divide", layout, tiler, logical_divide(layout, tiler))
 
 
+@pure
 @_rewrap
 def tiled_divide(layout: Layout, tiler) -> Layout:
     """zipped_divide with the rest modes spliced: ``((3,(2,4)),3,(2,2)):((177,(13,2)),59,(26,1))`` for the doc case."""
     return _tiled(zipped_divide(layout, tiler))
 
 
+@pure
 @_rewrap
 def flat_divide(layout: Layout, tiler) -> Layout:
     """zipped_divide with tile and rest modes spliced: ``(3,(2,4),3,(2,2)):(177,(13,2),59,(26,1))`` for the doc case."""
     return _flat(zipped_divide(layout, tiler))
 
 
+@pure
 @_rewrap
 def zipped_product(layout: Layout, tiler) -> Layout:
     """logical_product gathered as ((blocks...), (repeats...)): ``(2,5):(5,1) ⊗ <3:1,4:1>`` →
@@ -145,12 +155,14 @@ def zipped_product(layout: Layout, tiler) -> Layout:
     return _unzip("zipped_product", layout, tiler, logical_product(layout, tiler))
 
 
+@pure
 @_rewrap
 def tiled_product(layout: Layout, tiler) -> Layout:
     """zipped_product with repeat modes spliced: ``((2,5),3,4):((5,1),1,5)`` for ``(2,5):(5,1) ⊗ <3:1,4:1>``."""
     return _tiled(zipped_product(layout, tiler))
 
 
+@pure
 @_rewrap
 def flat_product(layout: Layout, tiler) -> Layout:
     """zipped_product fully spliced: ``(2,5,3,4):(5,1,1,5)`` for ``(2,5):(5,1) ⊗ <3:1,4:1>``."""
@@ -167,6 +179,7 @@ def _padded_product(op_name, block, tiler):
     return product_layout[0], product_layout[1]
 
 
+@pure
 @_rewrap
 def blocked_product(block: Layout, tiler: Layout) -> Layout:
     """Mode i is (block_i, repeat_i): ``blocked_product((2,5):(5,1), (3,4):(1,3))`` →
@@ -176,6 +189,7 @@ def blocked_product(block: Layout, tiler: Layout) -> Layout:
     return zip_layouts(p0, p1)
 
 
+@pure
 @_rewrap
 def raked_product(block: Layout, tiler: Layout) -> Layout:
     """Mode i is (repeat_i, block_i): ``raked_product((2,5):(5,1), (3,4):(1,3))`` → ``((3,2),(4,5)):((10,5),(30,1))``."""
@@ -183,6 +197,7 @@ def raked_product(block: Layout, tiler: Layout) -> Layout:
     return zip_layouts(p1, p0)
 
 
+@pure
 @_rewrap
 def tile_to_shape(block: Layout, target, order=LayoutLeft) -> Layout:
     """Repeat ``block`` to fill ``target`` in ``order``: ``tile_to_shape((2,2):(1,2), (8,8))`` →
@@ -199,7 +214,7 @@ def tile_to_shape(block: Layout, target, order=LayoutLeft) -> Layout:
     target_shape = product_each(target)
     if not evenly_divides(target_shape, block_shape):
         raise LayoutError("tile_to_shape", (block, target),
-                          f"tile_to_shape: block shape does not divide the target shape: {block_shape} "
-                          f"does not evenly divide {target_shape}")
+                          f"tile_to_shape: block shape does not divide the target shape: {to_str(block_shape)} "
+                          f"does not evenly divide {to_str(target_shape)}")
     repeats = ceil_div(target_shape, block_shape)
     return blocked_product(padded, make_ordered_layout(repeats, order))

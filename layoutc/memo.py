@@ -1,0 +1,36 @@
+"""Memoisation of the pure layout operations.
+
+Layouts, swizzles and tilers are immutable values, so every algebra result can be reused; GMMA-sized kernels
+ask for the same compositions and divides many times while building partitions.
+"""
+from __future__ import annotations
+
+from functools import lru_cache, wraps
+
+_CACHES = []
+
+
+def pure(fn):
+    """Decorate a pure layout operation so equal (hashable) arguments reuse the first result.
+
+    Post: results are identical to the undecorated function's; unhashable arguments bypass the cache.
+    """
+    cached = lru_cache(maxsize=16384)(fn)
+    _CACHES.append(cached)
+
+    @wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            hash(args)
+        except TypeError:
+            return fn(*args, **kwargs)
+        return cached(*args, **kwargs)
+
+    wrapper.uncached = fn
+    return wrapper
+
+
+def clear_caches() -> None:
+    """Forget every memoised result (for benchmarks that want cold numbers)."""
+    for c in _CACHES:
+        c.cache_clear()
