@@ -52,10 +52,10 @@ def depth(t: IntTuple) -> int:
 
 def product(t: IntTuple) -> int:
     """Product of all leaves (CuTe ``size``): ``product((2,(3,4)))`` → 24, ``product(())`` → 1."""
-    if is_tuple(t):
+    if type(t) is tuple:
         p = 1
         for e in t:
-            p *= product(e)
+            p *= e if type(e) is int else product(e)
         return p
     return t
 

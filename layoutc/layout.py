@@ -199,13 +199,39 @@ def _validate_coordinate(coord, layout: Layout) -> None:
 
 # -- free functions on layouts and IntTuples ---------------------------------------------------------
 
+def _acts_on_inner(fn):
+    """A mode function applied to ``outer o offset o inner`` acts on ``inner`` and keeps outer and offset (CuTe)."""
+    def wrapper(layout, *args, **kwargs):
+        if type(layout) is Layout:
+            return fn(layout, *args, **kwargs)
+        from .swizzle import ComposedLayout
+        if isinstance(layout, ComposedLayout):
+            result = fn(layout.inner, *args, **kwargs)
+            if isinstance(result, list):
+                return [layout.with_inner(r) for r in result]
+            return layout.with_inner(result)
+        raise LayoutError(fn.__name__, (layout,), f"expected a Layout or a ComposedLayout, got {type(layout).__name__}")
+
+    wrapper.__name__ = fn.__name__
+    wrapper.__qualname__ = fn.__qualname__
+    wrapper.__doc__ = fn.__doc__
+    wrapper.__wrapped__ = fn
+    return wrapper
+
+
+def _plain_only(op: str, layout) -> None:
+    if type(layout) is not Layout:
+        raise LayoutError(op, (layout,), "defined for plain layouts only: a ComposedLayout has no stride; "
+                          "apply it to the inner layout")
+
 def shape(x):
     """Shape of a layout (or the IntTuple itself): ``shape((4,2):(1,4))`` → (4,2)."""
     return x.shape if hasattr(x, "shape") else x
 
 
 def stride(x: Layout):
-    """Stride of a layout: ``stride((4,2):(1,4))`` → (1,4)."""
+    """Stride of a layout: ``stride((4,2):(1,4))`` → (1,4). Pre: a plain Layout."""
+    _plain_only("stride", x)
     return x.stride
 
 
@@ -241,8 +267,12 @@ def make_layout(*args) -> Layout:
     - ``make_layout((2,4), LayoutRight)`` → ``(2,4):(4,1)``; ``make_layout((2,4),(1,8))`` → ``(2,4):(1,8)``;
     - ``make_layout(L0, L1, ...)`` concatenates layouts into modes; one layout is wrapped: ``make_layout(3:1)`` → ``(3):(1)``.
     """
-    if args and all(isinstance(a, Layout) for a in args):
-        return Layout._make(tuple(a.shape for a in args), tuple(a.stride for a in args))
+    if args and type(args[0]) is Layout:
+        for a in args:
+            if type(a) is not Layout:
+                break
+        else:
+            return Layout._make(tuple(a.shape for a in args), tuple(a.stride for a in args))
     if len(args) == 1:
         return Layout(args[0])
     if len(args) == 2:
@@ -257,18 +287,21 @@ def make_layout(*args) -> Layout:
     raise TypeError("make_layout(shape[, stride | LayoutLeft | LayoutRight]) or make_layout(layout, layout, ...)")
 
 
+@_acts_on_inner
 def modes(layout: Layout) -> list:
     """Top-level modes as layouts: ``modes((4,2):(1,4))`` → [4:1, 2:4]; an integral layout is its own only mode."""
-    if is_tuple(layout.shape):
+    if type(layout.shape) is tuple:
         return [Layout._make(s, d) for s, d in zip(layout.shape, layout.stride)]
     return [layout]
 
 
+@_acts_on_inner
 def flatten(layout: Layout) -> Layout:
     """Flatten shape and stride: ``flatten((4,(2,3)):(1,(4,8)))`` → ``(4,2,3):(1,4,8)``; integral stays integral."""
     return Layout._make(flatten_tuple(layout.shape), flatten_tuple(layout.stride))
 
 
+@_acts_on_inner
 def select(layout: Layout, *indices: int) -> Layout:
     """Modes at ``indices`` as a tuple layout: ``select((2,3,5,7):(1,2,6,30), 2)`` → ``(5):(6)``."""
     ms = modes(layout)
@@ -278,6 +311,7 @@ def select(layout: Layout, *indices: int) -> Layout:
     return make_layout(*[ms[i] for i in indices])
 
 
+@_acts_on_inner
 def take(layout: Layout, begin: int, end: int) -> Layout:
     """Modes [begin, end) as a tuple layout: ``take((2,3,5):(1,2,6), 1, 3)`` → ``(3,5):(2,6)``.
 
@@ -291,6 +325,7 @@ def take(layout: Layout, begin: int, end: int) -> Layout:
     return make_layout(*modes(layout)[begin:end])
 
 
+@_acts_on_inner
 def group(layout: Layout, begin: int, end: int) -> Layout:
     """Make modes [begin, end) one mode: ``group((2,3,5):(1,2,6), 0, 2)`` → ``((2,3),5):((1,2),6)``."""
     ms = modes(layout)
@@ -300,6 +335,7 @@ def group(layout: Layout, begin: int, end: int) -> Layout:
     return make_layout(*ms[:begin], make_layout(*ms[begin:end]), *ms[end:])
 
 
+@_acts_on_inner
 def append(layout: Layout, mode: Layout | None = None, rank_to: int | None = None) -> Layout:
     """Append ``mode`` (default ``1:0``): ``append(4:1)`` → ``(4,1):(1,0)``.
 
@@ -314,6 +350,7 @@ def append(layout: Layout, mode: Layout | None = None, rank_to: int | None = Non
     return make_layout(*modes(layout), *([mode] * (rank_to - r)))
 
 
+@_acts_on_inner
 def prepend(layout: Layout, mode: Layout | None = None) -> Layout:
     """Prepend ``mode`` (default ``1:0``): ``prepend(4:1)`` → ``(1,4):(0,1)``."""
     mode = Layout._make(1, 0) if mode is None else mode
@@ -321,15 +358,22 @@ def prepend(layout: Layout, mode: Layout | None = None) -> Layout:
 
 
 def zip_layouts(*layouts: Layout) -> Layout:
-    """Transpose modes: ``zip_layouts((a0,a1), (b0,b1))`` → ``((a0,b0),(a1,b1))``; integral layouts count as rank 1.
+    """CuTe's zip on layouts (shape and stride transposed alike): ``zip_layouts((a0,a1), (b0,b1))`` →
+    ``((a0,b0),(a1,b1))``. When the first layout is integral CuTe does not transpose: it wraps the whole tuple,
+    so ``zip_layouts(4:1, (2):(4))`` → ``((4,(2))):((1,(4)))``.
 
-    Pre: equal ranks ("Mismatched Ranks").
+    Pre: every layout has at least the first one's rank ("Mismatched Ranks").
     """
-    ms = [modes(L) for L in layouts]
-    r = len(ms[0])
-    if any(len(m) != r for m in ms):
-        raise LayoutError("zip", layouts, "Mismatched Ranks: all layouts must have the same rank")
-    return make_layout(*[make_layout(*[m[i] for m in ms]) for i in range(r)])
+    for L in layouts:
+        _plain_only("zip", L)
+    first = layouts[0]
+    if type(first.shape) is not tuple:
+        return make_layout(make_layout(*layouts))
+    r = len(first.shape)
+    for L in layouts[1:]:
+        if type(L.shape) is tuple and len(L.shape) < r or type(L.shape) is not tuple and r > 1:
+            raise LayoutError("zip", layouts, "Mismatched Ranks: all layouts must have the first one's rank")
+    return make_layout(*[make_layout(*[L[i] for L in layouts]) for i in range(r)])
 
 
 # -- slicing -------------------------------------------------------------------------------------------
@@ -354,6 +398,8 @@ def slice_layout(coord, layout: Layout) -> Layout:
             return out
         return []
 
+    if type(layout) is not Layout:
+        return layout(coord) if _has_underscore(coord) else _plain_only("slice", layout)
     if coord is _:
         return layout
     if not is_tuple(coord):
@@ -364,6 +410,8 @@ def slice_layout(coord, layout: Layout) -> Layout:
 
 def slice_offset(coord, layout: Layout) -> int:
     """Index of the sliced coordinate's fixed part (``_`` read as 0): ``slice_offset((_,1), (4,2):(1,4))`` → 4."""
+    _plain_only("slice_offset", layout)
+
     def zeroed(c):
         if c is _:
             return 0
@@ -376,6 +424,8 @@ def slice_offset(coord, layout: Layout) -> int:
 
 def dice(coord, layout: Layout) -> Layout:
     """Keep the modes paired with ints (the dual of slice): ``dice((1,_), (4,2):(1,4))`` → ``(4):(1)``."""
+    _plain_only("dice", layout)
+
     def lift(c, s, d):
         if c is _:
             return []
@@ -530,6 +580,7 @@ def make_layout_like(layout: Layout) -> Layout:
 
     Post: stride-0 and size-1 leaves get stride 0; equal original strides get equal new strides.
     """
+    _plain_only("make_layout_like", layout)
     return Layout._make(layout.shape, compact_order(filter_zeros(layout.stride, layout.shape), layout.stride))
 
 
@@ -539,6 +590,7 @@ def nullspace(layout: Layout) -> Layout:
 
     Post: ``L(nullspace(L)(i)) == L(0)`` for every i.
     """
+    _plain_only("nullspace", layout)
     flat_s = leaves(layout.shape)
     flat_d = leaves(layout.stride)
     idx = [i for i, d in enumerate(flat_d) if d == 0]

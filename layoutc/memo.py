@@ -21,10 +21,15 @@ def pure(fn):
     @wraps(fn)
     def wrapper(*args, **kwargs):
         try:
-            hash(args)
+            return cached(*args, **kwargs)
         except TypeError:
-            return fn(*args, **kwargs)
-        return cached(*args, **kwargs)
+            # Hashing happens inside the cache: only an unhashable argument takes the uncached path;
+            # a TypeError raised by the operation itself propagates.
+            try:
+                hash((args, tuple(kwargs.items())))
+            except TypeError:
+                return fn(*args, **kwargs)
+            raise
 
     wrapper.uncached = fn
     return wrapper
