@@ -1,4 +1,20 @@
-"""layoutc.hopper: what Hopper's wgmma and TMA need from shared-memory layouts."""
+"""layoutc.hopper: what Hopper's wgmma and TMA need from shared-memory layouts.
+
+GMMA smem atoms (``gmma_atom``), the wgmma descriptor derived from a layout (``make_descriptor``,
+``descriptor_verdict``, ``DescriptorIterator``), register fragments as thread-value layouts (``accumulator_tv``,
+``a_fragment_tv``, ``ldmatrix_tv``), TMA tensor-map parameters (``make_tma_params``) and bank conflicts
+(``bank_conflicts``). A smem layout's outer Swizzle acts on byte addresses (CuTe's smem convention).
+"""
 from .dtypes import DType, dtype, known_dtypes
 from .gmma import Major, SwizzleMode, gmma_atom, gmma_smem_layout
 from .smem import byte_address, byte_addresses, split_smem_layout
+from .descriptor import (
+    DescriptorError, DescriptorIterator, DescriptorVerdict, WgmmaDescriptor, WgmmaStep, core_matrix_addresses,
+    descriptor_verdict, make_descriptor, wgmma_k, wgmma_tiles,
+)
+from .fragments import (
+    a_fragment_k, a_fragment_register, a_fragment_tv, accumulator_block_tv, accumulator_coords,
+    accumulator_num_registers, accumulator_register, accumulator_tv, accumulator_warp_tv, ldmatrix_address_coords,
+    ldmatrix_address_lanes, ldmatrix_register, ldmatrix_tile_shape, ldmatrix_tv, stmatrix_address_lanes, stmatrix_tv,
+    tv_coord, tv_coords, tv_owners, tv_table, wgmma_n_values,
+)
