@@ -1,0 +1,16 @@
+"""ptxgen.runtime: compile PTX with nvJitLink and run it through the CUDA driver (cuda-bindings).
+
+``compile_ptx`` works without a GPU; the driver layer initialises lazily on first use and ``gpu_available()`` never
+raises.
+"""
+from .nvjitlink import CompileError, Cubin, compile_ptx, nvjitlink_version
+from .driver import (
+    CudaError, DeviceBuffer, Function, Module, compute_capability, context, device_count, device_name,
+    gpu_available, launch, pack_args, set_max_dynamic_smem, synchronize,
+)
+
+__all__ = [
+    "CompileError", "Cubin", "compile_ptx", "nvjitlink_version",
+    "CudaError", "DeviceBuffer", "Function", "Module", "compute_capability", "context", "device_count",
+    "device_name", "gpu_available", "launch", "pack_args", "set_max_dynamic_smem", "synchronize",
+]
