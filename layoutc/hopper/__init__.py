@@ -18,3 +18,7 @@ from .fragments import (
     ldmatrix_address_lanes, ldmatrix_register, ldmatrix_tile_shape, ldmatrix_tv, stmatrix_address_lanes, stmatrix_tv,
     tv_coord, tv_coords, tv_owners, tv_table, wgmma_n_values,
 )
+from .banks import (
+    BankReport, bank_conflicts, bank_conflicts_addresses, ldmatrix_access, max_vector_bytes, stmatrix_access,
+    thread_addresses,
+)
