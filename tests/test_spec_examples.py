@@ -11,4 +11,5 @@ SPEC = pathlib.Path(__file__).resolve().parent.parent / "spec"
 def test_spec_examples_hold(name):
     result = doctest.testfile(str(SPEC / name), module_relative=False,
                               optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0, f"spec/{name} has no examples"
     assert result.failed == 0, f"{result.failed} of {result.attempted} examples in spec/{name} fail"
