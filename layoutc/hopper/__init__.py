@@ -22,3 +22,7 @@ from .banks import (
     BankReport, bank_conflicts, bank_conflicts_addresses, ldmatrix_access, max_vector_bytes, stmatrix_access,
     thread_addresses,
 )
+from .tma import (
+    TmaBox, TmaBoxes, TmaDataType, TmaError, TmaInterleave, TmaL2Promotion, TmaOobFill, TmaParams, TmaSwizzle,
+    check_global_address, check_tma_params, make_tma_params, tma_boxes, tma_data_type,
+)
