@@ -14,6 +14,7 @@ examples:
   layoutc show "Sw<3,4,3> o (8,64):(64,1)"
   layoutc show "(4,(2,3)):(2,(1,8))" --svg layout.svg
   layoutc atom K SW128 bf16 --tile 128,64,3
+  layoutc show "Sw<3,4,3> o (8,64):(64,1)" --dtype bf16
   layoutc desc "Sw<3,4,3> o (64,16):(64,1)" --dtype bf16 --major K
   layoutc decode 0x4000004000010040
   layoutc tma --global "(4096,4096):(4096,1)" --box "Sw<3,4,3> o (8,64):(64,1)" --dtype bf16
@@ -111,15 +112,23 @@ def cmd_show(args) -> int:
 
 
 def cmd_atom(args) -> int:
+    from .hopper.descriptor import descriptor_verdict
     from .hopper.gmma import gmma_atom, gmma_smem_layout
+    from .layout import coalesce
     from .notation import to_str
     atom = gmma_atom(args.major, args.swizzle, args.dtype)
-    print(f"atom     {to_str(atom)}")
+    print(f"atom       {to_str(atom)}")
+    layout = atom
     if args.tile:
-        tiled = gmma_smem_layout(args.major, args.swizzle, args.dtype, _parse_ints(args.tile))
-        from .layout import coalesce
-        print(f"tiled    {to_str(tiled)}")
-        print(f"by-mode coalesced  {to_str(coalesce(tiled, (1,) * len(tiled.inner)))}")
+        layout = gmma_smem_layout(args.major, args.swizzle, args.dtype, _parse_ints(args.tile))
+        print(f"tiled      {to_str(layout)}")
+        print(f"coalesced  {to_str(coalesce(layout, (1,) * len(layout.inner)))}  (by mode)")
+    base = int(args.base, 0)
+    verdict = descriptor_verdict(layout, args.dtype, args.major, base)
+    if not verdict.ok:
+        raise LayoutError("atom", (layout,), f"wgmma cannot consume it: {verdict.reasons[0]}")
+    print(f"wgmma tile {verdict.tile}")
+    print(f"descriptor {verdict.descriptor}")
     return 0
 
 
@@ -150,7 +159,17 @@ def cmd_tma(args) -> int:
     global_layout = _parse_layout(args.global_layout)
     box = _parse_layout(args.box)
     params = tma.make_tma_params(global_layout, args.dtype, box)
-    print(params)
+    print(f"cuTensorMapEncodeTiled parameters for {args.dtype} {args.global_layout} with smem box {args.box}")
+    rows = [
+        ("tensorDataType", params.data_type.name), ("tensorRank", params.rank),
+        ("globalDim", params.global_dims), ("globalStrides (bytes)", params.global_strides),
+        ("boxDim", params.box_dims), ("elementStrides", params.element_strides),
+        ("interleave", params.interleave.name), ("swizzle", params.swizzle.name),
+        ("l2Promotion", params.l2_promotion.name), ("oobFill", params.oob_fill.name),
+        ("expect-tx bytes per box", params.box_bytes), ("smem alignment (bytes)", params.smem_alignment),
+    ]
+    for name, value in rows:
+        print(f"  {name:<24} {value}")
     return 0
 
 
@@ -192,6 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("swizzle", help="INTER, SW32, SW64 or SW128")
     p.add_argument("dtype", help="element type, e.g. bf16, f16, e4m3, tf32")
     p.add_argument("--tile", help="tile shape, e.g. 128,64,3")
+    p.add_argument("--base", default="0x400", help="smem byte address of the buffer (default 0x400)")
     p.set_defaults(run=cmd_atom)
 
     p = sub.add_parser("desc", help="derive the wgmma smem descriptor of a layout")
