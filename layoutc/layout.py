@@ -362,7 +362,7 @@ def zip_layouts(*layouts: Layout) -> Layout:
     ``((a0,b0),(a1,b1))``. When the first layout is integral CuTe does not transpose: it wraps the whole tuple,
     so ``zip_layouts(4:1, (2):(4))`` → ``((4,(2))):((1,(4)))``.
 
-    Pre: every layout has at least the first one's rank ("Mismatched Ranks").
+    Pre: every layout has the first one's rank ("Mismatched Ranks"; an integral layout counts as rank 1).
     """
     for L in layouts:
         _plain_only("zip", L)
@@ -371,7 +371,7 @@ def zip_layouts(*layouts: Layout) -> Layout:
         return make_layout(make_layout(*layouts))
     r = len(first.shape)
     for L in layouts[1:]:
-        if type(L.shape) is tuple and len(L.shape) < r or type(L.shape) is not tuple and r > 1:
+        if (len(L.shape) if type(L.shape) is tuple else 1) != r:
             raise LayoutError("zip", layouts, "Mismatched Ranks: all layouts must have the first one's rank")
     return make_layout(*[make_layout(*[L[i] for L in layouts]) for i in range(r)])
 
