@@ -23,7 +23,7 @@ from .tiling import (
     tiled_divide, tiled_product, zipped_divide, zipped_product,
 )
 from .recast import downcast, recast_layout, upcast
-from .notation import parse, to_str
+from .notation import parse, parse_layout, parse_tiler, tiler_to_str, to_str
 from .memo import clear_caches
 
 __all__ = [name for name in dir() if not name.startswith("__")]

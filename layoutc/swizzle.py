@@ -25,13 +25,16 @@ class Swizzle:
             if not is_int(v):
                 raise LayoutError("Swizzle", (bits, base, shift), f"{name} must be an int, got {v!r}")
         if base < 0:
-            raise LayoutError("Swizzle", (bits, base, shift), f"MBase must be positive: M = {base} < 0")
+            raise LayoutError("Swizzle", (bits, base, shift), f"MBase must be positive: M = {base}, must be >= 0")
         if bits < 0:
-            raise LayoutError("Swizzle", (bits, base, shift), f"BBits must be positive: B = {bits} < 0")
+            raise LayoutError("Swizzle", (bits, base, shift), f"BBits must be positive: B = {bits}, must be >= 0")
         if abs(shift) < bits:
             raise LayoutError("Swizzle", (bits, base, shift),
-                              f"abs(SShift) must be more than BBits: |S| = {abs(shift)} < B = {bits}, "
-                              "so the XORed bit ranges would overlap")
+                              f"abs(SShift) must be more than BBits: |S| = {abs(shift)} must be >= B = {bits}, "
+                              "else the XORed bit ranges overlap")
+        if base + bits + abs(shift) > 64:
+            raise LayoutError("Swizzle", (bits, base, shift),
+                              f"M + B + |S| = {base + bits + abs(shift)} exceeds 64: no address has that many bits")
         self.bits = bits
         self.base = base
         self.shift = shift
@@ -73,7 +76,7 @@ def _trailing_zeros(x: int) -> int:
 def make_swizzle(yyy_mask: int, zzz_mask: int) -> Swizzle:
     """The swizzle XORing mask ``zzz`` with mask ``yyy``: ``make_swizzle(0b1110000000, 0b1110000)`` → ``Sw<3,4,3>``.
 
-    Pre: equal popcounts and contiguous masks; zero masks give ``Sw<0,4,3>``-like identities (``Sw<0,0,0>``).
+    Pre: equal popcounts and contiguous masks; two zero masks give the identity ``Sw<0,0,0>``.
     """
     if yyy_mask == 0 and zzz_mask == 0:
         return Swizzle(0, 0, 0)
