@@ -283,7 +283,7 @@ def test_multiline_text_names_the_line():
 
 
 CONSTRUCTOR_ERRORS = [  # (text, column of the offending layout or swizzle, part of the constructor's message)
-    ("Sw<3,4,2>", 1, "|S| = 2 < B = 3"),
+    ("Sw<3,4,2>", 1, "|S| = 2 must be >= B = 3"),
     ("Sw<3,-1,3>", 1, "MBase must be positive"),
     ("(2,3):(1)", 1, "not congruent"),
     ("((2,3),4):((1,2),(3,4))", 1, "not congruent"),
