@@ -1,0 +1,105 @@
+"""The IR's structure: values, operations with regions, kernels and modules, with source locations.
+
+Everything is plain data; what each operation means (operands, result types, verifier rule, interpreter semantics,
+lowering) lives in ``ptxgen.ir.ops``, one definition per op.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where an op came from: ``kernels/gemm.tile:12:5`` (1-based line and column)."""
+
+    file: str
+    line: int
+    column: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}"
+
+
+UNKNOWN = Location("<builder>", 0, 0)
+
+
+class Value:
+    """An SSA value: a kernel parameter, a region argument or an op result. ``name`` is its text name (no ``%``)."""
+
+    __slots__ = ("name", "type", "owner", "loc")
+
+    def __init__(self, name: str, type, owner=None, loc: Location = UNKNOWN):
+        self.name = name
+        self.type = type
+        self.owner = owner
+        self.loc = loc
+
+    def __repr__(self) -> str:
+        return f"%{self.name}: {self.type}"
+
+
+@dataclass
+class Region:
+    """A list of ops with block arguments (a loop's induction variable, a role's nothing)."""
+
+    args: list = field(default_factory=list)
+    ops: list = field(default_factory=list)
+
+
+class Op:
+    """One operation: ``%r = arith.add %a, %b : i32``. ``name`` selects its definition in ``ptxgen.ir.ops``."""
+
+    __slots__ = ("name", "operands", "attrs", "results", "regions", "loc")
+
+    def __init__(self, name: str, operands=(), attrs=None, results=(), regions=(), loc: Location = UNKNOWN):
+        self.name = name
+        self.operands = list(operands)
+        self.attrs = dict(attrs or {})
+        self.results = list(results)
+        self.regions = list(regions)
+        self.loc = loc
+        for r in self.results:
+            r.owner = self
+
+    @property
+    def result(self) -> Value:
+        """The single result (ops with exactly one)."""
+        if len(self.results) != 1:
+            raise ValueError(f"{self.name} has {len(self.results)} results")
+        return self.results[0]
+
+    def __repr__(self) -> str:
+        return f"<Op {self.name} at {self.loc}>"
+
+
+@dataclass
+class Kernel:
+    """A kernel: parameters, launch attributes (grid, block threads, cluster) and a body region."""
+
+    name: str
+    params: list
+    attrs: dict
+    body: Region
+    loc: Location = UNKNOWN
+
+
+@dataclass
+class Module:
+    """A text file's kernels, in order."""
+
+    kernels: list
+    file: str = "<builder>"
+
+    def kernel(self, name: str) -> Kernel:
+        for k in self.kernels:
+            if k.name == name:
+                return k
+        raise KeyError(f"no kernel @{name} in {self.file}")
+
+
+def walk(region: Region):
+    """Every op of ``region`` and of its nested regions, in program order."""
+    for op in region.ops:
+        yield op
+        for r in op.regions:
+            yield from walk(r)

@@ -1,0 +1,117 @@
+"""Types of the tile IR: scalars, tensors (dtype × memory space × layoutc layout), global tensors with runtime
+shapes, TMA tensor maps and mbarrier arrays.
+
+Text forms: ``i32``, ``f32``, ``smem<bf16>[Sw<3,4,3> o 0 o (8,64):(64,1)]``, ``rmem<f32>[(4,8):(1,4)]``,
+``gtensor<f32, 2>``, ``tmap<bf16, 2>[Sw<3,4,3> o 0 o (64,64):(64,1)]``, ``mbarrier<3>``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import layoutc as lc
+from layoutc.notation import to_str
+
+
+@dataclass(frozen=True)
+class ScalarType:
+    """A scalar: ``i1`` (predicate), ``i32``, ``u32``, ``i64``, ``u64``, ``f16``, ``bf16``, ``f32``, ``e4m3``, ``e5m2``."""
+
+    name: str
+    bits: int
+    kind: str  # "int", "uint", "float", "pred"
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind == "float"
+
+    @property
+    def is_int(self) -> bool:
+        return self.kind in ("int", "uint")
+
+
+SCALARS = {t.name: t for t in (
+    ScalarType("i1", 1, "pred"), ScalarType("i32", 32, "int"), ScalarType("u32", 32, "uint"),
+    ScalarType("i64", 64, "int"), ScalarType("u64", 64, "uint"), ScalarType("f16", 16, "float"),
+    ScalarType("bf16", 16, "float"), ScalarType("f32", 32, "float"), ScalarType("e4m3", 8, "float"),
+    ScalarType("e5m2", 8, "float"),
+)}
+I1, I32, U32, I64, U64 = (SCALARS[n] for n in ("i1", "i32", "u32", "i64", "u64"))
+F16, BF16, F32 = (SCALARS[n] for n in ("f16", "bf16", "f32"))
+
+SPACES = ("gmem", "smem", "rmem")
+
+
+@dataclass(frozen=True)
+class TensorType:
+    """A tensor with a static layout in a memory space: ``smem<bf16>[(64,64):(64,1)]``.
+
+    The layout maps coordinates to element offsets from the tensor's (possibly runtime) base; in smem its outer
+    Swizzle acts on absolute byte addresses (layoutc.hopper's convention). Post: ``shape`` is the layout's shape.
+    """
+
+    space: str
+    dtype: ScalarType
+    layout: object  # lc.Layout or lc.ComposedLayout
+
+    def __str__(self) -> str:
+        return f"{self.space}<{self.dtype}>[{to_str(self.layout)}]"
+
+    @property
+    def shape(self):
+        return self.layout.shape
+
+    @property
+    def size(self) -> int:
+        return lc.size(self.layout)
+
+    @property
+    def cosize(self) -> int:
+        inner = self.layout.inner if isinstance(self.layout, lc.ComposedLayout) else self.layout
+        return lc.cosize(inner)
+
+    @property
+    def bytes(self) -> int:
+        """Bytes spanned by the tensor's elements (cosize × element bytes, rounded up)."""
+        return (self.cosize * self.dtype.bits + 7) // 8
+
+
+@dataclass(frozen=True)
+class GlobalTensorType:
+    """A global-memory tensor parameter with a runtime shape and strides (in elements): ``gtensor<f32, 2>``."""
+
+    dtype: ScalarType
+    rank: int
+
+    def __str__(self) -> str:
+        return f"gtensor<{self.dtype}, {self.rank}>"
+
+
+@dataclass(frozen=True)
+class TensorMapType:
+    """A TMA tensor map parameter over a rank-``rank`` global tensor, writing ``box`` in shared memory:
+    ``tmap<bf16, 2>[Sw<3,4,3> o 0 o (64,64):(64,1)]``. The host encodes it with layoutc.hopper.make_tma_params."""
+
+    dtype: ScalarType
+    rank: int
+    box: object
+
+    def __str__(self) -> str:
+        return f"tmap<{self.dtype}, {self.rank}>[{to_str(self.box)}]"
+
+
+@dataclass(frozen=True)
+class BarrierType:
+    """An array of ``count`` mbarriers in shared memory (8 bytes each): ``mbarrier<3>``."""
+
+    count: int
+
+    def __str__(self) -> str:
+        return f"mbarrier<{self.count}>"
+
+
+def scalar(name: str) -> ScalarType:
+    """The scalar type named ``name``: ``scalar('i32')``. Pre: a known name."""
+    return SCALARS[name]
