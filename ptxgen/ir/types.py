@@ -115,3 +115,34 @@ class BarrierType:
 def scalar(name: str) -> ScalarType:
     """The scalar type named ``name``: ``scalar('i32')``. Pre: a known name."""
     return SCALARS[name]
+
+
+@dataclass(frozen=True)
+class GlobalViewType:
+    """A static-shape window of a global tensor at a runtime origin: ``gview<f32>[(64,64)]``."""
+
+    dtype: ScalarType
+    shape: object  # an IntTuple
+
+    def __str__(self) -> str:
+        return f"gview<{self.dtype}>[{to_str(self.shape)}]"
+
+    @property
+    def size(self) -> int:
+        return lc.product(self.shape)
+
+
+@dataclass(frozen=True)
+class FragmentType:
+    """A thread's register tile: ``frag<f32>[(2,4)]`` holds size(shape) values per thread, indexed by the
+    coordinates of ``shape`` (colexicographic)."""
+
+    dtype: ScalarType
+    shape: object  # an IntTuple
+
+    def __str__(self) -> str:
+        return f"frag<{self.dtype}>[{to_str(self.shape)}]"
+
+    @property
+    def size(self) -> int:
+        return lc.product(self.shape)
