@@ -1,0 +1,66 @@
+"""Shared pytest configuration: hypothesis profiles and the ``gpu`` marker.
+
+Hypothesis profiles (select with the environment variable ``HYPOTHESIS_PROFILE``, default ``dev``):
+
+- ``dev``: 100 examples per property, no deadline (quick local runs);
+- ``ci``: 500 examples per property, no deadline, random (not derandomized), ``too_slow`` health check off.
+
+Tests marked ``@pytest.mark.gpu`` are skipped unless a CUDA GPU is present (checked once, cheaply, through
+``cuda.bindings.driver``; any failure to import or initialise the driver means "no GPU").
+"""
+import os
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "ci", max_examples=500, deadline=None, derandomize=False, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("dev", max_examples=100, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+_GPU_PRESENT = None
+
+
+def cuda_gpu_present() -> bool:
+    """True when the CUDA driver initialises and reports at least one device (cached; never raises)."""
+    global _GPU_PRESENT
+    if _GPU_PRESENT is None:
+        _GPU_PRESENT = False
+        try:
+            from cuda.bindings import driver
+        except ImportError:
+            return False
+        try:
+            (err,) = driver.cuInit(0)
+            if int(err) == 0:
+                err, count = driver.cuDeviceGetCount()
+                _GPU_PRESENT = int(err) == 0 and count > 0
+        except Exception:  # a broken driver install means no usable GPU, never a collection error
+            _GPU_PRESENT = False
+    return _GPU_PRESENT
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "gpu: needs a CUDA GPU; skipped when none is present")
+
+
+def pytest_collection_modifyitems(config, items):
+    gpu_items = [item for item in items if item.get_closest_marker("gpu") is not None]
+    if not gpu_items or cuda_gpu_present():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU (none found through cuda.bindings.driver)")
+    for item in gpu_items:
+        item.add_marker(skip)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """Print the pycute differential's compared/skipped counters when that module ran."""
+    stats = getattr(config, "_layoutc_diff_stats", None)
+    if not stats:
+        return
+    terminalreporter.section("layoutc vs pycute differential")
+    for op in sorted(stats):
+        c = stats[op]
+        terminalreporter.write_line(
+            f"{op:<28} compared {c.get('compared', 0):>6}   skipped (LayoutError) {c.get('layout_error', 0):>5}"
+            f"   skipped (pycute assert) {c.get('pycute_error', 0):>5}   excluded (deviation) {c.get('deviation', 0):>5}")
