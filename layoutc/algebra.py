@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .errors import LayoutError
 from .memo import pure
-from .int_tuple import ceil_div, cpp_div, cpp_mod, is_int, is_tuple, leaves, product, signum
+from .int_tuple import ceil_div, cpp_mod, is_int, is_tuple, leaves, product, signum
 from .layout import Layout, Underscore, _, coalesce, coalesce_x, cosize, filter, make_layout, modes
 from .swizzle import ComposedLayout, Swizzle, make_swizzle
 
@@ -139,36 +139,31 @@ def complement(layout, cotarget=None) -> Layout:
         return complement(layout.inner, cotarget)
     if not isinstance(layout, Layout):
         raise LayoutError("complement", (layout,), "complement takes a Layout")
-    if any(d < 0 for d in leaves(layout.stride)):
+    flat_strides = leaves(layout.stride)
+    if min(flat_strides) < 0:
         raise LayoutError("complement", (layout,) if cotarget is None else (layout, cotarget),
                           "negative strides have no complement")
     f = filter(layout)
     if cotarget is None:
         cotarget = cosize(f)
     operands = (layout, cotarget)
-    if is_int(f.stride) and f.stride == 0:
+    if type(f.stride) is int and f.stride == 0:
         n = product(cotarget)
         return Layout._make(n, 1 if n != 1 else 0)
-    shapes = list(leaves(f.shape))
-    strides = list(leaves(f.stride))
+    shapes = leaves(f.shape)
+    strides = leaves(f.stride)
+    # CuTe picks the smallest remaining stride each time, the first one on ties: a stable ascending sort.
+    order = sorted(range(len(strides)), key=strides.__getitem__)
     rs, rd = [], [1]
-    while len(shapes) > 1:
-        m = min(range(len(strides)), key=lambda i: strides[i])  # first minimum on ties, as CuTe
-        q = cpp_div(strides[m], rd[-1])
+    for m in order:
+        q = strides[m] // rd[-1]  # strides are non-negative here, so // is C++ division
         if q == 0:
             raise LayoutError("complement", operands,
                               f"Non-injective Layout detected in complement.: stride {strides[m]} is smaller than "
                               f"the span {rd[-1]} of the modes with smaller strides")
         rs.append(q)
         rd.append(strides[m] * shapes[m])
-        del shapes[m], strides[m]
-    q = cpp_div(strides[0], rd[-1])
-    if q == 0:
-        raise LayoutError("complement", operands,
-                          f"Non-injective Layout detected in complement.: stride {strides[0]} is smaller than "
-                          f"the span {rd[-1]} of the modes with smaller strides")
-    rs.append(q)
-    new_stride = strides[0] * shapes[0]
+    new_stride = rd.pop()
     rest = product(ceil_div(cotarget, new_stride))
     rest_stride = new_stride if rest != 1 else 0
     return coalesce(Layout._make(tuple(rs) + (rest,), tuple(rd) + (rest_stride,)))
