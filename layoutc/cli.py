@@ -18,7 +18,7 @@ examples:
   layoutc desc "Sw<3,4,3> o (64,16):(64,1)" --dtype bf16 --major K
   layoutc decode 0x4000004000010040
   layoutc tma --global "(4096,4096):(4096,1)" --box "Sw<3,4,3> o (8,64):(64,1)" --dtype bf16
-  layoutc banks --tv "(8,4):(1,8)" --smem "(8,64):(64,1)" --dtype bf16 --access-bytes 16
+  layoutc banks --tv "((8,4),8):((1,64),8)" --smem "Sw<3,4,3> o (8,64):(64,1)" --dtype bf16
   layoutc op composition "(12,(4,8)):(59,(13,1))" "<3:4,8:2>"
 """
 
@@ -102,6 +102,9 @@ def cmd_show(args) -> int:
     print(f"complementable (injective, strides sorted into a mixed radix) {'yes' if complementable else 'no'}")
     if args.dtype:
         print(f"physical element slots for {args.dtype} (the swizzle acts on byte addresses):")
+    elif isinstance(obj, ComposedLayout):
+        print("values of the function (the swizzle applied to element offsets); as a shared-memory layout the "
+              "swizzle acts on bytes: pass --dtype to see physical slots")
     print(_index_grid(obj, args.dtype))
     if args.svg:
         from .picture import layout_svg
@@ -218,7 +221,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("layout")
     p.add_argument("--dtype", required=True)
     p.add_argument("--major", required=True, choices=["K", "MN", "k", "mn"])
-    p.add_argument("--base", default="0", help="smem byte address of the tile (default 0)")
+    p.add_argument("--base", default="0x400", help="smem byte address of the tile (default 0x400, where dynamic "
+                   "shared memory starts on Hopper)")
     p.set_defaults(run=cmd_desc)
 
     p = sub.add_parser("decode", help="decode a 64-bit wgmma descriptor")

@@ -63,8 +63,8 @@ def test_start_address_is_masked_to_18_bits():
 
 
 @pytest.mark.parametrize("args, match", [
-    ((0x408, 16, 1024), "start_address = 1032 B is not 16-byte aligned"),
-    ((0x400, 8, 1024), "LBO = 8 B is not 16-byte aligned"),
+    ((0x408, 16, 1024), "start_address = 0x408 is not 16-byte aligned"),
+    ((0x400, 8, 1024), "LBO = 0x8 is not 16-byte aligned"),
     ((0x400, 16, 1 << 18), "SBO = 262144 B does not fit the 14-bit field"),
     ((0x400, -16, 1024), "LBO = -16 is negative"),
     ((0x400, 16, 1024, 8), "base_offset 8 is not in 0..7"),

@@ -87,6 +87,13 @@ class DescriptorError(LayoutError):
 # The 64-bit word
 # ----------------------------------------------------------------------------------------------------------------
 
+class _Field(str):
+    """A descriptor field shown as written (``start=0x408``) in error messages, not as a quoted string."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
 def _check_bytes(name: str, value, limit: int | None, operands) -> None:
     if not is_int(value) or isinstance(value, bool):
         raise DescriptorError("WgmmaDescriptor", operands, f"{name} must be an int, got {value!r}")
@@ -94,7 +101,7 @@ def _check_bytes(name: str, value, limit: int | None, operands) -> None:
         raise DescriptorError("WgmmaDescriptor", operands, f"{name} = {value} is negative")
     if value % 16:
         raise DescriptorError("WgmmaDescriptor", operands,
-                              f"{name} = {value} B is not 16-byte aligned (the field drops 4 bits, silently)")
+                              f"{name} = {value:#x} is not 16-byte aligned (the field drops 4 bits, silently)")
     if limit is not None and value >> 4 > limit:
         raise DescriptorError("WgmmaDescriptor", operands,
                               f"{name} = {value} B does not fit the 14-bit field (max {limit << 4} B)")
@@ -121,7 +128,9 @@ class WgmmaDescriptor:
     swizzle: SwizzleMode = SwizzleMode.INTER
 
     def __post_init__(self):
-        ops = (self.start_address, self.lbo, self.sbo, self.base_offset, str(self.swizzle))
+        ops = tuple(_Field(f"{name}={hex(v) if is_int(v) and not isinstance(v, bool) else repr(v)}") for name, v in
+                    (("start", self.start_address), ("lbo", self.lbo), ("sbo", self.sbo),
+                     ("base_offset", self.base_offset))) + (_Field(getattr(self.swizzle, "name", self.swizzle)),)
         _check_bytes("start_address", self.start_address, None, ops)
         _check_bytes("LBO", self.lbo, _FIELD, ops)
         _check_bytes("SBO", self.sbo, _FIELD, ops)

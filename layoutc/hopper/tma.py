@@ -606,7 +606,7 @@ def _global_modes(global_layout, esize, err):
         contiguous = [0]
     order = tuple(contiguous + [i for i in range(len(ms)) if i != contiguous[0]])
     # A size-1 mode's stride never moves the address (its coordinate is 0 in bounds); give it a legal one: the
-    # tensor's byte span rounded up to 16, which also keeps the strides non-decreasing.
+    # tensor's byte span rounded up to 16 (the driver accepts strides in any order, checked on an H100).
     span = (sum((n - 1) * s for n, s in zip(dims, strides) if s is not None) + 1) * esize
     filler = -(-span // 16) * 16
     byte_strides = [filler if s is None else s * esize for s in strides]
@@ -756,9 +756,12 @@ def make_tma_params(global_layout, dtype, smem_box_layout, *, swizzle=None, elem
             why = f"box dim {too_big[0]} would be {box[too_big[0]]}, over {TMA_MAX_BOX_DIM}"
         raise err(f"{why}: this tile needs several TMA copies; {_split_hint(global_layout, dtype, smem_box_layout, tsw)}")
 
-    params = TmaParams(tdt, rank, tuple(dims[i] for i in order), tuple(byte_strides[i] for i in order[1:]), box,
-                       element_strides, TmaInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE, tsw, l2_promotion, oob_fill,
-                       dt, smem_box_layout, order)
+    try:
+        params = TmaParams(tdt, rank, tuple(dims[i] for i in order), tuple(byte_strides[i] for i in order[1:]), box,
+                           element_strides, TmaInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE, tsw, l2_promotion,
+                           oob_fill, dt, smem_box_layout, order)
+    except TmaError as e:
+        raise err(f"{e.op}: {e.condition}") from e
     _check_box_layout(params, sw_l, off, inner, ext, base, err, (global_layout, dtype, smem_box_layout, tsw))
     return params
 
