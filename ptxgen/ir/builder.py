@@ -1,0 +1,229 @@
+"""The Python builder: the same IR as the text form, from Python.
+
+    from ptxgen.ir.builder import KernelBuilder, gtensor, i32, cdiv
+
+    kb = KernelBuilder("scale", x=gtensor("f32", 1), n=i32, grid=(cdiv("n", 256), 1, 1), block=(256, 1, 1))
+    b = kb.b
+    t = b.gpu.thread_id(dim="x", name="t")
+    ...
+    kernel = kb.finish()
+
+Every op is reached generically as ``b.<dialect>.<op>(*operands, name=..., type=..., **attrs)``: the op's
+definition gives its result types where they follow from the operands (else pass ``type=``). Python ints and
+floats given as operands become ``arith.const`` values of the other operands' type. Ops with regions are context
+managers: ``with b.scf.for_(lo, hi, step, acc0) as (i, acc): ... b.scf.yield_(acc2)``; ``b.scf.if_`` returns a
+branch object with ``then`` and ``otherwise`` context managers. Trailing underscores (``for_``, ``if_``,
+``yield_``) stand for Python keywords.
+"""
+from __future__ import annotations
+
+import contextlib
+
+from .core import Kernel, Module, Op, Region, Value
+from .hostexpr import Add, CDiv, Const, Dim, Mul, ParamRef, Word
+from .ops import OPS
+from .types import SCALARS, FragmentType, GlobalTensorType, GlobalViewType, ScalarType
+
+i1, i32, u32, i64, u64 = (SCALARS[n] for n in ("i1", "i32", "u32", "i64", "u64"))
+f16, bf16, f32 = (SCALARS[n] for n in ("f16", "bf16", "f32"))
+
+
+def gtensor(dtype: str, rank: int) -> GlobalTensorType:
+    """A global tensor parameter type: ``gtensor('f32', 2)`` prints ``gtensor<f32, 2>``."""
+    return GlobalTensorType(SCALARS[dtype], rank)
+
+
+def frag(dtype: str, shape) -> FragmentType:
+    """A fragment type: ``frag('f32', (4,))`` prints ``frag<f32>[(4)]``."""
+    return FragmentType(SCALARS[dtype], shape)
+
+
+def gview(dtype: str, shape) -> GlobalViewType:
+    """A global tile view type: ``gview('f32', (64, 64))``."""
+    return GlobalViewType(SCALARS[dtype], shape)
+
+
+def _host(e):
+    if isinstance(e, (Const, ParamRef, Dim, CDiv, Mul, Add)):
+        return e
+    if isinstance(e, int):
+        return Const(e)
+    if isinstance(e, str):
+        return ParamRef(e)
+    raise TypeError(f"a host expression is an int, a parameter name or cdiv/dim/mul/add of those, not {e!r}")
+
+
+def cdiv(a, b) -> CDiv:
+    """Host expression ⌈a/b⌉ for launch attributes: ``cdiv('n', 1024)``."""
+    return CDiv(_host(a), _host(b))
+
+
+def dim(param: str, mode: int) -> Dim:
+    """Host expression: the runtime extent of a tensor parameter's mode: ``dim('x', 0)``."""
+    return Dim(param, mode)
+
+
+class _Dialect:
+    def __init__(self, builder, prefix):
+        self._builder = builder
+        self._prefix = prefix
+
+    def __getattr__(self, name):
+        if self._prefix == "scf" and name in ("for_", "if_", "yield_"):
+            return getattr(self._builder, name)
+        op_name = f"{self._prefix}.{name.rstrip('_')}"
+        if op_name not in OPS:
+            raise AttributeError(f"no op {op_name}")
+        return lambda *operands, **kw: self._builder.op(op_name, *operands, **kw)
+
+
+class Builder:
+    """Appends ops to the current region; ``b.arith.add(x, y)`` builds ``%r = arith.add %x, %y : T``."""
+
+    def __init__(self, region: Region):
+        self._stack = [region]
+        self._counter = 0
+
+    def __getattr__(self, dialect):
+        if dialect.startswith("_"):
+            raise AttributeError(dialect)
+        return _Dialect(self, dialect)
+
+    def _fresh(self, name=None) -> str:
+        if name:
+            return name
+        self._counter += 1
+        return f"v{self._counter}"
+
+    def const(self, value, type: ScalarType, name=None) -> Value:
+        """``%c = arith.const {value = ...} : type``."""
+        return self.op("arith.const", value=value, type=type, name=name)
+
+    def _operand(self, x, like):
+        if isinstance(x, Value):
+            return x
+        if isinstance(x, (int, float)) and not isinstance(x, bool):
+            t = like.dtype if isinstance(like, (FragmentType, GlobalViewType)) else like
+            if t is None:
+                t = f32 if isinstance(x, float) else i32
+            return self.const(float(x) if t.is_float else x, t)
+        raise TypeError(f"an operand is a Value or a number, not {x!r}")
+
+    def op(self, op_name: str, *operands, type=None, name=None, **attrs):
+        """Build op ``op_name``; returns its result (one), a tuple of results, or the Op (none).
+
+        ``name`` names the result (a list names several); ``type`` gives result types the op cannot infer.
+        """
+        result_name = name
+        names = result_name if isinstance(result_name, (list, tuple)) else None
+        like = next((x.type for x in operands if isinstance(x, Value)), None)
+        values = [self._operand(x, like) for x in operands]
+        attrs = {k: (Word(v) if isinstance(v, str) else v) for k, v in attrs.items()}
+        if type is None:
+            definition = OPS[op_name]
+            infer = getattr(definition, "result_types", None)
+            types = infer([v.type for v in values], attrs) if infer else []
+        else:
+            types = list(type) if isinstance(type, (list, tuple)) else [type]
+        results = []
+        for k, t in enumerate(types):
+            n = names[k] if names else (result_name if len(types) == 1 else None)
+            results.append(Value(self._fresh(n), t))
+        op = Op(op_name, values, attrs, results)
+        self._stack[-1].ops.append(op)
+        if not results:
+            return op
+        return results[0] if len(results) == 1 else tuple(results)
+
+    @contextlib.contextmanager
+    def region(self, region: Region):
+        """Append the ops built inside the ``with`` to ``region``."""
+        self._stack.append(region)
+        try:
+            yield region
+        finally:
+            self._stack.pop()
+
+    # -- region ops ------------------------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def for_(self, lo, hi, step, *inits, unroll: int = 1, args=None, names=None):
+        """``scf.for`` over ``[lo, hi)`` by ``step`` carrying ``inits``: the ``with`` yields the block arguments
+        (induction variable, then the carried values); the loop's results are ``.results`` afterwards.
+        ``args`` names the block arguments, ``names`` the results."""
+        inits = [self._operand(x, i32) for x in inits]
+        lo, hi, step = (self._operand(x, i32) for x in (lo, hi, step))
+        arg_names = list(args) if args else [None] * (1 + len(inits))
+        results = [Value(self._fresh(names[k] if names else None), v.type) for k, v in enumerate(inits)]
+        body = Region([Value(self._fresh(arg_names[0]), i32)] +
+                      [Value(self._fresh(arg_names[k + 1]), v.type) for k, v in enumerate(inits)])
+        op = Op("scf.for", [lo, hi, step, *inits], {"unroll": unroll} if unroll != 1 else {}, results, [body])
+        self._stack[-1].ops.append(op)
+        with self.region(body):
+            yield _Loop(op, body.args)
+
+    def if_(self, cond, types=(), names=None):
+        """``scf.if``: returns a branch with ``then`` / ``otherwise`` context managers and ``results``."""
+        results = [Value(self._fresh(names[k] if names else None), t) for k, t in enumerate(types)]
+        op = Op("scf.if", [cond], {}, results, [Region(), Region()])
+        self._stack[-1].ops.append(op)
+        return _Branch(self, op)
+
+    def yield_(self, *values):
+        """``scf.yield``: end the current region of an scf.for / scf.if."""
+        self._stack[-1].ops.append(Op("scf.yield", list(values)))
+
+
+class _Loop(tuple):
+    def __new__(cls, op, args):
+        obj = super().__new__(cls, args)
+        obj.op = op
+        return obj
+
+    @property
+    def results(self):
+        return self.op.results
+
+
+class _Branch:
+    def __init__(self, builder, op):
+        self._builder = builder
+        self.op = op
+
+    @property
+    def then(self):
+        return self._builder.region(self.op.regions[0])
+
+    @property
+    def otherwise(self):
+        return self._builder.region(self.op.regions[1])
+
+    @property
+    def results(self):
+        return self.op.results
+
+
+class KernelBuilder:
+    """Builds one kernel: ``KernelBuilder(name, grid=..., block=..., cluster=..., **params)``; parameters are
+    reachable as ``kb.params['x']`` or ``kb['x']``; ``kb.b`` is the Builder of the body; ``finish()`` returns the
+    Kernel (``module()`` a one-kernel Module)."""
+
+    def __init__(self, name: str, grid=None, block=None, cluster=None, **params):
+        self.params = {p: Value(p, t) for p, t in params.items()}
+        attrs = {}
+        if grid is not None:
+            attrs["grid"] = tuple(_host(e) for e in grid)
+        if block is not None:
+            attrs["block"] = tuple(block)
+        if cluster is not None:
+            attrs["cluster"] = tuple(cluster)
+        self.kernel = Kernel(name, list(self.params.values()), attrs, Region())
+        self.b = Builder(self.kernel.body)
+
+    def __getitem__(self, name: str) -> Value:
+        return self.params[name]
+
+    def finish(self) -> Kernel:
+        return self.kernel
+
+    def module(self, file: str = "<builder>") -> Module:
+        return Module([self.kernel], file)

@@ -1,0 +1,805 @@
+"""The tile IR's text form (spec/tile-ir.md §3): parser, printer and structural equality.
+
+    module = parse_module(text, file="kernels/scale.tile")
+    text2 = print_module(module)            # canonical text: print_module(parse_module(text2)) == text2
+    assert structurally_equal(parse_module(text2), module)
+
+The grammar is ``ptxgen/ir/tile_ir.lark`` (LALR(1), contextual lexer; its header documents the two lookahead
+rules: an attribute dict is never empty, so ``{}`` is always an empty region; ``%r0, %r1 =`` is one token). The
+parser knows no op: every op becomes a generic ``Op(name, operands, attrs, results, regions, loc)``.
+
+Attribute values:
+
+============================  ===================================================================
+text                          Python value
+============================  ===================================================================
+``42``, ``-3``                ``int``
+``0.0``, ``-1.5e-3``, ``inf`` ``float`` (``-inf``, ``nan`` too); printed with ``repr`` so they round trip
+``"s"``                       ``str`` (JSON escapes)
+``true`` / ``false``          ``bool``
+``lt``                        ``Word("lt")``
+``(a, b)``                    ``TupleAttr((a, b))`` in op attributes; a plain ``tuple`` in kernel attributes
+``[...]``                     ``layoutc.parse(...)``: a Layout, ComposedLayout, int tuple (plain tuple), int, ...
+============================  ===================================================================
+
+Brackets always mean CuTe notation and parentheses a tuple attribute; they print apart: a plain tuple that is CuTe
+(an int tuple, a tuple of layouts) prints in brackets ``[(64,64)]``, a ``TupleAttr`` (or a plain tuple holding
+anything CuTe notation cannot write) in parentheses ``(64, 64)``. A bracketed int ``[1024]`` is the int 1024,
+the same value as ``1024``, and prints as ``1024``. Kernel attributes are host-side launch parameters: their
+tuples are plain tuples and print in parentheses (``block = (256, 1, 1)``), and they may hold host expressions
+(``ptxgen.ir.hostexpr``); ``grid``'s entries are always host expressions (ints become ``Const``).
+
+Names: value names are defined once per kernel (a second definition is an error even in a sibling region); a
+region sees the values of the enclosing scopes defined before its op (not the op's own results), and the values
+defined inside a region are not visible after it.
+
+Errors are ``IRSyntaxError`` (a ValueError) with ``.loc`` and the message
+``file:line:col: expected X but found Y`` followed by the source line and a caret.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import numbers
+import re
+from importlib import resources
+
+import layoutc as lc
+from layoutc.notation import to_str
+
+from .core import Kernel, Location, Module, Op, Region, Value
+from .hostexpr import Add, CDiv, Const, Dim, HostExpr, Mul, ParamRef, TupleAttr, Word
+from .types import (SCALARS, BarrierType, FragmentType, GlobalTensorType, GlobalViewType, ScalarType,
+                    TensorMapType, TensorType)
+
+__all__ = [
+    "IRSyntaxError", "parse_module", "print_module", "parse_type", "print_type", "print_kernel",
+    "structurally_equal", "first_difference", "Word", "TupleAttr",
+]
+
+
+class IRSyntaxError(ValueError):
+    """A syntax or scoping error in IR text: ``str(e)`` is ``file:line:col: message`` then the source line and a
+    caret under the column. ``e.loc`` is the Location, ``e.message`` the message alone."""
+
+    def __init__(self, loc: Location, message: str, source_line: str | None = None):
+        self.loc = loc
+        self.message = message
+        self.source_line = source_line
+        text = f"{loc}: {message}"
+        if source_line is not None:
+            pad = "".join(ch if ch == "\t" else " " for ch in source_line[:max(loc.column - 1, 0)])
+            text += f"\n{source_line}\n{pad}^"
+        super().__init__(text)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The parser (built once)
+
+@functools.lru_cache(maxsize=None)
+def _grammar() -> str:
+    return resources.files("ptxgen.ir").joinpath("tile_ir.lark").read_text(encoding="utf-8")
+
+
+@functools.lru_cache(maxsize=None)
+def _parser():
+    from lark import Lark
+    return Lark(_grammar(), parser="lalr", lexer="contextual", start=["start", "type_start"],
+                propagate_positions=True, maybe_placeholders=False)
+
+
+_TERMINAL_WORDS = {
+    "RESULTS": "results ('%r =')",
+    "OPNAME": "an op name (dialect.op)",
+    "VALUE": "a value name (%x)",
+    "KERNEL": "'kernel'",
+    "KERNEL_NAME": "a kernel name (@name)",
+    "IDENT": "an identifier",
+    "INT": "an integer",
+    "FLOAT": "a float",
+    "STRING": "a string",
+    "BRACKET": "CuTe notation in brackets",
+    "$END": "end of input",
+}
+_VALUE_STARTS = {"INT", "FLOAT", "STRING", "BRACKET", "IDENT", "LPAR"}
+_VALUE_KEYWORDS = {"'inf'", "'-inf'", "'nan'", "'true'", "'false'"}
+_ORDER = ["RESULTS", "OPNAME", "KERNEL", "KERNEL_NAME", "VALUE", "IDENT", "INT", "FLOAT", "STRING", "BRACKET"]
+
+
+def _terminal_word(name: str) -> str:
+    if name in _TERMINAL_WORDS:
+        return _TERMINAL_WORDS[name]
+    try:
+        term = _parser().get_terminal(name)
+    except KeyError:
+        return name
+    return repr(term.pattern.value) if term.pattern.type == "str" else name
+
+
+def _expected_words(names) -> str:
+    """'A, B or C' for a set of terminal names; the many starts of an attribute value read 'an attribute value'."""
+    names = set(names)
+    words = []
+    if {"INT", "FLOAT", "STRING", "BRACKET"} <= names:
+        names = {n for n in names if n not in _VALUE_STARTS and _terminal_word(n) not in _VALUE_KEYWORDS}
+        words.append("an attribute value")
+    order = {n: i for i, n in enumerate(_ORDER)}
+    for n in sorted(names, key=lambda n: (order.get(n, len(order)), n == "$END", _terminal_word(n))):
+        words.append(_terminal_word(n))
+    if not words:
+        return "nothing"
+    if len(words) == 1:
+        return words[0]
+    return ", ".join(words[:-1]) + " or " + words[-1]
+
+
+def _pos_to_line_col(text: str, pos: int) -> tuple[int, int]:
+    line = text.count("\n", 0, pos) + 1
+    return line, pos - (text.rfind("\n", 0, pos) + 1) + 1
+
+
+def _expected_at(text: str, pos: int, start: str, fallback) -> set:
+    """The terminals that may come at ``pos``, found by replaying the valid prefix (LALR's merged states make the
+    error's own expectation sets unions over contexts)."""
+    try:
+        interactive = _parser().parse_interactive(text[:pos], start=start)
+        interactive.exhaust_lexer()
+        accepts = set(interactive.accepts())
+        if accepts:
+            return accepts
+    except Exception:  # a diagnosis must never replace the error it explains
+        pass
+    return set(fallback or ())
+
+
+def _lark_error(reader: "_Reader", err, start: str) -> IRSyntaxError:
+    from lark.exceptions import UnexpectedCharacters, UnexpectedToken
+    text = reader.text
+    if isinstance(err, UnexpectedToken) and err.token.type != "$END":
+        token = err.token
+        pos = token.start_pos
+        shown = re.sub(r"\s+", " ", str(token))
+        found = repr(shown if len(shown) <= 40 else shown[:37] + "...")
+        fallback = err.expected
+    elif isinstance(err, UnexpectedCharacters):
+        pos = err.pos_in_stream
+        found = repr(err.char)
+        fallback = err.allowed
+    else:  # end of input
+        pos = len(text.rstrip())
+        found = "end of input"
+        fallback = getattr(err, "expected", None)
+    expected = _expected_words(_expected_at(text, pos, start, fallback))
+    line, column = _pos_to_line_col(text, pos)
+    hint = ""
+    if re.search(r"\{\s*\}\s*$", text[:pos]):
+        hint = " (an empty '{}' is an empty region; an empty attribute dict is written by omitting it)"
+    return reader.error(line, column, f"expected {expected} but found {found}{hint}")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Tree → IR
+
+_NAME_RE = re.compile(r"%([A-Za-z0-9_.]+)")
+_LAYOUTC_COLUMN = re.compile(r"^(?:line \d+, )?column (\d+): ")
+
+
+def _is_int_tuple(x) -> bool:
+    if type(x) is int:
+        return True
+    return type(x) is tuple and len(x) > 0 and all(_is_int_tuple(e) for e in x)
+
+
+class _Reader:
+    def __init__(self, text: str, file: str):
+        self.text = text
+        self.file = file
+        self.lines = text.split("\n")
+        self.defined = {}       # value name → Location of its definition (per kernel)
+        self.scopes = [{}]      # visible values, innermost last
+        self.params = {}        # the current kernel's parameters, for host expressions
+
+    # -- positions and errors ------------------------------------------------------------------------------------
+    def loc(self, node) -> Location:
+        line, column = self._line_col(node)
+        return Location(self.file, line, column)
+
+    @staticmethod
+    def _line_col(node) -> tuple[int, int]:
+        from lark import Token
+        if isinstance(node, Token):
+            return node.line, node.column
+        return node.meta.line, node.meta.column
+
+    def error(self, line: int, column: int, message: str) -> IRSyntaxError:
+        source = self.lines[line - 1] if 1 <= line <= len(self.lines) else None
+        return IRSyntaxError(Location(self.file, line, column), message, source)
+
+    def error_at(self, node, message: str) -> IRSyntaxError:
+        return self.error(*self._line_col(node), message)
+
+    # -- scopes ----------------------------------------------------------------------------------------------------
+    def declare(self, name: str, loc: Location) -> None:
+        if name in self.defined:
+            first = self.defined[name]
+            raise self.error(loc.line, loc.column,
+                             f"redefinition of %{name} (first defined at {first.line}:{first.column})")
+        self.defined[name] = loc
+
+    def bind(self, value: Value) -> None:
+        self.scopes[-1][value.name] = value
+
+    def define(self, token, type) -> Value:
+        name = str(token)[1:]
+        loc = self.loc(token)
+        self.declare(name, loc)
+        value = Value(name, type, None, loc)
+        self.bind(value)
+        return value
+
+    def use(self, token) -> Value:
+        name = str(token)[1:]
+        for scope in reversed(self.scopes):
+            if name in scope:
+                return scope[name]
+        if name in self.defined:
+            d = self.defined[name]
+            raise self.error_at(token, f"value %{name} is not visible here (it is defined at {d.line}:{d.column})")
+        raise self.error_at(token, f"undefined value %{name}")
+
+    # -- structure -------------------------------------------------------------------------------------------------
+    def module(self, tree) -> Module:
+        kernels, seen = [], {}
+        for child in tree.children:
+            kernel = self.kernel(child)
+            if kernel.name in seen:
+                first = seen[kernel.name]
+                raise self.error(kernel.loc.line, kernel.loc.column,
+                                 f"redefinition of kernel @{kernel.name} (first defined at {first.line}:{first.column})")
+            seen[kernel.name] = kernel.loc
+            kernels.append(kernel)
+        return Module(kernels, self.file)
+
+    def kernel(self, tree) -> Kernel:
+        keyword, name_token, params_tree, *rest = tree.children
+        self.defined, self.scopes = {}, [{}]
+        params = self.params_of(params_tree)
+        self.params = {p.name: p for p in params}
+        attrs = {}
+        if rest[0].data == "kattrs":
+            attrs = self.kernel_attrs(rest[0])
+        body = Region([], self.ops(rest[-1].children))
+        return Kernel(str(name_token)[1:], params, attrs, body, self.loc(keyword))
+
+    def params_of(self, tree) -> list:
+        return [self.define(p.children[0], self.type(p.children[1])) for p in tree.children]
+
+    def ops(self, trees) -> list:
+        return [self.op(t) for t in trees]
+
+    def op(self, tree) -> Op:
+        from lark import Token
+        children = list(tree.children)
+        results_token = children.pop(0) if isinstance(children[0], Token) and children[0].type == "RESULTS" else None
+        name_token = children.pop(0)
+        operands = [self.use(t) for t in children.pop(0).children]
+        attrs, types, regions = {}, None, []
+        for child in children:
+            if child.data == "attrs":
+                attrs = self.attrs(child)
+            elif child.data == "types":
+                types = child
+            else:
+                regions.append(child)
+        result_types = [self.type(t) for t in types.children] if types is not None else []
+        names = self.result_names(results_token) if results_token is not None else []
+        loc = self.loc(results_token if results_token is not None else name_token)
+        if len(names) != len(result_types):
+            plural = "s" if len(names) != 1 else ""
+            tplural = "s" if len(result_types) != 1 else ""
+            raise self.error(loc.line, loc.column, f"{str(name_token)} has {len(names)} result{plural} but "
+                                                   f"{len(result_types)} result type{tplural}")
+        for name, nloc in names:
+            self.declare(name, nloc)
+        region_objects = [self.region(r) for r in regions]
+        results = [Value(name, t, None, nloc) for (name, nloc), t in zip(names, result_types)]
+        for r in results:
+            self.bind(r)
+        return Op(str(name_token), operands, attrs, results, region_objects, loc)
+
+    def result_names(self, token) -> list:
+        text = str(token)
+        out = []
+        for m in _NAME_RE.finditer(text):
+            line = token.line + text.count("\n", 0, m.start())
+            if line == token.line:
+                column = token.column + m.start()
+            else:
+                column = m.start() - text.rfind("\n", 0, m.start())
+            out.append((m.group(1), Location(self.file, line, column)))
+        return out
+
+    def region(self, tree) -> Region:
+        self.scopes.append({})
+        try:
+            children = list(tree.children)
+            args = []
+            if children and getattr(children[0], "data", None) == "region_args":
+                args = self.params_of(children.pop(0).children[0])
+            return Region(args, self.ops(children))
+        finally:
+            self.scopes.pop()
+
+    # -- types -----------------------------------------------------------------------------------------------------
+    def type(self, tree):
+        from lark import Token
+        name_token = tree.children[0]
+        name = str(name_token)
+        params_tree = next((c for c in tree.children[1:] if not isinstance(c, Token)), None)
+        bracket = next((c for c in tree.children[1:] if isinstance(c, Token)), None)
+        params = params_tree.children if params_tree is not None else []
+        if name in SCALARS:
+            if params or bracket is not None:
+                raise self.error_at(params_tree if params_tree is not None else bracket,
+                                    f"scalar type {name} takes no parameters")
+            return SCALARS[name]
+        # name → (the kinds inside <...>, what the brackets hold or None, how it is written)
+        forms = {
+            "gtensor": (("dtype", "int"), None, "gtensor<T, rank>"),
+            "tmap": (("dtype", "int"), "layout", "tmap<T, rank>[layout]"),
+            "gview": (("dtype",), "shape", "gview<T>[shape]"),
+            "frag": (("dtype",), "shape", "frag<T>[shape]"),
+            "smem": (("dtype",), "layout", "smem<T>[layout]"),
+            "rmem": (("dtype",), "layout", "rmem<T>[layout]"),
+            "gmem": (("dtype",), "layout", "gmem<T>[layout]"),
+            "mbarrier": (("int",), None, "mbarrier<count>"),
+        }
+        if name not in forms:
+            raise self.error_at(name_token, f"unknown type '{name}'")
+        want_params, want_bracket, written = forms[name]
+        if len(params) != len(want_params) or (bracket is None) != (want_bracket is None):
+            raise self.error_at(name_token, f"type {name} is written {written}")
+        values = []
+        for kind, p in zip(want_params, params):
+            text = str(p.children[0])
+            if kind == "dtype":
+                if p.data != "tparam_name" or text not in SCALARS:
+                    raise self.error_at(p, f"unknown element type '{text}' in {name}<...>")
+                values.append(SCALARS[text])
+            else:
+                if p.data != "tparam_int":
+                    raise self.error_at(p, f"expected an integer in {name}<...> but found '{text}'")
+                values.append(int(text))
+        if want_bracket is not None:
+            content = self.cute(bracket)
+            if want_bracket == "shape" and not _is_int_tuple(content):
+                raise self.error(bracket.line, bracket.column + 1,
+                                 f"the shape of {name} must be an int tuple, not {to_str(content)}")
+            if want_bracket == "layout" and not isinstance(content, (lc.Layout, lc.ComposedLayout)):
+                raise self.error(bracket.line, bracket.column + 1,
+                                 f"{name} needs a layout (shape:stride), not {to_str(content)}")
+            values.append(content)
+        if name == "gtensor":
+            return GlobalTensorType(*values)
+        if name == "tmap":
+            return TensorMapType(*values)
+        if name == "gview":
+            return GlobalViewType(*values)
+        if name == "frag":
+            return FragmentType(*values)
+        if name == "mbarrier":
+            return BarrierType(*values)
+        return TensorType(name, *values)
+
+    # -- attribute values ------------------------------------------------------------------------------------------
+    def cute(self, token):
+        content = str(token)[1:-1]
+        try:
+            return lc.parse(content)
+        except Exception as e:  # LayoutError (or anything else layoutc may raise): locate it in the IR file
+            condition = getattr(e, "condition", str(e)).split("\n")[0]
+            m = _LAYOUTC_COLUMN.match(condition)
+            column = token.column + 1
+            if m:
+                column += int(m.group(1)) - 1
+                condition = condition[m.end():]
+            raise self.error(token.line, column, f"bad CuTe notation [{content}]: {condition}") from None
+
+    def attrs(self, tree) -> dict:
+        out = {}
+        for attr in tree.children:
+            key, value = attr.children
+            if str(key) in out:
+                raise self.error_at(key, f"duplicate attribute '{key}'")
+            out[str(key)] = self.value(value)
+        return out
+
+    def literal(self, tree):
+        kind = tree.data
+        token = tree.children[0] if tree.children else None
+        if kind == "int":
+            return int(token)
+        if kind == "float":
+            return float(token)
+        if kind == "inf":
+            return float("inf")
+        if kind == "neg_inf":
+            return float("-inf")
+        if kind == "nan":
+            return float("nan")
+        if kind == "true":
+            return True
+        if kind == "false":
+            return False
+        if kind == "word":
+            return Word(str(token))
+        if kind == "cute":
+            return self.cute(token)
+        if kind == "string":
+            try:
+                value = json.loads(str(token), strict=False)
+            except ValueError as e:
+                raise self.error_at(token, f"bad string literal {token}: {e.msg}") from None
+            return value
+        raise AssertionError(kind)  # pragma: no cover
+
+    def value(self, tree):
+        if tree.data == "tuple":
+            return TupleAttr(self.value(c) for c in tree.children)
+        return self.literal(tree)
+
+    def kernel_attrs(self, tree) -> dict:
+        out = {}
+        for attr in tree.children:
+            key, value = attr.children
+            if str(key) in out:
+                raise self.error_at(key, f"duplicate attribute '{key}'")
+            v = self.hvalue(value)
+            if str(key) == "grid":
+                v = tuple(self.host(e, value) for e in v) if type(v) is tuple else self.host(v, value)
+            out[str(key)] = v
+        return out
+
+    def hvalue(self, tree):
+        kind = tree.data
+        if kind == "htuple":
+            return tuple(self.hvalue(c) for c in tree.children)
+        if kind == "hparam":
+            token = tree.children[0]
+            name = str(token)[1:]
+            if name not in self.params:
+                raise self.error_at(token, f"%{name} in a host expression is not a parameter of the kernel")
+            return ParamRef(name)
+        if kind in ("hadd", "hmul"):
+            a, b = (self.host(self.hvalue(c), c) for c in tree.children)
+            return Add(a, b) if kind == "hadd" else Mul(a, b)
+        if kind == "hcall":
+            fn, *args = tree.children
+            if str(fn) == "cdiv":
+                if len(args) != 2:
+                    raise self.error_at(fn, f"cdiv takes 2 arguments, not {len(args)}")
+                return CDiv(*(self.host(self.hvalue(a), a) for a in args))
+            if str(fn) == "dim":
+                if len(args) != 2 or args[0].data != "hparam" or args[1].data != "int":
+                    raise self.error_at(fn, "dim is written dim(%tensor_param, mode)")
+                param = self.hvalue(args[0])
+                return Dim(param.name, int(args[1].children[0]))
+            raise self.error_at(fn, f"unknown host function '{fn}' (expected dim or cdiv)")
+        return self.literal(tree)
+
+    def host(self, value, node) -> HostExpr:
+        """``value`` as a host expression operand: an int becomes Const, a 1-tuple is parentheses."""
+        if isinstance(value, HostExpr):
+            return value
+        if type(value) is int:
+            return Const(value)
+        if type(value) is tuple and len(value) == 1:
+            return self.host(value[0], node)
+        raise self.error_at(node, "expected a host expression (an integer, %param, dim(...), cdiv(...), * or +)"
+                                  f" but found {_print_value(value, True) if _printable(value) else repr(value)}")
+
+
+def _printable(value) -> bool:
+    try:
+        _print_value(value, True)
+        return True
+    except ValueError:
+        return False
+
+
+def _parse(text: str, file: str, start: str):
+    from lark.exceptions import LarkError
+    reader = _Reader(text, file)
+    try:
+        tree = _parser().parse(text, start=start)
+    except LarkError as e:
+        raise _lark_error(reader, e, start) from None
+    return reader, tree
+
+
+def parse_module(text: str, file: str = "<text>") -> Module:
+    """Parse IR text into a Module. Raises IRSyntaxError (``file:line:col: message``) on any syntax, type or
+    scoping error; never lets a lark exception escape. Every Op, Kernel and Value gets the Location of its first
+    token."""
+    reader, tree = _parse(text, file, "start")
+    return reader.module(tree)
+
+
+def parse_type(text: str, file: str = "<type>"):
+    """Parse a type: ``parse_type("frag<f32>[(4)]")`` → ``FragmentType(f32, (4,))``. Raises IRSyntaxError."""
+    reader, tree = _parse(text, file, "type_start")
+    return reader.type(tree.children[0])
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Printing
+
+_VALUE_NAME = re.compile(r"[A-Za-z0-9_.]+\Z")
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_OP_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+\Z")
+_RESERVED = {"true", "false", "inf", "nan"}
+_CUTE_LEAVES = (lc.Layout, lc.ComposedLayout)
+
+
+def print_type(t) -> str:
+    """A type's text form: ``print_type(FragmentType(F32, (4,)))`` → ``frag<f32>[(4)]``."""
+    if not isinstance(t, (ScalarType, GlobalTensorType, GlobalViewType, FragmentType, TensorType, TensorMapType,
+                          BarrierType)):
+        raise ValueError(f"cannot print type {t!r}")
+    return str(t)
+
+
+def _cute_text(v) -> str | None:
+    """``to_str(v)`` when ``v`` (a plain tuple or a layoutc object) reads back as itself, else None."""
+    try:
+        text = to_str(v)
+        back = lc.parse(text)
+    except Exception:
+        return None
+    if type(back) is not type(v) or back != v:
+        return None
+    return text
+
+
+def _is_cute_value(v) -> bool:
+    if isinstance(v, (bool, TupleAttr)) or type(v) is int:
+        return False
+    if type(v) is tuple or isinstance(v, _CUTE_LEAVES) or type(v).__module__.startswith("layoutc"):
+        return _cute_text(v) is not None
+    return False
+
+
+def _print_value(v, kernel: bool) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, HostExpr):
+        if not kernel:
+            raise ValueError(f"host expression {v} outside kernel attributes")
+        _check_host(v)
+        return str(v)
+    if isinstance(v, Word):
+        if not isinstance(v.name, str) or not _IDENT.match(v.name) or v.name in _RESERVED:
+            raise ValueError(f"cannot print the word {v.name!r}: not an identifier, or a reserved word")
+        return v.name
+    if isinstance(v, str):
+        return json.dumps(v, ensure_ascii=False)
+    if isinstance(v, numbers.Integral):
+        return str(int(v))
+    if isinstance(v, numbers.Real):
+        return repr(float(v))
+    if isinstance(v, tuple) and (kernel or isinstance(v, TupleAttr) or not _is_cute_value(v)):
+        return "(" + ", ".join(_print_value(e, kernel) for e in v) + ")"
+    if _is_cute_value(v):
+        return f"[{to_str(v)}]"
+    raise ValueError(f"cannot print attribute value {v!r}")
+
+
+def _check_host(e) -> None:
+    if isinstance(e, ParamRef):
+        _check_name(e.name)
+    elif isinstance(e, Dim):
+        _check_name(e.param)
+    elif isinstance(e, (CDiv, Mul, Add)):
+        _check_host(e.a)
+        _check_host(e.b)
+    elif not isinstance(e, Const):
+        raise ValueError(f"cannot print host expression {e!r}")
+
+
+def _check_name(name) -> str:
+    if not isinstance(name, str) or not _VALUE_NAME.match(name):
+        raise ValueError(f"cannot print value name {name!r} (letters, digits, '_' and '.' only)")
+    return name
+
+
+def _print_attrs(attrs: dict, kernel: bool) -> str:
+    if not attrs:
+        return ""
+    items = []
+    for k, v in attrs.items():
+        if not isinstance(k, str) or not _IDENT.match(k):
+            raise ValueError(f"cannot print attribute key {k!r}")
+        items.append(f"{k} = {_print_value(v, kernel)}")
+    return " {" + ", ".join(items) + "}"
+
+
+def _print_params(values) -> str:
+    return ", ".join(f"%{_check_name(v.name)}: {print_type(v.type)}" for v in values)
+
+
+def _print_ops(ops, depth: int, out: list, names: dict) -> None:
+    pad = "  " * depth
+    for op in ops:
+        if not isinstance(op.name, str) or not _OP_NAME.match(op.name):
+            raise ValueError(f"cannot print op name {op.name!r} (dialect.op)")
+        line = pad
+        if op.results:
+            for r in op.results:
+                _define_name(names, r)
+            line += ", ".join(f"%{r.name}" for r in op.results) + " = "
+        line += op.name
+        if op.operands:
+            line += " " + ", ".join(f"%{_check_name(v.name)}" for v in op.operands)
+        line += _print_attrs(op.attrs, False)
+        if op.results:
+            line += " : " + ", ".join(print_type(r.type) for r in op.results)
+        for region in op.regions:
+            line += " "
+            if region.args:
+                for a in region.args:
+                    _define_name(names, a)
+                line += f"({_print_params(region.args)}) "
+            line += "{"
+            out.append(line + "\n")
+            _print_ops(region.ops, depth + 1, out, names)
+            line = pad + "}"
+        out.append(line + "\n")
+
+
+def _define_name(names: dict, value) -> None:
+    _check_name(value.name)
+    if value.name in names and names[value.name] is not value:
+        raise ValueError(f"cannot print: value name %{value.name} is defined twice in one kernel")
+    names[value.name] = value
+
+
+def print_kernel(kernel: Kernel) -> str:
+    """One kernel's canonical text (ends with a newline)."""
+    if not isinstance(kernel.name, str) or not _VALUE_NAME.match(kernel.name):
+        raise ValueError(f"cannot print kernel name {kernel.name!r}")
+    if kernel.body.args:
+        raise ValueError(f"kernel @{kernel.name}: the body region cannot have block arguments")
+    names = {}
+    for p in kernel.params:
+        _define_name(names, p)
+    out = [f"kernel @{kernel.name}({_print_params(kernel.params)}){_print_attrs(kernel.attrs, True)} {{\n"]
+    _print_ops(kernel.body.ops, 1, out, names)
+    out.append("}\n")
+    return "".join(out)
+
+
+def print_module(module: Module) -> str:
+    """Canonical text: one op per line, two spaces per region level, attributes in insertion order (empty dicts
+    omitted), floats with repr, layouts with layoutc.to_str, kernels separated by a blank line. Post:
+    ``print_module(parse_module(print_module(m))) == print_module(m)`` and the parse is structurally equal to ``m``.
+    Raises ValueError for IR the text form cannot write (bad names, a name defined twice, unknown value kinds)."""
+    return "\n".join(print_kernel(k) for k in module.kernels)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Structural equality
+
+def _canon(v, kernel: bool):
+    """A comparable form of an attribute value that is equal exactly when the printed forms are."""
+    if isinstance(v, bool):
+        return ("bool", v)
+    if isinstance(v, Const) and kernel:
+        return ("int", int(v.value))
+    if isinstance(v, HostExpr):
+        return ("host", str(v)) if kernel else ("host-outside-kernel", repr(v))
+    if isinstance(v, Word):
+        return ("word", v.name)
+    if isinstance(v, str):
+        return ("str", v)
+    if isinstance(v, numbers.Integral):
+        return ("int", int(v))
+    if isinstance(v, numbers.Real):
+        return ("float", repr(float(v)))
+    if isinstance(v, tuple) and (kernel or isinstance(v, TupleAttr) or not _is_cute_value(v)):
+        return ("tuple", tuple(_canon(e, kernel) for e in v))
+    if _is_cute_value(v):
+        return ("cute", to_str(v))
+    return ("other", repr(v))
+
+
+def _attrs_difference(a: dict, b: dict, kernel: bool) -> str | None:
+    if set(a) != set(b):
+        return f"attribute keys {sorted(a)} vs {sorted(b)}"
+    for k in a:
+        if _canon(a[k], kernel) != _canon(b[k], kernel):
+            return f"attribute '{k}': {a[k]!r} vs {b[k]!r}"
+    return None
+
+
+def _type_difference(ta, tb) -> bool:
+    return type(ta) is not type(tb) or ta != tb
+
+
+def _values_difference(va, vb, vmap: dict, what: str) -> str | None:
+    if len(va) != len(vb):
+        return f"{len(va)} {what} vs {len(vb)}"
+    for i, (x, y) in enumerate(zip(va, vb)):
+        if x.name != y.name:
+            return f"{what} {i}: %{x.name} vs %{y.name}"
+        if _type_difference(x.type, y.type):
+            return f"{what} {i} (%{x.name}): type {x.type} vs {y.type}"
+        vmap[id(x)] = y
+    return None
+
+
+def _region_difference(ra: Region, rb: Region, vmap: dict, path: str) -> str | None:
+    d = _values_difference(ra.args, rb.args, vmap, "block arguments")
+    if d:
+        return f"{path}: {d}"
+    if len(ra.ops) != len(rb.ops):
+        return f"{path}: {len(ra.ops)} ops vs {len(rb.ops)}"
+    for i, (x, y) in enumerate(zip(ra.ops, rb.ops)):
+        here = f"{path}/op {i} ({x.name} at {x.loc})"
+        if x.name != y.name:
+            return f"{here}: op name {x.name} vs {y.name}"
+        if len(x.operands) != len(y.operands):
+            return f"{here}: {len(x.operands)} operands vs {len(y.operands)}"
+        for j, (u, w) in enumerate(zip(x.operands, y.operands)):
+            mapped = vmap.get(id(u))
+            same = mapped is w if mapped is not None else (u.name == w.name and not _type_difference(u.type, w.type))
+            if not same:
+                return f"{here}: operand {j}: %{u.name} vs %{w.name}"
+        d = _attrs_difference(x.attrs, y.attrs, False)
+        if d:
+            return f"{here}: {d}"
+        d = _values_difference(x.results, y.results, vmap, "results")
+        if d:
+            return f"{here}: {d}"
+        if len(x.regions) != len(y.regions):
+            return f"{here}: {len(x.regions)} regions vs {len(y.regions)}"
+        for k, (p, q) in enumerate(zip(x.regions, y.regions)):
+            d = _region_difference(p, q, vmap, f"{here}/region {k}")
+            if d:
+                return d
+    return None
+
+
+def _kernel_difference(a: Kernel, b: Kernel) -> str | None:
+    path = f"kernel @{a.name}"
+    if a.name != b.name:
+        return f"kernel name @{a.name} vs @{b.name}"
+    vmap = {}
+    d = _values_difference(a.params, b.params, vmap, "parameters")
+    if d:
+        return f"{path}: {d}"
+    d = _attrs_difference(a.attrs, b.attrs, True)
+    if d:
+        return f"{path}: {d}"
+    return _region_difference(a.body, b.body, vmap, f"{path}: body")
+
+
+def first_difference(a, b) -> str | None:
+    """The first structural difference between two Modules (or two Kernels) as a message, or None when they are
+    structurally equal: the same kernels, names, types, attributes (compared as the text form writes them),
+    operand wiring, regions and nesting. Locations and the module's file are not compared."""
+    if isinstance(a, Kernel) and isinstance(b, Kernel):
+        return _kernel_difference(a, b)
+    if not (isinstance(a, Module) and isinstance(b, Module)):
+        return f"cannot compare {type(a).__name__} with {type(b).__name__}"
+    if len(a.kernels) != len(b.kernels):
+        return f"{len(a.kernels)} kernels vs {len(b.kernels)}"
+    for x, y in zip(a.kernels, b.kernels):
+        d = _kernel_difference(x, y)
+        if d:
+            return d
+    return None
+
+
+def structurally_equal(a, b) -> bool:
+    """True when ``first_difference(a, b)`` finds none."""
+    return first_difference(a, b) is None
