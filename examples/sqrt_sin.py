@@ -1,5 +1,5 @@
 """z = sqrt(sin(x)): the Python-builder twin of examples/sqrt_sin.tile (the same IR, op for op)."""
-from ptxgen.ir.builder import KernelBuilder, cdiv, frag, gtensor, gview, i32
+from ptxgen.ir.builder import KernelBuilder, cdiv, frag, gtensor, i32
 
 TV = "(256,4):(4,1)"   # 256 threads × 4 contiguous values over a 1024-element tile
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from .errors import LayoutError
 from .memo import pure
 from .int_tuple import ceil_div, cpp_mod, is_int, is_tuple, leaves, product, signum
-from .layout import Layout, Underscore, _, coalesce, coalesce_x, cosize, filter, make_layout, modes
+from .layout import Layout, _, coalesce, coalesce_x, cosize, filter, make_layout, modes
 from .swizzle import ComposedLayout, Swizzle, make_swizzle
 
 

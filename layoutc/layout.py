@@ -9,7 +9,7 @@ from .errors import LayoutError
 from .memo import pure
 from .int_tuple import (
     IntTuple, compact_col_major, compact_row_major, congruent, crd2idx, depth as tuple_depth, filter_zeros,
-    flatten as flatten_tuple, is_int, is_tuple, leaves, product, product_like, rank as tuple_rank, unflatten,
+    flatten as flatten_tuple, is_int, is_tuple, leaves, product, product_like, rank as tuple_rank,
 )
 
 
@@ -140,7 +140,7 @@ class Layout:
             raise TypeError(f"Layout index must be an int or a tuple of ints, not {type(index).__name__}")
         if is_int(self.shape):
             if index != 0:
-                raise LayoutError("get", (self, index), f"Index out of range: an integral layout has only mode 0")
+                raise LayoutError("get", (self, index), "Index out of range: an integral layout has only mode 0")
             return self
         if not 0 <= index < len(self.shape):
             raise LayoutError("get", (self, index), f"Index out of range: rank is {len(self.shape)}")

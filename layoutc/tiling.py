@@ -6,7 +6,7 @@ from .algebra import complement, composition
 from .errors import LayoutError, within
 from .memo import pure
 from .notation import to_str
-from .int_tuple import ceil_div, evenly_divides, is_int, is_tuple, product, product_each
+from .int_tuple import ceil_div, evenly_divides, is_int, is_tuple, product_each
 from .layout import (
     Layout, LayoutLeft, _, append, coalesce, cosize, make_layout, make_ordered_layout, modes, rank, size,
     slice_layout, zip_layouts,

@@ -10,7 +10,7 @@ import itertools
 
 import numpy as np
 
-from .ir.core import Kernel, Module, Region
+from .ir.core import Kernel, Region
 from .ir.ops import OPS, numpy_dtype
 from .ir.types import GlobalTensorType, ScalarType
 from .verify import verify

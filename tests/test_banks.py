@@ -215,9 +215,7 @@ def test_gmma_atoms_are_conflict_free_for_their_16_byte_row_access(b, t, mn_majo
     """Any Sw<B,4,3> GMMA atom, tiled, read by its intended access (8 lanes of a phase = one logical 16-byte chunk
     of 8 consecutive 8-aligned rows) is 1-way."""
     mode = ["INTER", "SW32", "SW64", "SW128"][b]
-    atom = gmma_atom("MN" if mn_major else "K", mode, t)
-    width_elems = (16 << b) * 8 // {"f64": 64, "f32": 32, "bf16": 16, "f16": 16, "e4m3": 8, "s8": 8, "s4": 4}[t]
-    atom_shape = (width_elems, 8) if mn_major else (8, width_elems)
+    atom_shape = gmma_atom("MN" if mn_major else "K", mode, t).shape
     shape = (atom_shape[0] * reps[0], atom_shape[1] * reps[1])
     tile = gmma_smem_layout("MN" if mn_major else "K", mode, t, shape)
     rows_total = shape[1] if mn_major else shape[0]

@@ -175,7 +175,7 @@ def pycute_stride_check_rejects(A, B) -> bool:
     """Deviation (f): pycute's assert ``c % rd == 0 or rd % c == 0`` on the coalesced lhs modes (but the last)
     fails where CuTe's ``rd % c == 0 or rd < c`` passes."""
     C = lc.coalesce(A)
-    cs, ds = leaves(C.shape), leaves(C.stride)
+    cs = leaves(C.shape)
 
     def walk(s, d):
         if is_tuple(s):

@@ -13,7 +13,7 @@ import layoutc as lc
 from layoutc import Layout as L, _
 from layoutc.hopper import byte_address, gmma_smem_layout
 from layoutc.hopper.tma import (
-    TMA_SMEM_MIN_ALIGN, TmaBoxes, TmaDataType as DT, TmaError, TmaInterleave as IL, TmaL2Promotion as L2,
+    TMA_SMEM_MIN_ALIGN, TmaDataType as DT, TmaError, TmaInterleave as IL, TmaL2Promotion as L2,
     TmaOobFill as OOB, TmaParams, TmaSwizzle as SW, check_global_address, check_tma_params, make_tma_params,
     tma_boxes, tma_data_type,
 )

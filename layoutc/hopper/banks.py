@@ -34,7 +34,6 @@ from ..algebra import composition
 from ..errors import LayoutError
 from ..int_tuple import is_int, product
 from ..layout import Layout
-from ..swizzle import ComposedLayout
 from .dtypes import dtype as _dtype
 from .smem import split_smem_layout
 

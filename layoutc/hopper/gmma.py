@@ -13,7 +13,7 @@ from ..layout import Layout, LayoutLeft
 from ..recast import upcast
 from ..swizzle import ComposedLayout, Swizzle
 from ..tiling import tile_to_shape
-from .dtypes import DType, dtype
+from .dtypes import dtype
 
 
 class Major(enum.Enum):

@@ -1,0 +1,182 @@
+"""frag: register fragments: elementwise math, casts, splats and row/column reductions."""
+from __future__ import annotations
+
+import numpy as np
+
+import layoutc as lc
+
+from ..types import F32, I32, FragmentType
+from . import (
+    NUM_TYPES, OpDef, convert, numpy_dtype, register, round_to, tv_table,
+    verify_tv,
+)
+
+
+class _FragElementwise(OpDef):
+    arity = 2
+    float_only = False
+
+    def verify(self, op, v):
+        xs = v.operands(op, self.arity)
+        (t,) = v.results(op, 1)
+        frags = [x.type for x in xs if isinstance(x.type, FragmentType)]
+        if not frags:
+            v.error(op, "at least one operand must be a frag")
+            return
+        ref = frags[0]
+        for x in xs:
+            if isinstance(x.type, FragmentType):
+                if x.type != ref:
+                    v.error(op, f"fragment operands differ: {ref} and {x.type}")
+            elif x.type != ref.dtype:
+                v.error(op, f"a scalar operand must have the fragment's element type {ref.dtype}, not {x.type}")
+        if t != ref:
+            v.error(op, f"result type must be {ref}, not {t}")
+        if self.float_only and ref.dtype != F32:
+            v.error(op, f"{self.name} is defined for f32 fragments, not {ref.dtype}")
+        if not self.float_only and not (ref.dtype in NUM_TYPES):
+            v.error(op, f"{self.name} needs a numeric element type, not {ref.dtype}")
+
+    def result_types(self, operand_types, attrs):
+        return [next(t for t in operand_types if isinstance(t, FragmentType))]
+
+    def interpret(self, op, ix):
+        t = op.results[0].type
+        args = []
+        for x in op.operands:
+            a = ix.get(x)
+            args.append(a[:, None] if not isinstance(x.type, FragmentType) else a)
+        with np.errstate(all="ignore"):
+            r = self.compute(*[np.asarray(a, dtype=np.float64) if t.dtype.is_float else a for a in args])
+        r = round_to(r, t.dtype) if t.dtype.is_float else np.asarray(r).astype(numpy_dtype(t.dtype))
+        ix.set(op.results[0], np.broadcast_to(r, (ix.nthreads, t.size)).copy())
+
+
+def _frag_op(name, arity, compute, float_only=False):
+    cls = type(name.replace(".", "_").title(), (_FragElementwise,), {
+        "name": name, "arity": arity, "float_only": float_only, "compute": staticmethod(compute),
+        "summary": f"elementwise {name.split('.')[1]} on fragments"})
+    register(cls)
+
+
+_frag_op("frag.add", 2, lambda a, b: a + b)
+_frag_op("frag.sub", 2, lambda a, b: a - b)
+_frag_op("frag.mul", 2, lambda a, b: a * b)
+_frag_op("frag.div", 2, lambda a, b: a / b)
+_frag_op("frag.max", 2, np.maximum)
+_frag_op("frag.min", 2, np.minimum)
+_frag_op("frag.fma", 3, lambda a, b, c: a * b + c)
+_frag_op("frag.neg", 1, lambda a: -a)
+_frag_op("frag.abs", 1, np.abs)
+_frag_op("frag.exp", 1, np.exp, float_only=True)
+_frag_op("frag.exp2", 1, np.exp2, float_only=True)
+_frag_op("frag.log", 1, np.log, float_only=True)
+_frag_op("frag.sqrt", 1, np.sqrt, float_only=True)
+_frag_op("frag.rsqrt", 1, lambda a: 1.0 / np.sqrt(a), float_only=True)
+_frag_op("frag.sin", 1, np.sin, float_only=True)
+_frag_op("frag.cos", 1, np.cos, float_only=True)
+
+
+@register
+class FragCast(OpDef):
+    name = "frag.cast"
+    summary = "elementwise conversion of a fragment"
+
+    def verify(self, op, v):
+        (x,) = v.operands(op, 1)
+        (t,) = v.results(op, 1)
+        if not isinstance(x.type, FragmentType) or not isinstance(t, FragmentType):
+            v.error(op, f"operand and result must be frags, got {x.type} and {t}")
+            return
+        if x.type.shape != t.shape:
+            v.error(op, f"shapes differ: {lc.to_str(x.type.shape)} and {lc.to_str(t.shape)}")
+
+    def interpret(self, op, ix):
+        x = op.operands[0]
+        ix.set(op.results[0], convert(ix.get(x), x.type.dtype, op.results[0].type.dtype))
+
+
+@register
+class Splat(OpDef):
+    name = "frag.splat"
+    summary = "a fragment whose values all equal a scalar"
+
+    def verify(self, op, v):
+        (x,) = v.operands(op, 1)
+        (t,) = v.results(op, 1)
+        if not isinstance(t, FragmentType):
+            v.error(op, f"result must be a frag, not {t}")
+            return
+        if x.type != t.dtype:
+            v.error(op, f"the scalar's type {x.type} differs from the fragment's element type {t.dtype}")
+
+    def interpret(self, op, ix):
+        t = op.results[0].type
+        ix.set(op.results[0], np.repeat(ix.get(op.operands[0])[:, None], t.size, axis=1))
+
+
+@register
+class Reduce(OpDef):
+    name = "frag.reduce"
+    summary = "replace each value by the reduction over its tile row (or column), across values and threads"
+    KINDS = {"add": np.add, "max": np.maximum, "min": np.minimum}
+
+    def verify(self, op, v):
+        x, thread = v.operands(op, 2)
+        (t,) = v.results(op, 1)
+        if not isinstance(x.type, FragmentType):
+            v.error(op, f"the reduced operand must be a frag, not {x.type}")
+            return
+        if thread.type != I32:
+            v.error(op, f"the thread operand must be i32, not {thread.type}")
+        if t != x.type:
+            v.error(op, f"result type must be {x.type}, not {t}")
+        v.word(op, "kind", tuple(self.KINDS))
+        mode = v.attr(op, "mode", int)
+        tile = v.shape_attr(op, "tile")
+        tv = v.attr(op, "tv", lc.Layout)
+        if tile is None or tv is None:
+            return
+        if lc.rank(tile) != 2:
+            v.error(op, f"tile {lc.to_str(tile)} must have rank 2 (rows, columns)")
+            return
+        if mode not in (0, 1):
+            v.error(op, f"mode must be 0 (columns) or 1 (rows), not {mode!r}")
+            return
+        if not verify_tv(op, v, tv, x.type.shape, lc.product(tile)):
+            return
+        image = sorted(tv(i) for i in range(lc.size(tv)))
+        if image != list(range(lc.product(tile))):
+            v.error(op, f"tv {lc.to_str(tv)} must hold every element of the {lc.to_str(tile)} tile exactly once")
+            return
+        rows = lc.product(tile[0])
+        line_of = (lambda i: i % rows) if mode == 1 else (lambda i: i // rows)
+        threads_of = {}
+        for t_ in range(lc.size(tv[0])):
+            for val in range(lc.size(tv[1])):
+                threads_of.setdefault(line_of(tv((t_, val))), set()).add(t_ // 32)
+        for line, warps in threads_of.items():
+            if len(warps) > 1:
+                what = "row" if mode == 1 else "column"
+                v.error(op, f"{what} {line} is spread over warps {sorted(warps)}: a reduction must stay inside one "
+                            f"warp (it lowers to shuffles)")
+                return
+
+    def interpret(self, op, ix):
+        x, thread = op.operands
+        tv = op.attrs["tv"]
+        tile = op.attrs["tile"]
+        rows = lc.product(tile[0])
+        table = ix.cached(("tv", tv), lambda: tv_table(tv, lc.size(tv[0])))
+        t = ix.get(thread).astype(np.int64)
+        idx = table[t]
+        line = idx % rows if op.attrs["mode"] == 1 else idx // rows
+        nlines = rows if op.attrs["mode"] == 1 else lc.product(tile) // rows
+        values = ix.get(x).astype(np.float64)
+        active = np.broadcast_to(ix.mask[:, None], values.shape)
+        kind = self.KINDS[str(op.attrs["kind"])]
+        init = {"add": 0.0, "max": -np.inf, "min": np.inf}[str(op.attrs["kind"])]
+        acc = np.full(nlines, init)
+        kind.at(acc, line[active], values[active])
+        ix.set(op.results[0], round_to(acc[line], x.type.dtype) if x.type.dtype.is_float
+               else acc[line].astype(numpy_dtype(x.type.dtype)))

@@ -1,0 +1,169 @@
+"""gtensor / gmem: global tensors, static-shape tiles at runtime origins, and TV-layout loads and stores."""
+from __future__ import annotations
+
+import numpy as np
+
+import layoutc as lc
+
+from ..types import F32, I32, FragmentType, GlobalTensorType, GlobalViewType
+from . import (
+    OpDef, convert, numpy_dtype, register, tile_coordinates, tv_table,
+    verify_tv,
+)
+
+
+@register
+class GDim(OpDef):
+    name = "gtensor.dim"
+    summary = "the runtime extent of a mode of a global tensor"
+
+    def verify(self, op, v):
+        (x,) = v.operands(op, 1)
+        (t,) = v.results(op, 1)
+        if not isinstance(x.type, GlobalTensorType):
+            v.error(op, f"operand must be a gtensor, not {x.type}")
+            return
+        mode = v.attr(op, "mode", int)
+        if isinstance(mode, int) and not 0 <= mode < x.type.rank:
+            v.error(op, f"mode {mode} is out of range for rank {x.type.rank}")
+        if t != I32:
+            v.error(op, f"result type must be i32, not {t}")
+
+    def result_types(self, operand_types, attrs):
+        return [I32]
+
+    def interpret(self, op, ix):
+        arr = ix.get(op.operands[0])
+        ix.set(op.results[0], np.full(ix.nthreads, arr.shape[op.attrs["mode"]], dtype=np.int32))
+
+
+class TileView:
+    """Interpreter value of a gview: the global array, the per-thread origin coordinates and the tile shape."""
+
+    def __init__(self, array, origin, shape):
+        self.array = array
+        self.origin = origin  # (threads, rank) int64
+        self.shape = shape
+
+
+@register
+class GTile(OpDef):
+    name = "gmem.tile"
+    summary = "a static-shape window of a global tensor at a runtime origin"
+
+    def verify(self, op, v):
+        if not op.operands:
+            v.error(op, "expects a gtensor and one origin coordinate per mode")
+            return
+        x, *coords = op.operands
+        (t,) = v.results(op, 1)
+        if not isinstance(x.type, GlobalTensorType):
+            v.error(op, f"the first operand must be a gtensor, not {x.type}")
+            return
+        if len(coords) != x.type.rank:
+            v.error(op, f"a rank-{x.type.rank} gtensor needs {x.type.rank} origin coordinates, got {len(coords)}")
+        for c in coords:
+            if c.type != I32:
+                v.error(op, f"origin coordinates must be i32, not {c.type}")
+        shape = v.shape_attr(op, "shape")
+        if shape is None:
+            return
+        if lc.rank(shape) != x.type.rank:
+            v.error(op, f"tile shape {lc.to_str(shape)} has rank {lc.rank(shape)} but the gtensor has rank "
+                        f"{x.type.rank}")
+        if t != GlobalViewType(x.type.dtype, shape):
+            v.error(op, f"result type must be {GlobalViewType(x.type.dtype, shape)}, not {t}")
+
+    def result_types(self, operand_types, attrs):
+        return [GlobalViewType(operand_types[0].dtype, attrs["shape"])]
+
+    def interpret(self, op, ix):
+        x, *coords = op.operands
+        origin = np.stack([ix.get(c).astype(np.int64) for c in coords], axis=1)
+        ix.set(op.results[0], TileView(ix.get(x), origin, op.attrs["shape"]))
+
+
+
+
+class _GmemAccess(OpDef):
+    def _check_view_and_thread(self, op, v, view, thread):
+        if not isinstance(view.type, GlobalViewType):
+            v.error(op, f"the first operand must be a gview, not {view.type}")
+            return False
+        if thread.type != I32:
+            v.error(op, f"the thread operand must be i32, not {thread.type}")
+        return True
+
+    @staticmethod
+    def _addresses(ix, op, view: TileView, thread, tv):
+        """Per (thread, value): global coordinates and whether they are in bounds."""
+        table = ix.cached(("tv", tv), lambda: tv_table(tv, lc.size(tv[0])))
+        t = ix.get(thread).astype(np.int64)
+        if np.any((t < 0) | (t >= table.shape[0])):
+            ix.fail(op, f"thread operand outside tv's thread mode of {table.shape[0]} threads")
+        tile_idx = table[t]  # (threads, values)
+        coords = ix.cached(("coords", view.shape), lambda: tile_coordinates(view.shape))[tile_idx]
+        glob = view.origin[:, None, :] + coords  # (threads, values, rank)
+        inside = np.all((glob >= 0) & (glob < np.array(view.array.shape)), axis=-1)
+        return glob, inside
+
+
+@register
+class GLoad(_GmemAccess):
+    name = "gmem.load"
+    summary = "each thread reads its values of a global tile (out-of-bounds values read `other`)"
+
+    def verify(self, op, v):
+        view, thread = v.operands(op, 2)
+        (t,) = v.results(op, 1)
+        if not self._check_view_and_thread(op, v, view, thread):
+            return
+        if not isinstance(t, FragmentType):
+            v.error(op, f"result must be a frag, not {t}")
+            return
+        if t.dtype != view.type.dtype:
+            v.error(op, f"fragment element type {t.dtype} differs from the tile's {view.type.dtype}")
+        tv = v.attr(op, "tv", lc.Layout)
+        if tv is not None:
+            verify_tv(op, v, tv, t.shape, view.type.size)
+        if "other" in op.attrs and not isinstance(op.attrs["other"], (int, float)):
+            v.error(op, f"other must be a number, not {op.attrs['other']!r}")
+
+    def interpret(self, op, ix):
+        view, thread = op.operands
+        tile = ix.get(view)
+        glob, inside = self._addresses(ix, op, tile, thread, op.attrs["tv"])
+        safe = np.where(inside[..., None], glob, 0)
+        values = tile.array[tuple(safe[..., k] for k in range(safe.shape[-1]))]
+        dtype = op.results[0].type.dtype
+        other = convert(np.array(op.attrs.get("other", 0)), F32, dtype)
+        ix.set(op.results[0], np.where(inside, values, other).astype(numpy_dtype(dtype)))
+
+
+@register
+class GStore(_GmemAccess):
+    name = "gmem.store"
+    summary = "each thread writes its values of a global tile (out-of-bounds values are skipped)"
+
+    def verify(self, op, v):
+        view, thread, frag = v.operands(op, 3)
+        v.results(op, 0)
+        if not self._check_view_and_thread(op, v, view, thread):
+            return
+        if not isinstance(frag.type, FragmentType):
+            v.error(op, f"the stored value must be a frag, not {frag.type}")
+            return
+        if frag.type.dtype != view.type.dtype:
+            v.error(op, f"fragment element type {frag.type.dtype} differs from the tile's {view.type.dtype}")
+        tv = v.attr(op, "tv", lc.Layout)
+        if tv is not None:
+            verify_tv(op, v, tv, frag.type.shape, view.type.size)
+
+    def interpret(self, op, ix):
+        view, thread, frag = op.operands
+        tile = ix.get(view)
+        glob, inside = self._addresses(ix, op, tile, thread, op.attrs["tv"])
+        write = inside & ix.mask[:, None]
+        values = ix.get(frag)
+        idx = tuple(glob[..., k][write] for k in range(glob.shape[-1]))
+        tile.array[idx] = values[write]

@@ -1,0 +1,102 @@
+"""scf: structured control flow (counted loops with carried values, per-thread branches, yields)."""
+from __future__ import annotations
+
+import numpy as np
+
+
+from ..types import I1, I32
+from . import (
+    OpDef, register,
+)
+
+
+@register
+class For(OpDef):
+    name = "scf.for"
+    summary = "a counted loop with loop-carried values"
+
+    def verify(self, op, v):
+        if len(op.operands) < 3:
+            v.error(op, f"expects lower bound, upper bound and step (and initial carried values), got "
+                        f"{len(op.operands)} operands")
+            return
+        lo, hi, step, *inits = op.operands
+        for name, x in (("lower bound", lo), ("upper bound", hi), ("step", step)):
+            if x.type != I32:
+                v.error(op, f"the {name} must be i32, not {x.type}")
+        unroll = op.attrs.get("unroll", 1)
+        if not isinstance(unroll, int) or isinstance(unroll, bool) or unroll < 1:
+            v.error(op, f"unroll must be an integer >= 1, not {unroll!r}")
+        v.results(op, len(inits))
+        region = v.regions(op, 1)[0]
+        if region is None:
+            return
+        if len(region.args) != 1 + len(inits):
+            v.error(op, f"the body needs {1 + len(inits)} block arguments (the induction variable and one per "
+                        f"carried value), got {len(region.args)}")
+            return
+        if region.args[0].type != I32:
+            v.error(op, f"the induction variable must be i32, not {region.args[0].type}")
+        for k, (init, arg, res) in enumerate(zip(inits, region.args[1:], op.results)):
+            if not init.type == arg.type == res.type:
+                v.error(op, f"carried value {k}: initial {init.type}, block argument {arg.type} and result "
+                            f"{res.type} must be the same type")
+        v.yields(op, region, [r.type for r in op.results], optional=not op.results)
+
+    def interpret(self, op, ix):
+        lo, hi, step, *inits = op.operands
+        lo_v, hi_v, step_v = (ix.uniform(x, op) for x in (lo, hi, step))
+        if step_v <= 0:
+            ix.fail(op, f"step {step_v} is not positive")
+        region = op.regions[0]
+        carried = [ix.get(x) for x in inits]
+        i = lo_v
+        while i < hi_v:
+            ix.set(region.args[0], np.full(ix.nthreads, i, dtype=np.int32))
+            for arg, val in zip(region.args[1:], carried):
+                ix.set(arg, val)
+            carried = ix.run_region(region)
+            i += step_v
+        for res, val in zip(op.results, carried):
+            ix.set(res, val)
+
+
+@register
+class If(OpDef):
+    name = "scf.if"
+    summary = "a two-way branch, per thread"
+
+    def verify(self, op, v):
+        (p,) = v.operands(op, 1)
+        if p.type != I1:
+            v.error(op, f"the condition must be i1, not {p.type}")
+        if len(op.regions) not in (1, 2):
+            v.error(op, f"expects a then region and an optional else region, got {len(op.regions)}")
+            return
+        if op.results and len(op.regions) != 2:
+            v.error(op, "an scf.if with results needs an else region")
+        for region in op.regions:
+            if region.args:
+                v.error(op, "the regions of scf.if take no block arguments")
+            v.yields(op, region, [r.type for r in op.results], optional=not op.results)
+
+    def interpret(self, op, ix):
+        p = ix.get(op.operands[0]).astype(bool)
+        then_vals = ix.run_region(op.regions[0], mask=p)
+        else_vals = ix.run_region(op.regions[1], mask=~p) if len(op.regions) == 2 else []
+        for k, res in enumerate(op.results):
+            a, b = then_vals[k], else_vals[k]
+            cond = p.reshape((-1,) + (1,) * (np.ndim(a) - 1))
+            ix.set(res, np.where(cond, a, b))
+
+
+@register
+class Yield(OpDef):
+    name = "scf.yield"
+    summary = "the values a region of scf.for / scf.if hands back"
+
+    def verify(self, op, v):
+        v.results(op, 0)  # placement and types are checked by the parent op
+
+    def interpret(self, op, ix):
+        ix.yielded = [ix.get(x) for x in op.operands]
