@@ -149,15 +149,19 @@ def ceil_div(a: IntTuple, b: IntTuple) -> IntTuple:
                 raise LayoutError("ceil_div", (a, b), "Mismatched ranks: rank(a) must be >= rank(b)")
             b = b + (1,) * (len(a) - len(b))
             return tuple(ceil_div(x, y) for x, y in zip(a, b))
-        out = []
-        r = b
-        for x in a:
-            out.append(ceil_div(x, r))
-            r = ceil_div(r, product(x))
-        return tuple(out)
+        return _fold_by_int(a, b, ceil_div)
     if is_tuple(b):
         return ceil_div(a, product(b))
     return cpp_div(a + b - 1, b)
+
+
+def _fold_by_int(a: tuple, divisor: int, divide) -> tuple:
+    """CuTe's left fold of a tuple by an int: each mode takes its share of ``divisor`` in turn."""
+    out = []
+    for x in a:
+        out.append(divide(x, divisor))
+        divisor = divide(divisor, product(x))
+    return tuple(out)
 
 
 def shape_div(a: IntTuple, b: IntTuple) -> IntTuple:
@@ -170,12 +174,7 @@ def shape_div(a: IntTuple, b: IntTuple) -> IntTuple:
             if len(a) != len(b):
                 raise LayoutError("shape_div", (a, b), "Mismatched ranks")
             return tuple(shape_div(x, y) for x, y in zip(a, b))
-        out = []
-        r = b
-        for x in a:
-            out.append(shape_div(x, r))
-            r = shape_div(r, product(x))
-        return tuple(out)
+        return _fold_by_int(a, b, shape_div)
     if is_tuple(b):
         return shape_div(a, product(b))
     if not (a % b == 0 or b % a == 0):

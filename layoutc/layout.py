@@ -494,13 +494,17 @@ def coalesce(layout, profile=None):
     if type(layout) is not Layout:
         return _on_inner(coalesce, layout, profile)
     if profile is not None and is_tuple(profile):
-        ms = modes(layout)
-        if len(profile) > len(ms):
-            raise LayoutError("coalesce", (layout, profile),
-                              f"profile rank {len(profile)} exceeds layout rank {len(ms)}")
-        return make_layout(*[coalesce(m, p) for m, p in zip(ms, profile)], *ms[len(profile):])
+        return _by_profile(coalesce, layout, profile)
     s, d = _coalesce_flat(leaves(layout.shape), leaves(layout.stride), keep_trailing_one=False)
     return Layout._make(s, d)
+
+
+def _by_profile(op, layout: Layout, profile: tuple) -> Layout:
+    """Apply ``op`` to each mode with its sub-profile; modes past the profile are kept verbatim (CuTe)."""
+    ms = modes(layout)
+    if len(profile) > len(ms):
+        raise LayoutError(op.__name__, (layout, profile), f"profile rank {len(profile)} exceeds layout rank {len(ms)}")
+    return make_layout(*[op(m, p) for m, p in zip(ms, profile)], *ms[len(profile):])
 
 
 def coalesce_x(layout: Layout) -> Layout:
@@ -525,11 +529,7 @@ def filter(layout, profile=None):
     if type(layout) is not Layout:
         return _on_inner(filter, layout, profile)
     if profile is not None and is_tuple(profile):
-        ms = modes(layout)
-        if len(profile) > len(ms):
-            raise LayoutError("filter", (layout, profile),
-                              f"profile rank {len(profile)} exceeds layout rank {len(ms)}")
-        return make_layout(*[filter(m, p) for m, p in zip(ms, profile)], *ms[len(profile):])
+        return _by_profile(filter, layout, profile)
     return coalesce(filter_zeros_layout(layout))
 
 

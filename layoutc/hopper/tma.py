@@ -695,6 +695,25 @@ def _mode_extents(inner: Layout, rank: int, err) -> list:
     return ext + [1] * (rank - len(ext))
 
 
+def _prepare(op: str, global_layout, dtype, smem_layout, swizzle):
+    """What make_tma_params and tma_boxes both read off their operands: the error maker, element type and size,
+    the global modes in driver order with dims and byte strides, the smem layout's parts, the swizzle and the
+    smem extent per global mode."""
+    ops = (global_layout, dtype if isinstance(dtype, str) else str(dtype), smem_layout)
+
+    def err(reason):
+        return TmaError(reason, op=op, operands=ops)
+
+    dt, tdt = _element(dtype)
+    esize = dt.bits // 8
+    order, dims, byte_strides = _global_modes(global_layout, esize, err)
+    rank = len(order)
+    sw_l, off, inner = _smem_parts(smem_layout, err)
+    tsw = _resolve_swizzle(sw_l, swizzle, err)
+    ext = _mode_extents(inner, rank, err)
+    return err, dt, tdt, esize, order, dims, byte_strides, rank, sw_l, off, inner, tsw, ext
+
+
 def make_tma_params(global_layout, dtype, smem_box_layout, *, swizzle=None, element_strides=None,
                     l2_promotion=TmaL2Promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
                     oob_fill=TmaOobFill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE, base: int = 0) -> TmaParams:
@@ -722,18 +741,8 @@ def make_tma_params(global_layout, dtype, smem_box_layout, *, swizzle=None, elem
     different from ``swizzle``. A tile that needs several copies (inner extent over the swizzle span, a box dim over
     256, or boxes that are not dense) is refused with the count: ``tma_boxes`` splits it.
     """
-    ops = (global_layout, dtype if isinstance(dtype, str) else str(dtype), smem_box_layout)
-
-    def err(reason):
-        return TmaError(reason, op="make_tma_params", operands=ops)
-
-    dt, tdt = _element(dtype)
-    esize = dt.bits // 8
-    order, dims, byte_strides = _global_modes(global_layout, esize, err)
-    rank = len(order)
-    sw_l, off, inner = _smem_parts(smem_box_layout, err)
-    tsw = _resolve_swizzle(sw_l, swizzle, err)
-    ext = _mode_extents(inner, rank, err)
+    err, dt, tdt, esize, order, dims, byte_strides, rank, sw_l, off, inner, tsw, ext = _prepare(
+        "make_tma_params", global_layout, dtype, smem_box_layout, swizzle)
     if element_strides is None:
         element_strides = (1,) * rank
     element_strides = tuple(int(e) for e in element_strides)
@@ -860,18 +869,8 @@ def tma_boxes(global_layout, dtype, smem_tile_layout, *, swizzle=None,
     Post: each box satisfies ``make_tma_params``'s post-condition at ``base + smem_offset_bytes``; the boxes' writes
     cover the tile's byte addresses exactly once. TmaError when no split exists (e.g. a transposed tile).
     """
-    ops = (global_layout, dtype if isinstance(dtype, str) else str(dtype), smem_tile_layout)
-
-    def err(reason):
-        return TmaError(reason, op="tma_boxes", operands=ops)
-
-    dt, tdt = _element(dtype)
-    esize = dt.bits // 8
-    order, dims, byte_strides = _global_modes(global_layout, esize, err)
-    rank = len(order)
-    sw_l, off, inner = _smem_parts(smem_tile_layout, err)
-    tsw = _resolve_swizzle(sw_l, swizzle, err)
-    ext = _mode_extents(inner, rank, err)
+    err, dt, tdt, esize, order, dims, byte_strides, rank, sw_l, off, inner, tsw, ext = _prepare(
+        "tma_boxes", global_layout, dtype, smem_tile_layout, swizzle)
     sw_t = tsw.swizzle
     n_inner_modes = len(inner.shape) if is_tuple(inner.shape) else 1
 
