@@ -22,12 +22,9 @@ from dataclasses import dataclass
 
 
 class HostExpr:
-    """Base of the host expression classes."""
+    """Base of the host expression classes; each defines ``evaluate(env) -> int`` and ``__str__``."""
 
     __slots__ = ()
-
-    def evaluate(self, env) -> int:  # pragma: no cover - every subclass overrides it
-        raise NotImplementedError
 
     def params(self) -> frozenset:
         """The names of the kernel parameters the expression reads (``%n`` and ``dim(%x, ...)``)."""
