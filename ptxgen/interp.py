@@ -3,16 +3,35 @@
 A scalar value is an array over the CTA's threads; a fragment an array (threads, values). ``scf.if`` runs each
 region under a mask of the threads that take it; stores write only active threads. Global tensors are numpy
 arrays, updated in place. What each op does is defined with the op in ``ptxgen.ir.ops``.
+
+Asynchronous model (spec/tile-ir.md §6):
+
+- Shared memory is one uint8 array per CTA indexed by absolute byte address; the dynamic window starts at
+  ``SMEM_BASE`` = 1024 (0x400, as on an H100), allocations follow in program order at their alignment.
+- Region execution is resumable: ``_CTA.steps(region)`` is a generator; an op's ``interpret`` may itself be a
+  generator, and a blocking op (``mbarrier.wait``, ``tma.store_wait``) yields a ``Wait`` condition. The CTA runs as
+  one lock-step stream, so when its stream yields an unmet condition every thread of the CTA is blocked: the
+  scheduler then performs steps of asynchronous operations in flight (TMA copies) that can meet it; when none can,
+  it raises HangError naming the op, the barrier, its phase and the waiting threads.
+- Asynchronous copies happen when the scheduler decides, never at issue. The default schedule (``"lazy"``) is
+  deterministic and as late as legal: a copy is performed only when a blocked wait needs it (oldest first), so a
+  kernel that reads a stage before waiting sees stale data. ``"eager"`` performs every copy at issue; an int seed
+  (or a numpy Generator) performs random copies in random order after any op, for stress tests.
+- Races between the threads' shared-memory accesses and copies still in flight (a read of bytes a TMA load may
+  still write, a write of bytes a TMA store may still read, a TMA store of bytes written by smem.store without a
+  fence.proxy_async) raise RaceError unless ``races="ignore"``.
 """
 from __future__ import annotations
 
+import inspect
 import itertools
 
 import numpy as np
 
 from .ir.core import Kernel, Region
-from .ir.ops import OPS, numpy_dtype
-from .ir.types import GlobalTensorType, ScalarType
+from .ir.ops import OPS, SMEM_BASE, describe_threads, numpy_dtype, smem_plan
+from .ir.ops.tma import encode_tensor_map
+from .ir.types import GlobalTensorType, ScalarType, TensorMapType
 from .verify import verify
 
 
@@ -20,10 +39,19 @@ class InterpreterError(RuntimeError):
     """The kernel did something at run time the IR forbids (``file:line:col: op: message``)."""
 
 
-class _CTA:
-    """The state of one CTA while it runs: values, the active-thread mask and launch geometry."""
+class HangError(InterpreterError):
+    """Every thread of a CTA is blocked and nothing in flight can unblock them."""
 
-    def __init__(self, block_index, block_dim, grid_dim, cache):
+
+class RaceError(InterpreterError):
+    """A shared-memory access races with an asynchronous copy in flight (or misses a proxy fence)."""
+
+
+class _CTA:
+    """The state of one CTA while it runs: values, the active-thread mask, launch geometry, shared memory and the
+    asynchronous operations in flight."""
+
+    def __init__(self, block_index, block_dim, grid_dim, cache, plan=None, schedule="lazy", races="error"):
         self.block_index = block_index
         self.block_dim = block_dim
         self.grid_dim = grid_dim
@@ -35,6 +63,18 @@ class _CTA:
         self.values = {}
         self.yielded = None
         self._cache = cache
+        self.smem_plan = plan if plan is not None else smem_plan([])
+        self.smem = np.zeros(SMEM_BASE + self.smem_plan.total, dtype=np.uint8)
+        # thread + 1 of the last generic (st.shared) writer of each byte not yet ordered by fence.proxy_async
+        self.generic_writer = np.zeros(self.smem.size, dtype=np.int32)
+        self.inflight = []      # asynchronous operations in flight, in issue order
+        self.state = {}         # op-owned per-CTA state (barrier arrays, bulk groups)
+        self.races = races
+        if schedule in ("lazy", "eager"):
+            self.schedule, self.rng = schedule, None
+        else:
+            self.schedule = "random"
+            self.rng = schedule if isinstance(schedule, np.random.Generator) else np.random.default_rng(schedule)
 
     # -- used by op definitions ---------------------------------------------------------------------------------
     def get(self, value):
@@ -57,16 +97,19 @@ class _CTA:
         return int(data[0])
 
     def cached(self, key, compute):
-        """Memoise per-kernel tables (TV tables, tile coordinates) across CTAs."""
+        """Memoise per-kernel tables (TV tables, tile coordinates, smem byte offsets) across CTAs."""
         if key not in self._cache:
             self._cache[key] = compute()
         return self._cache[key]
 
-    def fail(self, op, message: str):
-        raise InterpreterError(f"{op.loc}: {op.name}: {message}")
+    def fail(self, op, message: str, error=InterpreterError):
+        raise error(f"{op.loc}: {op.name}: {message}")
 
-    def run_region(self, region: Region, mask=None) -> list:
-        """Run ``region`` for the active threads (restricted to ``mask``); returns its yielded values."""
+    # -- regions: resumable execution ------------------------------------------------------------------------------
+    def steps(self, region: Region, mask=None):
+        """Generator running ``region`` for the active threads (restricted to ``mask``): yields the ``Wait`` of each
+        blocking op and returns the region's yielded values. An op whose ``interpret`` is a generator is delegated
+        to; the mask and yield state are restored whenever it resumes."""
         saved_mask, saved_yield = self.mask, self.yielded
         if mask is not None:
             self.mask = self.mask & mask
@@ -74,7 +117,11 @@ class _CTA:
         try:
             if self.mask.any():
                 for op in region.ops:
-                    OPS[op.name].interpret(op, self)
+                    result = OPS[op.name].interpret(op, self)
+                    if inspect.isgenerator(result):
+                        yield from self._delegate(result)
+                    if self.rng is not None:
+                        self.tick()
             elif region.ops and region.ops[-1].name == "scf.yield":
                 # no thread takes this path: yield placeholders of the right shape (they are masked away)
                 self.yielded = [np.zeros_like(self.get(x)) if id(x) in self.values else None
@@ -82,6 +129,143 @@ class _CTA:
             return self.yielded
         finally:
             self.mask, self.yielded = saved_mask, saved_yield
+
+    def _delegate(self, gen):
+        result = None
+        while True:
+            try:
+                wait = gen.send(result)
+            except StopIteration as stop:
+                return stop.value
+            here = (self.mask, self.yielded)
+            result = yield wait
+            self.mask, self.yielded = here
+
+    def run_region(self, region: Region, mask=None) -> list:
+        """Run ``region`` to its end (``steps`` driven here; a wait is served by the scheduler in place, which for
+        a CTA running as one lock-step stream is the same as suspending it); returns its yielded values."""
+        return self.drive(self.steps(region, mask))
+
+    def drive(self, gen):
+        """Run a ``steps`` generator to completion, serving each Wait it yields; returns its value."""
+        try:
+            wait = next(gen)
+            while True:
+                self.wait_for(wait)
+                wait = gen.send(None)
+        except StopIteration as stop:
+            return stop.value
+
+    # -- the scheduler -----------------------------------------------------------------------------------------------
+    def wait_for(self, wait) -> None:
+        """All threads of the CTA are blocked on ``wait``: perform steps of copies in flight that can help until it
+        is met (oldest first, or at random), or raise HangError."""
+        while not wait.ready(self):
+            helpers = [a for a in self.inflight if wait.helps(self, a)]
+            if not helpers:
+                if self.inflight:
+                    others = "; in flight, but unable to help: " + "; ".join(a.describe() for a in self.inflight)
+                else:
+                    others = "; no asynchronous copy is in flight"
+                self.fail(wait.op, f"hang: {wait.hang(self)}{others}", HangError)
+            self.advance(helpers[0] if self.rng is None else helpers[self.rng.integers(len(helpers))])
+
+    def issue(self, aop) -> None:
+        """A thread issued an asynchronous operation: it is in flight until the scheduler performs it."""
+        self.inflight.append(aop)
+        if self.schedule == "eager":
+            while not aop.done:
+                self.advance(aop)
+
+    def advance(self, aop) -> None:
+        aop.step(self)
+        if aop.done:
+            self.inflight.remove(aop)
+
+    def tick(self) -> None:
+        """Random schedule: perform random steps of copies in flight (each with probability 1/2 in turn)."""
+        while self.inflight and self.rng.random() < 0.5:
+            self.advance(self.inflight[self.rng.integers(len(self.inflight))])
+
+    def at_barrier(self, op) -> None:
+        """The whole CTA reached a barrier: a scheduling point."""
+        if self.rng is not None:
+            self.tick()
+
+    def finish(self) -> None:
+        """The CTA ends: no copy may still be writing or reading its shared memory; stores that have read their
+        source complete their global writes."""
+        for a in self.inflight:
+            if a.writes(self) is not None:
+                raise InterpreterError(f"{a.op.loc}: {a.op.name}: the CTA ends while {a.describe()} is still in "
+                                       "flight: nothing waited for it")
+            if a.reads(self) is not None:
+                raise InterpreterError(f"{a.op.loc}: {a.op.name}: the CTA ends while {a.describe()} may still be "
+                                       "reading shared memory: tma.store_wait {pending = 0, read = true} before the "
+                                       "end")
+        while self.inflight:
+            self.advance(self.inflight[0])
+
+    # -- shared memory -------------------------------------------------------------------------------------------------
+    def _bytes(self, addresses, esize):
+        return np.asarray(addresses, dtype=np.int64)[..., None] + np.arange(esize)
+
+    def smem_read(self, op, what: str, addresses, esize: int):
+        """Generic (ld.shared) read of the elements at ``addresses`` (any shape): uint8 of shape (..., esize)."""
+        b = self._bytes(addresses, esize)
+        self.check_async_access(op, np.unique(b), "read", what)
+        return self.smem[b]
+
+    def smem_write(self, op, what: str, addresses, raw, threads) -> None:
+        """Generic (st.shared) write: ``addresses`` (threads, values), ``raw`` (threads, values, esize) for the
+        thread ids ``threads``; later writes of the same byte win."""
+        b = self._bytes(addresses, raw.shape[-1])
+        self.check_async_access(op, np.unique(b), "write", what)
+        self.smem[b] = raw
+        self.generic_writer[b] = (np.asarray(threads)[:, None, None] + 1)
+
+    def smem_dma_write(self, addresses, raw) -> None:
+        """An async-proxy (TMA) write of the elements at ``addresses``."""
+        b = self._bytes(addresses, raw.shape[-1])
+        self.smem[b] = raw
+        self.generic_writer[b] = 0
+
+    def check_async_access(self, op, byteset, access: str, what: str) -> None:
+        """Raise RaceError if an access (``"read"`` or ``"write"``) of the sorted unique bytes ``byteset`` races with
+        a copy in flight: any access of bytes a TMA load may still write, a write of bytes a TMA store may still read."""
+        if self.races == "ignore" or not self.inflight:
+            return
+        lo, hi = int(byteset[0]), int(byteset[-1])
+        for a in self.inflight:
+            for other, theirs in ((a.writes(self), "writing"), (a.reads(self) if access == "write" else None,
+                                                                 "reading")):
+                if other is None or other[0] > hi or other[-1] < lo:
+                    continue
+                common = np.intersect1d(byteset, other, assume_unique=True)
+                if common.size:
+                    fix = ("wait on its barrier first" if theirs == "writing"
+                           else "tma.store_wait {read = true} first")
+                    self.fail(op, f"{access}s shared memory bytes [{int(common[0])}, {int(common[-1]) + 1}) of {what} "
+                                  f"that {a.describe()} may still be {theirs}: {fix}", RaceError)
+
+    def check_generic_writes(self, op, byteset, what: str, access: str = "read") -> None:
+        """An async-proxy access (a TMA store reads, a TMA load writes) of ``byteset``: every generic write to those
+        bytes must have been ordered by a fence.proxy_async of its thread."""
+        if self.races == "ignore":
+            return
+        w = self.generic_writer[byteset]
+        dirty = np.nonzero(w)[0]
+        if dirty.size:
+            writers = describe_threads(np.unique(w[dirty]) - 1)
+            self.fail(op, f"{access}s bytes of {what} (from byte {int(byteset[dirty[0]])}) that {writers} wrote with "
+                          f"smem.store and did not order with fence.proxy_async: TMA {access}s through the async "
+                          "proxy", RaceError)
+
+    def fence_generic_writes(self, threads) -> None:
+        """fence.proxy_async by ``threads``: their generic writes so far are visible to the async proxy."""
+        lut = np.zeros(self.nthreads + 1, dtype=bool)
+        lut[np.asarray(threads) + 1] = True
+        self.generic_writer[lut[self.generic_writer]] = 0
 
 
 def _launch_dims(kernel: Kernel, env: dict):
@@ -95,39 +279,86 @@ def _launch_dims(kernel: Kernel, env: dict):
     return triple(kernel.attrs.get("grid"), (1, 1, 1)), triple(kernel.attrs.get("block"), (1, 1, 1))
 
 
-def interpret(ir, args: dict, kernel: str | None = None, grid=None, check: bool = True) -> None:
-    """Run a kernel on the CPU: ``interpret(module, {"x": x, "z": z, "n": 4096})``.
-
-    ``args`` maps parameter names (without %) to numpy arrays (gtensor parameters, modified in place) or numbers.
-    ``grid`` overrides the kernel's grid attribute. Pre: the IR verifies (checked unless ``check=False``).
-    Post: global arrays hold what the kernel stored; a runtime violation raises InterpreterError naming the op.
-    """
+def _prepare(ir, args: dict, kernel, grid, check: bool, schedule, races):
+    """The kernel, its launch geometry, the bound parameter values and the shared-memory plan of a launch."""
     k = ir if isinstance(ir, Kernel) else (ir.kernel(kernel) if kernel else ir.kernels[0])
     if check:
         verify(k)
+    if races not in ("error", "ignore"):
+        raise ValueError(f"races must be 'error' or 'ignore', not {races!r}")
+    if isinstance(schedule, str) and schedule not in ("lazy", "eager"):
+        raise ValueError(f"schedule must be 'lazy', 'eager', a seed or a numpy Generator, not {schedule!r}")
+    if isinstance(schedule, (int, np.integer)) and not isinstance(schedule, bool):
+        schedule = np.random.default_rng(int(schedule))
     missing = [p.name for p in k.params if p.name not in args]
     if missing:
         raise InterpreterError(f"@{k.name}: missing arguments {', '.join(missing)}")
-    env = {}
+    env, bound = {}, {}
     for p in k.params:
         value = args[p.name]
         if isinstance(p.type, GlobalTensorType):
             if not isinstance(value, np.ndarray) or value.ndim != p.type.rank:
                 raise InterpreterError(f"@{k.name}: argument {p.name} must be a rank-{p.type.rank} numpy array")
+        elif isinstance(p.type, TensorMapType):
+            try:
+                bound[p.name] = encode_tensor_map(value, p.type, p.name)
+            except ValueError as e:
+                raise InterpreterError(f"@{k.name}: {e}") from None
         elif isinstance(p.type, ScalarType) and not np.isscalar(value):
             raise InterpreterError(f"@{k.name}: argument {p.name} must be a number")
         env[p.name] = value
     grid_dim, block_dim = _launch_dims(k, env)
     if grid is not None:
         grid_dim = tuple(grid) + (1,) * (3 - len(grid))
+    return k, grid_dim, block_dim, env, bound, smem_plan(k.body.ops), schedule
+
+
+def _new_cta(k, block_index, grid_dim, block_dim, env, bound, plan, cache, schedule, races) -> _CTA:
+    cta = _CTA(block_index, block_dim, grid_dim, cache, plan, schedule, races)
+    for p in k.params:
+        value = env[p.name]
+        if p.name in bound:
+            cta.set(p, bound[p.name])
+        elif isinstance(p.type, GlobalTensorType):
+            cta.set(p, value)
+        else:
+            cta.set(p, np.full(cta.nthreads, value, dtype=numpy_dtype(p.type)))
+    return cta
+
+
+def interpret(ir, args: dict, kernel: str | None = None, grid=None, check: bool = True, schedule="lazy",
+              races: str = "error") -> None:
+    """Run a kernel on the CPU: ``interpret(module, {"x": x, "z": z, "n": 4096})``.
+
+    ``args`` maps parameter names (without %) to numpy arrays (gtensor and tmap parameters, modified in place) or
+    numbers. ``grid`` overrides the kernel's grid attribute. ``schedule``: when asynchronous copies happen —
+    ``"lazy"`` (default; only when a blocked wait needs them), ``"eager"`` (at issue), or a seed / numpy Generator
+    (random). ``races``: ``"error"`` (default) raises RaceError on a shared-memory race with a copy in flight,
+    ``"ignore"`` lets it happen. Pre: the IR verifies (checked unless ``check=False``).
+    Post: global arrays hold what the kernel stored; a runtime violation raises InterpreterError naming the op
+    (HangError when the CTA can never go on, RaceError for a race).
+    """
+    k, grid_dim, block_dim, env, bound, plan, schedule = _prepare(ir, args, kernel, grid, check, schedule, races)
     cache = {}
     for bz, by, bx in itertools.product(range(grid_dim[2]), range(grid_dim[1]), range(grid_dim[0])):
-        cta = _CTA((bx, by, bz), block_dim, grid_dim, cache)
-        for p in k.params:
-            value = env[p.name]
-            cta.set(p, value if isinstance(p.type, GlobalTensorType)
-                    else np.full(cta.nthreads, value, dtype=numpy_dtype(p.type)))
-        cta.run_region(k.body)
+        cta = _new_cta(k, (bx, by, bz), grid_dim, block_dim, env, bound, plan, cache, schedule, races)
+        cta.drive(cta.steps(k.body))
+        cta.finish()
 
 
-__all__ = ["InterpreterError", "interpret"]
+def run_cta(ir, args: dict, block=(0, 0, 0), kernel: str | None = None, grid=None, check: bool = True,
+            schedule="lazy", races: str = "error", finish: bool = True) -> _CTA:
+    """Run one CTA (``block`` = its index) like ``interpret`` and return its state, for tests and debugging:
+    ``.smem`` (bytes by absolute address), ``.state["barriers"]`` (the BarrierArrays: ``.states[i].phase``,
+    ``.pending``, ``.tx``), ``.inflight`` (copies not yet performed), ``.values``. With ``finish=False`` the
+    end-of-CTA checks and the remaining global writes of finished-reading TMA stores are skipped."""
+    k, grid_dim, block_dim, env, bound, plan, schedule = _prepare(ir, args, kernel, grid, check, schedule, races)
+    cta = _new_cta(k, tuple(block) + (0,) * (3 - len(block)), grid_dim, block_dim, env, bound, plan, {}, schedule,
+                   races)
+    cta.drive(cta.steps(k.body))
+    if finish:
+        cta.finish()
+    return cta
+
+
+__all__ = ["HangError", "InterpreterError", "RaceError", "interpret", "run_cta"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from .ir.core import Kernel, Module, Region
 from .ir.hostexpr import Word
-from .ir.ops import OPS
+from .ir.ops import KERNEL_RULES, OPS
 from .ir.types import ScalarType
 
 
@@ -106,6 +106,12 @@ class Verifier:
     def kernel(self, kernel: Kernel) -> None:
         scope = {id(p) for p in kernel.params}
         self._region(kernel.body, scope)
+        # kernel-level rules (ptxgen.ir.ops.kernel_rule): rules relating several ops, run once the ops are checked
+        for rule in KERNEL_RULES:
+            try:
+                rule(kernel, self)
+            except _Skip:
+                pass
 
     def _region(self, region: Region, scope: set) -> None:
         scope = set(scope) | {id(a) for a in region.args}

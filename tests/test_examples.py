@@ -1,6 +1,6 @@
 """Every example kernel: its text parses and verifies, its Python-builder twin builds the same IR, and the CPU
 interpreter's result matches numpy (float64 reference, relative error) on fresh random inputs, including ragged
-sizes that leave partial tiles."""
+sizes that leave partial tiles (tma_copy's runs and planted bugs are in tests/test_tma_copy.py)."""
 import importlib.util
 import pathlib
 
@@ -30,7 +30,7 @@ def rel_err(got, want):
     return np.linalg.norm(got.astype(np.float64) - want) / max(np.linalg.norm(want), 1e-300)
 
 
-@pytest.mark.parametrize("name", ["sqrt_sin", "l2norm"])
+@pytest.mark.parametrize("name", ["sqrt_sin", "l2norm", "tma_copy"])
 def test_text_verifies_prints_stably_and_equals_builder_twin(name):
     module = load(name)
     verify(module)
@@ -61,6 +61,15 @@ def test_l2norm_matches_numpy(m, n):
     x64 = x.astype(np.float64)
     want = x64 / np.sqrt((x64 ** 2).sum(axis=1, keepdims=True) + eps)
     assert rel_err(y, want) < 1e-6
+
+
+@pytest.mark.parametrize("path", sorted(p.name for p in (EXAMPLES / "bugs").glob("*.tile")))
+def test_planted_bug_twins_parse_and_print_stably(path):
+    """examples/bugs/*.tile (checked for their diagnoses in tests/test_tma_copy.py) are well-formed IR."""
+    module = parse_module((EXAMPLES / "bugs" / path).read_text(), file=f"examples/bugs/{path}")
+    printed = print_module(module)
+    assert print_module(parse_module(printed)) == printed
+    assert structurally_equal(parse_module(printed), module)
 
 
 def test_sqrt_sin_leaves_memory_past_n_untouched():

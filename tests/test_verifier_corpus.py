@@ -106,3 +106,148 @@ def test_bad_kernel_is_reported_at_its_op(case):
 
 def test_the_prelude_alone_verifies():
     verify(parse_module(HEADER + PRELUDE + "}\n", file="good.tile"))
+
+
+# -- shared memory, mbarriers and TMA (the second increment) ---------------------------------------------------------
+
+CORPUS_SMEM = [
+    ("smem alloc type", "  %b = smem.alloc : rmem<f32>[(8,8):(8,1)]", "result type must be a smem tensor smem<T>[layout]"),
+    ("smem alloc align below the swizzle repeat",
+     "  %b = smem.alloc {align = 128} : smem<bf16>[Sw<3,4,3> o 0 o (8,64):(64,1)]",
+     "align 128 is below the 1024-byte repeat of the layout's swizzle Sw<3,4,3>"),
+    ("smem alloc align", "  %b = smem.alloc {align = 100} : smem<f32>[64:1]",
+     "align must be a power of two from 16 to 1024, not 100"),
+    ("smem alloc nested", "  scf.if %p {\n    %b = smem.alloc : smem<f32>[64:1]\n  }",
+     "smem.alloc must be at the top level of the kernel body", BODY_LINE + 1),
+    ("mbarrier alloc nested", "  scf.for %c0, %n, %c1 (%i: i32) {\n    %b = mbarrier.alloc {count = 1} : mbarrier<1>\n"
+                              "    scf.yield\n  }",
+     "mbarrier.alloc must be at the top level of the kernel body", BODY_LINE + 1),
+    ("smem budget", "  %a = smem.alloc : smem<f32>[51200:1]\n  %b = smem.alloc : smem<f32>[10240:1]",
+     "the CTA's shared memory needs 245760 bytes (alignment padding included), over the 232448 bytes (227 KiB) a "
+     "Hopper CTA can have; the biggest allocations: %a 204800 B, %b 40960 B", BODY_LINE + 1),
+    ("smem budget counts barriers",
+     "  %a = smem.alloc : smem<f32>[58112:1]\n  %b = mbarrier.alloc {count = 1} : mbarrier<1>",
+     "the CTA's shared memory needs 232456 bytes", BODY_LINE + 1),
+    ("smem slice rank", "  %b = smem.alloc : smem<f32>[64:1]\n  %v = smem.slice %b, %c0 : smem<f32>[64:1]",
+     "the view's layout 64:1 has rank 1: slicing its last mode needs rank >= 2", BODY_LINE + 1),
+    ("smem slice type", "  %b = smem.alloc : smem<f32>[(8,8,2):(8,1,64)]\n"
+                        "  %v = smem.slice %b, %t : smem<f32>[(8,8):(1,8)]",
+     "result type must be smem<f32>[(8,8):(8,1)] (the layout sliced at (_, ..., _, i)), not smem<f32>[(8,8):(1,8)]",
+     BODY_LINE + 1),
+    ("smem slice keeps the swizzle", "  %b = smem.alloc : smem<f32>[Sw<3,4,3> o 0 o (64,32,2):(32,1,2048)]\n"
+                                     "  %v = smem.slice %b, %t : smem<f32>[(64,32):(32,1)]",
+     "result type must be smem<f32>[Sw<3,4,3> o 0 o (64,32):(32,1)]", BODY_LINE + 1),
+    ("smem slice index", "  %b = smem.alloc : smem<f32>[(8,8,2):(8,1,64)]\n  %two = arith.add %c1, %c1 : i32\n"
+                         "  %v = smem.slice %b, %s : smem<f32>[(8,8):(8,1)]",
+     "the index must be i32, not f32", BODY_LINE + 2),
+    ("smem slice constant index", "  %b = smem.alloc : smem<f32>[(8,8,1):(8,1,64)]\n"
+                                  "  %v = smem.slice %b, %c1 : smem<f32>[(8,8):(8,1)]",
+     "index 1 is outside the last mode's 1 entries", BODY_LINE + 1),
+    ("smem load element type", "  %b = smem.alloc : smem<f32>[(16,8):(8,1)]\n"
+                               "  %f = smem.load %b, %t {tv = [(128,1):(1,0)]} : frag<bf16>[1]",
+     "fragment element type bf16 differs from the view's f32", BODY_LINE + 1),
+    ("smem load tv outside", "  %b = smem.alloc : smem<f32>[(8,8):(8,1)]\n"
+                             "  %f = smem.load %b, %t {tv = [(128,1):(1,0)]} : frag<f32>[1]",
+     "tv (128,1):(1,0) reaches index 127 outside the view of 64 elements", BODY_LINE + 1),
+    ("smem store of a scalar", "  %b = smem.alloc : smem<f32>[(16,8):(8,1)]\n"
+                               "  smem.store %b, %t, %s {tv = [(128,1):(1,0)]}",
+     "the stored value must be a frag, not f32", BODY_LINE + 1),
+    ("mbarrier alloc count", "  %b = mbarrier.alloc {count = 3} : mbarrier<2>",
+     "count 3 differs from the result type's 2 barriers"),
+    ("mbarrier init arrivals", "  %b = mbarrier.alloc {count = 1} : mbarrier<1>\n  mbarrier.init %b, %c0 {arrivals = 0}",
+     "arrivals must be from 1 to 1048575, not 0", BODY_LINE + 1),
+    ("mbarrier index type", "  %b = mbarrier.alloc {count = 1} : mbarrier<1>\n  mbarrier.arrive %b, %s",
+     "the barrier index must be i32, not f32", BODY_LINE + 1),
+    ("mbarrier constant index", "  %b = mbarrier.alloc {count = 1} : mbarrier<1>\n  mbarrier.arrive %b, %c1",
+     "barrier index 1 is outside %b's 1 barriers", BODY_LINE + 1),
+    ("mbarrier wait parity type", "  %b = mbarrier.alloc {count = 1} : mbarrier<1>\n  mbarrier.wait %b, %c0, %s",
+     "the parity must be i32 or i1, not f32", BODY_LINE + 1),
+    ("mbarrier expect_tx bytes", "  %b = mbarrier.alloc {count = 1} : mbarrier<1>\n"
+                                 "  mbarrier.arrive_expect_tx %b, %c0 {bytes = 0}",
+     "bytes must be from 1 to 1048575 (a phase's tx range), not 0", BODY_LINE + 1),
+    ("mbarrier operand", "  mbarrier.arrive %y, %c0", "the first operand must be an mbarrier array, not gtensor<f32, 2>"),
+    ("store_wait read", "  tma.store_wait {pending = 0}", "missing attribute 'read'"),
+    ("store_wait pending", "  tma.store_wait {pending = -1, read = true}", "pending must be >= 0, not -1"),
+]
+
+
+@pytest.mark.parametrize("case", CORPUS_SMEM, ids=[c[0] for c in CORPUS_SMEM])
+def test_bad_smem_and_mbarrier_kernel_is_reported_at_its_op(case):
+    test_bad_kernel_is_reported_at_its_op(case)
+
+
+TMA_HEADER = ("kernel @k(%m: tmap<f32, 2>[Sw<3,4,3> o 0 o (64,32):(32,1)], %q: tmap<f32, 2>[(64,32):(32,1)], "
+              "%s: f32) {grid = (1, 1, 1), block = (128, 1, 1)} {\n")
+TMA_PRELUDE = """  %c0 = arith.const {value = 0} : i32
+  %c1 = arith.const {value = 1} : i32
+  %bars = mbarrier.alloc {count = 1} : mbarrier<1>
+  %sw = smem.alloc : smem<f32>[Sw<3,4,3> o 0 o (64,32):(32,1)]
+  %pl = smem.alloc : smem<f32>[(64,32):(32,1)]
+"""
+TMA_LINE = 7
+EXPECT = "  mbarrier.arrive_expect_tx %bars, %c0 {bytes = 8192}\n"
+
+CORPUS_TMA = [
+    ("tma dtype", "  %h = smem.alloc : smem<bf16>[Sw<3,4,3> o 0 o (64,32):(32,1)]\n" + EXPECT +
+     "  tma.load %m, %h, %bars, %c0, %c0, %c0", "the smem view holds bf16 but the TMA map copies f32", TMA_LINE + 2),
+    ("tma map swizzles, smem does not", EXPECT + "  tma.load %m, %pl, %bars, %c0, %c0, %c0",
+     "the TMA map swizzles SW128 (Sw<3,4,3>) but the smem layout (64,32):(32,1) is not swizzled", TMA_LINE + 1),
+    ("tma smem swizzles, map does not", "  tma.store %q, %sw, %c0, %c0",
+     "the smem layout Sw<3,4,3> o 0 o (64,32):(32,1) is swizzled SW128 (Sw<3,4,3>) but the TMA map does not swizzle"),
+    ("tma box layout", "  %cm = smem.alloc : smem<f32>[(64,32):(1,64)]\n  tma.store %q, %cm, %c0, %c0",
+     "the smem layout (64,32):(1,64) differs from the TMA map's box (64,32):(32,1): a copy writes exactly the box "
+     "layout", TMA_LINE + 1),
+    ("tma coordinate count", "  tma.store %m, %sw, %c0", "a rank-2 map needs 2 coordinates (one per global mode), got 1"),
+    ("tma coordinate type", "  tma.store %m, %sw, %c0, %s", "coordinates must be i32, not f32"),
+    ("tma stage alignment", "  %ring = smem.alloc : smem<f32>[Sw<3,4,3> o 0 o (64,32,2):(32,1,2080)]\n"
+                            "  %st = smem.slice %ring, %c1 : smem<f32>[Sw<3,4,3> o 0 o (64,32):(32,1)]\n" + EXPECT +
+     "  tma.load %m, %st, %bars, %c0, %c0, %c0",
+     "%st is only known to be 128-byte aligned but the TMA map needs 1024 (the SW128 pattern must start at phase 0)",
+     TMA_LINE + 3),
+    ("tma load barrier operand", "  tma.load %m, %sw, %s, %c0, %c0, %c0",
+     "the third operand must be an mbarrier array, not f32"),
+    ("expect_tx short of two loads", EXPECT + "  tma.load %m, %sw, %bars, %c0, %c0, %c0\n"
+                                              "  tma.load %m, %sw, %bars, %c0, %c0, %c1",
+     "expect_tx of 8192 bytes on %bars[%c0] but the tma.loads that complete on it deliver 16384 bytes (2 × 8192)"),
+    ("tma load without expect_tx", "  tma.load %m, %sw, %bars, %c0, %c0, %c0",
+     "tma.load completes on %bars[%c0] but no mbarrier.arrive_expect_tx on %bars[%c0] precedes it in this region"),
+    ("expect_tx in another region", EXPECT + "  scf.if %p {\n    tma.load %m, %sw, %bars, %c0, %c0, %c0\n  }",
+     "expect_tx of 8192 bytes on %bars[%c0] but no tma.load in this region completes on it", TMA_LINE),
+    ("expect_tx without loads", EXPECT, "but no tma.load in this region completes on it"),
+]
+
+
+@pytest.mark.parametrize("case", CORPUS_TMA, ids=[c[0] for c in CORPUS_TMA])
+def test_bad_tma_kernel_is_reported_at_its_op(case):
+    _name, body, message, *line = case
+    line = line[0] if line else TMA_LINE
+    prelude = TMA_PRELUDE + ("  %t = gpu.thread_id {dim = x} : i32\n  %p = arith.cmp %t, %c0 {pred = eq} : i1\n"
+                             if "%p" in body else "")
+    line += 2 if "%p" in body else 0
+    module = parse_module(TMA_HEADER + prelude + body + "\n}\n", file="bad.tile")
+    with pytest.raises(VerifyError) as info:
+        verify(module)
+    errors = str(info.value).splitlines()
+    hit = [e for e in errors if message in e]
+    assert hit, errors
+    assert hit[0].startswith(f"bad.tile:{line}:"), hit[0]
+
+
+@pytest.mark.parametrize("box, message", [
+    ("Sw<3,4,3> o 0 o (64,64):(64,1)", "the smem tile is 256 bytes along the contiguous global mode 1, more than one "
+                                       "128-byte row of CU_TENSOR_MAP_SWIZZLE_128B"),
+    ("64:1", "the box 64:1 has rank 1 but the map's global tensor has rank 2"),
+    ("Sw<3,4,3> o 0 o (64,32):(64,1)", "the smem layout is not what TMA writes"),
+    ("(8,300):(300,1)", "box dim 0 would be 300, over 256"),
+])
+def test_bad_tensor_map_parameter_is_reported_at_the_parameter(box, message):
+    text = f"kernel @k(%n: i32,\n          %w: tmap<f32, 2>[{box}]) {{grid = (1, 1, 1), block = (32, 1, 1)}} {{\n}}\n"
+    with pytest.raises(VerifyError) as info:
+        verify(parse_module(text, file="bad.tile"))
+    first = str(info.value).splitlines()[0]
+    assert first.startswith("bad.tile:2:11: @k: parameter %w: "), first
+    assert message in first, first
+
+
+def test_the_tma_prelude_alone_verifies():
+    verify(parse_module(TMA_HEADER + TMA_PRELUDE + "}\n", file="good.tile"))

@@ -22,7 +22,8 @@ import contextlib
 from .core import Kernel, Module, Op, Region, Value
 from .hostexpr import Add, CDiv, Const, Dim, Mul, ParamRef, Word
 from .ops import OPS
-from .types import SCALARS, FragmentType, GlobalTensorType, GlobalViewType, ScalarType
+from .types import (SCALARS, BarrierType, FragmentType, GlobalTensorType, GlobalViewType, ScalarType, TensorMapType,
+                    TensorType)
 
 i1, i32, u32, i64, u64 = (SCALARS[n] for n in ("i1", "i32", "u32", "i64", "u64"))
 f16, bf16, f32 = (SCALARS[n] for n in ("f16", "bf16", "f32"))
@@ -41,6 +42,28 @@ def frag(dtype: str, shape) -> FragmentType:
 def gview(dtype: str, shape) -> GlobalViewType:
     """A global tile view type: ``gview('f32', (64, 64))``."""
     return GlobalViewType(SCALARS[dtype], shape)
+
+
+def _layout(layout):
+    if isinstance(layout, str):
+        import layoutc as lc
+        return lc.parse(layout)
+    return layout
+
+
+def smem(dtype: str, layout) -> TensorType:
+    """A shared-memory tensor type: ``smem('f32', 'Sw<3,4,3> o 0 o (64,32):(32,1)')`` (a layout or its CuTe text)."""
+    return TensorType("smem", SCALARS[dtype], _layout(layout))
+
+
+def tmap(dtype: str, rank: int, box) -> TensorMapType:
+    """A TMA tensor-map parameter type: ``tmap('f32', 2, 'Sw<3,4,3> o 0 o (64,32):(32,1)')``."""
+    return TensorMapType(SCALARS[dtype], rank, _layout(box))
+
+
+def mbarrier(count: int) -> BarrierType:
+    """An mbarrier array type: ``mbarrier(2)`` prints ``mbarrier<2>``."""
+    return BarrierType(count)
 
 
 def _host(e):
@@ -162,9 +185,10 @@ class Builder:
             yield _Loop(op, body.args)
 
     def if_(self, cond, types=(), names=None):
-        """``scf.if``: returns a branch with ``then`` / ``otherwise`` context managers and ``results``."""
+        """``scf.if``: returns a branch with ``then`` / ``otherwise`` context managers and ``results``. Without result
+        types the else region exists only once ``otherwise`` is entered (the text form omits it)."""
         results = [Value(self._fresh(names[k] if names else None), t) for k, t in enumerate(types)]
-        op = Op("scf.if", [cond], {}, results, [Region(), Region()])
+        op = Op("scf.if", [cond], {}, results, [Region(), Region()] if results else [Region()])
         self._stack[-1].ops.append(op)
         return _Branch(self, op)
 
@@ -195,6 +219,8 @@ class _Branch:
 
     @property
     def otherwise(self):
+        if len(self.op.regions) == 1:
+            self.op.regions.append(Region())
         return self._builder.region(self.op.regions[1])
 
     @property

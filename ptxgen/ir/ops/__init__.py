@@ -143,5 +143,171 @@ def verify_tv(op, v, tv, fragment_shape, tile_size, what="tile"):
     return True
 
 
+# -- kernel-level rules ------------------------------------------------------------------------------------------
+
+KERNEL_RULES: list = []
+
+
+def kernel_rule(fn):
+    """Register ``fn(kernel, v)``: a verifier rule over a whole kernel (rules that relate several ops, e.g. an
+    expect-tx and the TMA loads completing on its barrier, or the CTA's shared-memory budget)."""
+    KERNEL_RULES.append(fn)
+    return fn
+
+
+def const_int(value):
+    """The integer a value is statically known to hold (it is an ``arith.const`` result), else None."""
+    owner = getattr(value, "owner", None)
+    if owner is not None and owner.name == "arith.const":
+        c = owner.attrs.get("value")
+        if isinstance(c, int) and not isinstance(c, bool):
+            return c
+    return None
+
+
+# -- shared memory: the static allocation plan ---------------------------------------------------------------------
+
+SMEM_BASE = 1024          # the byte address of the dynamic shared-memory window (0x400 on an H100)
+SMEM_LIMIT = 232448       # bytes of shared memory one Hopper CTA may have (227 KiB, the opt-in maximum)
+
+
+class SmemPlan:
+    """Where each top-level allocation of a kernel lives: ``address[id(op)]`` (absolute byte address, from
+    ``SMEM_BASE``), ``size[id(op)]`` bytes; ``total`` bytes from ``SMEM_BASE`` to the end of the last one."""
+
+    def __init__(self):
+        self.address, self.size, self.ops, self.total = {}, {}, [], 0
+
+
+def smem_plan(body_ops) -> SmemPlan:
+    """Offsets of the allocations among ``body_ops`` (a kernel body's top-level ops), in program order, each at
+    the next address that is a multiple of its alignment. An op allocates when its definition has
+    ``smem_request(op) -> (bytes, align)``; None means the op is malformed (the verifier says why)."""
+    plan = SmemPlan()
+    cursor = SMEM_BASE
+    for op in body_ops:
+        request = getattr(OPS.get(op.name), "smem_request", None)
+        got = request(op) if request else None
+        if got is None:
+            continue
+        nbytes, align = got
+        cursor = -(-cursor // align) * align
+        plan.address[id(op)] = cursor
+        plan.size[id(op)] = nbytes
+        plan.ops.append(op)
+        cursor += nbytes
+    plan.total = cursor - SMEM_BASE
+    return plan
+
+
+def element_bytes(t: ScalarType) -> int:
+    """Bytes of one element of ``t`` in memory (``i1`` takes a byte)."""
+    return max(t.bits, 8) // 8
+
+
+_LAYOUTC_NAMES = {"i32": "s32", "i64": "s64", "i1": "u8"}
+
+
+def layoutc_dtype(t: ScalarType) -> str:
+    """The name layoutc.hopper knows the element type by: ``i32`` → ``s32``."""
+    return _LAYOUTC_NAMES.get(t.name, t.name)
+
+
+def to_bytes(values, t: ScalarType) -> np.ndarray:
+    """The little-endian bytes of ``values`` (the interpreter's numpy form of ``t``) stored as ``t``: an array of
+    shape ``values.shape + (element_bytes(t),)`` of uint8. Narrow floats are rounded to ``t`` first."""
+    x = np.asarray(values)
+    if t.name == "bf16":
+        bits = round_to(x, t).view(np.uint32) >> 16
+        raw = bits.astype("<u2")
+    elif t.name == "f16":
+        raw = x.astype("<f2")
+    elif t.name in ("e4m3", "e5m2"):
+        raise NotImplementedError(f"the interpreter does not store {t} in memory")
+    else:
+        raw = x.astype({"f32": "<f4", "i32": "<i4", "u32": "<u4", "i64": "<i8", "u64": "<u8", "i1": "u1"}[t.name])
+    return np.ascontiguousarray(raw).view(np.uint8).reshape(x.shape + (element_bytes(t),))
+
+
+def from_bytes(raw, t: ScalarType) -> np.ndarray:
+    """The inverse of ``to_bytes``: uint8 of shape ``(..., element_bytes(t))`` → values in ``numpy_dtype(t)``."""
+    raw = np.ascontiguousarray(raw, dtype=np.uint8)
+    shape = raw.shape[:-1]
+    if t.name == "bf16":
+        bits = raw.view("<u2").reshape(shape).astype(np.uint32) << 16
+        return bits.view(np.float32)
+    if t.name == "f16":
+        return raw.view("<f2").reshape(shape).astype(np.float32)
+    if t.name in ("e4m3", "e5m2"):
+        raise NotImplementedError(f"the interpreter does not load {t} from memory")
+    code = {"f32": "<f4", "i32": "<i4", "u32": "<u4", "i64": "<i8", "u64": "<u8", "i1": "u1"}[t.name]
+    return raw.view(code).reshape(shape).astype(numpy_dtype(t))
+
+
+def describe_threads(ids) -> str:
+    """``thread 0``, ``threads 0..127``, ``threads 0, 32..63``: a sorted set of thread indices, for messages."""
+    if not isinstance(ids, (set, frozenset, list, tuple, range)):
+        ids = np.asarray(ids).ravel()
+    ids = sorted({int(i) for i in ids})
+    if not ids:
+        return "no thread"
+    runs, start, prev = [], ids[0], ids[0]
+    for i in ids[1:] + [None]:
+        if i is not None and i == prev + 1:
+            prev = i
+            continue
+        runs.append(str(start) if start == prev else f"{start}..{prev}")
+        if i is not None:
+            start = prev = i
+    return ("thread " if len(ids) == 1 else "threads ") + ", ".join(runs)
+
+
+# -- the interpreter's asynchronous protocol --------------------------------------------------------------------------
+
+class Wait:
+    """What a blocking op yields to the interpreter's scheduler (``yield Wait``): the op and the threads that wait.
+
+    ``ready(ix)``: whether the threads may go on; ``helps(ix, aop)``: whether the next step of the in-flight
+    asynchronous operation ``aop`` can bring ``ready`` closer; ``hang(ix)``: the message when nothing in flight can
+    (the scheduler adds the location and raises HangError).
+    """
+
+    def __init__(self, op, threads):
+        self.op = op
+        self.threads = threads
+
+    def ready(self, ix) -> bool:
+        raise NotImplementedError
+
+    def helps(self, ix, aop) -> bool:
+        return False
+
+    def hang(self, ix) -> str:
+        return f"{describe_threads(self.threads)} wait forever"
+
+
+class AsyncOp:
+    """An asynchronous operation in flight (a TMA copy), issued by ``thread`` at ``op``, advanced by the scheduler
+    one step at a time: ``step(ix)`` performs the next step, ``done`` says when none is left. ``writes(ix)`` and
+    ``reads(ix)`` are the shared-memory bytes (sorted unique int64 addresses) it may still write or read, for the
+    race checks; ``describe()`` names it in messages."""
+
+    op = None
+    thread = 0
+    done = False
+
+    def step(self, ix) -> None:
+        raise NotImplementedError
+
+    def writes(self, ix):
+        return None
+
+    def reads(self, ix):
+        return None
+
+    def describe(self) -> str:
+        return f"{self.op.name} issued at {self.op.loc} by thread {self.thread}"
+
+
 # The dialects register their ops on import; each op is defined in exactly one of them.
-from . import arith, gpu, scf, gmem, frag  # noqa: E402,F401
+from . import arith, gpu, scf, gmem, frag, smem, mbarrier, tma  # noqa: E402,F401

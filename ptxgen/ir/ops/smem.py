@@ -1,0 +1,337 @@
+"""smem: shared-memory tensors: static allocations, pipeline-stage slices, and TV-layout loads and stores through
+the physical byte addresses of the layout (its outer Swizzle acts on absolute byte addresses, as on the hardware)."""
+from __future__ import annotations
+
+import numpy as np
+
+import layoutc as lc
+from layoutc.hopper import byte_addresses, split_smem_layout
+
+from ..core import walk
+from ..types import I32, FragmentType, TensorType
+from . import (
+    OPS, SMEM_BASE, SMEM_LIMIT, OpDef, const_int, element_bytes, from_bytes, kernel_rule, layoutc_dtype,
+    numpy_dtype, register, smem_plan, to_bytes, tv_table, verify_tv,
+)
+
+MIN_ALIGN = 128       # default alignment of an allocation (what TMA needs of a destination)
+MAX_ALIGN = 1024      # the largest alignment offered (the swizzle repeat of SW128)
+
+
+# -- layout facts ------------------------------------------------------------------------------------------------
+
+def swizzle_of(layout):
+    """The byte-address Swizzle of a smem layout (None for a plain Layout or an identity swizzle)."""
+    if isinstance(layout, lc.ComposedLayout) and isinstance(layout.outer, lc.Swizzle) and layout.outer.bits:
+        return layout.outer
+    return None
+
+
+def swizzle_repeat(layout) -> int:
+    """Bytes after which the layout's swizzle pattern repeats (256/512/1024 for SW32/SW64/SW128); 0 without one."""
+    sw = swizzle_of(layout)
+    return sw.span if sw is not None else 0
+
+
+def smem_layout_problem(layout) -> str | None:
+    """Why ``layout`` cannot be a shared-memory layout, or None: a Layout or ``Sw o offset o L`` (Swizzle outer) with
+    non-negative strides and offset."""
+    try:
+        _sw, offset, inner = split_smem_layout(layout)
+    except lc.LayoutError:
+        return "a shared-memory layout is a Layout or Sw<B,M,S> o offset o Layout (the swizzle on byte addresses)"
+    strides = lc.flatten(inner).stride
+    strides = strides if isinstance(strides, tuple) else (strides,)
+    if offset < 0 or any(s < 0 for s in strides):
+        return "shared-memory layouts have non-negative strides and offset"
+    return None
+
+
+def smem_bytes(t: TensorType) -> int:
+    """Bytes a smem tensor of type ``t`` occupies from its base: ``(offset + cosize) · element bytes``, rounded up to
+    the swizzle repeat (the swizzle permutes addresses inside aligned blocks of that size)."""
+    _sw, offset, inner = split_smem_layout(t.layout)
+    nbytes = (offset + lc.cosize(inner)) * element_bytes(t.dtype)
+    rep = swizzle_repeat(t.layout)
+    return -(-nbytes // rep) * rep if rep else nbytes
+
+
+def alloc_alignment(op) -> int:
+    """The alignment of a ``smem.alloc``: its ``align`` attribute, by default max(128, the swizzle repeat)."""
+    t = op.results[0].type
+    return op.attrs.get("align", max(MIN_ALIGN, swizzle_repeat(t.layout)))
+
+
+def stage_sliced(layout):
+    """``layout`` with its last mode fixed at 0: what ``smem.slice`` gives (the stage's offset goes to the runtime
+    base). A ComposedLayout keeps its swizzle and offset."""
+    coord = (lc._,) * (lc.rank(layout) - 1) + (0,)
+    return layout(coord) if isinstance(layout, lc.ComposedLayout) else lc.slice_layout(coord, layout)
+
+
+def _inner(layout):
+    return layout.inner if isinstance(layout, lc.ComposedLayout) else layout
+
+
+def _lowbit(x: int) -> int:
+    return x & -x
+
+
+def view_alignment(value) -> int | None:
+    """The largest power of two that every runtime base address of smem view ``value`` is known to be a multiple
+    of (following ``smem.slice`` back to its ``smem.alloc``), or None when it cannot be told statically."""
+    owner = getattr(value, "owner", None)
+    if owner is None:
+        return None
+    if owner.name == "smem.alloc":
+        align = alloc_alignment(owner)
+        return align if isinstance(align, int) else None
+    if owner.name == "smem.slice":
+        parent = view_alignment(owner.operands[0])
+        if parent is None:
+            return None
+        t = owner.operands[0].type
+        last = _inner(t.layout)[lc.rank(t.layout) - 1]
+        shapes, strides = lc.flatten(last).shape, lc.flatten(last).stride
+        shapes = shapes if isinstance(shapes, tuple) else (shapes,)
+        strides = strides if isinstance(strides, tuple) else (strides,)
+        align = parent
+        for n, d in zip(shapes, strides):
+            if n > 1 and d:
+                align = min(align, _lowbit(d * element_bytes(t.dtype)))
+        return align
+    return None
+
+
+def byte_offsets(ix, layout, dtype) -> np.ndarray:
+    """Byte offsets before the swizzle, from the view's base, of every element of ``layout`` in the colexicographic
+    order of its shape: ``offset·esize + byte_addresses(inner)`` (cached per layout)."""
+    def compute():
+        _sw, offset, inner = split_smem_layout(layout)
+        addrs = np.array(byte_addresses(inner, layoutc_dtype(dtype)), dtype=np.int64)
+        return addrs + offset * element_bytes(dtype)
+    return ix.cached(("smem-bytes", layout, dtype), compute)
+
+
+def physical(layout, addresses):
+    """Apply the layout's byte-address swizzle to absolute addresses (numpy, elementwise)."""
+    sw = swizzle_of(layout)
+    return sw(addresses) if sw is not None else addresses
+
+
+class SmemView:
+    """Interpreter value of a smem view: the per-thread absolute byte address of its origin (``base``, int64 over
+    threads), its layout and element type, and the byte range ``[lo, hi)`` of the allocation it lies in."""
+
+    def __init__(self, base, layout, dtype, name, lo, hi):
+        self.base = base
+        self.layout = layout
+        self.dtype = dtype
+        self.name = name
+        self.lo = lo
+        self.hi = hi
+
+
+# -- ops -----------------------------------------------------------------------------------------------------------
+
+@register
+class Alloc(OpDef):
+    name = "smem.alloc"
+    summary = "a statically placed shared-memory tensor of the CTA"
+
+    def verify(self, op, v):
+        v.operands(op, 0)
+        (t,) = v.results(op, 1)
+        if not isinstance(t, TensorType) or t.space != "smem":
+            v.error(op, f"result type must be a smem tensor smem<T>[layout], not {t}")
+            return
+        problem = smem_layout_problem(t.layout)
+        if problem:
+            v.error(op, problem)
+            return
+        if t.dtype.bits < 8:
+            v.error(op, f"shared-memory tensors hold whole bytes: {t.dtype} elements are not addressable")
+        rep = swizzle_repeat(t.layout)
+        if "align" in op.attrs:
+            align = v.attr(op, "align", int)
+            if align is None:
+                return
+            if align < 16 or align > MAX_ALIGN or align & (align - 1):
+                v.error(op, f"align must be a power of two from 16 to {MAX_ALIGN}, not {align}")
+            elif align < rep:
+                v.error(op, f"align {align} is below the {rep}-byte repeat of the layout's swizzle "
+                            f"{swizzle_of(t.layout)}: the pattern must start at phase 0 (align >= {rep})")
+
+    def smem_request(self, op):
+        t = op.results[0].type if len(op.results) == 1 else None
+        if not isinstance(t, TensorType) or t.space != "smem" or smem_layout_problem(t.layout):
+            return None
+        align = alloc_alignment(op)
+        if not isinstance(align, int) or isinstance(align, bool) or align <= 0:
+            return None
+        return smem_bytes(t), align
+
+    def interpret(self, op, ix):
+        t = op.results[0].type
+        if t.dtype.name in ("e4m3", "e5m2"):
+            ix.fail(op, f"the interpreter does not store {t.dtype} in shared memory yet")
+        address = ix.smem_plan.address[id(op)]
+        size = ix.smem_plan.size[id(op)]
+        ix.set(op.results[0], SmemView(np.full(ix.nthreads, address, dtype=np.int64), t.layout, t.dtype,
+                                       f"%{op.results[0].name}", address, address + size))
+
+
+@register
+class Slice(OpDef):
+    name = "smem.slice"
+    summary = "one index of the last mode of a smem view (a pipeline stage), at a runtime index"
+
+    def verify(self, op, v):
+        view, index = v.operands(op, 2)
+        (t,) = v.results(op, 1)
+        if not isinstance(view.type, TensorType) or view.type.space != "smem":
+            v.error(op, f"the first operand must be a smem view, not {view.type}")
+            return
+        if index.type != I32:
+            v.error(op, f"the index must be i32, not {index.type}")
+        layout = view.type.layout
+        if lc.rank(layout) < 2:
+            v.error(op, f"the view's layout {lc.to_str(layout)} has rank {lc.rank(layout)}: slicing its last mode "
+                        "needs rank >= 2")
+            return
+        stages = lc.size(_inner(layout)[lc.rank(layout) - 1])
+        c = const_int(index)
+        if c is not None and not 0 <= c < stages:
+            v.error(op, f"index {c} is outside the last mode's {stages} entries")
+        want = TensorType("smem", view.type.dtype, stage_sliced(layout))
+        if t != want:
+            v.error(op, f"result type must be {want} (the layout sliced at (_, ..., _, i)), not {t}")
+
+    def result_types(self, operand_types, attrs):
+        t = operand_types[0]
+        return [TensorType("smem", t.dtype, stage_sliced(t.layout))]
+
+    def interpret(self, op, ix):
+        view_v, index_v = op.operands
+        view = ix.get(view_v)
+        layout = view.layout
+        last = _inner(layout)[lc.rank(layout) - 1]
+        n = lc.size(last)
+        esize = element_bytes(view.dtype)
+        table = ix.cached(("stage-offsets", layout, view.dtype),
+                          lambda: np.array([last(i) * esize for i in range(n)], dtype=np.int64))
+        i = ix.get(index_v).astype(np.int64)
+        bad = ix.mask & ((i < 0) | (i >= n))
+        if bad.any():
+            ix.fail(op, f"index {int(i[bad][0])} (thread {int(np.nonzero(bad)[0][0])}) is outside the last mode's "
+                        f"{n} entries of {view.name}")
+        base = view.base + table[np.clip(i, 0, n - 1)]
+        ix.set(op.results[0], SmemView(base, stage_sliced(layout), view.dtype,
+                                       f"{view.name}[%{index_v.name}]", view.lo, view.hi))
+
+
+class _SmemAccess(OpDef):
+    def _check_view_and_thread(self, op, v, view, thread):
+        if not isinstance(view.type, TensorType) or view.type.space != "smem":
+            v.error(op, f"the first operand must be a smem view, not {view.type}")
+            return False
+        if thread.type != I32:
+            v.error(op, f"the thread operand must be i32, not {thread.type}")
+        return True
+
+    @staticmethod
+    def _addresses(ix, op, view: SmemView, thread, tv):
+        """(active thread indices, (active, values) absolute byte addresses of each thread's values)."""
+        table = ix.cached(("tv", tv), lambda: tv_table(tv, lc.size(tv[0])))
+        act = np.nonzero(ix.mask)[0]
+        t = ix.get(thread).astype(np.int64)[act]
+        if np.any((t < 0) | (t >= table.shape[0])):
+            ix.fail(op, f"thread operand outside tv's thread mode of {table.shape[0]} threads")
+        pre = byte_offsets(ix, view.layout, view.dtype)
+        addr = physical(view.layout, view.base[act][:, None] + pre[table[t]])
+        esize = element_bytes(view.dtype)
+        outside = (addr < view.lo) | (addr + esize > view.hi)
+        if outside.any():
+            k = np.argwhere(outside)[0]
+            ix.fail(op, f"thread {int(act[k[0]])} reaches byte {int(addr[k[0], k[1]])}, outside {view.name}'s "
+                        f"allocation [{view.lo}, {view.hi})")
+        return act, addr
+
+
+@register
+class Load(_SmemAccess):
+    name = "smem.load"
+    summary = "each thread reads its values of a smem view (through the layout's physical byte addresses)"
+
+    def verify(self, op, v):
+        view, thread = v.operands(op, 2)
+        (t,) = v.results(op, 1)
+        if not self._check_view_and_thread(op, v, view, thread):
+            return
+        if not isinstance(t, FragmentType):
+            v.error(op, f"result must be a frag, not {t}")
+            return
+        if t.dtype != view.type.dtype:
+            v.error(op, f"fragment element type {t.dtype} differs from the view's {view.type.dtype}")
+        tv = v.attr(op, "tv", lc.Layout)
+        if tv is not None:
+            verify_tv(op, v, tv, t.shape, view.type.size, what="view")
+
+    def interpret(self, op, ix):
+        view_v, thread = op.operands
+        view = ix.get(view_v)
+        act, addr = self._addresses(ix, op, view, thread, op.attrs["tv"])
+        raw = ix.smem_read(op, view.name, addr, element_bytes(view.dtype))
+        t = op.results[0].type
+        out = np.zeros((ix.nthreads, t.size), dtype=numpy_dtype(t.dtype))
+        out[act] = from_bytes(raw, view.dtype)
+        ix.set(op.results[0], out)
+
+
+@register
+class Store(_SmemAccess):
+    name = "smem.store"
+    summary = "each thread writes its values of a smem view (through the layout's physical byte addresses)"
+
+    def verify(self, op, v):
+        view, thread, frag = v.operands(op, 3)
+        v.results(op, 0)
+        if not self._check_view_and_thread(op, v, view, thread):
+            return
+        if not isinstance(frag.type, FragmentType):
+            v.error(op, f"the stored value must be a frag, not {frag.type}")
+            return
+        if frag.type.dtype != view.type.dtype:
+            v.error(op, f"fragment element type {frag.type.dtype} differs from the view's {view.type.dtype}")
+        tv = v.attr(op, "tv", lc.Layout)
+        if tv is not None:
+            verify_tv(op, v, tv, frag.type.shape, view.type.size, what="view")
+
+    def interpret(self, op, ix):
+        view_v, thread, frag = op.operands
+        view = ix.get(view_v)
+        act, addr = self._addresses(ix, op, view, thread, op.attrs["tv"])
+        raw = to_bytes(ix.get(frag)[act], view.dtype)
+        ix.smem_write(op, view.name, addr, raw, act)
+
+
+# -- kernel-level rules ---------------------------------------------------------------------------------------------
+
+@kernel_rule
+def _allocations(kernel, v):
+    """Allocations sit at the top level of the body; the CTA's shared memory fits the 227 KiB a CTA may have."""
+    for op in kernel.body.ops:
+        for r in op.regions:
+            for inner in walk(r):
+                if getattr(OPS.get(inner.name), "smem_request", None):
+                    v.error(inner, f"{inner.name} must be at the top level of the kernel body: shared memory is "
+                                   "allocated once per CTA, at a static offset")
+    plan = smem_plan(kernel.body.ops)
+    if plan.total <= SMEM_LIMIT:
+        return
+    # reported at the allocation that crosses the limit, with the total and the biggest allocations
+    crossing = next(op for op in plan.ops if plan.address[id(op)] + plan.size[id(op)] - SMEM_BASE > SMEM_LIMIT)
+    biggest = sorted(plan.ops, key=lambda o: -plan.size[id(o)])[:3]
+    shown = ", ".join(f"%{o.results[0].name} {plan.size[id(o)]} B" for o in biggest)
+    v.error(crossing, f"the CTA's shared memory needs {plan.total} bytes (alignment padding included), over the "
+                      f"{SMEM_LIMIT} bytes (227 KiB) a Hopper CTA can have; the biggest allocations: {shown}")

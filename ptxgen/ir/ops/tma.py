@@ -1,0 +1,464 @@
+"""tma: tensor-map copies between global and shared memory (cp.async.bulk.tensor), their bulk-group completion, and
+the async-proxy fence.
+
+A ``tmap<T, R>[box]`` kernel parameter is a TMA tensor map over a rank-R global tensor whose LAST mode is contiguous
+(row-major, numpy's C order); ``box`` is the smem layout one copy writes, over the global tensor's modes (checked
+with ``layoutc.hopper.make_tma_params``). In the interpreter the parameter receives the numpy global array and is
+encoded with ``make_tma_params`` from the array's real shape and strides, as the host would.
+
+A copy is asynchronous: ``tma.load`` and ``tma.store`` only issue it; the interpreter's scheduler performs it later
+(a load reads global memory, writes the box into shared memory and completes its bytes on the barrier in one step;
+a store first reads its smem source, then writes global memory).
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+import layoutc as lc
+from layoutc.hopper import TmaError, make_tma_params
+
+from ..core import Kernel
+from ..types import I32, BarrierType, TensorMapType, TensorType
+from . import (
+    AsyncOp, OpDef, Wait, const_int, describe_threads, element_bytes, from_bytes, kernel_rule, layoutc_dtype,
+    numpy_dtype, register, tile_coordinates, to_bytes,
+)
+from .smem import byte_offsets, physical, swizzle_of, view_alignment
+
+_SW_NAMES = {lc.Swizzle(1, 4, 3): "SW32", lc.Swizzle(2, 4, 3): "SW64", lc.Swizzle(3, 4, 3): "SW128"}
+
+
+def _sw_name(sw) -> str:
+    return _SW_NAMES.get(sw, str(sw))
+
+
+# -- the tensor map of a type ----------------------------------------------------------------------------------------
+
+@functools.cache
+def map_params(t: TensorMapType):
+    """``make_tma_params`` for a row-major global tensor of rank ``t.rank`` (each mode as long as the box's, the
+    last rounded up to 16 elements so that every row pitch is a multiple of 16 bytes) and the box ``t.box``.
+    Raises TmaError when TMA cannot write the box in one copy, ValueError when the box has the wrong rank."""
+    box = t.box
+    if lc.rank(box) != t.rank:
+        raise ValueError(f"the box {lc.to_str(box)} has rank {lc.rank(box)} but the map's global tensor has rank "
+                         f"{t.rank}: give the box one mode per global mode")
+    extents = [lc.product(m) for m in (box.shape if isinstance(box.shape, tuple) else (box.shape,))]
+    extents[-1] = -(-extents[-1] // 16) * 16
+    strides, s = [], 1
+    for n in reversed(extents):
+        strides.append(s)
+        s *= n
+    glob = lc.Layout(tuple(extents), tuple(reversed(strides)))
+    return make_tma_params(glob, layoutc_dtype(t.dtype), box)
+
+
+def box_bytes(t: TensorMapType) -> int:
+    """Bytes one copy of a map delivers (out-of-bounds fill included): size(box) · element bytes."""
+    return lc.size(t.box) * element_bytes(t.dtype)
+
+
+class TensorMapValue:
+    """Interpreter value of a ``tmap`` parameter: the global numpy array, its encoded TmaParams, the element type."""
+
+    def __init__(self, array, params, dtype, name):
+        self.array = array
+        self.params = params
+        self.dtype = dtype
+        self.name = name
+
+
+def encode_tensor_map(array, t: TensorMapType, name: str) -> TensorMapValue:
+    """Encode the map of parameter ``name`` over ``array`` as the host would (``make_tma_params`` on the array's shape
+    and element strides, its address checked for 16-byte alignment). Raises ValueError with the reason."""
+    if not isinstance(array, np.ndarray) or array.ndim != t.rank:
+        raise ValueError(f"argument {name} must be a rank-{t.rank} numpy array for {t}")
+    if t.dtype.name in ("e4m3", "e5m2"):
+        raise ValueError(f"argument {name}: the interpreter does not copy {t.dtype} tensors yet")
+    if array.dtype != numpy_dtype(t.dtype):
+        raise ValueError(f"argument {name} holds {array.dtype} but {t} needs {np.dtype(numpy_dtype(t.dtype))}")
+    if any(s % array.itemsize for s in array.strides):
+        raise ValueError(f"argument {name}'s strides {array.strides} are not whole elements")
+    glob = lc.Layout(tuple(array.shape), tuple(s // array.itemsize for s in array.strides))
+    if array.itemsize == element_bytes(t.dtype) and array.size and array.ctypes.data % 16:
+        raise ValueError(f"argument {name}: cuTensorMapEncodeTiled needs a 16-byte aligned global address, not "
+                         f"{array.ctypes.data:#x}")
+    try:
+        params = make_tma_params(glob, layoutc_dtype(t.dtype), t.box)
+    except TmaError as e:
+        raise ValueError(f"argument {name}: cannot encode {t} for a {array.shape} array with element strides "
+                         f"{glob.stride}: {e}") from None
+    return TensorMapValue(array, params, t.dtype, name)
+
+
+# -- copies in flight --------------------------------------------------------------------------------------------------
+
+def _box_geometry(ix, m: TensorMapValue):
+    """(box coordinates per element (n, rank), byte offsets before the swizzle (n,), TMA's smem layout)."""
+    layout = m.params.smem_layout()
+    coords = ix.cached(("box-coords", layout.shape), lambda: tile_coordinates(layout.shape))
+    return coords, byte_offsets(ix, layout, m.dtype), layout
+
+
+class TmaCopy(AsyncOp):
+    """One TMA copy in flight. A load has one step (read global, write smem, complete_tx on its barrier); a store
+    has two ("read": snapshot its smem source; "write": write the in-bounds elements to global memory)."""
+
+    def __init__(self, kind, op, thread, tmap, origin, addresses, byteset, barrier=None):
+        self.kind = kind
+        self.op = op
+        self.thread = thread
+        self.tmap = tmap
+        self.origin = origin          # (rank,) global coordinates of the box's first element
+        self.addresses = addresses    # (n,) absolute smem byte address of each box element
+        self.byteset = byteset        # sorted unique bytes touched in smem
+        self.barrier = barrier        # (BarrierArray, index) for a load
+        self.state = "issued"
+        self.values = None
+        self.done = False
+
+    def _global(self, ix):
+        coords, _pre, _layout = _box_geometry(ix, self.tmap)
+        glob = self.origin[None, :] + coords
+        inside = np.all((glob >= 0) & (glob < np.array(self.tmap.array.shape)), axis=1)
+        return glob, inside
+
+    def step(self, ix) -> None:
+        arr = self.tmap.array
+        esize = element_bytes(self.tmap.dtype)
+        if self.kind == "load":
+            glob, inside = self._global(ix)
+            safe = np.where(inside[:, None], glob, 0)
+            values = arr[tuple(safe[:, k] for k in range(safe.shape[1]))] if arr.size else np.zeros(len(glob))
+            values = np.where(inside, values, 0).astype(arr.dtype)
+            ix.smem_dma_write(self.addresses, to_bytes(values, self.tmap.dtype))
+            bars, i = self.barrier
+            bars.complete_tx(ix, self.op, i, self.tmap.params.box_bytes)
+            self.done = True
+        elif self.state == "issued":
+            raw = ix.smem[self.addresses[:, None] + np.arange(esize)]
+            self.values = from_bytes(raw, self.tmap.dtype)
+            self.state = "read"
+        else:
+            glob, inside = self._global(ix)
+            arr[tuple(glob[inside][:, k] for k in range(glob.shape[1]))] = self.values[inside]
+            self.state = "written"
+            self.done = True
+
+    def writes(self, ix):
+        return self.byteset if self.kind == "load" and not self.done else None
+
+    def reads(self, ix):
+        return self.byteset if self.kind == "store" and self.state == "issued" else None
+
+    def describe(self) -> str:
+        where = f"the {self.op.name} issued at {self.op.loc} by thread {self.thread}"
+        if self.kind == "load":
+            bars, i = self.barrier
+            return f"{where} (completing on {bars.label(i)})"
+        return where
+
+
+def _copy_addresses(ix, op, m: TensorMapValue, view, thread: int):
+    """Absolute smem byte addresses TMA touches for a copy of ``m``'s box at ``view``'s base for ``thread``."""
+    dst = int(view.base[thread])
+    if dst % 128:
+        ix.fail(op, f"the smem box starts at byte {dst}, which is not 128-byte aligned (TMA faults: misaligned "
+                    "address)")
+    _coords, pre, layout = _box_geometry(ix, m)
+    addresses = physical(layout, dst + pre)
+    esize = element_bytes(m.dtype)
+    if addresses.min() < view.lo or addresses.max() + esize > view.hi:
+        ix.fail(op, f"the box reaches bytes [{int(addresses.min())}, {int(addresses.max()) + esize}), outside "
+                    f"{view.name}'s allocation [{view.lo}, {view.hi})")
+    byteset = np.unique((addresses[:, None] + np.arange(esize)).ravel())
+    return addresses, byteset
+
+
+def bulk_groups(ix, thread: int) -> dict:
+    """A thread's TMA store bookkeeping: ``open`` (stores not yet committed) and ``groups`` (committed, oldest
+    first; a fully written prefix is dropped)."""
+    return ix.state.setdefault(("bulk", thread), {"open": [], "groups": []})
+
+
+# -- verifier helpers --------------------------------------------------------------------------------------------------
+
+def _verify_map_and_view(op, v, tmap, view, what: str) -> bool:
+    if not isinstance(tmap.type, TensorMapType):
+        v.error(op, f"the first operand must be a TMA map tmap<T, R>[box], not {tmap.type}")
+        return False
+    if not isinstance(view.type, TensorType) or view.type.space != "smem":
+        v.error(op, f"the {what} must be a smem view, not {view.type}")
+        return False
+    mt, vt = tmap.type, view.type
+    if vt.dtype != mt.dtype:
+        v.error(op, f"the smem view holds {vt.dtype} but the TMA map copies {mt.dtype}")
+        return False
+    msw, vsw = swizzle_of(mt.box), swizzle_of(vt.layout)
+    if msw != vsw:
+        if vsw is None:
+            v.error(op, f"the TMA map swizzles {_sw_name(msw)} ({msw}) but the smem layout "
+                        f"{lc.to_str(vt.layout)} is not swizzled")
+        elif msw is None:
+            v.error(op, f"the smem layout {lc.to_str(vt.layout)} is swizzled {_sw_name(vsw)} ({vsw}) but the TMA "
+                        "map does not swizzle")
+        else:
+            v.error(op, f"the TMA map swizzles {_sw_name(msw)} ({msw}) but the smem layout {_sw_name(vsw)} ({vsw})")
+        return False
+    if vt.layout != mt.box:
+        v.error(op, f"the smem layout {lc.to_str(vt.layout)} differs from the TMA map's box {lc.to_str(mt.box)}: a "
+                    "copy writes exactly the box layout")
+        return False
+    try:
+        need = map_params(mt).smem_alignment
+    except (lc.LayoutError, ValueError):
+        return True  # the parameter's own rule reports the box
+    have = view_alignment(view)
+    if have is not None and have < need:
+        why = f"the {_sw_name(msw)} pattern must start at phase 0" if msw is not None else "TMA's minimum"
+        v.error(op, f"%{view.name} is only known to be {have}-byte aligned but the TMA map needs {need} ({why}): "
+                    "raise the smem.alloc align or make the stage stride a multiple of it")
+    return True
+
+
+def _verify_coords(op, v, mt: TensorMapType, coords) -> None:
+    if len(coords) != mt.rank:
+        v.error(op, f"a rank-{mt.rank} map needs {mt.rank} coordinates (one per global mode), got {len(coords)}")
+    for c in coords:
+        if c.type != I32:
+            v.error(op, f"coordinates must be i32, not {c.type}")
+            return
+
+
+def _coords_of(ix, coords, act):
+    return np.stack([ix.get(c).astype(np.int64)[act] for c in coords], axis=1)
+
+
+# -- ops ---------------------------------------------------------------------------------------------------------------
+
+@register
+class Load(OpDef):
+    name = "tma.load"
+    summary = "one asynchronous TMA copy of the map's box from global to shared memory, completing on a barrier"
+
+    def verify(self, op, v):
+        if len(op.operands) < 4:
+            v.error(op, "expects a tensor map, a smem view, an mbarrier array, a barrier index and one coordinate "
+                        f"per global mode, got {len(op.operands)} operands")
+            return
+        tmap, dst, bars, index, *coords = op.operands
+        v.results(op, 0)
+        if not _verify_map_and_view(op, v, tmap, dst, "destination"):
+            return
+        if not isinstance(bars.type, BarrierType):
+            v.error(op, f"the third operand must be an mbarrier array, not {bars.type}")
+        else:
+            c = const_int(index)
+            if c is not None and not 0 <= c < bars.type.count:
+                v.error(op, f"barrier index {c} is outside %{bars.name}'s {bars.type.count} barriers")
+        if index.type != I32:
+            v.error(op, f"the barrier index must be i32, not {index.type}")
+        _verify_coords(op, v, tmap.type, coords)
+
+    def interpret(self, op, ix):
+        tmap_v, dst_v, bars_v, index_v, *coords = op.operands
+        m, view, bars = ix.get(tmap_v), ix.get(dst_v), ix.get(bars_v)
+        act = np.nonzero(ix.mask)[0]
+        idx = ix.get(index_v)[act]
+        origin = _coords_of(ix, coords, act)
+        for k, t in enumerate(act.tolist()):
+            i = int(idx[k])
+            bars.state(ix, op, i, t, by_tma=True)
+            addresses, byteset = _copy_addresses(ix, op, m, view, t)
+            ix.check_generic_writes(op, byteset, view.name, "write")
+            ix.check_async_access(op, byteset, "write", view.name)
+            ix.issue(TmaCopy("load", op, t, m, origin[k], addresses, byteset, (bars, i)))
+
+
+@register
+class Store(OpDef):
+    name = "tma.store"
+    summary = "one asynchronous TMA copy of a smem box to global memory (out-of-bounds elements are not written)"
+
+    def verify(self, op, v):
+        if len(op.operands) < 2:
+            v.error(op, f"expects a tensor map, a smem view and one coordinate per global mode, got "
+                        f"{len(op.operands)} operands")
+            return
+        tmap, src, *coords = op.operands
+        v.results(op, 0)
+        if not _verify_map_and_view(op, v, tmap, src, "source"):
+            return
+        _verify_coords(op, v, tmap.type, coords)
+
+    def interpret(self, op, ix):
+        tmap_v, src_v, *coords = op.operands
+        m, view = ix.get(tmap_v), ix.get(src_v)
+        act = np.nonzero(ix.mask)[0]
+        origin = _coords_of(ix, coords, act)
+        for k, t in enumerate(act.tolist()):
+            addresses, byteset = _copy_addresses(ix, op, m, view, t)
+            ix.check_generic_writes(op, byteset, view.name)
+            ix.check_async_access(op, byteset, "read", view.name)
+            copy = TmaCopy("store", op, t, m, origin[k], addresses, byteset)
+            bulk_groups(ix, t)["open"].append(copy)
+            ix.issue(copy)
+
+
+@register
+class StoreCommit(OpDef):
+    name = "tma.store_commit"
+    summary = "close this thread's uncommitted TMA stores into a bulk group"
+
+    def verify(self, op, v):
+        v.operands(op, 0)
+        v.results(op, 0)
+
+    def interpret(self, op, ix):
+        for t in np.nonzero(ix.mask)[0].tolist():
+            g = bulk_groups(ix, t)
+            g["groups"].append(g["open"])
+            g["open"] = []
+
+
+class StoreWait(Wait):
+    """Threads waiting until all but their ``pending`` most recent bulk groups have finished reading smem
+    (``read``) or have completed."""
+
+    def __init__(self, op, threads, pending, read):
+        super().__init__(op, threads)
+        self.pending, self.read = pending, read
+
+    def _older(self, ix, t):
+        g = bulk_groups(ix, t)
+        while g["groups"] and all(c.done for c in g["groups"][0]):
+            g["groups"].pop(0)
+        groups = g["groups"]
+        return groups[:max(len(groups) - self.pending, 0)]
+
+    def _finished(self, c) -> bool:
+        return c.state != "issued" if self.read else c.done
+
+    def ready(self, ix) -> bool:
+        return all(self._finished(c) for t in self.threads.tolist() for grp in self._older(ix, t) for c in grp)
+
+    def helps(self, ix, aop) -> bool:
+        if getattr(aop, "kind", None) != "store" or aop.thread not in set(self.threads.tolist()):
+            return False
+        return any(aop is c for grp in self._older(ix, aop.thread) for c in grp) and not self._finished(aop)
+
+    def hang(self, ix) -> str:
+        return f"{describe_threads(self.threads)} wait for TMA stores that can never finish"
+
+
+@register
+class StoreWaitOp(OpDef):
+    name = "tma.store_wait"
+    summary = "block until all but the `pending` most recent bulk groups of this thread finished (reading smem)"
+
+    def verify(self, op, v):
+        v.operands(op, 0)
+        v.results(op, 0)
+        n = v.attr(op, "pending", int)
+        if n is not None and n < 0:
+            v.error(op, f"pending must be >= 0, not {n}")
+        v.attr(op, "read", bool)
+
+    def interpret(self, op, ix):
+        yield StoreWait(op, np.nonzero(ix.mask)[0], op.attrs["pending"], op.attrs["read"])
+
+
+@register
+class FenceProxyAsync(OpDef):
+    name = "fence.proxy_async"
+    summary = "order this thread's generic-proxy smem writes before later async-proxy (TMA) reads"
+
+    def verify(self, op, v):
+        v.operands(op, 0)
+        v.results(op, 0)
+
+    def interpret(self, op, ix):
+        ix.fence_generic_writes(np.nonzero(ix.mask)[0])
+
+
+# -- kernel-level rules ------------------------------------------------------------------------------------------------
+
+class _At:
+    """Where a kernel-level error about a parameter is reported."""
+
+    def __init__(self, loc, name):
+        self.loc, self.name = loc, name
+
+
+@kernel_rule
+def _tensor_map_params(kernel: Kernel, v):
+    """Every tmap parameter's box is one TMA can write from a row-major global tensor in one copy."""
+    for p in kernel.params:
+        if not isinstance(p.type, TensorMapType):
+            continue
+        at = _At(p.loc, f"@{kernel.name}")
+        if p.type.dtype.bits < 8:
+            v.error(at, f"parameter %{p.name}: TMA copies whole bytes, not {p.type.dtype}")
+            continue
+        try:
+            map_params(p.type)
+        except (lc.LayoutError, ValueError) as e:
+            v.error(at, f"parameter %{p.name}: {p.type} is not a box TMA writes in one copy: "
+                        f"{getattr(e, 'condition', str(e))}")
+
+
+def _regions(region):
+    yield region
+    for op in region.ops:
+        for r in op.regions:
+            yield from _regions(r)
+
+
+def _bar_key(bars, index):
+    c = const_int(index)
+    return id(bars), (("const", c) if c is not None else id(index))
+
+
+@kernel_rule
+def _expect_tx_matches_loads(kernel: Kernel, v):
+    """An arrive_expect_tx expects exactly the bytes of the tma.loads that follow it in its region and complete on
+    the same barrier (same array, same index value), up to the next arrive_expect_tx on that barrier."""
+    def close(open_, key):
+        expect, loads = open_.pop(key)
+        want = expect.attrs.get("bytes")
+        if not isinstance(want, int):
+            return
+        bars, index = expect.operands
+        label = f"%{bars.name}[%{index.name}]"
+        sizes = [box_bytes(ld.operands[0].type) for ld in loads]
+        if not loads:
+            v.error(expect, f"expect_tx of {want} bytes on {label} but no tma.load in this region completes on "
+                            "it (before the next expect_tx on it or the region's end)")
+        elif sum(sizes) != want:
+            how = (f"{len(sizes)} × {sizes[0]}" if len(set(sizes)) == 1
+                   else " + ".join(str(s) for s in sizes))
+            v.error(expect, f"expect_tx of {want} bytes on {label} but the tma.loads that complete on it deliver "
+                            f"{sum(sizes)} bytes ({how})")
+
+    for region in _regions(kernel.body):
+        open_ = {}
+        for op in region.ops:
+            if op.name == "mbarrier.arrive_expect_tx" and len(op.operands) == 2:
+                key = _bar_key(*op.operands)
+                if key in open_:
+                    close(open_, key)
+                open_[key] = (op, [])
+            elif (op.name == "tma.load" and len(op.operands) >= 4 and isinstance(op.operands[0].type, TensorMapType)
+                  and isinstance(op.operands[2].type, BarrierType)):
+                key = _bar_key(op.operands[2], op.operands[3])
+                if key in open_:
+                    open_[key][1].append(op)
+                else:
+                    bars, index = op.operands[2], op.operands[3]
+                    v.error(op, f"tma.load completes on %{bars.name}[%{index.name}] but no "
+                                f"mbarrier.arrive_expect_tx on %{bars.name}[%{index.name}] precedes it in this region: "
+                                "the barrier's phase would not wait for its bytes")
+        for key in list(open_):
+            close(open_, key)
