@@ -141,11 +141,6 @@ class _CTA:
             result = yield wait
             self.mask, self.yielded = here
 
-    def run_region(self, region: Region, mask=None) -> list:
-        """Run ``region`` to its end (``steps`` driven here; a wait is served by the scheduler in place, which for
-        a CTA running as one lock-step stream is the same as suspending it); returns its yielded values."""
-        return self.drive(self.steps(region, mask))
-
     def drive(self, gen):
         """Run a ``steps`` generator to completion, serving each Wait it yields; returns its value."""
         try:

@@ -1,6 +1,8 @@
 """scf: structured control flow (counted loops with carried values, per-thread branches, yields)."""
 from __future__ import annotations
 
+from math import gcd
+
 import numpy as np
 
 
@@ -55,10 +57,60 @@ class For(OpDef):
             ix.set(region.args[0], np.full(ix.nthreads, i, dtype=np.int32))
             for arg, val in zip(region.args[1:], carried):
                 ix.set(arg, val)
-            carried = ix.run_region(region)
+            carried = yield from ix.steps(region)
             i += step_v
         for res, val in zip(op.results, carried):
             ix.set(res, val)
+
+    def lower(self, op, lx):
+        """A loop with phis: header (i < hi ?) → body → latch (i += step) → header; exit. Carried fragments are one
+        phi per value. ``unroll`` becomes loop metadata: 1 → unroll.disable, k → unroll.count k (unroll.full when
+        the trip count is static and at most k); LLVM rotates the loop and unrolls."""
+        b = lx.b
+        lo, hi, step, *inits = op.operands
+        region = op.regions[0]
+        init_vals = [lx.flatten(x.type, lx.get(x)) for x in inits]
+        pre = b.block
+        header, body, done = lx.block("for.header"), lx.block("for.body"), lx.block("for.exit")
+        b.branch(header)
+        b.position_at_end(header)
+        iv = b.phi(lx.get(lo).type, name="i")
+        iv.add_incoming(lx.get(lo), pre)
+        phis = []
+        for vals in init_vals:
+            ps = [b.phi(v.type) for v in vals]
+            for p, v in zip(ps, vals):
+                p.add_incoming(v, pre)
+            phis.append(ps)
+        b.cbranch(b.icmp_signed("<", iv, lx.get(hi)), body, done)
+        b.position_at_end(body)
+        args = [(iv, gcd(lx.multiple(lo), lx.multiple(step)))]
+        args += [lx.unflatten(x.type, ps) for x, ps in zip(inits, phis)]
+        yielded = lx.lower_region(region, args)
+        nxt = b.add(iv, lx.get(step), flags=["nsw"])
+        latch = b.block
+        back = b.branch(header)
+        back.set_metadata("llvm.loop", lx.loop_metadata(self._unroll_hints(op, lx)))
+        iv.add_incoming(nxt, latch)
+        for x, ps, y in zip(inits, phis, yielded):
+            for p, v in zip(ps, lx.flatten(x.type, y)):
+                p.add_incoming(v, latch)
+        b.position_at_end(done)
+        for res, ps in zip(op.results, phis):
+            lx.set(res, lx.unflatten(res.type, ps))
+
+    @staticmethod
+    def _unroll_hints(op, lx):
+        unroll = int(op.attrs.get("unroll", 1))
+        if unroll == 1:
+            return [["llvm.loop.unroll.disable"]]
+        bounds = [o.owner.attrs["value"] if o.owner is not None and o.owner.name == "arith.const" else None
+                  for o in op.operands[:3]]
+        if None not in bounds and bounds[2] > 0:
+            trips = max(0, -(-(bounds[1] - bounds[0]) // bounds[2]))
+            if trips <= unroll:
+                return [["llvm.loop.unroll.full"]]
+        return [["llvm.loop.unroll.count", lx.i32(unroll)]]
 
 
 @register
@@ -82,12 +134,35 @@ class If(OpDef):
 
     def interpret(self, op, ix):
         p = ix.get(op.operands[0]).astype(bool)
-        then_vals = ix.run_region(op.regions[0], mask=p)
-        else_vals = ix.run_region(op.regions[1], mask=~p) if len(op.regions) == 2 else []
+        then_vals = yield from ix.steps(op.regions[0], mask=p)
+        else_vals = (yield from ix.steps(op.regions[1], mask=~p)) if len(op.regions) == 2 else []
         for k, res in enumerate(op.results):
             a, b = then_vals[k], else_vals[k]
             cond = p.reshape((-1,) + (1,) * (np.ndim(a) - 1))
             ix.set(res, np.where(cond, a, b))
+
+    def lower(self, op, lx):
+        """Branches and phis: every thread runs the region its predicate selects (SIMT divergence)."""
+        b = lx.b
+        then_bb, done = lx.block("if.then"), lx.block("if.end")
+        else_bb = lx.block("if.else") if len(op.regions) == 2 else done
+        b.cbranch(lx.get(op.operands[0]), then_bb, else_bb)
+        ends = []
+        for region, bb in zip(op.regions, (then_bb, else_bb)):
+            b.position_at_end(bb)
+            vals = lx.lower_region(region)
+            ends.append((b.block, vals))
+            b.branch(done)
+        b.position_at_end(done)
+        for k, res in enumerate(op.results):
+            flats = [(blk, lx.flatten(res.type, vals[k])) for blk, vals in ends]
+            merged = []
+            for j in range(len(flats[0][1])):
+                p = b.phi(flats[0][1][j].type)
+                for blk, xs in flats:
+                    p.add_incoming(xs[j], blk)
+                merged.append(p)
+            lx.set(res, lx.unflatten(res.type, merged))
 
 
 @register
@@ -100,3 +175,6 @@ class Yield(OpDef):
 
     def interpret(self, op, ix):
         ix.yielded = [ix.get(x) for x in op.operands]
+
+    def lower(self, op, lx):
+        lx.yielded = [lx.get(x) for x in op.operands]
