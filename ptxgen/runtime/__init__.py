@@ -8,9 +8,11 @@ from .driver import (
     CudaError, DeviceBuffer, Function, Module, compute_capability, context, device_count, device_name,
     gpu_available, launch, pack_args, set_max_dynamic_smem, synchronize,
 )
+from .launcher import BoundLaunch, CompiledKernel, JitKernel, LaunchError, jit
 
 __all__ = [
     "CompileError", "Cubin", "compile_ptx", "nvjitlink_version",
     "CudaError", "DeviceBuffer", "Function", "Module", "compute_capability", "context", "device_count",
     "device_name", "gpu_available", "launch", "pack_args", "set_max_dynamic_smem", "synchronize",
+    "BoundLaunch", "CompiledKernel", "JitKernel", "LaunchError", "jit",
 ]

@@ -1,6 +1,8 @@
 """arith: constants, scalar arithmetic, comparisons, selects and casts."""
 from __future__ import annotations
 
+from math import gcd
+
 import numpy as np
 
 
@@ -33,6 +35,12 @@ class Const(OpDef):
         ix.set(op.results[0], np.full(ix.nthreads, convert(np.array(value), F32 if isinstance(value, float) else I32
                                                                  if not isinstance(value, bool) else I1, t)))
 
+    def lower(self, op, lx):
+        t = op.results[0].type
+        value = op.attrs["value"]
+        multiple = int(value) if t.is_int and isinstance(value, int) and not isinstance(value, bool) else 1
+        lx.set(op.results[0], lx.const(t, value), multiple=multiple)
+
 
 class _Binary(OpDef):
     fn = None
@@ -55,6 +63,23 @@ class _Binary(OpDef):
         with np.errstate(all="ignore"):
             r = self.compute(a, b, t)
         ix.set(op.results[0], round_to(r, t) if t.is_float else r.astype(numpy_dtype(t)))
+
+    def lower(self, op, lx):
+        a, b = op.operands
+        t = op.results[0].type
+        kind = self.name.split(".")[1]
+        r = lx.scalar_op(kind, [lx.get(a), lx.get(b)], t)
+        # a known divisor of the result, from the operands' (proves vector alignment of gmem origins)
+        ma, mb = lx.multiple(a), lx.multiple(b)
+        multiple = 1
+        if t.is_int:
+            if kind in ("add", "sub", "min", "max"):
+                multiple = gcd(ma, mb)
+            elif kind == "mul":
+                multiple = ma * mb
+            elif kind == "shl" and b.owner is not None and b.owner.name == "arith.const":
+                multiple = ma << int(b.owner.attrs["value"])
+        lx.set(op.results[0], r, multiple=multiple)
 
 
 def _binary(name, compute, int_only=False):
@@ -131,6 +156,20 @@ class Cmp(OpDef):
         a, b = (ix.get(x) for x in op.operands)
         ix.set(op.results[0], self.PREDICATES[str(op.attrs["pred"])](a, b))
 
+    SYMBOLS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+
+    def lower(self, op, lx):
+        a, b = op.operands
+        pred = self.SYMBOLS[str(op.attrs["pred"])]
+        x, y = lx.get(a), lx.get(b)
+        if a.type.is_float:  # ordered, except ne (NaN != anything), as numpy
+            r = lx.b.fcmp_unordered(pred, x, y) if pred == "!=" else lx.b.fcmp_ordered(pred, x, y)
+        elif a.type.kind == "int":
+            r = lx.b.icmp_signed(pred, x, y)
+        else:
+            r = lx.b.icmp_unsigned(pred, x, y)
+        lx.set(op.results[0], r)
+
 
 @register
 class Select(OpDef):
@@ -151,6 +190,10 @@ class Select(OpDef):
         p, a, b = (ix.get(x) for x in op.operands)
         ix.set(op.results[0], np.where(p, a, b))
 
+    def lower(self, op, lx):
+        p, a, b = op.operands
+        lx.set(op.results[0], lx.b.select(lx.get(p), lx.get(a), lx.get(b)), multiple=gcd(lx.multiple(a), lx.multiple(b)))
+
 
 @register
 class Cast(OpDef):
@@ -166,3 +209,9 @@ class Cast(OpDef):
     def interpret(self, op, ix):
         a = op.operands[0]
         ix.set(op.results[0], convert(ix.get(a), a.type, op.results[0].type))
+
+    def lower(self, op, lx):
+        a = op.operands[0]
+        t = op.results[0].type
+        multiple = lx.multiple(a) if a.type.is_int and t.is_int and t.bits >= a.type.bits else 1
+        lx.set(op.results[0], lx.convert(lx.get(a), a.type, t), multiple=multiple)

@@ -51,6 +51,13 @@ class _FragElementwise(OpDef):
         r = round_to(r, t.dtype) if t.dtype.is_float else np.asarray(r).astype(numpy_dtype(t.dtype))
         ix.set(op.results[0], np.broadcast_to(r, (ix.nthreads, t.size)).copy())
 
+    def lower(self, op, lx):
+        """One scalar op per value (a scalar operand broadcasts); see LoweringContext.scalar_op and mathlib."""
+        t = op.results[0].type
+        kind = self.name.split(".")[1]
+        args = [lx.get(x) if isinstance(x.type, FragmentType) else [lx.get(x)] * t.size for x in op.operands]
+        lx.set(op.results[0], [lx.scalar_op(kind, [a[i] for a in args], t.dtype) for i in range(t.size)])
+
 
 def _frag_op(name, arity, compute, float_only=False):
     cls = type(name.replace(".", "_").title(), (_FragElementwise,), {
@@ -95,6 +102,10 @@ class FragCast(OpDef):
         x = op.operands[0]
         ix.set(op.results[0], convert(ix.get(x), x.type.dtype, op.results[0].type.dtype))
 
+    def lower(self, op, lx):
+        x = op.operands[0]
+        lx.set(op.results[0], [lx.convert(v, x.type.dtype, op.results[0].type.dtype) for v in lx.get(x)])
+
 
 @register
 class Splat(OpDef):
@@ -113,6 +124,9 @@ class Splat(OpDef):
     def interpret(self, op, ix):
         t = op.results[0].type
         ix.set(op.results[0], np.repeat(ix.get(op.operands[0])[:, None], t.size, axis=1))
+
+    def lower(self, op, lx):
+        lx.set(op.results[0], [lx.get(op.operands[0])] * op.results[0].type.size)
 
 
 @register
@@ -180,3 +194,11 @@ class Reduce(OpDef):
         kind.at(acc, line[active], values[active])
         ix.set(op.results[0], round_to(acc[line], x.type.dtype) if x.type.dtype.is_float
                else acc[line].astype(numpy_dtype(x.type.dtype)))
+
+    def lower(self, op, lx):
+        """Per thread, reduce the values of each line (plans.plan_reduce groups them, from tv and the tile); then a
+        butterfly of shfl.sync.bfly over exactly the lane bits that move along the line without leaving it;
+        every value of the line gets the result. Must be reached by whole warps (no divergent scf.if around it)."""
+        x, thread = op.operands
+        lx.set(op.results[0], lx.frag_reduce(lx.get(x), thread, op.attrs["tv"], op.attrs["tile"],
+                                             op.attrs["mode"], str(op.attrs["kind"]), x.type.dtype))

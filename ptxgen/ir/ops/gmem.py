@@ -36,6 +36,12 @@ class GDim(OpDef):
         arr = ix.get(op.operands[0])
         ix.set(op.results[0], np.full(ix.nthreads, arr.shape[op.attrs["mode"]], dtype=np.int32))
 
+    def lower(self, op, lx):
+        tensor = lx.get(op.operands[0])
+        mode = op.attrs["mode"]
+        multiple = tensor.spec.extent_multiple if mode == tensor.spec.contiguous else 1
+        lx.set(op.results[0], tensor.extents[mode], multiple=multiple)
+
 
 class TileView:
     """Interpreter value of a gview: the global array, the per-thread origin coordinates and the tile shape."""
@@ -81,6 +87,14 @@ class GTile(OpDef):
         x, *coords = op.operands
         origin = np.stack([ix.get(c).astype(np.int64) for c in coords], axis=1)
         ix.set(op.results[0], TileView(ix.get(x), origin, op.attrs["shape"]))
+
+    def lower(self, op, lx):
+        """No code: a view is the tensor, its origin values (with their known multiples) and the tile shape."""
+        from ...lower.context import GView
+
+        x, *coords = op.operands
+        lx.set(op.results[0], GView(lx.get(x), [lx.get(c) for c in coords], [lx.multiple(c) for c in coords],
+                                    op.attrs["shape"]))
 
 
 
@@ -139,6 +153,15 @@ class GLoad(_GmemAccess):
         other = convert(np.array(op.attrs.get("other", 0)), F32, dtype)
         ix.set(op.results[0], np.where(inside, values, other).astype(numpy_dtype(dtype)))
 
+    def lower(self, op, lx):
+        """Per the access plan (plans.plan_access from tv and the tile shape): vectors of up to 16 bytes along the
+        specialization's contiguous mode, one bounds predicate per vector (exact when the extent is a multiple of
+        the width, else a per-element edge path), scalar predicated loads otherwise; out of bounds reads `other`."""
+        view, thread = op.operands
+        values = lx.gmem_access(lx.get(view), lx.get(thread), op.attrs["tv"], op.results[0].type.dtype,
+                                other=op.attrs.get("other", 0))
+        lx.set(op.results[0], values)
+
 
 @register
 class GStore(_GmemAccess):
@@ -167,3 +190,8 @@ class GStore(_GmemAccess):
         values = ix.get(frag)
         idx = tuple(glob[..., k][write] for k in range(glob.shape[-1]))
         tile.array[idx] = values[write]
+
+    def lower(self, op, lx):
+        """The inverse of gmem.load's lowering: vector stores where the plan allows, predicated; out of bounds skipped."""
+        view, thread, frag = op.operands
+        lx.gmem_access(lx.get(view), lx.get(thread), op.attrs["tv"], frag.type.dtype, store=lx.get(frag))

@@ -28,6 +28,25 @@ class _Index(OpDef):
         dim = "xyz".index(str(op.attrs["dim"])) if self.has_dim else 0
         ix.set(op.results[0], self.compute(ix, dim).astype(np.int32))
 
+    def lower(self, op, lx):
+        dim = str(op.attrs["dim"]) if self.has_dim else "x"
+        kind = self.name.split(".")[1]
+        multiple = 1
+        if kind == "thread_id":
+            r = lx.sreg(f"tid.{dim}")
+        elif kind == "block_id":
+            r = lx.sreg(f"ctaid.{dim}")
+        elif kind == "grid_dim":
+            r = lx.sreg(f"nctaid.{dim}")
+        elif kind == "block_dim":  # static: the kernel's block attribute (the launch must match: .reqntid)
+            n = lx.block_dim["xyz".index(dim)]
+            r, multiple = lx.i32(n), n
+        else:  # lane, warp, warpgroup: from the linear thread index (x fastest), as the interpreter defines them
+            t = lx.linear_thread()
+            r = {"lane_id": lambda: lx.b.and_(t, lx.i32(31)), "warp_id": lambda: lx.b.lshr(t, lx.i32(5)),
+                 "warpgroup_id": lambda: lx.b.lshr(t, lx.i32(7))}[kind]()
+        lx.set(op.results[0], r, multiple=multiple)
+
 
 def _index(name, compute, has_dim=True, summary=""):
     cls = type(name.replace(".", "_").title(), (_Index,), {

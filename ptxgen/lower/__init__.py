@@ -1,0 +1,119 @@
+"""ptxgen.lower: tile IR → LLVM IR (llvmlite) → PTX (LLVM's NVPTX backend) → cubin (nvJitLink).
+
+>>> llvm_ir = lower_kernel(kernel, Specialization.of(x=TensorSpec(0, True, 1)))    # doctest: +SKIP
+>>> ptx, cubin = compile_kernel(kernel, spec)                                       # doctest: +SKIP
+
+One backend: the PTX comes from LLVM; what LLVM cannot express is inline PTX from ``ptx_table``. Each op lowers
+itself (``lower(op, lx)`` next to its ``verify`` and ``interpret`` in ``ptxgen.ir.ops``); ``LoweringContext`` is
+``lx``. See ``spec/lowering.md``.
+"""
+from __future__ import annotations
+
+import re
+
+from ..ir.core import Kernel, Module
+from ..ir.types import GlobalTensorType, ScalarType
+from .context import LoweringContext, LoweringError
+from .sourcemap import explain, op_locations
+from .specialize import Specialization, TensorSpec, kernel_abi
+from . import target
+
+DEFAULT_ARCH = "sm_90a"
+DEFAULT_OPTIONS = ("-O3", "-Xptxas=-v")
+
+
+def _kernel(ir, name=None) -> Kernel:
+    if isinstance(ir, Kernel):
+        return ir
+    if isinstance(ir, Module):
+        return ir.kernel(name) if name else ir.kernels[0]
+    raise TypeError(f"expected a Kernel or Module, got {type(ir).__name__}")
+
+
+def lower_kernel(kernel, specialization: Specialization | None = None, arch: str = DEFAULT_ARCH,
+                 verify: bool = True) -> str:
+    """The LLVM IR text (unoptimized) of ``kernel`` for ``specialization`` (default: generic, correct for any
+    arguments). Pre: the kernel verifies (checked unless ``verify=False``). Raises LoweringError naming the op."""
+    kernel = _kernel(kernel)
+    if verify:
+        from ..verify import verify as _verify
+        _verify(kernel)
+    for p in kernel.params:
+        if not isinstance(p.type, (GlobalTensorType, ScalarType)):
+            raise LoweringError(None, f"{kernel.loc}: @{kernel.name}: parameter %{p.name} of type {p.type} "
+                                      "has no lowering yet")
+    lx = LoweringContext(kernel, specialization or Specialization.generic(), target.data_layout(arch),
+                         op_locations(kernel))
+    lx.lower_ops(kernel.body.ops)
+    lx.b.debug_metadata = None
+    lx.b.ret_void()
+    return str(lx.module)
+
+
+class KernelCompileError(RuntimeError):
+    """nvJitLink refused the PTX of a kernel: the message quotes ptxas' log and, per offending PTX line, the IR op
+    (``frag.sqrt at examples/sqrt_sin.tile:11:3``) it was emitted for. ``.log``, ``.ptx``, ``.origins``."""
+
+    def __init__(self, message, log="", ptx="", origins=()):
+        super().__init__(message)
+        self.log, self.ptx, self.origins = log, ptx, tuple(origins)
+
+
+def assemble(ptx: str, kernel, arch: str = DEFAULT_ARCH, options=DEFAULT_OPTIONS):
+    """PTX → cubin with nvJitLink; a ptxas error raises KernelCompileError naming the IR ops of the bad lines."""
+    from ..runtime import CompileError, compile_ptx
+
+    kernel = _kernel(kernel)
+    name = f"{kernel.name}.ptx"
+    try:
+        return compile_ptx(ptx, arch=arch, options=options, name=name)
+    except CompileError as exc:
+        origins = explain(ptx, exc.log, kernel, name)
+        text = f"@{kernel.name}: PTX → cubin failed for {arch}\n{exc}"
+        if origins:
+            text += "\nfrom the IR:\n" + "\n".join(origins)
+        raise KernelCompileError(text, exc.log, ptx, origins) from None
+
+
+class Compiled:
+    """A compiled kernel: ``ptx``, ``cubin`` (ptxgen.runtime.Cubin), ``llvm_ir``, ``spec``, ``arch``, ``name``,
+    ``info_log`` and ``registers``/``spill_bytes`` read from it (None when absent). Unpacks as ``(ptx, cubin)``."""
+
+    def __init__(self, name, spec, arch, llvm_ir, ptx, cubin):
+        self.name, self.spec, self.arch = name, spec, arch
+        self.llvm_ir, self.ptx, self.cubin = llvm_ir, ptx, cubin
+        self.info_log = getattr(cubin, "info_log", "")
+        m = re.search(r"Used (\d+) registers", self.info_log)
+        self.registers = int(m.group(1)) if m else None
+        spills = [int(x) for x in re.findall(r"(\d+) bytes spill (?:stores|loads)", self.info_log)]
+        self.spill_bytes = sum(spills) if spills else None
+
+    def __iter__(self):
+        return iter((self.ptx, self.cubin))
+
+    def ptx_instructions(self) -> list:
+        """The PTX instruction lines of the kernel body (no directives, labels, comments or braces)."""
+        out = []
+        for line in self.ptx.splitlines():
+            s = line.strip()
+            if not s or s.startswith(("//", ".", "{", "}", "$")) or s.endswith(":") or s.startswith(")"):
+                continue
+            out.append(s)
+        return out
+
+
+def compile_kernel(kernel, specialization: Specialization | None = None, arch: str = DEFAULT_ARCH,
+                   options=DEFAULT_OPTIONS) -> Compiled:
+    """Lower, optimize, emit PTX and assemble: a ``Compiled`` (unpacks as ``(ptx, cubin)``)."""
+    kernel = _kernel(kernel)
+    spec = specialization or Specialization.generic()
+    llvm_ir = lower_kernel(kernel, spec, arch)
+    ptx = target.emit_ptx(llvm_ir, arch)
+    cubin = assemble(ptx, kernel, arch, options)
+    return Compiled(kernel.name, spec, arch, llvm_ir, ptx, cubin)
+
+
+__all__ = [
+    "Compiled", "KernelCompileError", "LoweringContext", "LoweringError", "Specialization", "TensorSpec",
+    "assemble", "compile_kernel", "kernel_abi", "lower_kernel",
+]

@@ -1,0 +1,198 @@
+"""Static plans the lowering derives from layouts (no LLVM here; pure functions of layouts, cached).
+
+Everything is computed with layoutc from the op's TV layout and tile shape, and cross-checked against the
+layouts' own tables (``layout_table``), so a plan is never hand-written index arithmetic:
+
+- ``tile_coordinates(tv, tile)``: per tile mode m, the layout ``C_m ∘ TV`` where ``C_m`` maps a tile index to its
+  mode-m coordinate. A layout is additive over its modes, so the coordinate of (t, v) is ``G_m[0](t) + G_m[1](v)``:
+  the thread part is evaluated at run time (``emit_layout``), the value part is a constant per value.
+- ``plan_access``: how a thread's values of a gmem.load/store group into vectors along the contiguous mode.
+- ``plan_reduce``: which of a thread's values share a row (column), and the xor lane masks of the butterfly.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+
+import layoutc as lc
+
+
+def flat(t) -> list:
+    """The leaves of an int tuple, colexicographic order: ``flat(((2,3),4)) == [2, 3, 4]``."""
+    if isinstance(t, tuple):
+        out = []
+        for x in t:
+            out.extend(flat(x))
+        return out
+    return [t]
+
+
+def mode_sizes(shape) -> list:
+    """Per top-level mode of a tile shape, its size (a nested mode's coordinate is linearised within the mode)."""
+    modes = shape if isinstance(shape, tuple) else (shape,)
+    return [lc.product(m) for m in modes]
+
+
+def layout_table(layout) -> np.ndarray:
+    """``[layout(i) for i in range(size(layout))]`` as an int64 array, evaluated mode by mode."""
+    shapes, strides = flat(lc.shape(layout)), flat(lc.stride(layout))
+    n = int(np.prod(shapes)) if shapes else 1
+    idx = np.arange(n, dtype=np.int64)
+    out = np.zeros(n, dtype=np.int64)
+    for s, d in zip(shapes, strides):
+        out += (idx % s) * d
+        idx //= s
+    return out
+
+
+def coordinate_layout(tile_shape, m: int) -> lc.Layout:
+    """The layout mapping a tile index (colexicographic over the tile's modes) to its mode-``m`` coordinate."""
+    sizes = mode_sizes(tile_shape)
+    return lc.Layout(tuple(sizes), tuple(1 if k == m else 0 for k in range(len(sizes))))
+
+
+@dataclass(frozen=True)
+class ModeCoords:
+    """The mode-m tile coordinate of (t, v): ``thread(t) + values[v]`` (``thread`` a layout, ``values`` ints)."""
+
+    thread: object
+    values: tuple
+
+
+@functools.lru_cache(maxsize=512)
+def tile_coordinates(tv, tile_shape):
+    """Per tile mode, ``ModeCoords`` from ``composition(C_m, tv)``; None when a composition is not admissible or
+    disagrees with the tables (then the lowering decodes coordinates from the tile index at run time)."""
+    nt, nv = lc.size(tv[0]), lc.size(tv[1])
+    index = layout_table(tv[0])[:, None] + layout_table(tv[1])[None, :]
+    sizes = mode_sizes(tile_shape)
+    out = []
+    prefix = 1
+    for m, s in enumerate(sizes):
+        want = (index // prefix) % s
+        prefix *= s
+        try:
+            g = lc.composition(coordinate_layout(tile_shape, m), tv)
+        except lc.LayoutError:
+            return None
+        if lc.rank(g) != 2 or lc.size(g[0]) != nt or lc.size(g[1]) != nv:
+            return None
+        gt, gv = layout_table(g[0]), layout_table(g[1])
+        if not np.array_equal(gt[:, None] + gv[None, :], want):
+            return None
+        out.append(ModeCoords(g[0], tuple(int(x) for x in gv)))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class AccessPlan:
+    """How one thread's values are accessed: ``groups`` of value indices (lane order), each a vector of ``width``
+    consecutive elements along the contiguous mode (``width == 1``: scalar accesses). ``coords`` as in
+    ``tile_coordinates`` (None: decode the tile index at run time)."""
+
+    coords: tuple | None
+    groups: tuple
+    width: int
+
+
+@functools.lru_cache(maxsize=512)
+def plan_access(tv, tile_shape, contiguous, max_width: int) -> AccessPlan:
+    """Group a thread's values into vectors of the widest power-of-two width k ≤ ``max_width`` such that, for
+    EVERY thread, each group is k values at consecutive coordinates of mode ``contiguous`` (equal in the other
+    modes) and starts at a contiguous coordinate that is a multiple of k (so the vector is k·esize aligned once
+    the origin is a multiple of k and the tensor is aligned). ``max_width`` already folds in the element size,
+    the tensor's alignment and the origin's known divisibility."""
+    nv = lc.size(tv[1])
+    coords = tile_coordinates(tv, tile_shape)
+    singles = AccessPlan(coords, tuple((v,) for v in range(nv)), 1)
+    if coords is None or contiguous is None or max_width <= 1:
+        return singles
+    c = contiguous
+    others = [m for m in range(len(coords)) if m != c]
+    key = {v: (tuple(coords[m].values[v] for m in others), coords[c].values[v]) for v in range(nv)}
+    at = {}
+    for v, k in key.items():
+        if k in at:  # two values at one element: keep them scalar
+            return singles
+        at[k] = v
+    thread_c = layout_table(coords[c].thread)
+    order = sorted(range(nv), key=lambda v: key[v])
+    width = 1
+    while width * 2 <= max_width:
+        width *= 2
+    while width > 1:
+        if not np.any(thread_c % width):
+            groups, used, ok = [], set(), True
+            for v in order:
+                if v in used:
+                    continue
+                rest, col = key[v]
+                if col % width:
+                    ok = False
+                    break
+                lanes = [at.get((rest, col + j)) for j in range(width)]
+                if any(x is None or x in used for x in lanes):
+                    ok = False
+                    break
+                used.update(lanes)
+                groups.append(tuple(lanes))
+            if ok:
+                return AccessPlan(coords, tuple(groups), width)
+        width //= 2
+    return singles
+
+
+class ReducePlanError(ValueError):
+    """The TV layout's rows (columns) are not a butterfly over lane bits (message says why)."""
+
+
+@dataclass(frozen=True)
+class ReducePlan:
+    """``groups``: a thread's values that lie in one line (the same for every thread); ``lane_masks``: xor masks
+    (powers of two < 32) of the lane bits that move along a line without changing it, in butterfly order."""
+
+    groups: tuple
+    lane_masks: tuple
+
+
+@functools.lru_cache(maxsize=256)
+def plan_reduce(tv, tile_shape, mode: int) -> ReducePlan:
+    """The reduction of ``frag.reduce``: the line of (t, v) is the row (mode = 1) or column (mode = 0) of tile
+    element ``tv(t, v)``. Raises ReducePlanError when the threads sharing a line do not form one coset
+    ``t ⊕ span(lane bits)`` contributing the same value group (then shuffles cannot compute it)."""
+    nt, nv = lc.size(tv[0]), lc.size(tv[1])
+    index = layout_table(tv[0])[:, None] + layout_table(tv[1])[None, :]
+    rows = mode_sizes(tile_shape)[0]
+    line = index % rows if mode == 1 else index // rows
+    first = line[0]
+    groups = {}
+    for v in range(nv):
+        groups.setdefault(int(first[v]), []).append(v)
+    groups = [tuple(g) for g in groups.values()]
+    for g in groups:  # the same partition for every thread
+        if not np.all(line[:, list(g)] == line[:, [g[0]]]):
+            raise ReducePlanError(f"values {list(g)} share a line in thread 0 but not in every thread")
+    heads = [g[0] for g in groups]
+    if any(len(np.unique(line[t, heads])) != len(heads) for t in range(nt)):
+        raise ReducePlanError("two value groups of one thread lie in the same line")
+    masks = []
+    t = np.arange(nt)
+    for bit in range(5):
+        m = 1 << bit
+        if nt % (2 * m):
+            continue
+        if np.array_equal(line[t ^ m], line):
+            masks.append(m)
+    holders = {}
+    for tt in range(nt):
+        for h in heads:
+            holders.setdefault(int(line[tt, h]), set()).add(tt)
+    want = 1 << len(masks)
+    for ln, ts in holders.items():
+        if len(ts) != want:
+            raise ReducePlanError(
+                f"line {ln} is held by threads {sorted(ts)[:8]}{'...' if len(ts) > 8 else ''}, which are not one "
+                f"coset of the lane bits {[m.bit_length() - 1 for m in masks]} that keep the line")
+    return ReducePlan(tuple(groups), tuple(masks))

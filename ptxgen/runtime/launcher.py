@@ -1,0 +1,473 @@
+"""Run tile-IR kernels from Python: ``k = jit(module); k(x=x, z=z, n=n)``.
+
+Per call the launcher
+
+1. binds the arguments: numpy arrays are copied to the device (and the ones the kernel stores to are copied
+   back into the array afterwards); CUDA tensors (torch: ``data_ptr()/shape/stride()``; anything else through
+   ``__cuda_array_interface__``, e.g. cupy; ``DeviceBuffer.from_numpy`` buffers) are used in place; scalars by value;
+2. reads the specialization off the tensors (the rules of ``TensorSpec.of``: contiguous mode, 16-byte alignment,
+   extent divisibility) as a compact key and looks up — or, once per process, lowers, compiles with nvJitLink and
+   loads — the kernel specialized for it (compile cache key: hash of the printed IR, specialization, arch, options);
+3. evaluates the grid's host expressions (``cdiv(%n, 1024)``) through a Python function generated from them once;
+4. packs every parameter value with ONE ``struct.pack_into`` into that compiled kernel's argument block — the block
+   and the ``void*[]`` array pointing into it are built once per compiled kernel — and calls ``cuLaunchKernelEx``
+   with a launch config also built once (its grid rewritten only when it changes).
+
+Launch failures raise ``LaunchError`` naming the kernel. Launches are asynchronous (numpy arguments synchronize
+through their copy back); a fault shows at the next synchronizing call. Not thread-safe (one caller at a time per
+JitKernel).
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import struct
+
+from .driver import CudaError, DeviceBuffer, Module, _cu, _error_string, _result_name, context
+
+__all__ = ["BoundLaunch", "LaunchError", "JitKernel", "CompiledKernel", "jit"]
+
+
+class LaunchError(RuntimeError):
+    """A kernel could not be launched, or its arguments are wrong: the message starts with ``@name:``."""
+
+
+_NUMPY_TYPESTR = {"f32": "f4", "f16": "f2", "i32": "i4", "u32": "u4", "i64": "i8", "u64": "u8", "i1": "b1",
+                  "e4m3": "u1", "e5m2": "u1", "bf16": "V2"}
+_TORCH_DTYPE = {"torch.float32": "f32", "torch.float16": "f16", "torch.bfloat16": "bf16", "torch.int32": "i32",
+                "torch.int64": "i64", "torch.uint32": "u32", "torch.uint64": "u64", "torch.bool": "i1",
+                "torch.float8_e4m3fn": "e4m3", "torch.float8_e5m2": "e5m2"}
+_ITEMSIZE = {"f32": 4, "f16": 2, "bf16": 2, "i32": 4, "u32": 4, "i64": 8, "u64": 8, "i1": 1, "e4m3": 1,
+             "e5m2": 1}
+# each parameter slot is 8 bytes apart in the argument block: struct code + padding to 8
+_SLOT_FORMAT = {"ptr": "Q", "i32": "i4x", "i64": "q", "f32": "f4x", "i16": "H6x"}
+_UNSIGNED_32 = {"u32"}
+_TORCH_TYPES = {}  # tensor types seen to be torch tensors (data_ptr / shape / stride / is_cuda / dtype)
+_COMPILED = {}  # (ir hash, Specialization, arch, options) -> ptxgen.lower.Compiled, process-wide
+
+
+def _scalar_bits(value, dtype: str):
+    """The ABI value of a scalar argument (see ptxgen.lower.specialize.kernel_abi)."""
+    if dtype == "f32":
+        return float(value)
+    if dtype == "i1":
+        return int(bool(value))
+    if dtype in ("f16", "bf16", "e4m3", "e5m2"):
+        import numpy as np
+
+        from ..ir.ops import round_to
+        from ..ir.types import SCALARS
+
+        if dtype == "f16":
+            return int(np.float16(value).view(np.uint16))
+        x = float(round_to(np.array([float(value)], np.float32), SCALARS[dtype])[0])
+        if dtype == "bf16":
+            return int(np.float32(x).view(np.uint32)) >> 16
+        from ..lower.context import _fp8_bits
+        return _fp8_bits(x, dtype)
+    v = int(value)
+    if dtype == "u32" and v >= 1 << 31:  # the slot is a signed i32: same bits
+        v -= 1 << 32
+    elif dtype == "u64" and v >= 1 << 63:
+        v -= 1 << 64
+    return v
+
+
+def _c_strides(shape) -> tuple:
+    strides, acc = [], 1
+    for extent in reversed(shape):
+        strides.append(acc)
+        acc *= extent
+    return tuple(reversed(strides))
+
+
+def _spec_key(ptr, shape, strides, itemsize):
+    """``TensorSpec.of`` as a plain tuple (contiguous, aligned, extent_multiple), or None for generic."""
+    c = -1
+    for m in range(len(shape)):
+        if shape[m] > 1 and strides[m] == 1:
+            c = m
+    if c < 0:
+        return None
+    aligned = ptr % 16 == 0
+    if aligned:
+        for m in range(len(shape)):
+            if m != c and shape[m] > 1 and (strides[m] * itemsize) % 16:
+                aligned = False
+                break
+    e = shape[c]
+    low = e & -e
+    return c, aligned, (16 if low == 0 or low > 16 else low)
+
+
+class CompiledKernel:
+    """One specialization of a kernel, loaded: ``compiled`` (ptx, cubin, registers...), ``function``. The argument
+    block (8 bytes per parameter), the ``void*[]`` array into it and the launch config are built once;
+    ``launch(values, grid, stream)`` packs the values with one ``struct.pack_into`` and launches."""
+
+    def __init__(self, name, compiled, abi, block, cluster):
+        self.name = name
+        self.compiled = compiled
+        self.module = Module(compiled.cubin)
+        self.function = self.module.function(name)
+        self.abi = abi
+        n = max(1, len(abi))
+        self.packer = struct.Struct("<" + "".join(_SLOT_FORMAT[s.abi] for s in abi))
+        self.block_bytes = ctypes.create_string_buffer(8 * n)
+        base = ctypes.addressof(self.block_bytes)
+        self.params = (ctypes.c_void_p * n)(*[base + 8 * i for i in range(n)])
+        self.params_address = ctypes.addressof(self.params)
+        cu = _cu()
+        self._cu = cu
+        cfg = cu.CUlaunchConfig()
+        cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = 1, 1, 1
+        cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = block
+        cfg.sharedMemBytes = 0
+        cfg.hStream = cu.CUstream(0)
+        attrs = []
+        if tuple(cluster) != (1, 1, 1):
+            attr = cu.CUlaunchAttribute()
+            attr.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+            attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster
+            attrs.append(attr)
+        cfg.attrs = attrs
+        cfg.numAttrs = len(attrs)
+        self.cfg = cfg
+        self.block = tuple(block)
+        self._grid = (1, 1, 1)
+        self._stream = 0
+        self._handle = self.function.handle
+        self._launch = cu.cuLaunchKernelEx
+
+    def launch(self, values, grid, stream=0) -> None:
+        try:
+            self.packer.pack_into(self.block_bytes, 0, *values)
+        except struct.error as exc:
+            raise LaunchError(f"@{self.name}: an argument does not fit its parameter type: {exc}") from None
+        cfg = self.cfg
+        if grid != self._grid:
+            cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid
+            self._grid = grid
+        if stream is not self._stream and stream != self._stream:
+            cfg.hStream = stream if isinstance(stream, self._cu.CUstream) else self._cu.CUstream(int(stream))
+            self._stream = stream
+        err = self._launch(cfg, self._handle, self.params_address, 0)
+        err = err[0] if isinstance(err, tuple) else err
+        if int(err):
+            raise LaunchError(f"@{self.name}: cuLaunchKernelEx failed: {_result_name(err)} ({int(err)}) "
+                              f"{_error_string(err)} [grid {grid}, block {self.block}]")
+
+
+def _grid_source(expr, params) -> str:
+    """Python source of a host expression over ``a`` (the arguments) and ``s`` (tensor shapes)."""
+    from ..ir.hostexpr import Add, CDiv, Const, Dim, Mul, ParamRef
+
+    if isinstance(expr, int):
+        return str(int(expr))
+    if isinstance(expr, Const):
+        return str(int(expr.value))
+    if isinstance(expr, ParamRef):
+        return f"int(a[{expr.name!r}])"
+    if isinstance(expr, Dim):
+        return f"s[{expr.param!r}][{int(expr.mode)}]"
+    if isinstance(expr, CDiv):
+        return f"(-(-({_grid_source(expr.a, params)}) // ({_grid_source(expr.b, params)})))"
+    if isinstance(expr, Mul):
+        return f"(({_grid_source(expr.a, params)}) * ({_grid_source(expr.b, params)}))"
+    if isinstance(expr, Add):
+        return f"(({_grid_source(expr.a, params)}) + ({_grid_source(expr.b, params)}))"
+    raise LaunchError(f"cannot evaluate host expression {expr!r}")
+
+
+class JitKernel:
+    """A tile-IR kernel callable from Python. ``k(**args)`` launches; ``k.compile(spec)`` gives the compiled
+    kernel (``.ptx``, ``.cubin``, ``.registers``); ``k.specialization(**args)`` the one a call would use."""
+
+    def __init__(self, kernel, arch: str = "sm_90a", options=None):
+        from ..ir.core import walk
+        from ..ir.text import print_kernel
+        from ..ir.types import GlobalTensorType, ScalarType
+        from ..lower import DEFAULT_OPTIONS
+        from ..lower.specialize import Specialization, TensorSpec, kernel_abi
+        from ..verify import verify
+
+        verify(kernel)
+        self._Specialization, self._TensorSpec = Specialization, TensorSpec
+        self.kernel = kernel
+        self.name = kernel.name
+        self.arch = arch
+        self.options = tuple(options) if options is not None else DEFAULT_OPTIONS
+        self.ir_hash = hashlib.sha256(print_kernel(kernel).encode()).hexdigest()
+        self.abi = kernel_abi(kernel)
+        self.params = []  # (name, is_tensor, dtype, rank)
+        for p in kernel.params:
+            if isinstance(p.type, GlobalTensorType):
+                self.params.append((p.name, True, p.type.dtype.name, p.type.rank))
+            elif isinstance(p.type, ScalarType):
+                self.params.append((p.name, False, p.type.name, 0))
+            else:
+                raise LaunchError(f"@{self.name}: parameter %{p.name} of type {p.type} cannot be passed yet")
+        self._names = frozenset(p[0] for p in self.params)
+        attrs = kernel.attrs
+        grid = attrs.get("grid", (1, 1, 1))
+        grid = list(grid) if isinstance(grid, tuple) else [grid]
+        grid += [1] * (3 - len(grid))
+        source = "lambda a, s: (" + ", ".join(_grid_source(e, self.params) for e in grid) + ",)"
+        self._grid_fn = eval(source, {"int": int})  # generated from the IR's host expressions only
+        self.grid_source = source
+
+        def triple(v):
+            v = list(v) if isinstance(v, tuple) else [v if v is not None else 1]
+            return tuple(int(x) for x in v + [1] * (3 - len(v)))
+
+        self.block = triple(attrs.get("block", (1, 1, 1)))
+        self.cluster = triple(attrs.get("cluster", (1, 1, 1)))
+        written = set()
+        for op in walk(kernel.body):
+            if op.name == "gmem.store":
+                tile = op.operands[0].owner
+                if tile is not None and tile.operands:
+                    written.add(tile.operands[0].name)
+        self.written = written
+        self._loaded = {}      # Specialization -> CompiledKernel
+        self._by_key = {}      # tuple of per-tensor spec keys -> CompiledKernel
+        self._torch_ok = {}    # (param, dtype object) -> True once validated
+        self._key_cache = {}   # (address % 16, shape, strides) -> spec key
+
+    # -- compilation -----------------------------------------------------------------------------------------
+    def compile(self, spec=None):
+        """The compiled kernel (``ptxgen.lower.Compiled``) for ``spec`` (default generic); cached per process."""
+        from ..lower import compile_kernel
+
+        spec = spec if spec is not None else self._Specialization.generic()
+        key = (self.ir_hash, spec, self.arch, self.options)
+        c = _COMPILED.get(key)
+        if c is None:
+            c = compile_kernel(self.kernel, spec, self.arch, self.options)
+            _COMPILED[key] = c
+        return c
+
+    def _specialization_of(self, keys):
+        names = [p[0] for p in self.params if p[1]]
+        return self._Specialization(tuple(
+            (n, self._TensorSpec(*k) if k is not None else self._TensorSpec()) for n, k in zip(names, keys)))
+
+    def _load(self, spec) -> CompiledKernel:
+        ck = self._loaded.get(spec)
+        if ck is None:
+            context()
+            ck = CompiledKernel(self.name, self.compile(spec), self.abi, self.block, self.cluster)
+            self._loaded[spec] = ck
+        return ck
+
+    # -- arguments -------------------------------------------------------------------------------------------
+    def _tensor(self, name, a, dtype, rank, copies, dry):
+        """(ptr, shape, strides) of a tensor argument; numpy arrays are copied to a new device buffer (recorded in
+        ``copies``) or, when ``dry``, given address 0 (cuMemAlloc's alignment) without touching the device."""
+        if getattr(a, "is_cuda", False) and hasattr(a, "data_ptr"):  # torch
+            if (name, a.dtype) not in self._torch_ok:
+                if _TORCH_DTYPE.get(str(a.dtype)) != dtype:
+                    raise LaunchError(f"@{self.name}: argument {name} has dtype {a.dtype}, the kernel wants {dtype}")
+                self._torch_ok[(name, a.dtype)] = True
+                _TORCH_TYPES[type(a)] = True
+            out = a.data_ptr(), a.shape, a.stride()
+        elif isinstance(a, DeviceBuffer) and getattr(a, "shape", None) is not None:  # DeviceBuffer.from_numpy
+            if a.dtype.str[1:] != _NUMPY_TYPESTR[dtype] and not (dtype == "bf16" and a.dtype.itemsize == 2):
+                raise LaunchError(f"@{self.name}: argument {name} has dtype {a.dtype}, the kernel wants {dtype}")
+            out = a.ptr, tuple(a.shape), _c_strides(a.shape)
+        elif hasattr(a, "__cuda_array_interface__"):
+            cai = a.__cuda_array_interface__
+            typestr = cai["typestr"]
+            if typestr[1:] != _NUMPY_TYPESTR[dtype]:
+                raise LaunchError(f"@{self.name}: argument {name} has typestr {typestr}, the kernel wants {dtype}")
+            shape = tuple(cai["shape"])
+            st = cai.get("strides")
+            itemsize = _ITEMSIZE[dtype]
+            out = int(cai["data"][0]), shape, (_c_strides(shape) if st is None else tuple(x // itemsize for x in st))
+        else:
+            import numpy as np
+
+            if type(a).__module__.startswith("torch"):  # a CPU tensor: its numpy view (shares memory)
+                a = a.numpy()
+            if not isinstance(a, np.ndarray):
+                raise LaunchError(f"@{self.name}: argument {name} must be an array (numpy, torch, cupy), "
+                                  f"not {type(a).__name__}")
+            if a.dtype.str[1:] != _NUMPY_TYPESTR[dtype] and not (dtype == "bf16" and a.dtype.itemsize == 2):
+                raise LaunchError(f"@{self.name}: argument {name} has dtype {a.dtype}, the kernel wants {dtype}")
+            host = np.ascontiguousarray(a)
+            ptr = 0
+            if not dry:
+                buf = DeviceBuffer.from_numpy(host)
+                ptr = buf.ptr
+                copies.append((name, a, buf))
+            out = ptr, tuple(host.shape), _c_strides(host.shape)
+        if len(out[1]) != rank:
+            raise LaunchError(f"@{self.name}: argument {name} has rank {len(out[1])}, the kernel wants {rank}")
+        return out
+
+    def _bind(self, args, kwargs, dry=False):
+        """(values in ABI order, spec keys, shapes, copies, kwargs). The hot path: torch CUDA tensors are read
+        through data_ptr()/shape/stride() (dtype validated once per dtype object), spec keys are memoised on
+        (address mod 16, shape, strides)."""
+        if args:
+            names = [p[0] for p in self.params]
+            if len(args) > len(names):
+                raise LaunchError(f"@{self.name}: takes {len(names)} arguments, got {len(args)}")
+            kwargs = {**dict(zip(names, args)), **kwargs}
+        if len(kwargs) != len(self.params) or not self._names.issuperset(kwargs):
+            missing = sorted(self._names - set(kwargs))
+            if missing:
+                raise LaunchError(f"@{self.name}: missing argument {', '.join(missing)}")
+            raise LaunchError(f"@{self.name}: unknown arguments {', '.join(sorted(set(kwargs) - self._names))}")
+        values, keys, shapes, copies = [], [], {}, []
+        torch_ok, key_cache = self._torch_ok, self._key_cache
+        for name, is_tensor, dtype, rank in self.params:
+            a = kwargs[name]
+            if not is_tensor:
+                values.append(int(a) if dtype == "i32" or dtype == "i64" else _scalar_bits(a, dtype))
+                continue
+            if _TORCH_TYPES.get(type(a)) and a.is_cuda and (name, a.dtype) in torch_ok:
+                ptr, shape, strides = a.data_ptr(), a.shape, a.stride()
+                if len(shape) != rank:
+                    raise LaunchError(f"@{self.name}: argument {name} has rank {len(shape)}, the kernel wants {rank}")
+            else:
+                ptr, shape, strides = self._tensor(name, a, dtype, rank, copies, dry)
+            values.append(ptr)
+            values.extend(shape)
+            values.extend(strides)
+            ck = (ptr & 15, shape, strides)
+            key = key_cache.get(ck, False)
+            if key is False:
+                key = key_cache[ck] = _spec_key(ptr, shape, strides, _ITEMSIZE[dtype])
+            keys.append(key)
+            shapes[name] = shape
+        return values, tuple(keys), shapes, copies, kwargs
+
+    def specialization(self, *args, **kwargs):
+        """The Specialization a call with these arguments would compile for (no device needed)."""
+        return self._specialization_of(self._bind(args, kwargs, dry=True)[1])
+
+    def argument_values(self, *args, **kwargs) -> list:
+        """The kernel parameter values a call would pass, in ABI order (no device needed; numpy arrays get 0)."""
+        return self._bind(args, kwargs, dry=True)[0]
+
+    def grid(self, *args, **kwargs) -> tuple:
+        """The grid a call with these arguments would launch (no device needed)."""
+        _, _, shapes, _, kw = self._bind(args, kwargs, dry=True)
+        return self._grid_fn(kw, shapes)
+
+    # -- launch ----------------------------------------------------------------------------------------------
+    def prepare(self, *args, stream=0, **kwargs) -> "BoundLaunch":
+        """A call site: the arguments bound, the specialization resolved, the grid evaluated and every parameter
+        packed once. ``site()`` relaunches with the same arguments (only ``cuLaunchKernelEx``);
+        ``site(x=x2, ...)`` swaps device tensors of the same shape, strides and 16-byte alignment class, rewriting
+        only their pointer slots. Device tensors only (numpy arrays would need a copy per call)."""
+        values, keys, shapes, copies, kwargs = self._bind(args, kwargs)
+        if copies:
+            raise LaunchError(f"@{self.name}: prepare() needs device tensors; {copies[0][0]} is a host array")
+        grid = self._grid_fn(kwargs, shapes)
+        ck = self._by_key.get(keys)
+        if ck is None:
+            ck = self._load(self._specialization_of(keys))
+            self._by_key[keys] = ck
+        if stream and hasattr(stream, "cuda_stream"):
+            stream = stream.cuda_stream
+        return BoundLaunch(self, ck, values, grid, stream, keys)
+
+    def __call__(self, *args, stream=0, **kwargs) -> None:
+        values, keys, shapes, copies, kwargs = self._bind(args, kwargs)
+        try:
+            grid = self._grid_fn(kwargs, shapes)
+        except Exception as exc:
+            raise LaunchError(f"@{self.name}: cannot evaluate the grid {self.kernel.attrs.get('grid')}: {exc}") from exc
+        if grid[0] <= 0 or grid[1] <= 0 or grid[2] <= 0:
+            return
+        ck = self._by_key.get(keys)
+        if ck is None:
+            ck = self._load(self._specialization_of(keys))
+            self._by_key[keys] = ck
+        if stream and hasattr(stream, "cuda_stream"):
+            stream = stream.cuda_stream
+        try:
+            ck.launch(values, grid, stream)
+        except (CudaError, OverflowError, TypeError) as exc:
+            raise LaunchError(f"@{self.name}: launch failed: {exc}") from exc
+        for name, host, buf in copies:
+            if name not in self.written:
+                continue
+            try:
+                out = buf.to_numpy(host.dtype, host.shape)
+            except CudaError as exc:
+                raise LaunchError(f"@{self.name}: the kernel faulted (seen copying {name} back): {exc}") from exc
+            host[...] = out
+
+
+class BoundLaunch:
+    """A prepared call site of a JitKernel (see ``JitKernel.prepare``)."""
+
+    def __init__(self, jk, ck, values, grid, stream, keys):
+        self.kernel, self.compiled = jk, ck
+        self.grid, self.stream = grid, stream
+        # the argument block is private to this call site: pack it once, launch from it
+        self._block = ctypes.create_string_buffer(8 * max(1, len(values)))
+        ck.packer.pack_into(self._block, 0, *values)
+        base = ctypes.addressof(self._block)
+        self._params = (ctypes.c_void_p * max(1, len(values)))(*[base + 8 * i for i in range(max(1, len(values)))])
+        self._params_address = ctypes.addressof(self._params)
+        self._ptr_slot = {}
+        self._shape = {}
+        slot = 0
+        tensors = iter(keys)
+        for name, is_tensor, dtype, rank in jk.params:
+            if is_tensor:
+                self._ptr_slot[name] = (slot, next(tensors))
+                self._shape[name] = (tuple(values[slot + 1:slot + 1 + rank]),
+                                     tuple(values[slot + 1 + rank:slot + 1 + 2 * rank]), dtype)
+                slot += 1 + 2 * rank
+            else:
+                slot += 1
+        cu = _cu()
+        cfg = cu.CUlaunchConfig()
+        src = ck.cfg
+        cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid
+        cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = src.blockDimX, src.blockDimY, src.blockDimZ
+        cfg.sharedMemBytes = 0
+        cfg.hStream = stream if isinstance(stream, cu.CUstream) else cu.CUstream(int(stream))
+        cfg.attrs = src.attrs
+        cfg.numAttrs = src.numAttrs
+        self._cfg = cfg
+        self._launch = cu.cuLaunchKernelEx
+        self._handle = ck._handle
+        self._pack_ptr = struct.Struct("<Q").pack_into
+
+    def __call__(self, **tensors) -> None:
+        for name, a in tensors.items():
+            try:
+                slot, key = self._ptr_slot[name]
+            except KeyError:
+                raise LaunchError(f"@{self.kernel.name}: {name} is not a tensor parameter") from None
+            if hasattr(a, "data_ptr"):
+                ptr, shape, strides = a.data_ptr(), a.shape, a.stride()
+            else:
+                ptr, shape, strides = self.kernel._tensor(name, a, self._shape[name][2], len(self._shape[name][0]),
+                                                          [], False)
+            bound_shape, bound_strides, _ = self._shape[name]
+            # the prepared kernel holds for the same shape and strides, and, if it was specialized for a 16-byte
+            # aligned tensor, an aligned address
+            if shape != bound_shape or strides != bound_strides or (key is not None and key[1] and ptr & 15):
+                raise LaunchError(f"@{self.kernel.name}: {name} differs from the prepared call's tensor "
+                                  f"(shape {shape}, strides {strides}, address {ptr:#x}); prepare() again")
+            self._pack_ptr(self._block, 8 * slot, ptr)
+        err = self._launch(self._cfg, self._handle, self._params_address, 0)
+        err = err[0] if isinstance(err, tuple) else err
+        if int(err):
+            raise LaunchError(f"@{self.kernel.name}: cuLaunchKernelEx failed: {_result_name(err)} ({int(err)}) "
+                              f"{_error_string(err)} [grid {self.grid}]")
+
+
+def jit(ir, kernel: str | None = None, arch: str = "sm_90a", options=None) -> JitKernel:
+    """A callable for a kernel of ``ir`` (a Module — its first kernel, or the one named ``kernel`` — or a Kernel)."""
+    from ..ir.core import Module as IRModule
+
+    k = ir.kernel(kernel) if isinstance(ir, IRModule) and kernel else (ir.kernels[0] if isinstance(ir, IRModule) else ir)
+    return JitKernel(k, arch, options)
