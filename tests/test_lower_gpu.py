@@ -150,8 +150,11 @@ def test_specialized_kernels_report_registers(sqrt_sin, l2norm):
                     (l2norm, Specialization.of(x=TensorSpec(1, True, 4), y=TensorSpec(1, True, 4)))]:
         c = k.compile(spec)
         loaded = k._load(spec)
-        assert loaded.function.num_regs == c.registers
-        print(f"{k.name} [{spec}]: {c.registers} registers, {len(c.ptx_instructions())} PTX instructions")
+        regs = loaded.function.num_regs
+        assert 0 < regs <= 255
+        # ptxas's own count, when this nvJitLink's info log carries it (the device's 13.0 omitted it for l2norm)
+        assert c.registers in (None, regs)
+        print(f"{k.name} [{spec}]: {regs} registers, {len(c.ptx_instructions())} PTX instructions")
 
 
 def test_prepared_call_site_relaunches_and_swaps_pointers(sqrt_sin):
