@@ -179,8 +179,11 @@ class _CTA:
 
     def tick(self) -> None:
         """Random schedule: perform random steps of copies in flight (each with probability 1/2 in turn)."""
-        while self.inflight and self.rng.random() < 0.5:
-            self.advance(self.inflight[self.rng.integers(len(self.inflight))])
+        while self.rng.random() < 0.5:
+            candidates = [a for a in self.inflight if getattr(a, "schedulable", True)]
+            if not candidates:
+                return
+            self.advance(candidates[self.rng.integers(len(candidates))])
 
     def at_barrier(self, op) -> None:
         """The whole CTA reached a barrier: a scheduling point."""
@@ -195,9 +198,9 @@ class _CTA:
                 raise InterpreterError(f"{a.op.loc}: {a.op.name}: the CTA ends while {a.describe()} is still in "
                                        "flight: nothing waited for it")
             if a.reads(self) is not None:
+                fix = getattr(a, "fix", "tma.store_wait {pending = 0, read = true}")
                 raise InterpreterError(f"{a.op.loc}: {a.op.name}: the CTA ends while {a.describe()} may still be "
-                                       "reading shared memory: tma.store_wait {pending = 0, read = true} before the "
-                                       "end")
+                                       f"reading shared memory: {fix} before the end")
         while self.inflight:
             self.advance(self.inflight[0])
 
@@ -239,7 +242,7 @@ class _CTA:
                 common = np.intersect1d(byteset, other, assume_unique=True)
                 if common.size:
                     fix = ("wait on its barrier first" if theirs == "writing"
-                           else "tma.store_wait {read = true} first")
+                           else getattr(a, "fix", "tma.store_wait {read = true} first"))
                     self.fail(op, f"{access}s shared memory bytes [{int(common[0])}, {int(common[-1]) + 1}) of {what} "
                                   f"that {a.describe()} may still be {theirs}: {fix}", RaceError)
 

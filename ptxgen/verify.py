@@ -104,6 +104,11 @@ class Verifier:
 
     # -- walking -------------------------------------------------------------------------------------------------
     def kernel(self, kernel: Kernel) -> None:
+        block = kernel.attrs.get("block")
+        items = block if isinstance(block, tuple) else (block,)
+        # the CTA's thread count when the block attribute is static (rules about warpgroup roles need it)
+        self.kernel_block = (items[0] * (items[1] if len(items) > 1 else 1) * (items[2] if len(items) > 2 else 1)
+                             if block is not None and all(isinstance(x, int) for x in items) else None)
         scope = {id(p) for p in kernel.params}
         self._region(kernel.body, scope)
         # kernel-level rules (ptxgen.ir.ops.kernel_rule): rules relating several ops, run once the ops are checked

@@ -205,7 +205,7 @@ CORPUS_TMA = [
      "%st is only known to be 128-byte aligned but the TMA map needs 1024 (the SW128 pattern must start at phase 0)",
      TMA_LINE + 3),
     ("tma load barrier operand", "  tma.load %m, %sw, %s, %c0, %c0, %c0",
-     "the third operand must be an mbarrier array, not f32"),
+     "the third operand must be an mbarrier array or a pipeline (its full barriers), not f32"),
     ("expect_tx short of two loads", EXPECT + "  tma.load %m, %sw, %bars, %c0, %c0, %c0\n"
                                               "  tma.load %m, %sw, %bars, %c0, %c0, %c1",
      "expect_tx of 8192 bytes on %bars[%c0] but the tma.loads that complete on it deliver 16384 bytes (2 × 8192)"),

@@ -22,7 +22,7 @@ import contextlib
 from .core import Kernel, Module, Op, Region, Value
 from .hostexpr import Add, CDiv, Const, Dim, Mul, ParamRef, Word
 from .ops import OPS
-from .types import (SCALARS, BarrierType, FragmentType, GlobalTensorType, GlobalViewType, ScalarType, TensorMapType,
+from .types import (SCALARS, BarrierType, PipelineType, FragmentType, GlobalTensorType, GlobalViewType, ScalarType, TensorMapType,
                     TensorType)
 
 i1, i32, u32, i64, u64 = (SCALARS[n] for n in ("i1", "i32", "u32", "i64", "u64"))
@@ -59,6 +59,11 @@ def smem(dtype: str, layout) -> TensorType:
 def tmap(dtype: str, rank: int, box) -> TensorMapType:
     """A TMA tensor-map parameter type: ``tmap('f32', 2, 'Sw<3,4,3> o 0 o (64,32):(32,1)')``."""
     return TensorMapType(SCALARS[dtype], rank, _layout(box))
+
+
+def pipeline(stages: int) -> PipelineType:
+    """``pipeline<stages>``."""
+    return PipelineType(stages)
 
 
 def mbarrier(count: int) -> BarrierType:
@@ -191,6 +196,15 @@ class Builder:
         op = Op("scf.if", [cond], {}, results, [Region(), Region()] if results else [Region()])
         self._stack[-1].ops.append(op)
         return _Branch(self, op)
+
+    def roles(self, **roles):
+        """``gpu.roles``: ``r = b.roles(producer=(1, 40), consumer=(2, 232))`` gives each role (in keyword order) its
+        number of warpgroups and its setmaxnreg register count; ``with r["producer"]:`` builds that role's region."""
+        attrs = {"names": tuple(Word(n) for n in roles), "warpgroups": tuple(g for g, _r in roles.values()),
+                 "maxnreg": tuple(r for _g, r in roles.values())}
+        op = Op("gpu.roles", [], attrs, [], [Region() for _ in roles])
+        self._stack[-1].ops.append(op)
+        return {name: self.region(region) for name, region in zip(roles, op.regions)}
 
     def yield_(self, *values):
         """``scf.yield``: end the current region of an scf.for / scf.if."""

@@ -49,7 +49,7 @@ from layoutc.notation import to_str
 
 from .core import Kernel, Location, Module, Op, Region, Value
 from .hostexpr import Add, CDiv, Const, Dim, HostExpr, Mul, ParamRef, TupleAttr, Word
-from .types import (SCALARS, BarrierType, FragmentType, GlobalTensorType, GlobalViewType, ScalarType,
+from .types import (SCALARS, BarrierType, PipelineType, FragmentType, GlobalTensorType, GlobalViewType, ScalarType,
                     TensorMapType, TensorType)
 
 __all__ = [
@@ -353,6 +353,7 @@ class _Reader:
             "rmem": (("dtype",), "layout", "rmem<T>[layout]"),
             "gmem": (("dtype",), "layout", "gmem<T>[layout]"),
             "mbarrier": (("int",), None, "mbarrier<count>"),
+            "pipeline": (("int",), None, "pipeline<stages>"),
         }
         if name not in forms:
             raise self.error_at(name_token, f"unknown type '{name}'")
@@ -389,6 +390,8 @@ class _Reader:
             return FragmentType(*values)
         if name == "mbarrier":
             return BarrierType(*values)
+        if name == "pipeline":
+            return PipelineType(*values)
         return TensorType(name, *values)
 
     # -- attribute values ------------------------------------------------------------------------------------------
@@ -544,7 +547,7 @@ _CUTE_LEAVES = (lc.Layout, lc.ComposedLayout)
 def print_type(t) -> str:
     """A type's text form: ``print_type(FragmentType(F32, (4,)))`` → ``frag<f32>[(4)]``."""
     if not isinstance(t, (ScalarType, GlobalTensorType, GlobalViewType, FragmentType, TensorType, TensorMapType,
-                          BarrierType)):
+                          BarrierType, PipelineType)):
         raise ValueError(f"cannot print type {t!r}")
     return str(t)
 

@@ -112,6 +112,18 @@ class BarrierType:
         return f"mbarrier<{self.count}>"
 
 
+@dataclass(frozen=True)
+class PipelineType:
+    """A ring of ``stages`` smem stages guarded by a full and an empty mbarrier per stage (16 bytes each):
+    ``pipeline<4>``. Producers acquire a stage (wait until it is empty, expect its TMA bytes); consumers wait until
+    it is full and release it."""
+
+    stages: int
+
+    def __str__(self) -> str:
+        return f"pipeline<{self.stages}>"
+
+
 def scalar(name: str) -> ScalarType:
     """The scalar type named ``name``: ``scalar('i32')``. Pre: a known name."""
     return SCALARS[name]

@@ -100,6 +100,21 @@ def view_alignment(value) -> int | None:
             if n > 1 and d:
                 align = min(align, _lowbit(d * element_bytes(t.dtype)))
         return align
+    if owner.name == "smem.tile":
+        parent = view_alignment(owner.operands[0])
+        t = owner.operands[0].type
+        try:
+            _layout, rest = tile_split(t.layout, owner.attrs["mode"], owner.attrs["size"])
+        except (KeyError, lc.LayoutError):
+            return None
+        if parent is None:
+            return None
+        shapes, strides = lc.flatten(rest).shape, lc.flatten(rest).stride
+        for n, d in zip(shapes if isinstance(shapes, tuple) else (shapes,),
+                        strides if isinstance(strides, tuple) else (strides,)):
+            if n > 1 and d:
+                parent = min(parent, _lowbit(d * element_bytes(t.dtype)))
+        return parent
     return None
 
 
@@ -228,6 +243,89 @@ class Slice(OpDef):
         base = view.base + table[np.clip(i, 0, n - 1)]
         ix.set(op.results[0], SmemView(base, stage_sliced(layout), view.dtype,
                                        f"{view.name}[%{index_v.name}]", view.lo, view.hi))
+
+
+def tile_split(layout, mode: int, size: int):
+    """(the view's layout with mode ``mode`` cut to its first ``size`` entries, the layout of the block index):
+    ``logical_divide`` of that mode by ``size``, CuTe's ``(tile, rest)``. A ComposedLayout keeps its swizzle and
+    offset; block i starts ``rest(i)`` elements further (that offset goes to the runtime base).
+
+    ``tile_split(Sw<3,4,3> o 0 o ((8,16),(64,1)):((64,512),(1,0)), 0, 64)`` →
+    ``(Sw<3,4,3> o 0 o (64,(64,1)):(64,(1,0)), 2:4096)``. Pre: ``size`` divides the mode's size (LayoutError)."""
+    inner = _inner(layout)
+    divided = lc.logical_divide(inner[mode], size)
+    tile, rest = divided[0], divided[1]
+    modes = [tile if k == mode else inner[k] for k in range(lc.rank(inner))]
+    new_inner = lc.make_layout(*modes)
+    if isinstance(layout, lc.ComposedLayout):
+        return lc.ComposedLayout(layout.outer, layout.offset, new_inner), rest
+    return new_inner, rest
+
+
+def _verify_tile_attrs(op, v, t):
+    mode = v.attr(op, "mode", int)
+    size = v.attr(op, "size", int)
+    if mode is None or size is None:
+        return None
+    rank = lc.rank(_inner(t.layout))
+    if not 0 <= mode < rank:
+        v.error(op, f"mode {mode} is outside the view's {rank} modes")
+        return None
+    extent = lc.size(_inner(t.layout)[mode])
+    if size < 1 or extent % size:
+        v.error(op, f"size {size} does not divide mode {mode}'s {extent} entries")
+        return None
+    try:
+        return tile_split(t.layout, mode, size)
+    except lc.LayoutError as e:
+        v.error(op, f"cannot cut blocks of {size} out of mode {mode} of {lc.to_str(t.layout)}: {e.condition}")
+        return None
+
+
+@register
+class Tile(OpDef):
+    name = "smem.tile"
+    summary = "block i (a runtime index) of `size` entries along mode `mode` of a smem view"
+
+    def verify(self, op, v):
+        view, index = v.operands(op, 2)
+        (t,) = v.results(op, 1)
+        if not isinstance(view.type, TensorType) or view.type.space != "smem":
+            v.error(op, f"the first operand must be a smem view, not {view.type}")
+            return
+        if index.type != I32:
+            v.error(op, f"the index must be i32, not {index.type}")
+        split = _verify_tile_attrs(op, v, view.type)
+        if split is None:
+            return
+        layout, rest = split
+        c = const_int(index)
+        if c is not None and not 0 <= c < lc.size(rest):
+            v.error(op, f"block {c} is outside the {lc.size(rest)} blocks of mode {op.attrs['mode']}")
+        want = TensorType("smem", view.type.dtype, layout)
+        if t != want:
+            v.error(op, f"result type must be {want} (mode {op.attrs['mode']} cut to {op.attrs['size']}), not {t}")
+
+    def result_types(self, operand_types, attrs):
+        t = operand_types[0]
+        return [TensorType("smem", t.dtype, tile_split(t.layout, attrs["mode"], attrs["size"])[0])]
+
+    def interpret(self, op, ix):
+        view_v, index_v = op.operands
+        view = ix.get(view_v)
+        layout, rest = tile_split(view.layout, op.attrs["mode"], op.attrs["size"])
+        n = lc.size(rest)
+        esize = element_bytes(view.dtype)
+        table = ix.cached(("tile-offsets", view.layout, op.attrs["mode"], op.attrs["size"], view.dtype),
+                          lambda: np.array([rest(i) * esize for i in range(n)], dtype=np.int64))
+        i = ix.get(index_v).astype(np.int64)
+        bad = ix.mask & ((i < 0) | (i >= n))
+        if bad.any():
+            ix.fail(op, f"block {int(i[bad][0])} (thread {int(np.nonzero(bad)[0][0])}) is outside the {n} blocks of "
+                        f"{view.name}")
+        base = view.base + table[np.clip(i, 0, n - 1)]
+        ix.set(op.results[0], SmemView(base, layout, view.dtype, f"{view.name}.tile[%{index_v.name}]", view.lo,
+                                       view.hi))
 
 
 class _SmemAccess(OpDef):

@@ -20,7 +20,7 @@ import layoutc as lc
 from layoutc.hopper import TmaError, make_tma_params
 
 from ..core import Kernel
-from ..types import I32, BarrierType, TensorMapType, TensorType
+from ..types import I32, BarrierType, PipelineType, TensorMapType, TensorType
 from . import (
     AsyncOp, OpDef, Wait, const_int, describe_threads, element_bytes, from_bytes, kernel_rule, layoutc_dtype,
     numpy_dtype, register, tile_coordinates, to_bytes,
@@ -252,12 +252,14 @@ class Load(OpDef):
         v.results(op, 0)
         if not _verify_map_and_view(op, v, tmap, dst, "destination"):
             return
-        if not isinstance(bars.type, BarrierType):
-            v.error(op, f"the third operand must be an mbarrier array, not {bars.type}")
+        if not isinstance(bars.type, (BarrierType, PipelineType)):
+            v.error(op, f"the third operand must be an mbarrier array or a pipeline (its full barriers), not "
+                        f"{bars.type}")
         else:
             c = const_int(index)
-            if c is not None and not 0 <= c < bars.type.count:
-                v.error(op, f"barrier index {c} is outside %{bars.name}'s {bars.type.count} barriers")
+            count = bars.type.count if isinstance(bars.type, BarrierType) else bars.type.stages
+            if c is not None and not 0 <= c < count:
+                v.error(op, f"barrier index {c} is outside %{bars.name}'s {count} barriers")
         if index.type != I32:
             v.error(op, f"the barrier index must be i32, not {index.type}")
         _verify_coords(op, v, tmap.type, coords)
@@ -265,6 +267,7 @@ class Load(OpDef):
     def interpret(self, op, ix):
         tmap_v, dst_v, bars_v, index_v, *coords = op.operands
         m, view, bars = ix.get(tmap_v), ix.get(dst_v), ix.get(bars_v)
+        bars = getattr(bars, "full", bars)  # a pipeline: its stage's full barrier
         act = np.nonzero(ix.mask)[0]
         idx = ix.get(index_v)[act]
         origin = _coords_of(ix, coords, act)
@@ -416,6 +419,16 @@ def _regions(region):
             yield from _regions(r)
 
 
+def _expects_tx(op):
+    """(barrier array or pipeline, index value) when ``op`` makes a barrier expect TMA bytes, else None:
+    ``mbarrier.arrive_expect_tx %bars, %i`` and ``%s = pipeline.acquire %p, %k`` (on %p's full barrier %s)."""
+    if op.name == "mbarrier.arrive_expect_tx" and len(op.operands) == 2:
+        return tuple(op.operands)
+    if op.name == "pipeline.acquire" and len(op.operands) == 2 and len(op.results) == 1:
+        return op.operands[0], op.results[0]
+    return None
+
+
 def _bar_key(bars, index):
     c = const_int(index)
     return id(bars), (("const", c) if c is not None else id(index))
@@ -430,7 +443,7 @@ def _expect_tx_matches_loads(kernel: Kernel, v):
         want = expect.attrs.get("bytes")
         if not isinstance(want, int):
             return
-        bars, index = expect.operands
+        bars, index = _expects_tx(expect)
         label = f"%{bars.name}[%{index.name}]"
         sizes = [box_bytes(ld.operands[0].type) for ld in loads]
         if not loads:
@@ -445,13 +458,14 @@ def _expect_tx_matches_loads(kernel: Kernel, v):
     for region in _regions(kernel.body):
         open_ = {}
         for op in region.ops:
-            if op.name == "mbarrier.arrive_expect_tx" and len(op.operands) == 2:
-                key = _bar_key(*op.operands)
+            expects = _expects_tx(op)
+            if expects is not None:
+                key = _bar_key(*expects)
                 if key in open_:
                     close(open_, key)
                 open_[key] = (op, [])
             elif (op.name == "tma.load" and len(op.operands) >= 4 and isinstance(op.operands[0].type, TensorMapType)
-                  and isinstance(op.operands[2].type, BarrierType)):
+                  and isinstance(op.operands[2].type, (BarrierType, PipelineType))):
                 key = _bar_key(op.operands[2], op.operands[3])
                 if key in open_:
                     open_[key][1].append(op)

@@ -1,0 +1,223 @@
+"""pipeline: a ring of shared-memory stages between producers (TMA) and consumers, built on mbarriers.
+
+A ``pipeline<S>`` holds two arrays of S mbarriers: ``full[s]`` (a phase completes when the producer's
+arrive-expect-tx arrived and the TMA loads delivered its bytes) and ``empty[s]`` (a phase completes when every
+consumer warp released the stage). Iteration ``k`` uses stage ``s = k % S`` in pass ``k / S``; the phase bit a wait
+needs is ``(k / S) & 1`` for consumers and its complement for producers, so that on the first pass the producer's
+wait on a fresh (never completed) empty barrier passes at once. The ops compute stage and parity from ``k``: a user
+never writes a parity, and the ``wrong parity`` bug cannot be written with them (it can with raw mbarrier ops).
+
+Lowering: exactly the mbarrier ops they stand for (hopper-ptx §6.3): ``pipeline.acquire`` = try_wait.parity on
+``empty[s]`` + ``mbarrier.arrive.expect_tx`` on ``full[s]``; ``pipeline.wait`` = try_wait.parity on ``full[s]``;
+``pipeline.release`` = one ``mbarrier.arrive`` on ``empty[s]`` per warp (by its lane 0).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..types import I32, PipelineType
+from . import OpDef, const_int, describe_threads, register
+from .mbarrier import MAX_ARRIVALS, MAX_TX, BarrierArray, BarrierWait, barrier_arrays
+
+
+class PipelineValue:
+    """Interpreter value of a ``pipeline<S>``: its ``full`` and ``empty`` BarrierArrays (named ``%p.full`` and
+    ``%p.empty`` in messages) and the number of stages."""
+
+    def __init__(self, name: str, stages: int, address: int):
+        self.name = name
+        self.stages = stages
+        self.full = BarrierArray(f"{name}.full", stages, address)
+        self.empty = BarrierArray(f"{name}.empty", stages, address + 8 * stages)
+
+
+def _verify_pipe(op, v, pipe) -> bool:
+    if not isinstance(pipe.type, PipelineType):
+        v.error(op, f"the first operand must be a pipeline<S>, not {pipe.type}")
+        return False
+    return True
+
+
+def _verify_iteration(op, v, k) -> None:
+    if k.type != I32:
+        v.error(op, f"the iteration index must be i32, not {k.type}")
+    c = const_int(k)
+    if c is not None and c < 0:
+        v.error(op, f"the iteration index must be >= 0, not {c}")
+
+
+def _uniform_iteration(op, ix, k_value, pipe: PipelineValue):
+    """(active threads, k): the waiting threads must agree on the iteration (they wait for one phase)."""
+    act = np.nonzero(ix.mask)[0]
+    ks = ix.get(k_value)[act].astype(np.int64)
+    if len(set(ks.tolist())) > 1:
+        ix.fail(op, f"the threads disagree on the iteration index ({sorted(set(ks.tolist()))[:4]}): all active "
+                    "threads of a pipeline wait wait for the same stage and phase")
+    k = int(ks[0])
+    if k < 0:
+        ix.fail(op, f"iteration index {k} is negative")
+    return act, k
+
+
+# -- ops -------------------------------------------------------------------------------------------------------------
+
+@register
+class Alloc(OpDef):
+    name = "pipeline.alloc"
+    summary = "a ring of `stages` stages: S full and S empty mbarriers in shared memory"
+
+    def verify(self, op, v):
+        v.operands(op, 0)
+        (t,) = v.results(op, 1)
+        if not isinstance(t, PipelineType):
+            v.error(op, f"result type must be pipeline<S>, not {t}")
+            return
+        stages = v.attr(op, "stages", int)
+        if stages is not None and stages != t.stages:
+            v.error(op, f"stages {stages} differs from the result type's {t.stages}")
+        if t.stages < 1:
+            v.error(op, f"a pipeline has at least 1 stage, not {t.stages}")
+        consumers = v.attr(op, "consumers", int)
+        if consumers is not None and not 1 <= consumers <= MAX_ARRIVALS:
+            v.error(op, f"consumers (the warps that release each stage) must be from 1 to {MAX_ARRIVALS}, "
+                        f"not {consumers}")
+
+    def result_types(self, operand_types, attrs):
+        return [PipelineType(attrs["stages"])]
+
+    def smem_request(self, op):
+        t = op.results[0].type if len(op.results) == 1 else None
+        if not isinstance(t, PipelineType) or t.stages < 1:
+            return None
+        return 16 * t.stages, 8
+
+    def interpret(self, op, ix):
+        t = op.results[0].type
+        value = PipelineValue(op.results[0].name, t.stages, ix.smem_plan.address[id(op)])
+        value.consumers = op.attrs["consumers"]
+        barrier_arrays(ix).extend([value.full, value.empty])
+        ix.set(op.results[0], value)
+
+
+@register
+class Init(OpDef):
+    name = "pipeline.init"
+    summary = "initialise every stage's barriers (full: 1 arrival; empty: `consumers` arrivals) and fence the inits"
+
+    def verify(self, op, v):
+        (pipe,) = v.operands(op, 1)
+        v.results(op, 0)
+        _verify_pipe(op, v, pipe)
+
+    def interpret(self, op, ix):
+        p = ix.get(op.operands[0])
+        act = np.nonzero(ix.mask)[0].tolist()
+        for arr, arrivals in ((p.full, 1), (p.empty, p.consumers)):
+            for st in arr.states:
+                st.__init__()
+                st.initialised = True
+                st.expected = st.pending = arrivals
+                st.init_threads.update(act)
+                st.init_op = op
+                st.fenced = True  # pipeline.init includes fence.mbarrier_init
+
+
+class _PhaseWait(BarrierWait):
+    """A BarrierWait whose hang message says which pipeline op and iteration waits."""
+
+    def __init__(self, op, threads, arr, index, parity, what):
+        super().__init__(op, threads, arr, index, parity)
+        self.what = what
+
+    def hang(self, ix) -> str:
+        return f"{self.what}: " + super().hang(ix)
+
+
+@register
+class Acquire(OpDef):
+    name = "pipeline.acquire"
+    summary = "producer: wait until stage k % S is empty, then arrive on its full barrier expecting `bytes`"
+
+    def verify(self, op, v):
+        pipe, k = v.operands(op, 2)
+        (t,) = v.results(op, 1)
+        if not _verify_pipe(op, v, pipe):
+            return
+        _verify_iteration(op, v, k)
+        if t != I32:
+            v.error(op, f"the result (the stage index) is i32, not {t}")
+        b = v.attr(op, "bytes", int)
+        if b is not None and not 1 <= b <= MAX_TX:
+            v.error(op, f"bytes must be from 1 to {MAX_TX} (a phase's tx range), not {b}")
+
+    def result_types(self, operand_types, attrs):
+        return [I32]
+
+    def interpret(self, op, ix):
+        p = ix.get(op.operands[0])
+        act, k = _uniform_iteration(op, ix, op.operands[1], p)
+        s, parity = k % p.stages, ((k // p.stages) & 1) ^ 1
+        for t in act.tolist():
+            p.empty.state(ix, op, s, t)
+        yield _PhaseWait(op, act, p.empty, s, parity,
+                         f"pipeline.acquire of iteration {k} (stage {s}) by {describe_threads(act)}")
+        for t in act.tolist():
+            p.full.expect_tx(ix, op, s, op.attrs["bytes"], t)
+            p.full.arrive(ix, op, s, t)
+        ix.set(op.results[0], np.full(ix.nthreads, s, dtype=np.int32))
+
+
+@register
+class WaitFull(OpDef):
+    name = "pipeline.wait"
+    summary = "consumer: wait until stage k % S is full (its TMA bytes arrived); gives the stage index"
+
+    def verify(self, op, v):
+        pipe, k = v.operands(op, 2)
+        (t,) = v.results(op, 1)
+        if not _verify_pipe(op, v, pipe):
+            return
+        _verify_iteration(op, v, k)
+        if t != I32:
+            v.error(op, f"the result (the stage index) is i32, not {t}")
+
+    def result_types(self, operand_types, attrs):
+        return [I32]
+
+    def interpret(self, op, ix):
+        p = ix.get(op.operands[0])
+        act, k = _uniform_iteration(op, ix, op.operands[1], p)
+        s, parity = k % p.stages, (k // p.stages) & 1
+        for t in act.tolist():
+            p.full.state(ix, op, s, t)
+        yield _PhaseWait(op, act, p.full, s, parity,
+                         f"pipeline.wait of iteration {k} (stage {s}) by {describe_threads(act)}")
+        ix.set(op.results[0], np.full(ix.nthreads, s, dtype=np.int32))
+
+
+@register
+class Release(OpDef):
+    name = "pipeline.release"
+    summary = "consumer: hand stage s back to the producer (one arrival on empty[s] per active warp)"
+
+    def verify(self, op, v):
+        pipe, s = v.operands(op, 2)
+        v.results(op, 0)
+        if not _verify_pipe(op, v, pipe):
+            return
+        if s.type != I32:
+            v.error(op, f"the stage index must be i32, not {s.type}")
+        c = const_int(s)
+        if c is not None and not 0 <= c < pipe.type.stages:
+            v.error(op, f"stage {c} is outside the pipeline's {pipe.type.stages} stages")
+
+    def interpret(self, op, ix):
+        p = ix.get(op.operands[0])
+        act = np.nonzero(ix.mask)[0]
+        stages = ix.get(op.operands[1])[act]
+        for warp in sorted(set((act // 32).tolist())):
+            lanes = act[act // 32 == warp]
+            mine = set(stages[act // 32 == warp].tolist())
+            if len(mine) > 1:
+                ix.fail(op, f"the lanes of warp {warp} release different stages {sorted(mine)}")
+            p.empty.arrive(ix, op, int(stages[act // 32 == warp][0]), int(lanes[0]))

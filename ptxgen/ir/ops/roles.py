@@ -1,0 +1,185 @@
+"""Warp specialization: warpgroup roles that run concurrently (``gpu.roles``) and named barriers among some of the
+CTA's warps (``barrier.named``).
+
+``gpu.roles {names = (producer, consumer), warpgroups = (1, 2), maxnreg = (40, 232)} { ... } { ... }`` gives region
+r to the next ``warpgroups[r]`` warpgroups of the CTA (role 0: warpgroup 0; role 1: warpgroups 1 and 2) and first
+re-sizes their register files to ``maxnreg[r]`` registers per thread (``setmaxnreg``: down for a TMA producer that
+needs few, up for the wgmma consumers). The roles run CONCURRENTLY: in the interpreter each role is its own stream
+of execution (lock step inside the role), and the scheduler switches role whenever the running one blocks on a wait,
+so a producer can run ahead of its consumers by as many stages as the pipeline has, and a wait no role and no copy
+in flight can satisfy is reported as a hang naming every blocked role, its barrier and phase.
+
+A CTA-wide ``barrier.cta`` inside a role would wait for threads that run other code: the verifier refuses it; roles
+synchronise through mbarriers and named barriers.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..core import walk
+from ..hostexpr import Word
+from . import OpDef, Wait, describe_threads, register
+
+REGISTER_FILE = 65536        # 32-bit registers per SM (one CTA per SM for a warp-specialized kernel)
+MIN_REGS, MAX_REGS = 24, 256  # setmaxnreg's range; the count is a multiple of 8
+NAMED_BARRIERS = 16          # bar.sync ids 0..15 (0 is the CTA barrier)
+
+
+def role_ranges(op) -> list:
+    """[(first warpgroup, count)] of each role of a ``gpu.roles`` op, in region order."""
+    out, first = [], 0
+    for count in op.attrs["warpgroups"]:
+        out.append((first, count))
+        first += count
+    return out
+
+
+def launch_registers(threads: int) -> int:
+    """The per-thread register budget a CTA of ``threads`` threads is compiled for when it alone fills an SM
+    (``__launch_bounds__(threads, 1)``): the register file divided by the threads, rounded down to 8, at most 255."""
+    return min(255, REGISTER_FILE // threads // 8 * 8)
+
+
+class RolesWait(Wait):
+    """Every role of a ``gpu.roles`` is blocked: the roles op waits until any role's wait is met."""
+
+    def __init__(self, op, blocked):
+        super().__init__(op, np.concatenate([w.threads for _name, w in blocked]))
+        self.blocked = blocked
+
+    def ready(self, ix) -> bool:
+        return any(w.ready(ix) for _name, w in self.blocked)
+
+    def helps(self, ix, aop) -> bool:
+        return any(w.helps(ix, aop) for _name, w in self.blocked)
+
+    def hang(self, ix) -> str:
+        parts = [f"role {name} at {w.op.loc} ({w.op.name}): {w.hang(ix)}" for name, w in self.blocked]
+        return "every role is blocked: " + "; ".join(parts)
+
+
+@register
+class Roles(OpDef):
+    name = "gpu.roles"
+    summary = "warpgroup roles running concurrently, each with its own register budget (setmaxnreg)"
+
+    def verify(self, op, v):
+        v.operands(op, 0)
+        v.results(op, 0)
+        groups = v.attr(op, "warpgroups", tuple)
+        regs = v.attr(op, "maxnreg", tuple)
+        names = v.attr(op, "names", tuple)
+        if groups is None or regs is None or names is None:
+            return
+        n = len(op.regions)
+        if n < 2:
+            v.error(op, f"needs at least 2 role regions, got {n}")
+            return
+        for what, t in (("warpgroups", groups), ("maxnreg", regs), ("names", names)):
+            if len(t) != n:
+                v.error(op, f"{what} has {len(t)} entries but the op has {n} role regions")
+                return
+        if not all(isinstance(g, int) and not isinstance(g, bool) and g >= 1 for g in groups):
+            v.error(op, f"warpgroups must be positive integers, not {groups}")
+            return
+        if not all(isinstance(x, (Word, str)) for x in names) or len({str(x) for x in names}) != n:
+            v.error(op, f"names must be {n} distinct words, not {names}")
+            return
+        block = getattr(v, "kernel_block", None)
+        if block is not None and 128 * sum(groups) != block:
+            v.error(op, f"the roles span {sum(groups)} warpgroups = {128 * sum(groups)} threads but the CTA has "
+                        f"{block}: every thread has one role")
+        for r in regs:
+            if not isinstance(r, int) or isinstance(r, bool) or not MIN_REGS <= r <= MAX_REGS or r % 8:
+                v.error(op, f"maxnreg {r!r} is not a multiple of 8 from {MIN_REGS} to {MAX_REGS} (setmaxnreg)")
+                return
+        total = sum(128 * g * r for g, r in zip(groups, regs))
+        if total > REGISTER_FILE:
+            shown = " + ".join(f"{128 * g} threads × {r}" for g, r in zip(groups, regs))
+            v.error(op, f"the roles ask for {shown} = {total} registers, more than the SM's {REGISTER_FILE}: "
+                        "setmaxnreg.inc would wait forever")
+        for region in op.regions:
+            for inner in walk(region):
+                if inner.name == "barrier.cta":
+                    v.error(inner, "barrier.cta inside a gpu.roles region waits for threads of other roles, which "
+                                   "run other code: synchronise roles with mbarriers or barrier.named")
+                elif inner.name == "gpu.roles":
+                    v.error(inner, "gpu.roles cannot be nested")
+
+    def interpret(self, op, ix):
+        base_mask, base_yielded = ix.mask, ix.yielded
+        names = [str(x) for x in op.attrs["names"]]
+        streams = []
+        for (first, count), region, name in zip(role_ranges(op), op.regions, names):
+            mask = np.zeros(ix.nthreads, dtype=bool)
+            mask[128 * first:128 * (first + count)] = True
+            streams.append({"name": name, "mask": mask, "region": region, "gen": None, "wait": None})
+        live = list(streams)
+        try:
+            while live:
+                progressed = False
+                for s in list(live):
+                    if s["wait"] is not None and not s["wait"].ready(ix):
+                        continue
+                    progressed = True
+                    ix.mask, ix.yielded = base_mask, base_yielded
+                    try:
+                        if s["gen"] is None:
+                            s["gen"] = ix.steps(s["region"], s["mask"])
+                            s["wait"] = next(s["gen"])
+                        else:
+                            s["wait"] = s["gen"].send(None)
+                    except StopIteration:
+                        live.remove(s)
+                if live and not progressed:
+                    ix.mask, ix.yielded = base_mask, base_yielded
+                    yield RolesWait(op, [(s["name"], s["wait"]) for s in live])
+        finally:
+            ix.mask, ix.yielded = base_mask, base_yielded
+
+
+class NamedBarrierWait(Wait):
+    def __init__(self, op, threads, state, generation, ident, count):
+        super().__init__(op, threads)
+        self.state, self.generation, self.ident, self.count = state, generation, ident, count
+
+    def ready(self, ix) -> bool:
+        return self.state["generation"] > self.generation
+
+    def hang(self, ix) -> str:
+        return (f"{describe_threads(self.threads)} wait at named barrier {self.ident} for {self.count} threads, but "
+                f"only {self.state['arrived']} arrived")
+
+
+@register
+class NamedBarrier(OpDef):
+    name = "barrier.named"
+    summary = "bar.sync id, threads: wait until `threads` threads (whole warps) reached barrier `id`"
+
+    def verify(self, op, v):
+        v.operands(op, 0)
+        v.results(op, 0)
+        ident = v.attr(op, "id", int)
+        count = v.attr(op, "threads", int)
+        if ident is not None and not 1 <= ident < NAMED_BARRIERS:
+            v.error(op, f"id must be from 1 to {NAMED_BARRIERS - 1} (0 is the CTA barrier), not {ident}")
+        if count is not None and (count < 32 or count % 32):
+            v.error(op, f"threads must be a positive multiple of 32 (whole warps), not {count}")
+
+    def interpret(self, op, ix):
+        ident, count = op.attrs["id"], op.attrs["threads"]
+        act = np.nonzero(ix.mask)[0]
+        for w in sorted(set((act // 32).tolist())):
+            if ix.mask[32 * w:32 * (w + 1)].sum() != min(32, ix.nthreads - 32 * w):
+                ix.fail(op, f"warp {w} reaches it with some lanes only: a named barrier counts whole warps")
+        state = ix.state.setdefault(("named-barrier", ident), {"arrived": 0, "generation": 0, "count": count})
+        if state["count"] != count:
+            ix.fail(op, f"barrier {ident} is used with {count} threads here and {state['count']} elsewhere")
+        state["arrived"] += act.size
+        if state["arrived"] > count:
+            ix.fail(op, f"{state['arrived']} threads arrived at named barrier {ident}, which expects {count}")
+        if state["arrived"] == count:
+            state["arrived"] = 0
+            state["generation"] += 1
+            return
+        yield NamedBarrierWait(op, act, state, state["generation"], ident, count)
