@@ -30,7 +30,7 @@ def rel_err(got, want):
     return np.linalg.norm(got.astype(np.float64) - want) / max(np.linalg.norm(want), 1e-300)
 
 
-@pytest.mark.parametrize("name", ["sqrt_sin", "l2norm", "tma_copy"])
+@pytest.mark.parametrize("name", ["sqrt_sin", "l2norm", "tma_copy", "gemm"])
 def test_text_verifies_prints_stably_and_equals_builder_twin(name):
     module = load(name)
     verify(module)

@@ -251,3 +251,95 @@ def test_bad_tensor_map_parameter_is_reported_at_the_parameter(box, message):
 
 def test_the_tma_prelude_alone_verifies():
     verify(parse_module(TMA_HEADER + TMA_PRELUDE + "}\n", file="good.tile"))
+
+
+# -- wgmma, warpgroup roles, pipelines (the third increment) -------------------------------------------------------
+
+WG_HEADER = ("kernel @k(%x: gtensor<f32, 1>, %s: f32) {grid = (1, 1, 1), block = (384, 1, 1)} {\n")
+WG_PRELUDE = """  %c0 = arith.const {value = 0} : i32
+  %c1 = arith.const {value = 1} : i32
+  %sa = smem.alloc {align = 1024} : smem<bf16>[Sw<3,4,3> o 0 o ((8,16),(64,1)):((64,512),(1,0))]
+  %sb = smem.alloc {align = 1024} : smem<bf16>[Sw<3,4,3> o 0 o ((8,8),(64,1)):((64,512),(1,0))]
+  %acc = frag.splat %s : frag<f32>[32]
+  %pipe = pipeline.alloc {stages = 2, consumers = 4} : pipeline<2>
+"""
+WG_LINE = 8
+A64 = "  %a = smem.tile %sa, %c0 {mode = 0, size = 64} : smem<bf16>[Sw<3,4,3> o 0 o (64,(64,1)):(64,(1,0))]\n"
+
+CORPUS_WGMMA = [
+    ("wgmma operands swapped in space", "  %d = wgmma.mma %acc, %sb, %acc : frag<f32>[32]",
+     "A must be a smem view, not frag<f32>[32]"),
+    ("wgmma dtype mix", "  %h = smem.alloc {align = 1024} : smem<f16>[Sw<3,4,3> o 0 o ((8,8),(64,1)):((64,512),(1,0))]\n"
+                        + A64 + "  %d = wgmma.mma %a, %h, %acc : frag<f32>[32]",
+     "A holds bf16 but B holds f16: wgmma multiplies one element type", WG_LINE + 2),
+    ("wgmma f32 operands", "  %f = smem.alloc : smem<f32>[(64,16):(16,1)]\n  %d = wgmma.mma %f, %f, %acc : frag<f32>[32]",
+     "A holds f32; wgmma reads f16, bf16, e4m3, e5m2 from shared memory", WG_LINE + 1),
+    ("wgmma M not 64-row blocks",
+     "  %a = smem.tile %sa, %c0 {mode = 0, size = 32} : smem<bf16>[Sw<3,4,3> o 0 o (32,(64,1)):(64,(1,0))]\n"
+     "  %d = wgmma.mma %a, %sb, %acc : frag<f32>[32]",
+     "A has M = 32 rows; wgmma computes 64-row blocks", WG_LINE + 1),
+    ("wgmma accumulator size", A64 + "  %z = frag.splat %s : frag<f32>[16]\n  %d = wgmma.mma %a, %sb, %z : frag<f32>[16]",
+     "the accumulator frag<f32>[16] has 16 values per thread but an 64 x 64 tile needs 32 (N/2 = 32 per 64-row "
+     "block, 1 blocks)", WG_LINE + 2),
+    ("wgmma accumulator type", A64 + "  %i = arith.const {value = 0} : i32\n  %z = frag.splat %i : frag<i32>[32]\n"
+                                     "  %d = wgmma.mma %a, %sb, %z : frag<i32>[32]",
+     "the accumulator must be a frag<f32> or frag<f16>, not frag<i32>[32]", WG_LINE + 3),
+    ("wgmma K mismatch", "  %k = smem.alloc {align = 1024} : smem<bf16>[Sw<2,4,3> o 0 o ((8,8),(32,1)):((32,256),(1,0))]\n"
+                         + A64 + "  %d = wgmma.mma %a, %k, %acc : frag<f32>[32]", "A has K = 64 but B has K = 32",
+     WG_LINE + 2),
+    ("wgmma N not legal", "  %n = smem.alloc {align = 1024} : smem<bf16>[Sw<3,4,3> o 0 o ((4,1),(64,1)):((64,256),(1,0))]\n"
+                          + A64 + "  %z = frag.splat %s : frag<f32>[2]\n  %d = wgmma.mma %a, %n, %z : frag<f32>[2]",
+     "B has N = 4 rows; wgmma's N is a multiple of 8 from 8 to 256", WG_LINE + 3),
+    ("wgmma layout no descriptor", "  %r = smem.alloc : smem<bf16>[(64,64):(64,1)]\n"
+                                   "  %d = wgmma.mma %r, %sb, %acc : frag<f32>[32]",
+     "A's layout (64,64):(64,1) is no wgmma operand: K-major:", WG_LINE + 1),
+    ("wgmma misaligned base", "  %u = smem.alloc {align = 128} : smem<bf16>[(64,16):(16,1)]\n"
+                              "  %v = smem.alloc {align = 128} : smem<bf16>[Sw<3,4,3> o 0 o ((8,8),(64,1)):((64,512),(1,0))]",
+     "align 128 is below the 1024-byte repeat of the layout's swizzle", WG_LINE + 1),
+    ("wgmma wait pending", "  wgmma.wait {pending = 9}", "pending must be from 0 to 7"),
+    ("smem.tile size", "  %a = smem.tile %sa, %c0 {mode = 0, size = 48} : smem<bf16>[(48):(1)]",
+     "size 48 does not divide mode 0's 128 entries"),
+    ("smem.tile mode", "  %a = smem.tile %sa, %c0 {mode = 2, size = 8} : smem<bf16>[(8):(1)]",
+     "mode 2 is outside the view's 2 modes"),
+    ("roles count mismatch", "  gpu.roles {names = (p, c), warpgroups = (1, 1), maxnreg = (40, 232)} {\n  } {\n  }",
+     "the roles span 2 warpgroups = 256 threads but the CTA has 384"),
+    ("roles entries", "  gpu.roles {names = (p, c), warpgroups = (1, 2), maxnreg = (40)} {\n  } {\n  }",
+     "maxnreg has 1 entries but the op has 2 role regions"),
+    ("roles register step", "  gpu.roles {names = (p, c), warpgroups = (1, 2), maxnreg = (41, 232)} {\n  } {\n  }",
+     "maxnreg 41 is not a multiple of 8 from 24 to 256"),
+    ("roles register file", "  gpu.roles {names = (p, c), warpgroups = (1, 2), maxnreg = (240, 240)} {\n  } {\n  }",
+     "the roles ask for 128 threads × 240 + 256 threads × 240 = 92160 registers, more than the SM's 65536"),
+    ("roles names", "  gpu.roles {names = (p, p), warpgroups = (1, 2), maxnreg = (40, 232)} {\n  } {\n  }",
+     "names must be 2 distinct words"),
+    ("barrier.cta in a role",
+     "  gpu.roles {names = (p, c), warpgroups = (1, 2), maxnreg = (40, 232)} {\n    barrier.cta\n  } {\n  }",
+     "barrier.cta inside a gpu.roles region waits for threads of other roles", WG_LINE + 1),
+    ("named barrier id", "  barrier.named {id = 0, threads = 256}", "id must be from 1 to 15 (0 is the CTA barrier)"),
+    ("named barrier threads", "  barrier.named {id = 1, threads = 100}", "threads must be a positive multiple of 32"),
+    ("pipeline stages", "  %q = pipeline.alloc {stages = 3, consumers = 4} : pipeline<2>",
+     "stages 3 differs from the result type's 2"),
+    ("pipeline acquire bytes", "  %st = pipeline.acquire %pipe, %c0 {bytes = 0} : i32",
+     "bytes must be from 1 to 1048575"),
+    ("pipeline wait index type", "  %st = pipeline.wait %pipe, %s : i32", "the iteration index must be i32, not f32"),
+    ("pipeline release stage", "  %c5 = arith.const {value = 5} : i32\n  pipeline.release %pipe, %c5",
+     "stage 5 is outside the pipeline's 2 stages", WG_LINE + 1),
+    ("pipeline operand", "  %st = pipeline.wait %sa, %c0 : i32", "the first operand must be a pipeline<S>"),
+]
+
+
+@pytest.mark.parametrize("case", CORPUS_WGMMA, ids=[c[0] for c in CORPUS_WGMMA])
+def test_bad_wgmma_roles_pipeline_kernel_is_reported_at_its_op(case):
+    _name, body, message, *line = case
+    line = line[0] if line else WG_LINE
+    module = parse_module(WG_HEADER + WG_PRELUDE + body + "\n}\n", file="bad.tile")
+    with pytest.raises(VerifyError) as info:
+        verify(module)
+    errors = str(info.value).splitlines()
+    hit = [e for e in errors if message in e]
+    assert hit, errors
+    assert hit[0].startswith(f"bad.tile:{line}:"), hit[0]
+
+
+def test_the_wgmma_prelude_alone_verifies():
+    verify(parse_module(WG_HEADER + WG_PRELUDE + A64 + "  %d = wgmma.mma %a, %sb, %acc : frag<f32>[32]\n}\n",
+                        file="good.tile"))

@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 
 from .core import Kernel, Module, Op, Region, Value
-from .hostexpr import Add, CDiv, Const, Dim, Mul, ParamRef, Word
+from .hostexpr import Add, CDiv, Const, Dim, Mul, ParamRef, TupleAttr, Word
 from .ops import OPS
 from .types import (SCALARS, BarrierType, PipelineType, FragmentType, GlobalTensorType, GlobalViewType, ScalarType, TensorMapType,
                     TensorType)
@@ -200,8 +200,8 @@ class Builder:
     def roles(self, **roles):
         """``gpu.roles``: ``r = b.roles(producer=(1, 40), consumer=(2, 232))`` gives each role (in keyword order) its
         number of warpgroups and its setmaxnreg register count; ``with r["producer"]:`` builds that role's region."""
-        attrs = {"names": tuple(Word(n) for n in roles), "warpgroups": tuple(g for g, _r in roles.values()),
-                 "maxnreg": tuple(r for _g, r in roles.values())}
+        attrs = {"names": TupleAttr(Word(n) for n in roles), "warpgroups": TupleAttr(g for g, _r in roles.values()),
+                 "maxnreg": TupleAttr(r for _g, r in roles.values())}
         op = Op("gpu.roles", [], attrs, [], [Region() for _ in roles])
         self._stack[-1].ops.append(op)
         return {name: self.region(region) for name, region in zip(roles, op.regions)}

@@ -286,6 +286,15 @@ class Wait:
         return f"{describe_threads(self.threads)} wait forever"
 
 
+class SwitchPoint(Wait):
+    """Yielded after an op that may unblock other threads (an arrival): always ready, it lets the scheduler run
+    another role before this one goes on, so that what the arrival allows (a producer overwriting a released stage)
+    happens as early as the hardware could let it."""
+
+    def ready(self, ix) -> bool:
+        return True
+
+
 class AsyncOp:
     """An asynchronous operation in flight (a TMA copy), issued by ``thread`` at ``op``, advanced by the scheduler
     one step at a time: ``step(ix)`` performs the next step, ``done`` says when none is left. ``writes(ix)`` and

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..types import I1, I32, BarrierType
-from . import OpDef, Wait, const_int, describe_threads, register
+from . import OpDef, SwitchPoint, Wait, const_int, describe_threads, register
 
 MAX_ARRIVALS = (1 << 20) - 1
 MAX_TX = (1 << 20) - 1
@@ -218,6 +218,7 @@ class Arrive(OpDef):
         act, idx = _per_thread(ix, op.operands[1])
         for t, i in zip(act.tolist(), idx.tolist()):
             arr.arrive(ix, op, i, t)
+        yield SwitchPoint(op, act)
 
 
 @register

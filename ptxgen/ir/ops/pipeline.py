@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..types import I32, PipelineType
-from . import OpDef, const_int, describe_threads, register
+from . import OpDef, SwitchPoint, const_int, describe_threads, register
 from .mbarrier import MAX_ARRIVALS, MAX_TX, BarrierArray, BarrierWait, barrier_arrays
 
 
@@ -221,3 +221,4 @@ class Release(OpDef):
             if len(mine) > 1:
                 ix.fail(op, f"the lanes of warp {warp} release different stages {sorted(mine)}")
             p.empty.arrive(ix, op, int(stages[act // 32 == warp][0]), int(lanes[0]))
+        yield SwitchPoint(op, act)

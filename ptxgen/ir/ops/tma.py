@@ -444,7 +444,7 @@ def _expect_tx_matches_loads(kernel: Kernel, v):
         if not isinstance(want, int):
             return
         bars, index = _expects_tx(expect)
-        label = f"%{bars.name}[%{index.name}]"
+        label = f"%{bars.name}{'.full' if isinstance(bars.type, PipelineType) else ''}[%{index.name}]"
         sizes = [box_bytes(ld.operands[0].type) for ld in loads]
         if not loads:
             v.error(expect, f"expect_tx of {want} bytes on {label} but no tma.load in this region completes on "
