@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from ..ir.core import Kernel, Module
-from ..ir.types import GlobalTensorType, ScalarType
+from ..ir.types import GlobalTensorType, ScalarType, TensorMapType
 from .context import LoweringContext, LoweringError
 from .sourcemap import explain, op_locations
 from .specialize import Specialization, TensorSpec, kernel_abi
@@ -39,7 +39,7 @@ def lower_kernel(kernel, specialization: Specialization | None = None, arch: str
         from ..verify import verify as _verify
         _verify(kernel)
     for p in kernel.params:
-        if not isinstance(p.type, (GlobalTensorType, ScalarType)):
+        if not isinstance(p.type, (GlobalTensorType, ScalarType, TensorMapType)):
             raise LoweringError(None, f"{kernel.loc}: @{kernel.name}: parameter %{p.name} of type {p.type} "
                                       "has no lowering yet")
     lx = LoweringContext(kernel, specialization or Specialization.generic(), target.data_layout(arch),

@@ -5,7 +5,9 @@ It owns the llvmlite module, the kernel function and the IRBuilder (``lx.b``), a
 - a scalar → one LLVM value (plus ``multiple``: a known divisor of an integer, used to prove vector alignment);
 - a fragment → a list of LLVM values, colexicographic over the fragment shape;
 - a ``gtensor`` parameter → ``TensorArg`` (global pointer, i32 extents, i64 strides, its ``TensorSpec``);
-- a ``gview`` → ``GView`` (the tensor, the i32 origin coordinates and their known multiples, the tile shape).
+- a ``gview`` → ``GView`` (the tensor, the i32 origin coordinates and their known multiples, the tile shape);
+- a ``tmap`` parameter → ``shared.TmapArg`` (the generic address of its by-value 128-byte ``.param``), a smem view →
+  ``shared.SmemRef``, an mbarrier array → ``shared.BarrierRef`` (see ``ptxgen.lower.shared``).
 
 Shared building blocks live here so that each op's ``lower`` stays a few lines: constants, intrinsics, special
 registers, ``emit_layout`` (a layout evaluated at a runtime coordinate with div/mod by constants), scalar arithmetic
@@ -23,9 +25,9 @@ from llvmlite import ir
 import layoutc as lc
 
 from ..ir.core import Kernel, Region
-from ..ir.ops import OPS
-from ..ir.types import FragmentType, GlobalTensorType, ScalarType, SCALARS
-from . import mathlib, ptx_table
+from ..ir.ops import OPS, smem_plan
+from ..ir.types import FragmentType, GlobalTensorType, ScalarType, SCALARS, TensorMapType
+from . import mathlib, ptx_table, shared
 from .plans import ReducePlanError, coordinate_layout, flat, plan_access, plan_reduce
 from .specialize import Specialization, kernel_abi
 
@@ -69,7 +71,8 @@ GPTR = ir.PointerType(addrspace=1)
 
 _LLVM = {"i1": I1, "i32": I32, "u32": I32, "i64": I64, "u64": I64, "f16": F16, "bf16": BF16, "f32": F32,
          "e4m3": I8, "e5m2": I8}
-_ABI = {"ptr": GPTR, "i32": I32, "i64": I64, "f32": F32, "i16": I16}
+_ABI = {"ptr": GPTR, "i32": I32, "i64": I64, "f32": F32, "i16": I16, "tmap": ir.PointerType()}
+TMAP_BYTES, TMAP_ALIGN = 128, 64  # a CUtensorMap: 128 opaque bytes, passed by value, 64-byte aligned
 
 
 def llvm_type(t: ScalarType):
@@ -153,6 +156,9 @@ class LoweringContext:
         self._sregs = {}
         self._setup_debug_info()
         self._bind_params(abi)
+        # the static shared-memory plan (addresses from SMEM_BASE) and the runtime window it is relocated to
+        self.smem_plan = smem_plan(kernel.body.ops)
+        self.smem_window = shared.emit_window(self) if self.smem_plan.ops else None
 
     # -- debug locations -------------------------------------------------------------------------------------
     def _setup_debug_info(self):
@@ -210,8 +216,27 @@ class LoweringContext:
                 else:
                     v = a
                 self.set(p, v)
+            elif isinstance(p.type, TensorMapType):
+                self.set(p, self._bind_tmap(p, next(args)))
             else:
                 raise LoweringError(None, f"@{self.kernel.name}: parameter %{p.name} of type {p.type} cannot be lowered")
+
+    def _bind_tmap(self, p, a):
+        """A tmap parameter is ``ptr byval([128 x i8]) align 64 "nvvm.grid_constant"``: PTX
+        ``.param .align 64 .b8 name[128]``, whose generic address (``cvta.param``) TMA reads the map from. Without
+        the grid-constant mark, taking the address would make LLVM copy the map to a local stack slot that TMA
+        cannot use (reference/llvm-nvptx.md)."""
+        from ..ir.ops.tma import map_params
+
+        a.name = p.name
+        set.add(a.attributes, f"byval([{TMAP_BYTES} x i8])")
+        set.add(a.attributes, '"nvvm.grid_constant"')
+        a.attributes.align = TMAP_ALIGN
+        try:
+            params = map_params(p.type)
+        except (lc.LayoutError, ValueError) as exc:
+            raise LoweringError(None, f"{p.loc}: @{self.kernel.name}: parameter %{p.name}: {exc}") from None
+        return shared.TmapArg(p.name, self.b.ptrtoint(a, I64), p.type, params)
 
     # -- values ----------------------------------------------------------------------------------------------
     def get(self, value):
@@ -366,6 +391,23 @@ class LoweringContext:
 
     def frag_reduce(self, values, thread_value, tv, tile, mode: int, kind: str, dtype: ScalarType) -> list:
         return frag_reduce(self, values, thread_value, tv, tile, mode, kind, dtype)
+
+    # -- shared memory ---------------------------------------------------------------------------------------
+    def smem_address(self, op) -> tuple:
+        """(i32 shared address, known alignment) of a top-level allocation ``op`` at run time: the window plus the
+        allocation's offset in the static plan (``window + (plan address - SMEM_BASE)``)."""
+        from ..ir.ops import SMEM_BASE
+
+        planned = self.smem_plan.address.get(id(op))
+        if planned is None:
+            self.error("is not in the kernel's shared-memory plan: allocations are top-level ops of the kernel body")
+        rel = planned - SMEM_BASE
+        addr = self.smem_window if rel == 0 else self.b.add(self.smem_window, self.i32(rel))
+        return addr, shared.lowbit(rel)
+
+    def smem_access(self, ref, thread, tv, store=None):
+        """smem.load (``store`` None: the loaded values) or smem.store through the physical (swizzled) addresses."""
+        return shared.smem_access(self, ref, thread, tv, store)
 
 
 # ---------------------------------------------------------------------------------------------------- layouts

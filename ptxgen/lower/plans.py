@@ -196,3 +196,69 @@ def plan_reduce(tv, tile_shape, mode: int) -> ReducePlan:
                 f"line {ln} is held by threads {sorted(ts)[:8]}{'...' if len(ts) > 8 else ''}, which are not one "
                 f"coset of the lane bits {[m.bit_length() - 1 for m in masks]} that keep the line")
     return ReducePlan(tuple(groups), tuple(masks))
+
+
+@dataclass(frozen=True)
+class SmemAccessPlan:
+    """How a thread's values of a smem.load/store are addressed: element offset (before the layout's ``offset`` and
+    swizzle) ``thread(t) + values[v]`` (``thread`` a layout, None: decode at run time), and ``groups`` of ``width``
+    value indices at consecutive addresses (one vector access each; ``width == 1``: scalars)."""
+
+    thread: object
+    values: tuple
+    groups: tuple
+    width: int
+
+
+@functools.lru_cache(maxsize=512)
+def plan_smem_access(tv, inner, esize: int, chunk_bytes: int, base_align: int) -> SmemAccessPlan:
+    """The plan for view layout ``inner`` (element offsets over the view's shape) and TV layout ``tv``:
+    ``G = composition(inner, tv)`` checked against the tables (``inner(tv(t, v)) == G0(t) + G1(v)`` for all t, v).
+    The vector width k is the largest power of two with k·esize ≤ min(16, ``chunk_bytes`` (the aligned block a
+    swizzle keeps contiguous), ``base_align``) such that every G0(t) is a multiple of k and the values' G1
+    partition into runs of k consecutive offsets starting at multiples of k.
+
+    Example: ``inner = (64,32):(32,1)``, ``tv = (128,16):(16,1)``, f32, chunk 16, base 1024 → G0 = (128):(16),
+    values 0..15, width 4, groups ((0,1,2,3), ..., (12,13,14,15)).
+    """
+    nt, nv = lc.size(tv[0]), lc.size(tv[1])
+    index = layout_table(tv[0])[:, None] + layout_table(tv[1])[None, :]
+    want = layout_table(inner)[index]
+    singles = tuple((v,) for v in range(nv))
+    try:
+        g = lc.composition(inner, tv)
+        ok = lc.rank(g) == 2 and lc.size(g[0]) == nt and lc.size(g[1]) == nv
+    except lc.LayoutError:
+        ok = False
+    if ok:
+        gt, gv = layout_table(g[0]), layout_table(g[1])
+        ok = bool(np.array_equal(gt[:, None] + gv[None, :], want))
+    if not ok:
+        return SmemAccessPlan(None, tuple(int(x) for x in want[0]), singles, 1)
+    values = tuple(int(x) for x in gv)
+    limit = min(16, chunk_bytes, base_align) // esize
+    width = 1
+    while width * 2 <= limit:
+        width *= 2
+    at = {}
+    for v, o in enumerate(values):
+        if o in at:  # two values at one element: keep them scalar
+            return SmemAccessPlan(g[0], values, singles, 1)
+        at[o] = v
+    while width > 1:
+        if not np.any(gt % width):
+            groups, used, good = [], set(), True
+            for o in sorted(at):
+                v = at[o]
+                if v in used:
+                    continue
+                lanes = [at.get(o + j) for j in range(width)]
+                if o % width or any(x is None for x in lanes):
+                    good = False
+                    break
+                used.update(lanes)
+                groups.append(tuple(lanes))
+            if good:
+                return SmemAccessPlan(g[0], values, tuple(groups), width)
+        width //= 2
+    return SmemAccessPlan(g[0], values, singles, 1)

@@ -1,7 +1,9 @@
 """The one table of inline-PTX instruction builders: every PTX instruction the lowering emits as inline asm
 (because LLVM's NVPTX backend has no intrinsic for it, or none that gives the exact form) is an entry here, and
-``emit(lx, name, args)`` is the only place that builds an ``asm`` call. Later increments add wgmma, TMA, mbarrier,
-fences and setmaxnreg here.
+``emit(lx, name, args)`` is the only place that builds an ``asm`` call. Now: the warp shuffle, fp8 conversions,
+the mbarrier forms (init, arrive, arrive.expect_tx, try_wait.parity), the fences (mbarrier init, async proxy), the
+CTA barrier and the TMA tile copies with their bulk-group completion (``tma_load(rank)``, ``tma_store(rank)``).
+wgmma and setmaxnreg go here next.
 
 An entry gives the PTX template (``$0`` the result, ``$1…`` the operands), the LLVM constraint string, the result
 and operand LLVM types, and flags:
@@ -19,7 +21,8 @@ from dataclasses import dataclass
 
 from llvmlite import ir
 
-I16, I32 = ir.IntType(16), ir.IntType(32)
+I16, I32, I64 = ir.IntType(16), ir.IntType(32), ir.IntType(64)
+VOID = ir.VoidType()
 F32 = ir.FloatType()
 
 
@@ -45,7 +48,72 @@ TABLE = {
     # and back: two fp8 in a b16 to f16x2 in a b32 (exact)
     "cvt.f16x2.e4m3x2": PtxInstr("cvt.rn.f16x2.e4m3x2 $0, $1;", "=r,h", I32, (I16,)),
     "cvt.f16x2.e5m2x2": PtxInstr("cvt.rn.f16x2.e5m2x2 $0, $1;", "=r,h", I32, (I16,)),
+
+    # -- mbarriers (hopper-ptx §6). Operands named "bar" are 32-bit shared addresses (ptrtoint of addrspace 3).
+    # Every form touches shared memory the compiler cannot see: side_effect (asm sideeffect + ~{memory}), so LLVM
+    # neither drops an arrive whose state result is unused nor moves smem loads/stores across it.
+    "mbarrier.init": PtxInstr("mbarrier.init.shared::cta.b64 [$0], $1;", "r,n", VOID, (I32, I32),
+                              side_effect=True, doc="$0 bar, $1 expected arrivals (immediate); phase 0, tx 0"),
+    "mbarrier.arrive": PtxInstr("mbarrier.arrive.shared::cta.b64 _, [$0];", "r", VOID, (I32,),
+                                side_effect=True, doc="one arrival (release.cta); the state token is discarded"),
+    "mbarrier.arrive.expect_tx": PtxInstr("mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,n", VOID,
+                                          (I32, I32), side_effect=True,
+                                          doc="tx-count += $1 bytes (immediate), then one arrival"),
+    # one potentially blocking probe: 1 once the phase of parity $2 has completed (the barrier's current parity
+    # differs from $2), else 0 after a hardware-chosen suspend; the lowering loops on it in LLVM (hopper-ptx §6.2)
+    "mbarrier.try_wait.parity": PtxInstr(
+        "{ .reg .pred %ready; mbarrier.try_wait.parity.shared::cta.b64 %ready, [$1], $2; "
+        "selp.b32 $0, 1, 0, %ready; }",
+        "=r,r,r", I32, (I32, I32), side_effect=True, doc="$1 bar, $2 parity (0/1); acquire.cta on success"),
+    "fence.mbarrier_init": PtxInstr("fence.mbarrier_init.release.cluster;", "", VOID, (), side_effect=True,
+                                    doc="publish this thread's mbarrier inits (then a CTA barrier)"),
+    # -- fences and barriers
+    "fence.proxy.async.shared": PtxInstr("fence.proxy.async.shared::cta;", "", VOID, (), side_effect=True,
+                                         doc="order generic-proxy smem writes before async-proxy (TMA) accesses"),
+    # bar.sync is .aligned: every thread of a warp executes it together, hence convergent
+    "bar.sync": PtxInstr("bar.sync 0;", "", VOID, (), convergent=True, side_effect=True,
+                         doc="CTA-wide barrier 0 (__syncthreads), a memory barrier for the CTA"),
+    # -- TMA bulk-group completion (stores)
+    "cp.async.bulk.commit_group": PtxInstr("cp.async.bulk.commit_group;", "", VOID, (), side_effect=True,
+                                           doc="close this thread's pending bulk copies into a group"),
+    "cp.async.bulk.wait_group.read": PtxInstr("cp.async.bulk.wait_group.read $0;", "n", VOID, (I32,),
+                                              side_effect=True,
+                                              doc="wait until at most $0 groups still read their smem source"),
+    "cp.async.bulk.wait_group": PtxInstr("cp.async.bulk.wait_group $0;", "n", VOID, (I32,), side_effect=True,
+                                         doc="wait until at most $0 groups are incomplete (global writes done)"),
 }
+
+
+def _coords(first: int, rank: int) -> str:
+    return ", ".join(f"${first + d}" for d in range(rank))
+
+
+def tma_load(rank: int) -> str:
+    """The table entry (added on first use) of a rank-``rank`` TMA tile load global → shared completing on an
+    mbarrier: ``$0`` smem destination (32-bit shared address), ``$1`` the tensor map's generic address (a by-value
+    ``.param`` made generic with ``cvta.param``), ``$2..`` the coordinates (innermost first), last the barrier.
+    Post: ``TABLE[name]`` exists; e.g. ``tma_load(2)`` → ``"tma.load.2d"``."""
+    name = f"tma.load.{rank}d"
+    if name not in TABLE:
+        TABLE[name] = PtxInstr(
+            f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.mbarrier::complete_tx::bytes "
+            f"[$0], [$1, {{{_coords(2, rank)}}}], [${2 + rank}];",
+            ",".join(["r", "l"] + ["r"] * rank + ["r"]), VOID, (I32, I64) + (I32,) * rank + (I32,),
+            side_effect=True, doc="one TMA box copy; its bytes complete_tx on the barrier")
+    return name
+
+
+def tma_store(rank: int) -> str:
+    """The table entry of a rank-``rank`` TMA tile store shared → global joining the thread's bulk group: ``$0`` the
+    map's generic address, ``$1..`` the coordinates (innermost first), last the smem source. ``tma_store(2)`` →
+    ``"tma.store.2d"``."""
+    name = f"tma.store.{rank}d"
+    if name not in TABLE:
+        TABLE[name] = PtxInstr(
+            f"cp.async.bulk.tensor.{rank}d.global.shared::cta.bulk_group [$0, {{{_coords(1, rank)}}}], [${1 + rank}];",
+            ",".join(["l"] + ["r"] * rank + ["r"]), VOID, (I64,) + (I32,) * rank + (I32,), side_effect=True,
+            doc="one TMA box copy from smem; out-of-bounds elements are not written")
+    return name
 
 
 def emit(lx, name: str, args):
@@ -56,7 +124,7 @@ def emit(lx, name: str, args):
     for a, t in zip(args, instr.operands):
         values.append(ir.Constant(t, int(a) if int(a) < (1 << 31) else int(a) - (1 << 32))
                       if isinstance(a, int) else a)
-    constraints = instr.constraints + (",~{memory}" if instr.side_effect else "")
+    constraints = ",".join(c for c in (instr.constraints, "~{memory}" if instr.side_effect else "") if c)
     asm = ir.InlineAsm(ir.FunctionType(instr.result, [v.type for v in values]), instr.template, constraints,
                        instr.side_effect)
     return lx.b.call(asm, values, attrs=("convergent",) if instr.convergent else ())

@@ -83,8 +83,8 @@ class Specialization:
 @dataclass(frozen=True)
 class Slot:
     """One kernel parameter of the lowered ABI: ``param`` (IR name), ``kind`` (``ptr``, ``extent``, ``stride``,
-    ``scalar``), ``mode`` (for extents/strides), ``abi`` (``ptr`` u64, ``i32``, ``i64``, ``f32``, ``i16``) and the
-    scalar type name for scalars."""
+    ``scalar``, ``tmap``), ``mode`` (for extents/strides), ``abi`` (``ptr`` u64, ``i32``, ``i64``, ``f32``, ``i16``,
+    ``tmap``: 128 bytes by value, 64-byte aligned) and the element (scalar) type name."""
 
     param: str
     kind: str
@@ -99,8 +99,12 @@ _SCALAR_ABI = {"i1": "i32", "i32": "i32", "u32": "i32", "i64": "i64", "u64": "i6
 
 def kernel_abi(kernel) -> list:
     """The lowered kernel's parameters, in order: a ``gtensor<T, R>`` is a global pointer, R i32 extents and R i64
-    strides (in elements); a scalar is passed by value (i1 and fp8 widened to i32, f16/bf16 as their 16 bits)."""
-    from ..ir.types import GlobalTensorType, ScalarType
+    strides (in elements); a scalar is passed by value (i1 and fp8 widened to i32, f16/bf16 as their 16 bits); a
+    ``tmap<T, R>[box]`` is its CUtensorMap, 128 bytes by value (``.param .align 64 .b8 name[128]``).
+
+    Example: ``@tma_copy(%x: tmap<f32, 2>[...], %y: tmap<f32, 2>[...], %m: i32, %n: i32)`` → slots
+    ``tmap x, tmap y, i32 m, i32 n``. Post: one slot per LLVM kernel argument, in order."""
+    from ..ir.types import GlobalTensorType, ScalarType, TensorMapType
 
     slots = []
     for p in kernel.params:
@@ -110,6 +114,8 @@ def kernel_abi(kernel) -> list:
             slots += [Slot(p.name, "stride", m, "i64") for m in range(p.type.rank)]
         elif isinstance(p.type, ScalarType):
             slots.append(Slot(p.name, "scalar", 0, _SCALAR_ABI[p.type.name], p.type.name))
+        elif isinstance(p.type, TensorMapType):
+            slots.append(Slot(p.name, "tmap", 0, "tmap", p.type.dtype.name))
         else:
             slots.append(Slot(p.name, "unsupported", 0, "", str(p.type)))
     return slots

@@ -13,6 +13,15 @@ Per call the launcher
    and the ``void*[]`` array pointing into it are built once per compiled kernel — and calls ``cuLaunchKernelEx``
    with a launch config also built once (its grid rewritten only when it changes).
 
+A ``tmap<T, R>[box]`` parameter takes the same tensor arguments as a gtensor (torch CUDA tensors, the CUDA array
+interface, numpy arrays copied in and, when the kernel TMA-stores to them, back). Its CUtensorMap is derived with
+``layoutc.hopper.make_tma_params`` from the argument's real shape, element strides and type (the rules of the
+interpreter's ``encode_tensor_map``), encoded by the driver's ``cuTensorMapEncodeTiled`` and cached per
+(address, shape, strides): the hot path is a dict lookup and 128 bytes copied into the argument block. A numpy array
+whose row pitch is not a multiple of 16 bytes (TMA's rule) is copied to a device buffer with a padded pitch, as
+cudaMallocPitch would. Kernels with shared memory launch with the plan's bytes (plus 1 KiB slack for the window's
+1024-byte alignment, where the 227 KiB budget allows) and ``MAX_DYNAMIC_SHARED_SIZE_BYTES`` raised above 48 KiB.
+
 Launch failures raise ``LaunchError`` naming the kernel. Launches are asynchronous (numpy arguments synchronize
 through their copy back); a fault shows at the next synchronizing call. Not thread-safe (one caller at a time per
 JitKernel).
@@ -21,9 +30,10 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import math
 import struct
 
-from .driver import CudaError, DeviceBuffer, Module, _cu, _error_string, _result_name, context
+from .driver import CudaError, DeviceBuffer, Module, _cu, _error_string, _result_name, context, set_max_dynamic_smem
 
 __all__ = ["BoundLaunch", "LaunchError", "JitKernel", "CompiledKernel", "jit"]
 
@@ -39,8 +49,13 @@ _TORCH_DTYPE = {"torch.float32": "f32", "torch.float16": "f16", "torch.bfloat16"
                 "torch.float8_e4m3fn": "e4m3", "torch.float8_e5m2": "e5m2"}
 _ITEMSIZE = {"f32": 4, "f16": 2, "bf16": 2, "i32": 4, "u32": 4, "i64": 8, "u64": 8, "i1": 1, "e4m3": 1,
              "e5m2": 1}
-# each parameter slot is 8 bytes apart in the argument block: struct code + padding to 8
-_SLOT_FORMAT = {"ptr": "Q", "i32": "i4x", "i64": "q", "f32": "f4x", "i16": "H6x"}
+# each scalar/pointer slot takes 8 bytes of the argument block (struct code + padding to 8); a tensor map 128 bytes
+# at a 128-byte aligned offset (the driver copies the .param's 128 bytes; CUDA 13 wants CUtensorMaps 128-aligned)
+_SLOT_FORMAT = {"ptr": "Q", "i32": "i4x", "i64": "q", "f32": "f4x", "i16": "H6x", "tmap": "128s"}
+_SLOT_SIZE = {"tmap": (128, 128)}  # abi -> (bytes, alignment); every other slot (8, 8)
+TMAP_BYTES = 128
+STATIC_SMEM_LIMIT = 48 * 1024  # dynamic shared memory a launch may use without opting in
+WINDOW_SLACK = 1024  # the lowering rounds the window up to 1024 bytes (ptxgen.lower.shared.emit_window)
 _UNSIGNED_32 = {"u32"}
 _TORCH_TYPES = {}  # tensor types seen to be torch tensors (data_ptr / shape / stride / is_cuda / dtype)
 _COMPILED = {}  # (ir hash, Specialization, arch, options) -> ptxgen.lower.Compiled, process-wide
@@ -71,6 +86,83 @@ def _scalar_bits(value, dtype: str):
     elif dtype == "u64" and v >= 1 << 63:
         v -= 1 << 64
     return v
+
+
+def argument_layout(abi) -> tuple:
+    """(struct format, byte offset of each slot, total bytes) of a kernel's argument block: 8 bytes per pointer or
+    scalar slot, 128 bytes at a 128-aligned offset per tensor map. ``[ptr, i32, tmap]`` → ``("<Qi4x128s", [0, 8,
+    128], 256)``. Post: ``struct.calcsize(format) == total`` and every slot's offset is aligned to its size."""
+    fmt, offsets, off = "<", [], 0
+    for slot in abi:
+        size, align = _SLOT_SIZE.get(slot.abi, (8, 8))
+        pad = (-off) % align
+        if pad:
+            fmt += f"{pad}x"
+            off += pad
+        offsets.append(off)
+        fmt += _SLOT_FORMAT[slot.abi]
+        off += size
+    return fmt, offsets, max(off, 8)
+
+
+def _aligned_block(nbytes: int, align: int = 128):
+    """(a ctypes buffer, the offset inside it of an ``align``-aligned region of ``nbytes``)."""
+    buf = ctypes.create_string_buffer(nbytes + align)
+    return buf, (-ctypes.addressof(buf)) % align
+
+
+def dynamic_smem_bytes(kernel) -> int:
+    """Dynamic shared memory a launch of ``kernel`` requests: its smem plan's total plus ``WINDOW_SLACK`` (capped at
+    the 227 KiB a Hopper CTA may have, where the window's declared 1024-byte alignment holds anyway); 0 without
+    allocations. ``examples/tma_copy.tile``: 16416 + 1024 = 17440."""
+    from ..ir.ops import SMEM_LIMIT, smem_plan
+
+    plan = smem_plan(kernel.body.ops)
+    if not plan.ops:
+        return 0
+    return min(plan.total + WINDOW_SLACK, max(plan.total, SMEM_LIMIT))
+
+
+def encode_tensor_map(kernel: str, name: str, ptr: int, shape, strides, t, static, encode: bool = True) -> bytes:
+    """The 128 bytes of the CUtensorMap of tmap parameter ``name`` (type ``t``) over the tensor at ``ptr`` with
+    ``shape`` and element ``strides``: ``make_tma_params`` on ``Layout(shape, strides)`` and the box, as the
+    interpreter's ``encode_tensor_map``, then the driver's ``cuTensorMapEncodeTiled``.
+
+    The kernel was lowered for ``static`` (``map_params(t)``: a row-major global), so the map must agree with it in
+    mode order (the coordinates' order in the instruction) and box. E.g. a (1000, 336)-pitched f32 view
+    ``(1000,333):(336,1)`` with box ``Sw<3,4,3> o 0 o (64,32):(32,1)`` → dims (333, 1000), strides (1344,), box
+    (32, 64), SWIZZLE_128B. ``encode=False``: checked only, 128 zero bytes. Raises LaunchError with the reason.
+    """
+    import layoutc as lc
+    from layoutc.hopper import TmaError, make_tma_params
+
+    from ..ir.ops import layoutc_dtype
+
+    shape, strides = tuple(int(x) for x in shape), tuple(int(x) for x in strides)
+    if any(n == 0 for n in shape):  # an empty tensor: the kernel issues no copy from it (nothing to describe)
+        return bytes(TMAP_BYTES)
+    try:
+        params = make_tma_params(lc.Layout(shape, strides), layoutc_dtype(t.dtype), t.box)
+    except TmaError as exc:
+        raise LaunchError(f"@{kernel}: argument {name}: cannot encode {t} for shape {shape} with element strides "
+                          f"{strides}: {getattr(exc, 'condition', exc)}") from None
+    if params.mode_order != static.mode_order or params.box_dims != static.box_dims:
+        raise LaunchError(f"@{kernel}: argument {name}: shape {shape} with element strides {strides} gives TMA mode "
+                          f"order {params.mode_order} and box {params.box_dims}, but the kernel was compiled for "
+                          f"{static.mode_order} and {static.box_dims} (a row-major tensor: last mode contiguous)")
+    if not encode:
+        return bytes(TMAP_BYTES)
+    cu = _cu()
+    try:
+        args = params.cuda_bindings_args(cu, ptr)
+    except TmaError as exc:
+        raise LaunchError(f"@{kernel}: argument {name}: {getattr(exc, 'condition', exc)}") from None
+    context()
+    out = cu.cuTensorMapEncodeTiled(*args)
+    if int(out[0]):
+        raise LaunchError(f"@{kernel}: argument {name}: cuTensorMapEncodeTiled failed: {_result_name(out[0])} "
+                          f"({int(out[0])}) {_error_string(out[0])} [{params.as_driver_args()}]")
+    return ctypes.string_at(out[1].getPtr(), TMAP_BYTES)
 
 
 def _c_strides(shape) -> tuple:
@@ -105,24 +197,29 @@ class CompiledKernel:
     block (8 bytes per parameter), the ``void*[]`` array into it and the launch config are built once;
     ``launch(values, grid, stream)`` packs the values with one ``struct.pack_into`` and launches."""
 
-    def __init__(self, name, compiled, abi, block, cluster):
+    def __init__(self, name, compiled, abi, block, cluster, smem_bytes: int = 0):
         self.name = name
         self.compiled = compiled
         self.module = Module(compiled.cubin)
         self.function = self.module.function(name)
         self.abi = abi
         n = max(1, len(abi))
-        self.packer = struct.Struct("<" + "".join(_SLOT_FORMAT[s.abi] for s in abi))
-        self.block_bytes = ctypes.create_string_buffer(8 * n)
-        base = ctypes.addressof(self.block_bytes)
-        self.params = (ctypes.c_void_p * n)(*[base + 8 * i for i in range(n)])
+        fmt, self.offsets, self.block_size = argument_layout(abi)
+        self.packer = struct.Struct(fmt)
+        self.block_bytes, self.block_offset = _aligned_block(self.block_size)
+        base = ctypes.addressof(self.block_bytes) + self.block_offset
+        offsets = self.offsets or [0]
+        self.params = (ctypes.c_void_p * n)(*[base + offsets[i] for i in range(n)])
         self.params_address = ctypes.addressof(self.params)
+        self.smem_bytes = int(smem_bytes)
+        if self.smem_bytes > STATIC_SMEM_LIMIT:  # opt in once per loaded function
+            set_max_dynamic_smem(self.function, self.smem_bytes)
         cu = _cu()
         self._cu = cu
         cfg = cu.CUlaunchConfig()
         cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = 1, 1, 1
         cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = block
-        cfg.sharedMemBytes = 0
+        cfg.sharedMemBytes = self.smem_bytes
         cfg.hStream = cu.CUstream(0)
         attrs = []
         if tuple(cluster) != (1, 1, 1):
@@ -141,7 +238,7 @@ class CompiledKernel:
 
     def launch(self, values, grid, stream=0) -> None:
         try:
-            self.packer.pack_into(self.block_bytes, 0, *values)
+            self.packer.pack_into(self.block_bytes, self.block_offset, *values)
         except struct.error as exc:
             raise LaunchError(f"@{self.name}: an argument does not fit its parameter type: {exc}") from None
         cfg = self.cfg
@@ -186,7 +283,8 @@ class JitKernel:
     def __init__(self, kernel, arch: str = "sm_90a", options=None):
         from ..ir.core import walk
         from ..ir.text import print_kernel
-        from ..ir.types import GlobalTensorType, ScalarType
+        from ..ir.ops.tma import map_params
+        from ..ir.types import GlobalTensorType, ScalarType, TensorMapType
         from ..lower import DEFAULT_OPTIONS
         from ..lower.specialize import Specialization, TensorSpec, kernel_abi
         from ..verify import verify
@@ -199,12 +297,16 @@ class JitKernel:
         self.options = tuple(options) if options is not None else DEFAULT_OPTIONS
         self.ir_hash = hashlib.sha256(print_kernel(kernel).encode()).hexdigest()
         self.abi = kernel_abi(kernel)
-        self.params = []  # (name, is_tensor, dtype, rank)
+        self.params = []  # (name, is_tensor (a gtensor), dtype, rank)
+        self.tmaps = {}   # tmap parameter name -> (its TensorMapType, the static TmaParams the lowering assumed)
         for p in kernel.params:
             if isinstance(p.type, GlobalTensorType):
                 self.params.append((p.name, True, p.type.dtype.name, p.type.rank))
             elif isinstance(p.type, ScalarType):
                 self.params.append((p.name, False, p.type.name, 0))
+            elif isinstance(p.type, TensorMapType):
+                self.params.append((p.name, False, p.type.dtype.name, p.type.rank))
+                self.tmaps[p.name] = (p.type, map_params(p.type))
             else:
                 raise LaunchError(f"@{self.name}: parameter %{p.name} of type {p.type} cannot be passed yet")
         self._names = frozenset(p[0] for p in self.params)
@@ -228,7 +330,11 @@ class JitKernel:
                 tile = op.operands[0].owner
                 if tile is not None and tile.operands:
                     written.add(tile.operands[0].name)
+            elif op.name == "tma.store" and op.operands:
+                written.add(op.operands[0].name)
         self.written = written
+        self.smem_bytes = dynamic_smem_bytes(kernel)
+        self._tmap_cache = {name: {} for name in self.tmaps}  # name -> {(ptr, shape, strides): 128 bytes}
         self._loaded = {}      # Specialization -> CompiledKernel
         self._by_key = {}      # tuple of per-tensor spec keys -> CompiledKernel
         self._torch_ok = {}    # (param, dtype object) -> True once validated
@@ -256,14 +362,15 @@ class JitKernel:
         ck = self._loaded.get(spec)
         if ck is None:
             context()
-            ck = CompiledKernel(self.name, self.compile(spec), self.abi, self.block, self.cluster)
+            ck = CompiledKernel(self.name, self.compile(spec), self.abi, self.block, self.cluster, self.smem_bytes)
             self._loaded[spec] = ck
         return ck
 
     # -- arguments -------------------------------------------------------------------------------------------
-    def _tensor(self, name, a, dtype, rank, copies, dry):
+    def _tensor(self, name, a, dtype, rank, copies, dry, pitch=False):
         """(ptr, shape, strides) of a tensor argument; numpy arrays are copied to a new device buffer (recorded in
-        ``copies``) or, when ``dry``, given address 0 (cuMemAlloc's alignment) without touching the device."""
+        ``copies``) or, when ``dry``, given address 0 (cuMemAlloc's alignment) without touching the device. With
+        ``pitch`` (a TMA map's tensor) the device copy's rows are padded to a multiple of 16 bytes."""
         if getattr(a, "is_cuda", False) and hasattr(a, "data_ptr"):  # torch
             if (name, a.dtype) not in self._torch_ok:
                 if _TORCH_DTYPE.get(str(a.dtype)) != dtype:
@@ -295,15 +402,42 @@ class JitKernel:
             if a.dtype.str[1:] != _NUMPY_TYPESTR[dtype] and not (dtype == "bf16" and a.dtype.itemsize == 2):
                 raise LaunchError(f"@{self.name}: argument {name} has dtype {a.dtype}, the kernel wants {dtype}")
             host = np.ascontiguousarray(a)
+            device_shape = tuple(host.shape)
+            if pitch and host.ndim >= 2:  # TMA needs every byte stride but the innermost to be a multiple of 16
+                unit = 16 // math.gcd(16, host.itemsize)
+                device_shape = device_shape[:-1] + (-(-device_shape[-1] // unit) * unit,)
             ptr = 0
             if not dry:
-                buf = DeviceBuffer.from_numpy(host)
+                if device_shape != host.shape:
+                    padded = np.zeros(device_shape, dtype=host.dtype)
+                    padded[..., :host.shape[-1]] = host
+                    buf = DeviceBuffer.from_numpy(padded)
+                else:
+                    buf = DeviceBuffer.from_numpy(host)
                 ptr = buf.ptr
-                copies.append((name, a, buf))
-            out = ptr, tuple(host.shape), _c_strides(host.shape)
+                copies.append((name, a, buf, device_shape))
+            out = ptr, tuple(host.shape), _c_strides(device_shape)
         if len(out[1]) != rank:
             raise LaunchError(f"@{self.name}: argument {name} has rank {len(out[1])}, the kernel wants {rank}")
         return out
+
+    def _tmap(self, name, a, dtype, rank, copies, dry):
+        """(the 128 bytes of the CUtensorMap for tensor argument ``a`` of tmap parameter ``name``, its shape). Cached
+        per (address, shape, strides); ``dry``: derived and checked, not encoded (128 zero bytes)."""
+        if _TORCH_TYPES.get(type(a)) and a.is_cuda and (name, a.dtype) in self._torch_ok:
+            ptr, shape, strides = a.data_ptr(), a.shape, a.stride()
+            if len(shape) != rank:
+                raise LaunchError(f"@{self.name}: argument {name} has rank {len(shape)}, the kernel wants {rank}")
+        else:
+            ptr, shape, strides = self._tensor(name, a, dtype, rank, copies, dry, pitch=True)
+        cache = self._tmap_cache[name]
+        key = (ptr, tuple(shape), tuple(strides))
+        blob = cache.get(key)
+        if blob is None:
+            blob = encode_tensor_map(self.name, name, ptr, key[1], key[2], *self.tmaps[name], encode=not dry)
+            if not dry:
+                cache[key] = blob
+        return blob, shape
 
     def _bind(self, args, kwargs, dry=False):
         """(values in ABI order, spec keys, shapes, copies, kwargs). The hot path: torch CUDA tensors are read
@@ -321,9 +455,14 @@ class JitKernel:
             raise LaunchError(f"@{self.name}: unknown arguments {', '.join(sorted(set(kwargs) - self._names))}")
         values, keys, shapes, copies = [], [], {}, []
         torch_ok, key_cache = self._torch_ok, self._key_cache
+        tmaps = self.tmaps
         for name, is_tensor, dtype, rank in self.params:
             a = kwargs[name]
             if not is_tensor:
+                if name in tmaps:
+                    blob, shapes[name] = self._tmap(name, a, dtype, rank, copies, dry)
+                    values.append(blob)
+                    continue
                 values.append(int(a) if dtype == "i32" or dtype == "i64" else _scalar_bits(a, dtype))
                 continue
             if _TORCH_TYPES.get(type(a)) and a.is_cuda and (name, a.dtype) in torch_ok:
@@ -372,7 +511,7 @@ class JitKernel:
             self._by_key[keys] = ck
         if stream and hasattr(stream, "cuda_stream"):
             stream = stream.cuda_stream
-        return BoundLaunch(self, ck, values, grid, stream, keys)
+        return BoundLaunch(self, ck, values, grid, stream, keys, shapes)
 
     def __call__(self, *args, stream=0, **kwargs) -> None:
         values, keys, shapes, copies, kwargs = self._bind(args, kwargs)
@@ -392,46 +531,50 @@ class JitKernel:
             ck.launch(values, grid, stream)
         except (CudaError, OverflowError, TypeError) as exc:
             raise LaunchError(f"@{self.name}: launch failed: {exc}") from exc
-        for name, host, buf in copies:
+        for name, host, buf, device_shape in copies:
             if name not in self.written:
                 continue
             try:
-                out = buf.to_numpy(host.dtype, host.shape)
+                out = buf.to_numpy(host.dtype, device_shape)
             except CudaError as exc:
                 raise LaunchError(f"@{self.name}: the kernel faulted (seen copying {name} back): {exc}") from exc
-            host[...] = out
+            host[...] = out[..., :host.shape[-1]] if device_shape != host.shape else out
 
 
 class BoundLaunch:
     """A prepared call site of a JitKernel (see ``JitKernel.prepare``)."""
 
-    def __init__(self, jk, ck, values, grid, stream, keys):
+    def __init__(self, jk, ck, values, grid, stream, keys, shapes=None):
         self.kernel, self.compiled = jk, ck
         self.grid, self.stream = grid, stream
         # the argument block is private to this call site: pack it once, launch from it
-        self._block = ctypes.create_string_buffer(8 * max(1, len(values)))
-        ck.packer.pack_into(self._block, 0, *values)
-        base = ctypes.addressof(self._block)
-        self._params = (ctypes.c_void_p * max(1, len(values)))(*[base + 8 * i for i in range(max(1, len(values)))])
+        self._block, self._offset = _aligned_block(ck.block_size)
+        ck.packer.pack_into(self._block, self._offset, *values)
+        base = ctypes.addressof(self._block) + self._offset
+        offsets = ck.offsets or [0]
+        self._params = (ctypes.c_void_p * len(offsets))(*[base + o for o in offsets])
         self._params_address = ctypes.addressof(self._params)
         self._ptr_slot = {}
         self._shape = {}
+        self._tmap_slot = {}
         slot = 0
         tensors = iter(keys)
         for name, is_tensor, dtype, rank in jk.params:
             if is_tensor:
-                self._ptr_slot[name] = (slot, next(tensors))
+                self._ptr_slot[name] = (self._offset + offsets[slot], next(tensors))
                 self._shape[name] = (tuple(values[slot + 1:slot + 1 + rank]),
                                      tuple(values[slot + 1 + rank:slot + 1 + 2 * rank]), dtype)
                 slot += 1 + 2 * rank
             else:
+                if name in jk.tmaps:
+                    self._tmap_slot[name] = (self._offset + offsets[slot], dtype, rank, tuple(shapes[name]))
                 slot += 1
         cu = _cu()
         cfg = cu.CUlaunchConfig()
         src = ck.cfg
         cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid
         cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = src.blockDimX, src.blockDimY, src.blockDimZ
-        cfg.sharedMemBytes = 0
+        cfg.sharedMemBytes = src.sharedMemBytes
         cfg.hStream = stream if isinstance(stream, cu.CUstream) else cu.CUstream(int(stream))
         cfg.attrs = src.attrs
         cfg.numAttrs = src.numAttrs
@@ -442,6 +585,14 @@ class BoundLaunch:
 
     def __call__(self, **tensors) -> None:
         for name, a in tensors.items():
+            if name in self._tmap_slot:
+                offset, dtype, rank, bound_shape = self._tmap_slot[name]
+                blob, shape = self.kernel._tmap(name, a, dtype, rank, [], False)
+                if tuple(shape) != bound_shape:
+                    raise LaunchError(f"@{self.kernel.name}: {name} has shape {tuple(shape)}, the prepared call's "
+                                      f"has {bound_shape} (the grid depends on it); prepare() again")
+                struct.pack_into("128s", self._block, offset, blob)
+                continue
             try:
                 slot, key = self._ptr_slot[name]
             except KeyError:
@@ -457,7 +608,7 @@ class BoundLaunch:
             if shape != bound_shape or strides != bound_strides or (key is not None and key[1] and ptr & 15):
                 raise LaunchError(f"@{self.kernel.name}: {name} differs from the prepared call's tensor "
                                   f"(shape {shape}, strides {strides}, address {ptr:#x}); prepare() again")
-            self._pack_ptr(self._block, 8 * slot, ptr)
+            self._pack_ptr(self._block, slot, ptr)
         err = self._launch(self._cfg, self._handle, self._params_address, 0)
         err = err[0] if isinstance(err, tuple) else err
         if int(err):

@@ -154,6 +154,13 @@ class Alloc(OpDef):
         barrier_arrays(ix).append(arr)
         ix.set(op.results[0], arr)
 
+    def lower(self, op, lx):
+        """No code: the barriers' shared address (window + planned offset); barrier i is 8·i bytes further."""
+        from ...lower.shared import BarrierRef
+
+        base, _align = lx.smem_address(op)
+        lx.set(op.results[0], BarrierRef(base, op.results[0].type.count))
+
 
 @register
 class Init(OpDef):
@@ -185,6 +192,16 @@ class Init(OpDef):
             st.init_threads.add(t)
             st.init_op = op
 
+    def lower(self, op, lx):
+        """``mbarrier.init.shared::cta.b64 [bar], K`` (K an immediate) per executing thread."""
+        from ...lower import ptx_table
+
+        k = op.attrs.get("arrivals")
+        if not isinstance(k, int) or not 1 <= k <= MAX_ARRIVALS:
+            lx.error(f"arrivals must be an integer from 1 to {MAX_ARRIVALS}, not {k!r}")
+        bars, index = op.operands
+        ptx_table.emit(lx, "mbarrier.init", [lx.get(bars).address(lx, lx.get(index)), k])
+
 
 @register
 class FenceInit(OpDef):
@@ -201,6 +218,12 @@ class FenceInit(OpDef):
             for st in arr.states:
                 if st.initialised and st.init_threads & act:
                     st.fenced = True
+
+    def lower(self, op, lx):
+        """``fence.mbarrier_init.release.cluster``."""
+        from ...lower import ptx_table
+
+        ptx_table.emit(lx, "fence.mbarrier_init", [])
 
 
 @register
@@ -219,6 +242,13 @@ class Arrive(OpDef):
         for t, i in zip(act.tolist(), idx.tolist()):
             arr.arrive(ix, op, i, t)
         yield SwitchPoint(op, act)
+
+    def lower(self, op, lx):
+        """``mbarrier.arrive.shared::cta.b64 _, [bar]`` per executing thread."""
+        from ...lower import ptx_table
+
+        bars, index = op.operands
+        ptx_table.emit(lx, "mbarrier.arrive", [lx.get(bars).address(lx, lx.get(index))])
 
 
 @register
@@ -240,6 +270,16 @@ class ArriveExpectTx(OpDef):
         for t, i in zip(act.tolist(), idx.tolist()):
             arr.expect_tx(ix, op, i, op.attrs["bytes"], t)
             arr.arrive(ix, op, i, t)
+
+    def lower(self, op, lx):
+        """``mbarrier.arrive.expect_tx.shared::cta.b64 _, [bar], B`` (B an immediate) per executing thread."""
+        from ...lower import ptx_table
+
+        nbytes = op.attrs.get("bytes")
+        if not isinstance(nbytes, int) or not 1 <= nbytes <= MAX_TX:
+            lx.error(f"bytes must be an integer from 1 to {MAX_TX}, not {nbytes!r}")
+        bars, index = op.operands
+        ptx_table.emit(lx, "mbarrier.arrive.expect_tx", [lx.get(bars).address(lx, lx.get(index)), nbytes])
 
 
 class BarrierWait(Wait):
@@ -296,6 +336,17 @@ class WaitOp(OpDef):
             arr.state(ix, op, i, t)
         yield BarrierWait(op, act, arr, i, p)
 
+    def lower(self, op, lx):
+        """A loop around ``mbarrier.try_wait.parity`` until it reports the phase of that parity complete."""
+        from ...lower.context import I32 as LI32
+        from ...lower.shared import barrier_wait
+
+        bars, index, parity = op.operands
+        p = lx.get(parity)
+        if parity.type == I1:
+            p = lx.b.zext(p, LI32)
+        barrier_wait(lx, lx.get(bars).address(lx, lx.get(index)), p)
+
 
 @register
 class CtaBarrier(OpDef):
@@ -317,3 +368,9 @@ class CtaBarrier(OpDef):
                 if st.fenced:
                     st.published = True
         ix.at_barrier(op)
+
+    def lower(self, op, lx):
+        """``bar.sync 0`` (convergent: every thread of each warp reaches it together)."""
+        from ...lower import ptx_table
+
+        ptx_table.emit(lx, "bar.sync", [])

@@ -195,6 +195,14 @@ class Alloc(OpDef):
         ix.set(op.results[0], SmemView(np.full(ix.nthreads, address, dtype=np.int64), t.layout, t.dtype,
                                        f"%{op.results[0].name}", address, address + size))
 
+    def lower(self, op, lx):
+        """No code but an add: the window's runtime address plus the allocation's offset in the static plan."""
+        from ...lower.shared import SmemRef
+
+        t = op.results[0].type
+        base, align = lx.smem_address(op)
+        lx.set(op.results[0], SmemRef(base, t.layout, t.dtype, align))
+
 
 @register
 class Slice(OpDef):
@@ -243,6 +251,25 @@ class Slice(OpDef):
         base = view.base + table[np.clip(i, 0, n - 1)]
         ix.set(op.results[0], SmemView(base, stage_sliced(layout), view.dtype,
                                        f"{view.name}[%{index_v.name}]", view.lo, view.hi))
+
+    def lower(self, op, lx):
+        """base + esize·L_last(i): the last mode evaluated at the runtime index (``emit_layout``); the known
+        alignment drops to the lowest power of two of the stage strides in bytes."""
+        from ...lower.shared import SmemRef, lowbit
+
+        view_v, index_v = op.operands
+        view = lx.get(view_v)
+        last = _inner(view.layout)[lc.rank(view.layout) - 1]
+        esize = element_bytes(view.dtype)
+        off = lx.emit_layout(last, lx.get(index_v))
+        base = lx.b.add(view.base, lx.b.mul(off, lx.i32(esize)) if esize != 1 else off)
+        align = view.align
+        shapes, strides = lc.flatten(last).shape, lc.flatten(last).stride
+        for n, d in zip(shapes if isinstance(shapes, tuple) else (shapes,),
+                        strides if isinstance(strides, tuple) else (strides,)):
+            if n > 1 and d:
+                align = min(align, lowbit(d * esize))
+        lx.set(op.results[0], SmemRef(base, stage_sliced(view.layout), view.dtype, align))
 
 
 def tile_split(layout, mode: int, size: int):
@@ -385,6 +412,12 @@ class Load(_SmemAccess):
         out[act] = from_bytes(raw, view.dtype)
         ix.set(op.results[0], out)
 
+    def lower(self, op, lx):
+        """Per value ``ld.shared`` at the physical address Sw(base + esize·(offset + inner(tv(t, v)))), vectors of up
+        to 16 bytes where consecutive values stay inside one swizzle chunk (ptxgen.lower.shared.smem_access)."""
+        view, thread = op.operands
+        lx.set(op.results[0], lx.smem_access(lx.get(view), lx.get(thread), op.attrs["tv"]))
+
 
 @register
 class Store(_SmemAccess):
@@ -411,6 +444,11 @@ class Store(_SmemAccess):
         act, addr = self._addresses(ix, op, view, thread, op.attrs["tv"])
         raw = to_bytes(ix.get(frag)[act], view.dtype)
         ix.smem_write(op, view.name, addr, raw, act)
+
+    def lower(self, op, lx):
+        """The inverse of smem.load's lowering: ``st.shared`` (vectors where the plan allows) at physical addresses."""
+        view, thread, frag = op.operands
+        lx.smem_access(lx.get(view), lx.get(thread), op.attrs["tv"], store=lx.get(frag))
 
 
 # -- kernel-level rules ---------------------------------------------------------------------------------------------

@@ -279,6 +279,17 @@ class Load(OpDef):
             ix.check_async_access(op, byteset, "write", view.name)
             ix.issue(TmaCopy("load", op, t, m, origin[k], addresses, byteset, (bars, i)))
 
+    def lower(self, op, lx):
+        """``cp.async.bulk.tensor.Rd.shared::cluster.global.mbarrier::complete_tx::bytes [dst], [map, {c...}], [bar]``
+        per executing thread: the coordinates innermost first (the map's mode order), the map's generic address."""
+        from ...lower.shared import tma_copy
+
+        tmap_v, dst_v, bars_v, index_v, *coords = op.operands
+        bars = lx.get(bars_v)
+        bars = getattr(bars, "full", bars)  # a pipeline: its stage's full barrier
+        tma_copy(lx, "load", lx.get(tmap_v), lx.get(dst_v), [lx.get(c) for c in coords],
+                 bars.address(lx, lx.get(index_v)))
+
 
 @register
 class Store(OpDef):
@@ -309,6 +320,13 @@ class Store(OpDef):
             bulk_groups(ix, t)["open"].append(copy)
             ix.issue(copy)
 
+    def lower(self, op, lx):
+        """``cp.async.bulk.tensor.Rd.global.shared::cta.bulk_group [map, {c...}], [src]`` per executing thread."""
+        from ...lower.shared import tma_copy
+
+        tmap_v, src_v, *coords = op.operands
+        tma_copy(lx, "store", lx.get(tmap_v), lx.get(src_v), [lx.get(c) for c in coords])
+
 
 @register
 class StoreCommit(OpDef):
@@ -324,6 +342,12 @@ class StoreCommit(OpDef):
             g = bulk_groups(ix, t)
             g["groups"].append(g["open"])
             g["open"] = []
+
+    def lower(self, op, lx):
+        """``cp.async.bulk.commit_group``."""
+        from ...lower import ptx_table
+
+        ptx_table.emit(lx, "cp.async.bulk.commit_group", [])
 
 
 class StoreWait(Wait):
@@ -372,6 +396,16 @@ class StoreWaitOp(OpDef):
     def interpret(self, op, ix):
         yield StoreWait(op, np.nonzero(ix.mask)[0], op.attrs["pending"], op.attrs["read"])
 
+    def lower(self, op, lx):
+        """``cp.async.bulk.wait_group.read N`` (``read = true``) or ``cp.async.bulk.wait_group N``."""
+        from ...lower import ptx_table
+
+        n, read = op.attrs.get("pending"), op.attrs.get("read")
+        if not isinstance(n, int) or isinstance(n, bool) or not 0 <= n <= 63 or not isinstance(read, bool):
+            lx.error(f"needs pending = 0..63 (an immediate of cp.async.bulk.wait_group) and read = true|false, got "
+                     f"pending = {n!r}, read = {read!r}")
+        ptx_table.emit(lx, "cp.async.bulk.wait_group.read" if read else "cp.async.bulk.wait_group", [n])
+
 
 @register
 class FenceProxyAsync(OpDef):
@@ -384,6 +418,12 @@ class FenceProxyAsync(OpDef):
 
     def interpret(self, op, ix):
         ix.fence_generic_writes(np.nonzero(ix.mask)[0])
+
+    def lower(self, op, lx):
+        """``fence.proxy.async.shared::cta``."""
+        from ...lower import ptx_table
+
+        ptx_table.emit(lx, "fence.proxy.async.shared", [])
 
 
 # -- kernel-level rules ------------------------------------------------------------------------------------------------
