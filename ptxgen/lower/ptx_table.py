@@ -116,6 +116,49 @@ def tma_store(rank: int) -> str:
     return name
 
 
+# -- warpgroup ops: wgmma's fence/commit/wait, register re-sizing, named barriers (all .sync.aligned: convergent)
+TABLE.update({
+    "wgmma.fence": PtxInstr("wgmma.fence.sync.aligned;", "", VOID, (), convergent=True, side_effect=True,
+                            doc="order earlier accumulator register writes before the wgmmas that follow"),
+    "wgmma.commit_group": PtxInstr("wgmma.commit_group.sync.aligned;", "", VOID, (), convergent=True,
+                                   side_effect=True, doc="close the warpgroup's issued wgmmas into a group"),
+    "wgmma.wait_group": PtxInstr("wgmma.wait_group.sync.aligned $0;", "n", VOID, (I32,), convergent=True,
+                                 side_effect=True, doc="wait until at most $0 wgmma groups are pending"),
+    "setmaxnreg.inc": PtxInstr("setmaxnreg.inc.sync.aligned.u32 $0;", "n", VOID, (I32,), convergent=True,
+                               side_effect=True, doc="grow the warp's registers per thread to $0 (waits for them)"),
+    "setmaxnreg.dec": PtxInstr("setmaxnreg.dec.sync.aligned.u32 $0;", "n", VOID, (I32,), convergent=True,
+                               side_effect=True, doc="shrink the warp's registers per thread to $0"),
+    "bar.named": PtxInstr("bar.sync $0, $1;", "n,n", VOID, (I32, I32), convergent=True, side_effect=True,
+                          doc="named barrier $0 among $1 threads (whole warps)"),
+})
+
+_WGMMA_PTX_TYPE = {"f16": "f16", "bf16": "bf16", "e4m3": "e4m3", "e5m2": "e5m2"}
+
+
+def wgmma_mma(n: int, ab_type: str, trans_a: int, trans_b: int) -> str:
+    """The table entry (added on first use) of one ``wgmma.mma_async`` m64nNk* with an f32 accumulator and both
+    operands in shared memory: ``$0..$(N/2-1)`` the accumulators (outputs tied to the inputs of the same index),
+    then the A and B descriptors (64-bit), then scale-d (0: D = A·B, else D = A·B + D, made a predicate inside the
+    block). ``trans_a``/``trans_b``: 1 for an MN-major operand (f16/bf16 only; fp8 takes no transpose operands).
+    ``wgmma_mma(128, 'bf16', 0, 0)`` → ``"wgmma.m64n128.f32.bf16.t00"``. Post: ``TABLE[name]`` exists."""
+    k = 16 if ab_type in ("f16", "bf16") else 32
+    name = f"wgmma.m64n{n}.f32.{ab_type}.t{trans_a}{trans_b}"
+    if name not in TABLE:
+        h = n // 2
+        regs = ", ".join(f"${i}" for i in range(h))
+        t = _WGMMA_PTX_TYPE[ab_type]
+        trans = f", {trans_a}, {trans_b}" if k == 16 else ""
+        template = ("{ .reg .pred %scale_d; "
+                    f"setp.ne.b32 %scale_d, ${h + 2}, 0; "
+                    f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{t}.{t} {{{regs}}}, ${h}, ${h + 1}, %scale_d, 1, 1"
+                    f"{trans}; }}")
+        constraints = ",".join(["=f"] * h + ["l", "l", "r"] + [str(i) for i in range(h)])
+        TABLE[name] = PtxInstr(template, constraints, ir.LiteralStructType([F32] * h),
+                               (I64, I64, I32) + (F32,) * h, convergent=True, side_effect=True,
+                               doc="D(64 x N) = A·Bᵀ (+ D): one warpgroup, operands through smem descriptors")
+    return name
+
+
 def emit(lx, name: str, args):
     """Build table entry ``name`` as an inline-asm call at ``lx``'s insertion point. ``args`` are LLVM values or
     Python ints (for ``n`` immediates and for ``r``/``l`` operands, turned into constants)."""

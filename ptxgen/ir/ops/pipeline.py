@@ -20,6 +20,22 @@ from . import OpDef, SwitchPoint, const_int, describe_threads, register
 from .mbarrier import MAX_ARRIVALS, MAX_TX, BarrierArray, BarrierWait, barrier_arrays
 
 
+class PipelineRef:
+    """A lowered ``pipeline<S>``: ``full`` and ``empty`` (``lower.shared.BarrierRef``: i32 shared address of barrier 0
+    of each array), the stage count and the arrivals a stage's release needs."""
+
+    def __init__(self, full, empty, stages: int, consumers: int):
+        self.full, self.empty, self.stages, self.consumers = full, empty, stages, consumers
+
+
+def _stage_and_parity(lx, k, stages: int, producer: bool):
+    """(k % S, the phase bit to wait for): ``(k / S) & 1`` for consumers, its complement for producers."""
+    b = lx.b
+    s = b.urem(k, lx.i32(stages))
+    parity = b.and_(b.udiv(k, lx.i32(stages)), lx.i32(1))
+    return s, (b.xor(parity, lx.i32(1)) if producer else parity)
+
+
 class PipelineValue:
     """Interpreter value of a ``pipeline<S>``: its ``full`` and ``empty`` BarrierArrays (named ``%p.full`` and
     ``%p.empty`` in messages) and the number of stages."""
@@ -98,6 +114,16 @@ class Alloc(OpDef):
         barrier_arrays(ix).extend([value.full, value.empty])
         ix.set(op.results[0], value)
 
+    def lower(self, op, lx):
+        """No code: the full barriers at the allocation's address, the empty ones 8·S bytes further."""
+        from ...lower.shared import BarrierRef
+
+        base, _align = lx.smem_address(op)
+        stages = op.results[0].type.stages
+        lx.set(op.results[0], PipelineRef(BarrierRef(base, stages), BarrierRef(lx.b.add(base, lx.i32(8 * stages)),
+                                                                                stages),
+                                          stages, op.attrs["consumers"]))
+
 
 @register
 class Init(OpDef):
@@ -120,6 +146,17 @@ class Init(OpDef):
                 st.init_threads.update(act)
                 st.init_op = op
                 st.fenced = True  # pipeline.init includes fence.mbarrier_init
+
+    def lower(self, op, lx):
+        """``mbarrier.init`` of every full (1 arrival) and empty (``consumers`` arrivals) barrier, then
+        ``fence.mbarrier_init.release.cluster``."""
+        from ...lower import ptx_table
+
+        p = lx.get(op.operands[0])
+        for s in range(p.stages):
+            ptx_table.emit(lx, "mbarrier.init", [p.full.address(lx, lx.i32(s)), 1])
+            ptx_table.emit(lx, "mbarrier.init", [p.empty.address(lx, lx.i32(s)), p.consumers])
+        ptx_table.emit(lx, "fence.mbarrier_init", [])
 
 
 class _PhaseWait(BarrierWait):
@@ -166,6 +203,18 @@ class Acquire(OpDef):
             p.full.arrive(ix, op, s, t)
         ix.set(op.results[0], np.full(ix.nthreads, s, dtype=np.int32))
 
+    def lower(self, op, lx):
+        """try_wait.parity loop on ``empty[k % S]`` for parity ``((k / S) & 1) ^ 1``, then
+        ``mbarrier.arrive.expect_tx`` on ``full[k % S]``."""
+        from ...lower import ptx_table
+        from ...lower.shared import barrier_wait
+
+        p = lx.get(op.operands[0])
+        s, parity = _stage_and_parity(lx, lx.get(op.operands[1]), p.stages, producer=True)
+        barrier_wait(lx, p.empty.address(lx, s), parity)
+        ptx_table.emit(lx, "mbarrier.arrive.expect_tx", [p.full.address(lx, s), op.attrs["bytes"]])
+        lx.set(op.results[0], s)
+
 
 @register
 class WaitFull(OpDef):
@@ -193,6 +242,15 @@ class WaitFull(OpDef):
         yield _PhaseWait(op, act, p.full, s, parity,
                          f"pipeline.wait of iteration {k} (stage {s}) by {describe_threads(act)}")
         ix.set(op.results[0], np.full(ix.nthreads, s, dtype=np.int32))
+
+    def lower(self, op, lx):
+        """try_wait.parity loop on ``full[k % S]`` for parity ``(k / S) & 1``."""
+        from ...lower.shared import barrier_wait
+
+        p = lx.get(op.operands[0])
+        s, parity = _stage_and_parity(lx, lx.get(op.operands[1]), p.stages, producer=False)
+        barrier_wait(lx, p.full.address(lx, s), parity)
+        lx.set(op.results[0], s)
 
 
 @register
@@ -222,3 +280,17 @@ class Release(OpDef):
                 ix.fail(op, f"the lanes of warp {warp} release different stages {sorted(mine)}")
             p.empty.arrive(ix, op, int(stages[act // 32 == warp][0]), int(lanes[0]))
         yield SwitchPoint(op, act)
+
+    def lower(self, op, lx):
+        """Lane 0 of each warp: ``mbarrier.arrive`` on ``empty[s]`` (the other lanes branch around it)."""
+        from ...lower import ptx_table
+
+        p = lx.get(op.operands[0])
+        b = lx.b
+        lane0 = b.icmp_unsigned("==", b.and_(lx.linear_thread(), lx.i32(31)), lx.i32(0))
+        arrive, after = lx.block("release.arrive"), lx.block("release.done")
+        b.cbranch(lane0, arrive, after)
+        b.position_at_end(arrive)
+        ptx_table.emit(lx, "mbarrier.arrive", [p.empty.address(lx, lx.get(op.operands[1]))])
+        b.branch(after)
+        b.position_at_end(after)

@@ -137,6 +137,29 @@ class Roles(OpDef):
         finally:
             ix.mask, ix.yielded = base_mask, base_yielded
 
+    def lower(self, op, lx):
+        """A branch per role on the warpgroup index (``tid / 128``); each role first re-sizes its registers with
+        ``setmaxnreg.inc`` / ``.dec`` relative to the launch budget (``launch_registers``), then runs its region."""
+        from ...lower import ptx_table
+
+        b = lx.b
+        threads = lx.block_dim[0] * lx.block_dim[1] * lx.block_dim[2]
+        budget = launch_registers(threads)
+        wg = b.lshr(lx.linear_thread(), lx.i32(7))
+        end = lx.block("roles.end")
+        for k, ((first, count), region, regs) in enumerate(zip(role_ranges(op), op.regions, op.attrs["maxnreg"])):
+            body, next_test = lx.block(f"role.{k}"), lx.block(f"role.{k}.else")
+            inside = b.icmp_unsigned("<", b.sub(wg, lx.i32(first)), lx.i32(count))
+            b.cbranch(inside, body, next_test)
+            b.position_at_end(body)
+            if regs != budget:
+                ptx_table.emit(lx, "setmaxnreg.inc" if regs > budget else "setmaxnreg.dec", [regs])
+            lx.lower_region(region)
+            b.branch(end)
+            b.position_at_end(next_test)
+        b.branch(end)
+        b.position_at_end(end)
+
 
 class NamedBarrierWait(Wait):
     def __init__(self, op, threads, state, generation, ident, count):
@@ -183,3 +206,9 @@ class NamedBarrier(OpDef):
             state["generation"] += 1
             return
         yield NamedBarrierWait(op, act, state, state["generation"], ident, count)
+
+    def lower(self, op, lx):
+        """``bar.sync id, threads``."""
+        from ...lower import ptx_table
+
+        ptx_table.emit(lx, "bar.named", [op.attrs["id"], op.attrs["threads"]])

@@ -354,6 +354,25 @@ class Tile(OpDef):
         ix.set(op.results[0], SmemView(base, layout, view.dtype, f"{view.name}.tile[%{index_v.name}]", view.lo,
                                        view.hi))
 
+    def lower(self, op, lx):
+        """base + esize·rest(i) (``emit_layout`` of the block-index layout); the known alignment drops to the lowest
+        power of two of rest's strides in bytes."""
+        from ...lower.shared import SmemRef, lowbit
+
+        view_v, index_v = op.operands
+        view = lx.get(view_v)
+        layout, rest = tile_split(view.layout, op.attrs["mode"], op.attrs["size"])
+        esize = element_bytes(view.dtype)
+        off = lx.emit_layout(rest, lx.get(index_v))
+        base = lx.b.add(view.base, lx.b.mul(off, lx.i32(esize)) if esize != 1 else off)
+        align = view.align
+        shapes, strides = lc.flatten(rest).shape, lc.flatten(rest).stride
+        for n, d in zip(shapes if isinstance(shapes, tuple) else (shapes,),
+                        strides if isinstance(strides, tuple) else (strides,)):
+            if n > 1 and d:
+                align = min(align, lowbit(d * esize))
+        lx.set(op.results[0], SmemRef(base, layout, view.dtype, align))
+
 
 class _SmemAccess(OpDef):
     def _check_view_and_thread(self, op, v, view, thread):

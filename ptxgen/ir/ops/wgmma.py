@@ -120,6 +120,18 @@ def _verify_operand(op, v, value, what):
     return t
 
 
+def _runtime_descriptor(lx, base, desc):
+    """The 64-bit descriptor ``desc`` (derived at base 0) for a view whose origin is at the i32 shared address
+    ``base``: the start field becomes ``((base + desc.start) >> 4) & 0x3FFF``, every other field is constant."""
+    from llvmlite import ir
+
+    b = lx.b
+    start = b.add(base, lx.i32(desc.start_address)) if desc.start_address else base
+    field = b.and_(b.lshr(start, lx.i32(4)), lx.i32(0x3FFF))
+    high = desc.encode() & ~0x3FFF
+    return b.or_(b.zext(field, ir.IntType(64)), ir.Constant(ir.IntType(64), high))
+
+
 @register
 class Mma(OpDef):
     name = "wgmma.mma"
@@ -176,6 +188,36 @@ class Mma(OpDef):
 
     def result_types(self, operand_types, attrs):
         return [operand_types[2]]
+
+    def lower(self, op, lx):
+        """P × K/k ``wgmma.mma_async`` instructions (m-block outer, k-step inner), the accumulator registers threaded
+        through them; each descriptor is the layout's (DescriptorIterator at base 0) with the view's runtime base
+        added to its start-address field: ``((base + tile start) >> 4) & 0x3FFF``."""
+        from ...lower import ptx_table
+
+        a_v, b_v, c_v = op.operands
+        ta, tb = a_v.type, b_v.type
+        if op.results[0].type.dtype != F32:
+            lx.error("only f32 accumulators are lowered (f16 accumulators pack two values per register)")
+        (m, kk), (n, _) = _extents(ta.layout), _extents(tb.layout)
+        major_a, it_a = operand_major(ta.layout, ta.dtype, 64)
+        major_b, it_b = operand_major(tb.layout, tb.dtype, n)
+        if major_a is None or major_b is None:
+            lx.error(f"no wgmma descriptors for these layouts: {it_a if major_a is None else it_b}")
+        name = ptx_table.wgmma_mma(n, ta.dtype.name, int(major_a == "MN"), int(major_b == "MN"))
+        ra, rb = lx.get(a_v), lx.get(b_v)
+        acc = list(lx.get(c_v))
+        h = n // 2
+        for blk in range(m // 64):
+            regs = acc[blk * h:(blk + 1) * h]
+            for j in range(kk // k_step(ta.dtype)):
+                da = _runtime_descriptor(lx, ra.base, it_a.descriptor(k=j, mn_block=blk))
+                db = _runtime_descriptor(lx, rb.base, it_b.descriptor(k=j))
+                out = ptx_table.emit(lx, name, [da, db, 1, *regs])
+                regs = [lx.b.extract_value(out, i) for i in range(h)]
+            acc[blk * h:(blk + 1) * h] = regs
+        lx.set(op.results[0], acc)
+
 
     def interpret(self, op, ix):
         a_v, b_v, c_v = op.operands
@@ -241,6 +283,12 @@ class Fence(OpDef):
     def interpret(self, op, ix):
         _warpgroups(ix, op)
 
+    def lower(self, op, lx):
+        """``wgmma.fence.sync.aligned``."""
+        from ...lower import ptx_table
+
+        ptx_table.emit(lx, "wgmma.fence", [])
+
 
 @register
 class Commit(OpDef):
@@ -256,6 +304,12 @@ class Commit(OpDef):
             g = wgmma_groups(ix, w)
             g["groups"].append(g["open"])
             g["open"] = []
+
+    def lower(self, op, lx):
+        """``wgmma.commit_group.sync.aligned``."""
+        from ...lower import ptx_table
+
+        ptx_table.emit(lx, "wgmma.commit_group", [])
 
 
 @register
@@ -280,3 +334,9 @@ class WaitGroups(OpDef):
                 for inflight in group:
                     inflight.done = True
                     ix.inflight.remove(inflight)
+
+    def lower(self, op, lx):
+        """``wgmma.wait_group.sync.aligned N``."""
+        from ...lower import ptx_table
+
+        ptx_table.emit(lx, "wgmma.wait_group", [op.attrs["pending"]])
