@@ -20,17 +20,34 @@ import statistics
 import sys
 
 HERE = pathlib.Path(__file__).resolve().parent
-DEFAULT_SHAPES = "4096x4096x4096,8192x8192x8192,8192x8192x1024,2048x2048x2048,4096x4096x16384,3001x2999x1999"
+DEFAULT_SHAPES = "4096x4096x4096,8192x8192x8192,8192x8192x1024,2048x2048x2048,4096x4096x16384,3001x2999x2008"
 
 
-def load_builder():
-    spec = importlib.util.spec_from_file_location("example_gemm", HERE / "gemm.py")
+def load_example(name):
+    spec = importlib.util.spec_from_file_location(f"example_{name}", HERE / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.build
+    return module
 
 
-def time_ms(torch, fn, warmup=5, repeats=20):
+def variant_kernel(variant: str, dtype: str):
+    """A variant name → (module, needs_sms): ``h128x256s4`` is gemm_hopper.build(bm=128, bn=256, stages=4) (``p0``
+    suffix: wgmma.wait pending 0; ``g4``: group 4); ``s128x256s3`` is the simple examples/gemm.py with bn=256."""
+    kind, rest = variant[0], variant[1:]
+    tile, _, tail = rest.partition("s")
+    bm, bn = (int(x) for x in tile.split("x"))
+    stages = int(tail.split("p")[0].split("g")[0])
+    pending = int(tail.split("p")[1].split("g")[0]) if "p" in tail else 1
+    group = int(tail.split("g")[1]) if "g" in tail else 8
+    if kind == "h":
+        return load_example("gemm_hopper").build(dtype, bm=bm, bn=bn, stages=stages, group=group,
+                                                 pending=pending), True
+    if kind == "s" and bm == 128:
+        return load_example("gemm").build(dtype, bn, stages), False
+    raise ValueError(f"unknown variant {variant!r} (h<BM>x<BN>s<stages>[p<pending>][g<group>] or s128x<BN>s<stages>)")
+
+
+def time_ms(torch, fn, warmup=10, repeats=20):
     """Median milliseconds of ``fn()`` by CUDA events (one pair per launch)."""
     for _ in range(warmup):
         fn()
@@ -96,7 +113,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--dtypes", default="bf16,f16")
     ap.add_argument("--shapes", default=DEFAULT_SHAPES)
-    ap.add_argument("--variants", default="128x128s4,128x256s3", help="BMxBN and pipeline stages of ours")
+    ap.add_argument("--variants", default="h128x256s4,h128x128s6",
+                    help="ours: h<BM>x<BN>s<stages>[p<pending>][g<group>] (gemm_hopper) or s128x<BN>s<stages> (gemm)")
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--no-triton", action="store_true")
     args = ap.parse_args(argv)
@@ -104,16 +122,15 @@ def main(argv=None):
     import torch
     from ptxgen.runtime import jit
 
-    build = load_builder()
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
     triton_run = None if args.no_triton else triton_gemm()
     torch_dtype = {"bf16": torch.bfloat16, "f16": torch.float16}
     rows = []
     for dtype in args.dtypes.split(","):
         kernels = {}
         for v in args.variants.split(","):
-            tile, stages = v.split("s")
-            bn = int(tile.split("x")[1])
-            kernels[v] = jit(build(dtype, bn, int(stages)))
+            module, needs_sms = variant_kernel(v, dtype)
+            kernels[v] = (jit(module), needs_sms)
         for shape in args.shapes.split(","):
             m, n, k = (int(x) for x in shape.split("x"))
             a = torch.randn(m, k, device="cuda", dtype=torch_dtype[dtype])
@@ -126,9 +143,10 @@ def main(argv=None):
             row["torch_err"] = rel_err(torch, c, want)
             row["torch_ms"] = time_ms(torch, lambda: torch.matmul(a, b.T, out=c), repeats=args.repeats)
             best = None
-            for name, kern in kernels.items():
+            for name, (kern, needs_sms) in kernels.items():
                 c.fill_(-7.0)
-                site = kern.prepare(a=a, b=b, c=c, m=m, n=n, k=k)
+                extra = {"sms": sms} if needs_sms else {}
+                site = kern.prepare(a=a, b=b, c=c, m=m, n=n, k=k, **extra)
                 site()
                 err = rel_err(torch, c, want)
                 ms = time_ms(torch, site, repeats=args.repeats) if err < 1e-2 else float("nan")

@@ -395,7 +395,7 @@ ERRORS = [
     ("bad host function arity", "kernel @k(%n: i32) {grid = (cdiv(%n), 1, 1)} {\n}\n", "1:29",
      "cdiv takes 2 arguments, not 1"),
     ("unknown host function", "kernel @k(%n: i32) {grid = (foo(%n, 2), 1, 1)} {\n}\n", "1:29",
-     "unknown host function 'foo' (expected dim or cdiv)"),
+     "unknown host function 'foo' (expected dim, cdiv or min)"),
     ("host expression on a non-parameter", "kernel @k(%n: i32) {grid = (%m * 2, 1, 1)} {\n}\n", "1:29",
      "%m in a host expression is not a parameter of the kernel"),
     ("host expression on a string", "kernel @k(%n: i32) {grid = (%n * \"s\", 1, 1)} {\n}\n", "1:34",

@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 
 from .core import Kernel, Module, Op, Region, Value
-from .hostexpr import Add, CDiv, Const, Dim, Mul, ParamRef, TupleAttr, Word
+from .hostexpr import Add, CDiv, Const, Dim, Min, Mul, ParamRef, TupleAttr, Word
 from .ops import OPS
 from .types import (SCALARS, BarrierType, PipelineType, FragmentType, GlobalTensorType, GlobalViewType, ScalarType, TensorMapType,
                     TensorType)
@@ -72,7 +72,7 @@ def mbarrier(count: int) -> BarrierType:
 
 
 def _host(e):
-    if isinstance(e, (Const, ParamRef, Dim, CDiv, Mul, Add)):
+    if isinstance(e, (Const, ParamRef, Dim, CDiv, Min, Mul, Add)):
         return e
     if isinstance(e, int):
         return Const(e)
@@ -84,6 +84,16 @@ def _host(e):
 def cdiv(a, b) -> CDiv:
     """Host expression ⌈a/b⌉ for launch attributes: ``cdiv('n', 1024)``."""
     return CDiv(_host(a), _host(b))
+
+
+def hmin(a, b) -> Min:
+    """Host expression min(a, b): ``hmin(mul(cdiv('m', 128), cdiv('n', 256)), 'sms')``."""
+    return Min(_host(a), _host(b))
+
+
+def mul(a, b) -> Mul:
+    """Host expression a · b: ``mul(cdiv('m', 128), cdiv('n', 256))``."""
+    return Mul(_host(a), _host(b))
 
 
 def dim(param: str, mode: int) -> Dim:

@@ -6,7 +6,7 @@ A kernel's ``grid`` is computed on the host from its integer parameters and tens
 - ``Const(7)`` — an integer (text ``7``),
 - ``ParamRef("n")`` — an integer kernel parameter (text ``%n``),
 - ``Dim("x", 0)`` — the runtime extent of mode 0 of tensor parameter ``x`` (text ``dim(%x, 0)``),
-- ``CDiv(a, b)`` — ⌈a/b⌉ (text ``cdiv(a, b)``), ``Mul(a, b)`` (text ``a * b``), ``Add(a, b)`` (text ``a + b``).
+- ``CDiv(a, b)`` — ⌈a/b⌉ (text ``cdiv(a, b)``), ``Min(a, b)`` (text ``min(a, b)``), ``Mul(a, b)`` (text ``a * b``), ``Add(a, b)`` (text ``a + b``).
 
 ``evaluate(env)`` computes the value from ``env``, a mapping from parameter names to ints (for ``%n``) or to
 array-likes with ``.shape`` (for ``dim``). ``str(e)`` is the text form, with the parentheses the usual precedence
@@ -139,9 +139,26 @@ class Add(HostExpr):
         return f"{_wrap(self.a, 1, False)} + {_wrap(self.b, 1, True)}"
 
 
+@dataclass(frozen=True)
+class Min(HostExpr):
+    """min(a, b): prints ``min(a, b)`` (a persistent kernel's grid: ``min(tiles, %sms)``)."""
+
+    a: HostExpr
+    b: HostExpr
+
+    def evaluate(self, env) -> int:
+        return min(self.a.evaluate(env), self.b.evaluate(env))
+
+    def params(self) -> frozenset:
+        return self.a.params() | self.b.params()
+
+    def __str__(self) -> str:
+        return f"min({self.a}, {self.b})"
+
+
 _PREC = {Add: 1, Mul: 2}
 
-HOST_EXPRS = (Const, ParamRef, Dim, CDiv, Mul, Add)
+HOST_EXPRS = (Const, ParamRef, Dim, CDiv, Min, Mul, Add)
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,7 @@ import layoutc as lc
 from layoutc.notation import to_str
 
 from .core import Kernel, Location, Module, Op, Region, Value
-from .hostexpr import Add, CDiv, Const, Dim, HostExpr, Mul, ParamRef, TupleAttr, Word
+from .hostexpr import Add, CDiv, Const, Dim, HostExpr, Min, Mul, ParamRef, TupleAttr, Word
 from .types import (SCALARS, BarrierType, PipelineType, FragmentType, GlobalTensorType, GlobalViewType, ScalarType,
                     TensorMapType, TensorType)
 
@@ -478,16 +478,16 @@ class _Reader:
             return Add(a, b) if kind == "hadd" else Mul(a, b)
         if kind == "hcall":
             fn, *args = tree.children
-            if str(fn) == "cdiv":
+            if str(fn) in ("cdiv", "min"):
                 if len(args) != 2:
-                    raise self.error_at(fn, f"cdiv takes 2 arguments, not {len(args)}")
-                return CDiv(*(self.host(self.hvalue(a), a) for a in args))
+                    raise self.error_at(fn, f"{fn} takes 2 arguments, not {len(args)}")
+                return (CDiv if str(fn) == "cdiv" else Min)(*(self.host(self.hvalue(a), a) for a in args))
             if str(fn) == "dim":
                 if len(args) != 2 or args[0].data != "hparam" or args[1].data != "int":
                     raise self.error_at(fn, "dim is written dim(%tensor_param, mode)")
                 param = self.hvalue(args[0])
                 return Dim(param.name, int(args[1].children[0]))
-            raise self.error_at(fn, f"unknown host function '{fn}' (expected dim or cdiv)")
+            raise self.error_at(fn, f"unknown host function '{fn}' (expected dim, cdiv or min)")
         return self.literal(tree)
 
     def host(self, value, node) -> HostExpr:
@@ -602,7 +602,7 @@ def _check_host(e) -> None:
         _check_name(e.name)
     elif isinstance(e, Dim):
         _check_name(e.param)
-    elif isinstance(e, (CDiv, Mul, Add)):
+    elif isinstance(e, (CDiv, Min, Mul, Add)):
         _check_host(e.a)
         _check_host(e.b)
     elif not isinstance(e, Const):

@@ -257,7 +257,7 @@ class CompiledKernel:
 
 def _grid_source(expr, params) -> str:
     """Python source of a host expression over ``a`` (the arguments) and ``s`` (tensor shapes)."""
-    from ..ir.hostexpr import Add, CDiv, Const, Dim, Mul, ParamRef
+    from ..ir.hostexpr import Add, CDiv, Const, Dim, Min, Mul, ParamRef
 
     if isinstance(expr, int):
         return str(int(expr))
@@ -269,6 +269,8 @@ def _grid_source(expr, params) -> str:
         return f"s[{expr.param!r}][{int(expr.mode)}]"
     if isinstance(expr, CDiv):
         return f"(-(-({_grid_source(expr.a, params)}) // ({_grid_source(expr.b, params)})))"
+    if isinstance(expr, Min):
+        return f"min({_grid_source(expr.a, params)}, {_grid_source(expr.b, params)})"
     if isinstance(expr, Mul):
         return f"(({_grid_source(expr.a, params)}) * ({_grid_source(expr.b, params)}))"
     if isinstance(expr, Add):

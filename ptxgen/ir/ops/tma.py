@@ -79,6 +79,10 @@ def encode_tensor_map(array, t: TensorMapType, name: str) -> TensorMapValue:
         raise ValueError(f"argument {name}: the interpreter does not copy {t.dtype} tensors yet")
     if array.dtype != numpy_dtype(t.dtype):
         raise ValueError(f"argument {name} holds {array.dtype} but {t} needs {np.dtype(numpy_dtype(t.dtype))}")
+    if array.size == 0:
+        # an empty tensor has no map (the driver refuses zero extents); the host passes a blank one, as the launcher
+        # does, and a copy through it is an error
+        return TensorMapValue(array, None, t.dtype, name)
     if any(s % array.itemsize for s in array.strides):
         raise ValueError(f"argument {name}'s strides {array.strides} are not whole elements")
     glob = lc.Layout(tuple(array.shape), tuple(s // array.itemsize for s in array.strides))
@@ -163,6 +167,8 @@ class TmaCopy(AsyncOp):
 
 def _copy_addresses(ix, op, m: TensorMapValue, view, thread: int):
     """Absolute smem byte addresses TMA touches for a copy of ``m``'s box at ``view``'s base for ``thread``."""
+    if m.params is None:
+        ix.fail(op, f"copies through the map of {m.name}, an empty {m.array.shape} tensor (no map can describe it)")
     dst = int(view.base[thread])
     if dst % 128:
         ix.fail(op, f"the smem box starts at byte {dst}, which is not 128-byte aligned (TMA faults: misaligned "

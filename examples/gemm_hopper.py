@@ -1,0 +1,144 @@
+"""The flagship GEMM: warp-specialized, persistent, pipelined wgmma GEMM for Hopper, built with the Python builder
+(examples/gemm_hopper.tile is this module's default printed, with comments).
+
+C = A·Bᵀ, A (M, K) and B (N, K) row-major (K contiguous), C (M, N) row-major; f16/bf16 in, f32 accumulation.
+
+- Persistent: ``min(tiles, %sms)`` CTAs; CTA b computes the work items b, b + grid, b + 2·grid, …; ``sched.tile``
+  maps a work item to its (m, n) tile in groups of ``group`` tile rows, so that the CTAs running together share A
+  and B panels in L2.
+- Warp-specialized: ``gpu.roles`` gives warpgroup 0 to the PRODUCER (registers cut to 40) whose thread 0 walks every
+  (tile, k-tile) of its CTA with ONE running iteration counter, acquiring pipeline stages and issuing the TMA loads
+  of A's BM × 64 and B's BN × 64 boxes (K-major SW128 GMMA atoms); the two CONSUMER warpgroups (registers raised to
+  232) each own BM/2 rows of the tile. Because the counter runs across tiles, the producer fills the stages of the
+  next tile while the consumers still store the last one: the epilogue hides behind the next tile's loads.
+- Mainloop: per k-tile a consumer waits for the stage, issues its wgmmas (``wgmma.mma`` of (BM/2) × BN × 64: BM/128
+  m64 blocks × 4 k16 steps), commits, and waits with ONE group still pending (``wgmma.wait {pending = 1}``), so the
+  tensor cores always have the next k-tile queued; only then is the PREVIOUS stage released (its wgmmas are done).
+- Epilogue: the f32 accumulator → bf16/f16, stored through the accumulator's TV layout; stores outside C are skipped,
+  and TMA's zero fill makes ragged M, N, K free in the mainloop.
+"""
+from layoutc.hopper import gmma_smem_layout
+
+from ptxgen.ir.builder import KernelBuilder, cdiv, f32, frag, gtensor, hmin, i32, mul, smem, tmap
+from ptxgen.ir.ops.smem import stage_sliced, tile_split
+
+BK = 64  # one 128-byte SW128 row of 16-bit K per k-tile
+
+
+def accumulator_block_tv(rows: int, bn: int):
+    """The TV layout of a consumer's (rows, BN) accumulator tile, rows = 64·P: thread t of the warpgroup, value
+    v + (BN/2)·p → element m + rows·n of the tile (CLayout_64xN of each m64 block p, stacked along M)."""
+    import layoutc as lc
+
+    p = rows // 64
+    return lc.Layout(((4, 8, 4), ((2, 2, bn // 8), p)), ((2 * rows, 1, 16), ((rows, 8, 8 * rows), 64)))
+
+
+def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, group: int = 8, pending: int = 1):
+    rows = bm // 2                                   # rows of each of the two consumer warpgroups
+    a_ring = gmma_smem_layout("K", "SW128", dtype, (bm, BK, stages))
+    b_ring = gmma_smem_layout("K", "SW128", dtype, (bn, BK, stages))
+    a_box, b_box = stage_sliced(a_ring), stage_sliced(b_ring)
+    a_rows_t = smem(dtype, tile_split(a_box, 0, rows)[0])
+    stage_bytes = (bm + bn) * BK * 2
+    acc_t = frag("f32", (bn // 2) * (rows // 64))
+    kb = KernelBuilder(
+        "gemm_hopper", grid=(hmin(mul(cdiv("m", bm), cdiv("n", bn)), "sms"), 1, 1), block=(384, 1, 1),
+        a=tmap(dtype, 2, a_box), b=tmap(dtype, 2, b_box), c=gtensor(dtype, 2), m=i32, n=i32, k=i32, sms=i32)
+    b = kb.b
+    sa = b.smem.alloc(type=smem(dtype, a_ring), align=1024, name="sa")
+    sb = b.smem.alloc(type=smem(dtype, b_ring), align=1024, name="sb")
+    pipe = b.pipeline.alloc(stages=stages, consumers=8, name="pipe")
+    thread = b.gpu.thread_id(dim="x", name="thread")
+    wg = b.gpu.warpgroup_id(name="wg")
+    first = b.gpu.block_id(dim="x", name="first")
+    step = b.gpu.grid_dim(dim="x", name="step")
+    c0 = b.const(0, i32, name="c0")
+    c1 = b.const(1, i32, name="c1")
+    c_bk = b.const(BK, i32, name="bk")
+    c_bm = b.const(bm, i32, name="bm")
+    c_bn = b.const(bn, i32, name="bn")
+    c_rows = b.const(rows, i32, name="rows")
+    c_stages = b.const(stages, i32, name="stages")
+    c_wg = b.const(128, i32, name="wgsize")
+    tiles_m = b.arith.cdiv(kb["m"], c_bm, name="tiles_m")
+    tiles_n = b.arith.cdiv(kb["n"], c_bn, name="tiles_n")
+    tiles = b.arith.mul(tiles_m, tiles_n, name="tiles")
+    ktiles = b.arith.cdiv(kb["k"], c_bk, name="ktiles")
+    leader = b.arith.cmp(thread, c0, pred="eq", name="leader")
+    with b.scf.if_(leader).then:
+        b.pipeline.init(pipe)
+        b.scf.yield_()
+    b.barrier.cta()
+
+    role = b.roles(producer=(1, 40), consumer=(2, 232))
+    with role["producer"]:
+        with b.scf.if_(leader).then:
+            with b.scf.for_(first, tiles, step, c0, args=("t", "it"), names=["it_done"]) as (t, it):
+                tm, tn = b.sched.tile(t, tiles_m, tiles_n, group=group, name=["tm", "tn"])
+                m0 = b.arith.mul(tm, c_bm, name="m0")
+                n0 = b.arith.mul(tn, c_bn, name="n0")
+                with b.scf.for_(c0, ktiles, c1, it, args=("kt", "pit"), names=["it_next"]) as loop:
+                    kt, pit = loop
+                    s = b.pipeline.acquire(pipe, pit, bytes=stage_bytes, name="s")
+                    a_dst = b.smem.slice(sa, s, name="a_dst")
+                    b_dst = b.smem.slice(sb, s, name="b_dst")
+                    kc = b.arith.mul(kt, c_bk, name="kc")
+                    b.tma.load(kb["a"], a_dst, pipe, s, m0, kc)
+                    b.tma.load(kb["b"], b_dst, pipe, s, n0, kc)
+                    b.scf.yield_(b.arith.add(pit, c1, name="pit1"))
+                b.scf.yield_(loop.results[0])
+            b.scf.yield_()
+    with role["consumer"]:
+        cw = b.arith.sub(wg, c1, name="cw")
+        lt = b.arith.rem(thread, c_wg, name="lt")
+        row_off = b.arith.mul(cw, c_rows, name="row_off")
+        fzero = b.const(0.0, f32, name="fzero")
+        with b.scf.for_(first, tiles, step, c0, args=("ct", "cit"), names=["cit_done"]) as (ct, cit):
+            tm2, tn2 = b.sched.tile(ct, tiles_m, tiles_n, group=group, name=["tm2", "tn2"])
+            init = b.frag.splat(fzero, type=acc_t, name="init")
+            with b.scf.for_(c0, ktiles, c1, init, cit, args=("kt2", "acc_in", "kit"),
+                            names=["acc", "kit_end"]) as mloop:
+                kt2, acc_in, kit = mloop
+                s2 = b.pipeline.wait(pipe, kit, name="s2")
+                a_stage = b.smem.slice(sa, s2, name="a_stage")
+                a_rows = b.smem.tile(a_stage, cw, mode=0, size=rows, name="a_rows")
+                assert a_rows.type == a_rows_t
+                b_stage = b.smem.slice(sb, s2, name="b_stage")
+                b.wgmma.fence()
+                acc_out = b.wgmma.mma(a_rows, b_stage, acc_in, name="acc_out")
+                b.wgmma.commit()
+                b.wgmma.wait(pending=pending)
+                if pending:
+                    # the wgmmas of the previous k-tile are done: hand its stage back to the producer
+                    has_prev = b.arith.cmp(kt2, c0, pred="gt", name="has_prev")
+                    with b.scf.if_(has_prev).then:
+                        prev = b.arith.sub(kit, c1, name="prev")
+                        prev_s = b.arith.rem(prev, c_stages, name="prev_s")
+                        b.pipeline.release(pipe, prev_s)
+                        b.scf.yield_()
+                else:
+                    b.pipeline.release(pipe, s2)
+                b.scf.yield_(acc_out, b.arith.add(kit, c1, name="kit1"))
+            acc, kit_end = mloop.results
+            if pending:
+                b.wgmma.wait(pending=0)
+                any_k = b.arith.cmp(ktiles, c0, pred="gt", name="any_k")
+                with b.scf.if_(any_k).then:
+                    last = b.arith.sub(kit_end, c1, name="last")
+                    last_s = b.arith.rem(last, c_stages, name="last_s")
+                    b.pipeline.release(pipe, last_s)
+                    b.scf.yield_()
+            out = b.frag.cast(acc, type=frag(dtype, acc_t.shape), name="out")
+            tile_m0 = b.arith.mul(tm2, c_bm, name="tile_m0")
+            r0 = b.arith.add(tile_m0, row_off, name="r0")
+            n0c = b.arith.mul(tn2, c_bn, name="n0c")
+            c_tile = b.gmem.tile(kb["c"], r0, n0c, shape=(rows, bn), name="c_tile")
+            b.gmem.store(c_tile, lt, out, tv=accumulator_block_tv(rows, bn))
+            b.scf.yield_(kit_end)
+    return kb.module("examples/gemm_hopper.py")
+
+
+if __name__ == "__main__":
+    from ptxgen.ir.text import print_module
+    print(print_module(build()))
