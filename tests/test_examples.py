@@ -51,7 +51,9 @@ def test_sqrt_sin_matches_numpy(n):
     assert rel_err(z, want) < 1e-6
 
 
-@pytest.mark.parametrize("m, n", [(4, 256), (5, 300), (1, 1), (9, 1000)])
+# N = 16384 is the register tile (one pass); 16385 and 40000 take the two-pass path; ragged N leave partial vectors
+@pytest.mark.parametrize("m, n", [(4, 256), (5, 300), (1, 1), (9, 1000), (2, 16384), (3, 16385), (1, 40000),
+                                  (2, 8193)])
 def test_l2norm_matches_numpy(m, n):
     rng = np.random.default_rng()
     x = rng.standard_normal((m, n)).astype(np.float32)
@@ -78,3 +80,18 @@ def test_sqrt_sin_leaves_memory_past_n_untouched():
     z = np.full(1100, -7.0, dtype=np.float32)
     interpret(load("sqrt_sin"), {"x": x[:n], "z": z[:n], "n": n})
     assert np.all(z[n:] == -7.0)
+
+
+def test_l2norm_lowers_to_16_byte_vectors_in_at_most_64_registers():
+    """The one-pass path loads and stores x/y as ld/st.global.v4 (no edge path when N is a multiple of 4) and the
+    kernel needs <= 64 registers, so two 512-thread CTAs fit an SM (65536 registers) and overlap their phases."""
+    import re
+    from ptxgen.lower import Specialization, TensorSpec, compile_kernel
+
+    spec = Specialization.of(x=TensorSpec(1, True, 4), y=TensorSpec(1, True, 4))
+    compiled = compile_kernel(load("l2norm").kernels[0], spec)
+    accesses = re.findall(r"(?:ld|st)\.global\S*", compiled.ptx)
+    assert set(accesses) == {"ld.global.v4.b32", "st.global.v4.b32"}
+    assert accesses.count("ld.global.v4.b32") == 12   # 8 in the first loop, 4 in the two-pass loop
+    if compiled.registers is not None:                 # ptxas's count, where this nvJitLink's info log has it
+        assert compiled.registers <= 64

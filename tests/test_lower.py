@@ -76,7 +76,11 @@ def test_every_kernel_lowers_and_assembles_without_spills(compiled, name, which)
     assert c.cubin[:4] == b"\x7fELF"
     assert ".target sm_90a" in c.ptx and f".entry {name}(" in c.ptx
     assert "__local_depot" not in c.ptx and "local" not in " ".join(c.ptx_instructions())
-    assert c.registers is not None and c.registers <= 64, c.info_log
+    # <= 64 registers: l2norm's 512-thread CTAs then fit two per SM (65536 registers). Its generic specialization
+    # (strided or unaligned tensors: predicated scalar accesses with their own addresses) needs more; it only has to
+    # launch: 512 threads x 128 registers = 65536.
+    limit = 128 if (name, which) == ("l2norm", "generic") else 64
+    assert c.registers is not None and c.registers <= limit, c.info_log
     assert c.spill_bytes == 0, c.info_log
     assert f".reqntid {KERNELS[name]().attrs['block'][0]}, 1, 1" in c.ptx
 
@@ -118,9 +122,10 @@ def test_exact_extent_drops_the_per_element_edge_path(compiled):
 def test_l2norm_reduces_with_a_butterfly_over_the_row_lanes(compiled):
     c = compiled("l2norm", "contiguous")
     masks = [int(m) for m in re.findall(r"shfl\.sync\.bfly\.b32\s+%r\d+, %r\d+, (\d+), 0x1f, -1;", c.ptx)]
-    assert sorted(masks) == [1, 2, 4, 8, 16]
-    assert len(V4_LOAD.findall(c.ptx)) == 4  # 2 vectors per thread in each of the 2 passes
-    assert len(V4_STORE.findall(c.ptx)) == 2
+    # a butterfly over the 5 lane bits for each half tile's per-warp sums; the CTA total is per thread (no shuffle)
+    assert sorted(masks) == [1, 1, 2, 2, 4, 4, 8, 8, 16, 16]
+    assert len(V4_LOAD.findall(c.ptx)) == 12  # 4 vectors per half: 2 halves in the first loop, 1 in the two-pass loop
+    assert len(V4_STORE.findall(c.ptx)) == 12  # 2 halves in the one-pass branch, 1 in the two-pass loop
     assert "rsqrt.approx.f32" in c.ptx
     assert '.pragma "nounroll"' in c.ptx  # unroll = 1 (default) is kept
 
@@ -171,14 +176,14 @@ def test_ptx_loc_lines_name_the_ops_of_the_source():
     assert '.file\t1 "examples/l2norm.tile"' in c.ptx or '.file 1 "examples/l2norm.tile"' in c.ptx
     shfl_line = next(i for i, line in enumerate(c.ptx.splitlines(), 1) if "shfl.sync.bfly" in line)
     src = source_of(c.ptx, shfl_line)
-    assert src[:3] == ("examples/l2norm.tile", 21, 3)  # the frag.reduce
+    assert src[:3] == ("examples/l2norm.tile", 34, 5)  # the first frag.reduce (in the loop)
 
 
 def test_lowering_error_names_the_op():
     text = (EXAMPLES / "l2norm.tile").read_text().replace(
-        "%sums = frag.reduce %squares, %thread", "%sums = frag.reduce %squares, %rows")
+        "%sums = frag.reduce %all_parts, %thread", "%sums = frag.reduce %all_parts, %row")
     kernel = parse_module(text, file="bad.tile").kernels[0]
-    with pytest.raises(LoweringError, match=r"bad\.tile:21:3: frag\.reduce: .*thread operand"):
+    with pytest.raises(LoweringError, match=r"bad\.tile:48:3: frag\.reduce: .*thread operand"):
         lower_kernel(kernel)
 
 

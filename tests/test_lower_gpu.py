@@ -51,7 +51,8 @@ def test_sqrt_sin_numpy(sqrt_sin, n):
     print(f"sqrt_sin n={n}: max error {ulps(z, want):.2f} ulp")
 
 
-@pytest.mark.parametrize("m, n", [(4, 256), (5, 300), (1, 1), (9, 1000), (33, 4097), (1000, 512), (3, 7)])
+@pytest.mark.parametrize("m, n", [(4, 256), (5, 300), (1, 1), (9, 1000), (33, 4097), (1000, 512), (3, 7),
+                                  (64, 16384), (7, 16383), (3, 16385), (5, 40000), (2, 8193)])
 def test_l2norm_numpy(l2norm, m, n):
     rng = np.random.default_rng()
     x = rng.standard_normal((m, n)).astype(np.float32)
@@ -133,9 +134,9 @@ def test_sqrt_sin_torch_in_place_every_specialization(sqrt_sin):
         assert bool((full_z[untouched] == -7.0).all()), f"memory outside z written (offset {offset}, step {step})"
 
 
-def test_l2norm_torch_matches(l2norm):
+@pytest.mark.parametrize("m, n", [(257, 1031), (300, 16384), (40, 20000)])   # one pass, one pass full, two passes
+def test_l2norm_torch_matches(l2norm, m, n):
     torch = pytest.importorskip("torch")
-    m, n = 257, 1031
     x = torch.randn(m, n, device="cuda", dtype=torch.float32)
     y = torch.empty_like(x)
     l2norm(x=x, y=y, m=m, eps=1e-6)
