@@ -1,22 +1,42 @@
 """TMA multistage copy: the Python-builder twin of examples/tma_copy.tile (the same IR, op for op, with the
-defaults). ``build(dtype, bm, stages)`` makes the same kernel for another element type (a tile row stays one
-128-byte SW128 row: 32 f32 or 64 bf16 columns), band height or ring depth; see the .tile for the design."""
+defaults: 16 x 256 f32 boxes, no swizzle, 8 stages). ``build(dtype, bm, stages, bn, swizzle)`` makes the same
+kernel for another element type, band height, box width or ring depth; ``swizzle=True`` makes the SW128 form
+(each box row one 128-byte swizzle row: 32 f32 or 64 bf16 columns, as a GEMM's operand tiles). See the .tile.
+
+Example (post-condition: ``y == x`` exactly, for any shape whose row pitch is a multiple of 16 bytes)::
+
+    >>> import numpy as np
+    >>> from ptxgen.interp import interpret
+    >>> x = np.random.default_rng(0).standard_normal((20, 300)).astype(np.float32)
+    >>> y = np.zeros_like(x)
+    >>> interpret(build(), {"x": x, "y": y, "m": 20, "n": 300})
+    >>> bool(np.array_equal(y, x))
+    True
+"""
 from ptxgen.ir.builder import KernelBuilder, cdiv, i32, mbarrier, smem, tmap
 
 ELEMENT_BYTES = {"f32": 4, "bf16": 2, "f16": 2}
 
 
-def build(dtype: str = "f32", bm: int = 64, stages: int = 2):
-    bn = 128 // ELEMENT_BYTES[dtype]                    # one SW128 row per tile row
-    box = f"Sw<3,4,3> o 0 o ({bm},{bn}):({bn},1)"
-    ring = f"Sw<3,4,3> o 0 o ({bm},{bn},{stages}):({bn},1,{bm * bn})"
-    tile_bytes = bm * bn * ELEMENT_BYTES[dtype]
+def build(dtype: str = "f32", bm: int = 16, stages: int = 8, bn: int | None = None, swizzle: bool = False):
+    """The copy kernel with boxes of ``bm`` x ``bn`` elements in a ring of ``stages``. Default ``bn``: 256 (the
+    largest TMA box dim) without swizzle; with ``swizzle`` exactly one 128-byte SW128 row (the only legal width)."""
+    esize = ELEMENT_BYTES[dtype]
+    if swizzle:
+        bn = 128 // esize
+        box = f"Sw<3,4,3> o 0 o ({bm},{bn}):({bn},1)"
+        ring = f"Sw<3,4,3> o 0 o ({bm},{bn},{stages}):({bn},1,{bm * bn})"
+    else:
+        bn = bn or 256
+        box = f"({bm},{bn}):({bn},1)"
+        ring = f"({bm},{bn},{stages}):({bn},1,{bm * bn})"
+    tile_bytes = bm * bn * esize
     stage_t = smem(dtype, box)
     kb = KernelBuilder("tma_copy", grid=(cdiv("m", bm), 1, 1), block=(128, 1, 1),
                        x=tmap(dtype, 2, box), y=tmap(dtype, 2, box), m=i32, n=i32)
     b = kb.b
     x, y = kb["x"], kb["y"]
-    buf = b.smem.alloc(type=smem(dtype, ring), align=1024, name="buf")
+    buf = b.smem.alloc(type=smem(dtype, ring), align=1024 if swizzle else 128, name="buf")  # the map's alignment
     full = b.mbarrier.alloc(count=stages, name="full")
     empty = b.mbarrier.alloc(count=stages, name="empty")
     assert full.type == mbarrier(stages)

@@ -137,10 +137,10 @@ def test_tma_copy_ptx_holds_the_hopper_instructions(tma_copy_compiled):
                   "cp.async.bulk.wait_group.read 1;", "cp.async.bulk.wait_group.read 0;"]:
         assert instr in ptx, instr
     # the expect-tx immediate is the box's bytes; coordinates go innermost first: {column, row}
-    assert re.search(r"mbarrier\.arrive\.expect_tx\.shared::cta\.b64 _, \[%r\d+\], 8192;", ptx)
+    assert re.search(r"mbarrier\.arrive\.expect_tx\.shared::cta\.b64 _, \[%r\d+\], 16384;", ptx)
     load_line = next(line for line in ptx.splitlines() if "complete_tx::bytes" in line)
     col, row = re.search(r"\{(%r\d+), (%r\d+)\}", load_line).groups()
-    assert re.search(rf"shl\.b32\s+{col}, %r\d+, 5;", ptx)  # column = r * 32
+    assert re.search(rf"shl\.b32\s+{col}, %r\d+, 8;", ptx)  # column = r * 256
     assert c.spill_bytes == 0, c.info_log
 
 
@@ -161,7 +161,7 @@ def test_smem_ops_lower_to_swizzled_shared_accesses(roundtrip_compiled):
 
 @pytest.mark.parametrize("dtype, bm, stages", [("bf16", 64, 2), ("f16", 128, 4), ("f32", 64, 4)])
 def test_tma_copy_variants_assemble(dtype, bm, stages):
-    module = twin().build(dtype, bm, stages)
+    module = twin().build(dtype, bm, stages, swizzle=True)   # the SW128 form: one 128-byte row per box row
     c = compile_kernel(module)
     assert c.cubin[:4] == b"\x7fELF" and "__local_depot" not in c.ptx
     box_bytes = bm * 128
@@ -176,7 +176,7 @@ def test_window_is_relocated_not_assumed():
     llvm_ir = lower_kernel(k)
     assert "ptrtoint" in llvm_ir and '@"__smem" = external addrspace(3) global [0 x i8], align 1024' in llvm_ir
     offsets = sorted(plan.address[id(op)] - SMEM_BASE for op in plan.ops)
-    assert offsets == [0, 16384, 16400]
+    assert offsets == [0, 131072, 131136]   # the 8 x 16 KiB ring, full, empty
     for off in offsets[1:]:
         assert re.search(rf"add i32 %\S+, {off}\b", llvm_ir), off
 
@@ -299,12 +299,12 @@ def test_tmap_abi_and_argument_block():
 def test_launcher_derives_maps_and_shared_memory_without_a_device():
     k = jit(load())
     plan = smem_plan(load().body.ops)
-    assert k.smem_bytes == dynamic_smem_bytes(load()) == plan.total + 1024 == 17440
+    assert k.smem_bytes == dynamic_smem_bytes(load()) == plan.total + 1024 == 132224
     assert k.written == {"y"}
     x, y = FakeCudaArray(0x10000, (1000, 336)), FakeCudaArray(0x20000, (1000, 336))
     values = k.argument_values(x=x, y=y, m=1000, n=336)
     assert values[:2] == [bytes(128)] * 2 and values[2:] == [1000, 336]
-    assert k.grid(x=x, y=y, m=1000, n=336) == (16, 1, 1)
+    assert k.grid(x=x, y=y, m=1000, n=336) == (63, 1, 1)   # bands of 16 rows
     # a padded pitch is fine; a pitch TMA cannot take, a transposed tensor or the wrong type are refused
     k.argument_values(x=FakeCudaArray(0x10000, (1000, 333), strides=(336 * 4, 4)), y=y, m=1000, n=333)
     with pytest.raises(LaunchError, match=r"@tma_copy: argument x: cannot encode .* stride 1332 bytes"):
@@ -357,7 +357,7 @@ def test_gpu_tma_copy_torch(dtype, m, n, pitch):
 @pytest.mark.gpu
 def test_gpu_prepared_site_swaps_tensor_maps():
     torch = pytest.importorskip("torch")
-    k = jit(twin().build("f32", 64, 4))
+    k = jit(twin().build("f32", 64, 4, swizzle=True))
     x1, x2 = (torch.randn((300, 96), device="cuda") for _ in range(2))
     y1, y2 = torch.zeros_like(x1), torch.zeros_like(x2)
     site = k.prepare(x=x1, y=y1, m=300, n=96)

@@ -42,7 +42,7 @@ def run_copy(kernel, x, **kw):
     return y
 
 
-@pytest.mark.parametrize("m, n", [(64, 32), (1, 4), (100, 100), (130, 200), (64, 256), (257, 68)])
+@pytest.mark.parametrize("m, n", [(64, 32), (1, 4), (100, 100), (130, 200), (64, 256), (257, 68), (33, 2600)])
 def test_copy_matches_numpy(m, n):
     x = np.random.default_rng().standard_normal((m, n)).astype(np.float32)
     y = run_copy(load("tma_copy.tile"), x)
@@ -73,11 +73,13 @@ def test_every_schedule_gives_the_same_copy(schedule):
     assert np.array_equal(run_copy(load("tma_copy.tile"), x, schedule=schedule), x)
 
 
-@pytest.mark.parametrize("dtype, bm, stages, m, n", [
-    ("bf16", 64, 3, 150, 296), ("f32", 128, 4, 300, 132), ("f16", 32, 2, 33, 200), ("f32", 64, 5, 64, 400),
+@pytest.mark.parametrize("dtype, bm, stages, swizzle, m, n", [
+    ("bf16", 64, 3, True, 150, 296), ("f32", 128, 4, True, 300, 132), ("f16", 32, 2, True, 33, 200),
+    ("f32", 64, 5, True, 64, 400), ("f32", 64, 2, True, 70, 100),    # the SW128 form (the former example)
+    ("bf16", 16, 4, False, 40, 600), ("f32", 8, 3, False, 20, 1000),  # plain wide boxes, other depths
 ])
-def test_builder_variants(dtype, bm, stages, m, n):
-    kernel = twin().build(dtype, bm, stages)
+def test_builder_variants(dtype, bm, stages, swizzle, m, n):
+    kernel = twin().build(dtype, bm, stages, swizzle=swizzle)
     verify(kernel)
     x = np.random.default_rng().standard_normal((m, n))
     x = (round_to(x, BF16) if dtype == "bf16" else x.astype(np.float16) if dtype == "f16" else x).astype(np.float32)
@@ -87,7 +89,7 @@ def test_builder_variants(dtype, bm, stages, m, n):
 
 def test_a_ring_over_the_smem_budget_is_refused():
     with pytest.raises(VerifyError) as info:
-        verify(twin().build("f32", 256, 8))
+        verify(twin().build("f32", 256, 8, swizzle=True))
     message = str(info.value)
     assert "the CTA's shared memory needs 262272 bytes" in message
     assert "over the 232448 bytes (227 KiB)" in message
@@ -101,8 +103,8 @@ def test_bug_wrong_expect_tx_is_a_verifier_error():
         verify(load("bugs/tma_copy_wrong_expect_tx.tile"))
     first = str(info.value).splitlines()[0]
     assert first.startswith("examples/bugs/tma_copy_wrong_expect_tx.tile:")
-    assert ("mbarrier.arrive_expect_tx: expect_tx of 4096 bytes on %full[%ps] but the tma.loads that complete on it "
-            "deliver 8192 bytes (1 × 8192)") in first
+    assert ("mbarrier.arrive_expect_tx: expect_tx of 8192 bytes on %full[%ps] but the tma.loads that complete on it "
+            "deliver 16384 bytes (1 × 16384)") in first
 
 
 def test_bug_wrong_parity_hangs_naming_barrier_and_phase():
@@ -121,14 +123,15 @@ def test_bug_swizzle_mismatch_is_a_verifier_error():
     lines = str(info.value).splitlines()
     assert len(lines) == 2  # the store and the load
     for line, op in zip(lines, ("tma.store", "tma.load")):
-        assert f"{op}: the TMA map swizzles SW128 (Sw<3,4,3>) but the smem layout (64,32):(32,1) is not swizzled" in line
+        assert (f"{op}: the smem layout Sw<3,4,3> o 0 o (16,256):(256,1) is swizzled SW128 (Sw<3,4,3>) but the TMA "
+                "map does not swizzle") in line
 
 
 def test_bug_early_store_is_a_race():
     """The consumer's parity is off by one: on the first pass its wait returns at once and the store reads a stage
     whose load has not landed."""
-    x = np.ones((64, 64), dtype=np.float32)
-    with pytest.raises(RaceError, match=r"tma.store: reads shared memory bytes \[1024, 9216\) of %buf\[%cs\] that the "
+    x = np.ones((16, 512), dtype=np.float32)
+    with pytest.raises(RaceError, match=r"tma.store: reads shared memory bytes \[1024, 17408\) of %buf\[%cs\] that the "
                                         r"tma.load issued at .* by thread 0 \(completing on %full\[0\]\) may still be "
                                         r"writing: wait on its barrier first"):
         run_copy(load("bugs/tma_copy_early_store.tile"), x)
@@ -136,21 +139,22 @@ def test_bug_early_store_is_a_race():
 
 def test_bug_early_release_is_a_race_and_wrong_data():
     """The consumer hands a stage back before its store has read it; the next load overwrites it. Deterministic:
-    the lazy schedule performs the store's read only at the final store_wait."""
-    x = np.random.default_rng().standard_normal((64, 128)).astype(np.float32)
+    the lazy schedule performs the store's read only at the final store_wait. 16 tiles of 256 columns through 8
+    stages: every stage is read after holding its second tile."""
+    x = np.random.default_rng().standard_normal((16, 4096)).astype(np.float32)
     kernel = load("bugs/tma_copy_early_release.tile")
     with pytest.raises(RaceError, match=r"tma.load: writes shared memory bytes .* that the tma.store issued at .* "
                                         r"by thread 32 may still be reading: tma.store_wait \{read = true\} first"):
         run_copy(kernel, x)
     y = run_copy(kernel, x, races="ignore")
     assert not np.array_equal(y, x)
-    assert np.array_equal(y[:, 64:], x[:, 64:])      # the last two tiles are right ...
-    assert np.array_equal(y[:, :64], x[:, 64:])      # ... the first two were overwritten by them before being read
+    assert np.array_equal(y[:, 2048:], x[:, 2048:])  # the last eight tiles are right ...
+    assert np.array_equal(y[:, :2048], x[:, 2048:])  # ... the first eight were overwritten by them before being read
     assert np.array_equal(run_copy(kernel, x, races="ignore"), y)  # and it is the same every time
 
 
 def test_the_correct_kernel_has_no_race_under_any_schedule():
-    x = np.random.default_rng().standard_normal((64, 300)).astype(np.float32)
+    x = np.random.default_rng().standard_normal((40, 2500)).astype(np.float32)   # 10 tiles a band: the ring wraps
     kernel = load("tma_copy.tile")
     for schedule in ("lazy", "eager", 11, 12):
         assert np.array_equal(run_copy(kernel, x, schedule=schedule), x)
