@@ -31,20 +31,23 @@ def load_example(name):
 
 
 def variant_kernel(variant: str, dtype: str):
-    """A variant name → (module, needs_sms): ``h128x256s4`` is gemm_hopper.build(bm=128, bn=256, stages=4) (``p0``
-    suffix: wgmma.wait pending 0; ``g4``: group 4); ``s128x256s3`` is the simple examples/gemm.py with bn=256."""
-    kind, rest = variant[0], variant[1:]
-    tile, _, tail = rest.partition("s")
-    bm, bn = (int(x) for x in tile.split("x"))
-    stages = int(tail.split("p")[0].split("g")[0])
-    pending = int(tail.split("p")[1].split("g")[0]) if "p" in tail else 1
-    group = int(tail.split("g")[1]) if "g" in tail else 8
+    """A variant name → (kernel module, needs_sms): ``h128x256s4`` is gemm_hopper.build(bm=128, bn=256, stages=4),
+    with optional suffixes ``p0`` (wgmma.wait pending 0), ``g4`` (rasterization groups of 4), ``c2`` (clusters of 2
+    with B multicast); ``s128x256s3`` is the simple examples/gemm.py with bn=256 and 3 stages."""
+    import re
+
+    m = re.fullmatch(r"([hs])(\d+)x(\d+)s(\d+)(?:p(\d))?(?:g(\d+))?(?:c(\d))?", variant)
+    if not m:
+        raise ValueError(f"unknown variant {variant!r} (h<BM>x<BN>s<stages>[p<pending>][g<group>][c<cluster>] or "
+                         "s128x<BN>s<stages>)")
+    kind, bm, bn, stages = m.group(1), int(m.group(2)), int(m.group(3)), int(m.group(4))
+    pending, group, cluster = int(m.group(5) or 1), int(m.group(6) or 8), int(m.group(7) or 1)
     if kind == "h":
-        return load_example("gemm_hopper").build(dtype, bm=bm, bn=bn, stages=stages, group=group,
-                                                 pending=pending), True
-    if kind == "s" and bm == 128:
-        return load_example("gemm").build(dtype, bn, stages), False
-    raise ValueError(f"unknown variant {variant!r} (h<BM>x<BN>s<stages>[p<pending>][g<group>] or s128x<BN>s<stages>)")
+        return load_example("gemm_hopper").build(dtype, bm=bm, bn=bn, stages=stages, group=group, pending=pending,
+                                                 cluster=cluster), True
+    if bm != 128:
+        raise ValueError(f"{variant}: the simple GEMM has BM = 128")
+    return load_example("gemm").build(dtype, bn, stages), False
 
 
 def time_ms(torch, fn, warmup=10, repeats=20):

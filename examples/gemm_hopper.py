@@ -34,25 +34,42 @@ def accumulator_block_tv(rows: int, bn: int):
     return lc.Layout(((4, 8, 4), ((2, 2, bn // 8), p)), ((2 * rows, 1, 16), ((rows, 8, 8 * rows), 64)))
 
 
-def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, group: int = 8, pending: int = 1):
+def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, group: int = 8, pending: int = 1,
+          cluster: int = 1):
+    """The kernel for one configuration. ``cluster = 2``: CTAs run in pairs along M that share their B panel: each
+    CTA loads its own A box and HALF of the B box, multicast into both CTAs' smem (the pipeline's stages are then
+    released by the consumers of both CTAs)."""
     rows = bm // 2                                   # rows of each of the two consumer warpgroups
     a_ring = gmma_smem_layout("K", "SW128", dtype, (bm, BK, stages))
     b_ring = gmma_smem_layout("K", "SW128", dtype, (bn, BK, stages))
     a_box, b_box = stage_sliced(a_ring), stage_sliced(b_ring)
+    b_part = tile_split(b_box, 0, bn // cluster)[0] if cluster > 1 else b_box   # what one CTA loads of B
     a_rows_t = smem(dtype, tile_split(a_box, 0, rows)[0])
     stage_bytes = (bm + bn) * BK * 2
     acc_t = frag("f32", (bn // 2) * (rows // 64))
+    work = mul(cdiv("m", bm * cluster), cdiv("n", bn))
+    grid = (hmin(work, "sms"), 1, 1) if cluster == 1 else (mul(hmin(work, cdiv("sms", cluster)), cluster), 1, 1)
     kb = KernelBuilder(
-        "gemm_hopper", grid=(hmin(mul(cdiv("m", bm), cdiv("n", bn)), "sms"), 1, 1), block=(384, 1, 1),
-        a=tmap(dtype, 2, a_box), b=tmap(dtype, 2, b_box), c=gtensor(dtype, 2), m=i32, n=i32, k=i32, sms=i32)
+        "gemm_hopper", grid=grid, block=(384, 1, 1), cluster=(cluster, 1, 1) if cluster > 1 else None,
+        a=tmap(dtype, 2, a_box), b=tmap(dtype, 2, b_part), c=gtensor(dtype, 2), m=i32, n=i32, k=i32, sms=i32)
     b = kb.b
     sa = b.smem.alloc(type=smem(dtype, a_ring), align=1024, name="sa")
     sb = b.smem.alloc(type=smem(dtype, b_ring), align=1024, name="sb")
-    pipe = b.pipeline.alloc(stages=stages, consumers=8, name="pipe")
+    if cluster > 1:
+        pipe = b.pipeline.alloc(stages=stages, consumers=8, cluster=cluster, name="pipe")
+    else:
+        pipe = b.pipeline.alloc(stages=stages, consumers=8, name="pipe")
     thread = b.gpu.thread_id(dim="x", name="thread")
     wg = b.gpu.warpgroup_id(name="wg")
-    first = b.gpu.block_id(dim="x", name="first")
-    step = b.gpu.grid_dim(dim="x", name="step")
+    if cluster > 1:
+        # the work items are cluster tiles (cluster·BM rows); CTA `rank` of a cluster takes its BM-row part
+        c_cluster = b.const(cluster, i32, name="csize")
+        rank = b.gpu.cluster_rank(name="rank")
+        first = b.arith.div(b.gpu.block_id(dim="x", name="block"), c_cluster, name="first")
+        step = b.arith.div(b.gpu.grid_dim(dim="x", name="grid"), c_cluster, name="step")
+    else:
+        first = b.gpu.block_id(dim="x", name="first")
+        step = b.gpu.grid_dim(dim="x", name="step")
     c0 = b.const(0, i32, name="c0")
     c1 = b.const(1, i32, name="c1")
     c_bk = b.const(BK, i32, name="bk")
@@ -61,7 +78,8 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
     c_rows = b.const(rows, i32, name="rows")
     c_stages = b.const(stages, i32, name="stages")
     c_wg = b.const(128, i32, name="wgsize")
-    tiles_m = b.arith.cdiv(kb["m"], c_bm, name="tiles_m")
+    tiles_m = b.arith.cdiv(kb["m"], b.const(bm * cluster, i32, name="bmc") if cluster > 1 else c_bm,
+                           name="tiles_m")
     tiles_n = b.arith.cdiv(kb["n"], c_bn, name="tiles_n")
     tiles = b.arith.mul(tiles_m, tiles_n, name="tiles")
     ktiles = b.arith.cdiv(kb["k"], c_bk, name="ktiles")
@@ -69,15 +87,23 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
     with b.scf.if_(leader).then:
         b.pipeline.init(pipe)
         b.scf.yield_()
-    b.barrier.cta()
+    if cluster > 1:
+        b.barrier.cluster()   # every CTA's barriers are initialised before any multicast or remote release
+    else:
+        b.barrier.cta()
 
     role = b.roles(producer=(1, 40), consumer=(2, 232))
     with role["producer"]:
         with b.scf.if_(leader).then:
             with b.scf.for_(first, tiles, step, c0, args=("t", "it"), names=["it_done"]) as (t, it):
                 tm, tn = b.sched.tile(t, tiles_m, tiles_n, group=group, name=["tm", "tn"])
+                if cluster > 1:
+                    tm = b.arith.add(b.arith.mul(tm, c_cluster, name="tmc"), rank, name="tm_own")
                 m0 = b.arith.mul(tm, c_bm, name="m0")
                 n0 = b.arith.mul(tn, c_bn, name="n0")
+                if cluster > 1:
+                    c_part = b.const(bn // cluster, i32, name="bpart")
+                    n_part = b.arith.add(n0, b.arith.mul(rank, c_part, name="part_off"), name="n_part")
                 with b.scf.for_(c0, ktiles, c1, it, args=("kt", "pit"), names=["it_next"]) as loop:
                     kt, pit = loop
                     s = b.pipeline.acquire(pipe, pit, bytes=stage_bytes, name="s")
@@ -85,7 +111,11 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
                     b_dst = b.smem.slice(sb, s, name="b_dst")
                     kc = b.arith.mul(kt, c_bk, name="kc")
                     b.tma.load(kb["a"], a_dst, pipe, s, m0, kc)
-                    b.tma.load(kb["b"], b_dst, pipe, s, n0, kc)
+                    if cluster > 1:
+                        b_half = b.smem.tile(b_dst, rank, mode=0, size=bn // cluster, name="b_part_dst")
+                        b.tma.load(kb["b"], b_half, pipe, s, n_part, kc, multicast=True)
+                    else:
+                        b.tma.load(kb["b"], b_dst, pipe, s, n0, kc)
                     b.scf.yield_(b.arith.add(pit, c1, name="pit1"))
                 b.scf.yield_(loop.results[0])
             b.scf.yield_()
@@ -96,6 +126,8 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
         fzero = b.const(0.0, f32, name="fzero")
         with b.scf.for_(first, tiles, step, c0, args=("ct", "cit"), names=["cit_done"]) as (ct, cit):
             tm2, tn2 = b.sched.tile(ct, tiles_m, tiles_n, group=group, name=["tm2", "tn2"])
+            if cluster > 1:
+                tm2 = b.arith.add(b.arith.mul(tm2, c_cluster, name="tmc2"), rank, name="tm2_own")
             init = b.frag.splat(fzero, type=acc_t, name="init")
             with b.scf.for_(c0, ktiles, c1, init, cit, args=("kt2", "acc_in", "kit"),
                             names=["acc", "kit_end"]) as mloop:
@@ -136,6 +168,8 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
             c_tile = b.gmem.tile(kb["c"], r0, n0c, shape=(rows, bn), name="c_tile")
             b.gmem.store(c_tile, lt, out, tv=accumulator_block_tv(rows, bn))
             b.scf.yield_(kit_end)
+    if cluster > 1:
+        b.barrier.cluster()   # no CTA exits while a peer may still multicast into it or release its stages
     return kb.module("examples/gemm_hopper.py")
 
 

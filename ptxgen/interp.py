@@ -30,6 +30,7 @@ import numpy as np
 
 from .ir.core import Kernel, Region
 from .ir.ops import OPS, SMEM_BASE, describe_threads, numpy_dtype, smem_plan
+from .ir.ops.mbarrier import check_remote_accesses_end
 from .ir.ops.tma import encode_tensor_map
 from .ir.types import GlobalTensorType, ScalarType, TensorMapType
 from .verify import verify
@@ -69,6 +70,9 @@ class _CTA:
         self.generic_writer = np.zeros(self.smem.size, dtype=np.int32)
         self.inflight = []      # asynchronous operations in flight, in issue order
         self.state = {}         # op-owned per-CTA state (barrier arrays, bulk groups)
+        self.cluster = [self]   # the CTAs of this CTA's cluster, by rank (shared list), and this CTA's rank
+        self.rank = 0
+        self.exited = False
         self.races = races
         if schedule in ("lazy", "eager"):
             self.schedule, self.rng = schedule, None
@@ -166,8 +170,12 @@ class _CTA:
             self.advance(helpers[0] if self.rng is None else helpers[self.rng.integers(len(helpers))])
 
     def issue(self, aop) -> None:
-        """A thread issued an asynchronous operation: it is in flight until the scheduler performs it."""
-        self.inflight.append(aop)
+        """A thread issued an asynchronous operation: it is in flight until the scheduler performs it. An operation
+        that touches other CTAs of the cluster (a multicast copy: ``aop.ctas``) is in flight in each of them, so
+        their race checks and waits see it."""
+        aop.owners = list(dict.fromkeys([self] + list(getattr(aop, "ctas", ()))))
+        for cta in aop.owners:
+            cta.inflight.append(aop)
         if self.schedule == "eager":
             while not aop.done:
                 self.advance(aop)
@@ -175,7 +183,9 @@ class _CTA:
     def advance(self, aop) -> None:
         aop.step(self)
         if aop.done:
-            self.inflight.remove(aop)
+            for cta in getattr(aop, "owners", [self]):
+                if aop in cta.inflight:
+                    cta.inflight.remove(aop)
 
     def tick(self) -> None:
         """Random schedule: perform random steps of copies in flight (each with probability 1/2 in turn)."""
@@ -266,6 +276,15 @@ class _CTA:
         self.generic_writer[lut[self.generic_writer]] = 0
 
 
+def cluster_dims(kernel: Kernel) -> tuple:
+    """The kernel's cluster shape (x, y, z) (its ``cluster`` attribute; (1, 1, 1) without one)."""
+    value = kernel.attrs.get("cluster")
+    if value is None:
+        return (1, 1, 1)
+    items = [int(x.value) if hasattr(x, "value") else int(x) for x in (value if isinstance(value, tuple) else (value,))]
+    return tuple(items + [1] * (3 - len(items)))
+
+
 def _launch_dims(kernel: Kernel, env: dict):
     def triple(value, default):
         if value is None:
@@ -311,8 +330,47 @@ def _prepare(ir, args: dict, kernel, grid, check: bool, schedule, races):
     return k, grid_dim, block_dim, env, bound, smem_plan(k.body.ops), schedule
 
 
+def _run_cluster(ctas) -> None:
+    """Run the CTAs of one cluster concurrently: each CTA is a stream resumed in turn until it blocks; when every CTA
+    is blocked, a step of an asynchronous operation in flight (in any of them) that helps one of their waits is
+    performed, else the hang is reported naming each CTA's wait."""
+    if len(ctas) == 1:
+        ctas[0].drive(ctas[0].steps(ctas[0]._body))
+        return
+    streams = [[cta, cta.steps(cta._body), None, False] for cta in ctas]   # cta, generator, wait, started
+    live = list(streams)
+    while live:
+        progressed = False
+        for st in list(live):
+            cta, gen, wait, started = st
+            if started and wait is not None and not wait.ready(cta):
+                continue
+            progressed = True
+            try:
+                st[2] = gen.send(None) if started else next(gen)
+                st[3] = True
+            except StopIteration:
+                cta.exited = True
+                live.remove(st)
+        if not live or progressed:
+            continue
+        for cta, _gen, wait, _started in live:
+            helpers = [a for other in ctas for a in other.inflight
+                       if getattr(a, "schedulable", True) and wait.helps(cta, a)]
+            if helpers:
+                owner = helpers[0].owners[0] if getattr(helpers[0], "owners", None) else cta
+                owner.advance(helpers[0])
+                break
+        else:
+            first = live[0]
+            parts = "; ".join(f"CTA rank {cta.rank} (block {cta.block_index}) at {wait.op.loc} ({wait.op.name}): "
+                              f"{wait.hang(cta)}" for cta, _g, wait, _s in live)
+            first[0].fail(first[2].op, f"hang: every CTA of the cluster is blocked: {parts}", HangError)
+
+
 def _new_cta(k, block_index, grid_dim, block_dim, env, bound, plan, cache, schedule, races) -> _CTA:
     cta = _CTA(block_index, block_dim, grid_dim, cache, plan, schedule, races)
+    cta._body = k.body
     for p in k.params:
         value = env[p.name]
         if p.name in bound:
@@ -338,10 +396,22 @@ def interpret(ir, args: dict, kernel: str | None = None, grid=None, check: bool 
     """
     k, grid_dim, block_dim, env, bound, plan, schedule = _prepare(ir, args, kernel, grid, check, schedule, races)
     cache = {}
-    for bz, by, bx in itertools.product(range(grid_dim[2]), range(grid_dim[1]), range(grid_dim[0])):
-        cta = _new_cta(k, (bx, by, bz), grid_dim, block_dim, env, bound, plan, cache, schedule, races)
-        cta.drive(cta.steps(k.body))
-        cta.finish()
+    cdim = cluster_dims(k)
+    if any(g % c for g, c in zip(grid_dim, cdim)):
+        raise InterpreterError(f"@{k.name}: the grid {grid_dim} is not a multiple of the cluster {cdim}")
+    cluster_grid = [g // c for g, c in zip(grid_dim, cdim)]
+    for cz, cy, cx in itertools.product(*(range(n) for n in reversed(cluster_grid))):
+        ctas = []
+        for rz, ry, rx in itertools.product(*(range(n) for n in reversed(cdim))):
+            block = (cx * cdim[0] + rx, cy * cdim[1] + ry, cz * cdim[2] + rz)
+            ctas.append(_new_cta(k, block, grid_dim, block_dim, env, bound, plan, cache, schedule, races))
+        for rank, cta in enumerate(ctas):
+            cta.cluster, cta.rank = ctas, rank
+        _run_cluster(ctas)
+        if len(ctas) > 1:
+            check_remote_accesses_end(ctas)
+        for cta in ctas:
+            cta.finish()
 
 
 def run_cta(ir, args: dict, block=(0, 0, 0), kernel: str | None = None, grid=None, check: bool = True,
@@ -351,6 +421,9 @@ def run_cta(ir, args: dict, block=(0, 0, 0), kernel: str | None = None, grid=Non
     ``.pending``, ``.tx``), ``.inflight`` (copies not yet performed), ``.values``. With ``finish=False`` the
     end-of-CTA checks and the remaining global writes of finished-reading TMA stores are skipped."""
     k, grid_dim, block_dim, env, bound, plan, schedule = _prepare(ir, args, kernel, grid, check, schedule, races)
+    if cluster_dims(k) != (1, 1, 1):
+        raise InterpreterError(f"@{k.name}: run_cta runs one CTA, but the kernel's CTAs run in clusters of "
+                               f"{cluster_dims(k)}: use interpret")
     cta = _new_cta(k, tuple(block) + (0,) * (3 - len(block)), grid_dim, block_dim, env, bound, plan, {}, schedule,
                    races)
     cta.drive(cta.steps(k.body))

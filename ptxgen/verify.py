@@ -109,6 +109,8 @@ class Verifier:
         # the CTA's thread count when the block attribute is static (rules about warpgroup roles need it)
         self.kernel_block = (items[0] * (items[1] if len(items) > 1 else 1) * (items[2] if len(items) > 2 else 1)
                              if block is not None and all(isinstance(x, int) for x in items) else None)
+        from .ir.ops.tma import cluster_size
+        self.kernel_cluster = cluster_size(kernel)
         scope = {id(p) for p in kernel.params}
         self._region(kernel.body, scope)
         # kernel-level rules (ptxgen.ir.ops.kernel_rule): rules relating several ops, run once the ops are checked

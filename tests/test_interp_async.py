@@ -448,3 +448,35 @@ def test_a_tma_load_over_unfenced_generic_writes_is_an_error():
     a = args()
     interpret(kernel(body("  fence.proxy_async\n")), a)
     assert np.array_equal(a["out"], a["x"])
+
+
+def test_if_yielding_a_fragment_defined_in_a_branch_no_thread_takes():
+    """A branch no thread takes yields placeholders for the values defined inside it; the merge takes the shape of
+    the other branch (regression: a frag result crashed when every thread took the else branch)."""
+    from ptxgen.interp import interpret
+    from ptxgen.ir.text import parse_module
+
+    text = """kernel @k(%x: gtensor<f32, 1>, %n: i32) {grid = (1, 1, 1), block = (32, 1, 1)} {
+  %t = gpu.thread_id {dim = x} : i32
+  %c0 = arith.const {value = 0} : i32
+  %big = arith.const {value = 100} : i32
+  %p = arith.cmp %n, %big {pred = gt} : i1
+  %v = gmem.tile %x, %c0 {shape = [64]} : gview<f32>[64]
+  %z = arith.const {value = 0.5} : f32
+  %half = frag.splat %z : frag<f32>[2]
+  %f = scf.if %p : frag<f32>[2] {
+    %l = gmem.load %v, %t {tv = [(32,2):(2,1)]} : frag<f32>[2]
+    %d = frag.add %l, %l : frag<f32>[2]
+    scf.yield %d
+  } {
+    scf.yield %half
+  }
+  gmem.store %v, %t, %f {tv = [(32,2):(2,1)]}
+}"""
+    m = parse_module(text, file="if.tile")
+    x = np.random.default_rng().standard_normal(64).astype(np.float32)
+    y = x.copy()
+    interpret(m, {"x": y, "n": 200})
+    assert np.array_equal(y, 2 * x)
+    interpret(m, {"x": y, "n": 1})
+    assert np.all(y == 0.5)

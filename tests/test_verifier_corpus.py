@@ -214,6 +214,12 @@ CORPUS_TMA = [
     ("expect_tx in another region", EXPECT + "  scf.if %p {\n    tma.load %m, %sw, %bars, %c0, %c0, %c0\n  }",
      "expect_tx of 8192 bytes on %bars[%c0] but no tma.load in this region completes on it", TMA_LINE),
     ("expect_tx without loads", EXPECT, "but no tma.load in this region completes on it"),
+    ("tma prefetch coordinate count", "  tma.prefetch %m, %c0", "a rank-2 map needs 2 coordinates (one per global "
+                                                                "mode), got 1"),
+    ("tma prefetch coordinate type", "  tma.prefetch %m, %c0, %s", "coordinates must be i32, not f32"),
+    ("tma prefetch of a smem view", "  tma.prefetch %sw, %c0, %c0",
+     "the first operand must be a TMA map tmap<T, R>[box], not smem<f32>"),
+    ("tma prefetch result", "  %r = tma.prefetch %m, %c0, %c0 : i32", "expects 0 results, got 1"),
 ]
 
 
@@ -343,3 +349,128 @@ def test_bad_wgmma_roles_pipeline_kernel_is_reported_at_its_op(case):
 def test_the_wgmma_prelude_alone_verifies():
     verify(parse_module(WG_HEADER + WG_PRELUDE + A64 + "  %d = wgmma.mma %a, %sb, %acc : frag<f32>[32]\n}\n",
                         file="good.tile"))
+
+
+# -- the RS form of wgmma (A in registers) ---------------------------------------------------------------------------
+
+RS_A = "  %h = arith.cast %s : bf16\n  %fa = frag.splat %h : frag<bf16>[32]\n"
+RS_LINE = WG_LINE + 2  # the first line after RS_A
+
+CORPUS_WGMMA_RS = [
+    ("rs A in smem", RS_A + "  %d = wgmma.mma_rs %sb, %sb, %acc : frag<f32>[32]",
+     "A must be a register fragment frag<T>[S] (the RS form), not smem<bf16>"),
+    ("rs A f32", RS_A + "  %d = wgmma.mma_rs %acc, %sb, %acc : frag<f32>[32]",
+     "A holds f32; wgmma takes f16, bf16, e4m3, e5m2 A fragments"),
+    ("rs dtype mix", RS_A + "  %g = arith.cast %s : f16\n  %fg = frag.splat %g : frag<f16>[32]\n"
+                            "  %d = wgmma.mma_rs %fg, %sb, %acc : frag<f32>[32]",
+     "A holds f16 but B holds bf16: wgmma multiplies one element type", RS_LINE + 2),
+    ("rs B in registers", RS_A + "  %d = wgmma.mma_rs %fa, %fa, %acc : frag<f32>[32]",
+     "B must be a smem view, not frag<bf16>[32]"),
+    ("rs K not whole k-steps", RS_A + "  %k8 = smem.alloc : smem<bf16>[(64,8):(8,1)]\n"
+                                      "  %d = wgmma.mma_rs %fa, %k8, %acc : frag<f32>[32]",
+     "K = 8 is not a multiple of the 16-element k-step of bf16 wgmma", RS_LINE + 1),
+    ("rs fragment size", RS_A + "  %f24 = frag.splat %h : frag<bf16>[24]\n"
+                                "  %d = wgmma.mma_rs %f24, %sb, %acc : frag<f32>[32]",
+     "the A fragment frag<bf16>[24] has 24 values per thread but a 64 x 64 block of bf16 takes 32 (8 per k-step, 4 "
+     "k-steps): the fragment must hold whole 64-row blocks", RS_LINE + 1),
+    ("rs accumulator of one block for two", RS_A + "  %f64 = frag.splat %h : frag<bf16>[64]\n"
+                                                   "  %d = wgmma.mma_rs %f64, %sb, %acc : frag<f32>[32]",
+     "the accumulator frag<f32>[32] has 32 values per thread but an 128 x 64 tile needs 64 (N/2 = 32 per 64-row "
+     "block, 2 blocks)", RS_LINE + 1),
+    ("rs accumulator type", RS_A + "  %z = frag.splat %c0 : frag<i32>[32]\n"
+                                   "  %d = wgmma.mma_rs %fa, %sb, %z : frag<i32>[32]",
+     "the accumulator must be a frag<f32> or frag<f16>, not frag<i32>[32]", RS_LINE + 1),
+    ("rs result type", RS_A + "  %d = wgmma.mma_rs %fa, %sb, %acc : frag<f32>[16]",
+     "the result type frag<f32>[16] must be the accumulator's frag<f32>[32]"),
+    ("rs B layout no descriptor", RS_A + "  %r = smem.alloc : smem<bf16>[(64,64):(64,1)]\n"
+                                         "  %d = wgmma.mma_rs %fa, %r, %acc : frag<f32>[32]",
+     "B's layout (64,64):(64,1) is no wgmma operand: K-major:", RS_LINE + 1),
+    ("rs fp8 B MN-major", "  %e = arith.cast %s : e4m3\n  %fe = frag.splat %e : frag<e4m3>[32]\n"
+                          "  %b8 = smem.alloc {align = 1024} : smem<e4m3>[Sw<3,4,3> o 0 o ((128,1),(8,8)):((1,0),(128,1024))]\n"
+                          "  %a64 = frag.splat %s : frag<f32>[64]\n"
+                          "  %d = wgmma.mma_rs %fe, %b8, %a64 : frag<f32>[64]",
+     "B's layout Sw<3,4,3> o 0 o ((128,1),(8,8)):((1,0),(128,1024)) is no wgmma operand: K-major:", WG_LINE + 4),
+    ("rs B misaligned stage", RS_A + "  %ring = smem.alloc {align = 1024} : "
+                                     "smem<bf16>[Sw<3,4,3> o 0 o ((8,8),(64,1),2):((64,512),(1,0),4160)]\n"
+                                     "  %st = smem.slice %ring, %c1 : smem<bf16>[Sw<3,4,3> o 0 o ((8,8),(64,1)):((64,512),(1,0))]\n"
+                                     "  %d = wgmma.mma_rs %fa, %st, %acc : frag<f32>[32]",
+     "%st is only known to be 128-byte aligned but its wgmma descriptors need 1024", RS_LINE + 2),
+]
+
+
+@pytest.mark.parametrize("case", CORPUS_WGMMA_RS, ids=[c[0] for c in CORPUS_WGMMA_RS])
+def test_bad_wgmma_rs_kernel_is_reported_at_its_op(case):
+    _name, body, message, *line = case
+    line = line[0] if line else RS_LINE
+    module = parse_module(WG_HEADER + WG_PRELUDE + body + "\n}\n", file="bad.tile")
+    with pytest.raises(VerifyError) as info:
+        verify(module)
+    errors = str(info.value).splitlines()
+    hit = [e for e in errors if message in e]
+    assert hit, errors
+    assert hit[0].startswith(f"bad.tile:{line}:"), hit[0]
+
+
+def test_the_wgmma_rs_prelude_alone_verifies():
+    verify(parse_module(WG_HEADER + WG_PRELUDE + RS_A + "  %d = wgmma.mma_rs %fa, %sb, %acc : frag<f32>[32]\n}\n",
+                        file="good.tile"))
+
+
+# -- smem.stmatrix ---------------------------------------------------------------------------------------------------
+
+ST_PRELUDE = """  %row = smem.alloc {align = 1024} : smem<bf16>[Sw<3,4,3> o 0 o (64,64):(64,1)]
+  %h = arith.cast %s : bf16
+  %f = frag.splat %h : frag<bf16>[32]
+  %t = gpu.thread_id {dim = x} : i32
+"""
+ST_LINE = 6
+ACC = "((4,8,4),(2,2,8)):((128,1,16),(64,8,512))"   # accumulator_tv(64)
+
+CORPUS_STMATRIX = [
+    ("stmatrix 32-bit", "  %w = smem.alloc : smem<f32>[(64,64):(64,1)]\n  %g = frag.splat %s : frag<f32>[32]\n"
+                        f"  smem.stmatrix %w, %t, %g {{tv = [{ACC}], num = 4, trans = false}}",
+     "stmatrix stores 16-bit elements (.b16), not f32", ST_LINE + 2),
+    ("stmatrix element type", f"  %g = frag.splat %s : frag<f32>[32]\n"
+                              f"  smem.stmatrix %row, %t, %g {{tv = [{ACC}], num = 4, trans = false}}",
+     "fragment element type f32 differs from the view's bf16", ST_LINE + 1),
+    ("stmatrix num", f"  smem.stmatrix %row, %t, %f {{tv = [{ACC}], num = 8, trans = false}}",
+     "num must be 1, 2 or 4 (stmatrix .x1, .x2, .x4), not 8"),
+    ("stmatrix trans missing", f"  smem.stmatrix %row, %t, %f {{tv = [{ACC}], num = 4}}", "missing attribute 'trans'"),
+    ("stmatrix tv values", "  smem.stmatrix %row, %t, %f {tv = [(128,16):(16,1)], num = 4, trans = false}",
+     "tv's value mode 16:1 has 16 values but the fragment 32 has 32"),
+    ("stmatrix whole instructions", "  %g = frag.splat %h : frag<bf16>[12]\n"
+                                    "  smem.stmatrix %row, %t, %g {tv = [(128,12):(12,1)], num = 4, trans = false}",
+     "tv's value mode has 12 values per thread but stmatrix.x4 stores 8 per lane and instruction", ST_LINE + 1),
+    ("stmatrix whole warps", "  %g = frag.splat %h : frag<bf16>[8]\n"
+                             "  smem.stmatrix %row, %t, %g {tv = [(16,8):(8,1)], num = 4, trans = false}",
+     "has 16 threads; stmatrix is executed by whole warps (a multiple of 32)", ST_LINE + 1),
+    ("stmatrix rows not contiguous", "  %col = smem.alloc {align = 1024} : smem<bf16>[Sw<3,4,3> o 0 o (64,64):(1,64)]\n"
+                                     f"  smem.stmatrix %col, %t, %f {{tv = [{ACC}], num = 4, trans = false}}",
+     "is no stmatrix.x4 tiling of Sw<3,4,3> o 0 o (64,64):(1,64): warp 0, stmatrix 0: row 0 of matrix 0 is not 16 "
+     "contiguous bytes", ST_LINE + 1),
+    ("stmatrix rows misaligned", "  %pad = smem.alloc : smem<bf16>[(64,64):(68,1)]\n"
+                                 f"  smem.stmatrix %pad, %t, %f {{tv = [{ACC}], num = 4, trans = false}}",
+     "warp 0, stmatrix 0: row 1 of matrix 0 starts at byte 136, not on a 16-byte boundary", ST_LINE + 1),
+    ("stmatrix view alignment", "  %ring = smem.alloc {align = 1024} : smem<bf16>[Sw<3,4,3> o 0 o (64,64,2):(64,1,4160)]\n"
+                                "  %st = smem.slice %ring, %t : smem<bf16>[Sw<3,4,3> o 0 o (64,64):(64,1)]\n"
+                                f"  smem.stmatrix %st, %t, %f {{tv = [{ACC}], num = 4, trans = false}}",
+     "%st is only known to be 128-byte aligned but stmatrix rows need 1024", ST_LINE + 2),
+]
+
+
+@pytest.mark.parametrize("case", CORPUS_STMATRIX, ids=[c[0] for c in CORPUS_STMATRIX])
+def test_bad_stmatrix_kernel_is_reported_at_its_op(case):
+    _name, body, message, *line = case
+    line = line[0] if line else ST_LINE
+    module = parse_module(WG_HEADER + ST_PRELUDE + body + "\n}\n", file="bad.tile")
+    with pytest.raises(VerifyError) as info:
+        verify(module)
+    errors = str(info.value).splitlines()
+    hit = [e for e in errors if message in e]
+    assert hit, errors
+    assert hit[0].startswith(f"bad.tile:{line}:"), hit[0]
+
+
+def test_the_stmatrix_prelude_alone_verifies():
+    verify(parse_module(WG_HEADER + ST_PRELUDE + f"  smem.stmatrix %row, %t, %f {{tv = [{ACC}], num = 4, "
+                        "trans = false}\n}\n", file="good.tile"))

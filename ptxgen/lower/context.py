@@ -140,6 +140,8 @@ class LoweringContext:
         self.spec = spec
         self.locations = locations  # op -> (file, line, column) used for !dbg
         self.block_dim = _launch_triple(kernel.attrs.get("block"))
+        self.cluster_dim = _launch_triple(kernel.attrs.get("cluster"))
+        self.cluster_size = self.cluster_dim[0] * self.cluster_dim[1] * self.cluster_dim[2]
         self.module = ir.Module(name=kernel.name)
         self.module.triple = "nvptx64-nvidia-cuda"
         self.module.data_layout = data_layout

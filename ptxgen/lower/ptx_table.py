@@ -2,8 +2,9 @@
 (because LLVM's NVPTX backend has no intrinsic for it, or none that gives the exact form) is an entry here, and
 ``emit(lx, name, args)`` is the only place that builds an ``asm`` call. Now: the warp shuffle, fp8 conversions,
 the mbarrier forms (init, arrive, arrive.expect_tx, try_wait.parity), the fences (mbarrier init, async proxy), the
-CTA barrier and the TMA tile copies with their bulk-group completion (``tma_load(rank)``, ``tma_store(rank)``).
-wgmma and setmaxnreg go here next.
+CTA barrier and the TMA tile copies with their bulk-group completion (``tma_load(rank)``, ``tma_store(rank)``),
+the TMA L2 prefetch (``tma_prefetch(rank)``), ``stmatrix(num, trans)``, and the warpgroup ops further down (wgmma SS
+and RS forms: ``wgmma_mma``, ``wgmma_mma_rs``; setmaxnreg; named barriers).
 
 An entry gives the PTX template (``$0`` the result, ``$1…`` the operands), the LLVM constraint string, the result
 and operand LLVM types, and flags:
@@ -116,6 +117,36 @@ def tma_store(rank: int) -> str:
     return name
 
 
+def tma_prefetch(rank: int) -> str:
+    """The table entry of a rank-``rank`` TMA tile prefetch into L2: ``$0`` the map's generic address, ``$1..`` the
+    coordinates (innermost first). No smem, no barrier, no completion to wait for; out-of-bounds boxes are legal.
+    ``tma_prefetch(2)`` → ``"tma.prefetch.2d"``: ``cp.async.bulk.prefetch.tensor.2d.L2.global.tile [map, {c0, c1}]``.
+    Post: ``TABLE[name]`` exists."""
+    name = f"tma.prefetch.{rank}d"
+    if name not in TABLE:
+        TABLE[name] = PtxInstr(
+            f"cp.async.bulk.prefetch.tensor.{rank}d.L2.global.tile [$0, {{{_coords(1, rank)}}}];",
+            ",".join(["l"] + ["r"] * rank), VOID, (I64,) + (I32,) * rank, side_effect=True,
+            doc="hint: bring the box into L2 (side_effect so LLVM keeps it though it has no result)")
+    return name
+
+
+def stmatrix(num: int, trans: bool) -> str:
+    """The table entry of ``stmatrix.sync.aligned.m8n8.x{num}[.trans].shared.b16 [row], {r0..}``: ``$0`` the 32-bit
+    shared address of the row this lane supplies (lanes 8j..8j+7 address matrix j's rows), ``$1..$num`` the
+    ``.b32`` registers (two b16 each, the lower-index value in the low half); register j goes to matrix j.
+    ``.sync.aligned`` over the warp: convergent. ``stmatrix(4, False)`` → ``"stmatrix.x4"``. Post: ``TABLE[name]``
+    exists."""
+    name = f"stmatrix.x{num}{'.trans' if trans else ''}"
+    if name not in TABLE:
+        regs = ", ".join(f"${1 + j}" for j in range(num))
+        TABLE[name] = PtxInstr(
+            f"stmatrix.sync.aligned.m8n8.x{num}{'.trans' if trans else ''}.shared.b16 [$0], {{{regs}}};",
+            ",".join(["r"] * (1 + num)), VOID, (I32,) * (1 + num), convergent=True, side_effect=True,
+            doc="each lane's registers to the 8 x 8 matrices whose rows the lanes address")
+    return name
+
+
 # -- warpgroup ops: wgmma's fence/commit/wait, register re-sizing, named barriers (all .sync.aligned: convergent)
 TABLE.update({
     "wgmma.fence": PtxInstr("wgmma.fence.sync.aligned;", "", VOID, (), convergent=True, side_effect=True,
@@ -130,7 +161,31 @@ TABLE.update({
                                side_effect=True, doc="shrink the warp's registers per thread to $0"),
     "bar.named": PtxInstr("bar.sync $0, $1;", "n,n", VOID, (I32, I32), convergent=True, side_effect=True,
                           doc="named barrier $0 among $1 threads (whole warps)"),
+    # -- clusters
+    "barrier.cluster": PtxInstr("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;", "",
+                                VOID, (), convergent=True, side_effect=True,
+                                doc="every thread of the cluster arrives, then waits for all (release/acquire)"),
+    "mapa.shared": PtxInstr("mapa.shared::cluster.u32 $0, $1, $2;", "=r,r,r", I32, (I32, I32),
+                            doc="the shared::cluster address of shared address $1 in the CTA of cluster rank $2"),
+    "mbarrier.arrive.cluster": PtxInstr("mbarrier.arrive.shared::cluster.b64 _, [$0];", "r", VOID,
+                                        (I32,), side_effect=True,
+                                        doc="one arrival on a barrier of any CTA of the cluster ($0 from mapa)"),
 })
+
+
+def tma_load_multicast(rank: int) -> str:
+    """The table entry of a rank-``rank`` TMA tile load that writes the box into the same smem offset of every CTA in
+    the 16-bit mask (and completes its bytes on the barrier at the same offset in each): ``$0`` smem destination,
+    ``$1`` the map's generic address, ``$2..`` coordinates (innermost first), then the barrier, then the CTA mask.
+    ``tma_load_multicast(2)`` → ``"tma.load.2d.multicast"``."""
+    name = f"tma.load.{rank}d.multicast"
+    if name not in TABLE:
+        TABLE[name] = PtxInstr(
+            f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
+            f"[$0], [$1, {{{_coords(2, rank)}}}], [${2 + rank}], ${3 + rank};",
+            ",".join(["r", "l"] + ["r"] * rank + ["r", "h"]), VOID, (I32, I64) + (I32,) * rank + (I32, I16),
+            side_effect=True, doc="one TMA box copy into every CTA of the mask; each one's barrier gets the bytes")
+    return name
 
 _WGMMA_PTX_TYPE = {"f16": "f16", "bf16": "bf16", "e4m3": "e4m3", "e5m2": "e5m2"}
 
@@ -156,6 +211,34 @@ def wgmma_mma(n: int, ab_type: str, trans_a: int, trans_b: int) -> str:
         TABLE[name] = PtxInstr(template, constraints, ir.LiteralStructType([F32] * h),
                                (I64, I64, I32) + (F32,) * h, convergent=True, side_effect=True,
                                doc="D(64 x N) = A·Bᵀ (+ D): one warpgroup, operands through smem descriptors")
+    return name
+
+
+def wgmma_mma_rs(n: int, ab_type: str, trans_b: int) -> str:
+    """The table entry (added on first use) of one RS ``wgmma.mma_async`` m64nNk* with an f32 accumulator: A from
+    four ``.b32`` registers, B through its smem descriptor. Operands: ``$0..$(N/2-1)`` the accumulators (tied as in
+    ``wgmma_mma``), ``$(N/2)..$(N/2+3)`` the A registers ``{a0, a1, a2, a3}`` (two 16-bit or four 8-bit values
+    each, the lower-index value in the low bits), then B's descriptor, then scale-d. The RS form has no
+    imm-trans-a (hopper-ptx §1.2): ``trans_b`` only, and only for f16/bf16 (fp8 takes none).
+    ``wgmma_mma_rs(64, 'bf16', 0)`` → ``"wgmma.rs.m64n64.f32.bf16.t0"``, whose PTX is
+    ``wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {...}, {a0, a1, a2, a3}, descB, p, 1, 1, 0;``.
+    Post: ``TABLE[name]`` exists."""
+    k = 16 if ab_type in ("f16", "bf16") else 32
+    name = f"wgmma.rs.m64n{n}.f32.{ab_type}.t{trans_b}"
+    if name not in TABLE:
+        h = n // 2
+        regs = ", ".join(f"${i}" for i in range(h))
+        a = ", ".join(f"${h + i}" for i in range(4))
+        t = _WGMMA_PTX_TYPE[ab_type]
+        trans = f", {trans_b}" if k == 16 else ""
+        template = ("{ .reg .pred %scale_d; "
+                    f"setp.ne.b32 %scale_d, ${h + 5}, 0; "
+                    f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{t}.{t} {{{regs}}}, {{{a}}}, ${h + 4}, %scale_d, "
+                    f"1, 1{trans}; }}")
+        constraints = ",".join(["=f"] * h + ["r"] * 4 + ["l", "r"] + [str(i) for i in range(h)])
+        TABLE[name] = PtxInstr(template, constraints, ir.LiteralStructType([F32] * h),
+                               (I32,) * 4 + (I64, I32) + (F32,) * h, convergent=True, side_effect=True,
+                               doc="D(64 x N) = A·Bᵀ (+ D): one warpgroup, A in registers, B through its descriptor")
     return name
 
 

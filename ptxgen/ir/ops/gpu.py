@@ -38,6 +38,8 @@ class _Index(OpDef):
             r = lx.sreg(f"ctaid.{dim}")
         elif kind == "grid_dim":
             r = lx.sreg(f"nctaid.{dim}")
+        elif kind == "cluster_rank":
+            r = lx.sreg("cluster.ctarank")
         elif kind == "block_dim":  # static: the kernel's block attribute (the launch must match: .reqntid)
             n = lx.block_dim["xyz".index(dim)]
             r, multiple = lx.i32(n), n
@@ -62,3 +64,5 @@ _index("gpu.lane_id", lambda ix, d: ix.linear_thread % 32, has_dim=False, summar
 _index("gpu.warp_id", lambda ix, d: ix.linear_thread // 32, has_dim=False, summary="the warp in the CTA")
 _index("gpu.warpgroup_id", lambda ix, d: ix.linear_thread // 128, has_dim=False,
        summary="the warpgroup (4 warps) in the CTA")
+_index("gpu.cluster_rank", lambda ix, d: np.full(ix.nthreads, ix.rank), has_dim=False,
+       summary="the CTA's rank in its cluster (x fastest)")

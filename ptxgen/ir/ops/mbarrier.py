@@ -23,7 +23,7 @@ class BarrierState:
     ``tx`` (bytes still expected), and who initialised it and whether that init was fenced and published."""
 
     __slots__ = ("initialised", "expected", "pending", "tx", "phase", "init_threads", "init_op", "fenced",
-                 "published")
+                 "published", "cluster_published")
 
     def __init__(self):
         self.initialised = False
@@ -32,6 +32,7 @@ class BarrierState:
         self.init_op = None
         self.fenced = False
         self.published = False
+        self.cluster_published = False   # its init was made visible to the other CTAs by a barrier.cluster
 
 
 class BarrierArray:
@@ -101,6 +102,54 @@ class BarrierArray:
 def barrier_arrays(ix) -> list:
     """The CTA's barrier arrays (registered by mbarrier.alloc)."""
     return ix.state.setdefault("barriers", [])
+
+
+def peer_array(ix, op, arr: BarrierArray, rank: int) -> BarrierArray:
+    """The barrier array of CTA ``rank`` of ``ix``'s cluster at the same shared-memory offset as ``arr`` (every CTA
+    of a kernel has the same allocation plan): what a multicast copy or a remote arrival reaches there."""
+    peer = ix.cluster[rank]
+    if peer.exited:
+        ix.fail(op, f"reaches {arr.label(0)[:-3]} of CTA rank {rank} of the cluster, which has already exited: a "
+                    "barrier.cluster before the end keeps every CTA alive until its peers are done with it")
+    mine = barrier_arrays(ix)
+    theirs = barrier_arrays(peer)
+    k = next(i for i, a in enumerate(mine) if a is arr)
+    if k >= len(theirs):
+        ix.fail(op, f"reaches {arr.label(0)[:-3]} of CTA rank {rank} of the cluster before that CTA allocated and "
+                    "initialised it: initialise, fence.mbarrier_init, then barrier.cluster before any cluster use")
+    return theirs[k]
+
+
+def check_cluster_visible(ix, op, arr: BarrierArray, i: int, rank: int, what: str) -> None:
+    """A CTA uses barrier ``i`` of ``arr`` that lives in CTA ``rank`` of its cluster: its init must have been made
+    visible to the cluster (fence.mbarrier_init, then barrier.cluster)."""
+    if not arr.states[i].cluster_published:
+        ix.fail(op, f"{what} {arr.label(i)} of CTA rank {rank} of the cluster before a barrier.cluster made its init "
+                    "visible to the other CTAs (initialise, fence.mbarrier_init, then barrier.cluster)")
+
+
+def note_remote_access(ix, op, what: str) -> None:
+    """Record that ``ix`` reached into another CTA of its cluster (a remote arrival, a multicast), with the number of
+    barrier.cluster it has passed: one made after the last barrier.cluster may find its target exited (checked when
+    the cluster ends)."""
+    cluster_state(ix).setdefault("remote", []).append((ix.state.get("cluster-epoch", 0), op, ix.rank, what))
+
+
+def check_remote_accesses_end(ctas) -> None:
+    """At the end of a cluster: no CTA reached into a peer after the last barrier.cluster (the peer may have exited,
+    and its shared memory with it). Raises InterpreterError naming the first such access."""
+    state = ctas[0].state.get("cluster", {})
+    final = min(c.state.get("cluster-epoch", 0) for c in ctas)
+    for epoch, op, rank, what in state.get("remote", []):
+        if epoch >= final:
+            ctas[rank].fail(op, f"CTA rank {rank} {what} after the cluster's last barrier.cluster: that CTA may "
+                                "already have exited (and its shared memory with it); end the kernel with "
+                                "barrier.cluster")
+
+
+def cluster_state(ix) -> dict:
+    """State shared by the CTAs of a cluster (kept by its rank-0 CTA)."""
+    return ix.cluster[0].state.setdefault("cluster", {})
 
 
 def _per_thread(ix, value):
@@ -293,6 +342,9 @@ class BarrierWait(Wait):
         return (self.arr.states[self.index].phase & 1) != self.parity
 
     def helps(self, ix, aop) -> bool:
+        targets = getattr(aop, "targets", None)
+        if targets:
+            return any(b == (self.arr, self.index) for _cta, b in targets)
         return getattr(aop, "barrier", None) == (self.arr, self.index)
 
     def hang(self, ix) -> str:
@@ -374,3 +426,52 @@ class CtaBarrier(OpDef):
         from ...lower import ptx_table
 
         ptx_table.emit(lx, "bar.sync", [])
+
+
+class ClusterWait(Wait):
+    def __init__(self, op, threads, state, generation, size):
+        super().__init__(op, threads)
+        self.state, self.generation, self.size = state, generation, size
+
+    def ready(self, ix) -> bool:
+        return self.state["generation"] > self.generation
+
+    def hang(self, ix) -> str:
+        return (f"{describe_threads(self.threads)} wait at barrier.cluster for the {self.size} CTAs of the cluster, "
+                f"but only {self.state['arrived']} arrived")
+
+
+@register
+class ClusterBarrier(OpDef):
+    name = "barrier.cluster"
+    summary = "barrier.cluster.arrive + wait: every thread of every CTA of the cluster waits for all the others"
+
+    def verify(self, op, v):
+        v.operands(op, 0)
+        v.results(op, 0)
+
+    def interpret(self, op, ix):
+        if not ix.mask.all():
+            here = np.nonzero(ix.mask)[0]
+            away = np.nonzero(~ix.mask)[0]
+            ix.fail(op, f"reached by {describe_threads(here)} only: {describe_threads(away)} never arrive (a cluster "
+                        "barrier inside divergent control flow hangs)")
+        state = cluster_state(ix).setdefault("barrier", {"arrived": 0, "generation": 0})
+        # every fenced init of this CTA is now visible to the whole cluster (release.cluster / acquire.cluster)
+        for arr in barrier_arrays(ix):
+            for st in arr.states:
+                if st.fenced:
+                    st.published = st.cluster_published = True
+        ix.state["cluster-epoch"] = ix.state.get("cluster-epoch", 0) + 1
+        state["arrived"] += 1
+        if state["arrived"] == len(ix.cluster):
+            state["arrived"] = 0
+            state["generation"] += 1
+            return
+        yield ClusterWait(op, np.nonzero(ix.mask)[0], state, state["generation"], len(ix.cluster))
+
+    def lower(self, op, lx):
+        """``barrier.cluster.arrive.release.aligned`` then ``barrier.cluster.wait.acquire.aligned``."""
+        from ...lower import ptx_table
+
+        ptx_table.emit(lx, "barrier.cluster", [])

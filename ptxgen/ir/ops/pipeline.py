@@ -17,7 +17,10 @@ import numpy as np
 
 from ..types import I32, PipelineType
 from . import OpDef, SwitchPoint, const_int, describe_threads, register
-from .mbarrier import MAX_ARRIVALS, MAX_TX, BarrierArray, BarrierWait, barrier_arrays
+from .mbarrier import (
+    MAX_ARRIVALS, MAX_TX, BarrierArray, BarrierWait, barrier_arrays, check_cluster_visible, note_remote_access,
+    peer_array,
+)
 
 
 class PipelineRef:
@@ -97,6 +100,11 @@ class Alloc(OpDef):
         if consumers is not None and not 1 <= consumers <= MAX_ARRIVALS:
             v.error(op, f"consumers (the warps that release each stage) must be from 1 to {MAX_ARRIVALS}, "
                         f"not {consumers}")
+        if "cluster" in op.attrs:
+            c = v.attr(op, "cluster", int)
+            size = getattr(v, "kernel_cluster", None)
+            if c is not None and size is not None and c not in (1, size):
+                v.error(op, f"cluster = {c}: a pipeline is shared by 1 CTA or by the whole cluster of {size} CTAs")
 
     def result_types(self, operand_types, attrs):
         return [PipelineType(attrs["stages"])]
@@ -111,6 +119,7 @@ class Alloc(OpDef):
         t = op.results[0].type
         value = PipelineValue(op.results[0].name, t.stages, ix.smem_plan.address[id(op)])
         value.consumers = op.attrs["consumers"]
+        value.cluster = op.attrs.get("cluster", 1)
         barrier_arrays(ix).extend([value.full, value.empty])
         ix.set(op.results[0], value)
 
@@ -120,9 +129,10 @@ class Alloc(OpDef):
 
         base, _align = lx.smem_address(op)
         stages = op.results[0].type.stages
-        lx.set(op.results[0], PipelineRef(BarrierRef(base, stages), BarrierRef(lx.b.add(base, lx.i32(8 * stages)),
-                                                                                stages),
-                                          stages, op.attrs["consumers"]))
+        ref = PipelineRef(BarrierRef(base, stages), BarrierRef(lx.b.add(base, lx.i32(8 * stages)), stages), stages,
+                          op.attrs["consumers"])
+        ref.cluster = op.attrs.get("cluster", 1)
+        lx.set(op.results[0], ref)
 
 
 @register
@@ -138,7 +148,7 @@ class Init(OpDef):
     def interpret(self, op, ix):
         p = ix.get(op.operands[0])
         act = np.nonzero(ix.mask)[0].tolist()
-        for arr, arrivals in ((p.full, 1), (p.empty, p.consumers)):
+        for arr, arrivals in ((p.full, 1), (p.empty, p.consumers * p.cluster)):
             for st in arr.states:
                 st.__init__()
                 st.initialised = True
@@ -155,7 +165,7 @@ class Init(OpDef):
         p = lx.get(op.operands[0])
         for s in range(p.stages):
             ptx_table.emit(lx, "mbarrier.init", [p.full.address(lx, lx.i32(s)), 1])
-            ptx_table.emit(lx, "mbarrier.init", [p.empty.address(lx, lx.i32(s)), p.consumers])
+            ptx_table.emit(lx, "mbarrier.init", [p.empty.address(lx, lx.i32(s)), p.consumers * p.cluster])
         ptx_table.emit(lx, "fence.mbarrier_init", [])
 
 
@@ -278,7 +288,19 @@ class Release(OpDef):
             mine = set(stages[act // 32 == warp].tolist())
             if len(mine) > 1:
                 ix.fail(op, f"the lanes of warp {warp} release different stages {sorted(mine)}")
-            p.empty.arrive(ix, op, int(stages[act // 32 == warp][0]), int(lanes[0]))
+            s = int(stages[act // 32 == warp][0])
+            if p.cluster == 1:
+                p.empty.arrive(ix, op, s, int(lanes[0]))
+                continue
+            # the stage is filled by multicast: every CTA's producer waits for the consumers of the whole cluster
+            for rank in range(len(ix.cluster)):
+                if ix.cluster[rank] is ix:
+                    p.empty.arrive(ix, op, s, int(lanes[0]))
+                    continue
+                peer = peer_array(ix, op, p.empty, rank)
+                check_cluster_visible(ix, op, peer, s, rank, f"warp {warp} arrives on")
+                peer.arrive(ix, op, s, None)
+                note_remote_access(ix, op, f"arrives on {peer.label(s)} of CTA rank {rank}")
         yield SwitchPoint(op, act)
 
     def lower(self, op, lx):
@@ -291,6 +313,12 @@ class Release(OpDef):
         arrive, after = lx.block("release.arrive"), lx.block("release.done")
         b.cbranch(lane0, arrive, after)
         b.position_at_end(arrive)
-        ptx_table.emit(lx, "mbarrier.arrive", [p.empty.address(lx, lx.get(op.operands[1]))])
+        address = p.empty.address(lx, lx.get(op.operands[1]))
+        if p.cluster == 1:
+            ptx_table.emit(lx, "mbarrier.arrive", [address])
+        else:  # the empty barrier of every CTA of the cluster (mapa: its shared::cluster address)
+            for rank in range(p.cluster):
+                remote = ptx_table.emit(lx, "mapa.shared", [address, rank])
+                ptx_table.emit(lx, "mbarrier.arrive.cluster", [remote])
         b.branch(after)
         b.position_at_end(after)

@@ -138,7 +138,10 @@ class If(OpDef):
         else_vals = (yield from ix.steps(op.regions[1], mask=~p)) if len(op.regions) == 2 else []
         for k, res in enumerate(op.results):
             a, b = then_vals[k], else_vals[k]
-            cond = p.reshape((-1,) + (1,) * (np.ndim(a) - 1))
+            # a branch no thread took yields None for values it would have defined: the other branch's shape holds
+            a = np.zeros_like(b) if a is None else a
+            b = np.zeros_like(a) if b is None else b
+            cond = p.reshape((-1,) + (1,) * (max(np.ndim(a), np.ndim(b)) - 1))
             ix.set(res, np.where(cond, a, b))
 
     def lower(self, op, lx):

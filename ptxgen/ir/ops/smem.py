@@ -1,17 +1,18 @@
 """smem: shared-memory tensors: static allocations, pipeline-stage slices, and TV-layout loads and stores through
-the physical byte addresses of the layout (its outer Swizzle acts on absolute byte addresses, as on the hardware)."""
+the physical byte addresses of the layout (its outer Swizzle acts on absolute byte addresses, as on the hardware);
+``smem.stmatrix`` is a store whose TV layout each warp can issue as ``stmatrix.m8n8`` instructions."""
 from __future__ import annotations
 
 import numpy as np
 
 import layoutc as lc
-from layoutc.hopper import byte_addresses, split_smem_layout
+from layoutc.hopper import byte_addresses, split_smem_layout, stmatrix_tv
 
 from ..core import walk
 from ..types import I32, FragmentType, TensorType
 from . import (
-    OPS, SMEM_BASE, SMEM_LIMIT, OpDef, const_int, element_bytes, from_bytes, kernel_rule, layoutc_dtype,
-    numpy_dtype, register, smem_plan, to_bytes, tv_table, verify_tv,
+    OPS, SMEM_BASE, SMEM_LIMIT, OpDef, const_int, describe_threads, element_bytes, from_bytes, kernel_rule,
+    layoutc_dtype, numpy_dtype, register, smem_plan, to_bytes, tv_table, verify_tv,
 )
 
 MIN_ALIGN = 128       # default alignment of an allocation (what TMA needs of a destination)
@@ -401,6 +402,12 @@ class _SmemAccess(OpDef):
                         f"allocation [{view.lo}, {view.hi})")
         return act, addr
 
+    @staticmethod
+    def _write(ix, op, view: SmemView, act, addr, frag) -> None:
+        """Write the active threads' fragment values at ``addr`` (from ``_addresses``): smem.store's meaning."""
+        raw = to_bytes(ix.get(frag)[act], view.dtype)
+        ix.smem_write(op, view.name, addr, raw, act)
+
 
 @register
 class Load(_SmemAccess):
@@ -461,13 +468,211 @@ class Store(_SmemAccess):
         view_v, thread, frag = op.operands
         view = ix.get(view_v)
         act, addr = self._addresses(ix, op, view, thread, op.attrs["tv"])
-        raw = to_bytes(ix.get(frag)[act], view.dtype)
-        ix.smem_write(op, view.name, addr, raw, act)
+        self._write(ix, op, view, act, addr, frag)
 
     def lower(self, op, lx):
         """The inverse of smem.load's lowering: ``st.shared`` (vectors where the plan allows) at physical addresses."""
         view, thread, frag = op.operands
         lx.smem_access(lx.get(view), lx.get(thread), op.attrs["tv"], store=lx.get(frag))
+
+
+# -- stmatrix: register → smem, one 8 × 8 b16 matrix row per lane address --------------------------------------------
+
+def _stmatrix_slots(num: int, trans: bool):
+    """For ``stmatrix.x{num}[.trans]``: (rows, cols), two (32, 2·num) int arrays: lane l's value v lands in row
+    ``rows[l, v]`` (= 8·matrix + row of the matrix, the row lane ``rows`` supplies the address of) at column
+    ``cols[l, v]`` (16-bit elements from the row's address). From ``layoutc.hopper.stmatrix_tv`` over its (8·num, 8)
+    'rows' tile, whose row r is addressed by lane r (``stmatrix_address_lanes``)."""
+    st = stmatrix_tv(num, trans)
+    index = tv_table(st, 32)
+    return index % (8 * num), index // (8 * num)
+
+
+def stmatrix_problem(addresses, num: int, trans: bool) -> str | None:
+    """Why one warp's values cannot be stored by ``stmatrix.x{num}[.trans]`` instructions, or None.
+
+    ``addresses``: (32, 2·num·R) physical byte addresses of each lane's values (value ``v + 2·num·r`` goes with
+    instruction r). Instruction r stores 8·num rows, each 16 contiguous bytes at a 16-byte aligned address that one
+    lane supplies; a row holds columns 0..7 at +2·column. Post: None iff every instruction's rows are such rows."""
+    rows, cols = _stmatrix_slots(num, trans)
+    per = 2 * num
+    count = addresses.shape[1] // per
+    for r in range(count):
+        start = addresses[:, per * r:per * (r + 1)] - 2 * cols      # each value's row start if the row is whole
+        for row in range(8 * num):
+            got = start[rows == row]
+            if np.any(got != got[0]):
+                lanes, vals = np.nonzero(rows == row)
+                at = addresses[lanes, per * r + vals]
+                shown = ", ".join(f"column {int(cols[l, v])} at byte {int(a)}" for l, v, a in
+                                  list(zip(lanes, vals, at))[:3])
+                return (f"stmatrix {r}: row {row % 8} of matrix {row // 8} is not 16 contiguous bytes ({shown}, ...): "
+                        "each row of an 8 x 8 matrix is 8 consecutive 16-bit elements in one 16-byte chunk")
+            if got[0] % 16:
+                return (f"stmatrix {r}: row {row % 8} of matrix {row // 8} starts at byte {int(got[0])}, not on a "
+                        "16-byte boundary (stmatrix row addresses are 16-byte aligned)")
+    return None
+
+
+def stmatrix_row_tv(tv, num: int, trans: bool):
+    """(thread t, instruction r) -> the view index of the first element of the row whose address t's lane supplies
+    to instruction r (lane a addresses row a % 8·num; lanes beyond 8·num repeat them, their addresses are unused).
+
+    By algebra: the left inverse of ``stmatrix_tv`` composed with the rows' first column, ``(8·num):1``, gives the
+    (lane, value) owning each row's column 0; ``M(t, r)`` = that owner in t's warp at instruction r, as a
+    coordinate of ``tv``'s domain (thread + T·value); the result is ``tv ∘ M``. Returns (M, tv ∘ M or None when
+    the composition is not admissible or disagrees with the tables: then the lowering decodes tv(M(t, r)) at run
+    time)."""
+    threads, values = lc.size(tv[0]), lc.size(tv[1])
+    owner = lc.composition(lc.left_inverse(stmatrix_tv(num, trans)), lc.Layout(8 * num, 1))
+    in_tv = lc.composition(lc.Layout((32, 2 * num), (1, threads)), owner)
+    lanes = lc.make_layout(in_tv, lc.Layout(32 // (8 * num), 0), lc.Layout(threads // 32, 32))
+    m = lc.make_layout(lanes, lc.Layout(values // (2 * num), 2 * num * threads))
+    want = np.array([[tv(m(t, r)) for r in range(values // (2 * num))] for t in range(threads)], dtype=np.int64)
+    try:
+        rows = lc.composition(tv, m)
+        got = np.array([[rows(t, r) for r in range(want.shape[1])] for t in range(threads)], dtype=np.int64)
+        if lc.rank(rows) != 2 or not np.array_equal(got, want):
+            rows = None
+    except lc.LayoutError:
+        rows = None
+    return m, rows
+
+
+def _base0_addresses(layout, dtype, tv):
+    """(threads, values) physical byte addresses of tv's values for a view based at 0 (what every base on the
+    swizzle repeat shifts uniformly)."""
+    _sw, offset, inner = split_smem_layout(layout)
+    pre = np.array(byte_addresses(inner, layoutc_dtype(dtype)), dtype=np.int64) + offset * element_bytes(dtype)
+    return physical(layout, pre[tv_table(tv, lc.size(tv[0]))])
+
+
+@register
+class Stmatrix(_SmemAccess):
+    name = "smem.stmatrix"
+    summary = "smem.store through stmatrix.m8n8.x{1,2,4}[.trans]: each warp stores 8 x 8 b16 matrices by rows"
+
+    def verify(self, op, v):
+        view, thread, frag = v.operands(op, 3)
+        v.results(op, 0)
+        if not self._check_view_and_thread(op, v, view, thread):
+            return
+        vt = view.type
+        if not isinstance(frag.type, FragmentType):
+            v.error(op, f"the stored value must be a frag, not {frag.type}")
+            return
+        if frag.type.dtype != vt.dtype:
+            v.error(op, f"fragment element type {frag.type.dtype} differs from the view's {vt.dtype}")
+            return
+        if vt.dtype.bits != 16:
+            v.error(op, f"stmatrix stores 16-bit elements (.b16), not {vt.dtype}")
+            return
+        num = v.attr(op, "num", int)
+        trans = v.attr(op, "trans", bool)
+        tv = v.attr(op, "tv", lc.Layout)
+        if num is None or trans is None or tv is None:
+            return
+        if num not in (1, 2, 4):
+            v.error(op, f"num must be 1, 2 or 4 (stmatrix .x1, .x2, .x4), not {num}")
+            return
+        if not verify_tv(op, v, tv, frag.type.shape, vt.size, what="view"):
+            return
+        threads, values = lc.size(tv[0]), lc.size(tv[1])
+        if threads % 32:
+            v.error(op, f"tv's thread mode {lc.to_str(tv[0])} has {threads} threads; stmatrix is executed by whole "
+                        "warps (a multiple of 32)")
+            return
+        if values % (2 * num):
+            v.error(op, f"tv's value mode has {values} values per thread but stmatrix.x{num} stores {2 * num} per "
+                        "lane and instruction: the values must be whole instructions")
+            return
+        need = max(16, swizzle_repeat(vt.layout))
+        have = view_alignment(view)
+        if have is not None and have < need:
+            v.error(op, f"%{view.name} is only known to be {have}-byte aligned but stmatrix rows need {need} (16-byte "
+                        "rows; a swizzle pattern starting at phase 0): raise the smem.alloc align")
+        addresses = _base0_addresses(vt.layout, vt.dtype, tv)
+        for w in range(threads // 32):
+            problem = stmatrix_problem(addresses[32 * w:32 * (w + 1)], num, trans)
+            if problem:
+                v.error(op, f"tv {lc.to_str(tv)} is no stmatrix.x{num}{'.trans' if trans else ''} tiling of "
+                            f"{lc.to_str(vt.layout)}: warp {w}, {problem}")
+                return
+
+    def interpret(self, op, ix):
+        """smem.store's meaning, with stmatrix's run-time conditions: whole warps, the thread operand's lane is the
+        hardware lane (its values are that lane's registers), and each instruction's rows whole and aligned at the
+        actual addresses."""
+        view_v, thread, frag = op.operands
+        view = ix.get(view_v)
+        num, trans = op.attrs["num"], op.attrs["trans"]
+        act = np.nonzero(ix.mask)[0]
+        for w in sorted(set((act // 32).tolist())):
+            lanes = ix.mask[32 * w:32 * (w + 1)]
+            if not lanes.all():
+                ix.fail(op, f"warp {w} executes it with {describe_threads(np.nonzero(lanes)[0] + 32 * w)} only: "
+                            "stmatrix is .sync.aligned over the 32 lanes of a warp")
+        t = ix.get(thread).astype(np.int64)[act]
+        if np.any(t % 32 != act % 32):
+            k = int(np.nonzero(t % 32 != act % 32)[0][0])
+            ix.fail(op, f"thread {int(act[k])} passes thread operand {int(t[k])}: stmatrix's lanes are the hardware "
+                        "lanes, so the operand modulo 32 must be the lane (gpu.thread_id {dim = x})")
+        act, addr = self._addresses(ix, op, view, thread, op.attrs["tv"])
+        for w in range(len(act) // 32):
+            problem = stmatrix_problem(addr[32 * w:32 * (w + 1)], num, trans)
+            if problem:
+                ix.fail(op, f"warp {int(act[32 * w]) // 32} at {view.name}'s base {int(view.base[act[32 * w]])}: "
+                            f"{problem}")
+        self._write(ix, op, view, act, addr, frag)
+
+    def lower(self, op, lx):
+        """Per instruction r (values 2·num·r ..): each lane's (physical, swizzled) row address
+        ``Sw(origin + 2·inner(rows(t, r)))`` (``stmatrix_row_tv``: the thread part emitted once, r a constant when the
+        composition is admissible, else tv(M(t, r)) decoded at run time), the values packed two per ``.b32`` (the
+        lower-index value in the low half, ``ldmatrix_register``), one ``stmatrix.sync.aligned.m8n8.x{num}``."""
+        from llvmlite import ir
+
+        from ...lower import ptx_table
+        from ...lower.context import _lane_is_thread_mod_32
+        from ...lower.plans import plan_smem_access
+        from ...lower.shared import swizzle_address, view_origin
+
+        view_v, thread_v, frag_v = op.operands
+        if not _lane_is_thread_mod_32(lx, thread_v):
+            lx.error("stmatrix's lanes are the hardware lanes: its thread operand must be gpu.thread_id {dim = x} "
+                     "(or gpu.lane_id), whose value modulo 32 is the lane")
+        tv, num, trans = op.attrs["tv"], op.attrs["num"], op.attrs["trans"]
+        ref, t, values = lx.get(view_v), lx.get(thread_v), lx.get(frag_v)
+        b = lx.b
+        sw, _offset, inner = split_smem_layout(ref.layout)
+        origin = view_origin(lx, ref)
+        m, rows = stmatrix_row_tv(tv, num, trans)
+        plan = plan_smem_access(rows, inner, 2, 16, 16) if rows is not None else None
+        if plan is not None and plan.thread is not None:
+            toff = lx.emit_layout(plan.thread, t)
+            thread_addr = b.add(origin, b.mul(toff, lx.i32(2)))
+
+            def row_address(r):
+                c = 2 * plan.values[r]
+                return b.add(thread_addr, lx.i32(c)) if c else thread_addr
+        else:
+            coord0 = lx.emit_layout(m[0], t)
+
+            def row_address(r):
+                idx = lx.emit_layout(tv, b.add(coord0, lx.i32(m[1](r))))
+                return b.add(origin, b.mul(lx.emit_layout(inner, idx), lx.i32(2)))
+
+        i16, i32 = ir.IntType(16), ir.IntType(32)
+
+        def half(x):
+            return b.zext(b.bitcast(x, i16), i32)
+
+        name = ptx_table.stmatrix(num, trans)
+        per = 2 * num
+        for r in range(lc.size(tv[1]) // per):
+            regs = [b.or_(half(values[per * r + 2 * j]), b.shl(half(values[per * r + 2 * j + 1]), lx.i32(16)))
+                    for j in range(num)]
+            ptx_table.emit(lx, name, [swizzle_address(lx, sw, row_address(r)), *regs])
 
 
 # -- kernel-level rules ---------------------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from . import (
     AsyncOp, OpDef, Wait, const_int, describe_threads, element_bytes, from_bytes, kernel_rule, layoutc_dtype,
     numpy_dtype, register, tile_coordinates, to_bytes,
 )
+from .mbarrier import check_cluster_visible, note_remote_access, peer_array
 from .smem import byte_offsets, physical, swizzle_of, view_alignment
 
 _SW_NAMES = {lc.Swizzle(1, 4, 3): "SW32", lc.Swizzle(2, 4, 3): "SW64", lc.Swizzle(3, 4, 3): "SW128"}
@@ -119,6 +120,7 @@ class TmaCopy(AsyncOp):
         self.addresses = addresses    # (n,) absolute smem byte address of each box element
         self.byteset = byteset        # sorted unique bytes touched in smem
         self.barrier = barrier        # (BarrierArray, index) for a load
+        self.targets = None           # a multicast load: [(CTA, (BarrierArray, index))] of every destination
         self.state = "issued"
         self.values = None
         self.done = False
@@ -137,9 +139,10 @@ class TmaCopy(AsyncOp):
             safe = np.where(inside[:, None], glob, 0)
             values = arr[tuple(safe[:, k] for k in range(safe.shape[1]))] if arr.size else np.zeros(len(glob))
             values = np.where(inside, values, 0).astype(arr.dtype)
-            ix.smem_dma_write(self.addresses, to_bytes(values, self.tmap.dtype))
-            bars, i = self.barrier
-            bars.complete_tx(ix, self.op, i, self.tmap.params.box_bytes)
+            raw = to_bytes(values, self.tmap.dtype)
+            for cta, (bars, i) in self.targets or [(ix, self.barrier)]:
+                cta.smem_dma_write(self.addresses, raw)
+                bars.complete_tx(cta, self.op, i, self.tmap.params.box_bytes)
             self.done = True
         elif self.state == "issued":
             raw = ix.smem[self.addresses[:, None] + np.arange(esize)]
@@ -269,11 +272,17 @@ class Load(OpDef):
         if index.type != I32:
             v.error(op, f"the barrier index must be i32, not {index.type}")
         _verify_coords(op, v, tmap.type, coords)
+        if "multicast" in op.attrs and v.attr(op, "multicast", bool):
+            size = getattr(v, "kernel_cluster", 1)
+            if size is not None and size < 2:
+                v.error(op, "multicast needs a kernel launched in clusters of 2 or more CTAs (cluster = (2, 1, 1)): "
+                            "it writes the box into every CTA of the cluster")
 
     def interpret(self, op, ix):
         tmap_v, dst_v, bars_v, index_v, *coords = op.operands
         m, view, bars = ix.get(tmap_v), ix.get(dst_v), ix.get(bars_v)
         bars = getattr(bars, "full", bars)  # a pipeline: its stage's full barrier
+        multicast = op.attrs.get("multicast", False)
         act = np.nonzero(ix.mask)[0]
         idx = ix.get(index_v)[act]
         origin = _coords_of(ix, coords, act)
@@ -281,9 +290,22 @@ class Load(OpDef):
             i = int(idx[k])
             bars.state(ix, op, i, t, by_tma=True)
             addresses, byteset = _copy_addresses(ix, op, m, view, t)
-            ix.check_generic_writes(op, byteset, view.name, "write")
-            ix.check_async_access(op, byteset, "write", view.name)
-            ix.issue(TmaCopy("load", op, t, m, origin[k], addresses, byteset, (bars, i)))
+            copy = TmaCopy("load", op, t, m, origin[k], addresses, byteset, (bars, i))
+            if multicast:
+                # the same smem offset and the barrier at the same offset in every CTA of the cluster
+                copy.targets = []
+                for rank, cta in enumerate(ix.cluster):
+                    peer = bars if cta is ix else peer_array(ix, op, bars, rank)
+                    peer.state(cta, op, i, by_tma=True)
+                    if cta is not ix:
+                        check_cluster_visible(ix, op, peer, i, rank, "multicasts into")
+                        note_remote_access(ix, op, f"multicasts into the shared memory of CTA rank {rank}")
+                    copy.targets.append((cta, (peer, i)))
+                copy.ctas = [cta for cta, _ in copy.targets]
+            for cta in getattr(copy, "ctas", [ix]):
+                cta.check_generic_writes(op, byteset, view.name, "write")
+                cta.check_async_access(op, byteset, "write", view.name)
+            ix.issue(copy)
 
     def lower(self, op, lx):
         """``cp.async.bulk.tensor.Rd.shared::cluster.global.mbarrier::complete_tx::bytes [dst], [map, {c...}], [bar]``
@@ -293,8 +315,9 @@ class Load(OpDef):
         tmap_v, dst_v, bars_v, index_v, *coords = op.operands
         bars = lx.get(bars_v)
         bars = getattr(bars, "full", bars)  # a pipeline: its stage's full barrier
+        mask = (1 << lx.cluster_size) - 1 if op.attrs.get("multicast", False) else None
         tma_copy(lx, "load", lx.get(tmap_v), lx.get(dst_v), [lx.get(c) for c in coords],
-                 bars.address(lx, lx.get(index_v)))
+                 bars.address(lx, lx.get(index_v)), multicast=mask)
 
 
 @register
@@ -432,6 +455,45 @@ class FenceProxyAsync(OpDef):
         ptx_table.emit(lx, "fence.proxy.async.shared", [])
 
 
+@register
+class Prefetch(OpDef):
+    name = "tma.prefetch"
+    summary = "hint: bring the map's box at (c0, c1, ...) into L2 (no smem, no barrier, nothing to wait for)"
+
+    def verify(self, op, v):
+        """``tma.prefetch %x, %c0, %c1, ...``: a tmap and one i32 coordinate per global mode, as tma.load's.
+
+        Example: ``tma.prefetch %a, %row, %k0`` on a ``tmap<bf16, 2>``. Post: no result, no smem operand."""
+        v.results(op, 0)
+        if not op.operands:
+            v.error(op, "expects a tensor map and one coordinate per global mode, got no operands")
+            return
+        tmap, *coords = op.operands
+        if not isinstance(tmap.type, TensorMapType):
+            v.error(op, f"the first operand must be a TMA map tmap<T, R>[box], not {tmap.type}")
+            return
+        _verify_coords(op, v, tmap.type, coords)
+
+    def interpret(self, op, ix):
+        """No effect on any memory: a prefetch only warms L2. What the hardware needs is still checked: the map
+        must have been encodable (an empty tensor has none). Any coordinates are legal (out-of-bounds boxes too,
+        as for a TMA copy)."""
+        m = ix.get(op.operands[0])
+        if ix.mask.any() and m.params is None:
+            ix.fail(op, f"prefetches through the map of {m.name}, an empty {m.array.shape} tensor (no map can "
+                        "describe it)")
+
+    def lower(self, op, lx):
+        """``cp.async.bulk.prefetch.tensor.Rd.L2.global.tile [map, {c...}]`` per executing thread, the coordinates
+        innermost first (the map's mode order, as ``tma.load``)."""
+        from ...lower import ptx_table
+
+        tmap_v, *coords = op.operands
+        tmap = lx.get(tmap_v)
+        ordered = [lx.get(coords[i]) for i in tmap.params.mode_order]
+        ptx_table.emit(lx, ptx_table.tma_prefetch(tmap.type.rank), [tmap.address, *ordered])
+
+
 # -- kernel-level rules ------------------------------------------------------------------------------------------------
 
 class _At:
@@ -465,6 +527,17 @@ def _regions(region):
             yield from _regions(r)
 
 
+def cluster_size(kernel: Kernel) -> int:
+    """CTAs per cluster of ``kernel`` (1 without a ``cluster`` attribute; non-literal sizes count as 1)."""
+    value = kernel.attrs.get("cluster")
+    items = value if isinstance(value, tuple) else (value,) if value is not None else ()
+    size = 1
+    for x in items:
+        x = getattr(x, "value", x)
+        size *= x if isinstance(x, int) else 1
+    return size
+
+
 def _expects_tx(op):
     """(barrier array or pipeline, index value) when ``op`` makes a barrier expect TMA bytes, else None:
     ``mbarrier.arrive_expect_tx %bars, %i`` and ``%s = pipeline.acquire %p, %k`` (on %p's full barrier %s)."""
@@ -491,7 +564,8 @@ def _expect_tx_matches_loads(kernel: Kernel, v):
             return
         bars, index = _expects_tx(expect)
         label = f"%{bars.name}{'.full' if isinstance(bars.type, PipelineType) else ''}[%{index.name}]"
-        sizes = [box_bytes(ld.operands[0].type) for ld in loads]
+        # a multicast load is issued by every CTA of the cluster for its own part, and each copy lands in every CTA
+        sizes = [box_bytes(ld.operands[0].type) * (cluster if ld.attrs.get("multicast") else 1) for ld in loads]
         if not loads:
             v.error(expect, f"expect_tx of {want} bytes on {label} but no tma.load in this region completes on "
                             "it (before the next expect_tx on it or the region's end)")
@@ -501,6 +575,7 @@ def _expect_tx_matches_loads(kernel: Kernel, v):
             v.error(expect, f"expect_tx of {want} bytes on {label} but the tma.loads that complete on it deliver "
                             f"{sum(sizes)} bytes ({how})")
 
+    cluster = cluster_size(kernel)
     for region in _regions(kernel.body):
         open_ = {}
         for op in region.ops:

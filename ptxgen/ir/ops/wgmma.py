@@ -14,17 +14,27 @@ but the N most recent groups completed. The interpreter computes D when the op i
 through the descriptors (so data that has not arrived yet is a race with the TMA copy still writing it), and keeps
 the wgmma "in flight" until a wait retires its group: until then a write of its smem bytes (a TMA load into a stage
 released too early, an smem.store) is a race.
+
+``%d = wgmma.mma_rs %a, %b, %c`` is the RS form: ``%a`` is a register fragment holding each thread's values of the
+(64·P, K) A tile (``rs_a_tv``: ``layoutc.hopper.a_fragment_tv`` per m64 × k-step block, value ``v + V·(j + S·p)``
+for block p, k-step j of S, V values per block), ``%b`` and ``%c`` as in the SS form. Both forms share their
+verifier rules for B and the accumulator, the interpreter's reads of smem operands through descriptors and its
+bookkeeping of wgmmas in flight, and the lowering's loop over m-blocks and k-steps; only A differs.
 """
 from __future__ import annotations
 
 import numpy as np
 
 import layoutc as lc
-from layoutc.hopper import DescriptorError, DescriptorIterator, accumulator_tv, core_matrix_addresses
+from layoutc.hopper import (
+    DescriptorError, DescriptorIterator, a_fragment_register, a_fragment_tv, accumulator_tv, core_matrix_addresses,
+)
 from layoutc.hopper.fragments import wgmma_n_values
 
 from ..types import F16, F32, FragmentType, TensorType
-from . import AsyncOp, OpDef, describe_threads, element_bytes, from_bytes, layoutc_dtype, register, tv_table
+from . import (
+    AsyncOp, OpDef, describe_threads, element_bytes, from_bytes, layoutc_dtype, register, round_to, tv_table,
+)
 from .smem import _inner, swizzle_repeat, view_alignment
 
 OPERAND_TYPES = ("f16", "bf16", "e4m3", "e5m2")
@@ -61,10 +71,30 @@ def accumulator_size(n: int, blocks: int) -> int:
     return n // 2 * blocks
 
 
+def rs_block_values(t) -> int:
+    """Values per thread of one m64 × k-step block of the RS A fragment: 64·k/128 = 8 for f16/bf16, 16 for fp8."""
+    return 64 * k_step(t) // 128
+
+
+def rs_a_tv(t, m: int, k: int) -> lc.Layout:
+    """The RS A fragment as a TV layout over the (m, k) A tile (index ``row + m·col``, the gmem/smem tile order):
+    (128 threads, m·k/128 values). Value ``v + V·(j + S·p)`` (V = ``rs_block_values``, S = k / k-step) of thread t
+    is element ``a_fragment_tv(t)(t, v)`` of the 64 × k-step block of m-block p (rows 64p..) and k-step j.
+
+    Derived by algebra: ``a_fragment_tv(T, k)`` (the k-steps already appended as its last value mode) indexes a
+    64 × k tile; composing it with the embedding ``(64, k):(1, m)`` re-indexes it into the m × k tile (block 0),
+    and an outermost value mode ``P:64`` steps the 64-row blocks.
+
+    ``rs_a_tv(BF16, 128, 32)`` → ``((4,8,4),((2,2,2,2),2)):((256,1,16),((128,8,1024,2048),64))``.
+    Pre: m a multiple of 64, k of the k-step. Post: a bijection onto [0, m·k); size(mode 0) = 128."""
+    per_block = lc.composition(lc.Layout((64, k), (1, m)), a_fragment_tv(layoutc_dtype(t), k))
+    return lc.make_layout(per_block[0], lc.make_layout(per_block[1], lc.Layout(m // 64, 64)))
+
+
 # -- the interpreter's view of wgmma in flight ----------------------------------------------------------------------
 
 class WgmmaInFlight(AsyncOp):
-    """The wgmmas of one ``wgmma.mma`` op for one warpgroup, from issue until a ``wgmma.wait`` retires their group.
+    """The wgmmas of one ``wgmma.mma`` (or ``wgmma.mma_rs``) op for one warpgroup, from issue until a ``wgmma.wait`` retires their group.
     Their result is already computed; what stays in flight is their claim on the smem bytes they read."""
 
     schedulable = False   # only wgmma.wait retires it, never the copy scheduler
@@ -84,7 +114,7 @@ class WgmmaInFlight(AsyncOp):
         return None if self.done else self.byteset
 
     def describe(self) -> str:
-        return f"the wgmma.mma issued at {self.op.loc} by warpgroup {self.warpgroup}"
+        return f"the {self.op.name} issued at {self.op.loc} by warpgroup {self.warpgroup}"
 
 
 def wgmma_groups(ix, warpgroup: int) -> dict:
@@ -120,6 +150,51 @@ def _verify_operand(op, v, value, what):
     return t
 
 
+def _verify_k(op, v, t, k_total) -> bool:
+    """K is whole k-steps of the element type."""
+    k = k_step(t)
+    if k_total % k:
+        v.error(op, f"K = {k_total} is not a multiple of the {k}-element k-step of {t} wgmma")
+        return False
+    return True
+
+
+def _verify_accumulator(op, v, c, d, m: int, n: int) -> bool:
+    """The rules on C and D shared by both forms: an f32/f16 fragment of N/2 values per 64-row block, N legal, D of
+    C's type (the ``m`` × ``n`` tile)."""
+    acc = c.type
+    if not isinstance(acc, FragmentType) or acc.dtype not in (F32, F16):
+        v.error(op, f"the accumulator must be a frag<f32> or frag<f16>, not {acc}")
+        return False
+    if n not in wgmma_n_values(acc.dtype.name):
+        v.error(op, f"B has N = {n} rows; wgmma's N is a multiple of 8 from 8 to 256")
+        return False
+    want = accumulator_size(n, m // 64)
+    if acc.size != want:
+        v.error(op, f"the accumulator {acc} has {acc.size} values per thread but an {m} x {n} tile needs "
+                    f"{want} (N/2 = {n // 2} per 64-row block, {m // 64} blocks)")
+        return False
+    if d != acc:
+        v.error(op, f"the result type {d} must be the accumulator's {acc}")
+    return True
+
+
+def _verify_smem_descriptors(op, v, value, t, mn: int, what: str) -> None:
+    """A smem operand (``mn`` rows) has wgmma descriptors (K-major, or MN-major for 16-bit types; fp8 K-major only)
+    and its view is known to start on its swizzle repeat."""
+    major, it = operand_major(t.layout, t.dtype, mn)
+    if major is None:
+        v.error(op, f"{what}'s layout {lc.to_str(t.layout)} is no wgmma operand: {it}")
+        return
+    rep = swizzle_repeat(t.layout) or 16
+    have = view_alignment(value)
+    if have is not None and have < rep:
+        v.error(op, f"%{value.name} is only known to be {have}-byte aligned but its wgmma descriptors need "
+                    f"{rep} (the swizzle pattern must start at phase 0): raise the smem.alloc align")
+    if t.dtype.bits == 8 and major != "K":
+        v.error(op, f"{what}: fp8 operands must be K-major")
+
+
 def _runtime_descriptor(lx, base, desc):
     """The 64-bit descriptor ``desc`` (derived at base 0) for a view whose origin is at the i32 shared address
     ``base``: the start field becomes ``((base + desc.start) >> 4) & 0x3FFF``, every other field is constant."""
@@ -130,6 +205,87 @@ def _runtime_descriptor(lx, base, desc):
     field = b.and_(b.lshr(start, lx.i32(4)), lx.i32(0x3FFF))
     high = desc.encode() & ~0x3FFF
     return b.or_(b.zext(field, ir.IntType(64)), ir.Constant(ir.IntType(64), high))
+
+
+# -- the interpreter's and the lowering's shared paths ----------------------------------------------------------------
+
+def _smem_tiles(ix, op, w: int, view, major_it, mn: int, blocks: int, ksteps: int, name: str):
+    """Warpgroup ``w``'s tiles of smem operand ``view`` read through the descriptors the lowering builds:
+    ``{(block, k-step): float64 (mn, k) array}`` and the sorted unique smem bytes they occupy (what the wgmma in
+    flight holds). Fails unless the warpgroup sees one base, on the swizzle repeat, and the tiles stay inside the
+    view's allocation."""
+    major, it = major_it
+    threads = np.arange(128 * w, 128 * (w + 1))
+    base = np.unique(view.base[threads])
+    if base.size != 1:
+        ix.fail(op, f"the threads of warpgroup {w} see different base addresses of {view.name}: a "
+                    "wgmma operand is one smem tile per warpgroup")
+    base = int(base[0])
+    rep = swizzle_repeat(view.layout) or 16
+    if base % rep:
+        ix.fail(op, f"{view.name} starts at byte {base}, not on its {rep}-byte swizzle repeat")
+    tiles, reads = {}, []
+    esize = element_bytes(view.dtype)
+    for blk in range(blocks):
+        for j in range(ksteps):
+            d0 = it.descriptor(k=j, mn_block=blk)
+            desc = d0.with_start(d0.start_address + base)
+            addr = ix.cached(("wgmma-addr", desc.encode(), view.dtype, major, mn),
+                             lambda d=desc, mj=major, r=mn, t=view.dtype: np.array(
+                                 core_matrix_addresses(d, layoutc_dtype(t), mj, r), dtype=np.int64))
+            if addr.min() < view.lo or addr.max() + esize > view.hi:
+                ix.fail(op, f"the {name} tile of k-step {j} reaches bytes outside {view.name}'s "
+                            f"allocation [{view.lo}, {view.hi})")
+            raw = ix.smem_read(op, view.name, addr, esize)
+            tiles[(blk, j)] = from_bytes(raw, view.dtype).astype(np.float64)
+            reads.append(np.unique((addr[..., None] + np.arange(esize)).ravel()))
+    return tiles, np.unique(np.concatenate(reads))
+
+
+def _accumulate(ix, op, w: int, a_tiles, b_tiles, out, acc, n: int, blocks: int, ksteps: int, smem_bytes) -> None:
+    """Write warpgroup ``w``'s ``D = Σ_j A(p, j)·B(j)ᵀ + C`` (float64 products, rounded to f32) into ``out`` through
+    the accumulator layout, and put the wgmma in flight holding ``smem_bytes`` until a wgmma.wait retires it."""
+    threads = np.arange(128 * w, 128 * (w + 1))
+    tv = ix.cached(("tv", accumulator_tv(n)), lambda: tv_table(accumulator_tv(n), 128))
+    for blk in range(blocks):
+        d = sum(a_tiles[(blk, j)] @ b_tiles[(0, j)].T for j in range(ksteps))   # (64, n)
+        flat = d.ravel(order="F")                                                # index m + 64·n
+        cols = slice(blk * (n // 2), (blk + 1) * (n // 2))
+        out[threads, cols] = (acc[threads, cols].astype(np.float64) + flat[tv]).astype(np.float32)
+    inflight = WgmmaInFlight(op, w, smem_bytes)
+    wgmma_groups(ix, w)["open"].append(inflight)
+    ix.inflight.append(inflight)
+
+
+def _lower_mma(op, lx, name: str, blocks: int, ksteps: int, a_operands) -> None:
+    """The P × S instructions of either form (m-block outer, k-step inner), the accumulator registers threaded
+    through them: ``a_operands(block, j)`` gives the A operands of one instruction (a descriptor, or 4 registers),
+    B's descriptor is its layout's (DescriptorIterator at base 0) with the view's runtime base in the start field."""
+    from ...lower import ptx_table
+
+    b_v, c_v = op.operands[1], op.operands[2]
+    tb = b_v.type
+    n = _extents(tb.layout)[0]
+    _major_b, it_b = operand_major(tb.layout, tb.dtype, n)
+    rb = lx.get(b_v)
+    acc = list(lx.get(c_v))
+    h = n // 2
+    for blk in range(blocks):
+        regs = acc[blk * h:(blk + 1) * h]
+        for j in range(ksteps):
+            db = _runtime_descriptor(lx, rb.base, it_b.descriptor(k=j))
+            out = ptx_table.emit(lx, name, [*a_operands(blk, j), db, 1, *regs])
+            regs = [lx.b.extract_value(out, i) for i in range(h)]
+        acc[blk * h:(blk + 1) * h] = regs
+    lx.set(op.results[0], acc)
+
+
+def _b_major(lx, tb):
+    n = _extents(tb.layout)[0]
+    major_b, it_b = operand_major(tb.layout, tb.dtype, n)
+    if major_b is None:
+        lx.error(f"no wgmma descriptors for B's layout: {it_b}")
+    return major_b
 
 
 @register
@@ -147,44 +303,18 @@ class Mma(OpDef):
             v.error(op, f"A holds {ta.dtype} but B holds {tb.dtype}: wgmma multiplies one element type")
             return
         (m, ka), (n, kb) = _extents(ta.layout), _extents(tb.layout)
-        k = k_step(ta.dtype)
         if ka != kb:
             v.error(op, f"A has K = {ka} but B has K = {kb}")
             return
-        if ka % k:
-            v.error(op, f"K = {ka} is not a multiple of the {k}-element k-step of {ta.dtype} wgmma")
+        if not _verify_k(op, v, ta.dtype, ka):
             return
         if m % 64:
             v.error(op, f"A has M = {m} rows; wgmma computes 64-row blocks (M must be a multiple of 64)")
             return
-        acc = c.type
-        if not isinstance(acc, FragmentType) or acc.dtype not in (F32, F16):
-            v.error(op, f"the accumulator must be a frag<f32> or frag<f16>, not {acc}")
+        if not _verify_accumulator(op, v, c, d, m, n):
             return
-        if acc.dtype == F16 and ta.dtype.bits == 8:
-            pass  # fp8 with f16 accumulators is legal
-        if n not in wgmma_n_values(acc.dtype.name):
-            v.error(op, f"B has N = {n} rows; wgmma's N is a multiple of 8 from 8 to 256")
-            return
-        want = accumulator_size(n, m // 64)
-        if acc.size != want:
-            v.error(op, f"the accumulator {acc} has {acc.size} values per thread but an {m} x {n} tile needs "
-                        f"{want} (N/2 = {n // 2} per 64-row block, {m // 64} blocks)")
-            return
-        if d != acc:
-            v.error(op, f"the result type {d} must be the accumulator's {acc}")
         for value, t, mn, what in ((a, ta, 64, "A"), (b, tb, n, "B")):
-            major, it = operand_major(t.layout, t.dtype, mn)
-            if major is None:
-                v.error(op, f"{what}'s layout {lc.to_str(t.layout)} is no wgmma operand: {it}")
-                continue
-            rep = swizzle_repeat(t.layout) or 16
-            have = view_alignment(value)
-            if have is not None and have < rep:
-                v.error(op, f"%{value.name} is only known to be {have}-byte aligned but its wgmma descriptors need "
-                            f"{rep} (the swizzle pattern must start at phase 0): raise the smem.alloc align")
-            if ta.dtype.bits == 8 and major != "K":
-                v.error(op, f"{what}: fp8 operands must be K-major")
+            _verify_smem_descriptors(op, v, value, t, mn, what)
 
     def result_types(self, operand_types, attrs):
         return [operand_types[2]]
@@ -195,80 +325,138 @@ class Mma(OpDef):
         added to its start-address field: ``((base + tile start) >> 4) & 0x3FFF``."""
         from ...lower import ptx_table
 
-        a_v, b_v, c_v = op.operands
+        a_v, b_v = op.operands[0], op.operands[1]
         ta, tb = a_v.type, b_v.type
         if op.results[0].type.dtype != F32:
             lx.error("only f32 accumulators are lowered (f16 accumulators pack two values per register)")
         (m, kk), (n, _) = _extents(ta.layout), _extents(tb.layout)
         major_a, it_a = operand_major(ta.layout, ta.dtype, 64)
-        major_b, it_b = operand_major(tb.layout, tb.dtype, n)
-        if major_a is None or major_b is None:
-            lx.error(f"no wgmma descriptors for these layouts: {it_a if major_a is None else it_b}")
+        if major_a is None:
+            lx.error(f"no wgmma descriptors for A's layout: {it_a}")
+        major_b = _b_major(lx, tb)
         name = ptx_table.wgmma_mma(n, ta.dtype.name, int(major_a == "MN"), int(major_b == "MN"))
-        ra, rb = lx.get(a_v), lx.get(b_v)
-        acc = list(lx.get(c_v))
-        h = n // 2
-        for blk in range(m // 64):
-            regs = acc[blk * h:(blk + 1) * h]
-            for j in range(kk // k_step(ta.dtype)):
-                da = _runtime_descriptor(lx, ra.base, it_a.descriptor(k=j, mn_block=blk))
-                db = _runtime_descriptor(lx, rb.base, it_b.descriptor(k=j))
-                out = ptx_table.emit(lx, name, [da, db, 1, *regs])
-                regs = [lx.b.extract_value(out, i) for i in range(h)]
-            acc[blk * h:(blk + 1) * h] = regs
-        lx.set(op.results[0], acc)
-
+        ra = lx.get(a_v)
+        _lower_mma(op, lx, name, m // 64, kk // k_step(ta.dtype),
+                   lambda blk, j: [_runtime_descriptor(lx, ra.base, it_a.descriptor(k=j, mn_block=blk))])
 
     def interpret(self, op, ix):
         a_v, b_v, c_v = op.operands
         va, vb = ix.get(a_v), ix.get(b_v)
         ta, tb = a_v.type, b_v.type
         (m, kk), (n, _) = _extents(ta.layout), _extents(tb.layout)
-        blocks = m // 64
-        k = k_step(ta.dtype)
+        blocks, ksteps = m // 64, kk // k_step(ta.dtype)
         it_a = ix.cached(("wgmma-it", ta.layout, ta.dtype, 64), lambda: operand_major(ta.layout, ta.dtype, 64))
         it_b = ix.cached(("wgmma-it", tb.layout, tb.dtype, n), lambda: operand_major(tb.layout, tb.dtype, n))
         acc = np.array(ix.get(c_v), dtype=np.float32, copy=True)
-        tv = ix.cached(("tv", accumulator_tv(n)), lambda: tv_table(accumulator_tv(n), 128))
         out = acc.copy()
         for w in _warpgroups(ix, op):
-            threads = np.arange(128 * w, 128 * (w + 1))
-            reads = []
-            tiles = {}
-            for name, view, (major, it), mn in (("A", va, it_a, 64), ("B", vb, it_b, n)):
-                base = np.unique(view.base[threads])
-                if base.size != 1:
-                    ix.fail(op, f"the threads of warpgroup {w} see different base addresses of {view.name}: a "
-                                "wgmma operand is one smem tile per warpgroup")
-                base = int(base[0])
-                rep = swizzle_repeat(view.layout) or 16
-                if base % rep:
-                    ix.fail(op, f"{view.name} starts at byte {base}, not on its {rep}-byte swizzle repeat")
-                for blk in range(blocks if name == "A" else 1):
-                    for j in range(kk // k):
-                        d0 = it.descriptor(k=j, mn_block=blk)
-                        desc = d0.with_start(d0.start_address + base)
-                        addr = ix.cached(("wgmma-addr", desc.encode(), view.dtype, major, mn),
-                                         lambda d=desc, mj=major, r=mn, t=view.dtype: np.array(
-                                             core_matrix_addresses(d, layoutc_dtype(t), mj, r), dtype=np.int64))
-                        esize = element_bytes(view.dtype)
-                        if addr.min() < view.lo or addr.max() + esize > view.hi:
-                            ix.fail(op, f"the {name} tile of k-step {j} reaches bytes outside {view.name}'s "
-                                        f"allocation [{view.lo}, {view.hi})")
-                        raw = ix.smem_read(op, view.name, addr, esize)
-                        tiles[(name, blk, j)] = from_bytes(raw, view.dtype).astype(np.float64)
-                        reads.append(np.unique((addr[..., None] + np.arange(esize)).ravel()))
-            for blk in range(blocks):
-                d = sum(tiles[("A", blk, j)] @ tiles[("B", 0, j)].T for j in range(kk // k))   # (64, n)
-                flat = d.ravel(order="F")                                                   # index m + 64·n
-                cols = slice(blk * (n // 2), (blk + 1) * (n // 2))
-                out[threads, cols] = (acc[threads, cols].astype(np.float64) + flat[tv]).astype(np.float32)
-            inflight = WgmmaInFlight(op, w, np.unique(np.concatenate(reads)))
-            wgmma_groups(ix, w)["open"].append(inflight)
-            ix.inflight.append(inflight)
+            a_tiles, a_bytes = _smem_tiles(ix, op, w, va, it_a, 64, blocks, ksteps, "A")
+            b_tiles, b_bytes = _smem_tiles(ix, op, w, vb, it_b, n, 1, ksteps, "B")
+            _accumulate(ix, op, w, a_tiles, b_tiles, out, acc, n, blocks, ksteps,
+                        np.union1d(a_bytes, b_bytes))
         if op.results[0].type.dtype == F16:
             out = out.astype(np.float16).astype(np.float32)
         ix.set(op.results[0], out)
+
+
+@register
+class MmaRS(OpDef):
+    name = "wgmma.mma_rs"
+    summary = "D = A·Bᵀ + C for one warpgroup: A (M, K) a register fragment (rs_a_tv), B (N, K) in shared memory"
+
+    def verify(self, op, v):
+        a, b, c = v.operands(op, 3)
+        (d,) = v.results(op, 1)
+        ta = a.type
+        if not isinstance(ta, FragmentType):
+            v.error(op, f"A must be a register fragment frag<T>[S] (the RS form), not {ta}")
+            return
+        if ta.dtype.name not in OPERAND_TYPES:
+            v.error(op, f"A holds {ta.dtype}; wgmma takes {', '.join(OPERAND_TYPES)} A fragments")
+            return
+        tb = _verify_operand(op, v, b, "B")
+        if tb is None:
+            return
+        if ta.dtype != tb.dtype:
+            v.error(op, f"A holds {ta.dtype} but B holds {tb.dtype}: wgmma multiplies one element type")
+            return
+        n, kk = _extents(tb.layout)
+        if not _verify_k(op, v, ta.dtype, kk):
+            return
+        per_block = rs_block_values(ta.dtype) * (kk // k_step(ta.dtype))
+        if ta.size == 0 or ta.size % per_block:
+            v.error(op, f"the A fragment {ta} has {ta.size} values per thread but a 64 x {kk} block of "
+                        f"{ta.dtype} takes {per_block} ({rs_block_values(ta.dtype)} per k-step, "
+                        f"{kk // k_step(ta.dtype)} k-steps): the fragment must hold whole 64-row blocks")
+            return
+        if not _verify_accumulator(op, v, c, d, 64 * (ta.size // per_block), n):
+            return
+        _verify_smem_descriptors(op, v, b, tb, n, "B")
+
+    def result_types(self, operand_types, attrs):
+        return [operand_types[2]]
+
+    def interpret(self, op, ix):
+        a_v, b_v, c_v = op.operands
+        vb, tb, t = ix.get(b_v), b_v.type, a_v.type.dtype
+        n, kk = _extents(tb.layout)
+        k = k_step(t)
+        ksteps = kk // k
+        blocks = a_v.type.size // (rs_block_values(t) * ksteps)
+        m = 64 * blocks
+        it_b = ix.cached(("wgmma-it", tb.layout, tb.dtype, n), lambda: operand_major(tb.layout, tb.dtype, n))
+        table = ix.cached(("tv", ("rs-a", t, m, kk)), lambda: tv_table(rs_a_tv(t, m, kk), 128))
+        frag = round_to(ix.get(a_v), t)
+        acc = np.array(ix.get(c_v), dtype=np.float32, copy=True)
+        out = acc.copy()
+        for w in _warpgroups(ix, op):
+            flat = np.empty(m * kk, dtype=np.float64)
+            flat[table] = frag[128 * w:128 * (w + 1)]
+            a = flat.reshape((m, kk), order="F")                  # the A tile, index row + m·col
+            a_tiles = {(blk, j): a[64 * blk:64 * (blk + 1), k * j:k * (j + 1)]
+                       for blk in range(blocks) for j in range(ksteps)}
+            b_tiles, b_bytes = _smem_tiles(ix, op, w, vb, it_b, n, 1, ksteps, "B")
+            _accumulate(ix, op, w, a_tiles, b_tiles, out, acc, n, blocks, ksteps, b_bytes)
+        if op.results[0].type.dtype == F16:
+            out = out.astype(np.float16).astype(np.float32)
+        ix.set(op.results[0], out)
+
+    def lower(self, op, lx):
+        """P × K/k ``wgmma.mma_async`` RS instructions: A as four ``.b32`` registers per instruction, fragment values
+        ``V·(j + S·p) ..`` packed by ``a_fragment_register`` (value v → register, byte lane; the lower-index value
+        in the low bits), B through its descriptors as in the SS form."""
+        from llvmlite import ir
+
+        from ...lower import ptx_table
+
+        a_v, b_v = op.operands[0], op.operands[1]
+        t, tb = a_v.type.dtype, b_v.type
+        if op.results[0].type.dtype != F32:
+            lx.error("only f32 accumulators are lowered (f16 accumulators pack two values per register)")
+        n, kk = _extents(tb.layout)
+        ksteps = kk // k_step(t)
+        per = rs_block_values(t)
+        blocks = a_v.type.size // (per * ksteps)
+        major_b = _b_major(lx, tb)
+        name = ptx_table.wgmma_mma_rs(n, t.name, int(major_b == "MN"))
+        values = lx.get(a_v)
+        b = lx.b
+        bits = ir.IntType(t.bits)
+        i32 = ir.IntType(32)
+
+        def registers(blk, j):
+            first = per * (j + ksteps * blk)
+            words = [None] * 4
+            for v in range(per):
+                reg, byte = a_fragment_register(layoutc_dtype(t), v)
+                x = values[first + v]
+                raw = x if isinstance(x.type, ir.IntType) else b.bitcast(x, bits)
+                part = b.zext(raw, i32)
+                part = b.shl(part, lx.i32(8 * byte)) if byte else part
+                words[reg] = part if words[reg] is None else b.or_(words[reg], part)
+            return words
+
+        _lower_mma(op, lx, name, blocks, ksteps, registers)
 
 
 @register

@@ -1,0 +1,151 @@
+"""Clusters in the tile IR: CTAs of a cluster run concurrently in the interpreter; a multicast TMA load writes every
+CTA's smem and completes on every CTA's barrier; a cluster pipeline is released by the consumers of all CTAs;
+barrier.cluster publishes inits cluster-wide; the mistakes (no barrier.cluster before a multicast, a CTA exiting
+while its peer still releases into it, multicast without a cluster) are reported; the persistent GEMM with clusters of
+2 and B multicast matches float64; the lowering emits the cluster forms."""
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+
+import numpy as np
+import pytest
+
+from ptxgen.interp import InterpreterError, interpret, run_cta
+from ptxgen.ir.ops import round_to
+from ptxgen.ir.text import parse_module
+from ptxgen.ir.types import BF16
+from ptxgen.lower import compile_kernel
+from ptxgen.verify import VerifyError, verify
+
+EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
+
+# Each CTA of a cluster of 2 loads HALF of a 16 x 32 tile (its rank's 8 rows) and multicasts it into both CTAs; after
+# the wait every CTA holds the whole tile and writes it to its own 16 rows of y.
+MULTICAST = """kernel @mc(%x: tmap<f32, 2>[(8,32):(32,1)], %y: gtensor<f32, 2>) {grid = (4, 1, 1), block = (128, 1, 1), cluster = (2, 1, 1)} {
+  %buf = smem.alloc {align = 128} : smem<f32>[(16,32):(32,1)]
+  %pipe = pipeline.alloc {stages = 1, consumers = 4, cluster = 2} : pipeline<1>
+  %t = gpu.thread_id {dim = x} : i32
+  %rank = gpu.cluster_rank : i32
+  %blk = gpu.block_id {dim = x} : i32
+  %c0 = arith.const {value = 0} : i32
+  %c8 = arith.const {value = 8} : i32
+  %c16 = arith.const {value = 16} : i32
+  %leader = arith.cmp %t, %c0 {pred = eq} : i1
+  scf.if %leader {
+    pipeline.init %pipe
+  }
+  barrier.cluster
+  scf.if %leader {
+    %s = pipeline.acquire %pipe, %c0 {bytes = 2048} : i32
+    %half = smem.tile %buf, %rank {mode = 0, size = 8} : smem<f32>[(8,32):(32,1)]
+    %row = arith.mul %rank, %c8 : i32
+    tma.load %x, %half, %pipe, %s, %row, %c0 {multicast = true}
+  }
+  %s2 = pipeline.wait %pipe, %c0 : i32
+  %v = smem.load %buf, %t {tv = [(128,4):(4,1)]} : frag<f32>[4]
+  %w = arith.mul %blk, %c16 : i32
+  %g = gmem.tile %y, %w, %c0 {shape = [(16,32)]} : gview<f32>[(16,32)]
+  gmem.store %g, %t, %v {tv = [(128,4):(4,1)]}
+  pipeline.release %pipe, %s2
+  barrier.cluster
+}
+"""
+
+
+def run_multicast(text):
+    x = np.random.default_rng().standard_normal((16, 32)).astype(np.float32)
+    y = np.full((64, 32), -7.0, np.float32)
+    interpret(parse_module(text, file="mc.tile"), {"x": x, "y": y})
+    return x, y
+
+
+def test_multicast_fills_every_cta_of_the_cluster():
+    x, y = run_multicast(MULTICAST)
+    for b in range(4):
+        assert np.array_equal(y[16 * b:16 * b + 16], x), b
+
+
+def test_multicast_counts_every_ctas_bytes_in_the_expect_tx_rule():
+    bad = MULTICAST.replace("{bytes = 2048}", "{bytes = 1024}")
+    with pytest.raises(VerifyError) as e:
+        verify(parse_module(bad, file="mc.tile"))
+    assert "expect_tx of 1024 bytes on %pipe.full[%s] but the tma.loads that complete on it deliver 2048 bytes" in str(
+        e.value)
+
+
+def test_multicast_needs_a_cluster():
+    bad = MULTICAST.replace(", cluster = (2, 1, 1)", "").replace(", cluster = 2}", "}")
+    with pytest.raises(VerifyError) as e:
+        verify(parse_module(bad, file="mc.tile"))
+    assert "multicast needs a kernel launched in clusters of 2 or more CTAs" in str(e.value)
+
+
+def test_a_multicast_before_the_cluster_barrier_is_reported():
+    bad = MULTICAST.replace("  barrier.cluster\n  scf.if %leader {\n    %s", "  barrier.cta\n  scf.if %leader {\n    %s", 1)
+    with pytest.raises(InterpreterError) as e:
+        run_multicast(bad)
+    assert "tma.load: multicasts into %pipe.full[0] of CTA rank 1 of the cluster before a barrier.cluster made its init visible" in str(e.value)
+
+
+def test_exiting_while_the_peer_still_releases_is_reported():
+    bad = MULTICAST[:MULTICAST.rindex("  barrier.cluster\n")] + "}\n"
+    with pytest.raises(InterpreterError) as e:
+        run_multicast(bad)
+    # the first access into a peer after the last barrier.cluster (here a multicast) is named
+    assert str(e.value).startswith("mc.tile:19:5: tma.load: CTA rank 1 multicasts into the shared memory of CTA rank 0 "
+                                   "after the cluster's last barrier.cluster: that CTA may already have exited")
+
+
+def test_run_cta_refuses_cluster_kernels():
+    with pytest.raises(InterpreterError, match="use interpret"):
+        run_cta(parse_module(MULTICAST, file="mc.tile"), {"x": np.zeros((16, 32), np.float32),
+                                                          "y": np.zeros((64, 32), np.float32)})
+
+
+def test_cluster_forms_are_lowered():
+    ptx = compile_kernel(parse_module(MULTICAST, file="mc.tile")).ptx
+    for form in ("barrier.cluster.arrive.release.aligned", "barrier.cluster.wait.acquire.aligned", "%cluster_ctarank",
+                 ".multicast::cluster", "mapa.shared::cluster.u32", "mbarrier.arrive.shared::cluster.b64"):
+        assert form in ptx, form
+
+
+def gemm_hopper():
+    spec = importlib.util.spec_from_file_location("example_gemm_hopper", EXAMPLES / "gemm_hopper.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("m, n, k, sms, bn", [(300, 260, 200, 4, 128), (129, 513, 72, 2, 256), (1, 8, 8, 2, 128)])
+def test_cluster_gemm_matches_float64(m, n, k, sms, bn):
+    kernel = gemm_hopper().build("bf16", bn=bn, stages=3, cluster=2)
+    rng = np.random.default_rng()
+    a = round_to(rng.standard_normal((m, k)), BF16)
+    b = round_to(rng.standard_normal((n, k)), BF16)
+    c = np.full((m, n), -7.0, dtype=np.float32)
+    interpret(kernel, {"a": a, "b": b, "c": c, "m": m, "n": n, "k": k, "sms": sms})
+    want = a.astype(np.float64) @ b.astype(np.float64).T
+    assert np.linalg.norm(c - want) / np.linalg.norm(want) < 1e-2
+
+
+@pytest.mark.gpu
+def test_gpu_multicast_and_cluster_gemm():
+    torch = pytest.importorskip("torch")
+    from ptxgen.runtime import gpu_available, jit
+    if not gpu_available():
+        pytest.skip("needs a CUDA GPU")
+    x = np.random.default_rng().standard_normal((16, 32)).astype(np.float32)
+    y = np.full((64, 32), -7.0, np.float32)
+    jit(parse_module(MULTICAST, file="mc.tile"))(x=x, y=y)
+    for blk in range(4):
+        assert np.array_equal(y[16 * blk:16 * blk + 16], x), blk
+    for m, n, k in ((4096, 4096, 4096), (3001, 2999, 2008)):
+        a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
+        c = torch.full((m, n), -7.0, device="cuda", dtype=torch.bfloat16)
+        sms = torch.cuda.get_device_properties(0).multi_processor_count
+        jit(gemm_hopper().build("bf16", cluster=2))(a=a, b=b, c=c, m=m, n=n, k=k, sms=sms)
+        torch.cuda.synchronize()
+        want = a.double() @ b.double().T
+        assert (torch.linalg.norm(c.double() - want) / torch.linalg.norm(want)).item() < 1e-2
