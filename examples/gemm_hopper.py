@@ -35,10 +35,13 @@ def accumulator_block_tv(rows: int, bn: int):
 
 
 def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, group: int = 8, pending: int = 1,
-          cluster: int = 1):
+          cluster: int = 1, epilogue: str = "direct"):
     """The kernel for one configuration. ``cluster = 2``: CTAs run in pairs along M that share their B panel: each
     CTA loads its own A box and HALF of the B box, multicast into both CTAs' smem (the pipeline's stages are then
-    released by the consumers of both CTAs)."""
+    released by the consumers of both CTAs). ``epilogue = "tma"``: each consumer warpgroup writes its bf16 rows
+    into a swizzled smem tile and one of its threads stores them with TMA (64-column boxes), asynchronously: the
+    warpgroup goes on with the next tile's mainloop while the store drains (C's rows must then be 16-byte aligned:
+    N a multiple of 8); ``"direct"``: st.global from the registers through the accumulator's TV layout (any N)."""
     rows = bm // 2                                   # rows of each of the two consumer warpgroups
     a_ring = gmma_smem_layout("K", "SW128", dtype, (bm, BK, stages))
     b_ring = gmma_smem_layout("K", "SW128", dtype, (bn, BK, stages))
@@ -49,12 +52,23 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
     acc_t = frag("f32", (bn // 2) * (rows // 64))
     work = mul(cdiv("m", bm * cluster), cdiv("n", bn))
     grid = (hmin(work, "sms"), 1, 1) if cluster == 1 else (mul(hmin(work, cdiv("sms", cluster)), cluster), 1, 1)
+    if epilogue == "tma":
+        c_ring = gmma_smem_layout("K", "SW128", dtype, (bm, bn))        # the CTA's C tile, 64-column SW128 atoms
+        c_rows = tile_split(c_ring, 0, rows)[0]                           # one consumer warpgroup's rows
+        c_box = tile_split(c_rows, 1, 64)[0]                              # one TMA store: rows x 64 columns
+        c_param = tmap(dtype, 2, c_box)
+    elif epilogue == "direct":
+        c_param = gtensor(dtype, 2)
+    else:
+        raise ValueError(f"epilogue must be 'direct' or 'tma', not {epilogue!r}")
     kb = KernelBuilder(
         "gemm_hopper", grid=grid, block=(384, 1, 1), cluster=(cluster, 1, 1) if cluster > 1 else None,
-        a=tmap(dtype, 2, a_box), b=tmap(dtype, 2, b_part), c=gtensor(dtype, 2), m=i32, n=i32, k=i32, sms=i32)
+        a=tmap(dtype, 2, a_box), b=tmap(dtype, 2, b_part), c=c_param, m=i32, n=i32, k=i32, sms=i32)
     b = kb.b
     sa = b.smem.alloc(type=smem(dtype, a_ring), align=1024, name="sa")
     sb = b.smem.alloc(type=smem(dtype, b_ring), align=1024, name="sb")
+    if epilogue == "tma":
+        sc = b.smem.alloc(type=smem(dtype, c_ring), align=1024, name="sc")
     if cluster > 1:
         pipe = b.pipeline.alloc(stages=stages, consumers=8, cluster=cluster, name="pipe")
     else:
@@ -165,12 +179,48 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
             tile_m0 = b.arith.mul(tm2, c_bm, name="tile_m0")
             r0 = b.arith.add(tile_m0, row_off, name="r0")
             n0c = b.arith.mul(tn2, c_bn, name="n0c")
-            c_tile = b.gmem.tile(kb["c"], r0, n0c, shape=(rows, bn), name="c_tile")
-            b.gmem.store(c_tile, lt, out, tv=accumulator_block_tv(rows, bn))
+            if epilogue == "direct":
+                c_tile = b.gmem.tile(kb["c"], r0, n0c, shape=(rows, bn), name="c_tile")
+                b.gmem.store(c_tile, lt, out, tv=accumulator_block_tv(rows, bn))
+            else:
+                # the C rows in smem may be rewritten only once the previous tile's TMA stores have read them: each
+                # warpgroup's thread 0 issued (and now waits for) its stores, and a named barrier over both consumer
+                # warpgroups (256 threads; bar.sync 1) tells every consumer thread
+                wg_leader = b.arith.cmp(lt, c0, pred="eq", name="wg_leader")
+                with b.scf.if_(wg_leader).then:
+                    b.tma.store_wait(pending=0, read=True)
+                    b.scf.yield_()
+                b.barrier.named(id=1, threads=256)
+                c_mine = b.smem.tile(sc, cw, mode=0, size=rows, name="c_mine")
+                b.smem.store(c_mine, lt, out, tv=accumulator_block_tv(rows, bn))
+                b.fence.proxy_async()   # the generic smem writes before the async-proxy (TMA) reads
+                b.barrier.named(id=1, threads=256)
+                with b.scf.if_(wg_leader).then:
+                    c_col = b.const(64, i32, name="c64")
+                    for j in range(bn // 64):
+                        cj = b.const(j, i32, name=f"cj{j}")
+                        box = b.smem.tile(c_mine, cj, mode=1, size=64, name=f"c_box{j}")
+                        col = b.arith.add(n0c, b.arith.mul(cj, c_col, name=f"c_off{j}"), name=f"c_col{j}")
+                        b.tma.store(kb["c"], box, r0, col)
+                    b.tma.store_commit()
+                    b.scf.yield_()
             b.scf.yield_(kit_end)
+    if epilogue == "tma":
+        # the last tile's stores must have read shared memory before the CTA ends
+        with role_end_wait(b, thread, wg, c1, c_wg):
+            b.tma.store_wait(pending=0, read=True)
+            b.scf.yield_()
     if cluster > 1:
         b.barrier.cluster()   # no CTA exits while a peer may still multicast into it or release its stages
     return kb.module("examples/gemm_hopper.py")
+
+
+def role_end_wait(b, thread, wg, c1, c_wg):
+    """``scf.if`` for the threads that issued TMA stores: thread 0 of each consumer warpgroup (warpgroups ≥ 1)."""
+    lt = b.arith.rem(thread, c_wg, name="lt_end")
+    first_lane = b.arith.cmp(lt, b.const(0, i32, name="c0_end"), pred="eq", name="first_lane")
+    consumer = b.arith.cmp(wg, c1, pred="ge", name="consumer_wg")
+    return b.scf.if_(b.arith.and_(first_lane, consumer, name="issued_stores")).then
 
 
 if __name__ == "__main__":

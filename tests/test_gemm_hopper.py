@@ -59,6 +59,8 @@ def test_text_kernel_matches_float64(m, n, k, sms):
     (dict(bn=128, stages=3), BF16, (300, 260, 200, 2)),
     (dict(bm=256, bn=128, stages=2, group=2), F16, (520, 300, 136, 3)),
     (dict(bn=64, stages=2, pending=0), BF16, (200, 136, 328, 4)),
+    (dict(bn=128, stages=2, epilogue="tma"), BF16, (300, 264, 200, 2)),    # TMA-store epilogue (N % 8 == 0)
+    (dict(bn=256, stages=2, cluster=2, epilogue="tma"), BF16, (129, 512, 72, 2)),
 ])
 def test_builder_variants_match_float64(args, dtype, shape):
     kernel = twin().build(dtype.name, **args)
