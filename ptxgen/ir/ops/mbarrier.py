@@ -400,6 +400,15 @@ class WaitOp(OpDef):
         barrier_wait(lx, lx.get(bars).address(lx, lx.get(index)), p)
 
 
+def require_whole_cta(ix, op, which: str) -> None:
+    """A barrier every thread of the CTA must reach: fail naming who reached it and who never will."""
+    if not ix.mask.all():
+        here = np.nonzero(ix.mask)[0]
+        away = np.nonzero(~ix.mask)[0]
+        ix.fail(op, f"reached by {describe_threads(here)} only: {describe_threads(away)} never arrive ({which} "
+                    "barrier inside divergent control flow hangs)")
+
+
 @register
 class CtaBarrier(OpDef):
     name = "barrier.cta"
@@ -410,11 +419,7 @@ class CtaBarrier(OpDef):
         v.results(op, 0)
 
     def interpret(self, op, ix):
-        if not ix.mask.all():
-            here = np.nonzero(ix.mask)[0]
-            away = np.nonzero(~ix.mask)[0]
-            ix.fail(op, f"reached by {describe_threads(here)} only: {describe_threads(away)} never arrive (a CTA "
-                        "barrier inside divergent control flow hangs)")
+        require_whole_cta(ix, op, "a CTA")
         for arr in barrier_arrays(ix):
             for st in arr.states:
                 if st.fenced:
@@ -451,11 +456,7 @@ class ClusterBarrier(OpDef):
         v.results(op, 0)
 
     def interpret(self, op, ix):
-        if not ix.mask.all():
-            here = np.nonzero(ix.mask)[0]
-            away = np.nonzero(~ix.mask)[0]
-            ix.fail(op, f"reached by {describe_threads(here)} only: {describe_threads(away)} never arrive (a cluster "
-                        "barrier inside divergent control flow hangs)")
+        require_whole_cta(ix, op, "a cluster")
         state = cluster_state(ix).setdefault("barrier", {"arrived": 0, "generation": 0})
         # every fenced init of this CTA is now visible to the whole cluster (release.cluster / acquire.cluster)
         for arr in barrier_arrays(ix):

@@ -87,36 +87,70 @@ def view_alignment(value) -> int | None:
     if owner.name == "smem.alloc":
         align = alloc_alignment(owner)
         return align if isinstance(align, int) else None
-    if owner.name == "smem.slice":
-        parent = view_alignment(owner.operands[0])
-        if parent is None:
-            return None
-        t = owner.operands[0].type
-        last = _inner(t.layout)[lc.rank(t.layout) - 1]
-        shapes, strides = lc.flatten(last).shape, lc.flatten(last).stride
-        shapes = shapes if isinstance(shapes, tuple) else (shapes,)
-        strides = strides if isinstance(strides, tuple) else (strides,)
-        align = parent
-        for n, d in zip(shapes, strides):
-            if n > 1 and d:
-                align = min(align, _lowbit(d * element_bytes(t.dtype)))
-        return align
-    if owner.name == "smem.tile":
+    if owner.name in ("smem.slice", "smem.tile"):
         parent = view_alignment(owner.operands[0])
         t = owner.operands[0].type
         try:
-            _layout, rest = tile_split(t.layout, owner.attrs["mode"], owner.attrs["size"])
+            _layout, index = offset_view_layouts(owner, t.layout)
         except (KeyError, lc.LayoutError):
             return None
-        if parent is None:
-            return None
-        shapes, strides = lc.flatten(rest).shape, lc.flatten(rest).stride
-        for n, d in zip(shapes if isinstance(shapes, tuple) else (shapes,),
-                        strides if isinstance(strides, tuple) else (strides,)):
-            if n > 1 and d:
-                parent = min(parent, _lowbit(d * element_bytes(t.dtype)))
-        return parent
+        return None if parent is None else index_alignment(index, element_bytes(t.dtype), parent, _lowbit)
     return None
+
+
+def offset_view_layouts(op, layout):
+    """(the sub-view's layout, the layout of its runtime index) of a ``smem.slice`` (the last mode, fixed at the
+    index) or a ``smem.tile`` (block ``i`` of ``size`` along ``mode``): the sub-view starts ``index(i)`` elements
+    after its parent's base."""
+    if op.name == "smem.slice":
+        return stage_sliced(layout), _inner(layout)[lc.rank(layout) - 1]
+    return tile_split(layout, op.attrs["mode"], op.attrs["size"])
+
+
+def index_alignment(index, esize: int, align: int, lowbit) -> int:
+    """The alignment ``align`` of a parent base, lowered to what ``base + esize·index(i)`` keeps for every ``i``:
+    the lowest power of two of the index layout's (non-trivial) strides in bytes."""
+    shapes, strides = lc.flatten(index).shape, lc.flatten(index).stride
+    for n, d in zip(shapes if isinstance(shapes, tuple) else (shapes,),
+                    strides if isinstance(strides, tuple) else (strides,)):
+        if n > 1 and d:
+            align = min(align, lowbit(d * esize))
+    return align
+
+
+def interpret_offset_view(op, ix, what: str) -> None:
+    """Interpreter of smem.slice / smem.tile: the parent's per-thread base plus ``esize·index(i)`` (a table per
+    layout), the index checked against the index layout's size."""
+    view_v, index_v = op.operands
+    view = ix.get(view_v)
+    layout, index = offset_view_layouts(op, view.layout)
+    n = lc.size(index)
+    esize = element_bytes(view.dtype)
+    table = ix.cached(("view-offsets", op.name, view.layout, index, view.dtype),
+                      lambda: np.array([index(i) * esize for i in range(n)], dtype=np.int64))
+    i = ix.get(index_v).astype(np.int64)
+    bad = ix.mask & ((i < 0) | (i >= n))
+    if bad.any():
+        domain = f"the last mode's {n} entries" if op.name == "smem.slice" else f"the {n} blocks"
+        ix.fail(op, f"{what} {int(i[bad][0])} (thread {int(np.nonzero(bad)[0][0])}) is outside {domain} of "
+                    f"{view.name}")
+    base = view.base + table[np.clip(i, 0, n - 1)]
+    name = f"{view.name}[%{index_v.name}]" if op.name == "smem.slice" else f"{view.name}.tile[%{index_v.name}]"
+    ix.set(op.results[0], SmemView(base, layout, view.dtype, name, view.lo, view.hi))
+
+
+def lower_offset_view(op, lx) -> None:
+    """Lowering of smem.slice / smem.tile: ``base + esize·index(i)`` with ``emit_layout`` of the index layout; the
+    known alignment drops to ``index_alignment``."""
+    from ...lower.shared import SmemRef, lowbit
+
+    view_v, index_v = op.operands
+    view = lx.get(view_v)
+    layout, index = offset_view_layouts(op, view.layout)
+    esize = element_bytes(view.dtype)
+    off = lx.emit_layout(index, lx.get(index_v))
+    base = lx.b.add(view.base, lx.b.mul(off, lx.i32(esize)) if esize != 1 else off)
+    lx.set(op.results[0], SmemRef(base, layout, view.dtype, index_alignment(index, esize, view.align, lowbit)))
 
 
 def byte_offsets(ix, layout, dtype) -> np.ndarray:
@@ -236,41 +270,12 @@ class Slice(OpDef):
         return [TensorType("smem", t.dtype, stage_sliced(t.layout))]
 
     def interpret(self, op, ix):
-        view_v, index_v = op.operands
-        view = ix.get(view_v)
-        layout = view.layout
-        last = _inner(layout)[lc.rank(layout) - 1]
-        n = lc.size(last)
-        esize = element_bytes(view.dtype)
-        table = ix.cached(("stage-offsets", layout, view.dtype),
-                          lambda: np.array([last(i) * esize for i in range(n)], dtype=np.int64))
-        i = ix.get(index_v).astype(np.int64)
-        bad = ix.mask & ((i < 0) | (i >= n))
-        if bad.any():
-            ix.fail(op, f"index {int(i[bad][0])} (thread {int(np.nonzero(bad)[0][0])}) is outside the last mode's "
-                        f"{n} entries of {view.name}")
-        base = view.base + table[np.clip(i, 0, n - 1)]
-        ix.set(op.results[0], SmemView(base, stage_sliced(layout), view.dtype,
-                                       f"{view.name}[%{index_v.name}]", view.lo, view.hi))
+        interpret_offset_view(op, ix, "index")
 
     def lower(self, op, lx):
         """base + esize·L_last(i): the last mode evaluated at the runtime index (``emit_layout``); the known
         alignment drops to the lowest power of two of the stage strides in bytes."""
-        from ...lower.shared import SmemRef, lowbit
-
-        view_v, index_v = op.operands
-        view = lx.get(view_v)
-        last = _inner(view.layout)[lc.rank(view.layout) - 1]
-        esize = element_bytes(view.dtype)
-        off = lx.emit_layout(last, lx.get(index_v))
-        base = lx.b.add(view.base, lx.b.mul(off, lx.i32(esize)) if esize != 1 else off)
-        align = view.align
-        shapes, strides = lc.flatten(last).shape, lc.flatten(last).stride
-        for n, d in zip(shapes if isinstance(shapes, tuple) else (shapes,),
-                        strides if isinstance(strides, tuple) else (strides,)):
-            if n > 1 and d:
-                align = min(align, lowbit(d * esize))
-        lx.set(op.results[0], SmemRef(base, stage_sliced(view.layout), view.dtype, align))
+        lower_offset_view(op, lx)
 
 
 def tile_split(layout, mode: int, size: int):
@@ -339,40 +344,12 @@ class Tile(OpDef):
         return [TensorType("smem", t.dtype, tile_split(t.layout, attrs["mode"], attrs["size"])[0])]
 
     def interpret(self, op, ix):
-        view_v, index_v = op.operands
-        view = ix.get(view_v)
-        layout, rest = tile_split(view.layout, op.attrs["mode"], op.attrs["size"])
-        n = lc.size(rest)
-        esize = element_bytes(view.dtype)
-        table = ix.cached(("tile-offsets", view.layout, op.attrs["mode"], op.attrs["size"], view.dtype),
-                          lambda: np.array([rest(i) * esize for i in range(n)], dtype=np.int64))
-        i = ix.get(index_v).astype(np.int64)
-        bad = ix.mask & ((i < 0) | (i >= n))
-        if bad.any():
-            ix.fail(op, f"block {int(i[bad][0])} (thread {int(np.nonzero(bad)[0][0])}) is outside the {n} blocks of "
-                        f"{view.name}")
-        base = view.base + table[np.clip(i, 0, n - 1)]
-        ix.set(op.results[0], SmemView(base, layout, view.dtype, f"{view.name}.tile[%{index_v.name}]", view.lo,
-                                       view.hi))
+        interpret_offset_view(op, ix, "block")
 
     def lower(self, op, lx):
         """base + esize·rest(i) (``emit_layout`` of the block-index layout); the known alignment drops to the lowest
         power of two of rest's strides in bytes."""
-        from ...lower.shared import SmemRef, lowbit
-
-        view_v, index_v = op.operands
-        view = lx.get(view_v)
-        layout, rest = tile_split(view.layout, op.attrs["mode"], op.attrs["size"])
-        esize = element_bytes(view.dtype)
-        off = lx.emit_layout(rest, lx.get(index_v))
-        base = lx.b.add(view.base, lx.b.mul(off, lx.i32(esize)) if esize != 1 else off)
-        align = view.align
-        shapes, strides = lc.flatten(rest).shape, lc.flatten(rest).stride
-        for n, d in zip(shapes if isinstance(shapes, tuple) else (shapes,),
-                        strides if isinstance(strides, tuple) else (strides,)):
-            if n > 1 and d:
-                align = min(align, lowbit(d * esize))
-        lx.set(op.results[0], SmemRef(base, layout, view.dtype, align))
+        lower_offset_view(op, lx)
 
 
 class _SmemAccess(OpDef):
