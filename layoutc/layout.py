@@ -103,6 +103,11 @@ class Layout:
         obj._hash = None
         return obj
 
+    def __reduce__(self):
+        # shape and stride only: ``_hash`` is a per-process cache, and a layout that was valid when pickled needs no
+        # re-validation (ptxgen's disk cache unpickles thousands of them per kernel)
+        return (Layout._make, (self.shape, self.stride))
+
     # -- structure ---------------------------------------------------------------------------------
     def __eq__(self, other) -> bool:
         return type(other) is Layout and self.shape == other.shape and self.stride == other.stride

@@ -5,10 +5,13 @@ Hypothesis profiles (select with the environment variable ``HYPOTHESIS_PROFILE``
 - ``dev``: 100 examples per property, no deadline (quick local runs);
 - ``ci``: 500 examples per property, no deadline, random (not derandomized), ``too_slow`` health check off.
 
+The compile cache (``ptxgen.runtime.cache``) is pointed at a temporary directory for the session.
+
 Tests marked ``@pytest.mark.gpu`` are skipped unless a CUDA GPU is present (checked once, cheaply, through
 ``cuda.bindings.driver``; any failure to import or initialise the driver means "no GPU").
 """
 import os
+import tempfile
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -17,6 +20,11 @@ settings.register_profile(
     "ci", max_examples=500, deadline=None, derandomize=False, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("dev", max_examples=100, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+# Tests never read or write the user's compile cache (~/.cache/ptxgen): a stale entry there would hide a lowering
+# change from the tests, and tests must not leave files behind. One fresh directory per session, removed at exit.
+_COMPILE_CACHE = tempfile.TemporaryDirectory(prefix="ptxgen-test-cache-")
+os.environ["PTXGEN_CACHE_DIR"] = _COMPILE_CACHE.name
 
 _GPU_PRESENT = None
 

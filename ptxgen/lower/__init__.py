@@ -77,7 +77,10 @@ def assemble(ptx: str, kernel, arch: str = DEFAULT_ARCH, options=DEFAULT_OPTIONS
 
 class Compiled:
     """A compiled kernel: ``ptx``, ``cubin`` (ptxgen.runtime.Cubin), ``llvm_ir``, ``spec``, ``arch``, ``name``,
-    ``info_log`` and ``registers``/``spill_bytes`` read from it (None when absent). Unpacks as ``(ptx, cubin)``."""
+    ``info_log`` and ``registers``/``spill_bytes`` read from it (None when absent). Unpacks as ``(ptx, cubin)``.
+    ``from_cache``: True when it was read from the disk cache (``ptxgen.runtime.cache``) instead of compiled."""
+
+    from_cache = False
 
     def __init__(self, name, spec, arch, llvm_ir, ptx, cubin):
         self.name, self.spec, self.arch = name, spec, arch
@@ -103,11 +106,12 @@ class Compiled:
 
 
 def compile_kernel(kernel, specialization: Specialization | None = None, arch: str = DEFAULT_ARCH,
-                   options=DEFAULT_OPTIONS) -> Compiled:
-    """Lower, optimize, emit PTX and assemble: a ``Compiled`` (unpacks as ``(ptx, cubin)``)."""
+                   options=DEFAULT_OPTIONS, verify: bool = True) -> Compiled:
+    """Lower, optimize, emit PTX and assemble: a ``Compiled`` (unpacks as ``(ptx, cubin)``). ``verify=False`` for a
+    kernel the caller has verified (``JitKernel`` does at construction; verifying gemm.tile again costs ≈ 60 ms)."""
     kernel = _kernel(kernel)
     spec = specialization or Specialization.generic()
-    llvm_ir = lower_kernel(kernel, spec, arch)
+    llvm_ir = lower_kernel(kernel, spec, arch, verify=verify)
     ptx = target.emit_ptx(llvm_ir, arch)
     cubin = assemble(ptx, kernel, arch, options)
     return Compiled(kernel.name, spec, arch, llvm_ir, ptx, cubin)
