@@ -1,0 +1,197 @@
+#!/usr/bin/env python3
+"""Compile latency: IR text → ready-to-load cubin (→ loaded kernel on a GPU), cold and through the disk cache.
+
+    python examples/bench_compile.py [--examples gemm,sqrt_sin,l2norm,tma_copy] [--repeat 3]
+
+Per example, each in FRESH Python processes (``python -c``) against a private, initially EMPTY cache directory:
+
+- ``cold``: the first ``jit_text(text, file).compile(spec)`` of a new process (lark grammars built, LLVM's NVPTX
+  target initialised, nvJitLink loaded — all inside the call), split into parse / verify / lower / PTX (LLVM O3 +
+  NVPTX) / cubin (nvJitLink) by timing wrappers around those functions; the imports are timed separately;
+- ``warm-cold``: the same compile again in that process with the disk cache off and the process dict emptied: the
+  steady-state cost of a cache miss (median of ``--repeat``);
+- ``cached``: a NEW process with the now-filled cache: the first ``jit_text(...).compile(spec)`` (this includes
+  the once-per-process toolchain digest) and, after emptying the process dict, the steady-state hit (median);
+- with a GPU: text → loaded kernel (``cuModuleLoadData`` of the cubin, after the CUDA context exists) cold and
+  cached, and the launch overhead per call of sqrt_sin on tiny torch tensors: a prepared site ``site()``,
+  ``k(x=, z=, n=)`` and torch's own ``torch.add(a, b, out=c)``, host wall time over 10000 calls after a
+  synchronize (no CUDA events), median of 5.
+
+``spec``: every gtensor parameter contiguous in its last mode, 16-byte aligned, extent a multiple of 16 (what a
+launch with ordinary torch tensors gets). Writes JSON to ``$OUT/bench_compile.json`` (else ./bench_compile.json).
+``PYTHONDONTWRITEBYTECODE`` is reported: set, every import compiles the sources again (import times ≈ 2×).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+_CHILD = r'''
+import json, os, statistics, sys, time
+t0 = time.perf_counter()
+import ptxgen.runtime, ptxgen.ir.text, ptxgen.verify, ptxgen.lower, ptxgen.lower.target
+from ptxgen.ir.types import GlobalTensorType
+from ptxgen.lower import Specialization, TensorSpec
+from ptxgen.runtime import cache, jit_text, launcher
+t1 = time.perf_counter()
+name, mode, repeat, gpu = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1"
+file = f"examples/{name}.tile"
+text = open(file).read()
+stages = {}
+def timed(mod, attr, stage):
+    fn = getattr(mod, attr)
+    def wrapped(*a, **k):
+        s = time.perf_counter()
+        try:
+            return fn(*a, **k)
+        finally:
+            stages[stage] = stages.get(stage, 0.0) + time.perf_counter() - s
+    setattr(mod, attr, wrapped)
+timed(ptxgen.ir.text, "parse_module", "parse")
+timed(ptxgen.verify, "verify", "verify")
+timed(ptxgen.lower, "lower_kernel", "lower")
+timed(ptxgen.lower.target, "emit_ptx", "ptx")
+timed(ptxgen.lower, "assemble", "cubin")
+timed(cache, "toolchain", "toolchain")
+def spec_of(kernel):
+    return Specialization(tuple((p.name, TensorSpec(p.type.rank - 1, True, 16)) for p in kernel.params
+                                if isinstance(p.type, GlobalTensorType)))
+def once():
+    k = jit_text(text, file)
+    return k, k.compile(spec_of(k.kernel))
+out = {"imports_s": t1 - t0}
+s = time.perf_counter(); k, c = once(); out["first_s"] = time.perf_counter() - s
+out["first_stages_s"] = dict(stages)
+out["from_cache"] = c.from_cache
+out["registers"] = c.registers
+if gpu:
+    from ptxgen.runtime import context
+    from ptxgen.runtime.driver import Module
+    s = time.perf_counter(); context(); out["context_s"] = time.perf_counter() - s
+    s = time.perf_counter(); Module(c.cubin); out["module_load_s"] = time.perf_counter() - s
+    # text -> loaded kernel, steady state, the same path for a miss and a hit: jit_text, compile, cuModuleLoadData
+    loads = []
+    for _ in range(repeat):
+        s = time.perf_counter(); Module(c.cubin); loads.append(time.perf_counter() - s)
+    out["module_load_steady_s"] = statistics.median(loads)
+steady = []
+if mode == "cold":
+    os.environ["PTXGEN_CACHE"] = "0"   # a miss every time, in a process where everything is initialised
+for _ in range(repeat):
+    launcher._COMPILED.clear()
+    stages.clear()
+    s = time.perf_counter(); k, c = once(); steady.append(time.perf_counter() - s)
+out["steady_s"] = statistics.median(steady)
+out["steady_stages_s"] = dict(stages)
+out["steady_from_cache"] = c.from_cache
+print("RESULT " + json.dumps(out))
+'''
+
+_LAUNCH = r'''
+import json, statistics, sys, time
+import torch
+from ptxgen.runtime import jit_text, synchronize
+text = open("examples/sqrt_sin.tile").read()
+k = jit_text(text, "examples/sqrt_sin.tile")
+n = 1024
+x = torch.rand(n, device="cuda"); z = torch.empty_like(x); a = torch.rand(n, device="cuda"); c = torch.empty_like(a)
+k(x=x, z=z, n=n); torch.cuda.synchronize()
+ref = torch.sqrt(torch.sin(x))
+assert torch.allclose(z, ref, rtol=1e-5, atol=1e-6, equal_nan=True), "sqrt_sin result wrong"
+site = k.prepare(x=x, z=z, n=n)
+calls = 10000
+def per_call(fn):
+    times = []
+    for _ in range(5):
+        torch.cuda.synchronize()
+        s = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        times.append((time.perf_counter() - s) / calls)
+        torch.cuda.synchronize()
+    return statistics.median(times)
+res = {"site()": per_call(site), "k(x=, z=, n=)": per_call(lambda: k(x=x, z=z, n=n)),
+       "torch.add(a, b, out=c)": per_call(lambda: torch.add(a, a, out=c))}
+print("RESULT " + json.dumps({name: v * 1e6 for name, v in res.items()}))
+'''
+
+
+def _run(code: str, args, env) -> dict:
+    out = subprocess.run([sys.executable, "-c", code, *map(str, args)], cwd=ROOT, env=env, capture_output=True,
+                         text=True, timeout=600)
+    if out.returncode != 0:
+        raise RuntimeError(f"child failed ({args}):\n{out.stderr[-3000:]}")
+    line = [l for l in out.stdout.splitlines() if l.startswith("RESULT ")][-1]
+    return json.loads(line[len("RESULT "):])
+
+
+def _gpu() -> bool:
+    try:
+        from ptxgen.runtime import gpu_available
+
+        return bool(gpu_available())
+    except Exception:
+        return False
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--examples", default="gemm,sqrt_sin,l2norm,tma_copy")
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    sys.path.insert(0, str(ROOT))
+    gpu = _gpu()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    env.pop("PTXGEN_CACHE", None)
+    results = {"gpu": gpu, "python": sys.version.split()[0],
+               "PYTHONDONTWRITEBYTECODE": bool(os.environ.get("PYTHONDONTWRITEBYTECODE")), "examples": {}}
+    if gpu:
+        from ptxgen.runtime import device_name
+
+        results["device"] = device_name()
+    ms = lambda s: f"{s * 1e3:8.1f}"  # noqa: E731
+    print(f"{'example':<10} {'imports':>8} {'cold':>8} {'(parse':>7} {'verify':>7} {'lower':>7} {'ptx':>7} "
+          f"{'cubin)':>7} {'warm-cold':>9} {'cached1':>8} {'cached':>7} {'load':>6}   ms")
+    for name in args.examples.split(","):
+        with tempfile.TemporaryDirectory(prefix="ptxgen-bench-cache-") as d:
+            e = {**env, "PTXGEN_CACHE_DIR": d}
+            cold = _run(_CHILD, [name, "cold", args.repeat, int(gpu)], e)
+            cached = _run(_CHILD, [name, "cached", args.repeat, int(gpu)], e)
+        assert not cold["from_cache"] and cached["from_cache"] and cached["steady_from_cache"]
+        results["examples"][name] = {"cold_process": cold, "cached_process": cached}
+        st = cold["first_stages_s"]
+        load = cached.get("module_load_steady_s")
+        print(f"{name:<10} {ms(cold['imports_s'])} {ms(cold['first_s'])} {ms(st.get('parse', 0)):>7} "
+              f"{ms(st.get('verify', 0)):>7} {ms(st.get('lower', 0)):>7} {ms(st.get('ptx', 0)):>7} "
+              f"{ms(st.get('cubin', 0)):>7} {ms(cold['steady_s']):>9} {ms(cached['first_s'])} "
+              f"{ms(cached['steady_s']):>7} {(f'{load * 1e3:6.2f}' if load is not None else '-'):>6}")
+    print("cold = first call in a fresh process with an empty cache (imports excluded, listed first); warm-cold = "
+          "a miss once everything is initialised;\ncached1 = first call of a new process on a filled cache "
+          "(incl. the toolchain digest); cached = steady hit; load = cuModuleLoadData")
+    for name, r in results["examples"].items():
+        s = r["cold_process"]["steady_stages_s"]
+        print(f"  warm-cold {name}: " + ", ".join(f"{k} {v * 1e3:.1f}" for k, v in s.items()) + " ms")
+    if gpu:
+        try:
+            results["launch_overhead_us"] = _run(_LAUNCH, [], {**env, "PTXGEN_CACHE_DIR": tempfile.mkdtemp()})
+            print("launch overhead per call (µs, host wall time, 10000 calls, median of 5): " +
+                  ", ".join(f"{k} {v:.2f}" for k, v in results["launch_overhead_us"].items()))
+        except Exception as exc:  # no torch on this machine: the compile numbers stand alone
+            results["launch_overhead_error"] = str(exc)[-500:]
+            print(f"launch overhead not measured: {str(exc)[-300:]}")
+    out_dir = os.environ.get("OUT")
+    path = pathlib.Path(out_dir) / "bench_compile.json" if out_dir else pathlib.Path("bench_compile.json")
+    path.write_text(json.dumps(results, indent=1))
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
