@@ -120,3 +120,15 @@ def test_gpu_matches_float64(m, n, k):
     torch.cuda.synchronize()
     want = a.double() @ b.double().T
     assert (torch.linalg.norm(c.double() - want) / torch.linalg.norm(want)).item() < 1e-2
+
+
+def test_setmaxnreg_kernels_load_through_the_driver_jit():
+    """nvJitLink compiles relocatably and ignores setmaxnreg (ptxas C7504); such kernels are loaded from their PTX by
+    the driver's whole-program JIT, which honours it; kernels without it keep nvJitLink's cubin."""
+    from ptxgen.runtime.launcher import load_image
+
+    warp_specialized = compile_kernel(text_module())
+    assert "setmaxnreg" in warp_specialized.ptx and "C7504" in warp_specialized.info_log
+    assert load_image(warp_specialized) == "ptx"
+    plain = compile_kernel(parse_module((EXAMPLES / "sqrt_sin.tile").read_text(), file="examples/sqrt_sin.tile"))
+    assert load_image(plain) == "cubin"

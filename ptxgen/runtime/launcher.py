@@ -166,6 +166,41 @@ def encode_tensor_map(kernel: str, name: str, ptr: int, shape, strides, t, stati
     return ctypes.string_at(out[1].getPtr(), TMAP_BYTES)
 
 
+_DL_CUDA, _DL_CUDA_MANAGED = 2, 13        # DLDeviceType of CUDA device memory and managed memory
+# (DLDataTypeCode, bits) → our type: 0 int, 1 uint, 2 float, 4 bfloat (6: float8 e4m3fn / e5m2 share a code)
+_DLPACK_DTYPE = {(0, 32): "i32", (0, 64): "i64", (1, 32): "u32", (1, 64): "u64", (2, 16): "f16", (2, 32): "f32",
+                 (4, 16): "bf16", (1, 1): "i1", (6, 8): "e4m3"}
+
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32),
+                ("dtype", _DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+def dlpack_view(a):
+    """(device pointer, shape, element strides, (type code, bits)) of any object with ``__dlpack__`` (JAX, cupy,
+    torch …), read from its DLPack capsule without taking ownership: the capsule keeps its name, so its producer's
+    deleter runs when it is collected, and ``a`` itself keeps the memory alive for the launch.
+    E.g. a contiguous (4, 8) f32 CUDA array → (ptr, (4, 8), (8, 1), (2, 32)). Pre: ``a`` is in device memory."""
+    capsule = a.__dlpack__()
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    managed = get(capsule, b"dltensor")
+    t = _DLTensor.from_address(managed)   # DLManagedTensor starts with its DLTensor
+    shape = tuple(t.shape[i] for i in range(t.ndim))
+    strides = tuple(t.strides[i] for i in range(t.ndim)) if t.strides else _c_strides(shape)
+    return (t.data or 0) + t.byte_offset, shape, strides, (t.dtype.code, t.dtype.bits)
+
+
 def _c_strides(shape) -> tuple:
     strides, acc = [], 1
     for extent in reversed(shape):
@@ -193,6 +228,16 @@ def _spec_key(ptr, shape, strides, itemsize):
     return c, aligned, (16 if low == 0 or low > 16 else low)
 
 
+def load_image(compiled) -> str:
+    """Which image of a compiled kernel the driver loads: ``"cubin"`` (nvJitLink's), or ``"ptx"`` (the driver's own
+    whole-program JIT) when nvJitLink reported that it ignored ``setmaxnreg`` (ptxas info C7504: its relocatable
+    compile cannot re-size registers, so a warp-specialized kernel would be held to the launch budget and spill).
+    The driver JIT honours setmaxnreg (H100: gemm_hopper's TMA epilogue 168 registers and no local memory, against
+    104 bytes of spills from the nvJitLink cubin) and caches its result across processes.
+    Post: "ptx" exactly when the info log carries C7504."""
+    return "ptx" if "C7504" in (getattr(compiled, "info_log", "") or "") else "cubin"
+
+
 class CompiledKernel:
     """One specialization of a kernel, loaded: ``compiled`` (ptx, cubin, registers...), ``function``. The argument
     block (8 bytes per parameter), the ``void*[]`` array into it and the launch config are built once;
@@ -201,7 +246,8 @@ class CompiledKernel:
     def __init__(self, name, compiled, abi, block, cluster, smem_bytes: int = 0):
         self.name = name
         self.compiled = compiled
-        self.module = Module(compiled.cubin)
+        self.loaded_from = load_image(compiled)
+        self.module = Module(compiled.ptx if self.loaded_from == "ptx" else compiled.cubin)
         self.function = self.module.function(name)
         self.abi = abi
         n = max(1, len(abi))
@@ -410,6 +456,12 @@ class JitKernel:
             st = cai.get("strides")
             itemsize = _ITEMSIZE[dtype]
             out = int(cai["data"][0]), shape, (_c_strides(shape) if st is None else tuple(x // itemsize for x in st))
+        elif hasattr(a, "__dlpack_device__") and a.__dlpack_device__()[0] in (_DL_CUDA, _DL_CUDA_MANAGED):
+            ptr, shape, strides, code_bits = dlpack_view(a)
+            if _DLPACK_DTYPE.get(code_bits) != dtype and not (dtype == "bf16" and code_bits == (4, 16)):
+                raise LaunchError(f"@{self.name}: argument {name} has DLPack type (code, bits) {code_bits}, the "
+                                  f"kernel wants {dtype}")
+            out = ptr, shape, strides
         else:
             import numpy as np
 
