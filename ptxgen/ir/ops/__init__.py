@@ -136,11 +136,40 @@ def verify_tv(op, v, tv, fragment_shape, tile_size, what="tile"):
         v.error(op, f"tv's value mode {lc.to_str(tv[1])} has {lc.size(tv[1])} values but the fragment "
                     f"{lc.to_str(fragment_shape)} has {lc.product(fragment_shape)}")
         return False
-    image = [tv(i) for i in range(lc.size(tv))]
-    if min(image) < 0 or max(image) >= tile_size:
-        v.error(op, f"tv {lc.to_str(tv)} reaches index {max(image)} outside the {what} of {tile_size} elements")
+    low, high = layout_image_bounds(tv)
+    if low < 0 or high >= tile_size:
+        v.error(op, f"tv {lc.to_str(tv)} reaches index {high if high >= tile_size else low} outside the {what} of "
+                    f"{tile_size} elements")
         return False
     return True
+
+
+def layout_values(layout: lc.Layout) -> np.ndarray:
+    """``[layout(i) for i in range(size(layout))]`` as an int64 array, computed mode by mode with numpy (the verifier
+    checks TV layouts of 16K points; point-by-point evaluation cost ~0.1 s each). ``(4,2):(2,1)`` → [0 2 4 6 1 3 5 7].
+    Post: equal to the point-by-point evaluation for every Layout."""
+    flat = lc.flatten(layout)
+    shapes = flat.shape if isinstance(flat.shape, tuple) else (flat.shape,)
+    strides = flat.stride if isinstance(flat.stride, tuple) else (flat.stride,)
+    idx = np.arange(lc.size(layout), dtype=np.int64)
+    out = np.zeros_like(idx)
+    prefix = 1
+    for s, d in zip(shapes, strides):
+        out += (idx // prefix) % s * d
+        prefix *= s
+    return out
+
+
+def layout_image_bounds(layout: lc.Layout) -> tuple:
+    """(min, max) of ``layout(i)`` over its domain, from the flattened modes: Σ (s−1)·min(d, 0), Σ (s−1)·max(d, 0).
+    ``((4,8,4),(2,2,32)):((128,1,16),(64,8,512))`` → (0, 16383). Exact for any affine layout (the image is every
+    Σ cᵢ·dᵢ with 0 ≤ cᵢ < sᵢ), without evaluating the layout point by point."""
+    flat = lc.flatten(layout)
+    shapes = flat.shape if isinstance(flat.shape, tuple) else (flat.shape,)
+    strides = flat.stride if isinstance(flat.stride, tuple) else (flat.stride,)
+    low = sum((s - 1) * min(d, 0) for s, d in zip(shapes, strides))
+    high = sum((s - 1) * max(d, 0) for s, d in zip(shapes, strides))
+    return low, high
 
 
 # -- kernel-level rules ------------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ import layoutc as lc
 from ..types import F32, I32, FragmentType
 from . import (
     NUM_TYPES, OpDef, convert, numpy_dtype, register, round_to, tv_table,
-    verify_tv,
+    layout_values, verify_tv,
 )
 
 
@@ -159,22 +159,29 @@ class Reduce(OpDef):
             return
         if not verify_tv(op, v, tv, x.type.shape, lc.product(tile)):
             return
-        image = sorted(tv(i) for i in range(lc.size(tv)))
-        if image != list(range(lc.product(tile))):
+        values = layout_values(tv)
+        if not np.array_equal(np.sort(values), np.arange(lc.product(tile))):
             v.error(op, f"tv {lc.to_str(tv)} must hold every element of the {lc.to_str(tile)} tile exactly once")
             return
         rows = lc.product(tile[0])
-        line_of = (lambda i: i % rows) if mode == 1 else (lambda i: i // rows)
-        threads_of = {}
-        for t_ in range(lc.size(tv[0])):
-            for val in range(lc.size(tv[1])):
-                threads_of.setdefault(line_of(tv((t_, val))), set()).add(t_ // 32)
-        for line, warps in threads_of.items():
-            if len(warps) > 1:
-                what = "row" if mode == 1 else "column"
-                v.error(op, f"{what} {line} is spread over warps {sorted(warps)}: a reduction must stay inside one "
-                            f"warp (it lowers to shuffles)")
-                return
+        threads = lc.size(tv[0])
+        table = values.reshape(-1, threads).T            # (thread, value) → tile index, tv's colexicographic order
+        lines = table % rows if mode == 1 else table // rows
+        warps = np.broadcast_to((np.arange(threads) // 32)[:, None], lines.shape)
+        # a line is one warp's when its smallest and largest warp agree
+        order = np.argsort(lines, axis=None, kind="stable")
+        line_sorted, warp_sorted = lines.ravel()[order], warps.ravel()[order]
+        starts = np.r_[0, np.nonzero(np.diff(line_sorted))[0] + 1]
+        lo, hi = np.minimum.reduceat(warp_sorted, starts), np.maximum.reduceat(warp_sorted, starts)
+        spread = np.nonzero(lo != hi)[0]
+        if spread.size:
+            k = int(spread[0])
+            line = int(line_sorted[starts[k]])
+            end = starts[k + 1] if k + 1 < len(starts) else len(line_sorted)
+            what = "row" if mode == 1 else "column"
+            v.error(op, f"{what} {line} is spread over warps {sorted(set(warp_sorted[starts[k]:end].tolist()))}: a "
+                        "reduction must stay inside one warp (it lowers to shuffles)")
+            return
 
     def interpret(self, op, ix):
         x, thread = op.operands
