@@ -8,6 +8,9 @@ further down the pipeline: the verifier and the interpreter pass themselves in.
 """
 from __future__ import annotations
 
+import abc
+import functools
+
 import numpy as np
 
 import layoutc as lc
@@ -73,11 +76,12 @@ def round_to(values, t: ScalarType):
         out = rounded.astype(np.uint32).view(np.float32)
         return np.where(np.isnan(x), x, out)
     if t.name in ("e4m3", "e5m2"):
-        mant = 3 if t.name == "e4m3" else 2
-        m, e = np.frexp(x.astype(np.float64))
-        scale = 2.0 ** (mant + 1)
-        q = np.round(m * scale) / scale
-        out = np.ldexp(q, e)
+        mant, e_min = (3, -6) if t.name == "e4m3" else (2, -14)
+        x64 = x.astype(np.float64)
+        _m, e = np.frexp(x64)
+        # the spacing of representable values around x: 2^(E - mant) for E = e - 1, never below the subnormals'
+        quantum = np.ldexp(1.0, np.maximum(e - 1, e_min) - mant)
+        out = np.round(x64 / quantum) * quantum
         limit = 448.0 if t.name == "e4m3" else 57344.0
         return np.clip(out, -limit, limit).astype(np.float32)
     return x
@@ -242,6 +246,38 @@ def layoutc_dtype(t: ScalarType) -> str:
     return _LAYOUTC_NAMES.get(t.name, t.name)
 
 
+@functools.lru_cache(maxsize=None)
+def fp8_table(name: str) -> np.ndarray:
+    """The float32 value of each of the 256 codes of ``e4m3`` (OCP E4M3FN: bias 7, no infinities, S.1111.111 is NaN)
+    or ``e5m2`` (bias 15, IEEE-like: S.11111.00 is ±inf, the rest of exponent 31 NaN). Subnormals included.
+    ``fp8_table('e4m3')[0x7E]`` → 448.0, ``fp8_table('e5m2')[0x7B]`` → 57344.0."""
+    exp_bits, man_bits, bias = (4, 3, 7) if name == "e4m3" else (5, 2, 15)
+    codes = np.arange(256)
+    sign = np.where(codes & 0x80, -1.0, 1.0)
+    e = (codes >> man_bits) & ((1 << exp_bits) - 1)
+    m = codes & ((1 << man_bits) - 1)
+    values = np.where(e == 0, m / 2.0 ** man_bits * 2.0 ** (1 - bias), (1 + m / 2.0 ** man_bits) * 2.0 ** (e - bias))
+    values = sign * values
+    top = (1 << exp_bits) - 1
+    if name == "e4m3":
+        values = np.where((e == top) & (m == (1 << man_bits) - 1), np.nan, values)
+    else:
+        values = np.where(e == top, np.where(m == 0, sign * np.inf, np.nan), values)
+    return values.astype(np.float32)
+
+
+def fp8_encode(values, name: str) -> np.ndarray:
+    """The fp8 codes (uint8) of float values already representable in ``name`` (``round_to`` first): the inverse of
+    ``fp8_table`` on finite values (+0 → 0x00, −0 → 0x80); NaN → the format's NaN (0x7F)."""
+    table = fp8_table(name)
+    finite = np.nonzero(np.isfinite(table[:128]))[0]        # non-negative codes, ascending in value
+    x = np.asarray(values, dtype=np.float32)
+    magnitude = np.abs(x)
+    codes = finite[np.clip(np.searchsorted(table[finite], magnitude), 0, len(finite) - 1)].astype(np.uint8)
+    codes = np.where(np.signbit(x), codes | 0x80, codes).astype(np.uint8)
+    return np.where(np.isnan(x), np.uint8(0x7F), codes).astype(np.uint8)
+
+
 def to_bytes(values, t: ScalarType) -> np.ndarray:
     """The little-endian bytes of ``values`` (the interpreter's numpy form of ``t``) stored as ``t``: an array of
     shape ``values.shape + (element_bytes(t),)`` of uint8. Narrow floats are rounded to ``t`` first."""
@@ -252,7 +288,7 @@ def to_bytes(values, t: ScalarType) -> np.ndarray:
     elif t.name == "f16":
         raw = x.astype("<f2")
     elif t.name in ("e4m3", "e5m2"):
-        raise NotImplementedError(f"the interpreter does not store {t} in memory")
+        raw = fp8_encode(round_to(x, t), t.name)
     else:
         raw = x.astype({"f32": "<f4", "i32": "<i4", "u32": "<u4", "i64": "<i8", "u64": "<u8", "i1": "u1"}[t.name])
     return np.ascontiguousarray(raw).view(np.uint8).reshape(x.shape + (element_bytes(t),))
@@ -268,7 +304,7 @@ def from_bytes(raw, t: ScalarType) -> np.ndarray:
     if t.name == "f16":
         return raw.view("<f2").reshape(shape).astype(np.float32)
     if t.name in ("e4m3", "e5m2"):
-        raise NotImplementedError(f"the interpreter does not load {t} from memory")
+        return fp8_table(t.name)[raw.reshape(shape)]
     code = {"f32": "<f4", "i32": "<i4", "u32": "<u4", "i64": "<i8", "u64": "<u8", "i1": "u1"}[t.name]
     return raw.view(code).reshape(shape).astype(numpy_dtype(t))
 
@@ -293,7 +329,7 @@ def describe_threads(ids) -> str:
 
 # -- the interpreter's asynchronous protocol --------------------------------------------------------------------------
 
-class Wait:
+class Wait(abc.ABC):
     """What a blocking op yields to the interpreter's scheduler (``yield Wait``): the op and the threads that wait.
 
     ``ready(ix)``: whether the threads may go on; ``helps(ix, aop)``: whether the next step of the in-flight
@@ -305,8 +341,9 @@ class Wait:
         self.op = op
         self.threads = threads
 
+    @abc.abstractmethod
     def ready(self, ix) -> bool:
-        raise NotImplementedError
+        """Whether the waiting threads may go on."""
 
     def helps(self, ix, aop) -> bool:
         return False
@@ -324,7 +361,7 @@ class SwitchPoint(Wait):
         return True
 
 
-class AsyncOp:
+class AsyncOp(abc.ABC):
     """An asynchronous operation in flight (a TMA copy), issued by ``thread`` at ``op``, advanced by the scheduler
     one step at a time: ``step(ix)`` performs the next step, ``done`` says when none is left. ``writes(ix)`` and
     ``reads(ix)`` are the shared-memory bytes (sorted unique int64 addresses) it may still write or read, for the
@@ -334,8 +371,9 @@ class AsyncOp:
     thread = 0
     done = False
 
+    @abc.abstractmethod
     def step(self, ix) -> None:
-        raise NotImplementedError
+        """Perform the next step (set ``done`` after the last)."""
 
     def writes(self, ix):
         return None

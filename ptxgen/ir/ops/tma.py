@@ -76,8 +76,6 @@ def encode_tensor_map(array, t: TensorMapType, name: str) -> TensorMapValue:
     and element strides, its address checked for 16-byte alignment). Raises ValueError with the reason."""
     if not isinstance(array, np.ndarray) or array.ndim != t.rank:
         raise ValueError(f"argument {name} must be a rank-{t.rank} numpy array for {t}")
-    if t.dtype.name in ("e4m3", "e5m2"):
-        raise ValueError(f"argument {name}: the interpreter does not copy {t.dtype} tensors yet")
     if array.dtype != numpy_dtype(t.dtype):
         raise ValueError(f"argument {name} holds {array.dtype} but {t} needs {np.dtype(numpy_dtype(t.dtype))}")
     if array.size == 0:
