@@ -20,7 +20,7 @@ C = A·Bᵀ, A (M, K) and B (N, K) row-major (K contiguous), C (M, N) row-major;
 from layoutc.hopper import gmma_smem_layout
 
 from ptxgen.ir.builder import KernelBuilder, cdiv, f32, frag, gtensor, hmin, i32, mul, smem, tmap
-from ptxgen.ir.ops.smem import stage_sliced, tile_split
+from ptxgen.ir.ops.smem import permute_layout, stage_sliced, tile_split
 
 BK = 64  # one 128-byte SW128 row of 16-bit K per k-tile
 
@@ -34,20 +34,42 @@ def accumulator_block_tv(rows: int, bn: int):
     return lc.Layout(((4, 8, 4), ((2, 2, bn // 8), p)), ((2 * rows, 1, 16), ((rows, 8, 8 * rows), 64)))
 
 
+def operand_ring(dtype: str, rows: int, stages: int, major: str):
+    """(the smem ring of an operand in GLOBAL mode order, the TMA box of one load, loads per stage) for an operand of
+    ``rows`` MN rows × BK: ``major = "K"`` — the global tensor is (rows, K) with K contiguous, one box per stage, the
+    ring is already (MN, K, stage) for wgmma; ``"MN"`` — the global tensor is (K, rows) with MN contiguous, the ring
+    is the MN-major GMMA layout with its modes in (K, MN, stage) order (what TMA writes), loaded in boxes of 64 MN
+    columns (one 128-byte SW128 row), and seen by wgmma through ``smem.permute``."""
+    if major == "K":
+        ring = gmma_smem_layout("K", "SW128", dtype, (rows, BK, stages))
+        return ring, stage_sliced(ring), 1
+    if major != "MN":
+        raise ValueError(f"major must be 'K' or 'MN', not {major!r}")
+    # atoms along K first (order (1, 0, 2)): each 64-column MN chunk of a stage is then one contiguous TMA box
+    mn = gmma_smem_layout("MN", "SW128", dtype, (rows, BK, stages), order=(1, 0, 2))
+    ring = permute_layout(mn, (1, 0, 2))
+    return ring, tile_split(stage_sliced(ring), 1, 64)[0], rows // 64
+
+
 def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, group: int = 8, pending: int = 1,
-          cluster: int = 1, epilogue: str = "direct"):
+          cluster: int = 1, epilogue: str = "direct", a_major: str = "K", b_major: str = "K"):
     """The kernel for one configuration. ``cluster = 2``: CTAs run in pairs along M that share their B panel: each
     CTA loads its own A box and HALF of the B box, multicast into both CTAs' smem (the pipeline's stages are then
     released by the consumers of both CTAs). ``epilogue = "tma"``: each consumer warpgroup writes its bf16 rows
     into a swizzled smem tile and one of its threads stores them with TMA (64-column boxes), asynchronously: the
     warpgroup goes on with the next tile's mainloop while the store drains (C's rows must then be 16-byte aligned:
-    N a multiple of 8); ``"direct"``: st.global from the registers through the accumulator's TV layout (any N)."""
+    N a multiple of 8); ``"direct"``: st.global from the registers through the accumulator's TV layout (any N).
+    ``a_major``/``b_major``: how A and B lie in global memory — ``"K"``: A (M, K) and B (N, K) with K contiguous;
+    ``"MN"``: A (K, M) / B (K, N) with M / N contiguous (C = A·B for a row-major B). The kernel is the same; only the
+    layouts (and the number of 64-column TMA boxes per stage) change. MN-major operands are built for clusters of 1."""
     rows = bm // 2                                   # rows of each of the two consumer warpgroups
-    a_ring = gmma_smem_layout("K", "SW128", dtype, (bm, BK, stages))
-    b_ring = gmma_smem_layout("K", "SW128", dtype, (bn, BK, stages))
-    a_box, b_box = stage_sliced(a_ring), stage_sliced(b_ring)
+    if cluster > 1 and (a_major, b_major) != ("K", "K"):
+        raise ValueError("clusters (B multicast) are built for K-major operands; use cluster=1 with MN-major ones")
+    a_ring, a_box, a_loads = operand_ring(dtype, bm, stages, a_major)
+    b_ring, b_box, b_loads = operand_ring(dtype, bn, stages, b_major)
     b_part = tile_split(b_box, 0, bn // cluster)[0] if cluster > 1 else b_box   # what one CTA loads of B
-    a_rows_t = smem(dtype, tile_split(a_box, 0, rows)[0])
+    a_mk = stage_sliced(a_ring) if a_major == "K" else permute_layout(stage_sliced(a_ring), (1, 0))
+    a_rows_t = smem(dtype, tile_split(a_mk, 0, rows)[0])
     stage_bytes = (bm + bn) * BK * 2
     acc_t = frag("f32", (bn // 2) * (rows // 64))
     work = mul(cdiv("m", bm * cluster), cdiv("n", bn))
@@ -124,8 +146,13 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
                     a_dst = b.smem.slice(sa, s, name="a_dst")
                     b_dst = b.smem.slice(sb, s, name="b_dst")
                     kc = b.arith.mul(kt, c_bk, name="kc")
-                    b.tma.load(kb["a"], a_dst, pipe, s, m0, kc)
-                    if cluster > 1:
+                    if a_major == "K":
+                        b.tma.load(kb["a"], a_dst, pipe, s, m0, kc)
+                    else:
+                        load_mn_major(b, kb["a"], a_dst, pipe, s, kc, m0, a_loads, "a")
+                    if b_major == "MN":
+                        load_mn_major(b, kb["b"], b_dst, pipe, s, kc, n0, b_loads, "b")
+                    elif cluster > 1:
                         b_half = b.smem.tile(b_dst, rank, mode=0, size=bn // cluster, name="b_part_dst")
                         b.tma.load(kb["b"], b_half, pipe, s, n_part, kc, multicast=True)
                     else:
@@ -148,9 +175,13 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
                 kt2, acc_in, kit = mloop
                 s2 = b.pipeline.wait(pipe, kit, name="s2")
                 a_stage = b.smem.slice(sa, s2, name="a_stage")
+                if a_major == "MN":
+                    a_stage = b.smem.permute(a_stage, order=(1, 0), name="a_stage_mk")
                 a_rows = b.smem.tile(a_stage, cw, mode=0, size=rows, name="a_rows")
                 assert a_rows.type == a_rows_t
                 b_stage = b.smem.slice(sb, s2, name="b_stage")
+                if b_major == "MN":
+                    b_stage = b.smem.permute(b_stage, order=(1, 0), name="b_stage_nk")
                 b.wgmma.fence()
                 acc_out = b.wgmma.mma(a_rows, b_stage, acc_in, name="acc_out")
                 b.wgmma.commit()
@@ -213,6 +244,17 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
     if cluster > 1:
         b.barrier.cluster()   # no CTA exits while a peer may still multicast into it or release its stages
     return kb.module("examples/gemm_hopper.py")
+
+
+def load_mn_major(b, tmap_v, dst, pipe, s, kc, mn0, loads, tag):
+    """The TMA loads of one MN-major stage: box j writes MN columns 64j … 64j+63 of the (K, MN) stage from global
+    coordinate (kc, mn0 + 64j)."""
+    c64 = b.const(64, i32, name=f"{tag}_c64")
+    for j in range(loads):
+        cj = b.const(j, i32, name=f"{tag}_j{j}")
+        box = b.smem.tile(dst, cj, mode=1, size=64, name=f"{tag}_box{j}")
+        col = b.arith.add(mn0, b.arith.mul(cj, c64, name=f"{tag}_off{j}"), name=f"{tag}_col{j}")
+        b.tma.load(tmap_v, box, pipe, s, kc, col)
 
 
 def role_end_wait(b, thread, wg, c1, c_wg):

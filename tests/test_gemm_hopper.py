@@ -132,3 +132,44 @@ def test_setmaxnreg_kernels_load_through_the_driver_jit():
     assert load_image(warp_specialized) == "ptx"
     plain = compile_kernel(parse_module((EXAMPLES / "sqrt_sin.tile").read_text(), file="examples/sqrt_sin.tile"))
     assert load_image(plain) == "cubin"
+
+
+@pytest.mark.parametrize("a_major, b_major", [("K", "MN"), ("MN", "K"), ("MN", "MN")])
+def test_operand_majors_through_layouts(a_major, b_major):
+    """A (K, M) and B (K, N) row-major (M / N contiguous) go through the same kernel: only the smem layouts (MN-major
+    GMMA atoms, seen by wgmma through smem.permute) and the number of TMA boxes change."""
+    m, n, k = 200, 264, 136
+    rng = np.random.default_rng()
+    a_mk = round_to(rng.standard_normal((m, k)), BF16)
+    b_nk = round_to(rng.standard_normal((n, k)), BF16)
+    a = a_mk if a_major == "K" else np.ascontiguousarray(a_mk.T)
+    b = b_nk if b_major == "K" else np.ascontiguousarray(b_nk.T)
+    c = np.full((m, n), -7.0, dtype=np.float32)
+    kernel = twin().build("bf16", bn=128, stages=2, a_major=a_major, b_major=b_major)
+    interpret(kernel, {"a": a, "b": b, "c": c, "m": m, "n": n, "k": k, "sms": 2})
+    want = a_mk.astype(np.float64) @ b_nk.astype(np.float64).T
+    assert np.linalg.norm(c - want) / np.linalg.norm(want) < 1e-2
+    ptx = compile_kernel(kernel).ptx
+    trans = (int(a_major == "MN"), int(b_major == "MN"))
+    assert f"wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16" in ptx
+    assert f", 1, 1, {trans[0]}, {trans[1]};" in ptx
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("a_major, b_major", [("K", "MN"), ("MN", "MN")])
+def test_gpu_operand_majors(a_major, b_major):
+    torch = pytest.importorskip("torch")
+    from ptxgen.runtime import gpu_available, jit
+    if not gpu_available():
+        pytest.skip("needs a CUDA GPU")
+    m, n, k = 1000, 1032, 520
+    a_mk = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    b_nk = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
+    a = a_mk if a_major == "K" else a_mk.T.contiguous()
+    b = b_nk if b_major == "K" else b_nk.T.contiguous()
+    c = torch.full((m, n), -7.0, device="cuda", dtype=torch.bfloat16)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    jit(twin().build("bf16", a_major=a_major, b_major=b_major))(a=a, b=b, c=c, m=m, n=n, k=k, sms=sms)
+    torch.cuda.synchronize()
+    want = a_mk.double() @ b_nk.double().T
+    assert (torch.linalg.norm(c.double() - want) / torch.linalg.norm(want)).item() < 1e-2

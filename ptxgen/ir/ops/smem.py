@@ -87,6 +87,8 @@ def view_alignment(value) -> int | None:
     if owner.name == "smem.alloc":
         align = alloc_alignment(owner)
         return align if isinstance(align, int) else None
+    if owner.name == "smem.permute":
+        return view_alignment(owner.operands[0])
     if owner.name in ("smem.slice", "smem.tile"):
         parent = view_alignment(owner.operands[0])
         t = owner.operands[0].type
@@ -348,6 +350,58 @@ class Tile(OpDef):
         """base + esize·rest(i) (``emit_layout`` of the block-index layout); the known alignment drops to the lowest
         power of two of rest's strides in bytes."""
         lower_offset_view(op, lx)
+
+
+def permute_layout(layout, order):
+    """The layout with its top-level modes in ``order`` (mode k of the result is mode ``order[k]``): a view of the same
+    bytes indexed in another order (no data moves). A ComposedLayout keeps its swizzle and offset.
+    ``permute_layout(Sw<3,4,3> o 0 o ((8,8),(64,4)):((64,2048),(1,512)), (1, 0))`` →
+    ``Sw<3,4,3> o 0 o ((64,4),(8,8)):((1,512),(64,2048))`` (a (K, N) stage seen as (N, K), MN-major)."""
+    inner = _inner(layout)
+    new_inner = lc.make_layout(*(inner[k] for k in order))
+    if isinstance(layout, lc.ComposedLayout):
+        return lc.ComposedLayout(layout.outer, layout.offset, new_inner)
+    return new_inner
+
+
+@register
+class Permute(OpDef):
+    name = "smem.permute"
+    summary = "the same smem view with its modes in another order (a transpose: no data moves)"
+
+    def verify(self, op, v):
+        (view,) = v.operands(op, 1)
+        (t,) = v.results(op, 1)
+        if not isinstance(view.type, TensorType) or view.type.space != "smem":
+            v.error(op, f"the operand must be a smem view, not {view.type}")
+            return
+        order = v.attr(op, "order", tuple)
+        if order is None:
+            return
+        rank = lc.rank(_inner(view.type.layout))
+        if sorted(order) != list(range(rank)):
+            v.error(op, f"order {tuple(order)} is not a permutation of the view's {rank} modes")
+            return
+        want = TensorType("smem", view.type.dtype, permute_layout(view.type.layout, tuple(order)))
+        if t != want:
+            v.error(op, f"result type must be {want}, not {t}")
+
+    def result_types(self, operand_types, attrs):
+        t = operand_types[0]
+        return [TensorType("smem", t.dtype, permute_layout(t.layout, tuple(attrs["order"])))]
+
+    def interpret(self, op, ix):
+        view = ix.get(op.operands[0])
+        ix.set(op.results[0], SmemView(view.base, permute_layout(view.layout, tuple(op.attrs["order"])), view.dtype,
+                                       f"{view.name}.permute", view.lo, view.hi))
+
+    def lower(self, op, lx):
+        """No code: the same base, the permuted layout."""
+        from ...lower.shared import SmemRef
+
+        view = lx.get(op.operands[0])
+        lx.set(op.results[0], SmemRef(view.base, permute_layout(view.layout, tuple(op.attrs["order"])), view.dtype,
+                                      view.align))
 
 
 class _SmemAccess(OpDef):
