@@ -1,8 +1,10 @@
-"""GEMM benchmark: the tile-IR wgmma GEMM (examples/gemm.py) against torch.matmul (cuBLAS) and Triton, same run.
+"""GEMM benchmark: the tile-IR wgmma GEMMs (examples/gemm_hopper.py, examples/gemm.py) against torch.matmul
+(cuBLAS) and Triton, measured in the same run.
 
-    python examples/bench_gemm.py [--dtypes bf16,f16] [--shapes 4096x4096x4096,...] [--variants 128x128s4,128x256s3]
+    python examples/bench_gemm.py [--dtypes bf16,f16,e4m3] [--shapes 4096x4096x4096,...] [--variants h128x256s4,...]
 
-C = A·Bᵀ with A (M, K) and B (N, K) row-major, C (M, N) row-major, f32 accumulation. Every shape gets fresh random
+C = A·Bᵀ with A (M, K) and B (N, K) row-major, C (M, N) row-major, f32 accumulation; for ``e4m3`` C is bf16 =
+(A·Bᵀ)·scale_a·scale_b with per-tensor scales, against ``torch._scaled_mm`` (cuBLAS fp8, default accumulation). Every shape gets fresh random
 inputs; each kernel's result is checked against a float64 reference by relative Frobenius error (≤ 1e-2) BEFORE it
 is timed. Timing: CUDA events around each launch, median of the repeats after warm-up; our kernel is launched
 through a prepared call site (the launcher's hot path), torch as ``torch.matmul(a, b.T, out=c)``, Triton through
@@ -129,7 +131,7 @@ def main(argv=None):
 
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     triton_run = None if args.no_triton else triton_gemm()
-    torch_dtype = {"bf16": torch.bfloat16, "f16": torch.float16}
+    torch_dtype = {"bf16": torch.bfloat16, "f16": torch.float16, "e4m3": torch.float8_e4m3fn}
     rows = []
     for dtype in args.dtypes.split(","):
         kernels = {}
@@ -138,19 +140,29 @@ def main(argv=None):
             kernels[v] = (jit(module), needs_sms)
         for shape in args.shapes.split(","):
             m, n, k = (int(x) for x in shape.split("x"))
-            a = torch.randn(m, k, device="cuda", dtype=torch_dtype[dtype])
-            b = torch.randn(n, k, device="cuda", dtype=torch_dtype[dtype])
-            want = a.double() @ b.double().T
+            fp8 = dtype == "e4m3"
+            a = torch.randn(m, k, device="cuda").to(torch_dtype[dtype])
+            b = torch.randn(n, k, device="cuda").to(torch_dtype[dtype])
+            scale_a, scale_b = 0.5, 0.25      # per-tensor scales (fp8): C = (A·Bᵀ)·scale_a·scale_b in bf16
+            want = a.double() @ b.double().T * (scale_a * scale_b if fp8 else 1.0)
             flops = 2.0 * m * n * k
             row = {"dtype": dtype, "shape": shape}
-            c = torch.empty(m, n, device="cuda", dtype=torch_dtype[dtype])
+            c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16 if fp8 else torch_dtype[dtype])
             # correctness first, every kernel on the same fresh inputs
-            runners = {"torch": lambda: torch.matmul(a, b.T, out=c)}
+            if fp8:   # cuBLAS through torch._scaled_mm (B column-major: the transpose of a row-major (N, K))
+                sa_t = torch.tensor(scale_a, device="cuda")
+                sb_t = torch.tensor(scale_b, device="cuda")
+                runners = {"torch": lambda: torch._scaled_mm(a, b.T, scale_a=sa_t, scale_b=sb_t, out_dtype=torch.bfloat16,
+                                                             out=c)}
+            else:
+                runners = {"torch": lambda: torch.matmul(a, b.T, out=c)}
             runners["torch"]()
             row["torch_err"] = rel_err(torch, c, want)
             for name, (kern, needs_sms) in kernels.items():
                 c.fill_(-7.0)
                 extra = {"sms": sms} if needs_sms else {}
+                if fp8:
+                    extra.update(scale_a=scale_a, scale_b=scale_b)
                 try:
                     site = kern.prepare(a=a, b=b, c=c, m=m, n=n, k=k, **extra)
                 except LaunchError as exc:   # e.g. a TMA-store epilogue for a C whose rows are not 16-byte aligned
@@ -161,7 +173,7 @@ def main(argv=None):
                 row[f"ours_{name}_err"] = rel_err(torch, c, want)
                 if row[f"ours_{name}_err"] < 1e-2:
                     runners[f"ours_{name}"] = site
-            if triton_run is not None:
+            if triton_run is not None and not fp8:
                 c.fill_(-7.0)
                 triton_run(a, b, c)
                 row["triton_err"] = rel_err(torch, c, want)

@@ -22,7 +22,13 @@ from layoutc.hopper import gmma_smem_layout
 from ptxgen.ir.builder import KernelBuilder, cdiv, f32, frag, gtensor, hmin, i32, mul, smem, tmap
 from ptxgen.ir.ops.smem import permute_layout, stage_sliced, tile_split
 
-BK = 64  # one 128-byte SW128 row of 16-bit K per k-tile
+SWIZZLE_ROW = 128  # bytes of K per k-tile: one SW128 row (64 f16/bf16, 128 e4m3/e5m2)
+ELEMENT_BYTES = {"bf16": 2, "f16": 2, "e4m3": 1, "e5m2": 1}
+
+
+def k_tile(dtype: str) -> int:
+    """Elements of K per k-tile: one 128-byte swizzle row."""
+    return SWIZZLE_ROW // ELEMENT_BYTES[dtype]
 
 
 def accumulator_block_tv(rows: int, bn: int):
@@ -35,18 +41,19 @@ def accumulator_block_tv(rows: int, bn: int):
 
 
 def operand_ring(dtype: str, rows: int, stages: int, major: str):
+    bk = k_tile(dtype)
     """(the smem ring of an operand in GLOBAL mode order, the TMA box of one load, loads per stage) for an operand of
-    ``rows`` MN rows × BK: ``major = "K"`` — the global tensor is (rows, K) with K contiguous, one box per stage, the
+    ``rows`` MN rows × one k-tile: ``major = "K"`` — the global tensor is (rows, K) with K contiguous, one box per stage, the
     ring is already (MN, K, stage) for wgmma; ``"MN"`` — the global tensor is (K, rows) with MN contiguous, the ring
     is the MN-major GMMA layout with its modes in (K, MN, stage) order (what TMA writes), loaded in boxes of 64 MN
     columns (one 128-byte SW128 row), and seen by wgmma through ``smem.permute``."""
     if major == "K":
-        ring = gmma_smem_layout("K", "SW128", dtype, (rows, BK, stages))
+        ring = gmma_smem_layout("K", "SW128", dtype, (rows, bk, stages))
         return ring, stage_sliced(ring), 1
     if major != "MN":
         raise ValueError(f"major must be 'K' or 'MN', not {major!r}")
     # atoms along K first (order (1, 0, 2)): each 64-column MN chunk of a stage is then one contiguous TMA box
-    mn = gmma_smem_layout("MN", "SW128", dtype, (rows, BK, stages), order=(1, 0, 2))
+    mn = gmma_smem_layout("MN", "SW128", dtype, (rows, bk, stages), order=(1, 0, 2))
     ring = permute_layout(mn, (1, 0, 2))
     return ring, tile_split(stage_sliced(ring), 1, 64)[0], rows // 64
 
@@ -61,7 +68,14 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
     N a multiple of 8); ``"direct"``: st.global from the registers through the accumulator's TV layout (any N).
     ``a_major``/``b_major``: how A and B lie in global memory — ``"K"``: A (M, K) and B (N, K) with K contiguous;
     ``"MN"``: A (K, M) / B (K, N) with M / N contiguous (C = A·B for a row-major B). The kernel is the same; only the
-    layouts (and the number of 64-column TMA boxes per stage) change. MN-major operands are built for clusters of 1."""
+    layouts (and the number of 64-column TMA boxes per stage) change. MN-major operands are built for clusters of 1.
+    ``dtype`` e4m3/e5m2 (fp8, K-major): k-tiles of 128, C in bf16 = (A·Bᵀ)·scale_a·scale_b with per-tensor f32 scales
+    (parameters ``%scale_a``, ``%scale_b``), and every k-tile's products are summed into a separate f32 accumulator
+    (``promote``: the wgmmas of a k-tile start from zero and their result is added with ordinary f32 adds — DeepGEMM's
+    promotion, since fp8 wgmma accumulates with fewer mantissa bits)."""
+    fp8 = dtype in ("e4m3", "e5m2")
+    out_dtype = "bf16" if fp8 else dtype
+    bk = k_tile(dtype)
     rows = bm // 2                                   # rows of each of the two consumer warpgroups
     if cluster > 1 and (a_major, b_major) != ("K", "K"):
         raise ValueError("clusters (B multicast) are built for K-major operands; use cluster=1 with MN-major ones")
@@ -70,27 +84,28 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
     b_part = tile_split(b_box, 0, bn // cluster)[0] if cluster > 1 else b_box   # what one CTA loads of B
     a_mk = stage_sliced(a_ring) if a_major == "K" else permute_layout(stage_sliced(a_ring), (1, 0))
     a_rows_t = smem(dtype, tile_split(a_mk, 0, rows)[0])
-    stage_bytes = (bm + bn) * BK * 2
+    stage_bytes = (bm + bn) * bk * ELEMENT_BYTES[dtype]
     acc_t = frag("f32", (bn // 2) * (rows // 64))
     work = mul(cdiv("m", bm * cluster), cdiv("n", bn))
     grid = (hmin(work, "sms"), 1, 1) if cluster == 1 else (mul(hmin(work, cdiv("sms", cluster)), cluster), 1, 1)
     if epilogue == "tma":
-        c_ring = gmma_smem_layout("K", "SW128", dtype, (bm, bn))        # the CTA's C tile, 64-column SW128 atoms
+        c_ring = gmma_smem_layout("K", "SW128", out_dtype, (bm, bn))    # the CTA's C tile, 64-column SW128 atoms
         c_rows = tile_split(c_ring, 0, rows)[0]                           # one consumer warpgroup's rows
         c_box = tile_split(c_rows, 1, 64)[0]                              # one TMA store: rows x 64 columns
-        c_param = tmap(dtype, 2, c_box)
+        c_param = tmap(out_dtype, 2, c_box)
     elif epilogue == "direct":
-        c_param = gtensor(dtype, 2)
+        c_param = gtensor(out_dtype, 2)
     else:
         raise ValueError(f"epilogue must be 'direct' or 'tma', not {epilogue!r}")
     kb = KernelBuilder(
         "gemm_hopper", grid=grid, block=(384, 1, 1), cluster=(cluster, 1, 1) if cluster > 1 else None,
-        a=tmap(dtype, 2, a_box), b=tmap(dtype, 2, b_part), c=c_param, m=i32, n=i32, k=i32, sms=i32)
+        a=tmap(dtype, 2, a_box), b=tmap(dtype, 2, b_part), c=c_param, m=i32, n=i32, k=i32, sms=i32,
+        **({"scale_a": f32, "scale_b": f32} if fp8 else {}))
     b = kb.b
     sa = b.smem.alloc(type=smem(dtype, a_ring), align=1024, name="sa")
     sb = b.smem.alloc(type=smem(dtype, b_ring), align=1024, name="sb")
     if epilogue == "tma":
-        sc = b.smem.alloc(type=smem(dtype, c_ring), align=1024, name="sc")
+        sc = b.smem.alloc(type=smem(out_dtype, c_ring), align=1024, name="sc")
     if cluster > 1:
         pipe = b.pipeline.alloc(stages=stages, consumers=8, cluster=cluster, name="pipe")
     else:
@@ -108,7 +123,7 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
         step = b.gpu.grid_dim(dim="x", name="step")
     c0 = b.const(0, i32, name="c0")
     c1 = b.const(1, i32, name="c1")
-    c_bk = b.const(BK, i32, name="bk")
+    c_bk = b.const(bk, i32, name="bk")
     c_bm = b.const(bm, i32, name="bm")
     c_bn = b.const(bn, i32, name="bn")
     c_rows = b.const(rows, i32, name="rows")
@@ -183,22 +198,31 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
                 if b_major == "MN":
                     b_stage = b.smem.permute(b_stage, order=(1, 0), name="b_stage_nk")
                 b.wgmma.fence()
-                acc_out = b.wgmma.mma(a_rows, b_stage, acc_in, name="acc_out")
-                b.wgmma.commit()
-                b.wgmma.wait(pending=pending)
-                if pending:
-                    # the wgmmas of the previous k-tile are done: hand its stage back to the producer
-                    has_prev = b.arith.cmp(kt2, c0, pred="gt", name="has_prev")
-                    with b.scf.if_(has_prev).then:
-                        prev = b.arith.sub(kit, c1, name="prev")
-                        prev_s = b.arith.rem(prev, c_stages, name="prev_s")
-                        b.pipeline.release(pipe, prev_s)
-                        b.scf.yield_()
-                else:
+                if fp8:
+                    # promotion: this k-tile's wgmmas start from zero; their sum joins the f32 total once done
+                    zero = b.frag.splat(fzero, type=acc_t, name="zero")
+                    chunk = b.wgmma.mma(a_rows, b_stage, zero, name="chunk")
+                    b.wgmma.commit()
+                    b.wgmma.wait(pending=0)
                     b.pipeline.release(pipe, s2)
+                    acc_out = b.frag.add(acc_in, chunk, name="acc_out")
+                else:
+                    acc_out = b.wgmma.mma(a_rows, b_stage, acc_in, name="acc_out")
+                    b.wgmma.commit()
+                    b.wgmma.wait(pending=pending)
+                    if pending:
+                        # the wgmmas of the previous k-tile are done: hand its stage back to the producer
+                        has_prev = b.arith.cmp(kt2, c0, pred="gt", name="has_prev")
+                        with b.scf.if_(has_prev).then:
+                            prev = b.arith.sub(kit, c1, name="prev")
+                            prev_s = b.arith.rem(prev, c_stages, name="prev_s")
+                            b.pipeline.release(pipe, prev_s)
+                            b.scf.yield_()
+                    else:
+                        b.pipeline.release(pipe, s2)
                 b.scf.yield_(acc_out, b.arith.add(kit, c1, name="kit1"))
             acc, kit_end = mloop.results
-            if pending:
+            if pending and not fp8:
                 b.wgmma.wait(pending=0)
                 any_k = b.arith.cmp(ktiles, c0, pred="gt", name="any_k")
                 with b.scf.if_(any_k).then:
@@ -206,7 +230,10 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
                     last_s = b.arith.rem(last, c_stages, name="last_s")
                     b.pipeline.release(pipe, last_s)
                     b.scf.yield_()
-            out = b.frag.cast(acc, type=frag(dtype, acc_t.shape), name="out")
+            if fp8:
+                scale = b.arith.mul(kb["scale_a"], kb["scale_b"], name="scale")
+                acc = b.frag.mul(acc, scale, name="scaled")
+            out = b.frag.cast(acc, type=frag(out_dtype, acc_t.shape), name="out")
             tile_m0 = b.arith.mul(tm2, c_bm, name="tile_m0")
             r0 = b.arith.add(tile_m0, row_off, name="r0")
             n0c = b.arith.mul(tn2, c_bn, name="n0c")

@@ -173,3 +173,41 @@ def test_gpu_operand_majors(a_major, b_major):
     torch.cuda.synchronize()
     want = a_mk.double() @ b_nk.double().T
     assert (torch.linalg.norm(c.double() - want) / torch.linalg.norm(want)).item() < 1e-2
+
+
+@pytest.mark.parametrize("name", ["e4m3", "e5m2"])
+def test_fp8_with_scales_and_promotion(name):
+    """fp8 operands (k-tiles of 128, wgmma k32), per-tensor scales, bf16 C; each k-tile's products are promoted into
+    a separate f32 total."""
+    from ptxgen.ir.types import SCALARS
+
+    t = SCALARS[name]
+    m, n, k = 200, 136, 400
+    rng = np.random.default_rng()
+    a = round_to(rng.standard_normal((m, k)) * 2, t)
+    b = round_to(rng.standard_normal((n, k)) * 2, t)
+    c = np.full((m, n), -7.0, dtype=np.float32)
+    kernel = twin().build(name, bn=128, stages=3)
+    interpret(kernel, {"a": a, "b": b, "c": c, "m": m, "n": n, "k": k, "sms": 2, "scale_a": 0.5, "scale_b": 0.25})
+    want = a.astype(np.float64) @ b.astype(np.float64).T * 0.125
+    assert np.linalg.norm(c - want) / np.linalg.norm(want) < 1e-2
+    assert np.array_equal(c, round_to(c, BF16))
+    ptx = compile_kernel(kernel).ptx
+    assert f"wgmma.mma_async.sync.aligned.m64n128k32.f32.{name}.{name}" in ptx
+
+
+@pytest.mark.gpu
+def test_gpu_fp8_matches_float64():
+    torch = pytest.importorskip("torch")
+    from ptxgen.runtime import gpu_available, jit
+    if not gpu_available():
+        pytest.skip("needs a CUDA GPU")
+    m, n, k = 1000, 1032, 1024
+    a = torch.randn(m, k, device="cuda").to(torch.float8_e4m3fn)
+    b = torch.randn(n, k, device="cuda").to(torch.float8_e4m3fn)
+    c = torch.full((m, n), -7.0, device="cuda", dtype=torch.bfloat16)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    jit(twin().build("e4m3", bn=128, stages=6))(a=a, b=b, c=c, m=m, n=n, k=k, sms=sms, scale_a=0.5, scale_b=0.25)
+    torch.cuda.synchronize()
+    want = a.double() @ b.double().T * 0.125
+    assert (torch.linalg.norm(c.double() - want) / torch.linalg.norm(want)).item() < 1e-2
