@@ -71,9 +71,9 @@ def build(dtype: str = "bf16", bn: int = 128, stages: int = 4):
             b.wgmma.fence()
             acc_out = b.wgmma.mma(a_rows_v, b_stage, acc_in, name="acc_out")
             b.wgmma.commit()
-            b.wgmma.wait(pending=0)
+            acc_done = b.wgmma.wait(acc_out, pending=0, name="acc_done")   # the accumulators pass through the wait
             b.pipeline.release(pipe, s2)
-            b.scf.yield_(acc_out)
+            b.scf.yield_(acc_done)
         (acc,) = loop.results
         out = b.frag.cast(acc, type=frag(dtype, acc_values), name="out")
         row = b.arith.mul(cw, bk, name="row")

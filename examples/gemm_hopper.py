@@ -203,13 +203,16 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
                     zero = b.frag.splat(fzero, type=acc_t, name="zero")
                     chunk = b.wgmma.mma(a_rows, b_stage, zero, name="chunk")
                     b.wgmma.commit()
-                    b.wgmma.wait(pending=0)
+                    chunk = b.wgmma.wait(chunk, pending=0, name="chunk_done")
                     b.pipeline.release(pipe, s2)
                     acc_out = b.frag.add(acc_in, chunk, name="acc_out")
                 else:
                     acc_out = b.wgmma.mma(a_rows, b_stage, acc_in, name="acc_out")
                     b.wgmma.commit()
-                    b.wgmma.wait(pending=pending)
+                    if pending:
+                        b.wgmma.wait(pending=pending)
+                    else:
+                        acc_out = b.wgmma.wait(acc_out, pending=0, name="acc_done_k")
                     if pending:
                         # the wgmmas of the previous k-tile are done: hand its stage back to the producer
                         has_prev = b.arith.cmp(kt2, c0, pred="gt", name="has_prev")
@@ -223,7 +226,8 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
                 b.scf.yield_(acc_out, b.arith.add(kit, c1, name="kit1"))
             acc, kit_end = mloop.results
             if pending and not fp8:
-                b.wgmma.wait(pending=0)
+                # the accumulators pass through the wait: nothing reads them before the last wgmmas completed
+                acc = b.wgmma.wait(acc, pending=0, name="acc_done")
                 any_k = b.arith.cmp(ktiles, c0, pred="gt", name="any_k")
                 with b.scf.if_(any_k).then:
                     last = b.arith.sub(kit_end, c1, name="last")

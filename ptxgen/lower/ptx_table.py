@@ -242,6 +242,20 @@ def wgmma_mma_rs(n: int, ab_type: str, trans_b: int) -> str:
     return name
 
 
+def wgmma_wait_fenced(count: int, pending: int) -> str:
+    """The table entry of ``wgmma.wait_group.sync.aligned N`` that also takes ``count`` f32 accumulator registers as
+    tied in/out operands (the asm text does not use them): the values after the wait are its results, so no read of
+    them is scheduled before it. ``wgmma_wait_fenced(128, 0)`` → ``"wgmma.wait_group.0.fenced128"``."""
+    name = f"wgmma.wait_group.{pending}.fenced{count}"
+    if name not in TABLE:
+        result = F32 if count == 1 else ir.LiteralStructType([F32] * count)
+        TABLE[name] = PtxInstr(f"wgmma.wait_group.sync.aligned {pending};",
+                               ",".join(["=f"] * count + [str(i) for i in range(count)]), result, (F32,) * count,
+                               convergent=True, side_effect=True,
+                               doc="wait for wgmma groups; the accumulators pass through as its results")
+    return name
+
+
 def emit(lx, name: str, args):
     """Build table entry ``name`` as an inline-asm call at ``lx``'s insertion point. ``args`` are LLVM values or
     Python ints (for ``n`` immediates and for ``r``/``l`` operands, turned into constants)."""

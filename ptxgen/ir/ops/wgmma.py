@@ -503,14 +503,22 @@ class Commit(OpDef):
 @register
 class WaitGroups(OpDef):
     name = "wgmma.wait"
-    summary = "wait until all but the `pending` most recent wgmma groups of the warpgroup completed"
+    summary = "wait until all but the `pending` most recent wgmma groups completed; passes accumulators through"
 
     def verify(self, op, v):
-        v.operands(op, 0)
-        v.results(op, 0)
+        types = v.results(op, len(op.operands))
+        for x, t in zip(op.operands, types):
+            if not isinstance(x.type, FragmentType) or x.type.dtype not in (F32, F16):
+                v.error(op, f"the operands are accumulator fragments (frag<f32> / frag<f16>), not {x.type}")
+                return
+            if t != x.type:
+                v.error(op, f"result type {t} must be its operand's {x.type}: the values pass through")
         n = v.attr(op, "pending", int)
         if n is not None and not 0 <= n <= 7:
             v.error(op, f"pending must be from 0 to 7 (wgmma.wait_group's immediate), not {n}")
+
+    def result_types(self, operand_types, attrs):
+        return list(operand_types)
 
     def interpret(self, op, ix):
         keep = op.attrs["pending"]
@@ -522,9 +530,24 @@ class WaitGroups(OpDef):
                 for inflight in group:
                     inflight.done = True
                     ix.inflight.remove(inflight)
+        for x, r in zip(op.operands, op.results):
+            ix.set(r, ix.get(x))
 
     def lower(self, op, lx):
-        """``wgmma.wait_group.sync.aligned N``."""
+        """``wgmma.wait_group.sync.aligned N``. Accumulator operands go through the same asm as tied in/out registers
+        (as CUTLASS's warpgroup_fence_operand): their results are new values defined BY the wait, so LLVM cannot move
+        a read of them (a cast of the epilogue) above it — such a read makes ptxas serialize every wgmma (C7514)."""
         from ...lower import ptx_table
 
-        ptx_table.emit(lx, "wgmma.wait_group", [op.attrs["pending"]])
+        n = op.attrs["pending"]
+        values = [v for x in op.operands for v in lx.get(x)]
+        if not values:
+            ptx_table.emit(lx, "wgmma.wait_group", [n])
+            return
+        out = ptx_table.emit(lx, ptx_table.wgmma_wait_fenced(len(values), n), values)
+        flat = [lx.b.extract_value(out, i) for i in range(len(values))] if len(values) > 1 else [out]
+        k = 0
+        for x, r in zip(op.operands, op.results):
+            size = x.type.size
+            lx.set(r, flat[k:k + size])
+            k += size
