@@ -352,6 +352,34 @@ class Wait(abc.ABC):
         return f"{describe_threads(self.threads)} wait forever"
 
 
+class CountingWait(Wait):
+    """Threads waiting at a counting barrier (a named barrier, the cluster barrier) until its generation moves on:
+    ``state`` holds ``arrived``, ``expected`` and ``generation``."""
+
+    def __init__(self, op, threads, state, what: str):
+        super().__init__(op, threads)
+        self.state, self.generation, self.what = state, state["generation"], what
+
+    def ready(self, ix) -> bool:
+        return self.state["generation"] > self.generation
+
+    def hang(self, ix) -> str:
+        return (f"{describe_threads(self.threads)} wait at {self.what} for {self.state['expected']}, but only "
+                f"{self.state['arrived']} arrived")
+
+
+def arrive_counting(op, threads, state: dict, amount: int, what: str):
+    """``amount`` arrivals at a counting barrier: the last one (``arrived`` reaches ``expected``) opens the next
+    generation and returns None; earlier ones return the CountingWait to yield. Pre: the caller checked that
+    ``arrived`` does not overshoot ``expected``."""
+    state["arrived"] += amount
+    if state["arrived"] == state["expected"]:
+        state["arrived"] = 0
+        state["generation"] += 1
+        return None
+    return CountingWait(op, threads, state, what)
+
+
 class SwitchPoint(Wait):
     """Yielded after an op that may unblock other threads (an arrival): always ready, it lets the scheduler run
     another role before this one goes on, so that what the arrival allows (a producer overwriting a released stage)

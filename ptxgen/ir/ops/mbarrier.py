@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..types import I1, I32, BarrierType
-from . import OpDef, SwitchPoint, Wait, const_int, describe_threads, register
+from . import OpDef, SwitchPoint, Wait, arrive_counting, const_int, describe_threads, register
 
 MAX_ARRIVALS = (1 << 20) - 1
 MAX_TX = (1 << 20) - 1
@@ -433,19 +433,6 @@ class CtaBarrier(OpDef):
         ptx_table.emit(lx, "bar.sync", [])
 
 
-class ClusterWait(Wait):
-    def __init__(self, op, threads, state, generation, size):
-        super().__init__(op, threads)
-        self.state, self.generation, self.size = state, generation, size
-
-    def ready(self, ix) -> bool:
-        return self.state["generation"] > self.generation
-
-    def hang(self, ix) -> str:
-        return (f"{describe_threads(self.threads)} wait at barrier.cluster for the {self.size} CTAs of the cluster, "
-                f"but only {self.state['arrived']} arrived")
-
-
 @register
 class ClusterBarrier(OpDef):
     name = "barrier.cluster"
@@ -457,19 +444,16 @@ class ClusterBarrier(OpDef):
 
     def interpret(self, op, ix):
         require_whole_cta(ix, op, "a cluster")
-        state = cluster_state(ix).setdefault("barrier", {"arrived": 0, "generation": 0})
+        state = cluster_state(ix).setdefault("barrier", {"arrived": 0, "generation": 0, "expected": len(ix.cluster)})
         # every fenced init of this CTA is now visible to the whole cluster (release.cluster / acquire.cluster)
         for arr in barrier_arrays(ix):
             for st in arr.states:
                 if st.fenced:
                     st.published = st.cluster_published = True
         ix.state["cluster-epoch"] = ix.state.get("cluster-epoch", 0) + 1
-        state["arrived"] += 1
-        if state["arrived"] == len(ix.cluster):
-            state["arrived"] = 0
-            state["generation"] += 1
-            return
-        yield ClusterWait(op, np.nonzero(ix.mask)[0], state, state["generation"], len(ix.cluster))
+        wait = arrive_counting(op, np.nonzero(ix.mask)[0], state, 1, "barrier.cluster (CTAs of the cluster)")
+        if wait is not None:
+            yield wait
 
     def lower(self, op, lx):
         """``barrier.cluster.arrive.release.aligned`` then ``barrier.cluster.wait.acquire.aligned``."""

@@ -180,10 +180,11 @@ class _PhaseWait(BarrierWait):
         return f"{self.what}: " + super().hang(ix)
 
 
-@register
-class Acquire(OpDef):
-    name = "pipeline.acquire"
-    summary = "producer: wait until stage k % S is empty, then arrive on its full barrier expecting `bytes`"
+class _StageWait(OpDef):
+    """A wait for one phase of stage ``k % S`` (the producer on ``empty``, the consumer on ``full``) that gives the
+    stage index; ``after``/``after_lower`` is what the op does once the phase completed."""
+
+    producer = False
 
     def verify(self, op, v):
         pipe, k = v.operands(op, 2)
@@ -193,74 +194,73 @@ class Acquire(OpDef):
         _verify_iteration(op, v, k)
         if t != I32:
             v.error(op, f"the result (the stage index) is i32, not {t}")
+        self.verify_attrs(op, v)
+
+    def verify_attrs(self, op, v):
+        pass
+
+    def result_types(self, operand_types, attrs):
+        return [I32]
+
+    def _barriers(self, p):
+        return p.empty if self.producer else p.full
+
+    def interpret(self, op, ix):
+        p = ix.get(op.operands[0])
+        act, k = _uniform_iteration(op, ix, op.operands[1], p)
+        s, parity = k % p.stages, ((k // p.stages) & 1) ^ int(self.producer)
+        barriers = self._barriers(p)
+        for t in act.tolist():
+            barriers.state(ix, op, s, t)
+        yield _PhaseWait(op, act, barriers, s, parity,
+                         f"{self.name} of iteration {k} (stage {s}) by {describe_threads(act)}")
+        self.after(op, ix, p, s, act)
+        ix.set(op.results[0], np.full(ix.nthreads, s, dtype=np.int32))
+
+    def after(self, op, ix, p, s, act):
+        pass
+
+    def lower(self, op, lx):
+        """A try_wait.parity loop on the stage's barrier for its parity, then ``after_lower``."""
+        from ...lower.shared import barrier_wait
+
+        p = lx.get(op.operands[0])
+        s, parity = _stage_and_parity(lx, lx.get(op.operands[1]), p.stages, producer=self.producer)
+        barrier_wait(lx, self._barriers(p).address(lx, s), parity)
+        self.after_lower(op, lx, p, s)
+        lx.set(op.results[0], s)
+
+    def after_lower(self, op, lx, p, s):
+        pass
+
+
+@register
+class Acquire(_StageWait):
+    name = "pipeline.acquire"
+    summary = "producer: wait until stage k % S is empty, then arrive on its full barrier expecting `bytes`"
+    producer = True
+
+    def verify_attrs(self, op, v):
         b = v.attr(op, "bytes", int)
         if b is not None and not 1 <= b <= MAX_TX:
             v.error(op, f"bytes must be from 1 to {MAX_TX} (a phase's tx range), not {b}")
 
-    def result_types(self, operand_types, attrs):
-        return [I32]
-
-    def interpret(self, op, ix):
-        p = ix.get(op.operands[0])
-        act, k = _uniform_iteration(op, ix, op.operands[1], p)
-        s, parity = k % p.stages, ((k // p.stages) & 1) ^ 1
-        for t in act.tolist():
-            p.empty.state(ix, op, s, t)
-        yield _PhaseWait(op, act, p.empty, s, parity,
-                         f"pipeline.acquire of iteration {k} (stage {s}) by {describe_threads(act)}")
+    def after(self, op, ix, p, s, act):
         for t in act.tolist():
             p.full.expect_tx(ix, op, s, op.attrs["bytes"], t)
             p.full.arrive(ix, op, s, t)
-        ix.set(op.results[0], np.full(ix.nthreads, s, dtype=np.int32))
 
-    def lower(self, op, lx):
-        """try_wait.parity loop on ``empty[k % S]`` for parity ``((k / S) & 1) ^ 1``, then
-        ``mbarrier.arrive.expect_tx`` on ``full[k % S]``."""
+    def after_lower(self, op, lx, p, s):
+        """``mbarrier.arrive.expect_tx`` on ``full[k % S]`` (after waiting on ``empty`` for ``((k / S) & 1) ^ 1``)."""
         from ...lower import ptx_table
-        from ...lower.shared import barrier_wait
 
-        p = lx.get(op.operands[0])
-        s, parity = _stage_and_parity(lx, lx.get(op.operands[1]), p.stages, producer=True)
-        barrier_wait(lx, p.empty.address(lx, s), parity)
         ptx_table.emit(lx, "mbarrier.arrive.expect_tx", [p.full.address(lx, s), op.attrs["bytes"]])
-        lx.set(op.results[0], s)
 
 
 @register
-class WaitFull(OpDef):
+class WaitFull(_StageWait):
     name = "pipeline.wait"
     summary = "consumer: wait until stage k % S is full (its TMA bytes arrived); gives the stage index"
-
-    def verify(self, op, v):
-        pipe, k = v.operands(op, 2)
-        (t,) = v.results(op, 1)
-        if not _verify_pipe(op, v, pipe):
-            return
-        _verify_iteration(op, v, k)
-        if t != I32:
-            v.error(op, f"the result (the stage index) is i32, not {t}")
-
-    def result_types(self, operand_types, attrs):
-        return [I32]
-
-    def interpret(self, op, ix):
-        p = ix.get(op.operands[0])
-        act, k = _uniform_iteration(op, ix, op.operands[1], p)
-        s, parity = k % p.stages, (k // p.stages) & 1
-        for t in act.tolist():
-            p.full.state(ix, op, s, t)
-        yield _PhaseWait(op, act, p.full, s, parity,
-                         f"pipeline.wait of iteration {k} (stage {s}) by {describe_threads(act)}")
-        ix.set(op.results[0], np.full(ix.nthreads, s, dtype=np.int32))
-
-    def lower(self, op, lx):
-        """try_wait.parity loop on ``full[k % S]`` for parity ``(k / S) & 1``."""
-        from ...lower.shared import barrier_wait
-
-        p = lx.get(op.operands[0])
-        s, parity = _stage_and_parity(lx, lx.get(op.operands[1]), p.stages, producer=False)
-        barrier_wait(lx, p.full.address(lx, s), parity)
-        lx.set(op.results[0], s)
 
 
 @register

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..core import walk
 from ..hostexpr import Word
-from . import OpDef, Wait, describe_threads, register
+from . import OpDef, Wait, arrive_counting, register
 
 REGISTER_FILE = 65536        # 32-bit registers per SM (one CTA per SM for a warp-specialized kernel)
 MIN_REGS, MAX_REGS = 24, 256  # setmaxnreg's range; the count is a multiple of 8
@@ -161,19 +161,6 @@ class Roles(OpDef):
         b.position_at_end(end)
 
 
-class NamedBarrierWait(Wait):
-    def __init__(self, op, threads, state, generation, ident, count):
-        super().__init__(op, threads)
-        self.state, self.generation, self.ident, self.count = state, generation, ident, count
-
-    def ready(self, ix) -> bool:
-        return self.state["generation"] > self.generation
-
-    def hang(self, ix) -> str:
-        return (f"{describe_threads(self.threads)} wait at named barrier {self.ident} for {self.count} threads, but "
-                f"only {self.state['arrived']} arrived")
-
-
 @register
 class NamedBarrier(OpDef):
     name = "barrier.named"
@@ -195,17 +182,15 @@ class NamedBarrier(OpDef):
         for w in sorted(set((act // 32).tolist())):
             if ix.mask[32 * w:32 * (w + 1)].sum() != min(32, ix.nthreads - 32 * w):
                 ix.fail(op, f"warp {w} reaches it with some lanes only: a named barrier counts whole warps")
-        state = ix.state.setdefault(("named-barrier", ident), {"arrived": 0, "generation": 0, "count": count})
-        if state["count"] != count:
-            ix.fail(op, f"barrier {ident} is used with {count} threads here and {state['count']} elsewhere")
-        state["arrived"] += act.size
-        if state["arrived"] > count:
-            ix.fail(op, f"{state['arrived']} threads arrived at named barrier {ident}, which expects {count}")
-        if state["arrived"] == count:
-            state["arrived"] = 0
-            state["generation"] += 1
-            return
-        yield NamedBarrierWait(op, act, state, state["generation"], ident, count)
+        state = ix.state.setdefault(("named-barrier", ident), {"arrived": 0, "generation": 0, "expected": count})
+        if state["expected"] != count:
+            ix.fail(op, f"barrier {ident} is used with {count} threads here and {state['expected']} elsewhere")
+        if state["arrived"] + act.size > count:
+            ix.fail(op, f"{state['arrived'] + act.size} threads arrived at named barrier {ident}, which expects "
+                        f"{count}")
+        wait = arrive_counting(op, act, state, act.size, f"named barrier {ident} (threads)")
+        if wait is not None:
+            yield wait
 
     def lower(self, op, lx):
         """``bar.sync id, threads``."""

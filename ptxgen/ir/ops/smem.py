@@ -239,19 +239,28 @@ class Alloc(OpDef):
         lx.set(op.results[0], SmemRef(base, t.layout, t.dtype, align))
 
 
+def _verify_view_and_index(op, v):
+    """(view, index, result type) of smem.slice / smem.tile, after the rules they share: a smem view and an i32
+    index; view None when the operand is no smem view (reported)."""
+    view, index = v.operands(op, 2)
+    (t,) = v.results(op, 1)
+    if not isinstance(view.type, TensorType) or view.type.space != "smem":
+        v.error(op, f"the first operand must be a smem view, not {view.type}")
+        return None, index, t
+    if index.type != I32:
+        v.error(op, f"the index must be i32, not {index.type}")
+    return view, index, t
+
+
 @register
 class Slice(OpDef):
     name = "smem.slice"
     summary = "one index of the last mode of a smem view (a pipeline stage), at a runtime index"
 
     def verify(self, op, v):
-        view, index = v.operands(op, 2)
-        (t,) = v.results(op, 1)
-        if not isinstance(view.type, TensorType) or view.type.space != "smem":
-            v.error(op, f"the first operand must be a smem view, not {view.type}")
+        view, index, t = _verify_view_and_index(op, v)
+        if view is None:
             return
-        if index.type != I32:
-            v.error(op, f"the index must be i32, not {index.type}")
         layout = view.type.layout
         if lc.rank(layout) < 2:
             v.error(op, f"the view's layout {lc.to_str(layout)} has rank {lc.rank(layout)}: slicing its last mode "
@@ -321,13 +330,9 @@ class Tile(OpDef):
     summary = "block i (a runtime index) of `size` entries along mode `mode` of a smem view"
 
     def verify(self, op, v):
-        view, index = v.operands(op, 2)
-        (t,) = v.results(op, 1)
-        if not isinstance(view.type, TensorType) or view.type.space != "smem":
-            v.error(op, f"the first operand must be a smem view, not {view.type}")
+        view, index, t = _verify_view_and_index(op, v)
+        if view is None:
             return
-        if index.type != I32:
-            v.error(op, f"the index must be i32, not {index.type}")
         split = _verify_tile_attrs(op, v, view.type)
         if split is None:
             return
