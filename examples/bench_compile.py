@@ -12,9 +12,10 @@ Per example, each in FRESH Python processes (``python -c``) against a private, i
   steady-state cost of a cache miss (median of ``--repeat``);
 - ``cached``: a NEW process with the now-filled cache: the first ``jit_text(...).compile(spec)`` (this includes
   the once-per-process toolchain digest) and, after emptying the process dict, the steady-state hit (median);
-- with a GPU: text → loaded kernel (``cuModuleLoadData`` of the cubin, after the CUDA context exists) cold and
-  cached, and the launch overhead per call of sqrt_sin on tiny torch tensors: a prepared site ``site()``,
-  ``k(x=, z=, n=)`` and torch's own ``torch.add(a, b, out=c)``, host wall time over 10000 calls after a
+- with a GPU: text → loaded kernel (``cuModuleLoadData`` of the image the launcher loads — the cubin, or for a
+  setmaxnreg kernel the PTX through the driver's JIT, whose disk cache ``CUDA_CACHE_PATH`` is private to the run —
+  after the CUDA context exists) cold and cached, and the launch overhead per call of sqrt_sin on tiny torch
+  tensors: a prepared site ``site()``, ``k(x=, z=, n=)`` and torch's own ``torch.add(a, b, out=c)``, host wall time over 10000 calls after a
   synchronize (no CUDA events), median of 5.
 
 ``spec``: every gtensor parameter contiguous in its last mode, 16-byte aligned, extent a multiple of 16 (what a
@@ -75,12 +76,17 @@ out["registers"] = c.registers
 if gpu:
     from ptxgen.runtime import context
     from ptxgen.runtime.driver import Module
+    from ptxgen.runtime.launcher import load_image
+    # the image the launcher loads: nvJitLink's cubin, or the PTX through the driver's JIT for setmaxnreg kernels
+    # (its own disk cache is CUDA_CACHE_PATH, private to this run: empty for "cold", filled for "cached")
+    image = load_image(c)
+    out["image"] = image
     s = time.perf_counter(); context(); out["context_s"] = time.perf_counter() - s
-    s = time.perf_counter(); Module(c.cubin); out["module_load_s"] = time.perf_counter() - s
-    # text -> loaded kernel, steady state, the same path for a miss and a hit: jit_text, compile, cuModuleLoadData
+    s = time.perf_counter(); Module(c.ptx if image == "ptx" else c.cubin); out["module_load_s"] = time.perf_counter() - s
+    out["loaded_s"] = out["first_s"] + out["module_load_s"]
     loads = []
     for _ in range(repeat):
-        s = time.perf_counter(); Module(c.cubin); loads.append(time.perf_counter() - s)
+        s = time.perf_counter(); Module(c.ptx if image == "ptx" else c.cubin); loads.append(time.perf_counter() - s)
     out["module_load_steady_s"] = statistics.median(loads)
 steady = []
 if mode == "cold":
@@ -144,7 +150,7 @@ def _gpu() -> bool:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--examples", default="gemm,sqrt_sin,l2norm,tma_copy")
+    ap.add_argument("--examples", default="gemm_hopper,gemm,sqrt_sin,l2norm,tma_copy")
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
@@ -162,7 +168,7 @@ def main() -> None:
           f"{'cubin)':>7} {'warm-cold':>9} {'cached1':>8} {'cached':>7} {'load':>6}   ms")
     for name in args.examples.split(","):
         with tempfile.TemporaryDirectory(prefix="ptxgen-bench-cache-") as d:
-            e = {**env, "PTXGEN_CACHE_DIR": d}
+            e = {**env, "PTXGEN_CACHE_DIR": d, "CUDA_CACHE_PATH": os.path.join(d, "driver-jit")}
             cold = _run(_CHILD, [name, "cold", args.repeat, int(gpu)], e)
             cached = _run(_CHILD, [name, "cached", args.repeat, int(gpu)], e)
         assert not cold["from_cache"] and cached["from_cache"] and cached["steady_from_cache"]
@@ -180,6 +186,11 @@ def main() -> None:
         s = r["cold_process"]["steady_stages_s"]
         print(f"  warm-cold {name}: " + ", ".join(f"{k} {v * 1e3:.1f}" for k, v in s.items()) + " ms")
     if gpu:
+        for name, r in results["examples"].items():
+            cold, cached = r["cold_process"], r["cached_process"]
+            print(f"  text -> loaded kernel {name} ({cold['image']} image): cold {cold['loaded_s'] * 1e3:.1f} ms, "
+                  f"cached first call {cached['loaded_s'] * 1e3:.1f} ms (module load {cold['module_load_s'] * 1e3:.1f}"
+                  f" / {cached['module_load_s'] * 1e3:.1f} ms)")
         try:
             results["launch_overhead_us"] = _run(_LAUNCH, [], {**env, "PTXGEN_CACHE_DIR": tempfile.mkdtemp()})
             print("launch overhead per call (µs, host wall time, 10000 calls, median of 5): " +

@@ -35,19 +35,20 @@ def load_example(name):
 def variant_kernel(variant: str, dtype: str):
     """A variant name → (kernel module, needs_sms): ``h128x256s4`` is gemm_hopper.build(bm=128, bn=256, stages=4),
     with optional suffixes ``p0`` (wgmma.wait pending 0), ``g4`` (rasterization groups of 4), ``c2`` (clusters of 2
-    with B multicast), ``t`` (TMA-store epilogue; needs N % 8 == 0); ``s128x256s3`` is the simple examples/gemm.py with bn=256 and 3 stages."""
+    with B multicast), ``k4`` (fp8: promote every 4 k-tiles of 128), ``t`` (TMA-store epilogue; needs N % 8 == 0); ``s128x256s3`` is the simple examples/gemm.py with bn=256 and 3 stages."""
     import re
 
-    m = re.fullmatch(r"([hs])(\d+)x(\d+)s(\d+)(?:p(\d))?(?:g(\d+))?(?:c(\d))?(t)?", variant)
+    m = re.fullmatch(r"([hs])(\d+)x(\d+)s(\d+)(?:p(\d))?(?:g(\d+))?(?:c(\d))?(?:k(\d+))?(t)?", variant)
     if not m:
-        raise ValueError(f"unknown variant {variant!r} (h<BM>x<BN>s<stages>[p<pending>][g<group>][c<cluster>] or "
-                         "s128x<BN>s<stages>)")
+        raise ValueError(f"unknown variant {variant!r} (h<BM>x<BN>s<stages>[p<pending>][g<group>][c<cluster>]"
+                         "[k<promote>][t] or s128x<BN>s<stages>)")
     kind, bm, bn, stages = m.group(1), int(m.group(2)), int(m.group(3)), int(m.group(4))
     pending, group, cluster = int(m.group(5) or 1), int(m.group(6) or 8), int(m.group(7) or 1)
-    epilogue = "tma" if m.group(8) else "direct"
+    promote = int(m.group(8) or 1)
+    epilogue = "tma" if m.group(9) else "direct"
     if kind == "h":
         return load_example("gemm_hopper").build(dtype, bm=bm, bn=bn, stages=stages, group=group, pending=pending,
-                                                 cluster=cluster, epilogue=epilogue), True
+                                                 cluster=cluster, epilogue=epilogue, promote=promote), True
     if bm != 128:
         raise ValueError(f"{variant}: the simple GEMM has BM = 128")
     return load_example("gemm").build(dtype, bn, stages), False
@@ -207,12 +208,21 @@ def main(argv=None):
 
     out = pathlib.Path(os.environ.get("OUT", ".")) / "bench_gemm.json"
     out.write_text(json.dumps({"device": torch.cuda.get_device_name(), "rows": rows}, indent=2))
-    print(f"\n{'dtype':<5} {'M x N x K':<18} {'ours':>8} {'variant':>10} {'cuBLAS':>8} {'triton':>8} {'ours/cuBLAS':>11}"
-          "   (TFLOP/s)")
+    print(f"\n{'dtype':<5} {'M x N x K':<18} {'ours':>8} {'variant':>13} {'cuBLAS':>8} {'triton':>8} {'ours/cuBLAS':>11}"
+          f" {'err ours':>9} {'err cuBLAS':>10}   (TFLOP/s; err = relative Frobenius error against float64)")
     for r in rows:
         tri = f"{r['triton_tflops']:8.1f}" if "triton_tflops" in r else f"{'-':>8}"
-        print(f"{r['dtype']:<5} {r['shape']:<18} {r['ours_tflops']:8.1f} {str(r['ours_best']):>10} "
-              f"{r.get('torch_tflops', float('nan')):8.1f} {tri} {r['ratio_to_cublas']:11.3f}")
+        mine = r.get(f"ours_{r['ours_best']}_err", float("nan")) if r["ours_best"] else float("nan")
+        print(f"{r['dtype']:<5} {r['shape']:<18} {r['ours_tflops']:8.1f} {str(r['ours_best']):>13} "
+              f"{r.get('torch_tflops', float('nan')):8.1f} {tri} {r['ratio_to_cublas']:11.3f} {mine:9.2e} "
+              f"{r.get('torch_err', float('nan')):10.2e}")
+    print("\nper variant (TFLOP/s, relative error):")
+    for r in rows:
+        m, n, k = (int(x) for x in r["shape"].split("x"))
+        flops = 2.0 * m * n * k
+        per = [f"{key[5:-3]}={flops / r[key] / 1e9:.0f} ({r[key[:-3] + '_err']:.1e})" for key in r
+               if key.startswith("ours_") and key.endswith("_ms") and key != "ours_ms"]
+        print(f"  {r['dtype']} {r['shape']}: " + " ".join(per))
     return 0
 
 

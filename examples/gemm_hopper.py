@@ -59,7 +59,7 @@ def operand_ring(dtype: str, rows: int, stages: int, major: str):
 
 
 def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, group: int = 8, pending: int = 1,
-          cluster: int = 1, epilogue: str = "direct", a_major: str = "K", b_major: str = "K"):
+          cluster: int = 1, epilogue: str = "direct", a_major: str = "K", b_major: str = "K", promote: int = 1):
     """The kernel for one configuration. ``cluster = 2``: CTAs run in pairs along M that share their B panel: each
     CTA loads its own A box and HALF of the B box, multicast into both CTAs' smem (the pipeline's stages are then
     released by the consumers of both CTAs). ``epilogue = "tma"``: each consumer warpgroup writes its bf16 rows
@@ -70,9 +70,12 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
     ``"MN"``: A (K, M) / B (K, N) with M / N contiguous (C = A·B for a row-major B). The kernel is the same; only the
     layouts (and the number of 64-column TMA boxes per stage) change. MN-major operands are built for clusters of 1.
     ``dtype`` e4m3/e5m2 (fp8, K-major): k-tiles of 128, C in bf16 = (A·Bᵀ)·scale_a·scale_b with per-tensor f32 scales
-    (parameters ``%scale_a``, ``%scale_b``), and every k-tile's products are summed into a separate f32 accumulator
-    (``promote``: the wgmmas of a k-tile start from zero and their result is added with ordinary f32 adds — DeepGEMM's
-    promotion, since fp8 wgmma accumulates with fewer mantissa bits)."""
+    (parameters ``%scale_a``, ``%scale_b``), and the products of every ``promote`` k-tiles (128·promote deep) are
+    summed into a separate f32 accumulator: their wgmmas start from zero and the finished chunk is added with ordinary
+    f32 adds — DeepGEMM's promotion, since fp8 wgmma accumulates with fewer mantissa bits (``promote = 1``: every
+    k-tile, as DeepGEMM; larger intervals stall the tensor cores less often and round more)."""
+    if promote < 1:
+        raise ValueError(f"promote must be at least 1 (k-tiles per promotion), not {promote}")
     fp8 = dtype in ("e4m3", "e5m2")
     out_dtype = "bf16" if fp8 else dtype
     bk = k_tile(dtype)
@@ -185,55 +188,65 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
             if cluster > 1:
                 tm2 = b.arith.add(b.arith.mul(tm2, c_cluster, name="tmc2"), rank, name="tm2_own")
             init = b.frag.splat(fzero, type=acc_t, name="init")
-            with b.scf.for_(c0, ktiles, c1, init, cit, args=("kt2", "acc_in", "kit"),
-                            names=["acc", "kit_end"]) as mloop:
-                kt2, acc_in, kit = mloop
-                s2 = b.pipeline.wait(pipe, kit, name="s2")
-                a_stage = b.smem.slice(sa, s2, name="a_stage")
-                if a_major == "MN":
-                    a_stage = b.smem.permute(a_stage, order=(1, 0), name="a_stage_mk")
-                a_rows = b.smem.tile(a_stage, cw, mode=0, size=rows, name="a_rows")
-                assert a_rows.type == a_rows_t
-                b_stage = b.smem.slice(sb, s2, name="b_stage")
-                if b_major == "MN":
-                    b_stage = b.smem.permute(b_stage, order=(1, 0), name="b_stage_nk")
-                b.wgmma.fence()
-                if fp8:
-                    # promotion: this k-tile's wgmmas start from zero; their sum joins the f32 total once done
-                    zero = b.frag.splat(fzero, type=acc_t, name="zero")
-                    chunk = b.wgmma.mma(a_rows, b_stage, zero, name="chunk")
-                    b.wgmma.commit()
-                    chunk = b.wgmma.wait(chunk, pending=0, name="chunk_done")
-                    b.pipeline.release(pipe, s2)
-                    acc_out = b.frag.add(acc_in, chunk, name="acc_out")
-                else:
+
+            def k_tiles(lo, hi, acc_start, kit_start):
+                """The wgmmas of k-tiles lo … hi-1 accumulated onto ``acc_start``, each k-tile's stage released once
+                the NEXT k-tile's wgmmas are queued (``pending``); → (the accumulator, still in flight unless
+                pending = 0, and the iteration counter after hi-1). The last stage is released by the caller."""
+                with b.scf.for_(lo, hi, c1, acc_start, kit_start, args=("kt2", "acc_in", "kit"),
+                                names=["acc", "kit_end"]) as mloop:
+                    kt2, acc_in, kit = mloop
+                    s2 = b.pipeline.wait(pipe, kit, name="s2")
+                    a_stage = b.smem.slice(sa, s2, name="a_stage")
+                    if a_major == "MN":
+                        a_stage = b.smem.permute(a_stage, order=(1, 0), name="a_stage_mk")
+                    a_rows = b.smem.tile(a_stage, cw, mode=0, size=rows, name="a_rows")
+                    assert a_rows.type == a_rows_t
+                    b_stage = b.smem.slice(sb, s2, name="b_stage")
+                    if b_major == "MN":
+                        b_stage = b.smem.permute(b_stage, order=(1, 0), name="b_stage_nk")
+                    b.wgmma.fence()
                     acc_out = b.wgmma.mma(a_rows, b_stage, acc_in, name="acc_out")
                     b.wgmma.commit()
                     if pending:
                         b.wgmma.wait(pending=pending)
-                    else:
-                        acc_out = b.wgmma.wait(acc_out, pending=0, name="acc_done_k")
-                    if pending:
                         # the wgmmas of the previous k-tile are done: hand its stage back to the producer
-                        has_prev = b.arith.cmp(kt2, c0, pred="gt", name="has_prev")
+                        has_prev = b.arith.cmp(kt2, lo, pred="gt", name="has_prev")
                         with b.scf.if_(has_prev).then:
                             prev = b.arith.sub(kit, c1, name="prev")
                             prev_s = b.arith.rem(prev, c_stages, name="prev_s")
                             b.pipeline.release(pipe, prev_s)
                             b.scf.yield_()
                     else:
+                        acc_out = b.wgmma.wait(acc_out, pending=0, name="acc_done_k")
                         b.pipeline.release(pipe, s2)
-                b.scf.yield_(acc_out, b.arith.add(kit, c1, name="kit1"))
-            acc, kit_end = mloop.results
-            if pending and not fp8:
-                # the accumulators pass through the wait: nothing reads them before the last wgmmas completed
-                acc = b.wgmma.wait(acc, pending=0, name="acc_done")
-                any_k = b.arith.cmp(ktiles, c0, pred="gt", name="any_k")
-                with b.scf.if_(any_k).then:
-                    last = b.arith.sub(kit_end, c1, name="last")
-                    last_s = b.arith.rem(last, c_stages, name="last_s")
-                    b.pipeline.release(pipe, last_s)
-                    b.scf.yield_()
+                    b.scf.yield_(acc_out, b.arith.add(kit, c1, name="kit1"))
+                acc, kit_end = mloop.results
+                if pending:
+                    # the accumulators pass through the wait: nothing reads them before the last wgmmas completed
+                    acc = b.wgmma.wait(acc, pending=0, name="acc_done")
+                    any_k = b.arith.cmp(hi, lo, pred="gt", name="any_k")
+                    with b.scf.if_(any_k).then:
+                        last = b.arith.sub(kit_end, c1, name="last")
+                        last_s = b.arith.rem(last, c_stages, name="last_s")
+                        b.pipeline.release(pipe, last_s)
+                        b.scf.yield_()
+                return acc, kit_end
+
+            if fp8:
+                # promotion: the wgmmas of `promote` k-tiles sum into a chunk that starts from zero; the finished
+                # chunk joins the f32 total with ordinary adds
+                c_promote = b.const(promote, i32, name="promote")
+                with b.scf.for_(c0, ktiles, c_promote, init, cit, args=("kchunk", "total_in", "pkit"),
+                                names=["total", "kit_done"]) as ploop:
+                    kchunk, total_in, pkit = ploop
+                    kchunk_end = b.arith.min(b.arith.add(kchunk, c_promote, name="kchunk_next"), ktiles, name="kchunk_end")
+                    zero = b.frag.splat(fzero, type=acc_t, name="zero")
+                    chunk, chunk_kit = k_tiles(kchunk, kchunk_end, zero, pkit)
+                    b.scf.yield_(b.frag.add(total_in, chunk, name="total_out"), chunk_kit)
+                acc, kit_end = ploop.results
+            else:
+                acc, kit_end = k_tiles(c0, ktiles, init, cit)
             if fp8:
                 scale = b.arith.mul(kb["scale_a"], kb["scale_b"], name="scale")
                 acc = b.frag.mul(acc, scale, name="scaled")

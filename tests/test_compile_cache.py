@@ -408,3 +408,40 @@ def test_every_example_module_pickles_equal(path):
     for k in back.kernels:
         for op in k.body.ops:
             assert all(r.owner is op for r in op.results)
+
+
+def test_setmaxnreg_kernel_defers_nvjitlink_and_stores_the_cubin_once_read(cdir, monkeypatch):
+    """gemm_hopper re-sizes registers (setmaxnreg), so the driver loads its PTX: compiling it runs no nvJitLink, the
+    entry is stored without a cubin, and reading the cubin assembles it once and rewrites the entry with it."""
+    import ptxgen.runtime.nvjitlink as nvjitlink
+
+    text = (EXAMPLES / "gemm_hopper.tile").read_text()
+    calls = []
+    real = nvjitlink.compile_ptx
+
+    def counted(*a, **k):
+        calls.append(1)
+        return real(*a, **k)
+
+    monkeypatch.setattr(ptxgen_runtime(), "compile_ptx", counted)
+    k = jit_text(text, "examples/gemm_hopper.tile")
+    c = k.compile()
+    assert launcher.load_image(c) == "ptx" and not c.assembled and calls == []
+    launcher._COMPILED.clear()
+    stored = jit_text(text, "examples/gemm_hopper.tile").compile()
+    assert stored.from_cache and not stored.assembled and stored.ptx == c.ptx
+    assert stored.registers is not None and stored.assembled and calls == [1]   # ptxas -v: the info log
+    launcher._COMPILED.clear()
+    again = jit_text(text, "examples/gemm_hopper.tile").compile()
+    assert again.assembled and bytes(again.cubin) == bytes(stored.cubin) and calls == [1]
+
+
+def test_plain_kernel_is_assembled_before_it_is_stored(cdir):
+    c = jit_text(SQRT_SIN, "examples/sqrt_sin.tile").compile(ALIGNED)
+    assert launcher.load_image(c) == "cubin" and c.assembled
+
+
+def ptxgen_runtime():
+    import ptxgen.runtime
+
+    return ptxgen.runtime

@@ -177,10 +177,11 @@ def test_gpu_operand_majors(a_major, b_major):
     assert (torch.linalg.norm(c.double() - want) / torch.linalg.norm(want)).item() < 1e-2
 
 
-@pytest.mark.parametrize("name", ["e4m3", "e5m2"])
-def test_fp8_with_scales_and_promotion(name):
-    """fp8 operands (k-tiles of 128, wgmma k32), per-tensor scales, bf16 C; each k-tile's products are promoted into
-    a separate f32 total."""
+@pytest.mark.parametrize("name, promote", [("e4m3", 1), ("e5m2", 1), ("e4m3", 3)])
+def test_fp8_with_scales_and_promotion(name, promote):
+    """fp8 operands (k-tiles of 128, wgmma k32), per-tensor scales, bf16 C; the products of every ``promote`` k-tiles
+    are promoted into a separate f32 total (K = 400: four k-tiles, the last ragged; promote = 3 leaves a last chunk
+    of one k-tile)."""
     from ptxgen.ir.types import SCALARS
 
     t = SCALARS[name]
@@ -189,7 +190,7 @@ def test_fp8_with_scales_and_promotion(name):
     a = round_to(rng.standard_normal((m, k)) * 2, t)
     b = round_to(rng.standard_normal((n, k)) * 2, t)
     c = np.full((m, n), -7.0, dtype=np.float32)
-    kernel = twin().build(name, bn=128, stages=3)
+    kernel = twin().build(name, bn=128, stages=3, promote=promote)
     interpret(kernel, {"a": a, "b": b, "c": c, "m": m, "n": n, "k": k, "sms": 2, "scale_a": 0.5, "scale_b": 0.25})
     want = a.astype(np.float64) @ b.astype(np.float64).T * 0.125
     assert np.linalg.norm(c - want) / np.linalg.norm(want) < 1e-2
@@ -198,8 +199,14 @@ def test_fp8_with_scales_and_promotion(name):
     assert f"wgmma.mma_async.sync.aligned.m64n128k32.f32.{name}.{name}" in ptx
 
 
+def test_fp8_promotion_interval_is_checked():
+    with pytest.raises(ValueError, match="promote must be at least 1"):
+        twin().build("e4m3", bn=128, promote=0)
+
+
 @pytest.mark.gpu
-def test_gpu_fp8_matches_float64():
+@pytest.mark.parametrize("promote", [1, 4])
+def test_gpu_fp8_matches_float64(promote):
     torch = pytest.importorskip("torch")
     from ptxgen.runtime import gpu_available, jit
     if not gpu_available():
@@ -209,7 +216,8 @@ def test_gpu_fp8_matches_float64():
     b = torch.randn(n, k, device="cuda").to(torch.float8_e4m3fn)
     c = torch.full((m, n), -7.0, device="cuda", dtype=torch.bfloat16)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    jit(twin().build("e4m3", bn=128, stages=6))(a=a, b=b, c=c, m=m, n=n, k=k, sms=sms, scale_a=0.5, scale_b=0.25)
+    jit(twin().build("e4m3", bn=128, stages=6, promote=promote))(a=a, b=b, c=c, m=m, n=n, k=k, sms=sms, scale_a=0.5,
+                                                                scale_b=0.25)
     torch.cuda.synchronize()
     want = a.double() @ b.double().T * 0.125
     assert (torch.linalg.norm(c.double() - want) / torch.linalg.norm(want)).item() < 1e-2

@@ -285,6 +285,23 @@ def test_builder_twins_of_examples_are_structurally_equal():
         assert print_module(built) == print_module(parsed)
 
 
+def test_builder_refuses_a_value_name_defined_twice():
+    """The text form defines a name once per kernel, sibling regions included: the builder says so at the second
+    definition instead of building IR that cannot print; its generated names avoid the names given."""
+    from ptxgen.ir.builder import KernelBuilder, i32
+
+    kb = KernelBuilder("k", n=i32)
+    b = kb.b
+    b.const(1, i32, name="v1")
+    assert b.const(2, i32).name == "v2"        # v1 is taken
+    with pytest.raises(ValueError, match="%n is already defined"):
+        b.const(3, i32, name="n")               # a parameter's name
+    with b.scf.for_(b.const(0, i32, name="lo"), kb["n"], b.const(1, i32, name="one"), args=("i",)):
+        b.scf.yield_()
+    with pytest.raises(ValueError, match="%i is already defined"):
+        b.const(4, i32, name="i")
+
+
 def test_printer_canonical_form_for_builder_values():
     x = Value("x", GlobalTensorType(F32, 1))
     n = Value("n", I32)

@@ -118,9 +118,10 @@ class _Dialect:
 class Builder:
     """Appends ops to the current region; ``b.arith.add(x, y)`` builds ``%r = arith.add %x, %y : T``."""
 
-    def __init__(self, region: Region):
+    def __init__(self, region: Region, taken=()):
         self._stack = [region]
         self._counter = 0
+        self._names = set(taken)  # every value name of the kernel: the text form defines each one once
 
     def __getattr__(self, dialect):
         if dialect.startswith("_"):
@@ -129,9 +130,16 @@ class Builder:
 
     def _fresh(self, name=None) -> str:
         if name:
+            if name in self._names:
+                raise ValueError(f"value name %{name} is already defined in this kernel: names are defined once "
+                                 "per kernel (spec/tile-ir.md §3), even in sibling regions")
+            self._names.add(name)
             return name
-        self._counter += 1
-        return f"v{self._counter}"
+        while True:
+            self._counter += 1
+            if f"v{self._counter}" not in self._names:
+                self._names.add(f"v{self._counter}")
+                return f"v{self._counter}"
 
     def const(self, value, type: ScalarType, name=None) -> Value:
         """``%c = arith.const {value = ...} : type``."""
@@ -267,7 +275,7 @@ class KernelBuilder:
         if cluster is not None:
             attrs["cluster"] = tuple(cluster)
         self.kernel = Kernel(name, list(self.params.values()), attrs, Region())
-        self.b = Builder(self.kernel.body)
+        self.b = Builder(self.kernel.body, taken=self.params)
 
     def __getitem__(self, name: str) -> Value:
         return self.params[name]

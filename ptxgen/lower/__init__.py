@@ -78,18 +78,47 @@ def assemble(ptx: str, kernel, arch: str = DEFAULT_ARCH, options=DEFAULT_OPTIONS
 class Compiled:
     """A compiled kernel: ``ptx``, ``cubin`` (ptxgen.runtime.Cubin), ``llvm_ir``, ``spec``, ``arch``, ``name``,
     ``info_log`` and ``registers``/``spill_bytes`` read from it (None when absent). Unpacks as ``(ptx, cubin)``.
-    ``from_cache``: True when it was read from the disk cache (``ptxgen.runtime.cache``) instead of compiled."""
+    ``from_cache``: True when it was read from the disk cache (``ptxgen.runtime.cache``) instead of compiled.
+
+    The cubin may be assembled on first use (``assembler``, a no-argument callable returning it): a kernel the driver
+    loads from its PTX (``setmaxnreg``: see ``ptxgen.runtime.launcher.load_image``) then never waits for nvJitLink
+    unless someone reads ``cubin``, ``info_log``, ``registers`` or ``spill_bytes``. ``assembled`` says whether it
+    has been."""
 
     from_cache = False
 
-    def __init__(self, name, spec, arch, llvm_ir, ptx, cubin):
+    def __init__(self, name, spec, arch, llvm_ir, ptx, cubin=None, *, assembler=None):
+        if cubin is None and assembler is None:
+            raise ValueError(f"Compiled({name!r}): give the cubin or an assembler that makes it")
         self.name, self.spec, self.arch = name, spec, arch
-        self.llvm_ir, self.ptx, self.cubin = llvm_ir, ptx, cubin
-        self.info_log = getattr(cubin, "info_log", "")
+        self.llvm_ir, self.ptx = llvm_ir, ptx
+        self._cubin = cubin
+        self.assembler = assembler
+
+    @property
+    def assembled(self) -> bool:
+        return self._cubin is not None
+
+    @property
+    def cubin(self):
+        if self._cubin is None:
+            self._cubin = self.assembler()
+            self.assembler = None
+        return self._cubin
+
+    @property
+    def info_log(self) -> str:
+        return getattr(self.cubin, "info_log", "")
+
+    @property
+    def registers(self):
         m = re.search(r"Used (\d+) registers", self.info_log)
-        self.registers = int(m.group(1)) if m else None
+        return int(m.group(1)) if m else None
+
+    @property
+    def spill_bytes(self):
         spills = [int(x) for x in re.findall(r"(\d+) bytes spill (?:stores|loads)", self.info_log)]
-        self.spill_bytes = sum(spills) if spills else None
+        return sum(spills) if spills else None
 
     def __iter__(self):
         return iter((self.ptx, self.cubin))
@@ -106,15 +135,23 @@ class Compiled:
 
 
 def compile_kernel(kernel, specialization: Specialization | None = None, arch: str = DEFAULT_ARCH,
-                   options=DEFAULT_OPTIONS, verify: bool = True) -> Compiled:
+                   options=DEFAULT_OPTIONS, verify: bool = True, defer_assembly: bool = False) -> Compiled:
     """Lower, optimize, emit PTX and assemble: a ``Compiled`` (unpacks as ``(ptx, cubin)``). ``verify=False`` for a
-    kernel the caller has verified (``JitKernel`` does at construction; verifying gemm.tile again costs ≈ 60 ms)."""
+    kernel the caller has verified (``JitKernel`` does at construction; verifying gemm.tile again costs ≈ 60 ms).
+    ``defer_assembly=True``: nvJitLink runs when the cubin is first read (a ptxas error is raised then), not here.
+
+    >>> compile_kernel(kernel).registers          # doctest: +SKIP
+    90
+
+    Post: ``ptx`` is the PTX of the lowered kernel; ``cubin`` (now or once read) is nvJitLink's assembly of it."""
     kernel = _kernel(kernel)
     spec = specialization or Specialization.generic()
     llvm_ir = lower_kernel(kernel, spec, arch, verify=verify)
     ptx = target.emit_ptx(llvm_ir, arch)
-    cubin = assemble(ptx, kernel, arch, options)
-    return Compiled(kernel.name, spec, arch, llvm_ir, ptx, cubin)
+    if defer_assembly:
+        return Compiled(kernel.name, spec, arch, llvm_ir, ptx,
+                        assembler=lambda: assemble(ptx, kernel, arch, options))
+    return Compiled(kernel.name, spec, arch, llvm_ir, ptx, assemble(ptx, kernel, arch, options))
 
 
 __all__ = [

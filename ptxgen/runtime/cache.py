@@ -288,8 +288,12 @@ def lookup(key: str):
         from ..lower import Compiled
         from .nvjitlink import Cubin
 
-        cubin = Cubin(value["cubin"], info_log=value["info_log"], arch=value["cubin_arch"])
-        compiled = Compiled(value["name"], value["spec"], value["arch"], value["llvm_ir"], value["ptx"], cubin)
+        if value["cubin"] is None:  # stored before nvJitLink ran (a kernel the driver loads from PTX)
+            compiled = Compiled(value["name"], value["spec"], value["arch"], value["llvm_ir"], value["ptx"],
+                                assembler=_plain_assembler(value["ptx"], value["arch"], value["options"]))
+        else:
+            cubin = Cubin(value["cubin"], info_log=value["info_log"], arch=value["cubin_arch"])
+            compiled = Compiled(value["name"], value["spec"], value["arch"], value["llvm_ir"], value["ptx"], cubin)
     except Exception:  # fields missing or of the wrong type: a miss
         _STATS["corrupt"] += 1
         return None
@@ -297,15 +301,25 @@ def lookup(key: str):
     return compiled
 
 
-def store(key: str, compiled) -> bool:
-    """Write ``compiled`` (a ``ptxgen.lower.Compiled``) under ``key``, atomically. Returns False, with one
-    RuntimeWarning per process, when the cache is disabled (no warning then) or cannot be written; never raises
-    for an I/O failure. Post: on True, ``lookup(key)`` in any process gives an equal ptx/cubin/info_log."""
-    cubin = compiled.cubin
+def store(key: str, compiled, options=()) -> bool:
+    """Write ``compiled`` (a ``ptxgen.lower.Compiled``, compiled with nvJitLink ``options``) under ``key``,
+    atomically; a cubin not yet assembled is stored as absent (``lookup`` then gives one that assembles with
+    ``options`` when read). Returns False, with one RuntimeWarning per process, when the cache is disabled (no
+    warning then) or cannot be written; never raises for an I/O failure. Post: on True, ``lookup(key)`` in any process gives an equal ptx/cubin/info_log."""
+    cubin = compiled.cubin if compiled.assembled else None
     value = {"name": compiled.name, "spec": compiled.spec, "arch": compiled.arch, "llvm_ir": compiled.llvm_ir,
-             "ptx": compiled.ptx, "cubin": bytes(cubin), "info_log": getattr(cubin, "info_log", ""),
+             "ptx": compiled.ptx, "options": tuple(options),
+             "cubin": None if cubin is None else bytes(cubin), "info_log": getattr(cubin, "info_log", ""),
              "cubin_arch": getattr(cubin, "arch", compiled.arch)}
     return _write(key, "kernel", value)
+
+
+def _plain_assembler(ptx: str, arch: str, options):
+    def run():
+        from .nvjitlink import compile_ptx
+
+        return compile_ptx(ptx, arch=arch, options=options)
+    return run
 
 
 def lookup_module(key: str):

@@ -32,6 +32,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import math
+import re
 import struct
 
 from .driver import CudaError, DeviceBuffer, Module, _cu, _error_string, _result_name, context, set_max_dynamic_smem
@@ -230,12 +231,17 @@ def _spec_key(ptr, shape, strides, itemsize):
 
 def load_image(compiled) -> str:
     """Which image of a compiled kernel the driver loads: ``"cubin"`` (nvJitLink's), or ``"ptx"`` (the driver's own
-    whole-program JIT) when nvJitLink reported that it ignored ``setmaxnreg`` (ptxas info C7504: its relocatable
-    compile cannot re-size registers, so a warp-specialized kernel would be held to the launch budget and spill).
-    The driver JIT honours setmaxnreg (H100: gemm_hopper's TMA epilogue 168 registers and no local memory, against
-    104 bytes of spills from the nvJitLink cubin) and caches its result across processes.
-    Post: "ptx" exactly when the info log carries C7504."""
-    return "ptx" if "C7504" in (getattr(compiled, "info_log", "") or "") else "cubin"
+    whole-program JIT) for a kernel whose PTX re-sizes registers with ``setmaxnreg``: nvJitLink's relocatable compile
+    ignores that instruction (ptxas info C7504), so a warp-specialized kernel would be held to the launch budget and
+    spill. The driver JIT honours setmaxnreg (H100: gemm_hopper's TMA epilogue 168 registers and no local memory,
+    against 152 bytes of spills from the nvJitLink cubin; the driver's cuLink* path spills alike) and caches its
+    result across processes (``CUDA_CACHE_PATH``), so such a kernel never waits for nvJitLink to be loaded.
+
+    Post: "ptx" exactly when a PTX instruction line is ``setmaxnreg``."""
+    return "ptx" if _SETMAXNREG.search(compiled.ptx) else "cubin"
+
+
+_SETMAXNREG = re.compile(r"^\s*setmaxnreg\.", re.M)
 
 
 class CompiledKernel:
@@ -247,7 +253,12 @@ class CompiledKernel:
         self.name = name
         self.compiled = compiled
         self.loaded_from = load_image(compiled)
-        self.module = Module(compiled.ptx if self.loaded_from == "ptx" else compiled.cubin)
+        try:
+            self.module = Module(compiled.ptx if self.loaded_from == "ptx" else compiled.cubin)
+        except CudaError:
+            if self.loaded_from == "ptx":
+                compiled.cubin  # the driver's JIT refused it: nvJitLink's error names the IR ops of the bad lines
+            raise
         self.function = self.module.function(name)
         self.abi = abi
         n = max(1, len(abi))
@@ -332,14 +343,16 @@ class JitKernel:
     def __init__(self, kernel, arch: str = "sm_90a", options=None, *, _verified: bool = False,
                  _ir_hash: str | None = None):
         from ..ir.core import walk
-        from ..ir.text import print_kernel
         from ..ir.ops.tma import map_params
         from ..ir.types import GlobalTensorType, ScalarType, TensorMapType
         from ..lower import DEFAULT_OPTIONS
         from ..lower.specialize import Specialization, TensorSpec, kernel_abi
-        from ..verify import verify
 
+        # The verifier and the printer are imported only when needed: a cache hit through jit_text has neither to
+        # do, and importing the printer (json, importlib.resources, the grammar module) costs it ≈ 5 ms.
         if not _verified:  # jit_text's modules verified before they were cached; verifying is most of __init__
+            from ..verify import verify
+
             verify(kernel)
         self._Specialization, self._TensorSpec = Specialization, TensorSpec
         self.kernel = kernel
@@ -348,7 +361,11 @@ class JitKernel:
         self.options = tuple(options) if options is not None else DEFAULT_OPTIONS
         # jit_text passes the hash stored with its cached Module: printing gemm.tile costs a fresh process ≈ 90 ms
         # (the printer builds layoutc's CuTe parser to check layout attributes), the rest of a cache hit ≈ 3 ms
-        self.ir_hash = _ir_hash or hashlib.sha256(print_kernel(kernel).encode()).hexdigest()
+        if _ir_hash is None:
+            from ..ir.text import print_kernel
+
+            _ir_hash = hashlib.sha256(print_kernel(kernel).encode()).hexdigest()
+        self.ir_hash = _ir_hash
         self.abi = kernel_abi(kernel)
         self.params = []  # (name, is_tensor (a gtensor), dtype, rank)
         self.tmaps = {}   # tmap parameter name -> (its TensorMapType, the static TmaParams the lowering assumed)
@@ -411,12 +428,32 @@ class JitKernel:
             if c is None:
                 from ..lower import compile_kernel
 
-                # verified when this JitKernel was made (or, through jit_text, before its Module was cached)
-                c = compile_kernel(self.kernel, spec, self.arch, self.options, verify=False)
+                # verified when this JitKernel was made (or, through jit_text, before its Module was cached); a
+                # kernel the driver loads from PTX is assembled by nvJitLink only once its cubin is read
+                c = compile_kernel(self.kernel, spec, self.arch, self.options, verify=False, defer_assembly=True)
+                if load_image(c) == "cubin":
+                    c.cubin  # assembled now: the one image this kernel loads, stored with it
                 if disk_key:
-                    cache.store(disk_key, c)
+                    cache.store(disk_key, c, self.options)
+            if not c.assembled:
+                c.assembler = self._assembler(c, disk_key)
             _COMPILED[key] = c
         return c
+
+    def _assembler(self, c, disk_key):
+        """nvJitLink for a compiled kernel whose cubin was deferred: errors name this kernel's IR ops, and the disk
+        entry is rewritten with the cubin so that later processes read it instead of assembling again."""
+        from ..lower import assemble
+
+        def run():
+            cubin = assemble(c.ptx, self.kernel, self.arch, self.options)
+            if disk_key:
+                from . import cache
+
+                c._cubin = cubin
+                cache.store(disk_key, c, self.options)
+            return cubin
+        return run
 
     def _specialization_of(self, keys):
         names = [p[0] for p in self.params if p[1]]
