@@ -175,6 +175,8 @@ def main(argv=None):
                     row[f"ours_{name}_skipped"] = str(exc)
                     continue
                 site()
+                fn = site.compiled.function   # what the driver allocated: registers per thread, local memory (spills)
+                row[f"ours_{name}_regs"] = (fn.attribute("NUM_REGS"), fn.attribute("LOCAL_SIZE_BYTES"))
                 row[f"ours_{name}_err"] = rel_err(torch, c, want)
                 if row[f"ours_{name}_err"] < 1e-2:
                     runners[f"ours_{name}"] = site
@@ -216,11 +218,12 @@ def main(argv=None):
         print(f"{r['dtype']:<5} {r['shape']:<18} {r['ours_tflops']:8.1f} {str(r['ours_best']):>13} "
               f"{r.get('torch_tflops', float('nan')):8.1f} {tri} {r['ratio_to_cublas']:11.3f} {mine:9.2e} "
               f"{r.get('torch_err', float('nan')):10.2e}")
-    print("\nper variant (TFLOP/s, relative error):")
+    print("\nper variant (TFLOP/s, relative error, registers/local bytes per thread):")
     for r in rows:
         m, n, k = (int(x) for x in r["shape"].split("x"))
         flops = 2.0 * m * n * k
-        per = [f"{key[5:-3]}={flops / r[key] / 1e9:.0f} ({r[key[:-3] + '_err']:.1e})" for key in r
+        per = [f"{key[5:-3]}={flops / r[key] / 1e9:.0f} ({r[key[:-3] + '_err']:.1e}, regs/local "
+               f"{'/'.join(map(str, r[key[:-3] + '_regs']))})" for key in r
                if key.startswith("ours_") and key.endswith("_ms") and key != "ours_ms"]
         print(f"  {r['dtype']} {r['shape']}: " + " ".join(per))
     return 0

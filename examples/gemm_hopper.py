@@ -6,10 +6,11 @@ C = A·Bᵀ, A (M, K) and B (N, K) row-major (K contiguous), C (M, N) row-major;
 - Persistent: ``min(tiles, %sms)`` CTAs; CTA b computes the work items b, b + grid, b + 2·grid, …; ``sched.tile``
   maps a work item to its (m, n) tile in groups of ``group`` tile rows, so that the CTAs running together share A
   and B panels in L2.
-- Warp-specialized: ``gpu.roles`` gives warpgroup 0 to the PRODUCER (registers cut to 40) whose thread 0 walks every
-  (tile, k-tile) of its CTA with ONE running iteration counter, acquiring pipeline stages and issuing the TMA loads
-  of A's BM × 64 and B's BN × 64 boxes (K-major SW128 GMMA atoms); the two CONSUMER warpgroups (registers raised to
-  232) each own BM/2 rows of the tile. Because the counter runs across tiles, the producer fills the stages of the
+- Warp-specialized: ``gpu.roles`` gives warpgroup 0 to the PRODUCER (registers cut to 24, the least setmaxnreg
+  allows) whose thread 0 walks every (tile, k-tile) of its CTA with ONE running iteration counter, acquiring pipeline
+  stages and issuing the TMA loads of A's BM × 64 and B's BN × 64 boxes (K-major SW128 GMMA atoms); the two CONSUMER
+  warpgroups (registers raised to 240: 128·24 + 256·240 = 64 Ki, the whole register file) each own BM/2 rows of the
+  tile. Because the counter runs across tiles, the producer fills the stages of the
   next tile while the consumers still store the last one: the epilogue hides behind the next tile's loads.
 - Mainloop: per k-tile a consumer waits for the stage, issues its wgmmas (``wgmma.mma`` of (BM/2) × BN × 64: BM/128
   m64 blocks × 4 k16 steps), commits, and waits with ONE group still pending (``wgmma.wait {pending = 1}``), so the
@@ -59,7 +60,8 @@ def operand_ring(dtype: str, rows: int, stages: int, major: str):
 
 
 def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, group: int = 8, pending: int = 1,
-          cluster: int = 1, epilogue: str = "direct", a_major: str = "K", b_major: str = "K", promote: int = 1):
+          cluster: int = 1, epilogue: str = "direct", a_major: str = "K", b_major: str = "K", promote: int = 1,
+          registers: tuple = (24, 240)):
     """The kernel for one configuration. ``cluster = 2``: CTAs run in pairs along M that share their B panel: each
     CTA loads its own A box and HALF of the B box, multicast into both CTAs' smem (the pipeline's stages are then
     released by the consumers of both CTAs). ``epilogue = "tma"``: each consumer warpgroup writes its bf16 rows
@@ -69,6 +71,8 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
     ``a_major``/``b_major``: how A and B lie in global memory — ``"K"``: A (M, K) and B (N, K) with K contiguous;
     ``"MN"``: A (K, M) / B (K, N) with M / N contiguous (C = A·B for a row-major B). The kernel is the same; only the
     layouts (and the number of 64-column TMA boxes per stage) change. MN-major operands are built for clusters of 1.
+    ``registers``: the (producer, consumer) setmaxnreg budgets; the default gives the consumers all the file leaves
+    (fp8 with BN = 192 holds a 96-register chunk and a 96-register total: at 232 it spilled 32 bytes, at 240 none).
     ``dtype`` e4m3/e5m2 (fp8, K-major): k-tiles of 128, C in bf16 = (A·Bᵀ)·scale_a·scale_b with per-tensor f32 scales
     (parameters ``%scale_a``, ``%scale_b``), and the products of every ``promote`` k-tiles (128·promote deep) are
     summed into a separate f32 accumulator: their wgmmas start from zero and the finished chunk is added with ordinary
@@ -146,7 +150,7 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
     else:
         b.barrier.cta()
 
-    role = b.roles(producer=(1, 40), consumer=(2, 232))
+    role = b.roles(producer=(1, registers[0]), consumer=(2, registers[1]))
     with role["producer"]:
         with b.scf.if_(leader).then:
             with b.scf.for_(first, tiles, step, c0, args=("t", "it"), names=["it_done"]) as (t, it):
