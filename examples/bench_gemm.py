@@ -35,20 +35,23 @@ def load_example(name):
 def variant_kernel(variant: str, dtype: str):
     """A variant name → (kernel module, needs_sms): ``h128x256s4`` is gemm_hopper.build(bm=128, bn=256, stages=4),
     with optional suffixes ``p0`` (wgmma.wait pending 0), ``g4`` (rasterization groups of 4), ``c2`` (clusters of 2
-    with B multicast), ``k4`` (fp8: promote every 4 k-tiles of 128), ``t`` (TMA-store epilogue; needs N % 8 == 0); ``s128x256s3`` is the simple examples/gemm.py with bn=256 and 3 stages."""
+    with B multicast), ``k4`` (fp8: promote every 4 k-tiles of 128), ``t`` (TMA-store epilogue; needs N % 8 == 0; ``t2``: staged
+    in 2 column blocks); ``s128x256s3`` is the simple examples/gemm.py with bn=256 and 3 stages."""
     import re
 
-    m = re.fullmatch(r"([hs])(\d+)x(\d+)s(\d+)(?:p(\d))?(?:g(\d+))?(?:c(\d))?(?:k(\d+))?(t)?", variant)
+    m = re.fullmatch(r"([hs])(\d+)x(\d+)s(\d+)(?:p(\d))?(?:g(\d+))?(?:c(\d))?(?:k(\d+))?(t(\d)?)?", variant)
     if not m:
         raise ValueError(f"unknown variant {variant!r} (h<BM>x<BN>s<stages>[p<pending>][g<group>][c<cluster>]"
-                         "[k<promote>][t] or s128x<BN>s<stages>)")
+                         "[k<promote>][t[<split>]] or s128x<BN>s<stages>)")
     kind, bm, bn, stages = m.group(1), int(m.group(2)), int(m.group(3)), int(m.group(4))
     pending, group, cluster = int(m.group(5) or 1), int(m.group(6) or 8), int(m.group(7) or 1)
     promote = int(m.group(8) or 1)
     epilogue = "tma" if m.group(9) else "direct"
+    split = int(m.group(10) or 1)
     if kind == "h":
         return load_example("gemm_hopper").build(dtype, bm=bm, bn=bn, stages=stages, group=group, pending=pending,
-                                                 cluster=cluster, epilogue=epilogue, promote=promote), True
+                                                 cluster=cluster, epilogue=epilogue, promote=promote,
+                                                 epilogue_split=split), True
     if bm != 128:
         raise ValueError(f"{variant}: the simple GEMM has BM = 128")
     return load_example("gemm").build(dtype, bn, stages), False

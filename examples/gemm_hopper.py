@@ -61,13 +61,14 @@ def operand_ring(dtype: str, rows: int, stages: int, major: str):
 
 def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, group: int = 8, pending: int = 1,
           cluster: int = 1, epilogue: str = "direct", a_major: str = "K", b_major: str = "K", promote: int = 1,
-          registers: tuple = (24, 240)):
+          registers: tuple = (24, 240), epilogue_split: int = 1):
     """The kernel for one configuration. ``cluster = 2``: CTAs run in pairs along M that share their B panel: each
     CTA loads its own A box and HALF of the B box, multicast into both CTAs' smem (the pipeline's stages are then
     released by the consumers of both CTAs). ``epilogue = "tma"``: each consumer warpgroup writes its bf16 rows
     into a swizzled smem tile and one of its threads stores them with TMA (64-column boxes), asynchronously: the
     warpgroup goes on with the next tile's mainloop while the store drains (C's rows must then be 16-byte aligned:
-    N a multiple of 8); ``"direct"``: st.global from the registers through the accumulator's TV layout (any N).
+    N a multiple of 8); ``epilogue_split = S`` stages the tile in S column blocks through a buffer S times smaller
+    (BM = 128: 128 × 256 bf16 needs 64 KiB at once, 32 KiB in halves — room for a 4th pipeline stage); ``"direct"``: st.global from the registers through the accumulator's TV layout (any N).
     ``a_major``/``b_major``: how A and B lie in global memory — ``"K"``: A (M, K) and B (N, K) with K contiguous;
     ``"MN"``: A (K, M) / B (K, N) with M / N contiguous (C = A·B for a row-major B). The kernel is the same; only the
     layouts (and the number of 64-column TMA boxes per stage) change. MN-major operands are built for clusters of 1.
@@ -95,8 +96,15 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
     acc_t = frag("f32", (bn // 2) * (rows // 64))
     work = mul(cdiv("m", bm * cluster), cdiv("n", bn))
     grid = (hmin(work, "sms"), 1, 1) if cluster == 1 else (mul(hmin(work, cdiv("sms", cluster)), cluster), 1, 1)
+    if epilogue_split < 1 or bn % (64 * epilogue_split):
+        raise ValueError(f"epilogue_split {epilogue_split}: BN = {bn} must split into blocks of a multiple of 64 "
+                         "columns (whole TMA boxes)")
+    if epilogue_split > 1 and (epilogue != "tma" or rows != 64):
+        raise ValueError("epilogue_split > 1 stages column blocks of a TMA-store epilogue with BM = 128 (a column "
+                         "block is then a run of the accumulator's values)")
+    c_cols = bn // epilogue_split                     # columns staged in shared memory at a time
     if epilogue == "tma":
-        c_ring = gmma_smem_layout("K", "SW128", out_dtype, (bm, bn))    # the CTA's C tile, 64-column SW128 atoms
+        c_ring = gmma_smem_layout("K", "SW128", out_dtype, (bm, c_cols))  # the CTA's staged C, 64-column SW128 atoms
         c_rows = tile_split(c_ring, 0, rows)[0]                           # one consumer warpgroup's rows
         c_box = tile_split(c_rows, 1, 64)[0]                              # one TMA store: rows x 64 columns
         c_param = tmap(out_dtype, 2, c_box)
@@ -265,24 +273,34 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
                 # the C rows in smem may be rewritten only once the previous tile's TMA stores have read them: each
                 # warpgroup's thread 0 issued (and now waits for) its stores, and a named barrier over both consumer
                 # warpgroups (256 threads; bar.sync 1) tells every consumer thread
+                # With epilogue_split = S the tile goes out in S column blocks through one (rows, BN/S) buffer per
+                # warpgroup: block h is the accumulator's values h·BN/(2S) … (frag.slice), and it is written once
+                # block h-1's stores have read the buffer.
                 wg_leader = b.arith.cmp(lt, c0, pred="eq", name="wg_leader")
-                with b.scf.if_(wg_leader).then:
-                    b.tma.store_wait(pending=0, read=True)
-                    b.scf.yield_()
-                b.barrier.named(id=1, threads=256)
                 c_mine = b.smem.tile(sc, cw, mode=0, size=rows, name="c_mine")
-                b.smem.store(c_mine, lt, out, tv=accumulator_block_tv(rows, bn))
-                b.fence.proxy_async()   # the generic smem writes before the async-proxy (TMA) reads
-                b.barrier.named(id=1, threads=256)
-                with b.scf.if_(wg_leader).then:
-                    c_col = b.const(64, i32, name="c64")
-                    for j in range(bn // 64):
-                        cj = b.const(j, i32, name=f"cj{j}")
-                        box = b.smem.tile(c_mine, cj, mode=1, size=64, name=f"c_box{j}")
-                        col = b.arith.add(n0c, b.arith.mul(cj, c_col, name=f"c_off{j}"), name=f"c_col{j}")
-                        b.tma.store(kb["c"], box, r0, col)
-                    b.tma.store_commit()
-                    b.scf.yield_()
+                c_col = b.const(64, i32, name="c64")
+                part_values = acc_t.size // epilogue_split
+                for h in range(epilogue_split):
+                    tag = f"_{h}" if epilogue_split > 1 else ""
+                    with b.scf.if_(wg_leader).then:
+                        b.tma.store_wait(pending=0, read=True)
+                        b.scf.yield_()
+                    b.barrier.named(id=1, threads=256)
+                    part = out if epilogue_split == 1 else b.frag.slice(
+                        out, offset=h * part_values, type=frag(out_dtype, part_values), name=f"out{tag}")
+                    b.smem.store(c_mine, lt, part, tv=accumulator_block_tv(rows, c_cols))
+                    b.fence.proxy_async()   # the generic smem writes before the async-proxy (TMA) reads
+                    b.barrier.named(id=1, threads=256)
+                    with b.scf.if_(wg_leader).then:
+                        for j in range(c_cols // 64):
+                            cj = b.const(j + h * (c_cols // 64), i32, name=f"cj{j}{tag}")
+                            box = b.smem.tile(c_mine, b.const(j, i32, name=f"cb{j}{tag}") if h else cj, mode=1,
+                                              size=64, name=f"c_box{j}{tag}")
+                            col = b.arith.add(n0c, b.arith.mul(cj, c_col, name=f"c_off{j}{tag}"),
+                                              name=f"c_col{j}{tag}")
+                            b.tma.store(kb["c"], box, r0, col)
+                        b.tma.store_commit()
+                        b.scf.yield_()
             b.scf.yield_(kit_end)
     if epilogue == "tma":
         # the last tile's stores must have read shared memory before the CTA ends

@@ -61,10 +61,22 @@ def test_text_kernel_matches_float64(m, n, k, sms):
     (dict(bn=64, stages=2, pending=0), BF16, (200, 136, 328, 4)),
     (dict(bn=128, stages=2, epilogue="tma"), BF16, (300, 264, 200, 2)),    # TMA-store epilogue (N % 8 == 0)
     (dict(bn=256, stages=2, cluster=2, epilogue="tma"), BF16, (129, 512, 72, 2)),
+    (dict(bn=256, stages=2, epilogue="tma", epilogue_split=2), BF16, (129, 520, 72, 2)),   # C staged in halves
+    (dict(bn=192, stages=2, epilogue="tma", epilogue_split=3), F16, (200, 392, 72, 3)),    # ... in 64-column thirds
 ])
 def test_builder_variants_match_float64(args, dtype, shape):
     kernel = twin().build(dtype.name, **args)
     assert run(kernel, *shape, dtype=dtype) < 1e-2
+
+
+@pytest.mark.parametrize("args, message", [
+    (dict(epilogue_split=2), "epilogue_split > 1 stages column blocks of a TMA-store epilogue"),
+    (dict(bm=256, bn=128, epilogue="tma", epilogue_split=2), "with BM = 128"),
+    (dict(bn=256, epilogue="tma", epilogue_split=3), "BN = 256 must split into blocks of a multiple of 64"),
+])
+def test_epilogue_split_rules(args, message):
+    with pytest.raises(ValueError, match=message):
+        twin().build("bf16", **args)
 
 
 def test_zero_k_stores_zeros():
@@ -124,13 +136,42 @@ def test_gpu_matches_float64(m, n, k):
     assert (torch.linalg.norm(c.double() - want) / torch.linalg.norm(want)).item() < 1e-2
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype, args", [
+    ("bf16", dict(bn=256, stages=4, epilogue="tma", epilogue_split=2)),
+    ("bf16", dict(bn=256, stages=4, cluster=2, epilogue="tma", epilogue_split=2)),
+    ("e4m3", dict(bn=192, stages=4, cluster=2, epilogue="tma", promote=4)),
+    ("e4m3", dict(bn=192, stages=5, cluster=2, epilogue="tma", epilogue_split=3, promote=4)),
+])
+def test_gpu_benchmark_variants_match_float64(dtype, args):
+    """The configurations bench_gemm.py reports, on a ragged shape (C rows 16-byte aligned for the TMA store)."""
+    torch = pytest.importorskip("torch")
+    from ptxgen.runtime import gpu_available, jit
+    if not gpu_available():
+        pytest.skip("needs a CUDA GPU")
+    m, n, k = 1000, 1064, 1040
+    fp8 = dtype == "e4m3"
+    kind = torch.float8_e4m3fn if fp8 else torch.bfloat16
+    a = torch.randn(m, k, device="cuda").to(kind)
+    b = torch.randn(n, k, device="cuda").to(kind)
+    c = torch.full((m, n), -7.0, device="cuda", dtype=torch.bfloat16)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    scales = dict(scale_a=0.5, scale_b=0.25) if fp8 else {}
+    jit(twin().build(dtype, **args))(a=a, b=b, c=c, m=m, n=n, k=k, sms=sms, **scales)
+    torch.cuda.synchronize()
+    want = a.double() @ b.double().T * (0.125 if fp8 else 1.0)
+    assert (torch.linalg.norm(c.double() - want) / torch.linalg.norm(want)).item() < 1e-2
+
+
 def test_setmaxnreg_kernels_load_through_the_driver_jit():
     """nvJitLink compiles relocatably and ignores setmaxnreg (ptxas C7504); such kernels are loaded from their PTX by
     the driver's whole-program JIT, which honours it; kernels without it keep nvJitLink's cubin."""
     from ptxgen.runtime.launcher import load_image
 
-    warp_specialized = compile_kernel(text_module())
-    assert "setmaxnreg" in warp_specialized.ptx and "C7504" in warp_specialized.info_log
+    warp_specialized = compile_kernel(text_module(), defer_assembly=True)
+    assert "setmaxnreg" in warp_specialized.ptx and load_image(warp_specialized) == "ptx"
+    assert not warp_specialized.assembled       # deciding needs no nvJitLink ...
+    assert "C7504" in warp_specialized.info_log  # ... which, when asked, says it ignores setmaxnreg
     assert load_image(warp_specialized) == "ptx"
     plain = compile_kernel(parse_module((EXAMPLES / "sqrt_sin.tile").read_text(), file="examples/sqrt_sin.tile"))
     assert load_image(plain) == "cubin"

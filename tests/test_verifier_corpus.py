@@ -78,6 +78,12 @@ CORPUS = [
                                "  %c = frag.exp %a : frag<bf16>[4]",
      "frag.exp is defined for f32 fragments, not bf16", BODY_LINE + 2),
     ("splat type", "  %a = frag.splat %t : frag<f32>[4]", "the scalar's type i32 differs from the fragment's element type f32"),
+    ("slice past the end", "  %a = frag.splat %s : frag<f32>[8]\n  %b = frag.slice %a {offset = 6} : frag<f32>[4]",
+     "values 6 … 9 are not all inside the operand's 8 values", BODY_LINE + 1),
+    ("slice element type", "  %a = frag.splat %s : frag<f32>[8]\n  %b = frag.slice %a {offset = 0} : frag<bf16>[4]",
+     "the result's element type bf16 differs from the operand's f32", BODY_LINE + 1),
+    ("slice offset", "  %a = frag.splat %s : frag<f32>[8]\n  %b = frag.slice %a : frag<f32>[4]",
+     "missing attribute 'offset'", BODY_LINE + 1),
     ("reduce across warps", "  %a = frag.splat %s : frag<f32>[8]\n"
                             "  %r = frag.reduce %a, %t {tv = [(128,8):(1,128)], tile = [(8,128)], mode = 1, kind = add} : frag<f32>[8]",
      "row 0 is spread over warps [0, 1, 2, 3]", BODY_LINE + 1),

@@ -1,4 +1,4 @@
-"""frag: register fragments: elementwise math, casts, splats and row/column reductions."""
+"""frag: register fragments: elementwise math, casts, slices, splats and row/column reductions."""
 from __future__ import annotations
 
 import numpy as np
@@ -105,6 +105,34 @@ class FragCast(OpDef):
     def lower(self, op, lx):
         x = op.operands[0]
         lx.set(op.results[0], [lx.convert(v, x.type.dtype, op.results[0].type.dtype) for v in lx.get(x)])
+
+
+@register
+class Slice(OpDef):
+    name = "frag.slice"
+    summary = "a run of consecutive values of a fragment (in its flat value order) as a smaller fragment"
+
+    def verify(self, op, v):
+        (x,) = v.operands(op, 1)
+        (t,) = v.results(op, 1)
+        offset = v.attr(op, "offset", int)
+        if not isinstance(x.type, FragmentType) or not isinstance(t, FragmentType):
+            v.error(op, f"operand and result must be frags, got {x.type} and {t}")
+            return
+        if x.type.dtype != t.dtype:
+            v.error(op, f"the result's element type {t.dtype} differs from the operand's {x.type.dtype}")
+        if offset is not None and (offset < 0 or offset + t.size > x.type.size):
+            v.error(op, f"values {offset} … {offset + t.size - 1} are not all inside the operand's "
+                        f"{x.type.size} values")
+
+    def interpret(self, op, ix):
+        start = op.attrs["offset"]
+        ix.set(op.results[0], ix.get(op.operands[0])[:, start:start + op.results[0].type.size].copy())
+
+    def lower(self, op, lx):
+        """No code: the result is the operand's registers ``offset`` … ``offset + size - 1``."""
+        start = op.attrs["offset"]
+        lx.set(op.results[0], lx.get(op.operands[0])[start:start + op.results[0].type.size])
 
 
 @register
