@@ -78,7 +78,8 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
     (parameters ``%scale_a``, ``%scale_b``), and the products of every ``promote`` k-tiles (128·promote deep) are
     summed into a separate f32 accumulator: their wgmmas start from zero and the finished chunk is added with ordinary
     f32 adds — DeepGEMM's promotion, since fp8 wgmma accumulates with fewer mantissa bits (``promote = 1``: every
-    k-tile, as DeepGEMM; larger intervals stall the tensor cores less often and round more)."""
+    k-tile, as DeepGEMM; larger intervals stall the tensor cores less often and round more). The two consumer
+    warpgroups promote ``promote // 2`` k-tiles apart, so that one's wait-and-add overlaps the other's wgmmas."""
     if promote < 1:
         raise ValueError(f"promote must be at least 1 (k-tiles per promotion), not {promote}")
     fp8 = dtype in ("e4m3", "e5m2")
@@ -247,14 +248,20 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
 
             if fp8:
                 # promotion: the wgmmas of `promote` k-tiles sum into a chunk that starts from zero; the finished
-                # chunk joins the f32 total with ordinary adds
+                # chunk joins the f32 total with ordinary adds. The two consumer warpgroups promote half a chunk
+                # apart (warpgroup 1's chunks start promote/2 k-tiles earlier, its first one clipped at 0): while
+                # one waits for its chunk and adds it, the other's wgmmas keep the tensor cores busy.
                 c_promote = b.const(promote, i32, name="promote")
-                with b.scf.for_(c0, ktiles, c_promote, init, cit, args=("kchunk", "total_in", "pkit"),
+                stagger = b.arith.mul(cw, b.const(promote // 2, i32, name="half_chunk"), name="stagger")
+                first_chunk = b.arith.sub(c0, stagger, name="first_chunk")
+                with b.scf.for_(first_chunk, ktiles, c_promote, init, cit, args=("kchunk", "total_in", "pkit"),
                                 names=["total", "kit_done"]) as ploop:
                     kchunk, total_in, pkit = ploop
-                    kchunk_end = b.arith.min(b.arith.add(kchunk, c_promote, name="kchunk_next"), ktiles, name="kchunk_end")
+                    kchunk_lo = b.arith.max(kchunk, c0, name="kchunk_lo")
+                    kchunk_end = b.arith.min(b.arith.add(kchunk, c_promote, name="kchunk_next"), ktiles,
+                                             name="kchunk_end")
                     zero = b.frag.splat(fzero, type=acc_t, name="zero")
-                    chunk, chunk_kit = k_tiles(kchunk, kchunk_end, zero, pkit)
+                    chunk, chunk_kit = k_tiles(kchunk_lo, kchunk_end, zero, pkit)
                     b.scf.yield_(b.frag.add(total_in, chunk, name="total_out"), chunk_kit)
                 acc, kit_end = ploop.results
             else:

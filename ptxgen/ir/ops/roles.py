@@ -110,11 +110,19 @@ class Roles(OpDef):
         base_mask, base_yielded = ix.mask, ix.yielded
         names = [str(x) for x in op.attrs["names"]]
         streams = []
+        # one stream per warpgroup: the warpgroups of a role run independently on the GPU (they may be at
+        # different iterations, e.g. promoting at different k-tiles), and only barriers order them
         for (first, count), region, name in zip(role_ranges(op), op.regions, names):
-            mask = np.zeros(ix.nthreads, dtype=bool)
-            mask[128 * first:128 * (first + count)] = True
-            streams.append({"name": name, "mask": mask, "region": region, "gen": None, "wait": None})
+            for g in range(first, first + count):
+                mask = np.zeros(ix.nthreads, dtype=bool)
+                mask[128 * g:128 * (g + 1)] = True
+                shown = name if count == 1 else f"{name} (warpgroup {g})"
+                streams.append({"name": shown, "mask": mask, "region": region, "gen": None, "wait": None,
+                                "values": None})
         live = list(streams)
+        # Each stream defines the values of its region in its own table (two warpgroups running one region must
+        # not overwrite each other's per-thread arrays); what was defined before the roles is shared, read-only (SSA).
+        base_values = ix.values
         try:
             while live:
                 progressed = False
@@ -123,6 +131,9 @@ class Roles(OpDef):
                         continue
                     progressed = True
                     ix.mask, ix.yielded = base_mask, base_yielded
+                    if s["values"] is None:
+                        s["values"] = dict(base_values)
+                    ix.values = s["values"]
                     try:
                         if s["gen"] is None:
                             s["gen"] = ix.steps(s["region"], s["mask"])
@@ -131,11 +142,13 @@ class Roles(OpDef):
                             s["wait"] = s["gen"].send(None)
                     except StopIteration:
                         live.remove(s)
+                    finally:
+                        ix.values = base_values
                 if live and not progressed:
                     ix.mask, ix.yielded = base_mask, base_yielded
                     yield RolesWait(op, [(s["name"], s["wait"]) for s in live])
         finally:
-            ix.mask, ix.yielded = base_mask, base_yielded
+            ix.mask, ix.yielded, ix.values = base_mask, base_yielded, base_values
 
     def lower(self, op, lx):
         """A branch per role on the warpgroup index (``tid / 128``); each role first re-sizes its registers with

@@ -46,19 +46,42 @@ class For(OpDef):
         v.yields(op, region, [r.type for r in op.results], optional=not op.results)
 
     def interpret(self, op, ix):
+        """SIMT: each thread runs its own iterations. Bounds that agree over the active threads (the usual case)
+        step every thread together; bounds that differ (e.g. per warpgroup) run each iteration for the threads
+        still inside their range, and a thread's carried values stop changing once it has left."""
         lo, hi, step, *inits = op.operands
-        lo_v, hi_v, step_v = (ix.uniform(x, op) for x in (lo, hi, step))
-        if step_v <= 0:
-            ix.fail(op, f"step {step_v} is not positive")
+        bounds = [np.broadcast_to(np.asarray(ix.get(x), dtype=np.int64), (ix.nthreads,)) for x in (lo, hi, step)]
+        active = ix.mask
+        if not active.any():
+            for res, x in zip(op.results, inits):
+                ix.set(res, ix.get(x))
+            return
+        lo_a, hi_a, step_a = bounds
+        if np.any(step_a[active] <= 0):
+            ix.fail(op, f"step {int(step_a[active].min())} is not positive")
         region = op.regions[0]
         carried = [ix.get(x) for x in inits]
-        i = lo_v
-        while i < hi_v:
-            ix.set(region.args[0], np.full(ix.nthreads, i, dtype=np.int32))
-            for arg, val in zip(region.args[1:], carried):
-                ix.set(arg, val)
-            carried = yield from ix.steps(region)
-            i += step_v
+        if all(np.all(b[active] == b[active][0]) for b in bounds):
+            i, hi_v, step_v = (int(b[active][0]) for b in bounds)
+            while i < hi_v:
+                ix.set(region.args[0], np.full(ix.nthreads, i, dtype=np.int32))
+                for arg, val in zip(region.args[1:], carried):
+                    ix.set(arg, val)
+                carried = yield from ix.steps(region)
+                i += step_v
+        else:
+            i = lo_a.copy()
+            while True:
+                running = active & (i < hi_a)
+                if not running.any():
+                    break
+                ix.set(region.args[0], i.astype(np.int32))
+                for arg, val in zip(region.args[1:], carried):
+                    ix.set(arg, val)
+                new = yield from ix.steps(region, mask=running)
+                carried = [np.where(running.reshape((-1,) + (1,) * (np.ndim(old) - 1)), nv, old)
+                           for nv, old in zip(new, carried)]
+                i = np.where(running, i + step_a, i)
         for res, val in zip(op.results, carried):
             ix.set(res, val)
 
