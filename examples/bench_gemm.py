@@ -4,12 +4,13 @@
     python examples/bench_gemm.py [--dtypes bf16,f16,e4m3] [--shapes 4096x4096x4096,...] [--variants h128x256s4,...]
 
 C = A·Bᵀ with A (M, K) and B (N, K) row-major, C (M, N) row-major, f32 accumulation; for ``e4m3`` C is bf16 =
-(A·Bᵀ)·scale_a·scale_b with per-tensor scales, against ``torch._scaled_mm`` (cuBLAS fp8, default accumulation). Every shape gets fresh random
-inputs; each kernel's result is checked against a float64 reference by relative Frobenius error (≤ 1e-2) BEFORE it
-is timed. Timing: CUDA events around each launch, median of the repeats after warm-up; our kernel is launched
-through a prepared call site (the launcher's hot path), torch as ``torch.matmul(a, b.T, out=c)``, Triton through
-its compiled kernel. TFLOP/s = 2·M·N·K / time. The table is printed last; JSON goes to $OUT/bench_gemm.json (or
-./bench_gemm.json).
+(A·Bᵀ)·scale_a·scale_b with per-tensor scales, against ``torch._scaled_mm`` (cuBLAS fp8, default accumulation).
+Every shape gets fresh random inputs; each kernel's result is checked against a float64 reference by relative
+Frobenius error (≤ 1e-2) BEFORE it is timed. Timing: CUDA events around each launch, median of the repeats after
+warm-up, in interleaved rounds (a shuffled order each round; the figure is the median over rounds); our kernel is
+launched through a prepared call site (the launcher's hot path), torch as ``torch.matmul(a, b.T, out=c)``, Triton
+through its compiled kernel. TFLOP/s = 2·M·N·K / time. The table is printed last; JSON goes to
+$OUT/bench_gemm.json (or ./bench_gemm.json).
 """
 from __future__ import annotations
 
@@ -18,11 +19,20 @@ import importlib.util
 import json
 import os
 import pathlib
+import random
 import statistics
 import sys
 
 HERE = pathlib.Path(__file__).resolve().parent
 DEFAULT_SHAPES = "4096x4096x4096,8192x8192x8192,8192x8192x1024,2048x2048x2048,4096x4096x16384,3001x2999x2008"
+# the configurations worth timing per dtype (H100, 2026-11-24): 16-bit 128x256 tiles with the TMA-store epilogue
+# staged in halves (4 stages) or whole (3 stages), clusters of 2 or not, and the direct epilogue for any N; fp8
+# 128x192 / 128x128 tiles (a chunk and a total of f32 must fit: 96 + 96 registers) promoting every 4 k-tiles
+DEFAULT_VARIANTS = {
+    "bf16": "h128x256s4,h128x256s4t2,h128x256s4c2t2,h128x256s3c2t",
+    "f16": "h128x256s4,h128x256s4t2,h128x256s4c2t2,h128x256s3c2t",
+    "e4m3": "h128x192s4c2k4t3,h128x192s5c2k4t3,h128x128s4c2k4t,h128x128s6c2k4",
+}
 
 
 def load_example(name):
@@ -121,10 +131,11 @@ def triton_gemm():
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--dtypes", default="bf16,f16")
+    ap.add_argument("--dtypes", default="bf16,f16,e4m3")
     ap.add_argument("--shapes", default=DEFAULT_SHAPES)
-    ap.add_argument("--variants", default="h128x256s4,h128x128s6",
-                    help="ours: h<BM>x<BN>s<stages>[p<pending>][g<group>] (gemm_hopper) or s128x<BN>s<stages> (gemm)")
+    ap.add_argument("--variants", default=None,
+                    help="ours: h<BM>x<BN>s<stages>[p<pending>][g<group>][c<cluster>][k<promote>][t[<split>]] "
+                         "(gemm_hopper) or s128x<BN>s<stages> (gemm); default: DEFAULT_VARIANTS of each dtype")
     ap.add_argument("--repeats", type=int, default=10, help="launches per timing (median)")
     ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds (median of the round medians)")
     ap.add_argument("--no-triton", action="store_true")
@@ -139,7 +150,7 @@ def main(argv=None):
     rows = []
     for dtype in args.dtypes.split(","):
         kernels = {}
-        for v in args.variants.split(","):
+        for v in (args.variants or DEFAULT_VARIANTS[dtype]).split(","):
             module, needs_sms = variant_kernel(v, dtype)
             kernels[v] = (jit(module), needs_sms)
         for shape in args.shapes.split(","):
@@ -192,9 +203,13 @@ def main(argv=None):
             # then timing, interleaved: every round times each kernel once (median of `repeats` launches), so clock
             # and power drift hit all of them alike; the figure is the median over the rounds
             samples = {key: [] for key in runners}
-            for _ in range(args.rounds):
-                for key, fn in runners.items():
-                    samples[key].append(time_ms(torch, fn, warmup=3, repeats=args.repeats))
+            order = list(runners)
+            for r in range(args.rounds):
+                # a fresh order each round: no kernel is always timed right after the same one (a hot GPU clocks
+                # down, so a fixed position would bias every round the same way)
+                random.Random(r).shuffle(order)
+                for key in order:
+                    samples[key].append(time_ms(torch, runners[key], warmup=3, repeats=args.repeats))
             for key, values in samples.items():
                 row[f"{key}_ms"] = statistics.median(values)
             best = min((key for key in runners if key.startswith("ours_")), key=lambda key: row[f"{key}_ms"],

@@ -32,7 +32,7 @@ def builder(name):
 
 
 def check(name, ok):
-    print(f"{name:<28} {'ok' if ok else 'MISMATCH'}", flush=True)
+    print(f"{name:<44} {'ok' if ok else 'MISMATCH'}", flush=True)
     return ok
 
 
@@ -59,18 +59,27 @@ def main() -> int:
     results.append(check("tma_copy 100x600", bool(torch.equal(x, y))))
 
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    for name, kernel, extra in (("gemm", load("gemm"), {}), ("gemm_hopper", load("gemm_hopper"), {"sms": sms}),
-                                ("gemm_hopper cluster=2", builder("gemm_hopper").build("bf16", cluster=2),
-                                 {"sms": sms})):
-        m, n, k = 300, 520, 200
-        a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
-        b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
+    hopper = builder("gemm_hopper")
+    cases = [("gemm", "bf16", load("gemm"), {}), ("gemm_hopper", "bf16", load("gemm_hopper"), {"sms": sms}),
+             ("gemm_hopper cluster=2", "bf16", hopper.build("bf16", cluster=2), {"sms": sms}),
+             ("gemm_hopper tma-epilogue halves", "bf16", hopper.build("bf16", epilogue="tma", epilogue_split=2),
+              {"sms": sms}),
+             ("gemm_hopper c2 halves", "bf16", hopper.build("bf16", cluster=2, epilogue="tma", epilogue_split=2),
+              {"sms": sms}),
+             ("gemm_hopper e4m3 128x192 c2 k4", "e4m3",
+              hopper.build("e4m3", bn=192, cluster=2, epilogue="tma", epilogue_split=3, promote=4),
+              {"sms": sms, "scale_a": 0.5, "scale_b": 0.25})]
+    for name, dtype, kernel, extra in cases:
+        m, n, k = 300, 520, 200 if dtype == "bf16" else 272
+        kind = torch.bfloat16 if dtype == "bf16" else torch.float8_e4m3fn
+        a = torch.randn(m, k, device="cuda").to(kind)
+        b = torch.randn(n, k, device="cuda").to(kind)
         c = torch.full((m, n), -7.0, device="cuda", dtype=torch.bfloat16)
         jit(kernel)(a=a, b=b, c=c, m=m, n=n, k=k, **extra)
         torch.cuda.synchronize()
-        want = a.double() @ b.double().T
+        want = a.double() @ b.double().T * (0.125 if dtype == "e4m3" else 1.0)
         err = (torch.linalg.norm(c.double() - want) / torch.linalg.norm(want)).item()
-        results.append(check(f"{name} 300x520x200", err < 1e-2))
+        results.append(check(f"{name} {m}x{n}x{k}", err < 1e-2))
     return 0 if all(results) else 1
 
 
