@@ -246,7 +246,10 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
                         b.scf.yield_()
                 return acc, kit_end
 
-            if fp8:
+            if fp8 and promote == 1:
+                acc, kit_end = promote_every_k_tile(b, pipe, sa, sb, cw, rows, bk, acc_t, init, cit, ktiles, c0, c1,
+                                                    c_stages, fzero, a_major, b_major)
+            elif fp8:
                 # promotion: the wgmmas of `promote` k-tiles sum into a chunk that starts from zero; the finished
                 # chunk joins the f32 total with ordinary adds. The two consumer warpgroups promote half a chunk
                 # apart (warpgroup 1's chunks start promote/2 k-tiles earlier, its first one clipped at 0): while
@@ -317,6 +320,75 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
     if cluster > 1:
         b.barrier.cluster()   # no CTA exits while a peer may still multicast into it or release its stages
     return kb.module("examples/gemm_hopper.py")
+
+
+def promote_every_k_tile(b, pipe, sa, sb, cw, rows, bk, acc_t, init, cit, ktiles, c0, c1, c_stages, fzero,
+                         a_major, b_major):
+    """The fp8 mainloop promoting every k-tile (128 deep, DeepGEMM's interval) with the two consumer warpgroups
+    half a k-tile apart: each k-tile's wgmmas are issued as two K-halves (two m64nNk32 each); warpgroup 0's chunk is
+    one k-tile, warpgroup 1's is the second half of one k-tile and the first half of the next. When warpgroup 0
+    waits for its chunk and adds it, warpgroup 1's second half is still queued on the tensor cores, and the other way
+    round. Each warpgroup has its own loop (an accumulator in flight must not pass through the phi of a branch: the
+    copies would read it and ptxas would serialize every wgmma, C7514). → (the f32 total, the iteration counter after
+    the last k-tile)."""
+    half = bk // 2
+
+    def stage_halves(kit, tag):
+        s2 = b.pipeline.wait(pipe, kit, name=f"s2{tag}")
+        a_rows = b.smem.tile(b.smem.slice(sa, s2, name=f"a_stage{tag}"), cw, mode=0, size=rows, name=f"a_rows{tag}")
+        b_stage = b.smem.slice(sb, s2, name=f"b_stage{tag}")
+        halves = [(b.smem.tile(a_rows, c, mode=1, size=half, name=f"a_{h}{tag}"),
+                   b.smem.tile(b_stage, c, mode=1, size=half, name=f"b_{h}{tag}")) for h, c in (("lo", c0), ("hi", c1))]
+        return s2, halves
+
+    first_wg = b.arith.cmp(cw, c0, pred="eq", name="first_wg")
+    branch = b.scf.if_(first_wg, types=(acc_t, i32), names=["total", "kit_end"])
+    with branch.then:
+        with b.scf.for_(c0, ktiles, c1, init, cit, args=("kt0", "total_in0", "kit0"),
+                        names=["total0", "kit_end0"]) as loop0:
+            _kt, total_in, kit = loop0
+            s2, ((a_lo, b_lo), (a_hi, b_hi)) = stage_halves(kit, "_0")
+            zero = b.frag.splat(fzero, type=acc_t, name="zero_0")
+            b.wgmma.fence()
+            whole = b.wgmma.mma(a_lo, b_lo, zero, name="whole_lo")
+            whole = b.wgmma.mma(a_hi, b_hi, whole, name="whole")
+            b.wgmma.commit()
+            whole = b.wgmma.wait(whole, pending=0, name="whole_done")
+            b.pipeline.release(pipe, s2)
+            b.scf.yield_(b.frag.add(total_in, whole, name="total_out0"), b.arith.add(kit, c1, name="kit_next0"))
+        b.scf.yield_(*loop0.results)
+    with branch.otherwise:
+        # the chunk opened by a k-tile's second half closes with the next k-tile's first half
+        zero = b.frag.splat(fzero, type=acc_t, name="zero_1")
+        with b.scf.for_(c0, ktiles, c1, init, zero, cit, args=("kt1", "total_in1", "open_in", "kit1"),
+                        names=["total1", "open", "kit_end1"]) as loop1:
+            kt, total_in, open_in, kit = loop1
+            s2, ((a_lo, b_lo), (a_hi, b_hi)) = stage_halves(kit, "_1")
+            b.wgmma.fence()
+            closing = b.wgmma.mma(a_lo, b_lo, open_in, name="closing")
+            b.wgmma.commit()
+            closing = b.wgmma.wait(closing, pending=0, name="closing_done")
+            has_prev = b.arith.cmp(kt, c0, pred="gt", name="has_prev1")
+            with b.scf.if_(has_prev).then:
+                prev = b.arith.sub(kit, c1, name="prev1")
+                b.pipeline.release(pipe, b.arith.rem(prev, c_stages, name="prev_s1"))
+                b.scf.yield_()
+            total_out = b.frag.add(total_in, closing, name="total_out1")
+            zero_k = b.frag.splat(fzero, type=acc_t, name="zero_k")
+            b.wgmma.fence()
+            opened = b.wgmma.mma(a_hi, b_hi, zero_k, name="opened")
+            b.wgmma.commit()
+            b.scf.yield_(total_out, opened, b.arith.add(kit, c1, name="kit_next1"))
+        total1, open_chunk, kit_end1 = loop1.results
+        # the last k-tile's second half is still in flight (a zero chunk when there was no k-tile)
+        open_chunk = b.wgmma.wait(open_chunk, pending=0, name="open_done")
+        any_k = b.arith.cmp(ktiles, c0, pred="gt", name="any_k1")
+        with b.scf.if_(any_k).then:
+            last = b.arith.sub(kit_end1, c1, name="last1")
+            b.pipeline.release(pipe, b.arith.rem(last, c_stages, name="last_s1"))
+            b.scf.yield_()
+        b.scf.yield_(b.frag.add(total1, open_chunk, name="total_all"), kit_end1)
+    return branch.results
 
 
 def load_mn_major(b, tmap_v, dst, pipe, s, kc, mn0, loads, tag):

@@ -559,6 +559,8 @@ def _cute_text(v) -> str | None:
     try:
         text = to_str(v)
         back = lc.parse(text)
+    except ImportError:
+        raise  # lark missing: say so, not "cannot print attribute value"
     except Exception:
         return None
     if type(back) is not type(v) or back != v:

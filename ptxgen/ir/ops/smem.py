@@ -100,6 +100,40 @@ def view_alignment(value) -> int | None:
     return None
 
 
+def view_phase(value, repeat: int) -> int | None:
+    """The byte offset of smem view ``value``'s base from the last ``repeat``-byte boundary (its phase in a swizzle
+    pattern of that repeat), when it is the same for every run: the ``smem.alloc`` is ``repeat``-aligned and every
+    ``smem.slice``/``smem.tile`` on the way moves the base by a multiple of ``repeat`` or by a constant index. None
+    when it cannot be told statically. ``view_phase(%a_hi, 1024)`` → 64 for the second K-half (64 bytes) of a K-major
+    SW128 tile whose stage starts on a 1024-byte boundary."""
+    owner = getattr(value, "owner", None)
+    if owner is None:
+        return None
+    if owner.name == "smem.alloc":
+        align = alloc_alignment(owner)
+        return 0 if isinstance(align, int) and align % repeat == 0 else None
+    if owner.name == "smem.permute":
+        return view_phase(owner.operands[0], repeat)
+    if owner.name not in ("smem.slice", "smem.tile"):
+        return None
+    parent = view_phase(owner.operands[0], repeat)
+    if parent is None:
+        return None
+    t = owner.operands[0].type
+    try:
+        _layout, index = offset_view_layouts(owner, t.layout)
+    except (KeyError, lc.LayoutError):
+        return None
+    esize = element_bytes(t.dtype)
+    i = owner.operands[1]
+    known = i.owner.attrs.get("value") if i.owner is not None and i.owner.name == "arith.const" else None
+    if isinstance(known, int) and not isinstance(known, bool):
+        return (parent + esize * index(known)) % repeat
+    if index_alignment(index, esize, repeat, _lowbit) % repeat == 0:
+        return parent
+    return None
+
+
 def offset_view_layouts(op, layout):
     """(the sub-view's layout, the layout of its runtime index) of a ``smem.slice`` (the last mode, fixed at the
     index) or a ``smem.tile`` (block ``i`` of ``size`` along ``mode``): the sub-view starts ``index(i)`` elements
