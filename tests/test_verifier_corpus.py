@@ -344,6 +344,11 @@ CORPUS_WGMMA = [
     ("pipeline release stage", "  %c5 = arith.const {value = 5} : i32\n  pipeline.release %pipe, %c5",
      "stage 5 is outside the pipeline's 2 stages", WG_LINE + 1),
     ("pipeline operand", "  %st = pipeline.wait %sa, %c0 : i32", "the first operand must be a pipeline<S>"),
+    ("wgmma K-half at an unknown offset", A64 + "  %t = gpu.thread_id {dim = x} : i32\n"
+     "  %ah = smem.tile %a, %c0 {mode = 1, size = 32} : smem<bf16>[Sw<3,4,3> o 0 o (64,32):(64,1)]\n"
+     "  %bh = smem.tile %sb, %t {mode = 1, size = 32} : smem<bf16>[Sw<3,4,3> o 0 o ((8,8),32):((64,512),1)]\n"
+     "  %z = frag.splat %s : frag<f32>[32]\n  %d = wgmma.mma %ah, %bh, %z : frag<f32>[32]",
+     "%bh is only known to be 64-byte aligned but its wgmma descriptors need 1024", WG_LINE + 5),
 ]
 
 
@@ -358,6 +363,15 @@ def test_bad_wgmma_roles_pipeline_kernel_is_reported_at_its_op(case):
     hit = [e for e in errors if message in e]
     assert hit, errors
     assert hit[0].startswith(f"bad.tile:{line}:"), hit[0]
+
+
+def test_a_k_half_inside_the_swizzle_row_verifies():
+    """The second K-half of a K-major SW128 tile starts 64 bytes into each 128-byte row: its descriptors carry the
+    offset in the start field (base_offset 0), as CUTLASS advances K inside an atom."""
+    body = (A64 + "  %ah = smem.tile %a, %c1 {mode = 1, size = 32} : smem<bf16>[Sw<3,4,3> o 0 o (64,32):(64,1)]\n"
+            "  %bh = smem.tile %sb, %c1 {mode = 1, size = 32} : smem<bf16>[Sw<3,4,3> o 0 o ((8,8),32):((64,512),1)]\n"
+            "  %d = wgmma.mma %ah, %bh, %acc : frag<f32>[32]\n")
+    verify(parse_module(WG_HEADER + WG_PRELUDE + body + "}\n", file="good.tile"))
 
 
 def test_the_wgmma_prelude_alone_verifies():
