@@ -367,8 +367,9 @@ def _analyze_tile(tile: Layout, t: DType, major: Major, mode: SwizzleMode):
                               "multiple of 16 B (descriptor offsets are in 16-byte units)")
     # Exact now: the contiguous leaf is a multiple of T at stride 1, every other stride a multiple of T.
     u = upcast(c, T)
-    offsets = [sum(x * d for x, d in zip(idx, [d for _s, d in _leaf_pairs(u)]))
-               for idx in itertools.product(*[range(s) for s, _d in _leaf_pairs(u)])]
+    pairs = _leaf_pairs(u)
+    strides = [d for _s, d in pairs]
+    offsets = [sum(x * d for x, d in zip(idx, strides)) for idx in itertools.product(*[range(s) for s, _d in pairs])]
     if len(set(offsets)) != len(offsets):
         raise _Reject(f"aliasing: the tile {tile} maps two 16-byte core-matrix rows to the same smem bytes; "
                       "in 16-byte units it is " + str(u))
