@@ -68,6 +68,9 @@ def main() -> int:
               {"sms": sms}),
              ("gemm_hopper e4m3 128x192 c2 k4", "e4m3",
               hopper.build("e4m3", bn=192, cluster=2, epilogue="tma", epilogue_split=3, promote=4),
+              {"sms": sms, "scale_a": 0.5, "scale_b": 0.25}),
+             ("gemm_hopper e4m3 128x192 c2 k1 halves", "e4m3",
+              hopper.build("e4m3", bn=192, cluster=2, epilogue="tma", epilogue_split=3, promote=1),
               {"sms": sms, "scale_a": 0.5, "scale_b": 0.25})]
     for name, dtype, kernel, extra in cases:
         m, n, k = 300, 520, 200 if dtype == "bf16" else 272
