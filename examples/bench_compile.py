@@ -12,7 +12,8 @@ Per example, each in FRESH Python processes (``python -c``) against a private, i
   steady-state cost of a cache miss (median of ``--repeat``);
 - ``cached``: a NEW process with the now-filled cache: the first ``jit_text(...).compile(spec)`` (this includes
   the once-per-process toolchain digest) and, after emptying the process dict, the steady-state hit (median); the
-  process reported is the median of ``--processes`` (a first call is one sample per process);
+  process reported is the median of ``--processes`` (a first call is one sample per process; ``cold`` too, each of
+  its processes with empty caches of its own);
 - with a GPU: text → loaded kernel (``cuModuleLoadData`` of the image the launcher loads — the cubin, or for a
   setmaxnreg kernel the PTX through the driver's JIT, whose disk cache ``CUDA_CACHE_PATH`` is private to the run —
   after the CUDA context exists) cold and cached, and the launch overhead per call of sqrt_sin on tiny torch
@@ -153,7 +154,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--examples", default="gemm_hopper,gemm,sqrt_sin,l2norm,tma_copy")
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--processes", type=int, default=5, help="fresh processes for the cached first call (median)")
+    ap.add_argument("--processes", type=int, default=5,
+                    help="fresh processes for the cold and for the cached first call (the median is reported)")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
     gpu = _gpu()
@@ -174,13 +176,24 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="ptxgen-bench-warmup-") as d:
         _run(_CHILD, ["sqrt_sin", "cold", 1, int(gpu)], {**env, "PTXGEN_CACHE_DIR": d,
                                                         "CUDA_CACHE_PATH": os.path.join(d, "driver-jit")})
+    def median_process(runs):
+        return sorted(runs, key=lambda r: r.get("loaded_s", r["first_s"]))[len(runs) // 2]
+
     for name in args.examples.split(","):
+        # a first call's time is one sample per process: take the median process of several, each cold one with
+        # caches of its own (ours and the driver's), empty
+        colds = []
+        for _ in range(args.processes - 1):
+            with tempfile.TemporaryDirectory(prefix="ptxgen-bench-cold-") as d:
+                colds.append(_run(_CHILD, [name, "cold", args.repeat, int(gpu)],
+                                  {**env, "PTXGEN_CACHE_DIR": d, "CUDA_CACHE_PATH": os.path.join(d, "driver-jit")}))
         with tempfile.TemporaryDirectory(prefix="ptxgen-bench-cache-") as d:
             e = {**env, "PTXGEN_CACHE_DIR": d, "CUDA_CACHE_PATH": os.path.join(d, "driver-jit")}
-            cold = _run(_CHILD, [name, "cold", args.repeat, int(gpu)], e)
-            # a first call's time is one sample per process: take the median process of several
+            colds.append(_run(_CHILD, [name, "cold", args.repeat, int(gpu)], e))   # this one fills the cache
+            cold = median_process(colds)
+            cold["loaded_s_all"] = [r.get("loaded_s", r["first_s"]) for r in colds]
             runs = [_run(_CHILD, [name, "cached", args.repeat, int(gpu)], e) for _ in range(args.processes)]
-            cached = sorted(runs, key=lambda r: r.get("loaded_s", r["first_s"]))[len(runs) // 2]
+            cached = median_process(runs)
             cached["first_s_all"] = [r["first_s"] for r in runs]
         assert not cold["from_cache"] and cached["from_cache"] and cached["steady_from_cache"]
         results["examples"][name] = {"cold_process": cold, "cached_process": cached}
