@@ -190,6 +190,16 @@ def tma_load_multicast(rank: int) -> str:
 _WGMMA_PTX_TYPE = {"f16": "f16", "bf16": "bf16", "e4m3": "e4m3", "e5m2": "e5m2"}
 
 
+def f32_struct(count: int):
+    """The struct of ``count`` floats an accumulator asm returns, as a NAMED type (``%"f32x128"``): a literal
+    ``{float, float, …}`` is spelled out in every extractvalue, and for m64n256 that was 600 of gemm_hopper's 700
+    thousand characters of LLVM IR (printing and parsing them cost ≈ 25 ms of a cold compile)."""
+    t = ir.global_context.get_identified_type(f"f32x{count}")
+    if t.is_opaque:
+        t.set_body(*([F32] * count))
+    return t
+
+
 def wgmma_mma(n: int, ab_type: str, trans_a: int, trans_b: int) -> str:
     """The table entry (added on first use) of one ``wgmma.mma_async`` m64nNk* with an f32 accumulator and both
     operands in shared memory: ``$0..$(N/2-1)`` the accumulators (outputs tied to the inputs of the same index),
@@ -208,7 +218,7 @@ def wgmma_mma(n: int, ab_type: str, trans_a: int, trans_b: int) -> str:
                     f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{t}.{t} {{{regs}}}, ${h}, ${h + 1}, %scale_d, 1, 1"
                     f"{trans}; }}")
         constraints = ",".join(["=f"] * h + ["l", "l", "r"] + [str(i) for i in range(h)])
-        TABLE[name] = PtxInstr(template, constraints, ir.LiteralStructType([F32] * h),
+        TABLE[name] = PtxInstr(template, constraints, f32_struct(h),
                                (I64, I64, I32) + (F32,) * h, convergent=True, side_effect=True,
                                doc="D(64 x N) = A·Bᵀ (+ D): one warpgroup, operands through smem descriptors")
     return name
@@ -236,7 +246,7 @@ def wgmma_mma_rs(n: int, ab_type: str, trans_b: int) -> str:
                     f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{t}.{t} {{{regs}}}, {{{a}}}, ${h + 4}, %scale_d, "
                     f"1, 1{trans}; }}")
         constraints = ",".join(["=f"] * h + ["r"] * 4 + ["l", "r"] + [str(i) for i in range(h)])
-        TABLE[name] = PtxInstr(template, constraints, ir.LiteralStructType([F32] * h),
+        TABLE[name] = PtxInstr(template, constraints, f32_struct(h),
                                (I32,) * 4 + (I64, I32) + (F32,) * h, convergent=True, side_effect=True,
                                doc="D(64 x N) = A·Bᵀ (+ D): one warpgroup, A in registers, B through its descriptor")
     return name
@@ -248,7 +258,7 @@ def wgmma_wait_fenced(count: int, pending: int) -> str:
     them is scheduled before it. ``wgmma_wait_fenced(128, 0)`` → ``"wgmma.wait_group.0.fenced128"``."""
     name = f"wgmma.wait_group.{pending}.fenced{count}"
     if name not in TABLE:
-        result = F32 if count == 1 else ir.LiteralStructType([F32] * count)
+        result = F32 if count == 1 else f32_struct(count)
         TABLE[name] = PtxInstr(f"wgmma.wait_group.sync.aligned {pending};",
                                ",".join(["=f"] * count + [str(i) for i in range(count)]), result, (F32,) * count,
                                convergent=True, side_effect=True,
