@@ -97,9 +97,9 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
     acc_t = frag("f32", (bn // 2) * (rows // 64))
     work = mul(cdiv("m", bm * cluster), cdiv("n", bn))
     grid = (hmin(work, "sms"), 1, 1) if cluster == 1 else (mul(hmin(work, cdiv("sms", cluster)), cluster), 1, 1)
-    if epilogue_split < 1 or bn % (64 * epilogue_split):
+    if epilogue_split < 1 or (epilogue == "tma" and bn % (64 * epilogue_split)):
         raise ValueError(f"epilogue_split {epilogue_split}: BN = {bn} must split into blocks of a multiple of 64 "
-                         "columns (whole TMA boxes)")
+                         "columns (whole TMA boxes of the TMA-store epilogue)")
     if epilogue_split > 1 and (epilogue != "tma" or rows != 64):
         raise ValueError("epilogue_split > 1 stages column blocks of a TMA-store epilogue with BM = 128 (a column "
                          "block is then a run of the accumulator's values)")

@@ -59,6 +59,7 @@ def test_text_kernel_matches_float64(m, n, k, sms):
     (dict(bn=128, stages=3), BF16, (300, 260, 200, 2)),
     (dict(bm=256, bn=128, stages=2, group=2), F16, (520, 300, 136, 3)),
     (dict(bn=64, stages=2, pending=0), BF16, (200, 136, 328, 4)),
+    (dict(bn=176, stages=2), BF16, (136, 360, 72, 2)),                     # direct epilogue: any wgmma N
     (dict(bn=128, stages=2, epilogue="tma"), BF16, (300, 264, 200, 2)),    # TMA-store epilogue (N % 8 == 0)
     (dict(bn=256, stages=2, cluster=2, epilogue="tma"), BF16, (129, 512, 72, 2)),
     (dict(bn=256, stages=2, epilogue="tma", epilogue_split=2), BF16, (129, 520, 72, 2)),   # C staged in halves
@@ -73,6 +74,7 @@ def test_builder_variants_match_float64(args, dtype, shape):
     (dict(epilogue_split=2), "epilogue_split > 1 stages column blocks of a TMA-store epilogue"),
     (dict(bm=256, bn=128, epilogue="tma", epilogue_split=2), "with BM = 128"),
     (dict(bn=256, epilogue="tma", epilogue_split=3), "BN = 256 must split into blocks of a multiple of 64"),
+    (dict(bn=176, epilogue="tma"), "BN = 176 must split into blocks of a multiple of 64"),
 ])
 def test_epilogue_split_rules(args, message):
     with pytest.raises(ValueError, match=message):
