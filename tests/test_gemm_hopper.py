@@ -146,6 +146,7 @@ def test_gpu_matches_float64(m, n, k):
     ("e4m3", dict(bn=192, stages=5, cluster=2, epilogue="tma", epilogue_split=3, promote=4)),
     ("e4m3", dict(bn=192, stages=4, cluster=2, epilogue="tma", epilogue_split=3, promote=1)),   # halves, staggered
     ("e4m3", dict(bn=128, stages=4, cluster=2, epilogue="tma", promote=1)),
+    ("e4m3", dict(bn=224, stages=5, cluster=2, promote=1)),          # 112 + 112 accumulator registers, direct
 ])
 def test_gpu_benchmark_variants_match_float64(dtype, args):
     """The configurations bench_gemm.py reports, on a ragged shape (C rows 16-byte aligned for the TMA store)."""

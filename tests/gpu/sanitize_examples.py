@@ -71,6 +71,8 @@ def main() -> int:
               {"sms": sms, "scale_a": 0.5, "scale_b": 0.25}),
              ("gemm_hopper e4m3 128x192 c2 k1 halves", "e4m3",
               hopper.build("e4m3", bn=192, cluster=2, epilogue="tma", epilogue_split=3, promote=1),
+              {"sms": sms, "scale_a": 0.5, "scale_b": 0.25}),
+             ("gemm_hopper e4m3 128x224 s5 c2 k1", "e4m3", hopper.build("e4m3", bn=224, stages=5, cluster=2),
               {"sms": sms, "scale_a": 0.5, "scale_b": 0.25})]
     for name, dtype, kernel, extra in cases:
         m, n, k = 300, 520, 200 if dtype == "bf16" else 272
