@@ -121,6 +121,18 @@ def test_compiles_to_hgmma_without_local_memory():
         assert counts["HGMMA.64x256x16.F32.BF16"] == 4 and counts["LDL"] == counts["STL"] == 0
 
 
+def test_fp8_compiles_to_qgmma_without_local_memory():
+    """The fp8 kernel promoting every k-tile in staggered K-halves: QGMMA m64n128k32 in the SASS (two per K-half, two
+    halves per k-tile, on both warpgroup paths), no wgmma serialized (C7514), no local memory."""
+    compiled = compile_kernel(twin().build("e4m3", bn=128, stages=4, cluster=2, epilogue="tma", promote=1))
+    assert "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3" in compiled.ptx
+    assert "C7514" not in compiled.info_log
+    assert compiled.spill_bytes in (0, None)
+    if nvdisasm_path():
+        counts = instruction_counts(disassemble(compiled.cubin), ["QGMMA.64x128x32.F32.E4M3.E4M3", "LDL", "STL"])
+        assert counts["QGMMA.64x128x32.F32.E4M3.E4M3"] == 8 and counts["LDL"] == counts["STL"] == 0
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("m, n, k", [(4096, 4096, 4096), (3001, 2999, 2008), (129, 257, 72), (1, 8, 8)])
 def test_gpu_matches_float64(m, n, k):
