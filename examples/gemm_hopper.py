@@ -225,11 +225,7 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
                         b.wgmma.wait(pending=pending)
                         # the wgmmas of the previous k-tile are done: hand its stage back to the producer
                         has_prev = b.arith.cmp(kt2, lo, pred="gt", name="has_prev")
-                        with b.scf.if_(has_prev).then:
-                            prev = b.arith.sub(kit, c1, name="prev")
-                            prev_s = b.arith.rem(prev, c_stages, name="prev_s")
-                            b.pipeline.release(pipe, prev_s)
-                            b.scf.yield_()
+                        release_previous(b, pipe, has_prev, kit, c1, c_stages, "prev")
                     else:
                         acc_out = b.wgmma.wait(acc_out, pending=0, name="acc_done_k")
                         b.pipeline.release(pipe, s2)
@@ -239,11 +235,7 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
                     # the accumulators pass through the wait: nothing reads them before the last wgmmas completed
                     acc = b.wgmma.wait(acc, pending=0, name="acc_done")
                     any_k = b.arith.cmp(hi, lo, pred="gt", name="any_k")
-                    with b.scf.if_(any_k).then:
-                        last = b.arith.sub(kit_end, c1, name="last")
-                        last_s = b.arith.rem(last, c_stages, name="last_s")
-                        b.pipeline.release(pipe, last_s)
-                        b.scf.yield_()
+                    release_previous(b, pipe, any_k, kit_end, c1, c_stages, "last")
                 return acc, kit_end
 
             if fp8 and promote == 1:
@@ -322,6 +314,14 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
     return kb.module("examples/gemm_hopper.py")
 
 
+def release_previous(b, pipe, cond, kit, c1, c_stages, name):
+    """``scf.if cond``: release the stage of iteration ``kit - 1`` (values ``%name``, ``%name_s``)."""
+    with b.scf.if_(cond).then:
+        prev = b.arith.sub(kit, c1, name=name)
+        b.pipeline.release(pipe, b.arith.rem(prev, c_stages, name=f"{name}_s"))
+        b.scf.yield_()
+
+
 def promote_every_k_tile(b, pipe, sa, sb, cw, rows, bk, acc_t, init, cit, ktiles, c0, c1, c_stages, fzero,
                          a_major, b_major):
     """The fp8 mainloop promoting every k-tile (128 deep, DeepGEMM's interval) with the two consumer warpgroups
@@ -369,10 +369,7 @@ def promote_every_k_tile(b, pipe, sa, sb, cw, rows, bk, acc_t, init, cit, ktiles
             b.wgmma.commit()
             closing = b.wgmma.wait(closing, pending=0, name="closing_done")
             has_prev = b.arith.cmp(kt, c0, pred="gt", name="has_prev1")
-            with b.scf.if_(has_prev).then:
-                prev = b.arith.sub(kit, c1, name="prev1")
-                b.pipeline.release(pipe, b.arith.rem(prev, c_stages, name="prev_s1"))
-                b.scf.yield_()
+            release_previous(b, pipe, has_prev, kit, c1, c_stages, "prev1")
             total_out = b.frag.add(total_in, closing, name="total_out1")
             zero_k = b.frag.splat(fzero, type=acc_t, name="zero_k")
             b.wgmma.fence()
@@ -383,10 +380,7 @@ def promote_every_k_tile(b, pipe, sa, sb, cw, rows, bk, acc_t, init, cit, ktiles
         # the last k-tile's second half is still in flight (a zero chunk when there was no k-tile)
         open_chunk = b.wgmma.wait(open_chunk, pending=0, name="open_done")
         any_k = b.arith.cmp(ktiles, c0, pred="gt", name="any_k1")
-        with b.scf.if_(any_k).then:
-            last = b.arith.sub(kit_end1, c1, name="last1")
-            b.pipeline.release(pipe, b.arith.rem(last, c_stages, name="last_s1"))
-            b.scf.yield_()
+        release_previous(b, pipe, any_k, kit_end1, c1, c_stages, "last1")
         b.scf.yield_(b.frag.add(total1, open_chunk, name="total_all"), kit_end1)
     return branch.results
 

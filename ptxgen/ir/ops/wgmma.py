@@ -188,25 +188,23 @@ def _verify_smem_descriptors(op, v, value, t, mn: int, what: str) -> None:
         return
     rep = swizzle_repeat(t.layout) or 16
     have = view_alignment(value)
-    if have is not None and have < rep and not _k_offset_in_row(value, t, major, rep):
+    if have is not None and have < rep and not k_offset_in_row(t.layout, t.dtype, major, view_phase(value, rep)):
         v.error(op, f"%{value.name} is only known to be {have}-byte aligned but its wgmma descriptors need "
                     f"{rep} (the swizzle pattern must start at phase 0): raise the smem.alloc align")
     if t.dtype.bits == 8 and major != "K":
         v.error(op, f"{what}: fp8 operands must be K-major")
 
 
-def _k_offset_in_row(value, t, major: str, rep: int) -> bool:
-    """A K-major swizzled operand whose base lies a known distance into the first row of its swizzle pattern, with
-    its K extent still inside that row: the descriptors' start field carries the distance and base_offset stays 0
-    (hopper-ptx §2.3: advancing K inside a 128B atom adds k_bytes >> 4 to the start; checked on an H100), e.g. the
-    second K-half of an fp8 k-tile, 64 bytes into each 128-byte row."""
-    sw = swizzle_of(t.layout)
-    if major != "K" or sw is None:
+def k_offset_in_row(layout, dtype, major: str, phase) -> bool:
+    """Whether a K-major swizzled operand may start ``phase`` bytes past its swizzle repeat: a multiple of 16 inside
+    the pattern's first row with the operand's K extent still inside that row. The descriptors' start field then
+    carries the distance and base_offset stays 0 (hopper-ptx §2.3: advancing K inside a 128B atom adds
+    k_bytes >> 4 to the start; checked on an H100), e.g. the second K-half of an fp8 k-tile, 64 bytes into each
+    128-byte row. ``phase`` None (unknown) is not allowed."""
+    if major != "K" or swizzle_of(layout) is None or phase is None:
         return False
-    row = rep // 8                     # the swizzle span in bytes: 8 rows make the repeat
-    phase = view_phase(value, rep)
-    k_bytes = _extents(t.layout)[1] * element_bytes(t.dtype)
-    return phase is not None and phase % 16 == 0 and phase + k_bytes <= row
+    row = swizzle_repeat(layout) // 8          # the swizzle span in bytes: 8 rows make the repeat
+    return phase % 16 == 0 and phase + _extents(layout)[1] * element_bytes(dtype) <= row
 
 
 def _runtime_descriptor(lx, base, desc):
@@ -238,9 +236,7 @@ def _smem_tiles(ix, op, w: int, view, major_it, mn: int, blocks: int, ksteps: in
     rep = swizzle_repeat(view.layout) or 16
     esize = element_bytes(view.dtype)
     phase = base % rep
-    in_row = (major == "K" and swizzle_of(view.layout) is not None and phase % 16 == 0
-              and phase + _extents(view.layout)[1] * esize <= rep // 8)
-    if phase and not in_row:
+    if phase and not k_offset_in_row(view.layout, view.dtype, major, phase):
         ix.fail(op, f"{view.name} starts at byte {base}, not on its {rep}-byte swizzle repeat (nor a K offset "
                     "inside the first row of a K-major pattern)")
     tiles, reads = {}, []
