@@ -90,16 +90,6 @@ class _CTA:
     def set(self, value, data) -> None:
         self.values[id(value)] = data
 
-    def uniform(self, value, op) -> int:
-        """The one value all active threads hold (loop bounds); a divergent value is an error."""
-        data = np.asarray(self.get(value))[self.mask]
-        if data.size == 0:
-            return int(np.asarray(self.get(value)).flat[0])
-        if np.any(data != data[0]):
-            self.fail(op, f"%{value.name} differs between threads ({sorted(set(data.tolist()))[:4]}...) "
-                          "where the interpreter needs one value for the whole CTA")
-        return int(data[0])
-
     def cached(self, key, compute):
         """Memoise per-kernel tables (TV tables, tile coordinates, smem byte offsets) across CTAs."""
         if key not in self._cache:
