@@ -224,6 +224,9 @@ def main(argv=None):
                     row[f"{who}_tflops"] = flops / row[f"{who}_ms"] / 1e9
             row["ratio_to_cublas"] = (row["ours_tflops"] / row["torch_tflops"] if "torch_tflops" in row
                                       else float("nan"))
+            if best and "torch" in samples:
+                # paired within each round (the two timed minutes apart at most, at one clock and temperature)
+                row["ratio_rounds"] = [t / o for t, o in zip(samples["torch"], samples[best])]
             # the best of ours that is as accurate as cuBLAS (fp8: promotion intervals trade accuracy for speed)
             same = [key for key in runners if key.startswith("ours_") and "torch_err" in row
                     and row[f"{key}_err"] <= row["torch_err"] * 1.001]
@@ -248,6 +251,11 @@ def main(argv=None):
               f"{r.get('torch_tflops', float('nan')):8.1f} {tri} {r['ratio_to_cublas']:11.3f} {mine:9.2e} "
               f"{r.get('torch_err', float('nan')):10.2e} "
               f"{r.get('ours_best_as_accurate', '-'):>14} {r.get('ratio_as_accurate', float('nan')):5.3f}")
+    print("\nratio of the best variant to cuBLAS paired within each round (median [min, max] over the rounds):")
+    for r in rows:
+        if r.get("ratio_rounds"):
+            q = sorted(r["ratio_rounds"])
+            print(f"  {r['dtype']} {r['shape']}: {statistics.median(q):.3f} [{q[0]:.3f}, {q[-1]:.3f}]")
     print("\nper variant (TFLOP/s, relative error, registers/local bytes per thread):")
     for r in rows:
         m, n, k = (int(x) for x in r["shape"].split("x"))
