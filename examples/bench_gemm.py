@@ -225,7 +225,7 @@ def main(argv=None):
             row["ratio_to_cublas"] = (row["ours_tflops"] / row["torch_tflops"] if "torch_tflops" in row
                                       else float("nan"))
             if best and "torch" in samples:
-                # paired within each round (the two timed minutes apart at most, at one clock and temperature)
+                # paired within each round (both timed within one round, at nearly one clock and temperature)
                 row["ratio_rounds"] = [t / o for t, o in zip(samples["torch"], samples[best])]
             # the best of ours that is as accurate as cuBLAS (fp8: promotion intervals trade accuracy for speed)
             same = [key for key in runners if key.startswith("ours_") and "torch_err" in row
