@@ -240,7 +240,7 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
 
             if fp8 and promote == 1:
                 acc, kit_end = promote_every_k_tile(b, pipe, sa, sb, cw, rows, bk, acc_t, init, cit, ktiles, c0, c1,
-                                                    c_stages, fzero, a_major, b_major)
+                                                    c_stages, fzero)
             elif fp8:
                 # promotion: the wgmmas of `promote` k-tiles sum into a chunk that starts from zero; the finished
                 # chunk joins the f32 total with ordinary adds. The two consumer warpgroups promote half a chunk
@@ -322,8 +322,7 @@ def release_previous(b, pipe, cond, kit, c1, c_stages, name):
         b.scf.yield_()
 
 
-def promote_every_k_tile(b, pipe, sa, sb, cw, rows, bk, acc_t, init, cit, ktiles, c0, c1, c_stages, fzero,
-                         a_major, b_major):
+def promote_every_k_tile(b, pipe, sa, sb, cw, rows, bk, acc_t, init, cit, ktiles, c0, c1, c_stages, fzero):
     """The fp8 mainloop promoting every k-tile (128 deep, DeepGEMM's interval) with the two consumer warpgroups
     half a k-tile apart: each k-tile's wgmmas are issued as two K-halves (two m64nNk32 each); warpgroup 0's chunk is
     one k-tile, warpgroup 1's is the second half of one k-tile and the first half of the next. When warpgroup 0
