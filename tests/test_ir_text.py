@@ -200,6 +200,21 @@ def test_all_attribute_kinds():
         assert piece in printed, piece
 
 
+def test_value_keywords_are_attribute_keys_too():
+    """One lexer for the whole grammar: `true false inf nan kernel` are keywords as values, yet any of them may name
+    an attribute (of an op or of a kernel), and words that merely start with one (`info`, `kernels`) are words."""
+    text = """kernel @k() {grid = (1, 1, 1), block = (32, 1, 1), kernel = 3} {
+  foo.attrs {true = false, false = true, inf = -inf, nan = 1, kernel = kernels, w = info, x = truth}
+}
+"""
+    k = parse_module(text).kernels[0]
+    a = k.body.ops[0].attrs
+    assert a["true"] is False and a["false"] is True and a["inf"] == -math.inf and a["nan"] == 1
+    assert a["kernel"] == Word("kernels") and a["w"] == Word("info") and a["x"] == Word("truth")
+    assert k.attrs["kernel"] == 3
+    assert "true = false, false = true" in roundtrip(text)
+
+
 def test_all_types_parse_and_print():
     texts = {
         **{name: t for name, t in SCALARS.items()},

@@ -4,7 +4,7 @@
     text2 = print_module(module)            # canonical text: print_module(parse_module(text2)) == text2
     assert structurally_equal(parse_module(text2), module)
 
-The grammar is ``ptxgen/ir/tile_ir.lark`` (LALR(1), contextual lexer; its header documents the two lookahead
+The grammar is ``ptxgen/ir/tile_ir.lark`` (LALR(1), one basic lexer; its header documents the two lookahead
 rules: an attribute dict is never empty, so ``{}`` is always an empty region; ``%r0, %r1 =`` is one token). The
 parser knows no op: every op becomes a generic ``Op(name, operands, attrs, results, regions, loc)``.
 
@@ -86,7 +86,7 @@ def _parser():
     from lark import Lark
     # cache=True: lark keeps the analysed LALR tables in a temp file keyed by the grammar and its own version, which
     # cuts a new process's first parse from ~40 ms to ~3 ms (the cold-compile budget)
-    return Lark(_grammar(), parser="lalr", lexer="contextual", start=["start", "type_start"],
+    return Lark(_grammar(), parser="lalr", lexer="basic", start=["start", "type_start"],
                 propagate_positions=True, maybe_placeholders=False, cache=True)
 
 

@@ -271,10 +271,11 @@ def _accumulate(ix, op, w: int, a_tiles, b_tiles, out, acc, n: int, blocks: int,
     ix.inflight.append(inflight)
 
 
-def _lower_mma(op, lx, name: str, blocks: int, ksteps: int, a_operands) -> None:
+def _lower_mma(op, lx, name_of, blocks: int, ksteps: int, a_operands) -> None:
     """The P × S instructions of either form (m-block outer, k-step inner), the accumulator registers threaded
-    through them: ``a_operands(block, j)`` gives the A operands of one instruction (a descriptor, or 4 registers),
-    B's descriptor is its layout's (DescriptorIterator at base 0) with the view's runtime base in the start field."""
+    through them: per m-block ONE asm statement ``name_of(ksteps)`` holding the S chained instructions;
+    ``a_operands(block, j)`` gives the A operands of one instruction (a descriptor, or 4 registers), B's descriptor
+    is its layout's (DescriptorIterator at base 0) with the view's runtime base in the start field."""
     from ...lower import ptx_table
 
     b_v, c_v = op.operands[1], op.operands[2]
@@ -284,13 +285,12 @@ def _lower_mma(op, lx, name: str, blocks: int, ksteps: int, a_operands) -> None:
     rb = lx.get(b_v)
     acc = list(lx.get(c_v))
     h = n // 2
+    name = name_of(ksteps)
+    descriptors_b = [_runtime_descriptor(lx, rb.base, it_b.descriptor(k=j)) for j in range(ksteps)]
     for blk in range(blocks):
-        regs = acc[blk * h:(blk + 1) * h]
-        for j in range(ksteps):
-            db = _runtime_descriptor(lx, rb.base, it_b.descriptor(k=j))
-            out = ptx_table.emit(lx, name, [*a_operands(blk, j), db, 1, *regs])
-            regs = [lx.b.extract_value(out, i) for i in range(h)]
-        acc[blk * h:(blk + 1) * h] = regs
+        steps = [x for j in range(ksteps) for x in (*a_operands(blk, j), descriptors_b[j])]
+        out = ptx_table.emit(lx, name, [*steps, 1, *acc[blk * h:(blk + 1) * h]])
+        acc[blk * h:(blk + 1) * h] = [lx.b.extract_value(out, i) for i in range(h)]
     lx.set(op.results[0], acc)
 
 
@@ -348,9 +348,9 @@ class Mma(OpDef):
         if major_a is None:
             lx.error(f"no wgmma descriptors for A's layout: {it_a}")
         major_b = _b_major(lx, tb)
-        name = ptx_table.wgmma_mma(n, ta.dtype.name, int(major_a == "MN"), int(major_b == "MN"))
         ra = lx.get(a_v)
-        _lower_mma(op, lx, name, m // 64, kk // k_step(ta.dtype),
+        _lower_mma(op, lx, lambda steps: ptx_table.wgmma_mma(n, ta.dtype.name, int(major_a == "MN"),
+                                                                int(major_b == "MN"), steps), m // 64, kk // k_step(ta.dtype),
                    lambda blk, j: [_runtime_descriptor(lx, ra.base, it_a.descriptor(k=j, mn_block=blk))])
 
     def interpret(self, op, ix):
@@ -452,7 +452,6 @@ class MmaRS(OpDef):
         per = rs_block_values(t)
         blocks = a_v.type.size // (per * ksteps)
         major_b = _b_major(lx, tb)
-        name = ptx_table.wgmma_mma_rs(n, t.name, int(major_b == "MN"))
         values = lx.get(a_v)
         b = lx.b
         bits = ir.IntType(t.bits)
@@ -470,7 +469,8 @@ class MmaRS(OpDef):
                 words[reg] = part if words[reg] is None else b.or_(words[reg], part)
             return words
 
-        _lower_mma(op, lx, name, blocks, ksteps, registers)
+        _lower_mma(op, lx, lambda steps: ptx_table.wgmma_mma_rs(n, t.name, int(major_b == "MN"), steps), blocks,
+                   ksteps, registers)
 
 
 @register
