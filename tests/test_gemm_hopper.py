@@ -120,6 +120,19 @@ def test_compiles_to_hgmma_without_local_memory():
         counts = instruction_counts(disassemble(compiled.cubin), ["HGMMA.64x256x16.F32.BF16", "LDL", "STL"])
         assert counts["HGMMA.64x256x16.F32.BF16"] == 4 and counts["LDL"] == counts["STL"] == 0
 
+def test_k_steps_of_one_mma_are_one_asm_statement():
+    """wgmma.mma 64×256×64 is one inline-asm block of 4 chained m64n256k16 (one PTX line each): the first takes
+    scale-d from its operand, the rest accumulate; LLVM sees one call with 128 results instead of four."""
+    ptx = compile_kernel(text_module(), defer_assembly=True).ptx
+    blocks = [b for b in ptx.split("// begin inline asm")[1:] if "wgmma.mma_async" in b.split("// end inline asm")[0]]
+    assert len(blocks) == 1
+    lines = [line.strip() for line in blocks[0].split("// end inline asm")[0].splitlines()
+             if "wgmma.mma_async" in line]
+    assert len(lines) == 4
+    assert [line.split("}, ")[-1].split(", ")[2] for line in lines] == ["%scale_d", "%acc", "%acc", "%acc"]
+    assert "setp.eq.b32 %acc" in blocks[0]
+
+
 
 def test_fp8_compiles_to_qgmma_without_local_memory():
     """The fp8 kernel promoting every k-tile in staggered K-halves: QGMMA m64n128k32 in the SASS (two per K-half, two

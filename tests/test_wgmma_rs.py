@@ -164,7 +164,7 @@ def test_ptx_has_the_rs_form(compiled):
     # 2 m-blocks × 4 k16 steps; A is a braced vector of four 32-bit registers, B a 64-bit descriptor register, and
     # only imm-trans-b follows the scales
     rs = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n128k16\.f32\.bf16\.bf16 \{[^}]*\}, "
-                    r"\{%r\d+, %r\d+, %r\d+, %r\d+\}, %rd\d+, %scale_d, 1, 1, 0;", compiled.ptx)
+                    r"\{%r\d+, %r\d+, %r\d+, %r\d+\}, %rd\d+, %(?:scale_d|acc), 1, 1, 0;", compiled.ptx)
     assert len(rs) == 8
     assert "__local_depot" not in compiled.ptx
     assert compiled.spill_bytes in (0, None)
@@ -172,9 +172,9 @@ def test_ptx_has_the_rs_form(compiled):
 
 def test_f16_and_mn_major_b_compile():
     ptx = compile_kernel(rs_kernel("f16", 1, 32, 32, "K", "SW64")).ptx
-    assert len(re.findall(r"m64n32k16\.f32\.f16\.f16 \{[^}]*\}, \{[^}]*\}, %rd\d+, %scale_d, 1, 1, 0;", ptx)) == 2
+    assert len(re.findall(r"m64n32k16\.f32\.f16\.f16 \{[^}]*\}, \{[^}]*\}, %rd\d+, %(?:scale_d|acc), 1, 1, 0;", ptx)) == 2
     ptx = compile_kernel(rs_kernel("bf16", 1, 64, 64, "MN", "SW128")).ptx
-    assert len(re.findall(r"m64n64k16\.f32\.bf16\.bf16 \{[^}]*\}, \{[^}]*\}, %rd\d+, %scale_d, 1, 1, 1;", ptx)) == 4
+    assert len(re.findall(r"m64n64k16\.f32\.bf16\.bf16 \{[^}]*\}, \{[^}]*\}, %rd\d+, %(?:scale_d|acc), 1, 1, 1;", ptx)) == 4
 
 
 @pytest.mark.skipif(nvdisasm_path() is None, reason="the nvidia-cuda-nvdisasm wheel is not installed")

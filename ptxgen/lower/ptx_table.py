@@ -200,55 +200,64 @@ def f32_struct(count: int):
     return t
 
 
-def wgmma_mma(n: int, ab_type: str, trans_a: int, trans_b: int) -> str:
-    """The table entry (added on first use) of one ``wgmma.mma_async`` m64nNk* with an f32 accumulator and both
-    operands in shared memory: ``$0..$(N/2-1)`` the accumulators (outputs tied to the inputs of the same index),
-    then the A and B descriptors (64-bit), then scale-d (0: D = A·B, else D = A·B + D, made a predicate inside the
-    block). ``trans_a``/``trans_b``: 1 for an MN-major operand (f16/bf16 only; fp8 takes no transpose operands).
-    ``wgmma_mma(128, 'bf16', 0, 0)`` → ``"wgmma.m64n128.f32.bf16.t00"``. Post: ``TABLE[name]`` exists."""
-    k = 16 if ab_type in ("f16", "bf16") else 32
-    name = f"wgmma.m64n{n}.f32.{ab_type}.t{trans_a}{trans_b}"
-    if name not in TABLE:
-        h = n // 2
-        regs = ", ".join(f"${i}" for i in range(h))
-        t = _WGMMA_PTX_TYPE[ab_type]
-        trans = f", {trans_a}, {trans_b}" if k == 16 else ""
-        template = ("{ .reg .pred %scale_d; "
-                    f"setp.ne.b32 %scale_d, ${h + 2}, 0; "
-                    f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{t}.{t} {{{regs}}}, ${h}, ${h + 1}, %scale_d, 1, 1"
-                    f"{trans}; }}")
-        constraints = ",".join(["=f"] * h + ["l", "l", "r"] + [str(i) for i in range(h)])
-        TABLE[name] = PtxInstr(template, constraints, f32_struct(h),
-                               (I64, I64, I32) + (F32,) * h, convergent=True, side_effect=True,
-                               doc="D(64 x N) = A·Bᵀ (+ D): one warpgroup, operands through smem descriptors")
-    return name
+def wgmma_mma(n: int, ab_type: str, trans_a: int, trans_b: int, ksteps: int = 1) -> str:
+    """The table entry (added on first use) of ``ksteps`` chained ``wgmma.mma_async`` m64nNk* with an f32
+    accumulator and both operands in shared memory, as ONE asm statement: ``$0..$(N/2-1)`` the accumulators
+    (outputs tied to the inputs of the same index), then per k-step the A and B descriptors (64-bit), then scale-d
+    (0: the first step computes D = A·B, else D = A·B + D; every later step accumulates). ``trans_a``/``trans_b``:
+    1 for an MN-major operand (f16/bf16 only; fp8 takes no transpose operands). One statement for the k-steps of
+    a k-tile keeps the accumulators out of LLVM between them: m64n256 with 4 k-steps took 4 calls and 512
+    extractvalues, a third of gemm_hopper's LLVM IR and of LLVM's time on it.
+    ``wgmma_mma(128, 'bf16', 0, 0)`` → ``"wgmma.m64n128.f32.bf16.t00"``; with ``ksteps=4`` ``"….t00.x4"``.
+    Post: ``TABLE[name]`` exists."""
+    trans = f", {trans_a}, {trans_b}" if _k_of(ab_type) == 16 else ""
+    return _wgmma_chain(f"wgmma.m64n{n}.f32.{ab_type}.t{trans_a}{trans_b}", n, ab_type, ["l"], trans, ksteps,
+                        "D(64 x N) = A·Bᵀ (+ D): one warpgroup, operands through smem descriptors")
 
 
-def wgmma_mma_rs(n: int, ab_type: str, trans_b: int) -> str:
-    """The table entry (added on first use) of one RS ``wgmma.mma_async`` m64nNk* with an f32 accumulator: A from
-    four ``.b32`` registers, B through its smem descriptor. Operands: ``$0..$(N/2-1)`` the accumulators (tied as in
-    ``wgmma_mma``), ``$(N/2)..$(N/2+3)`` the A registers ``{a0, a1, a2, a3}`` (two 16-bit or four 8-bit values
-    each, the lower-index value in the low bits), then B's descriptor, then scale-d. The RS form has no
-    imm-trans-a (hopper-ptx §1.2): ``trans_b`` only, and only for f16/bf16 (fp8 takes none).
+def wgmma_mma_rs(n: int, ab_type: str, trans_b: int, ksteps: int = 1) -> str:
+    """The table entry (added on first use) of ``ksteps`` chained RS ``wgmma.mma_async`` m64nNk* with an f32
+    accumulator, as one asm statement: ``$0..$(N/2-1)`` the accumulators (tied as in ``wgmma_mma``), then per k-step
+    the four A registers ``{a0, a1, a2, a3}`` (two 16-bit or four 8-bit values each, the lower-index value in the
+    low bits) and B's descriptor, then scale-d (as in ``wgmma_mma``). The RS form has no imm-trans-a (hopper-ptx
+    §1.2): ``trans_b`` only, and only for f16/bf16 (fp8 takes none).
     ``wgmma_mma_rs(64, 'bf16', 0)`` → ``"wgmma.rs.m64n64.f32.bf16.t0"``, whose PTX is
     ``wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {...}, {a0, a1, a2, a3}, descB, p, 1, 1, 0;``.
     Post: ``TABLE[name]`` exists."""
-    k = 16 if ab_type in ("f16", "bf16") else 32
-    name = f"wgmma.rs.m64n{n}.f32.{ab_type}.t{trans_b}"
-    if name not in TABLE:
-        h = n // 2
-        regs = ", ".join(f"${i}" for i in range(h))
-        a = ", ".join(f"${h + i}" for i in range(4))
-        t = _WGMMA_PTX_TYPE[ab_type]
-        trans = f", {trans_b}" if k == 16 else ""
-        template = ("{ .reg .pred %scale_d; "
-                    f"setp.ne.b32 %scale_d, ${h + 5}, 0; "
-                    f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{t}.{t} {{{regs}}}, {{{a}}}, ${h + 4}, %scale_d, "
-                    f"1, 1{trans}; }}")
-        constraints = ",".join(["=f"] * h + ["r"] * 4 + ["l", "r"] + [str(i) for i in range(h)])
-        TABLE[name] = PtxInstr(template, constraints, f32_struct(h),
-                               (I32,) * 4 + (I64, I32) + (F32,) * h, convergent=True, side_effect=True,
-                               doc="D(64 x N) = A·Bᵀ (+ D): one warpgroup, A in registers, B through its descriptor")
+    trans = f", {trans_b}" if _k_of(ab_type) == 16 else ""
+    return _wgmma_chain(f"wgmma.rs.m64n{n}.f32.{ab_type}.t{trans_b}", n, ab_type, ["r"] * 4, trans, ksteps,
+                        "D(64 x N) = A·Bᵀ (+ D): one warpgroup, A in registers, B through its descriptor")
+
+
+def _k_of(ab_type: str) -> int:
+    return 16 if ab_type in ("f16", "bf16") else 32
+
+
+def _wgmma_chain(base: str, n: int, ab_type: str, a_constraints: list, trans: str, ksteps: int, doc: str) -> str:
+    name = base if ksteps == 1 else f"{base}.x{ksteps}"
+    if name in TABLE:
+        return name
+    h = n // 2
+    regs = ", ".join(f"${i}" for i in range(h))
+    t = _WGMMA_PTX_TYPE[ab_type]
+    per_step = len(a_constraints) + 1
+    scale = h + per_step * ksteps
+    # later steps accumulate whatever scale-d says: %acc is true ($S == $S) without an immediate predicate
+    lines = [f"setp.ne.b32 %scale_d, ${scale}, 0;"] + ([f"setp.eq.b32 %acc, ${scale}, ${scale};"]
+                                                       if ksteps > 1 else [])
+    for j in range(ksteps):
+        first = h + per_step * j
+        a = (f"${first}" if len(a_constraints) == 1
+             else "{" + ", ".join(f"${first + i}" for i in range(len(a_constraints))) + "}")
+        lines.append(f"wgmma.mma_async.sync.aligned.m64n{n}k{_k_of(ab_type)}.f32.{t}.{t} {{{regs}}}, {a}, "
+                     f"${first + len(a_constraints)}, {'%scale_d' if j == 0 else '%acc'}, 1, 1{trans};")
+    preds = ".reg .pred %scale_d, %acc;" if ksteps > 1 else ".reg .pred %scale_d;"
+    # one instruction per PTX line, as ptxas reports them and as the source map attributes them
+    template = "{ " + preds + (" " if ksteps == 1 else "\n\t") + "\n\t".join(lines) + (" }" if ksteps == 1 else "\n\t}")
+    constraints = ",".join(["=f"] * h + (a_constraints + ["l"]) * ksteps + ["r"] + [str(i) for i in range(h)])
+    a_types = (I64,) if len(a_constraints) == 1 else (I32,) * len(a_constraints)
+    TABLE[name] = PtxInstr(template, constraints, f32_struct(h), (a_types + (I64,)) * ksteps + (I32,) + (F32,) * h,
+                           convergent=True, side_effect=True, doc=doc)
     return name
 
 
