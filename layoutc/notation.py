@@ -166,7 +166,7 @@ def _parser():
         from lark import Lark
         # cache=True: the analysed tables are kept in a temp file keyed by grammar and lark version (~8 ms → ~1.5 ms
         # per new process)
-        _PARSER = Lark(_grammar(), parser="lalr", lexer="contextual", transformer=_make_builder(),
+        _PARSER = Lark(_grammar(), parser="lalr", lexer="basic", transformer=_make_builder(),
                        maybe_placeholders=False, cache=True)
     return _PARSER
 
