@@ -3,7 +3,8 @@
 ``emit(lx, name, args)`` is the only place that builds an ``asm`` call. Now: the warp shuffle, fp8 conversions,
 the mbarrier forms (init, arrive, arrive.expect_tx, try_wait.parity), the fences (mbarrier init, async proxy), the
 CTA barrier and the TMA tile copies with their bulk-group completion (``tma_load(rank)``, ``tma_store(rank)``),
-the TMA L2 prefetch (``tma_prefetch(rank)``), ``stmatrix(num, trans)``, and the warpgroup ops further down (wgmma SS
+the TMA L2 prefetch (``tma_prefetch(rank)``), ``stmatrix(num, trans)``, predicated global stores
+(``st_global_if(bytes)``), and the warpgroup ops further down (wgmma SS
 and RS forms: ``wgmma_mma``, ``wgmma_mma_rs``; setmaxnreg; named barriers).
 
 An entry gives the PTX template (``$0`` the result, ``$1…`` the operands), the LLVM constraint string, the result
@@ -258,6 +259,22 @@ def _wgmma_chain(base: str, n: int, ab_type: str, a_constraints: list, trans: st
     a_types = (I64,) if len(a_constraints) == 1 else (I32,) * len(a_constraints)
     TABLE[name] = PtxInstr(template, constraints, f32_struct(h), (a_types + (I64,)) * ksteps + (I32,) + (F32,) * h,
                            convergent=True, side_effect=True, doc=doc)
+    return name
+
+
+def st_global_if(nbytes: int) -> str:
+    """The table entry (added on first use) of a predicated global store of ``nbytes`` (4, 8 or 16) bytes: ``$0``
+    the condition (i32, stored where non-zero), ``$1`` the 64-bit global address (aligned to ``nbytes``), then the
+    value as one, two or four b32 words. ``st_global_if(8)`` → ``"st.global.if.8"``, whose PTX is
+    ``@%p st.global.v2.b32 [addr], {w0, w1};``. Post: ``TABLE[name]`` exists."""
+    name = f"st.global.if.{nbytes}"
+    if name not in TABLE:
+        words = nbytes // 4
+        regs = ", ".join(f"${2 + i}" for i in range(words))
+        what = f".b32 [$1], {regs}" if words == 1 else f".v{words}.b32 [$1], {{{regs}}}"
+        TABLE[name] = PtxInstr(f"{{ .reg .pred %p; setp.ne.b32 %p, $0, 0; @%p st.global{what}; }}",
+                               ",".join(["r", "l"] + ["r"] * words), VOID, (I32, I64) + (I32,) * words,
+                               side_effect=True, doc=f"store {nbytes} bytes at $1 where $0 != 0")
     return name
 
 
