@@ -192,6 +192,9 @@ def main() -> None:
             colds.append(_run(_CHILD, [name, "cold", args.repeat, int(gpu)], e))   # this one fills the cache
             cold = median_process(colds)
             cold["loaded_s_all"] = [r.get("loaded_s", r["first_s"]) for r in colds]
+            # every cold process's stages (the driver JIT as "load"): a median process hides which stage varies
+            cold["stages_all"] = [{**r["first_stages_s"], **({"load": r["module_load_s"]} if "module_load_s" in r
+                                                             else {})} for r in colds]
             runs = [_run(_CHILD, [name, "cached", args.repeat, int(gpu)], e) for _ in range(args.processes)]
             cached = median_process(runs)
             cached["first_s_all"] = [r["first_s"] for r in runs]
@@ -206,6 +209,13 @@ def main() -> None:
     print("cold = first call in a fresh process with an empty cache (imports excluded, listed first); warm-cold = "
           "a miss once everything is initialised;\ncached1 = first call of a new process on a filled cache "
           "(incl. the toolchain digest); cached = steady hit; load = cuModuleLoadData")
+    for name, r in results["examples"].items():
+        runs = r["cold_process"]["stages_all"]
+        keys = [k for k in ("parse", "verify", "lower", "ptx", "cubin", "load") if any(k in x for x in runs)]
+        print(f"  cold {name}, each stage's median [min, max] over {len(runs)} processes: " + ", ".join(
+            f"{k} {statistics.median(x.get(k, 0) for x in runs) * 1e3:.1f} "
+            f"[{min(x.get(k, 0) for x in runs) * 1e3:.0f}, {max(x.get(k, 0) for x in runs) * 1e3:.0f}]"
+            for k in keys) + " ms; total " + ", ".join(f"{t * 1e3:.0f}" for t in r["cold_process"]["loaded_s_all"]))
     for name, r in results["examples"].items():
         s = r["cold_process"]["steady_stages_s"]
         print(f"  warm-cold {name}: " + ", ".join(f"{k} {v * 1e3:.1f}" for k, v in s.items()) + " ms")
