@@ -349,8 +349,9 @@ class Mma(OpDef):
             lx.error(f"no wgmma descriptors for A's layout: {it_a}")
         major_b = _b_major(lx, tb)
         ra = lx.get(a_v)
-        _lower_mma(op, lx, lambda steps: ptx_table.wgmma_mma(n, ta.dtype.name, int(major_a == "MN"),
-                                                                int(major_b == "MN"), steps), m // 64, kk // k_step(ta.dtype),
+        trans_a, trans_b = int(major_a == "MN"), int(major_b == "MN")
+        _lower_mma(op, lx, lambda steps: ptx_table.wgmma_mma(n, ta.dtype.name, trans_a, trans_b, steps), m // 64,
+                   kk // k_step(ta.dtype),
                    lambda blk, j: [_runtime_descriptor(lx, ra.base, it_a.descriptor(k=j, mn_block=blk))])
 
     def interpret(self, op, ix):
