@@ -656,6 +656,12 @@ def gmem_access(lx, view: GView, thread, tv, dtype, store=None, other=0.0):
     def from_mem(x):
         return b.icmp_unsigned("!=", x, ir.Constant(I8, 0)) if dtype.name == "i1" else x
 
+    def packed(vt, group):
+        vec = ir.Constant(vt, None)
+        for j, v in enumerate(group):
+            vec = b.insert_element(vec, to_mem(store[v]), lx.i32(j))
+        return vec
+
     other_c = lx.const(dtype, other) if store is None else None
     nv = lc.size(tv[1])
     results = [None] * nv
@@ -673,10 +679,7 @@ def gmem_access(lx, view: GView, thread, tv, dtype, store=None, other=0.0):
         vt = ir.VectorType(mem_t, k)
         full = inside(cs) if exact else _and_all(b, [inside(cs), inside(cs, k - 1)])
         if store is not None and exact and k * esize >= 4:  # all of the vector or none of it: no branch
-            vec = ir.Constant(vt, None)
-            for j, v in enumerate(group):
-                vec = b.insert_element(vec, to_mem(store[v]), lx.i32(j))
-            _predicated_store(lx, full, ptr, vec, k * esize)
+            _predicated_store(lx, full, ptr, packed(vt, group), k * esize)
             continue
         fast, slow, done = lx.block("vec"), lx.block("vec.edge"), lx.block("vec.done")
         b.cbranch(full, fast, slow)
@@ -685,10 +688,7 @@ def gmem_access(lx, view: GView, thread, tv, dtype, store=None, other=0.0):
             vec = b.load(ptr, typ=vt, align=k * esize)
             fast_vals = [from_mem(b.extract_element(vec, lx.i32(j))) for j in range(k)]
         else:
-            vec = ir.Constant(vt, None)
-            for j, v in enumerate(group):
-                vec = b.insert_element(vec, to_mem(store[v]), lx.i32(j))
-            b.store(vec, ptr, align=k * esize)
+            b.store(packed(vt, group), ptr, align=k * esize)
         fast_end = b.block
         b.branch(done)
         b.position_at_end(slow)
