@@ -6,8 +6,9 @@
 C = A·Bᵀ with A (M, K) and B (N, K) row-major, C (M, N) row-major, f32 accumulation; for ``e4m3`` C is bf16 =
 (A·Bᵀ)·scale_a·scale_b with per-tensor scales, against ``torch._scaled_mm`` (cuBLAS fp8, default accumulation).
 Every shape gets fresh random inputs; each kernel's result is checked against a float64 reference by relative
-Frobenius error (≤ 1e-2) BEFORE it is timed. Timing: CUDA events around each launch, median of the repeats after
-warm-up, in interleaved rounds (a shuffled order each round; the figure is the median over rounds); our kernel is
+Frobenius error (≤ 1e-2) BEFORE it is timed. Timing: CUDA events around each of the back-to-back launches that
+fill 100 ms (``--rep-ms``) after 25 ms of warm-up (``--warmup-ms``), Triton's do_bench windows; their median, in
+interleaved rounds (a shuffled order each round; the figure is the median over rounds); our kernel is
 launched through a prepared call site (the launcher's hot path), torch as ``torch.matmul(a, b.T, out=c)``, Triton
 through its compiled kernel. TFLOP/s = 2·M·N·K / time. The table is printed last; JSON goes to
 $OUT/bench_gemm.json (or ./bench_gemm.json).
@@ -70,20 +71,30 @@ def variant_kernel(variant: str, dtype: str):
     return load_example("gemm").build(dtype, bn, stages), False
 
 
-def time_ms(torch, fn, warmup=10, repeats=20):
-    """Median milliseconds of ``fn()`` by CUDA events (one pair per launch)."""
-    for _ in range(warmup):
-        fn()
+def time_ms(torch, fn, warmup_ms=25.0, rep_ms=100.0):
+    """Median milliseconds of one ``fn()`` by CUDA events (a pair around each launch), over as many back-to-back
+    launches as fill ``rep_ms`` after ``warmup_ms`` of warm-up launches (the windows of Triton's ``do_bench``): an
+    H100 running a GEMM is held at its power limit, and its clock settles there within tens of milliseconds, so a
+    shorter window times a kernel at a clock it does not keep."""
+    fn()
     torch.cuda.synchronize()
-    times = []
-    for _ in range(repeats):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    probe = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
+    probe[0].record()
+    for _ in range(5):
+        fn()
+    probe[1].record()
+    probe[1].synchronize()
+    estimate = max(probe[0].elapsed_time(probe[1]) / 5, 1e-3)
+    for _ in range(max(1, int(warmup_ms / estimate))):
+        fn()
+    repeats = max(5, int(rep_ms / estimate))
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(repeats)]
+    for start, end in events:
         start.record()
         fn()
         end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
+    torch.cuda.synchronize()
+    return statistics.median(start.elapsed_time(end) for start, end in events)
 
 
 def rel_err(torch, got, want):
@@ -147,7 +158,8 @@ def main(argv=None):
     ap.add_argument("--variants", default=None,
                     help="ours: h<BM>x<BN>s<stages>[p<pending>][g<group>][c<cluster>][k<promote>][t[<split>]] "
                          "(gemm_hopper) or s128x<BN>s<stages> (gemm); default: DEFAULT_VARIANTS of each dtype")
-    ap.add_argument("--repeats", type=int, default=10, help="launches per timing (median)")
+    ap.add_argument("--rep-ms", type=float, default=100.0, help="launches filling this many ms per timing (median)")
+    ap.add_argument("--warmup-ms", type=float, default=25.0, help="warm-up launches filling this many ms")
     ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds (median of the round medians)")
     ap.add_argument("--no-triton", action="store_true")
     args = ap.parse_args(argv)
@@ -195,10 +207,16 @@ def main(argv=None):
                     extra.update(scale_a=scale_a, scale_b=scale_b)
                 try:
                     site = kern.prepare(a=a, b=b, c=c, m=m, n=n, k=k, **extra)
+                    if needs_sms and site.compiled.resident_ctas() != sms:
+                        # a persistent grid larger than what runs at once (clusters of 4 fit 128 of 132 SMs)
+                        # would leave its last clusters waiting for whole earlier ones
+                        extra["sms"] = site.compiled.resident_ctas()
+                        site = kern.prepare(a=a, b=b, c=c, m=m, n=n, k=k, **extra)
                 except LaunchError as exc:   # e.g. a TMA-store epilogue for a C whose rows are not 16-byte aligned
                     row[f"ours_{name}_err"] = float("nan")
                     row[f"ours_{name}_skipped"] = str(exc)
                     continue
+                row[f"ours_{name}_ctas"] = extra.get("sms")
                 site()
                 fn = site.compiled.function   # what the driver allocated: registers per thread, local memory (spills)
                 row[f"ours_{name}_regs"] = (fn.attribute("NUM_REGS"), fn.attribute("LOCAL_SIZE_BYTES"))
@@ -215,7 +233,7 @@ def main(argv=None):
                         runners["triton"] = lambda: triton_run(a, b, c, t_scale)
                 except Exception as exc:   # e.g. a Triton without fp8 tl.dot on this GPU: the table says so
                     row["triton_skipped"] = str(exc).splitlines()[0][:200]
-            # then timing, interleaved: every round times each kernel once (median of `repeats` launches), so clock
+            # then timing, interleaved: every round times each kernel once (median over a rep_ms window), so clock
             # and power drift hit all of them alike; the figure is the median over the rounds
             samples = {key: [] for key in runners}
             order = list(runners)
@@ -224,7 +242,7 @@ def main(argv=None):
                 # down, so a fixed position would bias every round the same way)
                 random.Random(r).shuffle(order)
                 for key in order:
-                    samples[key].append(time_ms(torch, runners[key], warmup=3, repeats=args.repeats))
+                    samples[key].append(time_ms(torch, runners[key], args.warmup_ms, args.rep_ms))
             for key, values in samples.items():
                 row[f"{key}_ms"] = statistics.median(values)
             best = min((key for key in runners if key.startswith("ours_")), key=lambda key: row[f"{key}_ms"],

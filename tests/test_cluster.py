@@ -117,9 +117,10 @@ def gemm_hopper():
     return module
 
 
-@pytest.mark.parametrize("m, n, k, sms, bn", [(300, 260, 200, 4, 128), (129, 513, 72, 2, 256), (1, 8, 8, 2, 128)])
-def test_cluster_gemm_matches_float64(m, n, k, sms, bn):
-    kernel = gemm_hopper().build("bf16", bn=bn, stages=3, cluster=2)
+@pytest.mark.parametrize("m, n, k, sms, bn, cluster", [(300, 260, 200, 4, 128, 2), (129, 513, 72, 2, 256, 2),
+                                                       (1, 8, 8, 2, 128, 2), (700, 260, 200, 8, 128, 4)])
+def test_cluster_gemm_matches_float64(m, n, k, sms, bn, cluster):
+    kernel = gemm_hopper().build("bf16", bn=bn, stages=3, cluster=cluster)
     rng = np.random.default_rng()
     a = round_to(rng.standard_normal((m, k)), BF16)
     b = round_to(rng.standard_normal((n, k)), BF16)
@@ -149,3 +150,30 @@ def test_gpu_multicast_and_cluster_gemm():
         torch.cuda.synchronize()
         want = a.double() @ b.double().T
         assert (torch.linalg.norm(c.double() - want) / torch.linalg.norm(want)).item() < 1e-2
+
+
+@pytest.mark.gpu
+def test_gpu_resident_ctas_are_whole_clusters_and_size_a_persistent_grid():
+    """A persistent GEMM in clusters of 4 launched with ``sms = resident_ctas()`` starts every CTA at once (an H100
+    fits 30 clusters of 4 of this 1-CTA-per-SM kernel: 120 CTAs, not 132) and is right; without clusters every SM
+    holds one."""
+    torch = pytest.importorskip("torch")
+    from ptxgen.runtime import gpu_available, jit, multiprocessor_count
+    if not gpu_available():
+        pytest.skip("needs a CUDA GPU")
+    m, n, k = 2048, 1536, 1024
+    a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
+    want = a.double() @ b.double().T
+    sms = multiprocessor_count()
+    for cluster in (1, 4):
+        c = torch.full((m, n), -7.0, device="cuda", dtype=torch.bfloat16)
+        kern = jit(gemm_hopper().build("bf16", cluster=cluster))
+        site = kern.prepare(a=a, b=b, c=c, m=m, n=n, k=k, sms=sms)
+        ctas = site.compiled.resident_ctas()
+        assert 0 < ctas <= sms and ctas % cluster == 0, (cluster, ctas)
+        if cluster == 1:
+            assert ctas == sms        # 1 CTA per SM: the shared memory of the 4-stage 128 x 256 ring
+        kern(a=a, b=b, c=c, m=m, n=n, k=k, sms=ctas)
+        torch.cuda.synchronize()
+        assert (torch.linalg.norm(c.double() - want) / torch.linalg.norm(want)).item() < 1e-2, cluster

@@ -145,6 +145,40 @@ def device_name() -> str:
     return raw.split(b"\0", 1)[0].decode(errors="replace")
 
 
+def multiprocessor_count() -> int:
+    """Streaming multiprocessors of the current device: 132 on an H100 SXM."""
+    cu = _cu()
+    attr = cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+    return int(_call("cuDeviceGetAttribute", attr, _device()))
+
+
+def resident_ctas(func, block, smem_bytes: int = 0, cluster=None) -> int:
+    """How many CTAs of ``func`` launched with ``block`` threads, ``smem_bytes`` of dynamic shared memory and
+    ``cluster`` the device runs at once: whole clusters (``cuOccupancyMaxActiveClusters``) times the cluster size,
+    or blocks per SM (``cuOccupancyMaxActiveBlocksPerMultiprocessor``) times the SMs without clusters. A cluster
+    lives in one GPC, so on an H100 (132 SMs in GPCs of 16 or 18) a 1-CTA-per-SM kernel in clusters of 4 runs
+    32 clusters = 128 CTAs, not 132. Post: a persistent grid of at most this many CTAs starts all at once."""
+    cu = _cu()
+    context()
+    bx, by, bz = _dim3(block)
+    cx, cy, cz = _dim3(cluster) if cluster is not None else (1, 1, 1)
+    if (cx, cy, cz) == (1, 1, 1):
+        per_sm = _call("cuOccupancyMaxActiveBlocksPerMultiprocessor", _func_handle(func), bx * by * bz,
+                       int(smem_bytes))
+        return int(per_sm) * multiprocessor_count()
+    cfg = cu.CUlaunchConfig()
+    cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = cx, cy, cz
+    cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = bx, by, bz
+    cfg.sharedMemBytes = int(smem_bytes)
+    attr = cu.CUlaunchAttribute()
+    attr.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+    attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cx, cy, cz
+    cfg.attrs = [attr]
+    cfg.numAttrs = 1
+    clusters = _call("cuOccupancyMaxActiveClusters", _func_handle(func), cfg)
+    return int(clusters) * cx * cy * cz
+
+
 def synchronize() -> None:
     """``cuCtxSynchronize``: wait for all work; asynchronous kernel faults surface here as CudaError."""
     context()

@@ -35,7 +35,8 @@ import math
 import re
 import struct
 
-from .driver import CudaError, DeviceBuffer, Module, _cu, _error_string, _result_name, context, set_max_dynamic_smem
+from .driver import (CudaError, DeviceBuffer, Module, _cu, _error_string, _result_name, context, resident_ctas,
+                     set_max_dynamic_smem)
 
 __all__ = ["BoundLaunch", "LaunchError", "JitKernel", "CompiledKernel", "jit", "jit_text", "parse_verified"]
 
@@ -289,10 +290,16 @@ class CompiledKernel:
         cfg.numAttrs = len(attrs)
         self.cfg = cfg
         self.block = tuple(block)
+        self.cluster = tuple(cluster)
         self._grid = (1, 1, 1)
         self._stream = 0
         self._handle = self.function.handle
         self._launch = cu.cuLaunchKernelEx
+
+    def resident_ctas(self) -> int:
+        """CTAs of this kernel the device runs at once (``driver.resident_ctas``: whole clusters × cluster size):
+        the most a persistent kernel's grid should hold, e.g. 128 for an H100 GEMM in clusters of 4, 132 alone."""
+        return resident_ctas(self.function, self.block, self.smem_bytes, self.cluster)
 
     def launch(self, values, grid, stream=0) -> None:
         try:
