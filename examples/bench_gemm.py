@@ -72,6 +72,18 @@ def variant_kernel(variant: str, dtype: str):
     return load_example("gemm").build(dtype, bn, stages), False
 
 
+def prepare_persistent(kern, extra: dict, **args):
+    """``kern.prepare(**args, **extra)``; for a persistent kernel (``"sms"`` in ``extra``) whose grid would hold more
+    CTAs than the device runs at once, ``extra["sms"]`` becomes ``resident_ctas()`` and the call is prepared again
+    (clusters of 4 fit 120 of an H100's 132 SMs: the last clusters of a bigger grid would wait for whole earlier
+    ones). → the prepared call; ``extra["sms"]`` is what it launches with."""
+    site = kern.prepare(**args, **extra)
+    if "sms" in extra and site.compiled.resident_ctas() != extra["sms"]:
+        extra["sms"] = site.compiled.resident_ctas()
+        site = kern.prepare(**args, **extra)
+    return site
+
+
 def time_ms(torch, fn, warmup_ms=25.0, rep_ms=100.0):
     """Median milliseconds of one ``fn()`` by CUDA events (a pair around each launch), over as many back-to-back
     launches as fill ``rep_ms`` after ``warmup_ms`` of warm-up launches (the windows of Triton's ``do_bench``): an
@@ -207,12 +219,7 @@ def main(argv=None):
                 if fp8:
                     extra.update(scale_a=scale_a, scale_b=scale_b)
                 try:
-                    site = kern.prepare(a=a, b=b, c=c, m=m, n=n, k=k, **extra)
-                    if needs_sms and site.compiled.resident_ctas() != sms:
-                        # a persistent grid larger than what runs at once (clusters of 4 fit 128 of 132 SMs)
-                        # would leave its last clusters waiting for whole earlier ones
-                        extra["sms"] = site.compiled.resident_ctas()
-                        site = kern.prepare(a=a, b=b, c=c, m=m, n=n, k=k, **extra)
+                    site = prepare_persistent(kern, extra, a=a, b=b, c=c, m=m, n=n, k=k)
                 except LaunchError as exc:   # e.g. a TMA-store epilogue for a C whose rows are not 16-byte aligned
                     row[f"ours_{name}_err"] = float("nan")
                     row[f"ours_{name}_skipped"] = str(exc)

@@ -112,11 +112,7 @@ def main(argv=None):
             extra = {"sms": sms} if needs_sms else {}
             if fp8:
                 extra.update(scale_a=0.5, scale_b=0.25)
-            site = kern.prepare(a=a, b=b, c=c, m=m, n=n, k=k, **extra)
-            if needs_sms and site.compiled.resident_ctas() != sms:
-                extra["sms"] = site.compiled.resident_ctas()
-                site = kern.prepare(a=a, b=b, c=c, m=m, n=n, k=k, **extra)
-            candidates[f"{variant} {dtype}"] = site
+            candidates[f"{variant} {dtype}"] = bg.prepare_persistent(kern, extra, a=a, b=b, c=c, m=m, n=n, k=k)
         for name, fn in candidates.items():
             c.fill_(-7.0)
             fn()

@@ -156,9 +156,8 @@ def resident_ctas(func, block, smem_bytes: int = 0, cluster=None) -> int:
     """How many CTAs of ``func`` launched with ``block`` threads, ``smem_bytes`` of dynamic shared memory and
     ``cluster`` the device runs at once: whole clusters (``cuOccupancyMaxActiveClusters``) times the cluster size,
     or blocks per SM (``cuOccupancyMaxActiveBlocksPerMultiprocessor``) times the SMs without clusters. A cluster
-    lives in one GPC, so on an H100 (132 SMs in GPCs of 16 or 18) a 1-CTA-per-SM kernel in clusters of 4 runs
-    32 clusters = 128 CTAs, not 132. Post: a persistent grid of at most this many CTAs starts all at once."""
-    cu = _cu()
+    lives in one GPC, so on an H100 (132 SMs) a 1-CTA-per-SM kernel in clusters of 4 runs 30 clusters = 120 CTAs,
+    not 132 (measured). Post: a persistent grid of at most this many CTAs starts all at once."""
     context()
     bx, by, bz = _dim3(block)
     cx, cy, cz = _dim3(cluster) if cluster is not None else (1, 1, 1)
@@ -166,15 +165,8 @@ def resident_ctas(func, block, smem_bytes: int = 0, cluster=None) -> int:
         per_sm = _call("cuOccupancyMaxActiveBlocksPerMultiprocessor", _func_handle(func), bx * by * bz,
                        int(smem_bytes))
         return int(per_sm) * multiprocessor_count()
-    cfg = cu.CUlaunchConfig()
-    cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = cx, cy, cz
-    cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = bx, by, bz
-    cfg.sharedMemBytes = int(smem_bytes)
-    attr = cu.CUlaunchAttribute()
-    attr.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
-    attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cx, cy, cz
-    cfg.attrs = [attr]
-    cfg.numAttrs = 1
+    # a grid of one cluster: the query is about how many such clusters fit, not about this grid
+    cfg = launch_config((cx, cy, cz), block, smem_bytes, 0, (cx, cy, cz))
     clusters = _call("cuOccupancyMaxActiveClusters", _func_handle(func), cfg)
     return int(clusters) * cx * cy * cz
 
@@ -339,6 +331,31 @@ def pack_args(args) -> tuple:
     return (ctypes.addressof(ptrs) if args else None), keep
 
 
+def launch_config(grid, block, smem_bytes: int = 0, stream=0, cluster=None):
+    """The ``CUlaunchConfig`` of a ``cuLaunchKernelEx`` (or an occupancy query): ``grid``/``block``/``cluster`` int
+    or 1-3 tuple, ``stream`` a CUstream or its handle; a cluster other than 1×1×1 becomes its launch attribute.
+
+    >>> launch_config((264, 1, 1), (384, 1, 1), 200_000, 0, (2, 1, 1)).numAttrs   # doctest: +SKIP
+    1
+
+    Post: the config launches ``grid`` CTAs of ``block`` threads with ``smem_bytes`` of dynamic shared memory."""
+    cu = _cu()
+    cfg = cu.CUlaunchConfig()
+    cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = _dim3(grid)
+    cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = _dim3(block)
+    cfg.sharedMemBytes = int(smem_bytes)
+    cfg.hStream = stream if isinstance(stream, cu.CUstream) else cu.CUstream(int(stream))
+    attrs = []
+    if cluster is not None and _dim3(cluster) != (1, 1, 1):
+        attr = cu.CUlaunchAttribute()
+        attr.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+        attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = _dim3(cluster)
+        attrs.append(attr)
+    cfg.attrs = attrs
+    cfg.numAttrs = len(attrs)
+    return cfg
+
+
 def launch(func, grid, block, args=(), smem_bytes: int = 0, stream=0, cluster=None) -> None:
     """Launch ``func`` (Function or CUfunction) with ``cuLaunchKernelEx``.
 
@@ -347,25 +364,9 @@ def launch(func, grid, block, args=(), smem_bytes: int = 0, stream=0, cluster=No
     bytes (raw param bytes), numpy scalar (its bytes), ctypes value, or a cuda-bindings struct such as CUtensorMap.
     The launch is asynchronous; call ``synchronize()`` to see faults.
     """
-    cu = _cu()
     context()
-    gx, gy, gz = _dim3(grid)
-    bx, by, bz = _dim3(block)
     params, keep = pack_args(tuple(args))
-    cfg = cu.CUlaunchConfig()
-    cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = gx, gy, gz
-    cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = bx, by, bz
-    cfg.sharedMemBytes = int(smem_bytes)
-    cfg.hStream = stream if isinstance(stream, cu.CUstream) else cu.CUstream(int(stream))
-    attrs = []
-    if cluster is not None:
-        cx, cy, cz = _dim3(cluster)
-        attr = cu.CUlaunchAttribute()
-        attr.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
-        attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cx, cy, cz
-        attrs.append(attr)
-    cfg.attrs = attrs
-    cfg.numAttrs = len(attrs)
+    cfg = launch_config(grid, block, smem_bytes, stream, cluster)
     try:
         _call("cuLaunchKernelEx", cfg, _func_handle(func), params if params is not None else 0, 0)
     finally:

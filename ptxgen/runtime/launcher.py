@@ -35,8 +35,8 @@ import math
 import re
 import struct
 
-from .driver import (CudaError, DeviceBuffer, Module, _cu, _error_string, _result_name, context, resident_ctas,
-                     set_max_dynamic_smem)
+from .driver import (CudaError, DeviceBuffer, Module, _cu, _error_string, _result_name, context, launch_config,
+                     resident_ctas, set_max_dynamic_smem)
 
 __all__ = ["BoundLaunch", "LaunchError", "JitKernel", "CompiledKernel", "jit", "jit_text", "parse_verified"]
 
@@ -275,20 +275,7 @@ class CompiledKernel:
             set_max_dynamic_smem(self.function, self.smem_bytes)
         cu = _cu()
         self._cu = cu
-        cfg = cu.CUlaunchConfig()
-        cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = 1, 1, 1
-        cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = block
-        cfg.sharedMemBytes = self.smem_bytes
-        cfg.hStream = cu.CUstream(0)
-        attrs = []
-        if tuple(cluster) != (1, 1, 1):
-            attr = cu.CUlaunchAttribute()
-            attr.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
-            attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster
-            attrs.append(attr)
-        cfg.attrs = attrs
-        cfg.numAttrs = len(attrs)
-        self.cfg = cfg
+        self.cfg = launch_config((1, 1, 1), block, self.smem_bytes, 0, cluster)
         self.block = tuple(block)
         self.cluster = tuple(cluster)
         self._grid = (1, 1, 1)
@@ -298,7 +285,7 @@ class CompiledKernel:
 
     def resident_ctas(self) -> int:
         """CTAs of this kernel the device runs at once (``driver.resident_ctas``: whole clusters × cluster size):
-        the most a persistent kernel's grid should hold, e.g. 128 for an H100 GEMM in clusters of 4, 132 alone."""
+        the most a persistent kernel's grid should hold, e.g. 120 for an H100 GEMM in clusters of 4, 132 alone."""
         return resident_ctas(self.function, self.block, self.smem_bytes, self.cluster)
 
     def launch(self, values, grid, stream=0) -> None:
@@ -685,14 +672,7 @@ class BoundLaunch:
                     self._tmap_slot[name] = (self._offset + offsets[slot], dtype, rank, tuple(shapes[name]))
                 slot += 1
         cu = _cu()
-        cfg = cu.CUlaunchConfig()
-        src = ck.cfg
-        cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid
-        cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = src.blockDimX, src.blockDimY, src.blockDimZ
-        cfg.sharedMemBytes = src.sharedMemBytes
-        cfg.hStream = stream if isinstance(stream, cu.CUstream) else cu.CUstream(int(stream))
-        cfg.attrs = src.attrs
-        cfg.numAttrs = src.numAttrs
+        cfg = launch_config(grid, ck.block, ck.smem_bytes, stream, ck.cluster)
         self._cfg = cfg
         self._launch = cu.cuLaunchKernelEx
         self._handle = ck._handle
