@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import importlib.util
 import json
 import os
 import pathlib
@@ -24,16 +23,8 @@ import statistics
 import subprocess
 import time
 
-HERE = pathlib.Path(__file__).resolve().parent
 DEFAULT_VARIANTS = {"bf16": "h128x256s4t2,h128x256s4c2t2", "f16": "h128x256s4t2,h128x256s4c2t2",
                     "e4m3": "h128x192s4c2t3"}
-
-
-def bench_gemm():
-    spec = importlib.util.spec_from_file_location("example_bench_gemm", HERE / "bench_gemm.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def sample_clock_and_power():
@@ -84,11 +75,11 @@ def main(argv=None):
     ap.add_argument("--passes", type=int, default=2)
     args = ap.parse_args(argv)
 
+    import bench_gemm as bg  # this script's own directory is on sys.path
     import torch
 
     from ptxgen.runtime import jit
 
-    bg = bench_gemm()
     m, n, k = (int(x) for x in args.shape.split("x"))
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     torch_dtype = {"bf16": torch.bfloat16, "f16": torch.float16, "e4m3": torch.float8_e4m3fn}
