@@ -47,6 +47,7 @@ Design decisions:
 """
 from __future__ import annotations
 
+import functools
 import itertools
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -335,7 +336,17 @@ def _units(n: int) -> str:
 
 
 def _analyze_tile(tile: Layout, t: DType, major: Major, mode: SwizzleMode):
-    """(lbo_units, sbo_units, notes) of an element tile (rank 2: MN, K), or _Reject(reason)."""
+    """(lbo_units, sbo_units, notes) of an element tile (rank 2: MN, K), or _Reject(reason).
+    Post: a fresh notes list each call (the analysis itself is memoized)."""
+    lbo, sbo, notes = _analyzed_tile(tile, t, major, mode)
+    return lbo, sbo, list(notes)
+
+
+@functools.lru_cache(maxsize=1024)
+def _analyzed_tile(tile: Layout, t: DType, major: Major, mode: SwizzleMode):
+    # memoized: a DescriptorIterator asks for every (stage, MN block, k-step) tile, and those tiles differ only in
+    # their offset (taken apart by the caller), so one buffer's 20 steps are one analysis (which enumerates every
+    # 16-byte row of the tile to rule out aliasing)
     T = 128 // t.bits  # elements per 16 bytes
     W = mode.width_bytes // 16  # swizzle width in 16-byte units
     eb = t.bits // 8
