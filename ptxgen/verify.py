@@ -5,7 +5,7 @@ definition in ``ptxgen.ir.ops`` and use the helpers of ``Verifier``.
 """
 from __future__ import annotations
 
-
+from .gc_pause import gc_paused
 from .ir.core import Kernel, Module, Region
 from .ir.hostexpr import Word
 from .ir.ops import KERNEL_RULES, OPS
@@ -151,6 +151,7 @@ def _is_shape(value) -> bool:
     return isinstance(value, tuple) and len(value) > 0 and all(_is_shape(e) for e in value)
 
 
+@gc_paused
 def verify(ir) -> None:
     """Check a Module or Kernel against every rule; raise VerifyError listing each violation as
     ``file:line:col: op: message``. Post: returns None only for IR the interpreter and the lowering accept."""

@@ -47,9 +47,10 @@ from importlib import resources
 import layoutc as lc
 from layoutc.notation import to_str
 
+from ..gc_pause import gc_paused
 from .core import Kernel, Location, Module, Op, Region, Value
 from .hostexpr import Add, CDiv, Const, Dim, HostExpr, Min, Mul, ParamRef, TupleAttr, Word
-from .types import (SCALARS, BarrierType, PipelineType, FragmentType, GlobalTensorType, GlobalViewType, ScalarType,
+from .types import (SCALARS, BarrierType, FragmentType, GlobalTensorType, GlobalViewType, PipelineType, ScalarType,
                     TensorMapType, TensorType)
 
 __all__ = [
@@ -522,6 +523,7 @@ def _parse(text: str, file: str, start: str):
     return reader, tree
 
 
+@gc_paused
 def parse_module(text: str, file: str = "<text>") -> Module:
     """Parse IR text into a Module. Raises IRSyntaxError (``file:line:col: message``) on any syntax, type or
     scoping error; never lets a lark exception escape. Every Op, Kernel and Value gets the Location of its first

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import re
 
+from ..gc_pause import gc_paused
 from ..ir.core import Kernel, Module
 from ..ir.types import GlobalTensorType, ScalarType, TensorMapType
+from . import target
 from .context import LoweringContext, LoweringError
 from .sourcemap import explain, op_locations
 from .specialize import Specialization, TensorSpec, kernel_abi
-from . import target
 
 DEFAULT_ARCH = "sm_90a"
 DEFAULT_OPTIONS = ("-O3", "-Xptxas=-v")
@@ -134,6 +135,7 @@ class Compiled:
         return out
 
 
+@gc_paused
 def compile_kernel(kernel, specialization: Specialization | None = None, arch: str = DEFAULT_ARCH,
                    options=DEFAULT_OPTIONS, verify: bool = True, defer_assembly: bool = False) -> Compiled:
     """Lower, optimize, emit PTX and assemble: a ``Compiled`` (unpacks as ``(ptx, cubin)``). ``verify=False`` for a
