@@ -26,17 +26,17 @@ import sys
 
 HERE = pathlib.Path(__file__).resolve().parent
 DEFAULT_SHAPES = "4096x4096x4096,8192x8192x8192,8192x8192x1024,2048x2048x2048,4096x4096x16384,3001x2999x2016"
-# the configurations worth timing per dtype (H100, 2026-11-24): 16-bit 128x256 tiles with the TMA-store epilogue
-# staged in halves (4 stages) or whole (3 stages), clusters of 2 or not, and the direct epilogue for any N; fp8
-# 128x224 / 128x192 / 128x128 tiles (a chunk and a total of f32 must fit: 112 + 112 registers of the 240 a consumer
-# has), promoting every k-tile (k1, the accuracy of cuBLAS's default fp8 path) or every 4 (k4: faster, a little less
-# accurate), TMA-store epilogue or, for rows that are not 16-byte aligned, direct; 16-bit 128x192 direct in pairs
-# for shapes whose tile count leaves the last wave of big tiles mostly empty (3001x2999: 288 tiles of 128x256 or
-# 576 of 128x128 on 132 SMs, 384 of 128x192: 377 TFLOP/s against 311 for 128x128, 2026-11-25)
+# the configurations worth timing per dtype (H100, 2026-11-24/25): 16-bit 128x256 tiles with the TMA-store epilogue
+# staged in halves (4 stages) or whole (3 stages), clusters of 2 or not; fp8 128x224 / 128x192 / 128x128 tiles (a
+# chunk and a total of f32 must fit: 112 + 112 registers of the 240 a consumer has), promoting every k-tile (k1, the
+# accuracy of cuBLAS's default fp8 path) or every 4 (k4: faster, a little less accurate), TMA-store epilogue; for C
+# rows that are not 16-byte aligned (no TMA store) the "rows" epilogue, staged in smem and stored by warps along rows
+# (3001x2999x2016 bf16: 569 TFLOP/s against 375 for the direct epilogue's scattered 2-byte stores, Triton 406; fp8
+# 128x128 k4: 724 against 435, 2026-11-25) and the direct one for the record
 DEFAULT_VARIANTS = {
-    "bf16": "h128x256s4,h128x256s4t2,h128x256s4c2t2,h128x256s3c2t,h128x192s5c2",
-    "f16": "h128x256s4,h128x256s4t2,h128x256s4c2t2,h128x256s3c2t,h128x192s5c2",
-    "e4m3": "h128x224s5c2,h128x192s4c2t3,h128x128s4c2t,h128x224s4c2k4,h128x192s4c2k4t3,h128x128s4c2k4t,h128x128s6c2",
+    "bf16": "h128x256s4t2,h128x256s4c2t2,h128x256s3c2t,h128x192s5c2,h128x192s4c2r3,h128x256s3c2r2",
+    "f16": "h128x256s4t2,h128x256s4c2t2,h128x256s3c2t,h128x192s5c2,h128x192s4c2r3,h128x256s3c2r2",
+    "e4m3": "h128x224s5c2,h128x192s4c2t3,h128x128s4c2t,h128x224s4c2k4,h128x192s4c2k4t3,h128x128s4c2k4t,h128x128s4c2k4r",
 }
 
 
@@ -50,18 +50,19 @@ def load_example(name):
 def variant_kernel(variant: str, dtype: str):
     """A variant name → (kernel module, needs_sms): ``h128x256s4`` is gemm_hopper.build(bm=128, bn=256, stages=4),
     with optional suffixes ``p0`` (wgmma.wait pending 0), ``g4`` (rasterization groups of 4), ``c2`` (clusters of 2
-    with B multicast), ``k4`` (fp8: promote every 4 k-tiles of 128), ``t`` (TMA-store epilogue; needs N % 8 == 0; ``t2``: staged
-    in 2 column blocks); ``s128x256s3`` is the simple examples/gemm.py with bn=256 and 3 stages."""
+    with B multicast), ``k4`` (fp8: promote every 4 k-tiles of 128), ``t`` (TMA-store epilogue; needs N % 8 == 0;
+    ``t2``: staged in 2 column blocks), ``r`` (staged in smem like ``t``, then stored by warps along rows: any N;
+    ``r3``: in 3 column blocks); ``s128x256s3`` is the simple examples/gemm.py with bn=256 and 3 stages."""
     import re
 
-    m = re.fullmatch(r"([hs])(\d+)x(\d+)s(\d+)(?:p(\d))?(?:g(\d+))?(?:c(\d))?(?:k(\d+))?(t(\d)?)?", variant)
+    m = re.fullmatch(r"([hs])(\d+)x(\d+)s(\d+)(?:p(\d))?(?:g(\d+))?(?:c(\d))?(?:k(\d+))?(?:([tr])(\d)?)?", variant)
     if not m:
         raise ValueError(f"unknown variant {variant!r} (h<BM>x<BN>s<stages>[p<pending>][g<group>][c<cluster>]"
-                         "[k<promote>][t[<split>]] or s128x<BN>s<stages>)")
+                         "[k<promote>][t|r[<split>]] or s128x<BN>s<stages>)")
     kind, bm, bn, stages = m.group(1), int(m.group(2)), int(m.group(3)), int(m.group(4))
     pending, group, cluster = int(m.group(5) or 1), int(m.group(6) or 8), int(m.group(7) or 1)
     promote = int(m.group(8) or 1)
-    epilogue = "tma" if m.group(9) else "direct"
+    epilogue = {"t": "tma", "r": "rows", None: "direct"}[m.group(9)]
     split = int(m.group(10) or 1)
     if kind == "h":
         return load_example("gemm_hopper").build(dtype, bm=bm, bn=bn, stages=stages, group=group, pending=pending,
@@ -169,7 +170,7 @@ def main(argv=None):
     ap.add_argument("--dtypes", default="bf16,f16,e4m3")
     ap.add_argument("--shapes", default=DEFAULT_SHAPES)
     ap.add_argument("--variants", default=None,
-                    help="ours: h<BM>x<BN>s<stages>[p<pending>][g<group>][c<cluster>][k<promote>][t[<split>]] "
+                    help="ours: h<BM>x<BN>s<stages>[p<pending>][g<group>][c<cluster>][k<promote>][t|r[<split>]] "
                          "(gemm_hopper) or s128x<BN>s<stages> (gemm); default: DEFAULT_VARIANTS of each dtype")
     ap.add_argument("--rep-ms", type=float, default=100.0, help="launches filling this many ms per timing (median)")
     ap.add_argument("--warmup-ms", type=float, default=25.0, help="warm-up launches filling this many ms")

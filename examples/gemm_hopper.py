@@ -41,6 +41,16 @@ def accumulator_block_tv(rows: int, bn: int):
     return lc.Layout(((4, 8, 4), ((2, 2, bn // 8), p)), ((2 * rows, 1, 16), ((rows, 8, 8 * rows), 64)))
 
 
+def row_tv(rows: int, cols: int):
+    """A warpgroup's TV layout of a (rows, cols) tile whose warps each cover 32 consecutive columns of one row: thread
+    t → column t % 64 (+64·j for value block j), row t // 64 (+2 per value), element m + rows·n of the tile.
+    ``row_tv(64, 64)`` = ((64,2),(32,1)):((64,1),(2,4096)); post: a bijection of 128 threads × rows·cols/128 values
+    onto the tile (cols a multiple of 64, rows even)."""
+    import layoutc as lc
+
+    return lc.Layout(((64, 2), (rows // 2, cols // 64)), ((rows, 1), (2, 64 * rows)))
+
+
 def operand_ring(dtype: str, rows: int, stages: int, major: str):
     bk = k_tile(dtype)
     """(the smem ring of an operand in GLOBAL mode order, the TMA box of one load, loads per stage) for an operand of
@@ -68,7 +78,9 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
     into a swizzled smem tile and one of its threads stores them with TMA (64-column boxes), asynchronously: the
     warpgroup goes on with the next tile's mainloop while the store drains (C's rows must then be 16-byte aligned:
     N a multiple of 8); ``epilogue_split = S`` stages the tile in S column blocks through a buffer S times smaller
-    (BM = 128: 128 × 256 bf16 needs 64 KiB at once, 32 KiB in halves — room for a 4th pipeline stage); ``"direct"``: st.global from the registers through the accumulator's TV layout (any N).
+    (BM = 128: 128 × 256 bf16 needs 64 KiB at once, 32 KiB in halves — room for a 4th pipeline stage); ``"direct"``: st.global from the registers through the accumulator's TV layout (any N);
+    ``"rows"``: through smem like ``"tma"`` (``epilogue_split`` alike), then st.global by ``row_tv`` — each warp
+    writes 32 consecutive elements of a row — for C rows TMA cannot store (not 16-byte aligned).
     ``a_major``/``b_major``: how A and B lie in global memory — ``"K"``: A (M, K) and B (N, K) with K contiguous;
     ``"MN"``: A (K, M) / B (K, N) with M / N contiguous (C = A·B for a row-major B). The kernel is the same; only the
     layouts (and the number of 64-column TMA boxes per stage) change. MN-major operands are built for clusters of 1.
@@ -97,22 +109,24 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
     acc_t = frag("f32", (bn // 2) * (rows // 64))
     work = mul(cdiv("m", bm * cluster), cdiv("n", bn))
     grid = (hmin(work, "sms"), 1, 1) if cluster == 1 else (mul(hmin(work, cdiv("sms", cluster)), cluster), 1, 1)
-    if epilogue_split < 1 or (epilogue == "tma" and bn % (64 * epilogue_split)):
+    staged = epilogue in ("tma", "rows")
+    if epilogue_split < 1 or (staged and bn % (64 * epilogue_split)):
         raise ValueError(f"epilogue_split {epilogue_split}: BN = {bn} must split into blocks of a multiple of 64 "
-                         "columns (whole TMA boxes of the TMA-store epilogue)")
-    if epilogue_split > 1 and (epilogue != "tma" or rows != 64):
-        raise ValueError("epilogue_split > 1 stages column blocks of a TMA-store epilogue with BM = 128 (a column "
-                         "block is then a run of the accumulator's values)")
+                         "columns (whole 64-column SW128 atoms of the staged epilogue)")
+    if epilogue_split > 1 and (not staged or rows != 64):
+        raise ValueError("epilogue_split > 1 stages column blocks of a TMA-store or rows epilogue with BM = 128 (a "
+                         "column block is then a run of the accumulator's values)")
     c_cols = bn // epilogue_split                     # columns staged in shared memory at a time
-    if epilogue == "tma":
+    if staged:
         c_ring = gmma_smem_layout("K", "SW128", out_dtype, (bm, c_cols))  # the CTA's staged C, 64-column SW128 atoms
+    if epilogue == "tma":
         c_rows = tile_split(c_ring, 0, rows)[0]                           # one consumer warpgroup's rows
         c_box = tile_split(c_rows, 1, 64)[0]                              # one TMA store: rows x 64 columns
         c_param = tmap(out_dtype, 2, c_box)
-    elif epilogue == "direct":
+    elif epilogue in ("direct", "rows"):
         c_param = gtensor(out_dtype, 2)
     else:
-        raise ValueError(f"epilogue must be 'direct' or 'tma', not {epilogue!r}")
+        raise ValueError(f"epilogue must be 'direct', 'rows' or 'tma', not {epilogue!r}")
     kb = KernelBuilder(
         "gemm_hopper", grid=grid, block=(384, 1, 1), cluster=(cluster, 1, 1) if cluster > 1 else None,
         a=tmap(dtype, 2, a_box), b=tmap(dtype, 2, b_part), c=c_param, m=i32, n=i32, k=i32, sms=i32,
@@ -120,7 +134,7 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
     b = kb.b
     sa = b.smem.alloc(type=smem(dtype, a_ring), align=1024, name="sa")
     sb = b.smem.alloc(type=smem(dtype, b_ring), align=1024, name="sb")
-    if epilogue == "tma":
+    if staged:
         sc = b.smem.alloc(type=smem(out_dtype, c_ring), align=1024, name="sc")
     if cluster > 1:
         pipe = b.pipeline.alloc(stages=stages, consumers=8, cluster=cluster, name="pipe")
@@ -271,6 +285,26 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
             if epilogue == "direct":
                 c_tile = b.gmem.tile(kb["c"], r0, n0c, shape=(rows, bn), name="c_tile")
                 b.gmem.store(c_tile, lt, out, tv=accumulator_block_tv(rows, bn))
+            elif epilogue == "rows":
+                # C rows that TMA cannot store (not 16-byte aligned): the accumulator goes through shared memory so
+                # that each warp then stores 32 consecutive elements of one row (2 or 3 sectors per instruction)
+                # instead of 4 elements in each of 8 rows (8 sectors), one column block at a time; the named
+                # barriers over both consumer warpgroups keep a block's writes after the previous block's reads
+                c_mine = b.smem.tile(sc, cw, mode=0, size=rows, name="c_mine")
+                part_values = acc_t.size // epilogue_split
+                for h in range(epilogue_split):
+                    tag = f"_{h}" if epilogue_split > 1 else ""
+                    b.barrier.named(id=1, threads=256)
+                    part = out if epilogue_split == 1 else b.frag.slice(
+                        out, offset=h * part_values, type=frag(out_dtype, part_values), name=f"out{tag}")
+                    b.smem.store(c_mine, lt, part, tv=accumulator_block_tv(rows, c_cols))
+                    b.barrier.named(id=1, threads=256)
+                    row_major = b.smem.load(c_mine, lt, tv=row_tv(rows, c_cols), type=frag(out_dtype, part_values),
+                                            name=f"row_major{tag}")
+                    col0 = n0c if h == 0 else b.arith.add(n0c, b.const(h * c_cols, i32, name=f"c_block{tag}"),
+                                                          name=f"n0c{tag}")
+                    c_tile = b.gmem.tile(kb["c"], r0, col0, shape=(rows, c_cols), name=f"c_tile{tag}")
+                    b.gmem.store(c_tile, lt, row_major, tv=row_tv(rows, c_cols))
             else:
                 # the C rows in smem may be rewritten only once the previous tile's TMA stores have read them: each
                 # warpgroup's thread 0 issued (and now waits for) its stores, and a named barrier over both consumer

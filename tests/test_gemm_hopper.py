@@ -64,6 +64,8 @@ def test_text_kernel_matches_float64(m, n, k, sms):
     (dict(bn=256, stages=2, cluster=2, epilogue="tma"), BF16, (129, 512, 72, 2)),
     (dict(bn=256, stages=2, epilogue="tma", epilogue_split=2), BF16, (129, 520, 72, 2)),   # C staged in halves
     (dict(bn=192, stages=2, epilogue="tma", epilogue_split=3), F16, (200, 392, 72, 3)),    # ... in 64-column thirds
+    (dict(bn=128, stages=2, epilogue="rows"), BF16, (201, 299, 72, 2)),    # row-coalesced stores, odd N
+    (dict(bn=192, stages=2, cluster=2, epilogue="rows", epilogue_split=3), BF16, (300, 389, 136, 2)),
 ])
 def test_builder_variants_match_float64(args, dtype, shape):
     kernel = twin().build(dtype.name, **args)
@@ -71,7 +73,8 @@ def test_builder_variants_match_float64(args, dtype, shape):
 
 
 @pytest.mark.parametrize("args, message", [
-    (dict(epilogue_split=2), "epilogue_split > 1 stages column blocks of a TMA-store epilogue"),
+    (dict(epilogue_split=2), "epilogue_split > 1 stages column blocks of a TMA-store or rows epilogue"),
+    (dict(bn=176, epilogue="rows"), "BN = 176 must split into blocks of a multiple of 64"),
     (dict(bm=256, bn=128, epilogue="tma", epilogue_split=2), "with BM = 128"),
     (dict(bn=256, epilogue="tma", epilogue_split=3), "BN = 256 must split into blocks of a multiple of 64"),
     (dict(bn=176, epilogue="tma"), "BN = 176 must split into blocks of a multiple of 64"),
@@ -191,6 +194,36 @@ def test_gpu_benchmark_variants_match_float64(dtype, args):
     torch.cuda.synchronize()
     want = a.double() @ b.double().T * (0.125 if fp8 else 1.0)
     assert (torch.linalg.norm(c.double() - want) / torch.linalg.norm(want)).item() < 1e-2
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype, args", [
+    ("bf16", dict(bn=192, stages=4, cluster=2, epilogue="rows", epilogue_split=3)),
+    ("f16", dict(bn=256, stages=3, cluster=2, epilogue="rows", epilogue_split=2)),
+    ("e4m3", dict(bn=192, stages=4, cluster=2, epilogue="rows", epilogue_split=3, promote=4)),
+])
+def test_gpu_rows_epilogue_on_unaligned_rows(dtype, args):
+    """The smem-staged, row-coalesced epilogue where C's rows are not 16-byte aligned (N odd): every element written
+    once, none outside C (the sentinel column past N survives)."""
+    torch = pytest.importorskip("torch")
+    from ptxgen.runtime import gpu_available, jit
+    if not gpu_available():
+        pytest.skip("needs a CUDA GPU")
+    m, n, k = 1001, 1063, 1040
+    fp8 = dtype == "e4m3"
+    kind = {"bf16": torch.bfloat16, "f16": torch.float16, "e4m3": torch.float8_e4m3fn}[dtype]
+    out_kind = torch.bfloat16 if fp8 else kind
+    a = torch.randn(m, k, device="cuda").to(kind)
+    b = torch.randn(n, k, device="cuda").to(kind)
+    padded = torch.full((m, n + 1), -7.0, device="cuda", dtype=out_kind)
+    c = padded[:, :n]
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    scales = dict(scale_a=0.5, scale_b=0.25) if fp8 else {}
+    jit(twin().build(dtype, **args))(a=a, b=b, c=c, m=m, n=n, k=k, sms=sms, **scales)
+    torch.cuda.synchronize()
+    want = a.double() @ b.double().T * (0.125 if fp8 else 1.0)
+    assert (torch.linalg.norm(c.double() - want) / torch.linalg.norm(want)).item() < 1e-2
+    assert bool((padded[:, n] == -7.0).all())
 
 
 def test_setmaxnreg_kernels_load_through_the_driver_jit():
