@@ -183,17 +183,23 @@ def test_gpu_benchmark_variants_match_float64(dtype, args):
     if not gpu_available():
         pytest.skip("needs a CUDA GPU")
     m, n, k = 1000, 1064, 1040
-    fp8 = dtype == "e4m3"
-    kind = torch.float8_e4m3fn if fp8 else torch.bfloat16
+    c = torch.full((m, n), -7.0, device="cuda", dtype=torch.bfloat16)
+    assert gpu_relative_error(torch, jit, dtype, args, c, k) < 1e-2
+
+
+def gpu_relative_error(torch, jit, dtype, args, c, k):
+    """Run ``build(dtype, **args)`` on fresh random A (M, K), B (N, K) into ``c`` (M, N) (fp8: scales 0.5 and 0.25)
+    → the relative Frobenius error of C against float64."""
+    (m, n), fp8 = c.shape, dtype == "e4m3"
+    kind = {"bf16": torch.bfloat16, "f16": torch.float16, "e4m3": torch.float8_e4m3fn}[dtype]
     a = torch.randn(m, k, device="cuda").to(kind)
     b = torch.randn(n, k, device="cuda").to(kind)
-    c = torch.full((m, n), -7.0, device="cuda", dtype=torch.bfloat16)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     scales = dict(scale_a=0.5, scale_b=0.25) if fp8 else {}
     jit(twin().build(dtype, **args))(a=a, b=b, c=c, m=m, n=n, k=k, sms=sms, **scales)
     torch.cuda.synchronize()
     want = a.double() @ b.double().T * (0.125 if fp8 else 1.0)
-    assert (torch.linalg.norm(c.double() - want) / torch.linalg.norm(want)).item() < 1e-2
+    return (torch.linalg.norm(c.double() - want) / torch.linalg.norm(want)).item()
 
 
 @pytest.mark.gpu
@@ -210,19 +216,9 @@ def test_gpu_rows_epilogue_on_unaligned_rows(dtype, args):
     if not gpu_available():
         pytest.skip("needs a CUDA GPU")
     m, n, k = 1001, 1063, 1040
-    fp8 = dtype == "e4m3"
-    kind = {"bf16": torch.bfloat16, "f16": torch.float16, "e4m3": torch.float8_e4m3fn}[dtype]
-    out_kind = torch.bfloat16 if fp8 else kind
-    a = torch.randn(m, k, device="cuda").to(kind)
-    b = torch.randn(n, k, device="cuda").to(kind)
+    out_kind = torch.float16 if dtype == "f16" else torch.bfloat16
     padded = torch.full((m, n + 1), -7.0, device="cuda", dtype=out_kind)
-    c = padded[:, :n]
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
-    scales = dict(scale_a=0.5, scale_b=0.25) if fp8 else {}
-    jit(twin().build(dtype, **args))(a=a, b=b, c=c, m=m, n=n, k=k, sms=sms, **scales)
-    torch.cuda.synchronize()
-    want = a.double() @ b.double().T * (0.125 if fp8 else 1.0)
-    assert (torch.linalg.norm(c.double() - want) / torch.linalg.norm(want)).item() < 1e-2
+    assert gpu_relative_error(torch, jit, dtype, args, padded[:, :n], k) < 1e-2
     assert bool((padded[:, n] == -7.0).all())
 
 
