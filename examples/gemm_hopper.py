@@ -295,9 +295,7 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
                 for h in range(epilogue_split):
                     tag = f"_{h}" if epilogue_split > 1 else ""
                     b.barrier.named(id=1, threads=256)
-                    part = out if epilogue_split == 1 else b.frag.slice(
-                        out, offset=h * part_values, type=frag(out_dtype, part_values), name=f"out{tag}")
-                    b.smem.store(c_mine, lt, part, tv=accumulator_block_tv(rows, c_cols))
+                    stage_column_block(b, c_mine, lt, out, h, epilogue_split, rows, c_cols, out_dtype, tag)
                     b.barrier.named(id=1, threads=256)
                     row_major = b.smem.load(c_mine, lt, tv=row_tv(rows, c_cols), type=frag(out_dtype, part_values),
                                             name=f"row_major{tag}")
@@ -315,16 +313,13 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
                 wg_leader = b.arith.cmp(lt, c0, pred="eq", name="wg_leader")
                 c_mine = b.smem.tile(sc, cw, mode=0, size=rows, name="c_mine")
                 c_col = b.const(64, i32, name="c64")
-                part_values = acc_t.size // epilogue_split
                 for h in range(epilogue_split):
                     tag = f"_{h}" if epilogue_split > 1 else ""
                     with b.scf.if_(wg_leader).then:
                         b.tma.store_wait(pending=0, read=True)
                         b.scf.yield_()
                     b.barrier.named(id=1, threads=256)
-                    part = out if epilogue_split == 1 else b.frag.slice(
-                        out, offset=h * part_values, type=frag(out_dtype, part_values), name=f"out{tag}")
-                    b.smem.store(c_mine, lt, part, tv=accumulator_block_tv(rows, c_cols))
+                    stage_column_block(b, c_mine, lt, out, h, epilogue_split, rows, c_cols, out_dtype, tag)
                     b.fence.proxy_async()   # the generic smem writes before the async-proxy (TMA) reads
                     b.barrier.named(id=1, threads=256)
                     with b.scf.if_(wg_leader).then:
@@ -346,6 +341,15 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
     if cluster > 1:
         b.barrier.cluster()   # no CTA exits while a peer may still multicast into it or release its stages
     return kb.module("examples/gemm_hopper.py")
+
+
+def stage_column_block(b, c_mine, lt, out, h: int, split: int, rows: int, c_cols: int, out_dtype: str, tag: str):
+    """Write column block ``h`` of ``split`` of the warpgroup's (rows, BN) accumulator ``out`` (already ``out_dtype``)
+    into its smem rows ``c_mine`` (rows, c_cols = BN/split) through the accumulator's TV layout: block h is the run
+    of values h·size/split … of the fragment (frag.slice; the whole fragment when split = 1)."""
+    values = out.type.size // split
+    part = out if split == 1 else b.frag.slice(out, offset=h * values, type=frag(out_dtype, values), name=f"out{tag}")
+    b.smem.store(c_mine, lt, part, tv=accumulator_block_tv(rows, c_cols))
 
 
 def release_previous(b, pipe, cond, kit, c1, c_stages, name):
