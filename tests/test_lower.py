@@ -140,6 +140,20 @@ def test_allops_reductions_and_unroll(compiled):
     assert c.ptx.count("ex2.approx") == 12
 
 
+def test_pass_pipeline_follows_the_unroll_requests(compiled):
+    """A module asking for unrolling goes through O1 (the only pipeline that rotates and unrolls loops); every other
+    module through the light pipeline, which keeps the loops rolled (the nounroll pragma) and shrinks the module."""
+    from ptxgen.lower import target
+
+    unrolled = compiled("allops", "contiguous")
+    assert target.pipeline_for(unrolled.llvm_ir) == "O1"
+    rolled = compiled("l2norm", "contiguous")
+    assert target.pipeline_for(rolled.llvm_ir) == "light"
+    assert '.pragma "nounroll"' in rolled.ptx
+    light = target.optimize(rolled.llvm_ir)
+    assert "unroll.disable" in light and len(light.splitlines()) < len(rolled.llvm_ir.splitlines())
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_every_element_type_loads_casts_and_stores(dtype):
     kernel = parse_module(copy_scale(dtype), file=f"copy_scale_{dtype}.tile").kernels[0]
