@@ -182,6 +182,28 @@ def test_benchmark_variants_keep_wgmma_pipelined(dtype, variant):
 
 
 @pytest.mark.gpu
+def test_gpu_benchmark_variants_use_no_local_memory():
+    """Every variant the benchmarks time, as the driver loads it (its JIT honours setmaxnreg, so the consumers have
+    240 registers): no local memory (LOCAL_SIZE_BYTES 0: no spills, no stack)."""
+    torch = pytest.importorskip("torch")
+    from ptxgen.runtime import gpu_available, jit
+    if not gpu_available():
+        pytest.skip("needs a CUDA GPU")
+    m, n, k = 256, 512, 256
+    kinds = {"bf16": torch.bfloat16, "f16": torch.float16, "e4m3": torch.float8_e4m3fn}
+    local = {}
+    for dtype, variant in BENCH_VARIANTS:
+        module, _needs_sms = BENCH.variant_kernel(variant, dtype)
+        a = torch.randn(m, k, device="cuda").to(kinds[dtype])
+        b = torch.randn(n, k, device="cuda").to(kinds[dtype])
+        c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16 if dtype == "e4m3" else kinds[dtype])
+        scales = dict(scale_a=1.0, scale_b=1.0) if dtype == "e4m3" else {}
+        site = jit(module).prepare(a=a, b=b, c=c, m=m, n=n, k=k, sms=4, **scales)
+        local[f"{dtype} {variant}"] = site.compiled.function.attribute("LOCAL_SIZE_BYTES")
+    assert local and not any(local.values()), local
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("m, n, k", [(4096, 4096, 4096), (3001, 2999, 2008), (129, 257, 72), (1, 8, 8)])
 def test_gpu_matches_float64(m, n, k):
     torch = pytest.importorskip("torch")
