@@ -2,7 +2,7 @@
 (because LLVM's NVPTX backend has no intrinsic for it, or none that gives the exact form) is an entry here, and
 ``emit(lx, name, args)`` is the only place that builds an ``asm`` call. Now: the warp shuffle, fp8 conversions,
 the mbarrier forms (init, arrive, arrive.expect_tx, try_wait.parity), the fences (mbarrier init, async proxy), the
-CTA barrier and the TMA tile copies with their bulk-group completion (``tma_load(rank)``, ``tma_store(rank)``),
+CTA barrier, the flags between CTAs (``red.release.gpu.add``, ``ld.acquire.gpu``) and the TMA tile copies with their bulk-group completion (``tma_load(rank)``, ``tma_store(rank)``),
 the TMA L2 prefetch (``tma_prefetch(rank)``), ``stmatrix(num, trans)``, predicated global stores
 (``st_global_if(bytes)``), and the warpgroup ops further down (wgmma SS
 and RS forms: ``wgmma_mma``, ``wgmma_mma_rs``; setmaxnreg; named barriers).
@@ -83,6 +83,12 @@ TABLE = {
                                               doc="wait until at most $0 groups still read their smem source"),
     "cp.async.bulk.wait_group": PtxInstr("cp.async.bulk.wait_group $0;", "n", VOID, (I32,), side_effect=True,
                                          doc="wait until at most $0 groups are incomplete (global writes done)"),
+    # -- flags in global memory between CTAs (gmem.signal / gmem.wait): $0 the element's global address
+    "red.release.gpu.add": PtxInstr("red.release.gpu.global.add.s32 [$0], $1;", "l,r", VOID, (I64, I32),
+                                    side_effect=True,
+                                    doc="flag += $1, ordered after every earlier memory access of the thread (gpu)"),
+    "ld.acquire.gpu": PtxInstr("ld.acquire.gpu.global.b32 $0, [$1];", "=r,l", I32, (I64,), side_effect=True,
+                               doc="the flag, ordered before every later memory access of the thread (gpu)"),
 }
 
 

@@ -1,4 +1,5 @@
-"""gtensor / gmem: global tensors, static-shape tiles at runtime origins, and TV-layout loads and stores."""
+"""gtensor / gmem: global tensors, static-shape tiles at runtime origins, TV-layout loads and stores, and flags that
+order the global writes of one CTA before the reads of another (gmem.signal / gmem.wait)."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,7 +8,14 @@ import layoutc as lc
 
 from ..types import F32, I32, FragmentType, GlobalTensorType, GlobalViewType
 from . import (
-    OpDef, convert, numpy_dtype, register, tile_coordinates, tv_table,
+    OpDef,
+    Wait,
+    convert,
+    describe_threads,
+    numpy_dtype,
+    register,
+    tile_coordinates,
+    tv_table,
     verify_tv,
 )
 
@@ -195,3 +203,103 @@ class GStore(_GmemAccess):
         """The inverse of gmem.load's lowering: vector stores where the plan allows, predicated; out of bounds skipped."""
         view, thread, frag = op.operands
         lx.gmem_access(lx.get(view), lx.get(thread), op.attrs["tv"], frag.type.dtype, store=lx.get(frag))
+
+
+class _Flag(OpDef):
+    """``op %flags, %index, %value``: ``flags`` a ``gtensor<i32, 1>``, ``index`` and ``value`` i32, per thread."""
+
+    verb = ""
+
+    def verify(self, op, v):
+        flags, index, value = v.operands(op, 3)
+        v.results(op, 0)
+        if flags.type != GlobalTensorType(I32, 1):
+            v.error(op, f"the flags must be a gtensor<i32, 1>, not {flags.type}")
+        for what, x in (("index", index), (self.verb, value)):
+            if x.type != I32:
+                v.error(op, f"the {what} must be i32, not {x.type}")
+
+    @staticmethod
+    def _elements(op, ix):
+        """(the flag array, the active threads, their flag indices, their values); an index outside the array fails."""
+        flags = ix.get(op.operands[0])
+        act = np.nonzero(ix.mask)[0]
+        index = ix.get(op.operands[1]).astype(np.int64)[act]
+        value = ix.get(op.operands[2]).astype(np.int64)[act]
+        bad = (index < 0) | (index >= flags.shape[0])
+        if bad.any():
+            k = int(np.nonzero(bad)[0][0])
+            ix.fail(op, f"thread {int(act[k])}: flag index {int(index[k])} is outside the {flags.shape[0]} flags")
+        return flags, act, index, value
+
+    @staticmethod
+    def _address(op, lx):
+        """The i64 global address of each thread's flag (``flags + index``)."""
+        from ...lower.context import I32 as LI32
+        from ...lower.context import I64
+
+        tensor, index = lx.get(op.operands[0]), lx.get(op.operands[1])
+        offset = lx.b.mul(lx.b.sext(index, I64), tensor.stride(0))
+        return lx.b.ptrtoint(lx.b.gep(tensor.ptr, [offset], source_etype=LI32), I64)
+
+
+@register
+class Signal(_Flag):
+    name = "gmem.signal"
+    summary = "add to a flag in global memory after every earlier memory access of the thread (release, gpu scope)"
+    verb = "amount"
+
+    def interpret(self, op, ix):
+        flags, _act, index, value = self._elements(op, ix)
+        np.add.at(flags, index, value.astype(flags.dtype))
+
+    def lower(self, op, lx):
+        """``red.release.gpu.global.add.s32 [flags + index], value``: the thread's earlier global writes are visible
+        (gpu scope) to a thread whose acquiring read sees the addition."""
+        from ...lower import ptx_table
+
+        ptx_table.emit(lx, "red.release.gpu.add", [self._address(op, lx), lx.get(op.operands[2])])
+
+
+class FlagWait(Wait):
+    """Threads waiting for their flags to reach their targets."""
+
+    def __init__(self, op, threads, flags, index, target):
+        super().__init__(op, threads)
+        self.flags, self.index, self.target = flags, index, target
+
+    def ready(self, ix) -> bool:
+        return bool(np.all(self.flags[self.index] >= self.target))
+
+    def hang(self, ix) -> str:
+        short = self.flags[self.index] < self.target
+        k = int(np.nonzero(short)[0][0])
+        return (f"{describe_threads(self.threads)} wait for flag {int(self.index[k])} to reach "
+                f"{int(self.target[k])}, but it holds {int(self.flags[self.index[k]])} and no thread still running "
+                "adds to it (the interpreter runs clusters one after another in grid order, so a flag may be "
+                "signalled only by an earlier cluster or by this one)")
+
+
+@register
+class WaitOp(_Flag):
+    name = "gmem.wait"
+    summary = ("block until a flag in global memory holds at least a value; later memory accesses of the thread "
+               "are ordered after it (acquire, gpu scope)")
+    verb = "target"
+
+    def interpret(self, op, ix):
+        flags, act, index, target = self._elements(op, ix)
+        yield FlagWait(op, act, flags, index, target)
+
+    def lower(self, op, lx):
+        """A loop around ``ld.acquire.gpu.global.b32`` until the flag (signed) is at least the target."""
+        from ...lower import ptx_table
+
+        b = lx.b
+        address, target = self._address(op, lx), lx.get(op.operands[2])
+        probe, done = lx.block("flag.wait"), lx.block("flag.ready")
+        b.branch(probe)
+        b.position_at_end(probe)
+        value = ptx_table.emit(lx, "ld.acquire.gpu", [address])
+        b.cbranch(b.icmp_signed(">=", value, target), done, probe)
+        b.position_at_end(done)
