@@ -48,30 +48,45 @@ def load_example(name):
     return module
 
 
-def variant_kernel(variant: str, dtype: str):
-    """A variant name → (kernel module, needs_sms): ``h128x256s4`` is gemm_hopper.build(bm=128, bn=256, stages=4),
-    with optional suffixes ``p0`` (wgmma.wait pending 0), ``g4`` (rasterization groups of 4), ``c2`` (clusters of 2
-    with B multicast), ``k4`` (fp8: promote every 4 k-tiles of 128), ``t`` (TMA-store epilogue; needs N % 8 == 0;
-    ``t2``: staged in 2 column blocks), ``r`` (staged in smem like ``t``, then stored by warps along rows: any N;
-    ``r3``: in 3 column blocks); ``s128x256s3`` is the simple examples/gemm.py with bn=256 and 3 stages."""
+def parse_variant(variant: str) -> tuple:
+    """A variant name → (kind, gemm_hopper.build keyword arguments but dtype): ``h128x256s4`` is
+    gemm_hopper.build(bm=128, bn=256, stages=4), with optional suffixes ``p0`` (wgmma.wait pending 0), ``g4``
+    (rasterization groups of 4), ``c2`` (clusters of 2 with B multicast), ``k4`` (fp8: promote every 4 k-tiles of
+    128), ``t`` (TMA-store epilogue; needs N % 8 == 0; ``t2``: staged in 2 column blocks), ``r`` (staged in smem like
+    ``t``, then stored by warps along rows: any N; ``r3``: in 3 column blocks), ``sk`` (stream-K for the last partial
+    wave: bf16/f16); ``s128x256s3`` (kind "s") is the simple examples/gemm.py with bn=256 and 3 stages."""
     import re
 
-    m = re.fullmatch(r"([hs])(\d+)x(\d+)s(\d+)(?:p(\d))?(?:g(\d+))?(?:c(\d))?(?:k(\d+))?(?:([tr])(\d)?)?", variant)
+    m = re.fullmatch(r"([hs])(\d+)x(\d+)s(\d+)(?:p(\d))?(?:g(\d+))?(?:c(\d))?(?:k(\d+))?(?:([tr])(\d)?)?(sk)?", variant)
     if not m:
         raise ValueError(f"unknown variant {variant!r} (h<BM>x<BN>s<stages>[p<pending>][g<group>][c<cluster>]"
-                         "[k<promote>][t|r[<split>]] or s128x<BN>s<stages>)")
-    kind, bm, bn, stages = m.group(1), int(m.group(2)), int(m.group(3)), int(m.group(4))
-    pending, group, cluster = int(m.group(5) or 1), int(m.group(6) or 8), int(m.group(7) or 1)
-    promote = int(m.group(8) or 1)
-    epilogue = {"t": "tma", "r": "rows", None: "direct"}[m.group(9)]
-    split = int(m.group(10) or 1)
+                         "[k<promote>][t|r[<split>]][sk] or s128x<BN>s<stages>)")
+    return m.group(1), dict(
+        bm=int(m.group(2)), bn=int(m.group(3)), stages=int(m.group(4)), pending=int(m.group(5) or 1),
+        group=int(m.group(6) or 8), cluster=int(m.group(7) or 1), promote=int(m.group(8) or 1),
+        epilogue={"t": "tma", "r": "rows", None: "direct"}[m.group(9)], epilogue_split=int(m.group(10) or 1),
+        streamk=bool(m.group(11)))
+
+
+def variant_kernel(variant: str, dtype: str):
+    """A variant name (``parse_variant``) → (kernel module, needs_sms)."""
+    kind, args = parse_variant(variant)
     if kind == "h":
-        return load_example("gemm_hopper").build(dtype, bm=bm, bn=bn, stages=stages, group=group, pending=pending,
-                                                 cluster=cluster, epilogue=epilogue, promote=promote,
-                                                 epilogue_split=split), True
-    if bm != 128:
+        return load_example("gemm_hopper").build(dtype, **args), True
+    if args["bm"] != 128:
         raise ValueError(f"{variant}: the simple GEMM has BM = 128")
-    return load_example("gemm").build(dtype, bn, stages), False
+    return load_example("gemm").build(dtype, args["bn"], args["stages"]), False
+
+
+def variant_buffers(torch, variant: str, ctas: int) -> dict:
+    """The extra tensor arguments of a variant launched on at most ``ctas`` CTAs: stream-K's workspace and its flags
+    (zero; every launch leaves them zero), none otherwise."""
+    _kind, args = parse_variant(variant)
+    if not args["streamk"]:
+        return {}
+    shapes = load_example("gemm_hopper").streamk_buffers(args["bm"], args["bn"], args["cluster"], ctas)
+    return {"work": torch.empty(shapes["work"], device="cuda", dtype=torch.float32),
+            "flags": torch.zeros(shapes["flags"], device="cuda", dtype=torch.int32)}
 
 
 def prepare_persistent(kern, extra: dict, **args):
@@ -217,7 +232,7 @@ def main(argv=None):
                 del runners["torch"]
             for name, (kern, needs_sms) in kernels.items():
                 c.fill_(-7.0)
-                extra = {"sms": sms} if needs_sms else {}
+                extra = {"sms": sms, **variant_buffers(torch, name, sms)} if needs_sms else {}
                 if fp8:
                     extra.update(scale_a=scale_a, scale_b=scale_b)
                 try:

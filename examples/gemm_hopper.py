@@ -71,7 +71,7 @@ def operand_ring(dtype: str, rows: int, stages: int, major: str):
 
 def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, group: int = 8, pending: int = 1,
           cluster: int = 1, epilogue: str = "direct", a_major: str = "K", b_major: str = "K", promote: int = 1,
-          registers: tuple = (24, 240), epilogue_split: int = 1):
+          registers: tuple = (24, 240), epilogue_split: int = 1, streamk: bool = False):
     """The kernel for one configuration. ``cluster = 2``: CTAs run in pairs along M that share their B panel: each
     CTA loads its own A box and HALF of the B box, multicast into both CTAs' smem (the pipeline's stages are then
     released by the consumers of both CTAs). ``epilogue = "tma"``: each consumer warpgroup writes its bf16 rows
@@ -91,10 +91,17 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
     summed into a separate f32 accumulator: their wgmmas start from zero and the finished chunk is added with ordinary
     f32 adds — DeepGEMM's promotion, since fp8 wgmma accumulates with fewer mantissa bits (``promote = 1``: every
     k-tile, as DeepGEMM; larger intervals stall the tensor cores less often and round more). The two consumer
-    warpgroups promote ``promote // 2`` k-tiles apart, so that one's wait-and-add overlaps the other's wgmmas."""
+    warpgroups promote ``promote // 2`` k-tiles apart, so that one's wait-and-add overlaps the other's wgmmas.
+    ``streamk``: the tiles of the last, partial wave are shared out by k-tiles (stream-K after data-parallel waves,
+    see ``streamk_split``): every cluster takes an equal run of the remaining k-tiles, a tile's runs are summed in
+    f32 through the workspace ``%work`` (``streamk_buffers``) and ordered by the flags ``%flags`` (zero before the
+    launch, zero again after it); the cluster that runs a tile's last k-tile adds the others' partial sums and stores
+    C. bf16/f16 only."""
     if promote < 1:
         raise ValueError(f"promote must be at least 1 (k-tiles per promotion), not {promote}")
     fp8 = dtype in ("e4m3", "e5m2")
+    if streamk and fp8:
+        raise ValueError("stream-K is built for bf16/f16: fp8's promotion chunks run over whole tiles")
     out_dtype = "bf16" if fp8 else dtype
     bk = k_tile(dtype)
     rows = bm // 2                                   # rows of each of the two consumer warpgroups
@@ -130,7 +137,8 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
     kb = KernelBuilder(
         "gemm_hopper", grid=grid, block=(384, 1, 1), cluster=(cluster, 1, 1) if cluster > 1 else None,
         a=tmap(dtype, 2, a_box), b=tmap(dtype, 2, b_part), c=c_param, m=i32, n=i32, k=i32, sms=i32,
-        **({"scale_a": f32, "scale_b": f32} if fp8 else {}))
+        **({"scale_a": f32, "scale_b": f32} if fp8 else {}),
+        **({"work": gtensor("f32", 2), "flags": gtensor("i32", 1)} if streamk else {}))
     b = kb.b
     sa = b.smem.alloc(type=smem(dtype, a_ring), align=1024, name="sa")
     sb = b.smem.alloc(type=smem(dtype, b_ring), align=1024, name="sb")
@@ -173,10 +181,14 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
     else:
         b.barrier.cta()
 
+    if streamk:
+        split = streamk_split(b, first, step, tiles, ktiles, c0, c1, cluster)
+        rank_or_zero = rank if cluster > 1 else c0
     role = b.roles(producer=(1, registers[0]), consumer=(2, registers[1]))
     with role["producer"]:
         with b.scf.if_(leader).then:
-            with b.scf.for_(first, tiles, step, c0, args=("t", "it"), names=["it_done"]) as (t, it):
+            def produce(t, lo, hi, it):
+                """The TMA loads of k-tiles lo … hi-1 of work item t; → the iteration counter after them."""
                 tm, tn = b.sched.tile(t, tiles_m, tiles_n, group=group, name=["tm", "tn"])
                 if cluster > 1:
                     tm = b.arith.add(b.arith.mul(tm, c_cluster, name="tmc"), rank, name="tm_own")
@@ -185,7 +197,7 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
                 if cluster > 1:
                     c_part = b.const(bn // cluster, i32, name="bpart")
                     n_part = b.arith.add(n0, b.arith.mul(rank, c_part, name="part_off"), name="n_part")
-                with b.scf.for_(c0, ktiles, c1, it, args=("kt", "pit"), names=["it_next"]) as loop:
+                with b.scf.for_(lo, hi, c1, it, args=("kt", "pit"), names=["it_next"]) as loop:
                     kt, pit = loop
                     s = b.pipeline.acquire(pipe, pit, bytes=stage_bytes, name="s")
                     a_dst = b.smem.slice(sa, s, name="a_dst")
@@ -203,14 +215,24 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
                     else:
                         b.tma.load(kb["b"], b_dst, pipe, s, n0, kc)
                     b.scf.yield_(b.arith.add(pit, c1, name="pit1"))
-                b.scf.yield_(loop.results[0])
+                return loop.results[0]
+
+            if streamk:
+                with b.scf.for_(c0, split["items"], c1, c0, args=("i", "it"), names=["it_done"]) as (i, it):
+                    t, lo, hi = streamk_item(b, split, i, ktiles, c0, "p")
+                    b.scf.yield_(produce(t, lo, hi, it))
+            else:
+                with b.scf.for_(first, tiles, step, c0, args=("t", "it"), names=["it_done"]) as (t, it):
+                    b.scf.yield_(produce(t, c0, ktiles, it))
             b.scf.yield_()
     with role["consumer"]:
         cw = b.arith.sub(wg, c1, name="cw")
         lt = b.arith.rem(thread, c_wg, name="lt")
         row_off = b.arith.mul(cw, c_rows, name="row_off")
         fzero = b.const(0.0, f32, name="fzero")
-        with b.scf.for_(first, tiles, step, c0, args=("ct", "cit"), names=["cit_done"]) as (ct, cit):
+        def consume(ct, lo, hi, cit):
+            """The wgmmas of k-tiles lo … hi-1 of work item ct from the iteration counter cit on; → (the f32
+            accumulator, completed; the counter after them; the tile's (m, n))."""
             tm2, tn2 = b.sched.tile(ct, tiles_m, tiles_n, group=group, name=["tm2", "tn2"])
             if cluster > 1:
                 tm2 = b.arith.add(b.arith.mul(tm2, c_cluster, name="tmc2"), rank, name="tm2_own")
@@ -274,7 +296,11 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
                     b.scf.yield_(b.frag.add(total_in, chunk, name="total_out"), chunk_kit)
                 acc, kit_end = ploop.results
             else:
-                acc, kit_end = k_tiles(c0, ktiles, init, cit)
+                acc, kit_end = k_tiles(lo, hi, init, cit)
+            return acc, kit_end, tm2, tn2
+
+        def store_tile(acc, tm2, tn2):
+            """C of the tile (tm2, tn2) from the finished f32 accumulator ``acc``."""
             if fp8:
                 scale = b.arith.mul(kb["scale_a"], kb["scale_b"], name="scale")
                 acc = b.frag.mul(acc, scale, name="scaled")
@@ -332,7 +358,31 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
                             b.tma.store(kb["c"], box, r0, col)
                         b.tma.store_commit()
                         b.scf.yield_()
-            b.scf.yield_(kit_end)
+        if streamk:
+            with b.scf.for_(c0, split["items"], c1, c0, args=("ci", "cit"), names=["cit_done"]) as (i, cit):
+                ct, lo, hi = streamk_item(b, split, i, ktiles, c0, "c")
+                acc, kit_end, tm2, tn2 = consume(ct, lo, hi, cit)
+                finishes = b.arith.cmp(hi, ktiles, pred="eq", name="finishes")
+                finish = b.scf.if_(finishes)
+                with finish.then:
+                    # the tile's last k-tile is ours: the clusters that ran its earlier k-tiles left partial sums
+                    joins = b.arith.cmp(lo, c0, pred="gt", name="joins")
+                    join = b.scf.if_(joins, types=(acc_t,), names=["whole"])
+                    with join.then:
+                        b.scf.yield_(streamk_join(b, kb, split, ct, acc, ktiles, rank_or_zero, cw, lt, acc_t))
+                    with join.otherwise:
+                        b.scf.yield_(acc)
+                    store_tile(join.results[0], tm2, tn2)
+                    b.scf.yield_()
+                with finish.otherwise:
+                    streamk_contribute(b, kb, split, ct, acc, ktiles, rank_or_zero, cw, lt, acc_t)
+                    b.scf.yield_()
+                b.scf.yield_(kit_end)
+        else:
+            with b.scf.for_(first, tiles, step, c0, args=("ct", "cit"), names=["cit_done"]) as (ct, cit):
+                acc, kit_end, tm2, tn2 = consume(ct, c0, ktiles, cit)
+                store_tile(acc, tm2, tn2)
+                b.scf.yield_(kit_end)
     if epilogue == "tma":
         # the last tile's stores must have read shared memory before the CTA ends
         with role_end_wait(b, thread, wg, c1, c_wg):
@@ -341,6 +391,122 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
     if cluster > 1:
         b.barrier.cluster()   # no CTA exits while a peer may still multicast into it or release its stages
     return kb.module("examples/gemm_hopper.py")
+
+
+# Stream-K: a partial sum is one consumer warpgroup's accumulator, its 128 threads × V values stored as V/4 rows of
+# WORK_COLUMNS f32 in which thread t holds columns 4t … 4t+3 (16-byte stores, one 512-byte row per warp instruction)
+WORK_COLUMNS = 512
+
+
+def work_tv(values: int):
+    """The TV layout of a partial sum over its (values/4, WORK_COLUMNS) block: thread t, value v → row v // 4, column
+    4t + v % 4. ``work_tv(128)`` = (128,(4,32)):(128,(32,1)); post: a bijection onto the block."""
+    import layoutc as lc
+
+    return lc.Layout((128, (4, values // 4)), (values, (values // 4, 1)))
+
+
+def streamk_buffers(bm: int, bn: int, cluster: int, ctas: int) -> dict:
+    """The shapes of the stream-K kernel's ``work`` (f32, any contents) and ``flags`` (i32, ZERO before the first
+    launch; every launch leaves them zero) for a grid of at most ``ctas`` CTAs: each cluster writes at most two
+    partial sums (the head of one tile, the tail of another), each of its CTAs' two consumer warpgroups one block;
+    one flag per (tile of the last wave, CTA rank, consumer thread)."""
+    clusters = ctas // cluster
+    values = (bn // 2) * (bm // 2 // 64)
+    return {"work": (clusters * 2 * cluster * 2 * (values // 4), WORK_COLUMNS), "flags": (clusters * cluster * 256,)}
+
+
+def streamk_split(b, first, step, tiles, ktiles, c0, c1, cluster: int) -> dict:
+    """The work of cluster ``first`` of ``step``: the data-parallel tiles first, b, b + step, … below
+    ``tiles - tiles % step`` (whole waves), then an equal share of the k-tiles of the last ``tiles % step`` tiles
+    (numbered in k-tile order across tiles): units = min(step, those k-tiles) clusters take runs
+    [s, e) = [c·total/units, (c+1)·total/units), each within at most two tiles (a run is shorter than a tile). A run's
+    pieces go LAST tile first, so that the piece finishing a tile is a cluster's last work: the earlier clusters'
+    pieces of that tile were their first (or only) ones. → the values the items and the join need."""
+    sk_tiles = b.arith.rem(tiles, step, name="sk_tiles")
+    dp_tiles = b.arith.sub(tiles, sk_tiles, name="dp_tiles")
+    dp_items = b.arith.div(dp_tiles, step, name="dp_items")
+    total = b.arith.mul(sk_tiles, ktiles, name="sk_ktiles")
+    units = b.arith.max(b.arith.min(step, total, name="sk_units0"), c1, name="sk_units")
+    ktiles_1 = b.arith.max(ktiles, c1, name="ktiles_1")
+    start = b.arith.div(b.arith.mul(first, total, name="sk_s0"), units, name="sk_start")
+    end = b.arith.div(b.arith.mul(b.arith.add(first, c1, name="sk_next"), total, name="sk_e0"), units, name="sk_end")
+    first_tile = b.arith.div(start, ktiles_1, name="sk_first_tile")
+    last_tile = b.arith.div(b.arith.sub(end, c1, name="sk_last_k"), ktiles_1, name="sk_last_tile")
+    in_sk = b.arith.cmp(start, end, pred="lt", name="in_sk")
+    pieces = b.arith.select(in_sk, b.arith.add(b.arith.sub(last_tile, first_tile, name="sk_span"), c1,
+                                               name="sk_pieces1"), c0, name="sk_pieces")
+    items = b.arith.add(dp_items, pieces, name="items")
+    return {"first": first, "step": step, "dp_tiles": dp_tiles, "dp_items": dp_items, "total": total,
+            "units": units, "ktiles_1": ktiles_1, "start": start, "end": end, "first_tile": first_tile,
+            "last_tile": last_tile, "items": items, "cluster": cluster, "c0": c0, "c1": c1}
+
+
+def streamk_item(b, split, i, ktiles, c0, tag: str):
+    """Work item ``i`` of the cluster: → (work index, first k-tile, end k-tile); values named ``…_{tag}``."""
+    sk = b.arith.cmp(i, split["dp_items"], pred="ge", name=f"is_sk_{tag}")
+    piece = b.arith.sub(i, split["dp_items"], name=f"piece_{tag}")
+    j = b.arith.sub(split["last_tile"], piece, name=f"sk_j_{tag}")
+    t_sk = b.arith.add(split["dp_tiles"], j, name=f"t_sk_{tag}")
+    t_dp = b.arith.add(split["first"], b.arith.mul(i, split["step"], name=f"dp_off_{tag}"), name=f"t_dp_{tag}")
+    jk = b.arith.mul(j, ktiles, name=f"sk_jk_{tag}")
+    lo = b.arith.max(b.arith.sub(split["start"], jk, name=f"lo0_{tag}"), c0, name=f"lo_sk_{tag}")
+    hi = b.arith.min(b.arith.sub(split["end"], jk, name=f"hi0_{tag}"), ktiles, name=f"hi_sk_{tag}")
+    return (b.arith.select(sk, t_sk, t_dp, name=f"t_{tag}"), b.arith.select(sk, lo, c0, name=f"lo_{tag}"),
+            b.arith.select(sk, hi, ktiles, name=f"hi_{tag}"))
+
+
+def _partial_block(b, kb, split, unit, piece, rank, cw, values: int, name: str):
+    """The workspace block of the partial sum of (cluster ``unit``, its piece ``piece``, CTA ``rank``, warpgroup
+    ``cw``)."""
+    c2 = b.const(2, i32, name=f"c2_{name}")
+    slot = b.arith.add(b.arith.mul(unit, c2, name=f"slot0_{name}"), piece, name=f"slot_{name}")
+    cta = b.arith.add(b.arith.mul(slot, b.const(split["cluster"], i32, name=f"ncta_{name}"), name=f"cta0_{name}"),
+                      rank, name=f"cta_{name}")
+    block = b.arith.add(b.arith.mul(cta, c2, name=f"wgb0_{name}"), cw, name=f"wgb_{name}")
+    row = b.arith.mul(block, b.const(values // 4, i32, name=f"rows_{name}"), name=f"row_{name}")
+    return b.gmem.tile(kb["work"], row, split["c0"], shape=(values // 4, WORK_COLUMNS), name=f"block_{name}")
+
+
+def _flag(b, split, j, rank, cw, lt, name: str):
+    """The flag of (last-wave tile j, CTA rank, consumer thread cw·128 + lt)."""
+    cta = b.arith.add(b.arith.mul(j, b.const(split["cluster"], i32, name=f"fcta_{name}"), name=f"fj_{name}"), rank,
+                      name=f"fr_{name}")
+    wgs = b.arith.add(b.arith.mul(cta, b.const(2, i32, name=f"fc2_{name}"), name=f"fw0_{name}"), cw,
+                      name=f"fw_{name}")
+    return b.arith.add(b.arith.mul(wgs, b.const(128, i32, name=f"f128_{name}"), name=f"ft0_{name}"), lt,
+                       name=f"flag_{name}")
+
+
+def streamk_contribute(b, kb, split, ct, acc, ktiles, rank, cw, lt, acc_t):
+    """A piece that does not finish its tile: store the partial sum, then signal (release) the tile's flag."""
+    j = b.arith.sub(ct, split["dp_tiles"], name="cj")
+    piece = b.arith.sub(j, split["first_tile"], name="cpiece")
+    block = _partial_block(b, kb, split, split["first"], piece, rank, cw, acc_t.size, "own")
+    b.gmem.store(block, lt, acc, tv=work_tv(acc_t.size))
+    b.gmem.signal(kb["flags"], _flag(b, split, j, rank, cw, lt, "own"), split["c1"])
+
+
+def streamk_join(b, kb, split, ct, acc, ktiles, rank, cw, lt, acc_t):
+    """The piece that finishes its tile: wait until every cluster with an earlier piece of it signalled (acquire),
+    add their partial sums (clusters c_lo … this one − 1, in k order), and reset the flag. → the tile's sum."""
+    c1 = split["c1"]
+    j = b.arith.sub(ct, split["dp_tiles"], name="jj")
+    head = b.arith.add(b.arith.mul(j, ktiles, name="jk0"), c1, name="jk1")
+    c_lo = b.arith.div(b.arith.sub(b.arith.mul(head, split["units"], name="jku"), c1, name="jku1"), split["total"],
+                       name="c_lo")
+    others = b.arith.sub(split["first"], c_lo, name="others")
+    flag = _flag(b, split, j, rank, cw, lt, "join")
+    b.gmem.wait(kb["flags"], flag, others)
+    with b.scf.for_(c_lo, split["first"], c1, acc, args=("unit", "sum_in"), names=["sum"]) as loop:
+        unit, sum_in = loop
+        unit_start = b.arith.div(b.arith.mul(unit, split["total"], name="us0"), split["units"], name="unit_start")
+        piece = b.arith.sub(j, b.arith.div(unit_start, split["ktiles_1"], name="unit_tile"), name="unit_piece")
+        block = _partial_block(b, kb, split, unit, piece, rank, cw, acc_t.size, "other")
+        part = b.gmem.load(block, lt, tv=work_tv(acc_t.size), type=acc_t, name="part")
+        b.scf.yield_(b.frag.add(sum_in, part, name="sum_out"))
+    b.gmem.signal(kb["flags"], flag, b.arith.sub(split["c0"], others, name="unsignal"))
+    return loop.results[0]
 
 
 def stage_column_block(b, c_mine, lt, out, h: int, split: int, rows: int, c_cols: int, out_dtype: str, tag: str):

@@ -84,6 +84,42 @@ def test_epilogue_split_rules(args, message):
         twin().build("bf16", **args)
 
 
+@pytest.mark.parametrize("args, shape, sms", [
+    (dict(bn=128), (640, 128, 320), 3),          # 5 tiles on 3 CTAs: 2 left, 10 k-tiles in runs 3, 3, 4
+    (dict(bn=128), (512, 128, 512), 3),          # 4 tiles on 3: the last one in runs of 2, 3, 3 (three pieces)
+    (dict(bn=128), (603, 120, 296), 3),          # ragged M, N, K
+    (dict(bn=128, cluster=2), (1152, 128, 512), 6),
+    (dict(bn=128, cluster=2, epilogue="tma"), (1024, 256, 448), 6),
+    (dict(bn=256, cluster=2, epilogue="tma", epilogue_split=2), (974, 240, 440), 6),
+    (dict(bn=128), (512, 256, 192), 4),          # whole waves: no stream-K work, the workspace untouched
+])
+def test_streamk_matches_float64(args, shape, sms):
+    """Stream-K after the whole waves: the k-tiles of the last partial wave shared out in equal runs across the
+    CTAs (clusters), partial sums through the f32 workspace; every launch leaves the flags zero."""
+    module = twin()
+    kernel = module.build("bf16", stages=2, streamk=True, **args)
+    m, n, k = shape
+    rng = np.random.default_rng()
+    a = round_to(rng.standard_normal((m, k)), BF16)
+    b = round_to(rng.standard_normal((n, k)), BF16)
+    c = np.full((m, n), -7.0, dtype=np.float32)
+    buffers = module.streamk_buffers(128, args["bn"], args.get("cluster", 1), sms)
+    work = np.full(buffers["work"], np.nan, np.float32)
+    flags = np.zeros(buffers["flags"], np.int32)
+    interpret(kernel, {"a": a, "b": b, "c": c, "m": m, "n": n, "k": k, "sms": sms, "work": work, "flags": flags})
+    want = a.astype(np.float64) @ b.astype(np.float64).T
+    assert np.linalg.norm(c - want) / np.linalg.norm(want) < 1e-2
+    assert not flags.any()
+    cluster_tiles = -(-m // (128 * args.get("cluster", 1))) * -(-n // args["bn"])
+    used = bool((~np.isnan(work)).any())
+    assert used == bool(cluster_tiles % (sms // args.get("cluster", 1)))
+
+
+def test_streamk_is_for_16_bit_types():
+    with pytest.raises(ValueError, match="stream-K is built for bf16/f16"):
+        twin().build("e4m3", bn=128, streamk=True)
+
+
 def test_zero_k_stores_zeros():
     """K = 0: no k-tile, no stage to release, the tile is all zeros (the consumers must not wait or release)."""
     c = np.full((64, 300), -7.0, dtype=np.float32)
@@ -198,7 +234,8 @@ def test_gpu_benchmark_variants_use_no_local_memory():
         b = torch.randn(n, k, device="cuda").to(kinds[dtype])
         c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16 if dtype == "e4m3" else kinds[dtype])
         scales = dict(scale_a=1.0, scale_b=1.0) if dtype == "e4m3" else {}
-        site = jit(module).prepare(a=a, b=b, c=c, m=m, n=n, k=k, sms=4, **scales)
+        site = jit(module).prepare(a=a, b=b, c=c, m=m, n=n, k=k, sms=4, **scales,
+                                   **BENCH.variant_buffers(torch, variant, 4))
         local[f"{dtype} {variant}"] = site.compiled.function.attribute("LOCAL_SIZE_BYTES")
     assert local and not any(local.values()), local
 
@@ -239,6 +276,36 @@ def test_gpu_benchmark_variants_match_float64(dtype, args):
     m, n, k = 1000, 1064, 1040
     c = torch.full((m, n), -7.0, device="cuda", dtype=torch.bfloat16)
     assert gpu_relative_error(torch, jit, dtype, args, c, k) < 1e-2
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("args, sms", [
+    (dict(bn=256, stages=4, epilogue="tma", epilogue_split=2), 6),
+    (dict(bn=256, stages=4, cluster=2, epilogue="tma", epilogue_split=2), 6),
+    (dict(bn=256, stages=3, cluster=2, epilogue="tma"), 132),
+])
+def test_gpu_streamk_matches_float64(args, sms):
+    """Stream-K on a ragged shape whose work leaves a partial last wave (few CTAs force it), launched twice on the
+    same flags: each launch correct, the flags zero again after each."""
+    torch = pytest.importorskip("torch")
+    from ptxgen.runtime import gpu_available, jit
+    if not gpu_available():
+        pytest.skip("needs a CUDA GPU")
+    m, n, k = (1000, 1064, 1040) if sms < 132 else (4096 - 64, 4096 + 8, 1096)
+    module = twin()
+    shapes = module.streamk_buffers(128, args["bn"], args.get("cluster", 1), sms)
+    work = torch.empty(shapes["work"], device="cuda", dtype=torch.float32)
+    flags = torch.zeros(shapes["flags"], device="cuda", dtype=torch.int32)
+    kern = jit(module.build("bf16", streamk=True, **args))
+    for _launch in range(2):
+        a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
+        c = torch.full((m, n), -7.0, device="cuda", dtype=torch.bfloat16)
+        kern(a=a, b=b, c=c, m=m, n=n, k=k, sms=sms, work=work, flags=flags)
+        torch.cuda.synchronize()
+        want = a.double() @ b.double().T
+        assert (torch.linalg.norm(c.double() - want) / torch.linalg.norm(want)).item() < 1e-2
+        assert not bool(flags.any())
 
 
 def gpu_relative_error(torch, jit, dtype, args, c, k):

@@ -74,6 +74,14 @@ def main() -> int:
               {"sms": sms, "scale_a": 0.5, "scale_b": 0.25}),
              ("gemm_hopper e4m3 128x224 s5 c2 k1", "e4m3", hopper.build("e4m3", bn=224, stages=5, cluster=2),
               {"sms": sms, "scale_a": 0.5, "scale_b": 0.25})]
+    # stream-K: few CTAs, so that 300 x 520 leaves a partial last wave (9 tiles on 4 CTAs; 6 cluster tiles on 4)
+    for cluster, ctas in ((1, 4), (2, 8)):
+        shapes = hopper.streamk_buffers(128, 256, cluster, ctas)
+        buffers = {"work": torch.empty(shapes["work"], device="cuda"),
+                   "flags": torch.zeros(shapes["flags"], device="cuda", dtype=torch.int32)}
+        cases.append((f"gemm_hopper stream-K c{cluster} halves", "bf16",
+                      hopper.build("bf16", cluster=cluster, epilogue="tma", epilogue_split=2, streamk=True),
+                      {"sms": ctas, **buffers}))
     for name, dtype, kernel, extra in cases:
         m, n, k = 300, 520, 200 if dtype == "bf16" else 272
         kind = torch.bfloat16 if dtype == "bf16" else torch.float8_e4m3fn
