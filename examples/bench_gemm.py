@@ -7,8 +7,10 @@ C = A·Bᵀ with A (M, K) and B (N, K) row-major, C (M, N) row-major, f32 accumu
 (A·Bᵀ)·scale_a·scale_b with per-tensor scales, against ``torch._scaled_mm`` (cuBLAS fp8, default accumulation).
 Every shape gets fresh random inputs; each kernel's result is checked against a float64 reference by relative
 Frobenius error (≤ 1e-2) BEFORE it is timed. Timing: CUDA events around each of the back-to-back launches that
-fill 100 ms (``--rep-ms``) after 25 ms of warm-up (``--warmup-ms``), Triton's do_bench windows; their median, in
-interleaved rounds (a shuffled order each round; the figure is the median over rounds); our kernel is
+fill 100 ms per kernel (``--rep-ms``) after 25 ms of warm-up (``--warmup-ms``), Triton's do_bench windows, with the
+kernels alternating launch by launch within the window (``--timing interleaved``, the default: every kernel is timed at
+the same power-limited clocks; ``windows``: one window per kernel); their median, in rounds (a shuffled order each
+round; the figure is the median over rounds); our kernel is
 launched through a prepared call site (the launcher's hot path), torch as ``torch.matmul(a, b.T, out=c)``, Triton
 through its compiled kernel. TFLOP/s = 2·M·N·K / time. The table is printed last; JSON goes to
 $OUT/bench_gemm.json (or ./bench_gemm.json).
@@ -33,10 +35,11 @@ DEFAULT_SHAPES = "4096x4096x4096,8192x8192x8192,8192x8192x1024,2048x2048x2048,40
 # rows that are not 16-byte aligned (no TMA store) the "rows" epilogue, staged in smem and stored by warps along rows
 # (3001x2999x2016 bf16: 569 TFLOP/s against 375 for the direct epilogue's scattered 2-byte stores, Triton 406; fp8
 # 128x128 k4: 724 against 435, 2026-11-25) and the direct one for the record. Not here: 128x256 "rows" variants
-# (r2): their 64 scalar stores per block leave ptxas 8 bytes of spills at the consumers' 240 registers (2026-11-25)
+# (r2): their 64 scalar stores per block leave ptxas 8 bytes of spills at the consumers' 240 registers (2026-11-25).
+# The sk variants are the data-parallel ones with stream-K for a last wave it shortens by 20+ k-tiles (8192^3: +2%)
 DEFAULT_VARIANTS = {
-    "bf16": "h128x256s4t2,h128x256s4c2t2,h128x256s3c2t,h128x192s5c2,h128x192s4c2r3",
-    "f16": "h128x256s4t2,h128x256s4c2t2,h128x256s3c2t,h128x192s5c2,h128x192s4c2r3",
+    "bf16": "h128x256s4t2,h128x256s4c2t2,h128x256s3c2t,h128x256s4c2t2sk,h128x256s3c2tsk,h128x192s5c2,h128x192s4c2r3",
+    "f16": "h128x256s4t2,h128x256s4c2t2,h128x256s3c2t,h128x256s4c2t2sk,h128x256s3c2tsk,h128x192s5c2,h128x192s4c2r3",
     "e4m3": "h128x224s5c2,h128x192s4c2t3,h128x128s4c2t,h128x224s4c2k4,h128x192s4c2k4t3,h128x128s4c2k4t,h128x128s4c2k4r",
 }
 
@@ -127,6 +130,41 @@ def time_ms(torch, fn, warmup_ms=25.0, rep_ms=100.0):
     return statistics.median(start.elapsed_time(end) for start, end in events)
 
 
+def time_interleaved(torch, fns: dict, warmup_ms=25.0, rep_ms=100.0) -> dict:
+    """Median milliseconds of one call of each of ``fns`` (name → callable), timed TOGETHER: cycles of one launch
+    of each, CUDA events around every launch, the order rotated each cycle, for ``rep_ms`` per kernel after
+    ``warmup_ms`` of warm-up cycles. A power-limited H100's clock moves by several percent within a second; launch
+    by launch alternation times every kernel at the same clocks, so their ratios hold where separate windows
+    (``time_ms``) put different clocks under different kernels. → name → median ms."""
+    names = list(fns)
+    for name in names:
+        fns[name]()
+    torch.cuda.synchronize()
+    probe = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
+    probe[0].record()
+    for _ in range(3):
+        for name in names:
+            fns[name]()
+    probe[1].record()
+    probe[1].synchronize()
+    cycle = max(probe[0].elapsed_time(probe[1]) / 3, 1e-3)
+    for _ in range(max(1, int(warmup_ms * len(names) / cycle))):
+        for name in names:
+            fns[name]()
+    cycles = max(5, int(rep_ms * len(names) / cycle))
+    events = {name: [] for name in names}
+    for c in range(cycles):
+        for j in range(len(names)):
+            name = names[(c + j) % len(names)]
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fns[name]()
+            end.record()
+            events[name].append((start, end))
+    torch.cuda.synchronize()
+    return {name: statistics.median(s.elapsed_time(e) for s, e in pairs) for name, pairs in events.items()}
+
+
 def rel_err(torch, got, want):
     return (torch.linalg.norm(got.double() - want) / torch.linalg.norm(want)).item()
 
@@ -192,6 +230,9 @@ def main(argv=None):
     ap.add_argument("--warmup-ms", type=float, default=25.0, help="warm-up launches filling this many ms")
     ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds (median of the round medians)")
     ap.add_argument("--no-triton", action="store_true")
+    ap.add_argument("--timing", choices=("interleaved", "windows"), default="interleaved",
+                    help="interleaved: the kernels alternate launch by launch in one window per round "
+                         "(time_interleaved); windows: one window per kernel per round (time_ms)")
     args = ap.parse_args(argv)
 
     import torch
@@ -258,16 +299,22 @@ def main(argv=None):
                         runners["triton"] = lambda: triton_run(a, b, c, t_scale)
                 except Exception as exc:   # e.g. a Triton without fp8 tl.dot on this GPU: the table says so
                     row["triton_skipped"] = str(exc).splitlines()[0][:200]
-            # then timing, interleaved: every round times each kernel once (median over a rep_ms window), so clock
-            # and power drift hit all of them alike; the figure is the median over the rounds
+            # then timing in rounds: every round times each kernel once (``--timing``: alternating launch by launch
+            # in one window, or a window each), so clock and power drift hit all of them alike; the figure is the
+            # median over the rounds
             samples = {key: [] for key in runners}
             order = list(runners)
             for r in range(args.rounds):
                 # a fresh order each round: no kernel is always timed right after the same one (a hot GPU clocks
                 # down, so a fixed position would bias every round the same way)
                 random.Random(r).shuffle(order)
-                for key in order:
-                    samples[key].append(time_ms(torch, runners[key], args.warmup_ms, args.rep_ms))
+                if args.timing == "interleaved":
+                    for key, ms in time_interleaved(torch, {key: runners[key] for key in order}, args.warmup_ms,
+                                                    args.rep_ms).items():
+                        samples[key].append(ms)
+                else:
+                    for key in order:
+                        samples[key].append(time_ms(torch, runners[key], args.warmup_ms, args.rep_ms))
             for key, values in samples.items():
                 row[f"{key}_ms"] = statistics.median(values)
             best = min((key for key in runners if key.startswith("ours_")), key=lambda key: row[f"{key}_ms"],

@@ -25,6 +25,12 @@ from ptxgen.ir.ops.smem import permute_layout, stage_sliced, tile_split
 
 SWIZZLE_ROW = 128  # bytes of K per k-tile: one SW128 row (64 f16/bf16, 128 e4m3/e5m2)
 ELEMENT_BYTES = {"bf16": 2, "f16": 2, "e4m3": 1, "e5m2": 1}
+# Stream-K's partial sums cost a launch about 10 us on the H100 (each CTA writes and reads 128 KiB of f32 and waits
+# on its flags), 15 k-tiles of a 128x256 tile (0.7 us each); it pays where it shortens the last wave by more. bf16
+# 128x256 clusters of 2, paired against the data-parallel kernel (bench_gemm interleaved timing, 2026-11-25): time
+# saved 31.7 us for 62 k-tiles saved (8192^3), 22.4 for 56 (4096x4352x4096: +9.7%), 11.1 for 31, 1.3 for 17, -0.1
+# and -1.0 for 15, -5.4 for 7 (4096^3: the last wave 58/66 full).
+STREAMK_MIN_SAVING = 20
 
 
 def k_tile(dtype: str) -> int:
@@ -71,7 +77,8 @@ def operand_ring(dtype: str, rows: int, stages: int, major: str):
 
 def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, group: int = 8, pending: int = 1,
           cluster: int = 1, epilogue: str = "direct", a_major: str = "K", b_major: str = "K", promote: int = 1,
-          registers: tuple = (24, 240), epilogue_split: int = 1, streamk: bool = False):
+          registers: tuple = (24, 240), epilogue_split: int = 1, streamk: bool = False,
+          streamk_min_saving: int = STREAMK_MIN_SAVING):
     """The kernel for one configuration. ``cluster = 2``: CTAs run in pairs along M that share their B panel: each
     CTA loads its own A box and HALF of the B box, multicast into both CTAs' smem (the pipeline's stages are then
     released by the consumers of both CTAs). ``epilogue = "tma"``: each consumer warpgroup writes its bf16 rows
@@ -96,7 +103,8 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
     see ``streamk_split``): every cluster takes an equal run of the remaining k-tiles, a tile's runs are summed in
     f32 through the workspace ``%work`` (``streamk_buffers``) and ordered by the flags ``%flags`` (zero before the
     launch, zero again after it); the cluster that runs a tile's last k-tile adds the others' partial sums and stores
-    C. bf16/f16 only."""
+    C. A launch takes this path only where it shortens the last wave by at least ``streamk_min_saving`` k-tiles
+    (the partial sums cost about 15; ``STREAMK_MIN_SAVING``), else it runs every tile data-parallel. bf16/f16 only."""
     if promote < 1:
         raise ValueError(f"promote must be at least 1 (k-tiles per promotion), not {promote}")
     fp8 = dtype in ("e4m3", "e5m2")
@@ -182,7 +190,7 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
         b.barrier.cta()
 
     if streamk:
-        split = streamk_split(b, first, step, tiles, ktiles, c0, c1, cluster)
+        split = streamk_split(b, first, step, tiles, ktiles, c0, c1, cluster, streamk_min_saving)
         rank_or_zero = rank if cluster > 1 else c0
     role = b.roles(producer=(1, registers[0]), consumer=(2, registers[1]))
     with role["producer"]:
@@ -416,16 +424,23 @@ def streamk_buffers(bm: int, bn: int, cluster: int, ctas: int) -> dict:
     return {"work": (clusters * 2 * cluster * 2 * (values // 4), WORK_COLUMNS), "flags": (clusters * cluster * 256,)}
 
 
-def streamk_split(b, first, step, tiles, ktiles, c0, c1, cluster: int) -> dict:
-    """The work of cluster ``first`` of ``step``: the data-parallel tiles first, b, b + step, … below
-    ``tiles - tiles % step`` (whole waves), then an equal share of the k-tiles of the last ``tiles % step`` tiles
-    (numbered in k-tile order across tiles): units = min(step, those k-tiles) clusters take runs
-    [s, e) = [c·total/units, (c+1)·total/units), each within at most two tiles (a run is shorter than a tile). A run's
-    pieces go LAST tile first, so that the piece finishing a tile is a cluster's last work: the earlier clusters'
-    pieces of that tile were their first (or only) ones. → the values the items and the join need."""
-    sk_tiles = b.arith.rem(tiles, step, name="sk_tiles")
+def streamk_split(b, first, step, tiles, ktiles, c0, c1, cluster: int, min_saving: int) -> dict:
+    """The work of cluster ``first`` of ``step``: the data-parallel tiles first, b, b + step, … below ``dp_tiles``,
+    then an equal share of the k-tiles of the last ``tiles - dp_tiles`` tiles (numbered in k-tile order across
+    tiles): units = min(step, those k-tiles) clusters take runs [s, e) = [c·total/units, (c+1)·total/units), each
+    within at most two tiles (a run is shorter than a tile). ``dp_tiles`` is ``tiles - tiles % step`` (whole waves)
+    when the longest run is at least ``min_saving`` k-tiles shorter than a tile, else ``tiles`` (no stream-K). A
+    run's pieces go LAST tile first, so that the piece finishing a tile is a cluster's last work: the earlier
+    clusters' pieces of that tile were their first (or only) ones. → the values the items and the join need."""
+    rest = b.arith.rem(tiles, step, name="rest_tiles")
+    rest_ktiles = b.arith.mul(rest, ktiles, name="rest_ktiles")
+    rest_units = b.arith.max(b.arith.min(step, rest_ktiles, name="rest_units0"), c1, name="rest_units")
+    longest = b.arith.cdiv(rest_ktiles, rest_units, name="longest_run")
+    saving = b.arith.sub(ktiles, longest, name="saving")
+    pays = b.arith.cmp(saving, b.const(min_saving, i32, name="min_saving"), pred="ge", name="sk_pays")
+    sk_tiles = b.arith.select(pays, rest, c0, name="sk_tiles")
     dp_tiles = b.arith.sub(tiles, sk_tiles, name="dp_tiles")
-    dp_items = b.arith.div(dp_tiles, step, name="dp_items")
+    dp_items = b.arith.cdiv(b.arith.sub(dp_tiles, first, name="dp_left"), step, name="dp_items")
     total = b.arith.mul(sk_tiles, ktiles, name="sk_ktiles")
     units = b.arith.max(b.arith.min(step, total, name="sk_units0"), c1, name="sk_units")
     ktiles_1 = b.arith.max(ktiles, c1, name="ktiles_1")

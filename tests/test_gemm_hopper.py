@@ -92,11 +92,15 @@ def test_epilogue_split_rules(args, message):
     (dict(bn=128, cluster=2, epilogue="tma"), (1024, 256, 448), 6),
     (dict(bn=256, cluster=2, epilogue="tma", epilogue_split=2), (974, 240, 440), 6),
     (dict(bn=128), (512, 256, 192), 4),          # whole waves: no stream-K work, the workspace untouched
+    (dict(bn=128, streamk_min_saving=3), (640, 128, 320), 3),   # runs of 4 save 1 k-tile of 5: data-parallel
+    (dict(bn=128, streamk_min_saving=2), (512, 128, 512), 3),   # runs of 3 save 5 of 8: stream-K
 ])
 def test_streamk_matches_float64(args, shape, sms):
     """Stream-K after the whole waves: the k-tiles of the last partial wave shared out in equal runs across the
-    CTAs (clusters), partial sums through the f32 workspace; every launch leaves the flags zero."""
+    CTAs (clusters), partial sums through the f32 workspace, where that saves at least ``streamk_min_saving``
+    k-tiles (0 here unless given); every launch leaves the flags zero."""
     module = twin()
+    args = {"streamk_min_saving": 0, **args}
     kernel = module.build("bf16", stages=2, streamk=True, **args)
     m, n, k = shape
     rng = np.random.default_rng()
@@ -110,9 +114,11 @@ def test_streamk_matches_float64(args, shape, sms):
     want = a.astype(np.float64) @ b.astype(np.float64).T
     assert np.linalg.norm(c - want) / np.linalg.norm(want) < 1e-2
     assert not flags.any()
-    cluster_tiles = -(-m // (128 * args.get("cluster", 1))) * -(-n // args["bn"])
-    used = bool((~np.isnan(work)).any())
-    assert used == bool(cluster_tiles % (sms // args.get("cluster", 1)))
+    clusters = sms // args.get("cluster", 1)
+    rest = -(-m // (128 * args.get("cluster", 1))) * -(-n // args["bn"]) % clusters
+    ktiles = -(-k // 64)
+    saving = ktiles - -(-rest * ktiles // max(1, min(clusters, rest * ktiles)))
+    assert bool((~np.isnan(work)).any()) == bool(rest and saving >= args["streamk_min_saving"])
 
 
 def test_streamk_is_for_16_bit_types():
@@ -285,8 +291,8 @@ def test_gpu_benchmark_variants_match_float64(dtype, args):
     (dict(bn=256, stages=3, cluster=2, epilogue="tma"), 132),
 ])
 def test_gpu_streamk_matches_float64(args, sms):
-    """Stream-K on a ragged shape whose work leaves a partial last wave (few CTAs force it), launched twice on the
-    same flags: each launch correct, the flags zero again after each."""
+    """Stream-K (forced: no minimum saving) on a ragged shape whose work leaves a partial last wave (few CTAs force
+    it), launched twice on the same flags: each launch correct, the flags zero again after each."""
     torch = pytest.importorskip("torch")
     from ptxgen.runtime import gpu_available, jit
     if not gpu_available():
@@ -296,7 +302,7 @@ def test_gpu_streamk_matches_float64(args, sms):
     shapes = module.streamk_buffers(128, args["bn"], args.get("cluster", 1), sms)
     work = torch.empty(shapes["work"], device="cuda", dtype=torch.float32)
     flags = torch.zeros(shapes["flags"], device="cuda", dtype=torch.int32)
-    kern = jit(module.build("bf16", streamk=True, **args))
+    kern = jit(module.build("bf16", streamk=True, streamk_min_saving=0, **args))
     for _launch in range(2):
         a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
         b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
