@@ -448,7 +448,9 @@ def streamk_split(b, first, step, tiles, ktiles, c0, c1, cluster: int, min_savin
     end = b.arith.div(b.arith.mul(b.arith.add(first, c1, name="sk_next"), total, name="sk_e0"), units, name="sk_end")
     first_tile = b.arith.div(start, ktiles_1, name="sk_first_tile")
     last_tile = b.arith.div(b.arith.sub(end, c1, name="sk_last_k"), ktiles_1, name="sk_last_tile")
-    in_sk = b.arith.cmp(start, end, pred="lt", name="in_sk")
+    # clusters past the units (fewer k-tiles left than clusters) have no run
+    in_sk = b.arith.and_(b.arith.cmp(start, end, pred="lt", name="nonempty_run"),
+                         b.arith.cmp(first, units, pred="lt", name="a_unit"), name="in_sk")
     pieces = b.arith.select(in_sk, b.arith.add(b.arith.sub(last_tile, first_tile, name="sk_span"), c1,
                                                name="sk_pieces1"), c0, name="sk_pieces")
     items = b.arith.add(dp_items, pieces, name="items")

@@ -94,6 +94,8 @@ def test_epilogue_split_rules(args, message):
     (dict(bn=128), (512, 256, 192), 4),          # whole waves: no stream-K work, the workspace untouched
     (dict(bn=128, streamk_min_saving=3), (640, 128, 320), 3),   # runs of 4 save 1 k-tile of 5: data-parallel
     (dict(bn=128, streamk_min_saving=2), (512, 128, 512), 3),   # runs of 3 save 5 of 8: stream-K
+    (dict(bn=128), (512, 128, 128), 3),          # 2 k-tiles left for 3 CTAs: the third has no run
+    (dict(bn=128), (1792, 128, 320), 6),         # 14 tiles on 6 CTAs: 2 left, 10 k-tiles, runs of 1 and 2
 ])
 def test_streamk_matches_float64(args, shape, sms):
     """Stream-K after the whole waves: the k-tiles of the last partial wave shared out in equal runs across the

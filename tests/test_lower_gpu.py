@@ -158,6 +158,21 @@ def test_specialized_kernels_report_registers(sqrt_sin, l2norm):
         print(f"{k.name} [{spec}]: {regs} registers, {len(c.ptx_instructions())} PTX instructions")
 
 
+def test_prepared_call_site_keeps_its_tensors_alive(sqrt_sin):
+    """A site packs raw device addresses; the tensors behind them live as long as the site, even when the caller
+    made them inline (torch's caching allocator would otherwise hand their memory to the next allocation)."""
+    torch = pytest.importorskip("torch")
+    n = 1 << 20
+    x = torch.rand(n, device="cuda") * 3.0
+    site = sqrt_sin.prepare(x=x, z=torch.zeros(n, device="cuda"), n=n)
+    _others = [torch.full((n,), -1.0, device="cuda") for _ in range(4)]   # would reuse a freed z's block
+    site()
+    torch.cuda.synchronize()
+    z = site.arguments["z"]
+    assert torch.allclose(z, torch.sqrt(torch.sin(x)), rtol=1e-5, atol=1e-6)
+    assert all(bool((o == -1.0).all()) for o in _others)
+
+
 def test_prepared_call_site_relaunches_and_swaps_pointers(sqrt_sin):
     from ptxgen.runtime import DeviceBuffer, synchronize
 

@@ -613,7 +613,7 @@ class JitKernel:
             self._by_key[keys] = ck
         if stream and hasattr(stream, "cuda_stream"):
             stream = stream.cuda_stream
-        return BoundLaunch(self, ck, values, grid, stream, keys, shapes)
+        return BoundLaunch(self, ck, values, grid, stream, keys, shapes, kwargs)
 
     def __call__(self, *args, stream=0, **kwargs) -> None:
         values, keys, shapes, copies, kwargs = self._bind(args, kwargs)
@@ -644,11 +644,15 @@ class JitKernel:
 
 
 class BoundLaunch:
-    """A prepared call site of a JitKernel (see ``JitKernel.prepare``)."""
+    """A prepared call site of a JitKernel (see ``JitKernel.prepare``). ``arguments``: name → the object each
+    parameter launches with (the site holds them: their device memory lives as long as the site)."""
 
-    def __init__(self, jk, ck, values, grid, stream, keys, shapes=None):
+    def __init__(self, jk, ck, values, grid, stream, keys, shapes=None, arguments=None):
         self.kernel, self.compiled = jk, ck
         self.grid, self.stream = grid, stream
+        # the packed block holds raw device addresses: the site keeps the tensors they belong to alive, so that a
+        # caller dropping its own reference (a workspace made inline) cannot free memory the kernel still uses
+        self.arguments = dict(arguments or {})
         # the argument block is private to this call site: pack it once, launch from it
         self._block, self._offset = _aligned_block(ck.block_size)
         ck.packer.pack_into(self._block, self._offset, *values)
@@ -687,6 +691,7 @@ class BoundLaunch:
                     raise LaunchError(f"@{self.kernel.name}: {name} has shape {tuple(shape)}, the prepared call's "
                                       f"has {bound_shape} (the grid depends on it); prepare() again")
                 struct.pack_into("128s", self._block, offset, blob)
+                self.arguments[name] = a
                 continue
             try:
                 slot, key = self._ptr_slot[name]
@@ -704,6 +709,7 @@ class BoundLaunch:
                 raise LaunchError(f"@{self.kernel.name}: {name} differs from the prepared call's tensor "
                                   f"(shape {shape}, strides {strides}, address {ptr:#x}); prepare() again")
             self._pack_ptr(self._block, slot, ptr)
+            self.arguments[name] = a
         err = self._launch(self._cfg, self._handle, self._params_address, 0)
         err = err[0] if isinstance(err, tuple) else err
         if int(err):
