@@ -383,7 +383,7 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
                     store_tile(join.results[0], tm2, tn2)
                     b.scf.yield_()
                 with finish.otherwise:
-                    streamk_contribute(b, kb, split, ct, acc, ktiles, rank_or_zero, cw, lt, acc_t)
+                    streamk_contribute(b, kb, split, ct, acc, rank_or_zero, cw, lt, acc_t)
                     b.scf.yield_()
                 b.scf.yield_(kit_end)
         else:
@@ -495,7 +495,7 @@ def _flag(b, split, j, rank, cw, lt, name: str):
                        name=f"flag_{name}")
 
 
-def streamk_contribute(b, kb, split, ct, acc, ktiles, rank, cw, lt, acc_t):
+def streamk_contribute(b, kb, split, ct, acc, rank, cw, lt, acc_t):
     """A piece that does not finish its tile: store the partial sum, then signal (release) the tile's flag."""
     j = b.arith.sub(ct, split["dp_tiles"], name="cj")
     piece = b.arith.sub(j, split["first_tile"], name="cpiece")
