@@ -108,26 +108,8 @@ def time_ms(torch, fn, warmup_ms=25.0, rep_ms=100.0):
     """Median milliseconds of one ``fn()`` by CUDA events (a pair around each launch), over as many back-to-back
     launches as fill ``rep_ms`` after ``warmup_ms`` of warm-up launches (the windows of Triton's ``do_bench``): an
     H100 running a GEMM is held at its power limit, and its clock settles there within tens of milliseconds, so a
-    shorter window times a kernel at a clock it does not keep."""
-    fn()
-    torch.cuda.synchronize()
-    probe = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
-    probe[0].record()
-    for _ in range(5):
-        fn()
-    probe[1].record()
-    probe[1].synchronize()
-    estimate = max(probe[0].elapsed_time(probe[1]) / 5, 1e-3)
-    for _ in range(max(1, int(warmup_ms / estimate))):
-        fn()
-    repeats = max(5, int(rep_ms / estimate))
-    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(repeats)]
-    for start, end in events:
-        start.record()
-        fn()
-        end.record()
-    torch.cuda.synchronize()
-    return statistics.median(start.elapsed_time(end) for start, end in events)
+    shorter window times a kernel at a clock it does not keep. ``time_interleaved`` of one kernel."""
+    return time_interleaved(torch, {"fn": fn}, warmup_ms, rep_ms)["fn"]
 
 
 def time_interleaved(torch, fns: dict, warmup_ms=25.0, rep_ms=100.0) -> dict:

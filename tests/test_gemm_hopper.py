@@ -300,32 +300,27 @@ def test_gpu_streamk_matches_float64(args, sms):
     if not gpu_available():
         pytest.skip("needs a CUDA GPU")
     m, n, k = (1000, 1064, 1040) if sms < 132 else (4096 - 64, 4096 + 8, 1096)
-    module = twin()
-    shapes = module.streamk_buffers(128, args["bn"], args.get("cluster", 1), sms)
+    shapes = twin().streamk_buffers(128, args["bn"], args.get("cluster", 1), sms)
     work = torch.empty(shapes["work"], device="cuda", dtype=torch.float32)
     flags = torch.zeros(shapes["flags"], device="cuda", dtype=torch.int32)
-    kern = jit(module.build("bf16", streamk=True, streamk_min_saving=0, **args))
     for _launch in range(2):
-        a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
-        b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
         c = torch.full((m, n), -7.0, device="cuda", dtype=torch.bfloat16)
-        kern(a=a, b=b, c=c, m=m, n=n, k=k, sms=sms, work=work, flags=flags)
-        torch.cuda.synchronize()
-        want = a.double() @ b.double().T
-        assert (torch.linalg.norm(c.double() - want) / torch.linalg.norm(want)).item() < 1e-2
+        assert gpu_relative_error(torch, jit, "bf16", dict(streamk=True, streamk_min_saving=0, **args), c, k,
+                                  sms=sms, work=work, flags=flags) < 1e-2
         assert not bool(flags.any())
 
 
-def gpu_relative_error(torch, jit, dtype, args, c, k):
-    """Run ``build(dtype, **args)`` on fresh random A (M, K), B (N, K) into ``c`` (M, N) (fp8: scales 0.5 and 0.25)
-    → the relative Frobenius error of C against float64."""
+def gpu_relative_error(torch, jit, dtype, args, c, k, **extra):
+    """Run ``build(dtype, **args)`` on fresh random A (M, K), B (N, K) into ``c`` (M, N) (fp8: scales 0.5 and 0.25;
+    ``extra``: further arguments, or ``sms`` instead of the device's SM count) → the relative Frobenius error of C
+    against float64."""
     (m, n), fp8 = c.shape, dtype == "e4m3"
     kind = {"bf16": torch.bfloat16, "f16": torch.float16, "e4m3": torch.float8_e4m3fn}[dtype]
     a = torch.randn(m, k, device="cuda").to(kind)
     b = torch.randn(n, k, device="cuda").to(kind)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     scales = dict(scale_a=0.5, scale_b=0.25) if fp8 else {}
-    jit(twin().build(dtype, **args))(a=a, b=b, c=c, m=m, n=n, k=k, sms=sms, **scales)
+    jit(twin().build(dtype, **args))(a=a, b=b, c=c, m=m, n=n, k=k, **{"sms": sms, **scales, **extra})
     torch.cuda.synchronize()
     want = a.double() @ b.double().T * (0.125 if fp8 else 1.0)
     return (torch.linalg.norm(c.double() - want) / torch.linalg.norm(want)).item()
