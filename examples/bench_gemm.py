@@ -38,8 +38,8 @@ DEFAULT_SHAPES = "4096x4096x4096,8192x8192x8192,8192x8192x1024,2048x2048x2048,40
 # (r2): their 64 scalar stores per block leave ptxas 8 bytes of spills at the consumers' 240 registers (2026-11-25).
 # The sk variants are the data-parallel ones with stream-K for a last wave it shortens by 20+ k-tiles (8192^3: +2%)
 DEFAULT_VARIANTS = {
-    "bf16": "h128x256s4t2,h128x256s4c2t2,h128x256s3c2t,h128x256s4c2t2sk,h128x256s3c2tsk,h128x192s5c2,h128x192s4c2r3",
-    "f16": "h128x256s4t2,h128x256s4c2t2,h128x256s3c2t,h128x256s4c2t2sk,h128x256s3c2tsk,h128x192s5c2,h128x192s4c2r3",
+    "bf16": "h128x256s4t2,h128x256s4t2o1,h128x256s4c2t2,h128x256s4c2t2o1,h128x256s3c2t,h128x256s4c2t2sk,h128x256s3c2tsk,h128x192s5c2,h128x192s4c2r3",
+    "f16": "h128x256s4t2,h128x256s4t2o1,h128x256s4c2t2,h128x256s4c2t2o1,h128x256s3c2t,h128x256s4c2t2sk,h128x256s3c2tsk,h128x192s5c2,h128x192s4c2r3",
     "e4m3": "h128x224s5c2,h128x192s4c2t3,h128x128s4c2t,h128x224s4c2k4,h128x192s4c2k4t3,h128x128s4c2k4t,h128x128s4c2k4r",
 }
 
@@ -56,19 +56,21 @@ def parse_variant(variant: str) -> tuple:
     gemm_hopper.build(bm=128, bn=256, stages=4), with optional suffixes ``p0`` (wgmma.wait pending 0), ``g4``
     (rasterization groups of 4), ``c2`` (clusters of 2 with B multicast), ``k4`` (fp8: promote every 4 k-tiles of
     128), ``t`` (TMA-store epilogue; needs N % 8 == 0; ``t2``: staged in 2 column blocks), ``r`` (staged in smem like
-    ``t``, then stored by warps along rows: any N; ``r3``: in 3 column blocks), ``sk`` (stream-K for the last partial
-    wave: bf16/f16); ``s128x256s3`` (kind "s") is the simple examples/gemm.py with bn=256 and 3 stages."""
+    ``t``, then stored by warps along rows: any N; ``r3``: in 3 column blocks), ``o2`` (the TMA-store epilogue behind
+    the next tile's first 2 k-tiles of wgmmas: ``overlap``), ``sk`` (stream-K for the last partial wave: bf16/f16);
+    ``s128x256s3`` (kind "s") is the simple examples/gemm.py with bn=256 and 3 stages."""
     import re
 
-    m = re.fullmatch(r"([hs])(\d+)x(\d+)s(\d+)(?:p(\d))?(?:g(\d+))?(?:c(\d))?(?:k(\d+))?(?:([tr])(\d)?)?(sk)?", variant)
+    m = re.fullmatch(r"([hs])(\d+)x(\d+)s(\d+)(?:p(\d))?(?:g(\d+))?(?:c(\d))?(?:k(\d+))?(?:([tr])(\d)?)?(?:o(\d))?"
+                     r"(sk)?", variant)
     if not m:
         raise ValueError(f"unknown variant {variant!r} (h<BM>x<BN>s<stages>[p<pending>][g<group>][c<cluster>]"
-                         "[k<promote>][t|r[<split>]][sk] or s128x<BN>s<stages>)")
+                         "[k<promote>][t|r[<split>]][o<overlap>][sk] or s128x<BN>s<stages>)")
     return m.group(1), dict(
         bm=int(m.group(2)), bn=int(m.group(3)), stages=int(m.group(4)), pending=int(m.group(5) or 1),
         group=int(m.group(6) or 8), cluster=int(m.group(7) or 1), promote=int(m.group(8) or 1),
         epilogue={"t": "tma", "r": "rows", None: "direct"}[m.group(9)], epilogue_split=int(m.group(10) or 1),
-        streamk=bool(m.group(11)))
+        overlap=int(m.group(11) or 0), streamk=bool(m.group(12)))
 
 
 def variant_kernel(variant: str, dtype: str):

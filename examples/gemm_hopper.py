@@ -78,7 +78,7 @@ def operand_ring(dtype: str, rows: int, stages: int, major: str):
 def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, group: int = 8, pending: int = 1,
           cluster: int = 1, epilogue: str = "direct", a_major: str = "K", b_major: str = "K", promote: int = 1,
           registers: tuple = (24, 240), epilogue_split: int = 1, streamk: bool = False,
-          streamk_min_saving: int = STREAMK_MIN_SAVING):
+          streamk_min_saving: int = STREAMK_MIN_SAVING, overlap: int = 0):
     """The kernel for one configuration. ``cluster = 2``: CTAs run in pairs along M that share their B panel: each
     CTA loads its own A box and HALF of the B box, multicast into both CTAs' smem (the pipeline's stages are then
     released by the consumers of both CTAs). ``epilogue = "tma"``: each consumer warpgroup writes its bf16 rows
@@ -104,10 +104,20 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
     f32 through the workspace ``%work`` (``streamk_buffers``) and ordered by the flags ``%flags`` (zero before the
     launch, zero again after it); the cluster that runs a tile's last k-tile adds the others' partial sums and stores
     C. A launch takes this path only where it shortens the last wave by at least ``streamk_min_saving`` k-tiles
-    (the partial sums cost about 15; ``STREAMK_MIN_SAVING``), else it runs every tile data-parallel. bf16/f16 only."""
+    (the partial sums cost about 15; ``STREAMK_MIN_SAVING``), else it runs every tile data-parallel. bf16/f16 only.
+    ``overlap = P`` (TMA-store epilogue, bf16/f16, data-parallel): a tile's C leaves the registers as packed
+    ``out_dtype`` values and is staged and stored only once the wgmmas of the NEXT tile's first P k-tiles are queued,
+    so that the tensor cores work through the epilogue instead of waiting for it (``epilogue_overlap``); the last
+    tile's C is stored after the loop."""
     if promote < 1:
         raise ValueError(f"promote must be at least 1 (k-tiles per promotion), not {promote}")
     fp8 = dtype in ("e4m3", "e5m2")
+    if overlap < 0:
+        raise ValueError(f"overlap must be 0 (no overlap) or the k-tiles queued before the epilogue, not {overlap}")
+    if overlap and (epilogue != "tma" or streamk or fp8 or pending != 1):
+        raise ValueError("overlap (the epilogue behind the next tile's wgmmas) is built for the TMA-store epilogue "
+                         "of bf16/f16 data-parallel tiles with one k-tile in flight: epilogue='tma', streamk=False, "
+                         "pending=1")
     if streamk and fp8:
         raise ValueError("stream-K is built for bf16/f16: fp8's promotion chunks run over whole tiles")
     out_dtype = "bf16" if fp8 else dtype
@@ -238,33 +248,63 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
         lt = b.arith.rem(thread, c_wg, name="lt")
         row_off = b.arith.mul(cw, c_rows, name="row_off")
         fzero = b.const(0.0, f32, name="fzero")
-        def consume(ct, lo, hi, cit):
-            """The wgmmas of k-tiles lo … hi-1 of work item ct from the iteration counter cit on; → (the f32
-            accumulator, completed; the counter after them; the tile's (m, n))."""
+        def consume(ct, lo, hi, cit, hook=None):
+            """The wgmmas of k-tiles lo … hi-1 of work item ct from the iteration counter cit on (``hook``: see
+            ``k_tiles``); → (the f32 accumulator, completed; the counter after them; the tile's (m, n))."""
             tm2, tn2 = b.sched.tile(ct, tiles_m, tiles_n, group=group, name=["tm2", "tn2"])
             if cluster > 1:
                 tm2 = b.arith.add(b.arith.mul(tm2, c_cluster, name="tmc2"), rank, name="tm2_own")
             init = b.frag.splat(fzero, type=acc_t, name="init")
 
-            def k_tiles(lo, hi, acc_start, kit_start):
+            def issue(acc_in, kit, tag=""):
+                """Wait for iteration ``kit``'s stage and queue its wgmmas onto ``acc_in``; → (acc, stage)."""
+                s2 = b.pipeline.wait(pipe, kit, name=f"s2{tag}")
+                a_stage = b.smem.slice(sa, s2, name=f"a_stage{tag}")
+                if a_major == "MN":
+                    a_stage = b.smem.permute(a_stage, order=(1, 0), name=f"a_stage_mk{tag}")
+                a_rows = b.smem.tile(a_stage, cw, mode=0, size=rows, name=f"a_rows{tag}")
+                assert a_rows.type == a_rows_t
+                b_stage = b.smem.slice(sb, s2, name=f"b_stage{tag}")
+                if b_major == "MN":
+                    b_stage = b.smem.permute(b_stage, order=(1, 0), name=f"b_stage_nk{tag}")
+                b.wgmma.fence()
+                acc_out = b.wgmma.mma(a_rows, b_stage, acc_in, name=f"acc_out{tag}")
+                b.wgmma.commit()
+                return acc_out, s2
+
+            def k_tiles(lo, hi, acc_start, kit_start, hook=None):
                 """The wgmmas of k-tiles lo … hi-1 accumulated onto ``acc_start``, each k-tile's stage released once
                 the NEXT k-tile's wgmmas are queued (``pending``); → (the accumulator, still in flight unless
-                pending = 0, and the iteration counter after hi-1). The last stage is released by the caller."""
-                with b.scf.for_(lo, hi, c1, acc_start, kit_start, args=("kt2", "acc_in", "kit"),
+                pending = 0, and the iteration counter after hi-1). The last stage is released by the caller.
+                ``hook`` (pending = 1): the wgmmas of the first ``overlap`` k-tiles are queued without waiting, then
+                ``hook()`` runs while the tensor cores work through them (the previous tile's epilogue), then their
+                stages but the last are released. No branch carries the accumulator in flight (C7514): the peeled
+                k-tiles are a loop of at most ``overlap`` trips."""
+                if hook is not None:
+                    peel_end = b.arith.min(b.arith.add(lo, b.const(overlap, i32, name="overlap"), name="peel_end0"),
+                                           hi, name="peel_end")
+                    with b.scf.for_(lo, peel_end, c1, acc_start, kit_start, args=("kp", "acc_p", "kit_p"),
+                                    names=["acc_peeled", "kit_peeled"]) as ploop:
+                        _kp, acc_p, kit_p = ploop
+                        acc_q, _s = issue(acc_p, kit_p, "_peel")
+                        b.scf.yield_(acc_q, b.arith.add(kit_p, c1, name="kit_p1"))
+                    acc_start, kit_peeled = ploop.results
+                    hook()
+                    b.wgmma.wait(pending=1)
+                    # every peeled k-tile but the last is done: their stages go back to the producer
+                    kit_last = b.arith.max(b.arith.sub(kit_peeled, c1, name="kit_last0"), kit_start, name="kit_last")
+                    with b.scf.for_(kit_start, kit_last, c1, args=("kr",)) as rloop:
+                        (kr,) = rloop
+                        b.pipeline.release(pipe, b.arith.rem(kr, c_stages, name="kr_s"))
+                        b.scf.yield_()
+                    loop_lo, kit_start = peel_end, kit_peeled
+                else:
+                    loop_lo = lo
+                # has_prev and any_k compare with lo: after peeled k-tiles the loop's first trip releases the last one
+                with b.scf.for_(loop_lo, hi, c1, acc_start, kit_start, args=("kt2", "acc_in", "kit"),
                                 names=["acc", "kit_end"]) as mloop:
                     kt2, acc_in, kit = mloop
-                    s2 = b.pipeline.wait(pipe, kit, name="s2")
-                    a_stage = b.smem.slice(sa, s2, name="a_stage")
-                    if a_major == "MN":
-                        a_stage = b.smem.permute(a_stage, order=(1, 0), name="a_stage_mk")
-                    a_rows = b.smem.tile(a_stage, cw, mode=0, size=rows, name="a_rows")
-                    assert a_rows.type == a_rows_t
-                    b_stage = b.smem.slice(sb, s2, name="b_stage")
-                    if b_major == "MN":
-                        b_stage = b.smem.permute(b_stage, order=(1, 0), name="b_stage_nk")
-                    b.wgmma.fence()
-                    acc_out = b.wgmma.mma(a_rows, b_stage, acc_in, name="acc_out")
-                    b.wgmma.commit()
+                    acc_out, s2 = issue(acc_in, kit)
                     if pending:
                         b.wgmma.wait(pending=pending)
                         # the wgmmas of the previous k-tile are done: hand its stage back to the producer
@@ -304,15 +344,22 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
                     b.scf.yield_(b.frag.add(total_in, chunk, name="total_out"), chunk_kit)
                 acc, kit_end = ploop.results
             else:
-                acc, kit_end = k_tiles(lo, hi, init, cit)
+                acc, kit_end = k_tiles(lo, hi, init, cit, hook)
             return acc, kit_end, tm2, tn2
 
-        def store_tile(acc, tm2, tn2):
-            """C of the tile (tm2, tn2) from the finished f32 accumulator ``acc``."""
+        def c_values(acc):
+            """The finished f32 accumulator → C's values (``out_dtype``; fp8: times the scales)."""
             if fp8:
                 scale = b.arith.mul(kb["scale_a"], kb["scale_b"], name="scale")
                 acc = b.frag.mul(acc, scale, name="scaled")
-            out = b.frag.cast(acc, type=frag(out_dtype, acc_t.shape), name="out")
+            return b.frag.cast(acc, type=frag(out_dtype, acc_t.shape), name="out")
+
+        def store_tile(acc, tm2, tn2):
+            """C of the tile (tm2, tn2) from the finished f32 accumulator ``acc``."""
+            store_out(c_values(acc), tm2, tn2)
+
+        def store_out(out, tm2, tn2):
+            """C of the tile (tm2, tn2): its values ``out`` (``c_values``)."""
             tile_m0 = b.arith.mul(tm2, c_bm, name="tile_m0")
             r0 = b.arith.add(tile_m0, row_off, name="r0")
             n0c = b.arith.mul(tn2, c_bn, name="n0c")
@@ -386,6 +433,26 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
                     streamk_contribute(b, kb, split, ct, acc, rank_or_zero, cw, lt, acc_t)
                     b.scf.yield_()
                 b.scf.yield_(kit_end)
+        elif overlap:
+            # a tile's C is held as packed values and stored by the hook of the next trip, behind that tile's first
+            # wgmmas; one trip past the tiles (no k-tiles, tile 0's coordinates) only stores the last one
+            held0 = b.frag.cast(b.frag.splat(fzero, type=acc_t, name="held_zero"), type=frag(out_dtype, acc_t.shape),
+                                name="held0")
+            trips_end = b.arith.select(b.arith.cmp(tiles, c0, pred="gt", name="any_tile"),
+                                       b.arith.add(tiles, step, name="tiles_flush"), tiles, name="trips_end")
+            with b.scf.for_(first, trips_end, step, c0, held0, c0, c0, args=("ct", "cit", "held", "held_m", "held_n"),
+                            names=["cit_done", "held_last", "held_m_last", "held_n_last"]) as loop:
+                ct, cit, held, held_m, held_n = loop
+                real = b.arith.cmp(ct, tiles, pred="lt", name="real_tile")
+
+                def hook():
+                    with b.scf.if_(b.arith.cmp(ct, first, pred="ne", name="holds_c")).then:
+                        store_out(held, held_m, held_n)
+                        b.scf.yield_()
+
+                acc, kit_end, tm2, tn2 = consume(b.arith.select(real, ct, c0, name="ct_tile"), c0,
+                                                 b.arith.select(real, ktiles, c0, name="tile_ktiles"), cit, hook)
+                b.scf.yield_(kit_end, c_values(acc), tm2, tn2)
         else:
             with b.scf.for_(first, tiles, step, c0, args=("ct", "cit"), names=["cit_done"]) as (ct, cit):
                 acc, kit_end, tm2, tn2 = consume(ct, c0, ktiles, cit)
@@ -532,7 +599,8 @@ def stage_column_block(b, c_mine, lt, out, h: int, split: int, rows: int, c_cols
     of values h·size/split … of the fragment (frag.slice; the whole fragment when split = 1)."""
     values = out.type.size // split
     part = out if split == 1 else b.frag.slice(out, offset=h * values, type=frag(out_dtype, values), name=f"out{tag}")
-    b.smem.store(c_mine, lt, part, tv=accumulator_block_tv(rows, c_cols))
+    # stmatrix.x4: each lane stores 8 values (four 8 × 8 matrices per warp instruction) instead of 2 per st.shared
+    b.smem.stmatrix(c_mine, lt, part, tv=accumulator_block_tv(rows, c_cols), num=4, trans=False)
 
 
 def release_previous(b, pipe, cond, kit, c1, c_stages, name):

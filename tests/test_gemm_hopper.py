@@ -66,6 +66,13 @@ def test_text_kernel_matches_float64(m, n, k, sms):
     (dict(bn=192, stages=2, epilogue="tma", epilogue_split=3), F16, (200, 392, 72, 3)),    # ... in 64-column thirds
     (dict(bn=128, stages=2, epilogue="rows"), BF16, (201, 299, 72, 2)),    # row-coalesced stores, odd N
     (dict(bn=192, stages=2, cluster=2, epilogue="rows", epilogue_split=3), BF16, (300, 389, 136, 2)),
+    # the epilogue behind the next tile's first wgmmas: 2 k-tiles peeled (ragged K: the last k-tile partial), 1 with
+    # 1 k-tile per tile (every k-tile peeled), clusters and halves, a CTA without tiles (5 CTAs, 2 tiles)
+    (dict(bn=128, stages=2, epilogue="tma", overlap=2), BF16, (300, 264, 200, 2)),
+    (dict(bn=128, stages=3, epilogue="tma", overlap=1), F16, (520, 264, 64, 3)),
+    (dict(bn=128, stages=3, epilogue="tma", overlap=2), BF16, (520, 264, 64, 3)),
+    (dict(bn=256, stages=2, cluster=2, epilogue="tma", epilogue_split=2, overlap=2), BF16, (129, 520, 72, 2)),
+    (dict(bn=128, stages=2, epilogue="tma", overlap=2), BF16, (200, 8, 16, 5)),
 ])
 def test_builder_variants_match_float64(args, dtype, shape):
     kernel = twin().build(dtype.name, **args)
@@ -78,6 +85,10 @@ def test_builder_variants_match_float64(args, dtype, shape):
     (dict(bm=256, bn=128, epilogue="tma", epilogue_split=2), "with BM = 128"),
     (dict(bn=256, epilogue="tma", epilogue_split=3), "BN = 256 must split into blocks of a multiple of 64"),
     (dict(bn=176, epilogue="tma"), "BN = 176 must split into blocks of a multiple of 64"),
+    (dict(overlap=2), "overlap .* is built for the TMA-store epilogue"),
+    (dict(epilogue="tma", overlap=2, streamk=True), "overlap .* data-parallel tiles"),
+    (dict(epilogue="tma", overlap=2, pending=0), "pending=1"),
+    (dict(epilogue="tma", overlap=-1), "overlap must be 0"),
 ])
 def test_epilogue_split_rules(args, message):
     with pytest.raises(ValueError, match=message):
@@ -135,6 +146,11 @@ def test_zero_k_stores_zeros():
     b = np.zeros((300, 0), np.float32)
     interpret(text_module(), {"a": a, "b": b, "c": c, "m": 64, "n": 300, "k": 0, "sms": 1})
     assert np.array_equal(c, np.zeros_like(c))
+    # the overlapped epilogue: no k-tile to peel, every tile stored by the next trip's hook (TMA: N % 8 == 0)
+    c = np.full((64, 304), -7.0, dtype=np.float32)
+    overlapped = twin().build("bf16", bn=128, stages=2, epilogue="tma", overlap=2)
+    interpret(overlapped, {"a": a, "b": np.zeros((304, 0), np.float32), "c": c, "m": 64, "n": 304, "k": 0, "sms": 1})
+    assert np.array_equal(c, np.zeros_like(c))
 
 
 @pytest.mark.parametrize("tiles_m, tiles_n, group", [(3, 2, 2), (7, 5, 3), (1, 9, 8), (16, 16, 8), (5, 1, 8)])
@@ -166,6 +182,18 @@ def test_compiles_to_hgmma_without_local_memory():
     if nvdisasm_path():
         counts = instruction_counts(disassemble(compiled.cubin), ["HGMMA.64x256x16.F32.BF16", "LDL", "STL"])
         assert counts["HGMMA.64x256x16.F32.BF16"] == 4 and counts["LDL"] == counts["STL"] == 0
+
+def test_overlapped_epilogue_keeps_wgmma_pipelined_and_packed():
+    """The epilogue behind the next tile's first wgmmas holds C as 64 packed registers across the tile loop (16-bit
+    values carried in pairs): every f32 pair converts with one cvt.rn.bf16x2.f32, no wgmma is serialized (C7514),
+    and C goes to smem by 16 stmatrix.x4 per warpgroup."""
+    compiled = compile_kernel(twin().build("bf16", bn=256, stages=4, epilogue="tma", epilogue_split=2, overlap=1))
+    assert compiled.ptx.count("cvt.rn.bf16x2.f32") == 64 and "cvt.rn.bf16.f32" not in compiled.ptx
+    assert "C7514" not in compiled.info_log
+    if nvdisasm_path():
+        counts = instruction_counts(disassemble(compiled.cubin), ["STSM.16.M88.4", "F2FP.BF16.F32.PACK_AB"])
+        assert counts["STSM.16.M88.4"] == 16 and counts["F2FP.BF16.F32.PACK_AB"] == 64
+
 
 def test_k_steps_of_one_mma_are_one_asm_statement():
     """wgmma.mma 64×256×64 is one inline-asm block of 4 chained m64n256k16 (one PTX line each): the first takes
@@ -269,6 +297,8 @@ def test_gpu_matches_float64(m, n, k):
 @pytest.mark.parametrize("dtype, args", [
     ("bf16", dict(bn=256, stages=4, epilogue="tma", epilogue_split=2)),
     ("bf16", dict(bn=256, stages=4, cluster=2, epilogue="tma", epilogue_split=2)),
+    ("bf16", dict(bn=256, stages=4, cluster=2, epilogue="tma", epilogue_split=2, overlap=2)),
+    ("f16", dict(bn=256, stages=3, cluster=2, epilogue="tma", overlap=1)),
     ("e4m3", dict(bn=192, stages=4, cluster=2, epilogue="tma", promote=4)),
     ("e4m3", dict(bn=192, stages=5, cluster=2, epilogue="tma", epilogue_split=3, promote=4)),
     ("e4m3", dict(bn=192, stages=4, cluster=2, epilogue="tma", epilogue_split=3, promote=1)),   # halves, staggered
@@ -282,7 +312,7 @@ def test_gpu_benchmark_variants_match_float64(dtype, args):
     if not gpu_available():
         pytest.skip("needs a CUDA GPU")
     m, n, k = 1000, 1064, 1040
-    c = torch.full((m, n), -7.0, device="cuda", dtype=torch.bfloat16)
+    c = torch.full((m, n), -7.0, device="cuda", dtype=torch.float16 if dtype == "f16" else torch.bfloat16)
     assert gpu_relative_error(torch, jit, dtype, args, c, k) < 1e-2
 
 

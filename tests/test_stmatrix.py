@@ -195,3 +195,26 @@ def test_gpu_run_time_decode_path_matches_the_interpreter(name, layout, n, tv, n
     # another kernel name: the compile cache (keyed by the IR text) must not hand back the composed path's cubin
     jit(module(layout, n, tv, num, trans, name="st_decode"))(x=device_array(x, "bf16"), y=y_gpu)
     assert np.array_equal(y_gpu, device_array(x, "bf16"))
+
+
+def test_thread_within_a_warpgroup_keeps_its_lane():
+    """``thread % 128`` (a thread's index in its warpgroup, as an epilogue passes it) is a valid stmatrix thread
+    operand: a divisor that is a multiple of 32 keeps the lane. ``thread % 48`` is not."""
+    def text(divisor):
+        return kernel_text(ROW_MAJOR, 64, ACC64, 4, False).replace(
+            "  %f = gmem.load", f"  %cd = arith.const {{value = {divisor}}} : i32\n  %u = arith.rem %t, %cd : i32\n"
+                                "  %f = gmem.load").replace("smem.stmatrix %s, %t,", "smem.stmatrix %s, %u,")
+
+    ptx = compile_kernel(parse_module(text(128), file="lane128.tile")).ptx
+    assert len(re.findall(r"stmatrix\.sync\.aligned\.m8n8\.x4\.shared\.b16", ptx)) == 4
+    with pytest.raises(Exception, match="stmatrix's lanes are the hardware lanes"):
+        compile_kernel(parse_module(text(48), file="lane48.tile"))
+
+
+def test_pairs_are_packed_as_vectors():
+    """Each stmatrix register is a ``<2 x b16>`` vector bitcast to i32 (no 16-bit shifts and ors), the form NVPTX
+    turns into one ``cvt.rn.bf16x2.f32`` where the pair comes from f32 values converted in the same block (the GEMM
+    epilogue's case: tests/test_gemm_hopper.py)."""
+    llvm_ir = compile_kernel(module(ROW_MAJOR, 64, ACC64, 4, False, name="st_pairs"), defer_assembly=True).llvm_ir
+    assert llvm_ir.count("bitcast <2 x bfloat>") == 16
+    assert not re.search(r"shl i32 .*, 16", llvm_ir)

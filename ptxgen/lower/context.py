@@ -766,6 +766,12 @@ def _lane_is_thread_mod_32(lx, thread_value) -> bool:
         return True
     if owner.name == "gpu.thread_id" and str(owner.attrs.get("dim")) == "x":
         return (by == 1 and bz == 1) or bx % 32 == 0
+    if owner.name == "arith.rem":
+        # a thread index within a warpgroup (thread % 128) keeps its lane: the divisor is a multiple of 32
+        x, divisor = owner.operands
+        const = getattr(divisor, "owner", None)
+        return (const is not None and const.name == "arith.const" and isinstance(const.attrs.get("value"), int)
+                and const.attrs["value"] > 0 and const.attrs["value"] % 32 == 0 and _lane_is_thread_mod_32(lx, x))
     return False
 
 

@@ -6,7 +6,7 @@ from math import gcd
 import numpy as np
 
 
-from ..types import I1, I32
+from ..types import I1, I32, FragmentType
 from . import (
     OpDef, register,
 )
@@ -87,12 +87,12 @@ class For(OpDef):
 
     def lower(self, op, lx):
         """A loop with phis: header (i < hi ?) → body → latch (i += step) → header; exit. Carried fragments are one
-        phi per value. ``unroll`` becomes loop metadata: 1 → unroll.disable, k → unroll.count k (unroll.full when
+        phi per value, 16-bit values one phi per PAIR (``_carried``). ``unroll`` becomes loop metadata: 1 → unroll.disable, k → unroll.count k (unroll.full when
         the trip count is static and at most k); LLVM rotates the loop and unrolls."""
         b = lx.b
         lo, hi, step, *inits = op.operands
         region = op.regions[0]
-        init_vals = [lx.flatten(x.type, lx.get(x)) for x in inits]
+        init_vals = [_carried(lx, x.type, lx.get(x)) for x in inits]
         pre = b.block
         header, body, done = lx.block("for.header"), lx.block("for.body"), lx.block("for.exit")
         b.branch(header)
@@ -108,19 +108,20 @@ class For(OpDef):
         b.cbranch(b.icmp_signed("<", iv, lx.get(hi)), body, done)
         b.position_at_end(body)
         args = [(iv, gcd(lx.multiple(lo), lx.multiple(step)))]
-        args += [lx.unflatten(x.type, ps) for x, ps in zip(inits, phis)]
+        args += [_uncarried(lx, x.type, ps) for x, ps in zip(inits, phis)]
         yielded = lx.lower_region(region, args)
+        yielded = [_carried(lx, x.type, y) for x, y in zip(inits, yielded)]
         nxt = b.add(iv, lx.get(step), flags=["nsw"])
         latch = b.block
         back = b.branch(header)
         back.set_metadata("llvm.loop", lx.loop_metadata(self._unroll_hints(op, lx)))
         iv.add_incoming(nxt, latch)
         for x, ps, y in zip(inits, phis, yielded):
-            for p, v in zip(ps, lx.flatten(x.type, y)):
+            for p, v in zip(ps, y):
                 p.add_incoming(v, latch)
         b.position_at_end(done)
         for res, ps in zip(op.results, phis):
-            lx.set(res, lx.unflatten(res.type, ps))
+            lx.set(res, _uncarried(lx, res.type, ps))
 
     @staticmethod
     def _unroll_hints(op, lx):
@@ -204,3 +205,44 @@ class Yield(OpDef):
 
     def lower(self, op, lx):
         lx.yielded = [lx.get(x) for x in op.operands]
+
+
+def _paired(t) -> bool:
+    return isinstance(t, FragmentType) and t.dtype.bits == 16 and t.size % 2 == 0
+
+
+def _carried(lx, t, x) -> list:
+    """The LLVM values a loop carries for a value of type ``t``: a fragment's scalars, except that 16-bit values go
+    in pairs, each a ``<2 x T>`` bitcast to i32. Per scalar, NVPTX gives every 16-bit value a register of its own and
+    ptxas a 32-bit register each: a held bf16 tile of 128 values would take 128 registers instead of 64 (and the
+    f32 → bf16 conversions are then paired, ``cvt.rn.bf16x2.f32``)."""
+    from llvmlite import ir
+
+    vals = lx.flatten(t, x)
+    if not _paired(t):
+        return vals
+    b = lx.b
+    pair_t = ir.VectorType(vals[0].type, 2)
+    out = []
+    for j in range(0, len(vals), 2):
+        vec = b.insert_element(b.insert_element(ir.Constant(pair_t, None), vals[j], lx.i32(0)), vals[j + 1],
+                               lx.i32(1))
+        out.append(b.bitcast(vec, ir.IntType(32)))
+    return out
+
+
+def _uncarried(lx, t, carried):
+    """The inverse of ``_carried``: the lowered value of type ``t``."""
+    from llvmlite import ir
+
+    from ...lower.context import llvm_type
+
+    if not _paired(t):
+        return lx.unflatten(t, carried)
+    b = lx.b
+    scalar = llvm_type(t.dtype)
+    vals = []
+    for word in carried:
+        vec = b.bitcast(word, ir.VectorType(scalar, 2))
+        vals += [b.extract_element(vec, lx.i32(0)), b.extract_element(vec, lx.i32(1))]
+    return vals

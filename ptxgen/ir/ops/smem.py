@@ -730,16 +730,19 @@ class Stmatrix(_SmemAccess):
                 idx = lx.emit_layout(tv, b.add(coord0, lx.i32(m[1](r))))
                 return b.add(origin, b.mul(lx.emit_layout(inner, idx), lx.i32(2)))
 
-        i16, i32 = ir.IntType(16), ir.IntType(32)
+        i32 = ir.IntType(32)
 
-        def half(x):
-            return b.zext(b.bitcast(x, i16), i32)
+        def pair(low, high):
+            # a <2 x b16> vector, not shifts and ors of the halves: NVPTX then converts f32 pairs with one
+            # cvt.rn.{bf16x2,f16x2}.f32 into a packed register, and ptxas keeps the pairs packed (F2FP.PACK_AB)
+            vec = ir.Constant(ir.VectorType(low.type, 2), None)
+            vec = b.insert_element(b.insert_element(vec, low, lx.i32(0)), high, lx.i32(1))
+            return b.bitcast(vec, i32)
 
         name = ptx_table.stmatrix(num, trans)
         per = 2 * num
         for r in range(lc.size(tv[1]) // per):
-            regs = [b.or_(half(values[per * r + 2 * j]), b.shl(half(values[per * r + 2 * j + 1]), lx.i32(16)))
-                    for j in range(num)]
+            regs = [pair(values[per * r + 2 * j], values[per * r + 2 * j + 1]) for j in range(num)]
             ptx_table.emit(lx, name, [swizzle_address(lx, sw, row_address(r)), *regs])
 
 
