@@ -38,9 +38,9 @@ DEFAULT_SHAPES = "4096x4096x4096,8192x8192x8192,8192x8192x1024,2048x2048x2048,40
 # (r2): their 64 scalar stores per block leave ptxas 8 bytes of spills at the consumers' 240 registers (2026-11-25).
 # The sk variants are the data-parallel ones with stream-K for a last wave it shortens by 20+ k-tiles (8192^3: +2%)
 DEFAULT_VARIANTS = {
-    "bf16": "h128x256s4t2,h128x256s4t2o1,h128x256s4c2t2,h128x256s4c2t2o1,h128x256s3c2t,h128x256s4c2t2sk,h128x256s3c2tsk,h128x192s5c2,h128x192s4c2r3",
-    "f16": "h128x256s4t2,h128x256s4t2o1,h128x256s4c2t2,h128x256s4c2t2o1,h128x256s3c2t,h128x256s4c2t2sk,h128x256s3c2tsk,h128x192s5c2,h128x192s4c2r3",
-    "e4m3": "h128x224s5c2,h128x192s4c2t3,h128x128s4c2t,h128x224s4c2k4,h128x192s4c2k4t3,h128x128s4c2k4t,h128x128s4c2k4r",
+    "bf16": "h128x256s4t2,h128x256s4t2o1,h128x256s4c2t2o1,h128x256s3c2t,h128x256s4t2sk,h128x256s4c2t2sk,h128x192s4c2r3",
+    "f16": "h128x256s4t2,h128x256s4t2o1,h128x256s4c2t2o1,h128x256s3c2t,h128x256s4t2sk,h128x256s4c2t2sk,h128x192s4c2r3",
+    "e4m3": "h128x192s4k4t,h128x192s4k4to1,h128x128s4k4t,h128x192s4t,h128x192s4c2k4t3,h128x128s4c2k4r",
 }
 
 

@@ -24,7 +24,7 @@ import subprocess
 import time
 
 DEFAULT_VARIANTS = {"bf16": "h128x256s4t2,h128x256s4c2t2", "f16": "h128x256s4t2,h128x256s4c2t2",
-                    "e4m3": "h128x192s4c2t3"}
+                    "e4m3": "h128x192s4k4t"}
 
 
 def sample_clock_and_power():

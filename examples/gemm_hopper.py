@@ -105,7 +105,7 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
     launch, zero again after it); the cluster that runs a tile's last k-tile adds the others' partial sums and stores
     C. A launch takes this path only where it shortens the last wave by at least ``streamk_min_saving`` k-tiles
     (the partial sums cost about 15; ``STREAMK_MIN_SAVING``), else it runs every tile data-parallel. bf16/f16 only.
-    ``overlap = P`` (TMA-store epilogue, bf16/f16, data-parallel): a tile's C leaves the registers as packed
+    ``overlap = P`` (TMA-store epilogue, data-parallel; fp8 with promote > 1): a tile's C leaves the registers as packed
     ``out_dtype`` values and is staged and stored only once the wgmmas of the NEXT tile's first P k-tiles are queued,
     so that the tensor cores work through the epilogue instead of waiting for it (``epilogue_overlap``); the last
     tile's C is stored after the loop."""
@@ -114,10 +114,10 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
     fp8 = dtype in ("e4m3", "e5m2")
     if overlap < 0:
         raise ValueError(f"overlap must be 0 (no overlap) or the k-tiles queued before the epilogue, not {overlap}")
-    if overlap and (epilogue != "tma" or streamk or fp8 or pending != 1):
+    if overlap and (epilogue != "tma" or streamk or (fp8 and promote == 1) or pending != 1):
         raise ValueError("overlap (the epilogue behind the next tile's wgmmas) is built for the TMA-store epilogue "
-                         "of bf16/f16 data-parallel tiles with one k-tile in flight: epilogue='tma', streamk=False, "
-                         "pending=1")
+                         "of data-parallel tiles with one k-tile in flight: epilogue='tma', streamk=False, pending=1 "
+                         "(fp8: promote > 1)")
     if streamk and fp8:
         raise ValueError("stream-K is built for bf16/f16: fp8's promotion chunks run over whole tiles")
     out_dtype = "bf16" if fp8 else dtype
@@ -272,7 +272,7 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
                 b.wgmma.commit()
                 return acc_out, s2
 
-            def k_tiles(lo, hi, acc_start, kit_start, hook=None):
+            def k_tiles(lo, hi, acc_start, kit_start, hook=None, tag=""):
                 """The wgmmas of k-tiles lo … hi-1 accumulated onto ``acc_start``, each k-tile's stage released once
                 the NEXT k-tile's wgmmas are queued (``pending``); → (the accumulator, still in flight unless
                 pending = 0, and the iteration counter after hi-1). The last stage is released by the caller.
@@ -281,45 +281,49 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
                 stages but the last are released. No branch carries the accumulator in flight (C7514): the peeled
                 k-tiles are a loop of at most ``overlap`` trips."""
                 if hook is not None:
-                    peel_end = b.arith.min(b.arith.add(lo, b.const(overlap, i32, name="overlap"), name="peel_end0"),
-                                           hi, name="peel_end")
-                    with b.scf.for_(lo, peel_end, c1, acc_start, kit_start, args=("kp", "acc_p", "kit_p"),
-                                    names=["acc_peeled", "kit_peeled"]) as ploop:
+                    c_overlap = b.const(overlap, i32, name=f"overlap{tag}")
+                    peel_end = b.arith.min(b.arith.add(lo, c_overlap, name=f"peel_end0{tag}"), hi,
+                                           name=f"peel_end{tag}")
+                    with b.scf.for_(lo, peel_end, c1, acc_start, kit_start,
+                                    args=(f"kp{tag}", f"acc_p{tag}", f"kit_p{tag}"),
+                                    names=[f"acc_peeled{tag}", f"kit_peeled{tag}"]) as ploop:
                         _kp, acc_p, kit_p = ploop
-                        acc_q, _s = issue(acc_p, kit_p, "_peel")
-                        b.scf.yield_(acc_q, b.arith.add(kit_p, c1, name="kit_p1"))
+                        acc_q, _s = issue(acc_p, kit_p, f"_peel{tag}")
+                        b.scf.yield_(acc_q, b.arith.add(kit_p, c1, name=f"kit_p1{tag}"))
                     acc_start, kit_peeled = ploop.results
                     hook()
                     b.wgmma.wait(pending=1)
                     # every peeled k-tile but the last is done: their stages go back to the producer
-                    kit_last = b.arith.max(b.arith.sub(kit_peeled, c1, name="kit_last0"), kit_start, name="kit_last")
-                    with b.scf.for_(kit_start, kit_last, c1, args=("kr",)) as rloop:
+                    kit_last = b.arith.max(b.arith.sub(kit_peeled, c1, name=f"kit_last0{tag}"), kit_start,
+                                           name=f"kit_last{tag}")
+                    with b.scf.for_(kit_start, kit_last, c1, args=(f"kr{tag}",)) as rloop:
                         (kr,) = rloop
-                        b.pipeline.release(pipe, b.arith.rem(kr, c_stages, name="kr_s"))
+                        b.pipeline.release(pipe, b.arith.rem(kr, c_stages, name=f"kr_s{tag}"))
                         b.scf.yield_()
                     loop_lo, kit_start = peel_end, kit_peeled
                 else:
                     loop_lo = lo
                 # has_prev and any_k compare with lo: after peeled k-tiles the loop's first trip releases the last one
-                with b.scf.for_(loop_lo, hi, c1, acc_start, kit_start, args=("kt2", "acc_in", "kit"),
-                                names=["acc", "kit_end"]) as mloop:
+                with b.scf.for_(loop_lo, hi, c1, acc_start, kit_start,
+                                args=(f"kt2{tag}", f"acc_in{tag}", f"kit{tag}"),
+                                names=[f"acc{tag}", f"kit_end{tag}"]) as mloop:
                     kt2, acc_in, kit = mloop
-                    acc_out, s2 = issue(acc_in, kit)
+                    acc_out, s2 = issue(acc_in, kit, tag)
                     if pending:
                         b.wgmma.wait(pending=pending)
                         # the wgmmas of the previous k-tile are done: hand its stage back to the producer
-                        has_prev = b.arith.cmp(kt2, lo, pred="gt", name="has_prev")
-                        release_previous(b, pipe, has_prev, kit, c1, c_stages, "prev")
+                        has_prev = b.arith.cmp(kt2, lo, pred="gt", name=f"has_prev{tag}")
+                        release_previous(b, pipe, has_prev, kit, c1, c_stages, f"prev{tag}")
                     else:
-                        acc_out = b.wgmma.wait(acc_out, pending=0, name="acc_done_k")
+                        acc_out = b.wgmma.wait(acc_out, pending=0, name=f"acc_done_k{tag}")
                         b.pipeline.release(pipe, s2)
-                    b.scf.yield_(acc_out, b.arith.add(kit, c1, name="kit1"))
+                    b.scf.yield_(acc_out, b.arith.add(kit, c1, name=f"kit1{tag}"))
                 acc, kit_end = mloop.results
                 if pending:
                     # the accumulators pass through the wait: nothing reads them before the last wgmmas completed
-                    acc = b.wgmma.wait(acc, pending=0, name="acc_done")
-                    any_k = b.arith.cmp(hi, lo, pred="gt", name="any_k")
-                    release_previous(b, pipe, any_k, kit_end, c1, c_stages, "last")
+                    acc = b.wgmma.wait(acc, pending=0, name=f"acc_done{tag}")
+                    any_k = b.arith.cmp(hi, lo, pred="gt", name=f"any_k{tag}")
+                    release_previous(b, pipe, any_k, kit_end, c1, c_stages, f"last{tag}")
                 return acc, kit_end
 
             if fp8 and promote == 1:
@@ -329,15 +333,22 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
                 # promotion: the wgmmas of `promote` k-tiles sum into a chunk that starts from zero; the finished
                 # chunk joins the f32 total with ordinary adds. The two consumer warpgroups promote half a chunk
                 # apart (warpgroup 1's chunks start promote/2 k-tiles earlier, its first one clipped at 0): while
-                # one waits for its chunk and adds it, the other's wgmmas keep the tensor cores busy.
+                # one waits for its chunk and adds it, the other's wgmmas keep the tensor cores busy. With a hook
+                # the first chunk IS the total (no zero total is live while the hook holds the previous tile's C;
+                # without one, a chunk loop from the first chunk on keeps BN = 224's 224 accumulators unspilled).
                 c_promote = b.const(promote, i32, name="promote")
                 stagger = b.arith.mul(cw, b.const(promote // 2, i32, name="half_chunk"), name="stagger")
-                first_chunk = b.arith.sub(c0, stagger, name="first_chunk")
-                with b.scf.for_(first_chunk, ktiles, c_promote, init, cit, args=("kchunk", "total_in", "pkit"),
-                                names=["total", "kit_done"]) as ploop:
+                if hook is not None:
+                    chunks_from = b.arith.sub(c_promote, stagger, name="second_chunk")
+                    first_end = b.arith.min(chunks_from, hi, name="first_end")
+                    total0, kit0 = k_tiles(lo, first_end, init, cit, hook, "_first")
+                else:
+                    chunks_from, total0, kit0 = b.arith.sub(lo, stagger, name="first_chunk"), init, cit
+                with b.scf.for_(chunks_from, hi, c_promote, total0, kit0,
+                                args=("kchunk", "total_in", "pkit"), names=["total", "kit_done"]) as ploop:
                     kchunk, total_in, pkit = ploop
-                    kchunk_lo = b.arith.max(kchunk, c0, name="kchunk_lo")
-                    kchunk_end = b.arith.min(b.arith.add(kchunk, c_promote, name="kchunk_next"), ktiles,
+                    kchunk_lo = b.arith.max(kchunk, lo, name="kchunk_lo")
+                    kchunk_end = b.arith.min(b.arith.add(kchunk, c_promote, name="kchunk_next"), hi,
                                              name="kchunk_end")
                     zero = b.frag.splat(fzero, type=acc_t, name="zero")
                     chunk, chunk_kit = k_tiles(kchunk_lo, kchunk_end, zero, pkit)

@@ -134,6 +134,12 @@ def test_streamk_matches_float64(args, shape, sms):
     assert bool((~np.isnan(work)).any()) == bool(rest and saving >= args["streamk_min_saving"])
 
 
+def test_fp8_overlap_needs_chunked_promotion():
+    """The overlapped epilogue holds C beside the chunk in flight; promote = 1 keeps two accumulators per k-tile."""
+    with pytest.raises(ValueError, match="fp8: promote > 1"):
+        twin().build("e4m3", bn=128, epilogue="tma", overlap=1, promote=1)
+
+
 def test_streamk_is_for_16_bit_types():
     with pytest.raises(ValueError, match="stream-K is built for bf16/f16"):
         twin().build("e4m3", bn=128, streamk=True)
@@ -273,7 +279,7 @@ def test_gpu_benchmark_variants_use_no_local_memory():
         site = jit(module).prepare(a=a, b=b, c=c, m=m, n=n, k=k, sms=4, **scales,
                                    **BENCH.variant_buffers(torch, variant, 4))
         local[f"{dtype} {variant}"] = site.compiled.function.attribute("LOCAL_SIZE_BYTES")
-    assert local and not any(local.values()), local
+    assert local and not any(local.values()), {name: size for name, size in local.items() if size}
 
 
 @pytest.mark.gpu
@@ -300,6 +306,7 @@ def test_gpu_matches_float64(m, n, k):
     ("bf16", dict(bn=256, stages=4, cluster=2, epilogue="tma", epilogue_split=2, overlap=2)),
     ("f16", dict(bn=256, stages=3, cluster=2, epilogue="tma", overlap=1)),
     ("e4m3", dict(bn=192, stages=4, cluster=2, epilogue="tma", promote=4)),
+    ("e4m3", dict(bn=192, stages=4, epilogue="tma", promote=4, overlap=1)),
     ("e4m3", dict(bn=192, stages=5, cluster=2, epilogue="tma", epilogue_split=3, promote=4)),
     ("e4m3", dict(bn=192, stages=4, cluster=2, epilogue="tma", epilogue_split=3, promote=1)),   # halves, staggered
     ("e4m3", dict(bn=128, stages=4, cluster=2, epilogue="tma", promote=1)),
@@ -431,11 +438,15 @@ def test_gpu_operand_majors(a_major, b_major):
     assert (torch.linalg.norm(c.double() - want) / torch.linalg.norm(want)).item() < 1e-2
 
 
-@pytest.mark.parametrize("name, promote", [("e4m3", 1), ("e5m2", 1), ("e4m3", 3)])
-def test_fp8_with_scales_and_promotion(name, promote):
+@pytest.mark.parametrize("name, promote, extra", [
+    ("e4m3", 1, {}), ("e5m2", 1, {}), ("e4m3", 3, {}),
+    ("e4m3", 3, dict(epilogue="tma", overlap=1)),                 # C stored behind the next tile's first wgmmas
+    ("e4m3", 2, dict(epilogue="tma", overlap=2, cluster=2)),
+])
+def test_fp8_with_scales_and_promotion(name, promote, extra):
     """fp8 operands (k-tiles of 128, wgmma k32), per-tensor scales, bf16 C; the products of every ``promote`` k-tiles
     are promoted into a separate f32 total (K = 400: four k-tiles, the last ragged; promote = 3 leaves a last chunk
-    of one k-tile)."""
+    of one k-tile; warpgroup 1's chunks start half a chunk earlier)."""
     from ptxgen.ir.types import SCALARS
 
     t = SCALARS[name]
@@ -444,7 +455,7 @@ def test_fp8_with_scales_and_promotion(name, promote):
     a = round_to(rng.standard_normal((m, k)) * 2, t)
     b = round_to(rng.standard_normal((n, k)) * 2, t)
     c = np.full((m, n), -7.0, dtype=np.float32)
-    kernel = twin().build(name, bn=128, stages=3, promote=promote)
+    kernel = twin().build(name, bn=128, stages=3, promote=promote, **extra)
     interpret(kernel, {"a": a, "b": b, "c": c, "m": m, "n": n, "k": k, "sms": 2, "scale_a": 0.5, "scale_b": 0.25})
     want = a.astype(np.float64) @ b.astype(np.float64).T * 0.125
     assert np.linalg.norm(c - want) / np.linalg.norm(want) < 1e-2

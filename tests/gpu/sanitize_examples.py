@@ -73,7 +73,15 @@ def main() -> int:
               hopper.build("e4m3", bn=192, cluster=2, epilogue="tma", epilogue_split=3, promote=1),
               {"sms": sms, "scale_a": 0.5, "scale_b": 0.25}),
              ("gemm_hopper e4m3 128x224 s5 c2 k1", "e4m3", hopper.build("e4m3", bn=224, stages=5, cluster=2),
-              {"sms": sms, "scale_a": 0.5, "scale_b": 0.25})]
+              {"sms": sms, "scale_a": 0.5, "scale_b": 0.25}),
+             # the epilogue behind the next tile's first wgmmas: few CTAs, several tiles each
+             ("gemm_hopper overlap halves", "bf16",
+              hopper.build("bf16", epilogue="tma", epilogue_split=2, overlap=1), {"sms": 3}),
+             ("gemm_hopper c2 overlap 2 halves", "bf16",
+              hopper.build("bf16", cluster=2, epilogue="tma", epilogue_split=2, overlap=2), {"sms": 4}),
+             ("gemm_hopper e4m3 128x192 k4 overlap", "e4m3",
+              hopper.build("e4m3", bn=192, epilogue="tma", promote=4, overlap=1),
+              {"sms": 3, "scale_a": 0.5, "scale_b": 0.25})]
     # stream-K: few CTAs, so that 300 x 520 leaves a partial last wave (9 tiles on 4 CTAs; 6 cluster tiles on 4)
     for cluster, ctas in ((1, 4), (2, 8)):
         shapes = hopper.streamk_buffers(128, 256, cluster, ctas)
