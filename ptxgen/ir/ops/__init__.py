@@ -115,13 +115,12 @@ def tile_coordinates(shape) -> np.ndarray:
 
 
 def tv_table(tv: lc.Layout, threads: int) -> np.ndarray:
-    """(threads, values) array of ``tv(t, v)``: the tile index of each thread's values."""
-    nvals = lc.size(tv[1])
-    table = np.empty((threads, nvals), dtype=np.int64)
-    for t in range(threads):
-        for v in range(nvals):
-            table[t, v] = tv((t, v))
-    return table
+    """(threads, values) array of ``tv(t, v)``: the tile index of each thread's values (``layout_values`` of tv,
+    whose 1-D coordinate of (t, v) is t + T·v with T = size(tv[0]))."""
+    nthreads, nvals = lc.size(tv[0]), lc.size(tv[1])
+    if threads > nthreads:   # coordinates outside the thread mode: tv raises as it would for the caller
+        return np.array([[tv((t, v)) for v in range(nvals)] for t in range(threads)], dtype=np.int64)
+    return layout_values(tv).reshape(nvals, nthreads).T[:threads].copy()
 
 
 def is_layout(x) -> bool:

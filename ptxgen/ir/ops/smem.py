@@ -6,13 +6,13 @@ from __future__ import annotations
 import numpy as np
 
 import layoutc as lc
-from layoutc.hopper import byte_addresses, split_smem_layout, stmatrix_tv
+from layoutc.hopper import split_smem_layout, stmatrix_tv
 
 from ..core import walk
 from ..types import I32, FragmentType, TensorType
 from . import (
     OPS, SMEM_BASE, SMEM_LIMIT, OpDef, const_int, describe_threads, element_bytes, from_bytes, kernel_rule,
-    layoutc_dtype, numpy_dtype, register, smem_plan, to_bytes, tv_table, verify_tv,
+    layout_values, numpy_dtype, register, smem_plan, to_bytes, tv_table, verify_tv,
 )
 
 MIN_ALIGN = 128       # default alignment of an allocation (what TMA needs of a destination)
@@ -194,9 +194,14 @@ def byte_offsets(ix, layout, dtype) -> np.ndarray:
     order of its shape: ``offset·esize + byte_addresses(inner)`` (cached per layout)."""
     def compute():
         _sw, offset, inner = split_smem_layout(layout)
-        addrs = np.array(byte_addresses(inner, layoutc_dtype(dtype)), dtype=np.int64)
-        return addrs + offset * element_bytes(dtype)
+        return inner_byte_addresses(inner, dtype) + offset * element_bytes(dtype)
     return ix.cached(("smem-bytes", layout, dtype), compute)
+
+
+def inner_byte_addresses(inner, dtype) -> np.ndarray:
+    """``layoutc.hopper.byte_addresses(inner, dtype)`` (base 0, no swizzle) with numpy: element i's byte
+    ``inner(i)·bits // 8``."""
+    return (layout_values(inner) * dtype.bits) // 8
 
 
 def physical(layout, addresses):
@@ -596,11 +601,14 @@ def stmatrix_row_tv(tv, num: int, trans: bool):
     in_tv = lc.composition(lc.Layout((32, 2 * num), (1, threads)), owner)
     lanes = lc.make_layout(in_tv, lc.Layout(32 // (8 * num), 0), lc.Layout(threads // 32, 32))
     m = lc.make_layout(lanes, lc.Layout(values // (2 * num), 2 * num * threads))
-    want = np.array([[tv(m(t, r)) for r in range(values // (2 * num))] for t in range(threads)], dtype=np.int64)
+    instructions = values // (2 * num)
+    # the tables with numpy: (t, r) is m's (and rows') 1-D coordinate t + threads·r
+    want = layout_values(tv)[layout_values(m).reshape(instructions, threads).T]
     try:
         rows = lc.composition(tv, m)
-        got = np.array([[rows(t, r) for r in range(want.shape[1])] for t in range(threads)], dtype=np.int64)
-        if lc.rank(rows) != 2 or not np.array_equal(got, want):
+        if lc.rank(rows) != 2 or lc.size(rows[0]) != threads or lc.size(rows[1]) != instructions:
+            rows = None
+        elif not np.array_equal(layout_values(rows).reshape(instructions, threads).T, want):
             rows = None
     except lc.LayoutError:
         rows = None
@@ -611,7 +619,7 @@ def _base0_addresses(layout, dtype, tv):
     """(threads, values) physical byte addresses of tv's values for a view based at 0 (what every base on the
     swizzle repeat shifts uniformly)."""
     _sw, offset, inner = split_smem_layout(layout)
-    pre = np.array(byte_addresses(inner, layoutc_dtype(dtype)), dtype=np.int64) + offset * element_bytes(dtype)
+    pre = inner_byte_addresses(inner, dtype) + offset * element_bytes(dtype)
     return physical(layout, pre[tv_table(tv, lc.size(tv[0]))])
 
 
