@@ -281,7 +281,8 @@ def test_examples_are_stable(tmp_path):
 
 
 def test_builder_twins_of_examples_are_structurally_equal():
-    """examples/X.py builds, op for op, the IR of examples/X.tile (skipped while the builder cannot import)."""
+    """examples/X.py builds, op for op, the IR of examples/X.tile: ``build(**TILE_FILE)`` where the module names the
+    configuration its text spells out, else ``build()`` (skipped while the builder cannot import)."""
     import importlib.util
     pairs = [(p, p.with_suffix(".py")) for p in sorted((REPO / "examples").glob("*.tile"))
              if p.with_suffix(".py").exists()]
@@ -292,7 +293,7 @@ def test_builder_twins_of_examples_are_structurally_equal():
         module = importlib.util.module_from_spec(spec)
         try:
             spec.loader.exec_module(module)
-            built = module.build()
+            built = module.build(**getattr(module, "TILE_FILE", {}))
         except Exception as e:  # the builder and op definitions are being written alongside
             pytest.skip(f"{py.name} does not build yet: {e}")
         parsed = parse_module(tile.read_text(), str(tile))
