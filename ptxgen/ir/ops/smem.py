@@ -570,7 +570,13 @@ def stmatrix_problem(addresses, num: int, trans: bool) -> str | None:
     rows, cols = _stmatrix_slots(num, trans)
     per = 2 * num
     count = addresses.shape[1] // per
-    for r in range(count):
+    # all instructions at once: each value's row start, grouped by the row it belongs to (the same slots every time)
+    starts = addresses[:, :count * per].reshape(32, count, per) - 2 * cols[:, None, :]
+    order = np.argsort(rows.reshape(-1), kind="stable")
+    grouped = starts.transpose(1, 0, 2).reshape(count, 32 * per)[:, order].reshape(count, 8 * num, -1)
+    if np.all(grouped == grouped[..., :1]) and not np.any(grouped[..., 0] % 16):
+        return None
+    for r in range(count):   # the first instruction and row that break the rule, named
         start = addresses[:, per * r:per * (r + 1)] - 2 * cols      # each value's row start if the row is whole
         for row in range(8 * num):
             got = start[rows == row]
