@@ -238,8 +238,13 @@ def benchmark_variants():
     power = importlib.util.spec_from_file_location("example_bench_power", EXAMPLES / "bench_power.py")
     power_module = importlib.util.module_from_spec(power)
     power.loader.exec_module(power_module)
+    staircase = importlib.util.spec_from_file_location("example_bench_staircase", EXAMPLES / "bench_staircase.py")
+    staircase_module = importlib.util.module_from_spec(staircase)
+    staircase.loader.exec_module(staircase_module)
     names = {(dtype, v) for table in (bench.DEFAULT_VARIANTS, power_module.DEFAULT_VARIANTS)
              for dtype, vs in table.items() for v in vs.split(",")}
+    names |= {("bf16", variant) for _step, _what, variant, _per_tile in staircase_module.STEPS
+              if variant.startswith("h")}   # the gemm_hopper steps (step 1 is examples/gemm.py)
     return bench, sorted(names)
 
 
