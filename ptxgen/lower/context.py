@@ -85,6 +85,21 @@ def memory_type(t: ScalarType):
     return I8 if t.name == "i1" else _LLVM[t.name]
 
 
+def pack_pair(b, low, high):
+    """Two 16-bit values as one i32: a ``<2 x T>`` vector (``low`` in the low half) bitcast, not shifts and ors of
+    the halves, so that NVPTX converts an f32 pair with one ``cvt.rn.{bf16x2,f16x2}.f32`` into one register and
+    ptxas keeps the pair packed (F2FP.PACK_AB). Post: ``unpack_pair(b, pack_pair(b, x, y)) == (x, y)``."""
+    vec = ir.Constant(ir.VectorType(low.type, 2), None)
+    vec = b.insert_element(b.insert_element(vec, low, ir.Constant(I32, 0)), high, ir.Constant(I32, 1))
+    return b.bitcast(vec, I32)
+
+
+def unpack_pair(b, word, scalar):
+    """The inverse of ``pack_pair``: the (low, high) values of LLVM type ``scalar`` in the i32 ``word``."""
+    vec = b.bitcast(word, ir.VectorType(scalar, 2))
+    return b.extract_element(vec, ir.Constant(I32, 0)), b.extract_element(vec, ir.Constant(I32, 1))
+
+
 def element_bytes(t: ScalarType) -> int:
     return max(1, t.bits // 8)
 

@@ -87,8 +87,9 @@ class For(OpDef):
 
     def lower(self, op, lx):
         """A loop with phis: header (i < hi ?) → body → latch (i += step) → header; exit. Carried fragments are one
-        phi per value, 16-bit values one phi per PAIR (``_carried``). ``unroll`` becomes loop metadata: 1 → unroll.disable, k → unroll.count k (unroll.full when
-        the trip count is static and at most k); LLVM rotates the loop and unrolls."""
+        phi per value, 16-bit values one phi per PAIR (``_carried``). ``unroll`` becomes loop metadata: 1 →
+        unroll.disable, k → unroll.count k (unroll.full when the trip count is static and at most k); LLVM rotates
+        the loop and unrolls."""
         b = lx.b
         lo, hi, step, *inits = op.operands
         region = op.regions[0]
@@ -213,36 +214,21 @@ def _paired(t) -> bool:
 
 def _carried(lx, t, x) -> list:
     """The LLVM values a loop carries for a value of type ``t``: a fragment's scalars, except that 16-bit values go
-    in pairs, each a ``<2 x T>`` bitcast to i32. Per scalar, NVPTX gives every 16-bit value a register of its own and
-    ptxas a 32-bit register each: a held bf16 tile of 128 values would take 128 registers instead of 64 (and the
-    f32 → bf16 conversions are then paired, ``cvt.rn.bf16x2.f32``)."""
-    from llvmlite import ir
+    in pairs (``pack_pair``). Per scalar, NVPTX gives every 16-bit value a register of its own and ptxas a 32-bit
+    register each: a held bf16 tile of 128 values would take 128 registers instead of 64 (and the f32 → bf16
+    conversions are then paired, ``cvt.rn.bf16x2.f32``)."""
+    from ...lower.context import pack_pair
 
     vals = lx.flatten(t, x)
     if not _paired(t):
         return vals
-    b = lx.b
-    pair_t = ir.VectorType(vals[0].type, 2)
-    out = []
-    for j in range(0, len(vals), 2):
-        vec = b.insert_element(b.insert_element(ir.Constant(pair_t, None), vals[j], lx.i32(0)), vals[j + 1],
-                               lx.i32(1))
-        out.append(b.bitcast(vec, ir.IntType(32)))
-    return out
+    return [pack_pair(lx.b, vals[j], vals[j + 1]) for j in range(0, len(vals), 2)]
 
 
 def _uncarried(lx, t, carried):
     """The inverse of ``_carried``: the lowered value of type ``t``."""
-    from llvmlite import ir
-
-    from ...lower.context import llvm_type
+    from ...lower.context import llvm_type, unpack_pair
 
     if not _paired(t):
         return lx.unflatten(t, carried)
-    b = lx.b
-    scalar = llvm_type(t.dtype)
-    vals = []
-    for word in carried:
-        vec = b.bitcast(word, ir.VectorType(scalar, 2))
-        vals += [b.extract_element(vec, lx.i32(0)), b.extract_element(vec, lx.i32(1))]
-    return vals
+    return [x for word in carried for x in unpack_pair(lx.b, word, llvm_type(t.dtype))]

@@ -712,10 +712,8 @@ class Stmatrix(_SmemAccess):
         ``Sw(origin + 2·inner(rows(t, r)))`` (``stmatrix_row_tv``: the thread part emitted once, r a constant when the
         composition is admissible, else tv(M(t, r)) decoded at run time), the values packed two per ``.b32`` (the
         lower-index value in the low half, ``ldmatrix_register``), one ``stmatrix.sync.aligned.m8n8.x{num}``."""
-        from llvmlite import ir
-
         from ...lower import ptx_table
-        from ...lower.context import _lane_is_thread_mod_32
+        from ...lower.context import _lane_is_thread_mod_32, pack_pair
         from ...lower.plans import plan_smem_access
         from ...lower.shared import swizzle_address, view_origin
 
@@ -744,19 +742,10 @@ class Stmatrix(_SmemAccess):
                 idx = lx.emit_layout(tv, b.add(coord0, lx.i32(m[1](r))))
                 return b.add(origin, b.mul(lx.emit_layout(inner, idx), lx.i32(2)))
 
-        i32 = ir.IntType(32)
-
-        def pair(low, high):
-            # a <2 x b16> vector, not shifts and ors of the halves: NVPTX then converts f32 pairs with one
-            # cvt.rn.{bf16x2,f16x2}.f32 into a packed register, and ptxas keeps the pairs packed (F2FP.PACK_AB)
-            vec = ir.Constant(ir.VectorType(low.type, 2), None)
-            vec = b.insert_element(b.insert_element(vec, low, lx.i32(0)), high, lx.i32(1))
-            return b.bitcast(vec, i32)
-
         name = ptx_table.stmatrix(num, trans)
         per = 2 * num
         for r in range(lc.size(tv[1]) // per):
-            regs = [pair(values[per * r + 2 * j], values[per * r + 2 * j + 1]) for j in range(num)]
+            regs = [pack_pair(b, values[per * r + 2 * j], values[per * r + 2 * j + 1]) for j in range(num)]
             ptx_table.emit(lx, name, [swizzle_address(lx, sw, row_address(r)), *regs])
 
 
