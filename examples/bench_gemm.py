@@ -153,6 +153,17 @@ def rel_err(torch, got, want):
     return (torch.linalg.norm(got.double() - want) / torch.linalg.norm(want)).item()
 
 
+def check_all(torch, fns: dict, c, want) -> None:
+    """Run every ``fns[name]()`` once into ``c`` (first filled with -7) and stop the benchmark (SystemExit naming the
+    kernel) unless C is within 1e-2 relative Frobenius error of ``want``: a wrong kernel is never timed."""
+    for name, fn in fns.items():
+        c.fill_(-7.0)
+        fn()
+        err = rel_err(torch, c, want)
+        if err > 1e-2:
+            raise SystemExit(f"{name}: relative error {err:.2e} against float64; not timing a wrong kernel")
+
+
 def triton_gemm():
     """A plain Triton tl.dot GEMM (C = A·Bᵀ·scale, scale 1 for 16-bit inputs; fp8 inputs give a bf16 C) with a few
     tile configurations (BK 128 for fp8), or None if Triton is missing."""

@@ -104,13 +104,8 @@ def main(argv=None):
             if fp8:
                 extra.update(scale_a=0.5, scale_b=0.25)
             candidates[f"{variant} {dtype}"] = bg.prepare_persistent(kern, extra, a=a, b=b, c=c, m=m, n=n, k=k)
-        for name, fn in candidates.items():
-            c.fill_(-7.0)
-            fn()
-            err = bg.rel_err(torch, c, want)
-            if err > 1e-2:
-                raise SystemExit(f"{name}: relative error {err:.2e} against float64; not timing a wrong kernel")
-            runners[name] = fn
+        bg.check_all(torch, candidates, c, want)
+        runners.update(candidates)
 
     smi = sample_clock_and_power()
     time.sleep(0.5)

@@ -81,12 +81,7 @@ def main(argv=None):
             site = kern.prepare(a=a, b=b, c=c, m=m, n=n, k=k)
             ctas[step] = -(-m // 128) * -(-n // 256)
         runners[step] = site
-    for name, fn in runners.items():
-        c.fill_(-7.0)
-        fn()
-        err = bg.rel_err(torch, c, want)
-        if err > 1e-2:
-            raise SystemExit(f"step {name}: relative error {err:.2e} against float64; not timing a wrong kernel")
+    bg.check_all(torch, {f"step {name}" if name != "cuBLAS" else name: fn for name, fn in runners.items()}, c, want)
     samples = {name: [] for name in runners}
     for _ in range(args.rounds):
         for name, ms in bg.time_interleaved(torch, dict(runners), args.warmup_ms, args.rep_ms).items():

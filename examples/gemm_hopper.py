@@ -110,8 +110,8 @@ def build(dtype: str = "bf16", bm: int = 128, bn: int = 256, stages: int = 4, gr
     (the partial sums cost about 15; ``STREAMK_MIN_SAVING``), else it runs every tile data-parallel. bf16/f16 only.
     ``overlap = P`` (TMA-store epilogue, data-parallel; fp8 with promote > 1): a tile's C leaves the registers as packed
     ``out_dtype`` values and is staged and stored only once the wgmmas of the NEXT tile's first P k-tiles are queued,
-    so that the tensor cores work through the epilogue instead of waiting for it (``epilogue_overlap``); the last
-    tile's C is stored after the loop."""
+    so that the tensor cores work through the epilogue instead of waiting for it (``k_tiles``'s hook); one trip past
+    the last tile stores its C."""
     if promote < 1:
         raise ValueError(f"promote must be at least 1 (k-tiles per promotion), not {promote}")
     fp8 = dtype in ("e4m3", "e5m2")
