@@ -16,11 +16,16 @@ examples:
   layoutc atom K SW128 bf16 --tile 128,64,3
   layoutc show "Sw<3,4,3> o (8,64):(64,1)" --dtype bf16
   layoutc desc "Sw<3,4,3> o (64,16):(64,1)" --dtype bf16 --major K
+  layoutc desc "Sw<3,4,3> o ((64,2),(8,2)):((1,512),(64,1024))" --dtype bfloat16_t --major MN --mn 128
+  layoutc frag "Sw<3,4,3> o ((8,16),(64,1),(1,4)):((64,512),(1,0),(0,8192))" --dtype bf16 --major K --operand A
   layoutc decode 0x4000004000010040
   layoutc tma --global "(4096,4096):(4096,1)" --box "Sw<3,4,3> o (8,64):(64,1)" --dtype bf16
   layoutc banks --tv "((8,4),8):((1,64),8)" --smem "Sw<3,4,3> o (8,64):(64,1)" --dtype bf16
   layoutc op composition "(12,(4,8)):(59,(13,1))" "<3:4,8:2>"
 """
+
+_MN_HELP = ("rows of the wgmma tile described: 64 for A (the default: CuTe's 64-row warpgroup atom, or the whole "
+            "extent below 64 rows), N for a B operand")
 
 ALGEBRA_OPS = (
     "coalesce", "filter", "composition", "complement", "right_inverse", "left_inverse", "logical_divide",
@@ -127,7 +132,7 @@ def cmd_atom(args) -> int:
         print(f"tiled      {to_str(layout)}")
         print(f"coalesced  {to_str(coalesce(layout, (1,) * len(layout.inner)))}  (by mode)")
     base = int(args.base, 0)
-    verdict = descriptor_verdict(layout, args.dtype, args.major, base)
+    verdict = descriptor_verdict(layout, args.dtype, args.major, base, mn=args.mn)
     if not verdict.ok:
         raise LayoutError("atom", (layout,), f"wgmma cannot consume it: {verdict.reasons[0]}")
     print(f"wgmma tile {verdict.tile}")
@@ -138,12 +143,22 @@ def cmd_atom(args) -> int:
 def cmd_desc(args) -> int:
     from .hopper import descriptor
     layout = _parse_layout(args.layout)
-    verdict = descriptor.descriptor_verdict(layout, args.dtype, args.major, int(args.base, 0))
+    verdict = descriptor.descriptor_verdict(layout, args.dtype, args.major, int(args.base, 0), mn=args.mn)
     if not verdict.ok:
         raise LayoutError("desc", (layout,), verdict.reasons[0])
     print(verdict.descriptor)
-    for reason in verdict.reasons:
-        print(f"note: {reason}")
+    for note in verdict.notes:
+        print(f"note: {note}")
+    return 0
+
+
+def cmd_frag(args) -> int:
+    from .hopper.descriptor import descriptor_fragment
+    layout = _parse_layout(args.layout)
+    frag = descriptor_fragment(layout, args.dtype, args.major, args.operand, n=args.n, base_address=int(args.base, 0))
+    print(f"partition  {frag.partition}   (thr_mma.partition_{frag.operand}: (MMA, MMA_MN, MMA_K, ...) in elements)")
+    print(frag.print_tensor())
+    print(frag.descriptor.cute_str())
     return 0
 
 
@@ -212,9 +227,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("atom", help="print a GMMA smem atom and its tiling")
     p.add_argument("major", choices=["K", "MN", "k", "mn"])
     p.add_argument("swizzle", help="INTER, SW32, SW64 or SW128")
-    p.add_argument("dtype", help="element type, e.g. bf16, f16, e4m3, tf32")
+    p.add_argument("dtype", help="element type, e.g. bf16, f16, e4m3, tf32, or CuTe's bfloat16_t, half_t, ...")
     p.add_argument("--tile", help="tile shape, e.g. 128,64,3")
     p.add_argument("--base", default="0x400", help="smem byte address of the buffer (default 0x400)")
+    p.add_argument("--mn", type=int, default=None, help=_MN_HELP)
     p.set_defaults(run=cmd_atom)
 
     p = sub.add_parser("desc", help="derive the wgmma smem descriptor of a layout")
@@ -223,7 +239,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--major", required=True, choices=["K", "MN", "k", "mn"])
     p.add_argument("--base", default="0x400", help="smem byte address of the tile (default 0x400, where dynamic "
                    "shared memory starts on Hopper)")
+    p.add_argument("--mn", type=int, default=None, help=_MN_HELP)
     p.set_defaults(run=cmd_desc)
+
+    p = sub.add_parser("frag", help="CuTe's descriptor fragment: make_fragment_A/B(thr_mma.partition_A/B(smem))")
+    p.add_argument("layout")
+    p.add_argument("--dtype", required=True)
+    p.add_argument("--major", required=True, choices=["K", "MN", "k", "mn"])
+    p.add_argument("--operand", default="A", choices=["A", "B", "a", "b"])
+    p.add_argument("--n", type=int, default=None, help="the wgmma atom's N (default for B: the layout's N extent)")
+    p.add_argument("--base", default="0x400", help="smem byte address of the layout (default 0x400)")
+    p.set_defaults(run=cmd_frag)
 
     p = sub.add_parser("decode", help="decode a 64-bit wgmma descriptor")
     p.add_argument("hex")

@@ -102,9 +102,11 @@ def test_decode_encode_roundtrip(start, lbo, sbo, bo, mode):
 # K-major swizzled: SBO = next 8-row group = next atom = 8w (256/512/1024); LBO = 16 (emitted, ignored by wgmma).
 # K-major INTER:   SBO = next core matrix in MN = 128 B; LBO = next core matrix in K = (MN/8)*128 = 16*MN bytes.
 # MN-major swizzled (16-bit): LBO = next w-byte MN chunk = next atom = 8w; SBO = next 8 K-rows = MN*2 bytes * 8 = 16*MN;
-#   with MN*2 == w (one chunk) LBO is unused and emitted as the dense 8w.
+#   when the tile is at most one w-byte row wide LBO is unused and emitted as 0, as CUTLASS does.
 # MN-major INTER (16-bit): SBO = next 16-B MN chunk = 128 B; LBO = next 8 K-rows = (MN/8)*128 = 16*MN.
-# The default MN tile is the whole MN extent (<= 256), so MN below is the layout's.
+# An unused SBO (one 8-row group / one MN chunk) is 0, as in CUTLASS.  The default MN tile is CuTe's 64-row warpgroup
+# atom (the whole extent below 64 rows); MN below is the layout's extent.  Exhaustive CUTLASS words:
+# tests/test_descriptor_cute.py.
 S1, S2, S3 = (64, 64), (128, 64, 3), (256, 128)
 TABLE = []
 for _t in ("bf16", "e4m3", "tf32"):
@@ -120,18 +122,18 @@ for _s in ((64, 128), (128, 256, 2), S3):  # the 8-bit SW128 K atom is 128 wide 
 TABLE += [
     ("K", "SW128", "s8", (64, 128), 16, 1024, 1),
     ("K", "INTER", "u8", (64, 32), 1024, 128, 0),
-    ("K", "SW32", "e5m2", (8, 32), 16, 256, 3),           # N = 8: SBO unused, dense value
-    ("K", "INTER", "bf16", (8, 16), 128, 128, 0),          # N = 8: SBO unused, dense value 128
+    ("K", "SW32", "e5m2", (8, 32), 16, 0, 3),             # N = 8: SBO unused, 0 as CUTLASS
+    ("K", "INTER", "bf16", (8, 16), 128, 0, 0),            # N = 8: SBO unused, 0 as CUTLASS
 ]
 for _t in ("bf16", "f16"):
     for _s in (S1, S2, S3):
         TABLE.append(("MN", "INTER", _t, _s, 16 * _s[0], 128, 0))
         TABLE.append(("MN", "SW32", _t, _s, 256, 16 * _s[0], 3))
         TABLE.append(("MN", "SW64", _t, _s, 512, 16 * _s[0], 2))
-        TABLE.append(("MN", "SW128", _t, _s, 1024, 16 * _s[0], 1))
+        TABLE.append(("MN", "SW128", _t, _s, 0, 16 * _s[0], 1))     # the 64-row tile is one 128-B row
 TABLE += [
-    ("MN", "INTER", "bf16", (8, 16), 128, 128, 0),         # one MN chunk: SBO unused → 128
-    ("MN", "SW32", "bf16", (16, 32), 256, 256, 3),         # one 32-B row: LBO unused → 256
+    ("MN", "INTER", "bf16", (8, 16), 128, 0, 0),           # one MN chunk: SBO unused → 0
+    ("MN", "SW32", "bf16", (16, 32), 0, 256, 3),           # one 32-B row: LBO unused → 0
 ]
 
 
@@ -228,9 +230,9 @@ def test_wgmma_k():
 
 
 def test_a_bare_atom_is_one_8_row_group():
-    # the (8,64) SW128 atom itself: an N = 8 B tile; SBO is unused and emitted as the dense 1024 B
+    # the (8,64) SW128 atom itself: an N = 8 B tile; SBO is unused and emitted as 0, as CUTLASS does
     v = descriptor_verdict(gmma_atom("K", "SW128", "bf16"), "bf16", "K", 0x400)
-    assert v.ok and (v.descriptor.lbo, v.descriptor.sbo) == (16, 1024)
+    assert v.ok and (v.descriptor.lbo, v.descriptor.sbo) == (16, 0)
     assert any("SBO unused" in n for n in v.notes)
     v = descriptor_verdict(gmma_atom("MN", "SW64", "f16"), "f16", "MN")  # (32,8): K = 8 < 16
     assert v.reasons[0].startswith("K tile too narrow")
@@ -269,7 +271,8 @@ def _cases(draw):
     repeat = 8 * w if sw != "INTER" else 16
     base = repeat * draw(st.integers(0, 64))
     mns = [m for m in range(mn_unit, min(mn_ext, 256) + 1, mn_unit) if mn_ext % m == 0 and m % 8 == 0]
-    mn = draw(st.sampled_from([None] + mns))
+    default_ok = mn_ext < 64 or mn_ext % 64 == 0  # the default tile: 64 rows, or the whole extent below 64
+    mn = draw(st.sampled_from(([None] if default_ok else []) + mns))
     return major, t, sw, shape, layout, base, mn
 
 
@@ -337,9 +340,10 @@ BAD = [
      "maps two 16-byte core-matrix rows to the same smem bytes"),
     ("stride not 16 B", Layout(((8, 8), (8, 2)), ((12, 96), (1, 768))), "bf16", "K", 0,
      "stride wgmma cannot express: the MN stride 12 bf16 = 24 B is not a multiple of 16 B"),
-    ("MN narrower than the swizzle row", gmma_smem_layout("MN", "SW128", "bf16", (64, 64)).with_inner(
-        Layout((32, (8, 8)), (1, (64, 512)))), "bf16", "MN", 0,
-     "core-matrix shape: the MN tile (32 bf16 = 64 B) is not a multiple of the 128-byte SW128 row"),
+    ("MN narrower than the swizzle row, chunks apart", ComposedLayout(SW128, 0, Layout(((8, 4), (8, 2)),
+                                                                                    ((1, 16), (64, 512)))),
+     "bf16", "MN", 0, "core-matrix shape: the 4 16-B MN chunks of the tile ((1,4):(1,2) in 16-B units) are not "
+     "contiguous inside the 128-byte SW128 row"),
     ("MN tile not 8 rows", Layout((12, 16), (16, 1)), "bf16", "K", 0,
      "core-matrix shape: the MN tile 12 is not a positive multiple of 8 rows"),
     ("rank 1", Layout(64, 1), "bf16", "K", 0, "has rank 1"),
@@ -365,11 +369,12 @@ def test_mn_tile_option_reasons():
 
 
 def test_uneven_m64_blocks_need_mn_64():
-    # two m64 A blocks placed far apart (not one stride over 128 rows): whole-extent check refuses, mn=64 accepts
+    # two m64 A blocks placed far apart (not one stride over 128 rows): a 128-row tile is refused, the default
+    # 64-row tile (CuTe's warpgroup atom) accepts
     inner = Layout(((8, 8, 2), 64), ((64, 512, 16384), 1))
     layout = ComposedLayout(SW128, 0, inner)
-    assert "not evenly spaced" in descriptor_verdict(layout, "bf16", "K").reasons[0]
-    it = DescriptorIterator(layout, "bf16", "K", mn=64)
+    assert "not evenly spaced" in descriptor_verdict(layout, "bf16", "K", mn=128).reasons[0]
+    it = DescriptorIterator(layout, "bf16", "K")
     assert it.descriptor(mn_block=1).start_address == 32768
     for m in range(2):
         _check_step(layout, "bf16", "K", 0, it, 0, m, 0)

@@ -200,11 +200,19 @@ def kernel_cubin(n: int, trans_a: int, trans_b: int):
 
 @dataclass(frozen=True)
 class Operand:
-    """One smem operand: (major, swizzle) of its GMMA atom, MN extent (64 for A, N for B)."""
+    """One smem operand: (major, swizzle) of its GMMA atom, the wgmma's MN tile (64 for A, N for B), and the buffer's
+    MN extent when that is wider than the tile (``extent``; 0: the tile) with the MN block the wgmma reads (``block``):
+    a B of N = 16 read from a 64-wide MN-major SW128 buffer is a tile narrower than one swizzle row."""
 
     major: Major
     swizzle: SwizzleMode
     mn: int
+    extent: int = 0
+    block: int = 0
+
+    @property
+    def mn_extent(self) -> int:
+        return self.extent or self.mn
 
     @property
     def atom(self):
@@ -217,7 +225,7 @@ class Operand:
 
     @property
     def layout(self):
-        return gmma_smem_layout(self.major, self.swizzle, DTYPE, (self.mn, self.k_extent))
+        return gmma_smem_layout(self.major, self.swizzle, DTYPE, (self.mn_extent, self.k_extent))
 
     @property
     def image_bytes(self) -> int:
@@ -230,7 +238,8 @@ class Operand:
         return trans_of(self.major)
 
     def tag(self) -> str:
-        return f"{self.major.value}-{self.swizzle.name}"
+        tag = f"{self.major.value}-{self.swizzle.name}"
+        return tag + (f"-of{self.extent}-blk{self.block}" if self.extent else "")
 
 
 @dataclass(frozen=True)
@@ -292,6 +301,15 @@ def _cases() -> list:
     cases.append(Case(128, Operand(Major.K, SwizzleMode.SW128, M), Operand(Major.K, SwizzleMode.SW128, 128),
                       k_step=3))
     cases.append(Case(64, Operand(Major.K, SwizzleMode.SW64, M), Operand(Major.K, SwizzleMode.SW64, 64), k_step=1))
+    # MN-major B tiles narrower than one swizzle row (LBO unused, 0 as CUTLASS writes it), at chunk 0 and further
+    # into the row (start + 32 B per N block of 16), and one 16-B MN chunk of an interleaved B (SBO unused, 0)
+    for block in (0, 2):
+        cases.append(Case(16, Operand(Major.K, SwizzleMode.SW128, M),
+                          Operand(Major.MN, SwizzleMode.SW128, 16, extent=64, block=block)))
+    cases.append(Case(32, Operand(Major.MN, SwizzleMode.SW128, M),
+                      Operand(Major.MN, SwizzleMode.SW64, 32, extent=64, block=1)))
+    cases.append(Case(8, Operand(Major.K, SwizzleMode.SW128, M),
+                      Operand(Major.MN, SwizzleMode.INTER, 8, extent=64, block=3)))
     return cases
 
 
@@ -340,10 +358,12 @@ def operand_image(op: Operand, bits: np.ndarray, offset: int) -> np.ndarray:
 
 
 def operand_descriptor(op: Operand, offset: int, k_step: int):
-    """The WgmmaDescriptor of k-step ``k_step`` of the buffer at smem offset ``offset`` (relative addresses)."""
-    if k_step == 0:
-        return make_descriptor(op.layout, DTYPE, op.major, base_address=offset)
-    return DescriptorIterator(op.layout, DTYPE, op.major, base_address=offset).descriptor(k=k_step)
+    """The WgmmaDescriptor of k-step ``k_step`` of MN block ``op.block`` of the buffer at smem offset ``offset``
+    (relative addresses); the tile is ``op.mn`` rows (64 for A, N for B)."""
+    if k_step == 0 and op.block == 0:
+        return make_descriptor(op.layout, DTYPE, op.major, base_address=offset, mn=op.mn)
+    return DescriptorIterator(op.layout, DTYPE, op.major, base_address=offset, mn=op.mn).descriptor(
+        k=k_step, mn_block=op.block)
 
 
 @dataclass
@@ -365,10 +385,12 @@ def prepare(case: Case, seed: int | None = None) -> Prepared:
     """Fresh random operands, their smem images, descriptors and the float64 reference for one case."""
     seed = secrets.randbits(32) if seed is None else seed
     rng = np.random.default_rng(seed)
-    a_bits, _ = random_bf16(rng, (case.a.mn, case.a.k_extent))
-    b_bits, _ = random_bf16(rng, (case.b.mn, case.b.k_extent))
+    a_bits, _ = random_bf16(rng, (case.a.mn_extent, case.a.k_extent))
+    b_bits, _ = random_bf16(rng, (case.b.mn_extent, case.b.k_extent))
     ks = slice(K16 * case.k_step, K16 * (case.k_step + 1))
-    a_tile_bits, b_tile_bits = a_bits[:, ks], b_bits[:, ks]
+    a_rows = slice(case.a.mn * case.a.block, case.a.mn * (case.a.block + 1))
+    b_rows = slice(case.b.mn * case.b.block, case.b.mn * (case.b.block + 1))
+    a_tile_bits, b_tile_bits = a_bits[a_rows, ks], b_bits[b_rows, ks]
     a_tile, b_tile = bf16_bits_to_f32(a_tile_bits), bf16_bits_to_f32(b_tile_bits)
     reference = a_tile.astype(np.float64) @ b_tile.astype(np.float64).T
     return Prepared(

@@ -1,16 +1,18 @@
 """layoutc.hopper: what Hopper's wgmma and TMA need from shared-memory layouts.
 
 GMMA smem atoms (``gmma_atom``), the wgmma descriptor derived from a layout (``make_descriptor``,
-``descriptor_verdict``, ``DescriptorIterator``), register fragments as thread-value layouts (``accumulator_tv``,
-``a_fragment_tv``, ``ldmatrix_tv``), TMA tensor-map parameters (``make_tma_params``) and bank conflicts
-(``bank_conflicts``). A smem layout's outer Swizzle acts on byte addresses (CuTe's smem convention).
+``descriptor_verdict``, ``DescriptorIterator``, and CuTe's fragment view ``descriptor_fragment``), register fragments
+as thread-value layouts (``accumulator_tv``, ``a_fragment_tv``, ``ldmatrix_tv``), TMA tensor-map parameters
+(``make_tma_params``) and bank conflicts (``bank_conflicts``). A smem layout's outer Swizzle acts on byte addresses
+(CuTe's smem convention). Element types are looked up by ``dtype``, which also takes CuTe's names (``bfloat16_t``,
+``half_t``, ``float_e4m3_t``, ...).
 """
-from .dtypes import DType, dtype, known_dtypes
+from .dtypes import DType, cute_names, dtype, known_dtypes
 from .gmma import Major, SwizzleMode, gmma_atom, gmma_smem_layout
 from .smem import byte_address, byte_addresses, split_smem_layout
 from .descriptor import (
-    DescriptorError, DescriptorIterator, DescriptorVerdict, WgmmaDescriptor, WgmmaStep, core_matrix_addresses,
-    descriptor_verdict, make_descriptor, wgmma_k, wgmma_tiles,
+    DescriptorError, DescriptorFragment, DescriptorIterator, DescriptorVerdict, WgmmaDescriptor, WgmmaStep,
+    core_matrix_addresses, descriptor_fragment, descriptor_verdict, make_descriptor, wgmma_k, wgmma_tiles,
 )
 from .fragments import (
     a_fragment_k, a_fragment_register, a_fragment_tv, accumulator_block_tv, accumulator_coords,

@@ -40,10 +40,17 @@ Design decisions:
   PTX definition ``(addr >> 7) & 7`` is unverified on hardware (reference §2.4), CUTLASS never emits it, and a base
   such as 0x410 (not even a 128-byte row boundary) has no base_offset at all.  Refusing never yields a wrong
   descriptor.  ``WgmmaDescriptor`` still encodes/decodes the field.
-- A field that the tile never uses (SBO when the tile has one 8-row group, LBO of a swizzled MN-major tile that is one
-  swizzle row wide) is emitted as the dense-atom distance, 8 x swizzle width (128/256/512/1024 B).
+- Every field is CUTLASS's ``make_gmma_desc`` value, bit for bit, including the ones wgmma ignores: a field that the
+  tile never uses (SBO when the tile has one 8-row group or one 16-byte MN chunk, LBO of a swizzled MN-major tile at
+  most one swizzle row wide) is 0 -- CUTLASS divides the tile by the canonical (8 or W) block and a size-1 rest mode
+  has stride 0 -- and the LBO of a swizzled K-major tile is 1 (16 B), the stride CUTLASS asserts.
+- A swizzled MN-major tile narrower than one swizzle row (N = 8..56 of a SW128 B) is accepted as CUTLASS does: its
+  chunks are the first (or, for a later tile, the next) ones of each K row.
 - With a larger layout (a (128,64) stage, a (128,64,3) buffer), :func:`make_descriptor` takes the tile of the first
-  wgmma: MN rows ``[0, mn)``, K ``[0, k)``, stage index 0; :class:`DescriptorIterator` gives all the others.
+  wgmma: MN rows ``[0, mn)``, K ``[0, k)``, stage index 0; :class:`DescriptorIterator` gives all the others.  ``mn``
+  defaults to 64, CuTe's warpgroup atom (the whole MN extent when that is below 64): pass ``mn=N`` for a B tile.
+- :func:`descriptor_fragment` gives CuTe's own view: the tensor of descriptors ``make_fragment_A(partition_A(sA))``
+  indexed by CuTe's (MMA, MMA_M, MMA_K, PIPE) coordinates.
 """
 from __future__ import annotations
 
@@ -53,18 +60,22 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from ..errors import LayoutError
-from ..int_tuple import is_int, leaves
-from ..layout import Layout, _, coalesce, make_layout, modes, slice_layout, slice_offset
+from ..algebra import composition
+from ..int_tuple import idx2crd, is_int, leaves
+from ..layout import Layout, _, _has_underscore, coalesce, make_layout, modes, slice_layout, slice_offset
+from ..notation import to_str
 from ..recast import upcast
 from ..swizzle import ComposedLayout
 from ..tiling import logical_divide, zipped_divide
 from .dtypes import DType, dtype as _dtype
+from .fragments import wgmma_n_values
 from .gmma import Major, SwizzleMode
 from .smem import split_smem_layout
 
 __all__ = [
     "DescriptorError", "WgmmaDescriptor", "DescriptorVerdict", "WgmmaStep", "DescriptorIterator",
     "descriptor_verdict", "make_descriptor", "wgmma_tiles", "wgmma_k", "core_matrix_addresses",
+    "DescriptorFragment", "descriptor_fragment",
 ]
 
 _FIELD = (1 << 14) - 1  # the three 14-bit fields
@@ -72,6 +83,9 @@ _ADDR_MASK = 0x3FFFF  # 18 bits: the CTA-local smem window (cluster ranks sit in
 # layout type (bits 62-63) per swizzle mode; note the order: 128B is 1, 32B is 3
 _LAYOUT_TYPE = {SwizzleMode.INTER: 0, SwizzleMode.SW128: 1, SwizzleMode.SW64: 2, SwizzleMode.SW32: 3}
 _MODE_OF_TYPE = {v: k for k, v in _LAYOUT_TYPE.items()}
+# CuTe's GMMA::LayoutType names, as its print(GmmaDescriptor) shows them
+_CUTE_LAYOUT_TYPE = {SwizzleMode.INTER: "INTERLEAVE", SwizzleMode.SW128: "B128", SwizzleMode.SW64: "B64",
+                     SwizzleMode.SW32: "B32"}
 _RESERVED = (0b11 << 14) | (0b11 << 30) | (0b111 << 46) | (((1 << 10) - 1) << 52)
 # wgmma smem operand types (sm_90): 16-bit floats, tf32, fp8, 8-bit ints.  Only f16/bf16 may be MN-major.
 _WGMMA_TYPES = ("f16", "bf16", "tf32", "e4m3", "e5m2", "s8", "u8")
@@ -177,6 +191,24 @@ class WgmmaDescriptor:
         """The same descriptor at another start address (LBO, SBO, swizzle kept)."""
         return WgmmaDescriptor(start_address, self.lbo, self.sbo, self.base_offset, self.swizzle)
 
+    def cute_str(self) -> str:
+        """The descriptor as CuTe's ``print(GmmaDescriptor)`` prints it (field values, not bytes)::
+
+            GmmaDescriptor: 0x4000004000010040
+              start_addr :  0x0040
+              leading_off:  0x0001 (1)
+              stride_off :  0x0040 (64)
+              base_offset:  0x0
+              layout_type:  0x1 (B128)
+        """
+        f = self.fields()
+        return (f"GmmaDescriptor: 0x{self.encode():016x}\n"
+                f"  start_addr :  0x{f['start']:04x}\n"
+                f"  leading_off:  0x{f['lbo']:04x} ({f['lbo']})\n"
+                f"  stride_off :  0x{f['sbo']:04x} ({f['sbo']})\n"
+                f"  base_offset:  0x{f['base_offset']:01x}\n"
+                f"  layout_type:  0x{f['layout_type']:01x} ({_CUTE_LAYOUT_TYPE[self.swizzle]})")
+
     def __str__(self) -> str:
         f = self.fields()
         return (f"WgmmaDescriptor(start=0x{self.start_address:x}, LBO={self.lbo} B, SBO={self.sbo} B, "
@@ -222,11 +254,13 @@ def _with_stage_mode(inner: Layout) -> Layout:
     return make_layout(ms[0], ms[1], make_layout(*ms[2:]))
 
 
+_WARPGROUP_M = 64  # CuTe's SM90 GMMA atoms are 64 x N x K: the A tile of one warpgroup is 64 rows
+
+
 def _default_mn(mn_extent: int) -> int:
-    # A layout of at most 256 rows is taken whole (a B tile of N = that, or an A stage checked over all its rows --
-    # a descriptor that is canonical over more rows is valid for any 64 of them).  More than 256 rows cannot be one
-    # operand, so the A tile of 64 rows is taken.
-    return mn_extent if mn_extent <= _MAX_N else 64
+    # CuTe's warpgroup atom: an A tile is 64 rows (and so is the descriptor CUTLASS's make_gmma_desc sees for A).
+    # A layout of fewer rows can only be a B operand of N = its extent.  A B tile of N >= 64 rows needs mn=N.
+    return _WARPGROUP_M if mn_extent >= _WARPGROUP_M else mn_extent
 
 
 def wgmma_tiles(layout, element, major, mn: int | None = None):
@@ -236,7 +270,7 @@ def wgmma_tiles(layout, element, major, mn: int | None = None):
     ``wgmma_tiles(Sw<3,4,3> o 0 o ((8,16),(64,1),(1,3)):((64,512),(1,0),(0,8192)), 'bf16', 'K', mn=64)`` →
     ``Sw<3,4,3> o 0 o ((64,16),(2,4,(1,3))):((64,1),(4096,16,(0,8192)))``: tile (64 rows, k16), rest
     (2 m64 blocks, 4 k-steps, 3 stages).  Modes past K are grouped into the one stage mode S (``1:0`` if none).
-    ``mn`` = 64 for A, N for B; default: the whole MN extent when it is at most 256, else 64.
+    ``mn`` = 64 for A, N for B; default 64 (CuTe's warpgroup atom), or the whole MN extent when that is below 64.
     Post: ``tiles((_,_),(i,j,s))`` is the (mn, k) tile of m-block i, k-step j, stage s (colex index over the stage
     modes), with the same function as the layout on those coordinates.
     Pre: rank >= 2; ``mn`` divides the MN extent and ``k`` the K extent (DescriptorError otherwise).
@@ -266,14 +300,17 @@ def _tiles(inner: Layout, t: DType, mn: int | None):
     if k_extent % k:
         return None, (f"dtype/K mismatch: K extent {k_extent} is not a multiple of the wgmma k-step of "
                       f"{k} {t.name} ({_K_BYTES} B)")
-    if mn is None:
+    default = mn is None
+    if default:
         mn = _default_mn(mn_extent)
-    if not is_int(mn) or mn <= 0 or mn % 8:
+    if not is_int(mn) or isinstance(mn, bool) or mn <= 0 or mn % 8:
         return None, f"core-matrix shape: the MN tile {mn!r} is not a positive multiple of 8 rows"
     if mn > _MAX_N:
         return None, f"MN tile {mn} is larger than any wgmma operand (A: 64 rows, B: N <= 256)"
     if mn_extent % mn:
-        return None, f"MN extent {mn_extent} of the layout is not a multiple of the MN tile {mn}"
+        hint = (f" (the default tile is CuTe's {_WARPGROUP_M}-row warpgroup atom of A; for a B operand pass "
+                f"mn=N)") if default else ""
+        return None, f"MN extent {mn_extent} of the layout is not a multiple of the MN tile {mn}{hint}"
     try:
         return zipped_divide(_with_stage_mode(inner), (mn, k)), None
     except LayoutError as e:  # a layout the divide cannot cut (e.g. a hierarchical mode that does not split)
@@ -385,7 +422,6 @@ def _analyzed_tile(tile: Layout, t: DType, major: Major, mode: SwizzleMode):
         raise _Reject(f"aliasing: the tile {tile} maps two 16-byte core-matrix rows to the same smem bytes; "
                       "in 16-byte units it is " + str(u))
     mn_u, k_u = u[0], u[1]
-    dense = 8 * W  # one atom: 8 rows of the swizzle width
     if major is Major.K:
         lead = _one_stride(logical_divide(mn_u, 8)[0])
         if lead is None or lead[1] != W:
@@ -401,8 +437,8 @@ def _analyzed_tile(tile: Layout, t: DType, major: Major, mode: SwizzleMode):
                           f"({logical_divide(mn_u, 8)[1]} in 16-B units); SBO is a single stride "
                           "(not an atom tiling?)")
         if rest[0] == 1:
-            sbo = dense
-            notes.append(f"SBO unused (one 8-row group); emitted the dense atom value {_units(dense)}")
+            sbo = 0
+            notes.append("SBO unused (one 8-row group); emitted 0, as CUTLASS does")
         else:
             sbo = rest[1]
         kk = _one_stride(k_u)
@@ -432,12 +468,22 @@ def _analyzed_tile(tile: Layout, t: DType, major: Major, mode: SwizzleMode):
             raise _Reject(f"stride wgmma cannot express: the 16-B MN chunks of the tile are not evenly spaced "
                           f"({mn_u} in 16-B units); SBO is a single stride (not an atom tiling?)")
         if mn_rest[0] == 1:
-            sbo = dense
-            notes.append(f"SBO unused (one 16-B MN chunk); emitted the dense atom value {_units(dense)}")
+            sbo = 0
+            notes.append("SBO unused (one 16-B MN chunk); emitted 0, as CUTLASS does")
         else:
             sbo = mn_rest[1]
         return k_rest[1], sbo, notes
     # Swizzled: ((T,W,m),(8,k)) : ((1,T,LBO),(W*T,SBO)): W-unit MN rows at LBO, K groups at SBO.
+    if mn_u.size < W:
+        # A tile narrower than one swizzle row (N = 8..56 of a SW128 B): its 16-B chunks are the first ones of each
+        # K row, wgmma never steps to a next MN row, and CUTLASS's divide by W leaves a size-1 rest (LBO 0).
+        run = _one_stride(mn_u)
+        if run is None or (run[0] > 1 and run[1] != 1):
+            raise _Reject(f"core-matrix shape: the {mn_u.size} 16-B MN chunks of the tile ({mn_u} in 16-B units) "
+                          f"are not contiguous inside the {mode.width_bytes}-byte {mode.name} row")
+        notes.append(f"LBO unused (the tile is narrower than one {mode.width_bytes}-byte MN row); emitted 0, "
+                     "as CUTLASS does")
+        return 0, k_rest[1], notes
     if mn_u.size % W:
         raise _Reject(f"core-matrix shape: the MN tile ({mn_u.size * T} {t.name} = {mn_u.size * 16} B) is not a "
                       f"multiple of the {mode.width_bytes}-byte {mode.name} row ({W * T} {t.name})")
@@ -451,8 +497,8 @@ def _analyzed_tile(tile: Layout, t: DType, major: Major, mode: SwizzleMode):
         raise _Reject(f"stride wgmma cannot express: the {mode.width_bytes}-byte MN rows are not evenly spaced "
                       f"({mn_split[1]} in 16-B units); LBO is a single stride (not an atom tiling?)")
     if mn_rest[0] == 1:
-        lbo = dense
-        notes.append(f"LBO unused (one {mode.width_bytes}-byte MN row); emitted the dense atom value {_units(dense)}")
+        lbo = 0
+        notes.append(f"LBO unused (one {mode.width_bytes}-byte MN row); emitted 0, as CUTLASS does")
     else:
         lbo = mn_rest[1]
     return lbo, k_rest[1], notes
@@ -509,6 +555,11 @@ def _tile_verdict(t, maj, mode, off, tiles, coord, base_address) -> DescriptorVe
         tile_off = off + slice_offset(sel, tiles)
     except LayoutError as e:
         return DescriptorVerdict(False, [f"cannot take tile {coord}: {e}"])
+    return _described(t, maj, mode, tile, tile_off, base_address)
+
+
+def _described(t, maj, mode, tile: Layout, tile_off: int, base_address: int) -> DescriptorVerdict:
+    """Verdict of one (MN, K) element tile whose (0,0) element is at element offset ``tile_off`` from the base."""
     shown = str(tile) if not tile_off else f"{tile_off} o {tile}"
     try:
         lbo_u, sbo_u, notes = _analyze_tile(tile, t, maj, mode)
@@ -529,7 +580,10 @@ def _tile_verdict(t, maj, mode, off, tiles, coord, base_address) -> DescriptorVe
             return DescriptorVerdict(False, [
                 f"misaligned tile: it starts in row {row} of a {mode.repeat_bytes}-byte {mode.name} pattern (byte "
                 f"{rel}); that needs base_offset != 0, which is refused"], tile=shown)
-        if (maj is Major.K and chunk + 2 > W) or (maj is Major.MN and chunk):
+        # the 16-B chunks one core-matrix row reads inside its swizzle row: the two K chunks of a K-major k-step,
+        # the MN chunks of an MN-major tile (a whole row, or the narrow tile's chunks)
+        chunks = 2 if maj is Major.K else min(W, tile[0].size * t.bits // 128)
+        if chunk + chunks > W:
             return DescriptorVerdict(False, [
                 f"misaligned tile: it starts at 16-B chunk {chunk} of a {mode.width_bytes}-byte swizzle row, so its "
                 "core-matrix rows would run past the row"], tile=shown)
@@ -548,9 +602,9 @@ def descriptor_verdict(layout, element, major, base_address: int = 0, *, mn: int
     start 0x400, LBO 16, SBO 1024, SW128;  ``descriptor_verdict((64,64):(64,1), 'bf16', 'K')`` → not ok, first reason
     ``8-row stride: rows 0..7 of the tile are 128 B apart, but INTER K-major needs consecutive rows 16 B apart ...``.
 
-    The tile examined is that of the first wgmma: MN rows ``[0, mn)`` (``mn`` = 64 for A, N for B; default the whole MN
-    extent when <= 256, else 64), K ``[0, 32 bytes)``, stage 0 of any further modes.  ``base_address`` is the smem
-    byte address of the layout's element offset 0.
+    The tile examined is that of the first wgmma: MN rows ``[0, mn)`` (``mn`` = 64 for A, N for B; default 64, CuTe's
+    warpgroup atom, or the whole MN extent when that is below 64), K ``[0, 32 bytes)``, stage 0 of any further modes.
+    ``base_address`` is the smem byte address of the layout's element offset 0.
     Post: never raises for a bad layout; ``ok`` iff ``descriptor`` is a descriptor whose addressing
     (:func:`core_matrix_addresses`) equals ``byte_address(layout, element, coord, base_address)`` on the tile;
     otherwise ``reasons[0]`` names the first thing wrong (type, swizzle, base alignment, K/MN extents, broadcast,
@@ -571,8 +625,9 @@ def make_descriptor(layout, element, major, base_address: int = 0, *, mn: int | 
     """The descriptor of the first wgmma tile of a smem layout (see :func:`descriptor_verdict` for the tile taken).
 
     ``make_descriptor(gmma_smem_layout('K','SW128','bf16',(128,64)), 'bf16', 'K', 0x400).encode()`` →
-    ``0x4000004000010040``;  ``make_descriptor(gmma_smem_layout('MN','SW128','bf16',(128,64)), 'bf16', 'MN')`` →
-    start 0, LBO 1024 (next 64-element MN row), SBO 2048 (next 8 K-rows), SW128.
+    ``0x4000004000010040``;  ``make_descriptor(gmma_smem_layout('MN','SW128','bf16',(128,64)), 'bf16', 'MN', mn=128)``
+    → start 0, LBO 1024 (next 64-element MN row), SBO 2048 (next 8 K-rows), SW128; with the default 64-row tile the
+    tile is one 128-byte MN row, so LBO is unused and 0 (CUTLASS's value).
     Post: addressing equals the layout's on the tile; raises DescriptorError carrying the verdict's first reason.
     """
     v = descriptor_verdict(layout, element, major, base_address, mn=mn)
@@ -744,3 +799,254 @@ def core_matrix_addresses(desc, element, major, mn: int, k: int | None = None) -
             row.append(sw(lin))
         out.append(row)
     return out
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# CuTe's view: the descriptor fragment of a TiledMMA partition
+# ----------------------------------------------------------------------------------------------------------------
+
+_LOW_WORD = (1 << 32) - 1
+
+
+def _cutlass_advance(value: int, offset: int) -> int:
+    """CUTLASS's ``DescriptorIterator + offset``: the offset (16-byte units) is added to the low 32-bit word only
+    (start address and LBO live there; the high word, SBO and layout type, is copied)."""
+    return (value & ~_LOW_WORD) | (((value & _LOW_WORD) + offset) & _LOW_WORD)
+
+
+def _kept_mode0(coord):
+    """A fragment slice coordinate as a partition slice coordinate: the fragment's mode 0 is the whole (MN, K)
+    tile of the partition, so it stays ``_`` (its one coordinate, 0, names the tile)."""
+    if isinstance(coord, tuple) and coord:
+        return (_,) + tuple(coord[1:])
+    return coord
+
+
+class DescriptorFragment:
+    """CuTe's ``make_fragment_A(thr_mma.partition_A(sA))`` (or ``_B``) for an SS wgmma: a tensor of 64-bit wgmma
+    descriptors indexed by CuTe's ``(MMA, MMA_M, MMA_K, PIPE...)`` coordinates.
+
+    Built by :func:`descriptor_fragment`.  ``layout`` is CuTe's fragment layout, offsets in 16-byte units, mode 0
+    (the MMA mode) ``1:0``; ``origin`` is the word at offset 0 (CUTLASS's ``*tCrA.data()``, the ``make_gmma_desc`` of
+    the partition's first tile); element ``c`` is ``origin`` advanced by ``layout(c)`` as CUTLASS's
+    ``DescriptorIterator`` does (added to the low 32-bit word).  ``partition`` is the element layout of
+    ``thr_mma.partition_A(sA)`` (its mode 0 the (MN, K) tile of one wgmma).
+
+    ``frag(0, 1, 2, 3)``, ``frag[(0, 1, 2, 3)]`` and ``frag(i)`` (1-D, colexicographic) give the 64-bit int;
+    ``frag.descriptor_at(...)`` the decoded WgmmaDescriptor; a coordinate with ``_`` gives the sub-fragment
+    (``frag(_, _, k, p)``, as CuTe's ``tCrA(_,_,k_block,read_stage)``).  ``str(frag)`` is CuTe's ``print(tCrA)``:
+    ``GMMA::DescriptorIterator o (1,2,4,4):(0,512,2,1024)``; ``print_tensor()`` lays the words out as CuTe's
+    ``print_tensor`` does.
+    Post: ``frag.shape`` equals CuTe's fragment shape and every element equals CUTLASS's descriptor there.
+    """
+
+    def __init__(self, layout: Layout, origin: int, *, dtype: DType, major: Major, operand: str,
+                 partition: Layout, thread: int):
+        self.layout = layout
+        self.origin = origin
+        self.dtype = dtype
+        self.major = major
+        self.operand = operand
+        self.partition = partition
+        self.thread = thread
+
+    @property
+    def descriptor(self) -> WgmmaDescriptor:
+        """The descriptor at offset 0 (what CUTLASS passes to the fragment's first wgmma)."""
+        return WgmmaDescriptor.decode(self.origin)
+
+    @property
+    def shape(self):
+        return self.layout.shape
+
+    @property
+    def stride(self):
+        return self.layout.stride
+
+    @property
+    def rank(self) -> int:
+        return self.layout.rank
+
+    @property
+    def size(self) -> int:
+        return self.layout.size
+
+    def __len__(self) -> int:
+        return self.layout.size
+
+    def value(self, *coord) -> int:
+        """The 64-bit descriptor word at a CuTe coordinate (or 1-D index)."""
+        return _cutlass_advance(self.origin, self.layout(*coord))
+
+    def descriptor_at(self, *coord) -> WgmmaDescriptor:
+        """The descriptor at a CuTe coordinate, decoded."""
+        return WgmmaDescriptor.decode(self.value(*coord))
+
+    def __call__(self, *coord):
+        """``frag(c)``: the word at ``c``; with ``_`` in ``c`` the sub-fragment (CuTe's tensor slicing)."""
+        c = coord[0] if len(coord) == 1 else coord
+        if _has_underscore(c):
+            return DescriptorFragment(slice_layout(c, self.layout),
+                                      _cutlass_advance(self.origin, slice_offset(c, self.layout)),
+                                      dtype=self.dtype, major=self.major, operand=self.operand,
+                                      partition=slice_layout(_kept_mode0(c), self.partition), thread=self.thread)
+        return self.value(c)
+
+    def __getitem__(self, coord):
+        return self(coord)
+
+    def __iter__(self):
+        """Words in 1-D index order (CuTe's ``tCrA(i)`` for i = 0..size-1)."""
+        for i in range(self.layout.size):
+            yield self.value(i)
+
+    def items(self):
+        """(CuTe coordinate, word) pairs in 1-D index order; the coordinate is ``idx2crd(i, shape)``."""
+        for i in range(self.layout.size):
+            yield idx2crd(i, self.layout.shape), self.value(i)
+
+    def __str__(self) -> str:
+        return f"GMMA::DescriptorIterator o {self.layout}"
+
+    def __repr__(self) -> str:
+        return f"DescriptorFragment({self}, {self.operand}, {self.dtype.name}, {self.major.value}-major)"
+
+    def print_tensor(self) -> str:
+        """The words laid out as CuTe's ``print_tensor(tCrA)``: a header ``print(tCrA):``, then rank 1 one word per
+        line, rank 2 rows of mode 0 by columns of mode 1, rank 3 the rank-2 slices of mode 2 between ``-`` rules,
+        rank 4 the rank-3 slices of mode 3 between ``=`` rules (a rank above 4 lists ``coordinate: word``, which
+        CuTe's print_tensor does not lay out).  Each word prints as ``0x%016x`` (CuTe would print each
+        GmmaDescriptor as a block: ``descriptor_at(c).cute_str()``)."""
+        lines = [f"{self}:"]
+        sizes = [self.layout[i].size for i in range(self.rank)] if self.rank > 1 else [self.size]
+
+        def block(fixed):
+            """Lines of the slice whose trailing modes are fixed at ``fixed`` (a tuple of mode coordinates)."""
+            r = len(sizes) - len(fixed)
+            if r == 1:
+                return [f"0x{self.value((m,) + fixed if self.rank > 1 else m):016x}" for m in range(sizes[0])]
+            if r == 2:
+                return [" ".join(f"0x{self.value((m, n) + fixed):016x}" for n in range(sizes[1]))
+                        for m in range(sizes[0])]
+            rule = ("-" if r == 3 else "=") * (20 * sizes[1] - 1)
+            out = []
+            for q in range(sizes[r - 1]):
+                if q:
+                    out.append(rule)
+                out.extend(block((q,) + fixed))
+            return out
+
+        if len(sizes) <= 4:
+            lines.extend(block(()))
+        else:
+            lines.extend(f"{c}: 0x{v:016x}" for c, v in self.items())
+        return "\n".join(lines)
+
+
+def descriptor_fragment(layout, element, major, operand: str = "A", *, n: int | None = None,
+                        base_address: int = 0, atom_layout=(1, 1, 1), thread: int = 0) -> DescriptorFragment:
+    """CuTe's descriptor fragment of an SS wgmma operand: what ``thr_mma.make_fragment_A(thr_mma.partition_A(sA))``
+    (``operand='A'``) or ``make_fragment_B(partition_B(sB))`` (``'B'``) holds in CUTLASS, element by element.
+
+    ``descriptor_fragment(gmma_smem_layout('K', 'SW128', 'bf16', (128, 64, 4)), 'bf16', 'K', 'A', base_address=0x400)``
+    → ``GMMA::DescriptorIterator o (1,2,4,(1,4)):(0,512,2,(0,1024))``: MMA mode 1, 2 m64 blocks 512 x 16 B apart,
+    4 k16 steps 32 B apart, 4 stages 16 KiB apart; ``frag(0, 1, 3, 2)`` → ``0x4000004000010a46`` (start field
+    0x40 + 512 + 3·2 + 2·1024).
+
+    The TiledMMA is ``make_tiled_mma(SM90_64xNxK_..._SS<major...>{}, Layout<Shape<am,an,ak>>{})`` with
+    ``atom_layout = (am, an, ak)`` warpgroups (default one) and no permutation; the atom is 64 x ``n`` x K with
+    K = 32 bytes of the element type (``wgmma_k``).  The partition is CuTe's ``thrfrg_A`` (or ``_B``) re-done on
+    layoutc's algebra -- ``logical_divide`` by the TiledMMA tile, ``zipped_divide`` by the atom, the atom's
+    ``ABLayout`` thread-value composition, the warpgroup split -- sliced at ``thread``; the fragment is that partition
+    recast to 16-byte units with its MMA mode replaced by ``1:0`` (``MakeTensor<smem_desc>``), and its words are
+    ``make_gmma_desc`` of the first tile advanced by the fragment's offsets (``DescriptorIterator``).
+
+    ``layout``: the smem layout (``Sw<B,4,3> o off o L``, coordinates (MN, K, stage...)), ``base_address`` the smem
+    byte address of its element offset 0; ``n``: the atom's N (a legal wgmma N), for B by default the layout's N
+    extent divided by ``an``; it does not change A's partition.
+    Post: ``frag.shape`` is CuTe's fragment shape; every element equals the descriptor CUTLASS's fragment holds there
+    and is checked to address exactly the layout's bytes of its tile (as :func:`descriptor_verdict` checks).
+    Raises DescriptorError naming the first tile that cannot be described (or a TiledMMA tile that does not divide
+    the layout).
+    """
+    op_name = "descriptor_fragment"
+    operands = (layout, str(element), str(major), str(operand))
+    t, maj, sw, mode, off, inner, reasons = _prechecks(layout, element, major, base_address)
+    if not reasons and inner is not None and inner.rank < 2:
+        reasons.append(f"the layout {inner} has rank {inner.rank}; a wgmma operand layout has (MN, K[, stage...]) "
+                       "modes")
+    if reasons:
+        raise DescriptorError(op_name, operands, reasons[0])
+    which = str(operand).upper()
+    if which not in ("A", "B"):
+        raise DescriptorError(op_name, operands, f"operand {operand!r} is not 'A' or 'B' (an SS wgmma's smem operands)")
+    if (not isinstance(atom_layout, (tuple, list)) or len(atom_layout) != 3
+            or not all(is_int(x) and not isinstance(x, bool) and x > 0 for x in atom_layout)):
+        raise DescriptorError(op_name, operands, f"atom_layout {atom_layout!r} is not 3 positive ints (warpgroups "
+                              "along M, N, K: CuTe's AtomLayoutMNK shape)")
+    am, an, ak = atom_layout
+    k = _K_BYTES * 8 // t.bits
+    mn_extent, k_extent = inner[0].size, inner[1].size
+    integer = t.kind in ("int", "uint")
+    legal_n = wgmma_n_values("s32" if integer else "f32")
+    default_n = n is None and which == "B"
+    if default_n:
+        n = mn_extent // an
+    if n is not None and n not in legal_n:
+        rule = "8, 16, 24, then 32..256 step 16" if integer else "8..256 step 8"
+        hint = f" (the default N is the layout's N extent {mn_extent} / {an} warpgroups: pass n=)" if default_n else ""
+        raise DescriptorError(op_name, operands, f"N = {n!r} is not a legal wgmma N for {t.name} operands "
+                              f"({rule}){hint}")
+    atom_mn, thr_mn, dim = (_WARPGROUP_M, am, "M") if which == "A" else (n, an, "N")
+    if mn_extent % (atom_mn * thr_mn):
+        raise DescriptorError(op_name, operands, f"the layout's {dim} extent {mn_extent} is not a multiple of the "
+                              f"TiledMMA's {dim} tile {atom_mn * thr_mn} ({thr_mn} x the atom's {dim} = {atom_mn})")
+    if k_extent % (k * ak):
+        raise DescriptorError(op_name, operands, f"the layout's K extent {k_extent} is not a multiple of the "
+                              f"TiledMMA's K tile {k * ak} ({ak} x the atom's K = {k} {t.name})")
+    threads = 128 * am * an * ak
+    if not is_int(thread) or isinstance(thread, bool) or not 0 <= thread < threads:
+        raise DescriptorError(op_name, operands, f"thread {thread!r} is not in 0..{threads - 1} (the TiledMMA's "
+                              f"{threads} threads)")
+    # thr_layout_vmnk = (128, am, an, ak) column-major: thread -> (v, m, n, k)
+    v, wg = thread % 128, thread // 128
+    thr_coord = (wg % am) if which == "A" else (wg // am) % an
+    k_coord = wg // (am * an)
+    try:
+        tiled = logical_divide(inner, (Layout(atom_mn * thr_mn), Layout(k * ak)))
+        atoms = zipped_divide(tiled, (Layout(atom_mn), Layout(k)))
+        tv = composition(atoms[0], Layout((128, (atom_mn, k)), (0, (1, atom_mn))))
+        rest = modes(logical_divide(atoms[1], (Layout(thr_mn), Layout(ak))))
+        # zip2_by: ((ThrV,(ThrMN,ThrK)),(FrgV,(RestMN,RestK,extra...)))
+        thr = make_layout(make_layout(tv[0], make_layout(rest[0][0], rest[1][0])),
+                          make_layout(tv[1], make_layout(rest[0][1], rest[1][1], *rest[2:])))
+        sel = ((v, (thr_coord, k_coord)), (_, tuple(_ for _m in rest)))
+        partition = slice_layout(sel, thr)
+        thread_off = slice_offset(sel, thr)
+        recast = upcast(partition, 128 // t.bits)
+        frag_layout = make_layout(Layout(1, 0), *modes(recast)[1:])
+    except LayoutError as e:
+        raise DescriptorError(op_name, operands, f"CuTe's partition of the layout fails: {e}") from None
+    tile = partition[0]
+    tile_rest = make_layout(*modes(partition)[1:])
+    first = _described(t, maj, mode, tile, off + thread_off, base_address)
+    if not first.ok:
+        raise DescriptorError(op_name, operands, f"the first tile: {first.reasons[0]}")
+    origin = first.descriptor.encode()
+    for i in range(frag_layout.size):
+        coord = to_str(idx2crd(i, frag_layout.shape))
+        units = frag_layout(i)
+        if (origin & _FIELD) + units > _FIELD:
+            raise DescriptorError(op_name, operands, f"element {coord}: the start field 0x{origin & _FIELD:x} + "
+                                  f"{units} (16-B units) overflows 14 bits; CUTLASS would carry into the reserved "
+                                  "bits (the tile lies past 256 KiB of shared memory)")
+        word = _cutlass_advance(origin, units)
+        verdict = _described(t, maj, mode, tile, off + thread_off + tile_rest(i), base_address)
+        if not verdict.ok:
+            raise DescriptorError(op_name, operands, f"element {coord}: {verdict.reasons[0]}")
+        if verdict.descriptor.encode() != word:
+            raise DescriptorError(op_name, operands, f"element {coord}: CUTLASS's fragment holds 0x{word:016x} "
+                                  f"(the first descriptor + {units} in 16-B units) but the tile there is "
+                                  f"{verdict.descriptor}: the layout's offsets are not 16-byte units there")
+    return DescriptorFragment(frag_layout, origin, dtype=t, major=maj, operand=which, partition=partition,
+                              thread=thread)
