@@ -18,6 +18,7 @@ from __future__ import annotations
 import numbers
 import re
 
+from .core import walk
 from .hostexpr import HOST_EXPRS, CDiv, Const, Dim, HostExpr, HostExprError, ParamRef, Word
 from .suggest import did_you_mean
 from .types import GlobalTensorType, ScalarType, TensorMapType
@@ -25,6 +26,7 @@ from .types import GlobalTensorType, ScalarType, TensorMapType
 ATTRIBUTES = ("grid", "block", "cluster", "non_portable_cluster")
 AXES = "xyz"
 MAX_BLOCK_THREADS = 1024                    # threads per CTA
+WARPGROUP = 128                             # threads per warpgroup (gpu.roles assigns whole ones)
 BLOCK_LIMITS = (1024, 1024, 64)             # threads per CTA along x, y, z
 GRID_LIMITS = (2 ** 31 - 1, 65535, 65535)   # CTAs per grid along x, y, z
 PORTABLE_CLUSTER = 8                        # CTAs per cluster any launch may ask for
@@ -281,15 +283,21 @@ def _check_name(kernel, h) -> None:
 
 
 def _triple_shape(h, key: str, value, example: str) -> bool:
-    """``value`` is a tuple of three entries; else report it (with the padded form when it has fewer)."""
+    """``value`` is a tuple of three entries; else report it (with the padded form where that is what was meant)."""
     if isinstance(value, tuple) and len(value) == 3:
         return True
     if isinstance(value, list):
         h.error(h.key(key), f"{key} = {show(value)} is a list; write a tuple (x, y, z), e.g. {example}")
         return False
-    entries = value if isinstance(value, tuple) else (value,)
-    n = len(entries)
-    hint = f"{key} = {show(tuple(entries) + (1,) * (3 - n))}" if 0 < n < 3 else example
+    if not isinstance(value, tuple):
+        if _is_int(value) or isinstance(value, HostExpr):
+            h.error(h.key(key), f"{key} = {show(value)} is one entry; it takes 3 (x, y, z): "
+                                f"{key} = {show((value, 1, 1))}")
+        else:
+            h.error(h.key(key), f"{key} = {show(value)} is {_kind(value)}, not a tuple (x, y, z), e.g. {example}")
+        return False
+    n = len(value)
+    hint = f"{key} = {show(value + (1,) * (3 - n))}" if 0 < n < 3 else example
     h.error(h.key(key), f"{key} = {show(value)} has {n} entr{'y' if n == 1 else 'ies'}; it takes exactly 3 "
                         f"(x, y, z), e.g. {hint}")
     return False
@@ -329,6 +337,10 @@ def _check_block(h, block) -> None:
     for i, (axis, x, limit) in enumerate(zip(AXES, block, BLOCK_LIMITS)):
         if x > limit:
             h.error(h.entry("block", i), f"{text}: {axis} is {x}; a CTA has at most {limit} threads along {axis}")
+    if threads % WARPGROUP and any(op.name == "gpu.roles" for op in walk(h.kernel.body)):
+        # the roles op checks that its warpgroups cover the CTA exactly; this names the attribute itself
+        h.error(h.key("block"), f"{text} has {threads} threads, not a multiple of {WARPGROUP}: gpu.roles gives "
+                                f"each role whole warpgroups of {WARPGROUP} threads")
 
 
 def _check_cluster(h, cluster, opt_in) -> bool:
@@ -420,7 +432,8 @@ def _check_host(e, params: dict, problems: list) -> None:
 def _param(name, params: dict, e, problems: list):
     if isinstance(name, str) and name in params:
         return params[name]
-    problems.append(f"{e}: %{name} is not a parameter of the kernel{did_you_mean(name, params)}")
+    where = "" if isinstance(e, ParamRef) else f"{e}: "
+    problems.append(f"{where}%{name} is not a parameter of the kernel{did_you_mean(name, params)}")
     return None
 
 
