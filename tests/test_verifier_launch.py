@@ -396,6 +396,25 @@ def test_the_launcher_opts_in_to_non_portable_clusters(monkeypatch):
     assert calls == [("launch", "sqrt_sin", (8, 1, 1), [(8, 1, 1)])]
 
 
+def test_the_opt_in_prints_and_parses_back():
+    from ptxgen.ir.text import print_module, structurally_equal
+
+    text = SQRT_SIN.replace("cdiv(%n, 1024), 1, 1", "16, 1, 1").replace(
+        "(256, 1, 1)}", "(256, 1, 1), cluster = (16, 1, 1), non_portable_cluster = true}")
+    module = parse_module(text)
+    printed = print_module(module)
+    assert "cluster = (16, 1, 1), non_portable_cluster = true} {" in printed
+    assert structurally_equal(parse_module(printed), module)
+    assert parse_module(printed).kernels[0].attrs["non_portable_cluster"] is True
+
+
+def test_a_grid_argument_that_is_not_a_number_is_named():
+    x, z = arrays(4)
+    with pytest.raises(InterpreterError, match=r"^@sqrt_sin: grid = \(cdiv\(%n, %m\), 1, 1\): x = cdiv\(%n, %m\) "
+                                               r"cannot be evaluated for these arguments: invalid literal"):
+        interpret(GRID_BY_M, {"x": x, "z": z, "n": 4, "m": "four"})
+
+
 def test_the_interpreter_runs_clusters_of_16_with_the_opt_in():
     text = """kernel @ranks(%y: gtensor<i32, 1>) {grid = (32, 1, 1), block = (1, 1, 1), cluster = (16, 1, 1), non_portable_cluster = true} {
   %t = gpu.thread_id {dim = x} : i32

@@ -71,7 +71,7 @@ def _ctas(n: int) -> str:
 
 
 def _kind(x) -> str:
-    """What ``x`` is, for an error saying it is not an integer: ``"the float 256.0"``, ``"the word threads"``."""
+    """What ``x`` is, for an error saying it is not an integer: ``"the float 256.0"``, ``"the bare word threads"``."""
     if isinstance(x, bool):
         return f"the boolean {show(x)}"
     if isinstance(x, numbers.Integral):
@@ -176,6 +176,8 @@ def evaluate_grid(kernel, env) -> tuple:
             n = e.evaluate(env)
         except HostExprError as err:
             raise LaunchAttributeError(f"{attr}: {err}") from None
+        except (TypeError, ValueError, OverflowError) as err:  # an argument that is not a number
+            raise LaunchAttributeError(f"{attr}: {axis} = {e} cannot be evaluated for these arguments: {err}") from None
         if n < 0:
             raise LaunchAttributeError(f"{attr}: {axis} = {e} is {n} for these arguments; a grid cannot have a "
                                        "negative number of CTAs")
@@ -223,8 +225,8 @@ def check(kernel, v):
     block are present; grid is three host expressions whose parameters exist and have the right kind (``%n`` an
     integer scalar, ``dim(%x, m)`` a mode of a tensor parameter), whose constant divisors are > 0 and whose constant
     entries are from 1 to the hardware's limit; block is three integers ≥ 1 with x, y ≤ 1024, z ≤ 64 and 1 to 1024
-    threads; cluster is three integers ≥ 1 with at most 8 CTAs (16 with ``non_portable_cluster = true``) dividing a
-    constant grid. Returns (block dims or None, cluster dims or None): None where the attribute is broken, so that
+    threads (a multiple of 128 where the kernel has ``gpu.roles``); cluster is three integers ≥ 1 with at most 8 CTAs
+    (16 with ``non_portable_cluster = true``) dividing a constant grid. Returns (block dims or None, cluster dims or None): None where the attribute is broken, so that
     op rules that depend on it stay quiet."""
     h = _Header(kernel, v)
     _check_name(kernel, h)
@@ -316,9 +318,9 @@ def _check_static(h, key: str, value):
             h.error(h.entry(key, i), f"{key} = {show(value)}: {axis} is {_kind(x)}, not an integer: {why}")
             ok = False
         elif x < 1:
-            what = "threads" if key == "block" else "CTAs"
-            h.error(h.entry(key, i), f"{key} = {show(value)}: {axis} is {x}; a {key} has at least 1 {what[:-1]} "
-                                     f"along each axis")
+            unit = "thread" if key == "block" else "CTA"
+            h.error(h.entry(key, i), f"{key} = {show(value)}: {axis} is {x}; a {key} has at least 1 {unit} along "
+                                     "each axis")
             ok = False
     return tuple(int(x) for x in value) if ok else None
 
