@@ -501,3 +501,15 @@ def test_any_header_gets_a_verdict(attrs, name):
         verify(kernel)
     except VerifyError as e:
         assert all(loc is not None and isinstance(msg, str) and msg for loc, _op, msg in e.errors)
+
+
+def test_a_block_smaller_than_the_tv_is_reported_at_the_op():
+    """sqrt_sin's TV spreads each 1024-element tile over 256 threads: with 128 the upper half would never be written
+    (it ran, silently, before); the error names the op, the tv and the block."""
+    text = SQRT_SIN.replace("block = (256, 1, 1)", "block = (128, 1, 1)")
+    with pytest.raises(VerifyError) as e:
+        verify(parse_module(text, "s.tile"))
+    tail = ("tv (256,4):(4,1) spreads the tile over 256 threads, but its thread operand %thread (gpu.thread_id x) runs "
+            "from 0 to 127 (block = (128, 1, 1)): the elements of threads 128 to 255 would never be touched")
+    assert str(e.value).split("\n") == [f"s.tile:11:3: gmem.load: {tail}", f"s.tile:14:3: gmem.store: {tail}"]
+    verify(parse_module(SQRT_SIN.replace("block = (256, 1, 1)", "block = (256, 2, 1)"), "s.tile"))

@@ -18,6 +18,9 @@ from __future__ import annotations
 import numbers
 import re
 
+import layoutc as lc
+from layoutc.notation import to_str
+
 from .core import walk
 from .hostexpr import HOST_EXPRS, CDiv, Const, Dim, HostExpr, HostExprError, ParamRef, Word
 from .suggest import did_you_mean
@@ -243,6 +246,8 @@ def check(kernel, v):
     block = _check_static(h, "block", attrs["block"]) if "block" in attrs else None
     if block is not None:
         _check_block(h, block)
+        if _block_ok(block):
+            _check_thread_modes(h, block)
     cluster = (1, 1, 1)
     if "cluster" in attrs:
         cluster = _check_static(h, "cluster", attrs["cluster"])
@@ -343,6 +348,27 @@ def _check_block(h, block) -> None:
         # the roles op checks that its warpgroups cover the CTA exactly; this names the attribute itself
         h.error(h.key("block"), f"{text} has {threads} threads, not a multiple of {WARPGROUP}: gpu.roles gives "
                                 f"each role whole warpgroups of {WARPGROUP} threads")
+
+
+def _check_thread_modes(h, block) -> None:
+    """An op whose thread operand is the thread index itself (``gpu.thread_id {dim = x}``, 0 to block x − 1) must
+    not spread its tile over more threads than that: with ``tv = [(256,4):(4,1)]``, ``block = (128, 1, 1)`` would
+    leave the elements of threads 128 to 255 untouched, silently. (Fewer threads than the block's are the op's
+    run-time rule: a branch or a role may mask the others.) Reported at the op."""
+    for op in walk(h.kernel.body):
+        tv = op.attrs.get("tv")
+        if not isinstance(tv, lc.Layout) or lc.rank(tv) != 2:
+            continue
+        for x in op.operands:
+            owner = getattr(x, "owner", None)
+            if owner is None or owner.name != "gpu.thread_id" or str(owner.attrs.get("dim")) != "x":
+                continue
+            threads, bx = lc.size(tv[0]), block[0]
+            if threads > bx:
+                h.v.error(op, f"tv {to_str(tv)} spreads the tile over {threads} threads, but its thread operand "
+                              f"%{x.name} (gpu.thread_id x) runs from 0 to {bx - 1} (block = {show(block)}): the "
+                              f"elements of threads {bx} to {threads - 1} would never be touched")
+            break
 
 
 def _check_cluster(h, cluster, opt_in) -> bool:
