@@ -28,6 +28,7 @@ import itertools
 
 import numpy as np
 
+from .ir import launch
 from .ir.core import Kernel, Region
 from .ir.ops import OPS, SMEM_BASE, describe_threads, numpy_dtype, smem_plan
 from .ir.ops.mbarrier import check_remote_accesses_end
@@ -266,24 +267,24 @@ class _CTA:
         self.generic_writer[lut[self.generic_writer]] = 0
 
 
-def cluster_dims(kernel: Kernel) -> tuple:
-    """The kernel's cluster shape (x, y, z) (its ``cluster`` attribute; (1, 1, 1) without one)."""
-    value = kernel.attrs.get("cluster")
-    if value is None:
-        return (1, 1, 1)
-    items = [int(x.value) if hasattr(x, "value") else int(x) for x in (value if isinstance(value, tuple) else (value,))]
-    return tuple(items + [1] * (3 - len(items)))
-
-
-def _launch_dims(kernel: Kernel, env: dict):
-    def triple(value, default):
-        if value is None:
-            return default
-        items = list(value) if isinstance(value, tuple) else [value]
-        items += [1] * (3 - len(items))
-        return tuple(int(x.evaluate(env)) if hasattr(x, "evaluate") else int(x) for x in items)
-
-    return triple(kernel.attrs.get("grid"), (1, 1, 1)), triple(kernel.attrs.get("block"), (1, 1, 1))
+def _launch_dims(kernel: Kernel, env: dict, grid):
+    """(grid, block) of a launch: the grid evaluated for the arguments (or ``grid``, the caller's override), the
+    block from the kernel. A grid the hardware could not run (a negative entry, a division by zero, not a multiple
+    of the cluster) raises InterpreterError naming the attribute: ``@k: grid = (cdiv(%n, %m), 1, 1): cdiv(%n, %m)
+    divides by %m = 0``."""
+    try:
+        if grid is None:
+            grid_dim = launch.evaluate_grid(kernel, env)
+        else:
+            entries = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)
+            if not 1 <= len(entries) <= 3 or not all(isinstance(g, (int, np.integer)) and not isinstance(g, bool)
+                                                     and g >= 0 for g in entries):
+                raise ValueError(f"grid must be 1 to 3 integers >= 0, not {grid!r}")
+            grid_dim = tuple(int(g) for g in entries) + (1,) * (3 - len(entries))
+            launch.check_grid_fits_cluster(kernel, grid_dim)
+        return grid_dim, launch.block_dims(kernel)
+    except launch.LaunchAttributeError as e:
+        raise InterpreterError(str(e)) from None
 
 
 def _prepare(ir, args: dict, kernel, grid, check: bool, schedule, races):
@@ -314,9 +315,7 @@ def _prepare(ir, args: dict, kernel, grid, check: bool, schedule, races):
         elif isinstance(p.type, ScalarType) and not np.isscalar(value):
             raise InterpreterError(f"@{k.name}: argument {p.name} must be a number")
         env[p.name] = value
-    grid_dim, block_dim = _launch_dims(k, env)
-    if grid is not None:
-        grid_dim = tuple(grid) + (1,) * (3 - len(grid))
+    grid_dim, block_dim = _launch_dims(k, env, grid)
     return k, grid_dim, block_dim, env, bound, smem_plan(k.body.ops), schedule
 
 
@@ -382,13 +381,13 @@ def interpret(ir, args: dict, kernel: str | None = None, grid=None, check: bool 
     (random). ``races``: ``"error"`` (default) raises RaceError on a shared-memory race with a copy in flight,
     ``"ignore"`` lets it happen. Pre: the IR verifies (checked unless ``check=False``).
     Post: global arrays hold what the kernel stored; a runtime violation raises InterpreterError naming the op
-    (HangError when the CTA can never go on, RaceError for a race).
+    (HangError when the CTA can never go on, RaceError for a race); a grid the arguments make invalid (negative,
+    a division by zero, not a multiple of the cluster) raises InterpreterError naming the attribute
+    (``@k: grid = (cdiv(%n, %m), 1, 1): cdiv(%n, %m) divides by %m = 0``); a zero grid runs nothing.
     """
     k, grid_dim, block_dim, env, bound, plan, schedule = _prepare(ir, args, kernel, grid, check, schedule, races)
     cache = {}
-    cdim = cluster_dims(k)
-    if any(g % c for g, c in zip(grid_dim, cdim)):
-        raise InterpreterError(f"@{k.name}: the grid {grid_dim} is not a multiple of the cluster {cdim}")
+    cdim = launch.cluster_dims(k)  # the grid is a multiple of it (_launch_dims)
     cluster_grid = [g // c for g, c in zip(grid_dim, cdim)]
     for cz, cy, cx in itertools.product(*(range(n) for n in reversed(cluster_grid))):
         ctas = []
@@ -411,9 +410,9 @@ def run_cta(ir, args: dict, block=(0, 0, 0), kernel: str | None = None, grid=Non
     ``.pending``, ``.tx``), ``.inflight`` (copies not yet performed), ``.values``. With ``finish=False`` the
     end-of-CTA checks and the remaining global writes of finished-reading TMA stores are skipped."""
     k, grid_dim, block_dim, env, bound, plan, schedule = _prepare(ir, args, kernel, grid, check, schedule, races)
-    if cluster_dims(k) != (1, 1, 1):
+    if launch.cluster_dims(k) != (1, 1, 1):
         raise InterpreterError(f"@{k.name}: run_cta runs one CTA, but the kernel's CTAs run in clusters of "
-                               f"{cluster_dims(k)}: use interpret")
+                               f"{launch.cluster_dims(k)}: use interpret")
     cta = _new_cta(k, tuple(block) + (0,) * (3 - len(block)), grid_dim, block_dim, env, bound, plan, {}, schedule,
                    races)
     cta.drive(cta.steps(k.body))

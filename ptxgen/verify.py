@@ -6,6 +6,7 @@ definition in ``ptxgen.ir.ops`` and use the helpers of ``Verifier``.
 from __future__ import annotations
 
 from .gc_pause import gc_paused
+from .ir import launch
 from .ir.core import Kernel, Module, Region
 from .ir.hostexpr import Word
 from .ir.ops import KERNEL_RULES, OPS
@@ -104,13 +105,11 @@ class Verifier:
 
     # -- walking -------------------------------------------------------------------------------------------------
     def kernel(self, kernel: Kernel) -> None:
-        block = kernel.attrs.get("block")
-        items = block if isinstance(block, tuple) else (block,)
-        # the CTA's thread count when the block attribute is static (rules about warpgroup roles need it)
-        self.kernel_block = (items[0] * (items[1] if len(items) > 1 else 1) * (items[2] if len(items) > 2 else 1)
-                             if block is not None and all(isinstance(x, int) for x in items) else None)
-        from .ir.ops.tma import cluster_size
-        self.kernel_cluster = cluster_size(kernel)
+        # the header's rules (name, launch attributes) first: op rules read the CTA's thread count (warpgroup roles)
+        # and the cluster size (multicast, pipelines), None where the attribute is broken (reported here already)
+        block, cluster = launch.check(kernel, self)
+        self.kernel_block = block[0] * block[1] * block[2] if block is not None else None
+        self.kernel_cluster = cluster[0] * cluster[1] * cluster[2] if cluster is not None else None
         scope = {id(p) for p in kernel.params}
         self._region(kernel.body, scope)
         # kernel-level rules (ptxgen.ir.ops.kernel_rule): rules relating several ops, run once the ops are checked

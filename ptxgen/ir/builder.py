@@ -74,11 +74,20 @@ def mbarrier(count: int) -> BarrierType:
 def _host(e):
     if isinstance(e, (Const, ParamRef, Dim, CDiv, Min, Mul, Add)):
         return e
-    if isinstance(e, int):
+    if isinstance(e, int) and not isinstance(e, bool):
         return Const(e)
     if isinstance(e, str):
         return ParamRef(e)
     raise TypeError(f"a host expression is an int, a parameter name or cdiv/dim/mul/add of those, not {e!r}")
+
+
+def _host_or_same(e):
+    """A grid entry as a host expression where it is one (an int, a parameter name, cdiv/...), else unchanged for
+    the verifier to report."""
+    try:
+        return _host(e)
+    except TypeError:
+        return e
 
 
 def cdiv(a, b) -> CDiv:
@@ -261,19 +270,25 @@ class _Branch:
 
 
 class KernelBuilder:
-    """Builds one kernel: ``KernelBuilder(name, grid=..., block=..., cluster=..., **params)``; parameters are
-    reachable as ``kb.params['x']`` or ``kb['x']``; ``kb.b`` is the Builder of the body; ``finish()`` returns the
-    Kernel (``module()`` a one-kernel Module)."""
+    """Builds one kernel: ``KernelBuilder(name, grid=..., block=..., cluster=..., non_portable_cluster=...,
+    **params)``; parameters are reachable as ``kb.params['x']`` or ``kb['x']``; ``kb.b`` is the Builder of the body;
+    ``finish()`` returns the Kernel (``module()`` a one-kernel Module).
 
-    def __init__(self, name: str, grid=None, block=None, cluster=None, **params):
+    The launch attributes are kept as given (lists become tuples; grid entries that are ints or parameter names
+    become host expressions), so that the verifier judges them exactly as it judges the text form's:
+    ``block=(256.0, 1, 1)`` verifies to ``<builder>:0:0: @k: block = (256.0, 1, 1): x is the float 256.0, ...``."""
+
+    def __init__(self, name: str, grid=None, block=None, cluster=None, non_portable_cluster=None, **params):
         self.params = {p: Value(p, t) for p, t in params.items()}
         attrs = {}
         if grid is not None:
-            attrs["grid"] = tuple(_host(e) for e in grid)
-        if block is not None:
-            attrs["block"] = tuple(block)
-        if cluster is not None:
-            attrs["cluster"] = tuple(cluster)
+            attrs["grid"] = (tuple(_host_or_same(e) for e in grid) if isinstance(grid, (tuple, list))
+                             else _host_or_same(grid))
+        for key, value in (("block", block), ("cluster", cluster)):
+            if value is not None:
+                attrs[key] = tuple(value) if isinstance(value, list) else value
+        if non_portable_cluster is not None:
+            attrs["non_portable_cluster"] = non_portable_cluster
         self.kernel = Kernel(name, list(self.params.values()), attrs, Region())
         self.b = Builder(self.kernel.body, taken=self.params)
 

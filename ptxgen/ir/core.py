@@ -74,13 +74,17 @@ class Op:
 
 @dataclass
 class Kernel:
-    """A kernel: parameters, launch attributes (grid, block threads, cluster) and a body region."""
+    """A kernel: parameters, launch attributes (grid, block threads, cluster) and a body region.
+
+    ``attr_locs`` says where the text form wrote each launch attribute, for errors at the attribute:
+    ``{"block": (Location of the key, (Location of each entry of its tuple, ...))}`` (empty for built kernels)."""
 
     name: str
     params: list
     attrs: dict
     body: Region
     loc: Location = UNKNOWN
+    attr_locs: dict = field(default_factory=dict, compare=False, repr=False)
 
 
 @dataclass

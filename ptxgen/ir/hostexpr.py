@@ -9,7 +9,8 @@ A kernel's ``grid`` is computed on the host from its integer parameters and tens
 - ``CDiv(a, b)`` — ⌈a/b⌉ (text ``cdiv(a, b)``), ``Min(a, b)`` (text ``min(a, b)``), ``Mul(a, b)`` (text ``a * b``), ``Add(a, b)`` (text ``a + b``).
 
 ``evaluate(env)`` computes the value from ``env``, a mapping from parameter names to ints (for ``%n``) or to
-array-likes with ``.shape`` (for ``dim``). ``str(e)`` is the text form, with the parentheses the usual precedence
+array-likes with ``.shape`` (for ``dim``); a division by zero or a mode the array does not have raises
+``HostExprError`` naming the sub-expression (the launch attribute's user wraps it with the attribute's name). ``str(e)`` is the text form, with the parentheses the usual precedence
 (``*`` binds tighter than ``+``, both left-associative) needs, so that parsing it gives ``e`` back.
 
 Attribute value classes (see ``ptxgen.ir.text``): ``Word("lt")`` is a bare word (text ``lt``, distinct from the
@@ -19,6 +20,20 @@ CuTe int tuple ``[(1,2)]``, which is a plain Python tuple).
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+
+class HostExprError(ValueError):
+    """A host expression cannot be evaluated for the given arguments: ``cdiv(%n, %m) divides by %m = 0``."""
+
+
+def _text(x) -> str:
+    """An operand in the text form's notation (``true``, ``256.0``), also for values a builder user put where an
+    integer belongs, so that errors about them show what the user wrote."""
+    if isinstance(x, bool):
+        return "true" if x else "false"
+    if isinstance(x, (int, float)):
+        return repr(x)
+    return str(x)
 
 
 class HostExpr:
@@ -51,7 +66,7 @@ class Const(HostExpr):
         return int(self.value)
 
     def __str__(self) -> str:
-        return str(int(self.value))
+        return _text(self.value)
 
 
 @dataclass(frozen=True)
@@ -61,6 +76,8 @@ class ParamRef(HostExpr):
     name: str
 
     def evaluate(self, env) -> int:
+        if self.name not in env:
+            raise HostExprError(f"%{self.name} has no value")
         return int(env[self.name])
 
     def params(self) -> frozenset:
@@ -79,24 +96,33 @@ class Dim(HostExpr):
     mode: int
 
     def evaluate(self, env) -> int:
-        return int(env[self.param].shape[self.mode])
+        shape = getattr(env.get(self.param), "shape", None)
+        if shape is None or not 0 <= self.mode < len(shape):
+            raise HostExprError(f"{self}: the argument for %{self.param} has no mode {_text(self.mode)} "
+                                f"(shape {tuple(shape) if shape is not None else 'none'})")
+        return int(shape[self.mode])
 
     def params(self) -> frozenset:
         return frozenset((self.param,))
 
     def __str__(self) -> str:
-        return f"dim(%{self.param}, {int(self.mode)})"
+        return f"dim(%{self.param}, {_text(self.mode)})"
 
 
 @dataclass(frozen=True)
 class CDiv(HostExpr):
-    """⌈a/b⌉: ``CDiv(ParamRef("n"), Const(256))`` prints ``cdiv(%n, 256)``. Pre (evaluate): b ≠ 0."""
+    """⌈a/b⌉: ``CDiv(ParamRef("n"), Const(256))`` prints ``cdiv(%n, 256)``. ``evaluate`` raises HostExprError
+    when b evaluates to 0."""
 
     a: HostExpr
     b: HostExpr
 
     def evaluate(self, env) -> int:
-        return -(-self.a.evaluate(env) // self.b.evaluate(env))
+        a, b = self.a.evaluate(env), self.b.evaluate(env)
+        if b == 0:
+            shown = "" if isinstance(self.b, Const) else " = 0"
+            raise HostExprError(f"{self} divides by {self.b}{shown}")
+        return -(-a // b)
 
     def params(self) -> frozenset:
         return self.a.params() | self.b.params()

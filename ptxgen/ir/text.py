@@ -268,11 +268,11 @@ class _Reader:
         self.defined, self.scopes = {}, [{}]
         params = self.params_of(params_tree)
         self.params = {p.name: p for p in params}
-        attrs = {}
+        attrs, attr_locs = {}, {}
         if rest[0].data == "kattrs":
-            attrs = self.kernel_attrs(rest[0])
+            attrs, attr_locs = self.kernel_attrs(rest[0])
         body = Region([], self.ops(rest[-1].children))
-        return Kernel(str(name_token)[1:], params, attrs, body, self.loc(keyword))
+        return Kernel(str(name_token)[1:], params, attrs, body, self.loc(keyword), attr_locs)
 
     def params_of(self, tree) -> list:
         return [self.define(p.children[0], self.type(p.children[1])) for p in tree.children]
@@ -454,8 +454,10 @@ class _Reader:
             return TupleAttr(self.value(c) for c in tree.children)
         return self.literal(tree)
 
-    def kernel_attrs(self, tree) -> dict:
-        out = {}
+    def kernel_attrs(self, tree) -> tuple:
+        """(attributes, their locations: key → (Location of the key, Locations of the tuple's entries)); the
+        verifier checks the launch attributes (``ptxgen.ir.launch``) and reports at these locations."""
+        out, locs = {}, {}
         for attr in tree.children:
             key, value = attr.children
             if str(key) in out:
@@ -464,7 +466,15 @@ class _Reader:
             if str(key) == "grid":
                 v = tuple(self.host(e, value) for e in v) if type(v) is tuple else self.host(v, value)
             out[str(key)] = v
-        return out
+            entries = value.children if value.data == "htuple" else [value]
+            locs[str(key)] = (self.loc(key), tuple(self._entry_loc(e, key) for e in entries))
+        return out, locs
+
+    def _entry_loc(self, node, fallback) -> Location:
+        from lark import Tree
+        if isinstance(node, Tree) and getattr(node.meta, "empty", True):
+            return self.loc(fallback)
+        return self.loc(node)
 
     def hvalue(self, tree):
         kind = tree.data

@@ -24,6 +24,7 @@ from llvmlite import ir
 
 import layoutc as lc
 
+from ..ir import launch
 from ..ir.core import Kernel, Region
 from ..ir.ops import OPS, smem_plan
 from ..ir.types import FragmentType, GlobalTensorType, ScalarType, SCALARS, TensorMapType
@@ -140,13 +141,6 @@ class _DistinctLoopMD(ir.values.MDValue):
         buf += ("distinct !{{ {0} }}".format(", ".join(ops)), "\n")
 
 
-def _launch_triple(value, default=(1, 1, 1)):
-    if value is None:
-        return default
-    items = [int(x) for x in (value if isinstance(value, tuple) else (value,))]
-    return tuple(items + [1] * (3 - len(items)))
-
-
 class LoweringContext:
     """The state of one kernel's lowering. Ops use ``b`` (the IRBuilder), ``get``/``set``, the helpers below."""
 
@@ -154,8 +148,11 @@ class LoweringContext:
         self.kernel = kernel
         self.spec = spec
         self.locations = locations  # op -> (file, line, column) used for !dbg
-        self.block_dim = _launch_triple(kernel.attrs.get("block"))
-        self.cluster_dim = _launch_triple(kernel.attrs.get("cluster"))
+        try:  # a verified kernel's; an unverified one with a broken block must not reach LLVM (an empty !range aborts)
+            self.block_dim = launch.block_dims(kernel)
+            self.cluster_dim = launch.cluster_dims(kernel)
+        except launch.LaunchAttributeError as e:
+            raise LoweringError(None, str(e)) from None
         self.cluster_size = self.cluster_dim[0] * self.cluster_dim[1] * self.cluster_dim[2]
         self.module = ir.Module(name=kernel.name)
         self.module.triple = "nvptx64-nvidia-cuda"

@@ -16,7 +16,7 @@ import threading
 
 __all__ = [
     "CudaError", "gpu_available", "device_count", "compute_capability", "device_name", "context", "synchronize",
-    "Module", "Function", "set_max_dynamic_smem", "launch", "pack_args", "DeviceBuffer",
+    "Module", "Function", "set_max_dynamic_smem", "allow_non_portable_cluster", "launch", "pack_args", "DeviceBuffer",
 ]
 
 
@@ -261,6 +261,16 @@ def set_max_dynamic_smem(func, nbytes: int) -> None:
     context()
     _call("cuFuncSetAttribute", _func_handle(func),
           cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(nbytes))
+
+
+def allow_non_portable_cluster(func) -> None:
+    """Allow launches of ``func`` in clusters of more than the portable 8 CTAs (up to 16 on an H100):
+    ``cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1)``, what a kernel's
+    ``non_portable_cluster = true`` asks for. Post: ``cuLaunchKernelEx`` accepts cluster sizes up to the device's."""
+    cu = _cu()
+    context()
+    _call("cuFuncSetAttribute", _func_handle(func),
+          cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1)
 
 
 # ------------------------------------------------------------------------------------------------ launch

@@ -9,7 +9,10 @@ Per call the launcher
    extent divisibility) as a compact key and looks up — in the process, then in the disk cache (``cache.py``), else
    lowering and compiling with nvJitLink — and loads the kernel specialized for it (cache key: hash of the printed
    IR, specialization, arch, options, toolchain);
-3. evaluates the grid's host expressions (``cdiv(%n, 1024)``) through a Python function generated from them once;
+3. evaluates the grid's host expressions (``cdiv(%n, 1024)``) through a Python function generated from them once
+   (a grid the arguments make invalid — a negative or too large entry, a division by zero, not a multiple of the
+   cluster — raises LaunchError naming the attribute: ``@k: grid = (cdiv(%n, %m), 1, 1): cdiv(%n, %m) divides by
+   %m = 0``; a zero entry launches nothing);
 4. packs every parameter value with ONE ``struct.pack_into`` into that compiled kernel's argument block — the block
    and the ``void*[]`` array pointing into it are built once per compiled kernel — and calls ``cuLaunchKernelEx``
    with a launch config also built once (its grid rewritten only when it changes).
@@ -35,8 +38,8 @@ import math
 import re
 import struct
 
-from .driver import (CudaError, DeviceBuffer, Module, _cu, _error_string, _result_name, context, launch_config,
-                     resident_ctas, set_max_dynamic_smem)
+from .driver import (CudaError, DeviceBuffer, Module, _cu, _error_string, _result_name, allow_non_portable_cluster,
+                     context, launch_config, resident_ctas, set_max_dynamic_smem)
 
 __all__ = ["BoundLaunch", "LaunchError", "JitKernel", "CompiledKernel", "jit", "jit_text", "parse_verified"]
 
@@ -250,7 +253,7 @@ class CompiledKernel:
     block (8 bytes per parameter), the ``void*[]`` array into it and the launch config are built once;
     ``launch(values, grid, stream)`` packs the values with one ``struct.pack_into`` and launches."""
 
-    def __init__(self, name, compiled, abi, block, cluster, smem_bytes: int = 0):
+    def __init__(self, name, compiled, abi, block, cluster, smem_bytes: int = 0, non_portable_cluster: bool = False):
         self.name = name
         self.compiled = compiled
         self.loaded_from = load_image(compiled)
@@ -273,6 +276,8 @@ class CompiledKernel:
         self.smem_bytes = int(smem_bytes)
         if self.smem_bytes > STATIC_SMEM_LIMIT:  # opt in once per loaded function
             set_max_dynamic_smem(self.function, self.smem_bytes)
+        if non_portable_cluster:  # the kernel's non_portable_cluster = true: clusters of 9 to 16 CTAs
+            allow_non_portable_cluster(self.function)
         cu = _cu()
         self._cu = cu
         self.cfg = launch_config((1, 1, 1), block, self.smem_bytes, 0, cluster)
@@ -374,20 +379,19 @@ class JitKernel:
             else:
                 raise LaunchError(f"@{self.name}: parameter %{p.name} of type {p.type} cannot be passed yet")
         self._names = frozenset(p[0] for p in self.params)
-        attrs = kernel.attrs
-        grid = attrs.get("grid", (1, 1, 1))
-        grid = list(grid) if isinstance(grid, tuple) else [grid]
-        grid += [1] * (3 - len(grid))
+        from ..ir import launch
+
+        try:
+            grid = launch.grid_exprs(kernel)
+            self.block = launch.block_dims(kernel)
+            self.cluster = launch.cluster_dims(kernel)
+        except launch.LaunchAttributeError as exc:  # only an unverified kernel (the verifier reports these)
+            raise LaunchError(str(exc)) from None
+        self.non_portable_cluster = launch.non_portable_cluster(kernel)
+        self._grid_limits = launch.GRID_LIMITS
         source = "lambda a, s: (" + ", ".join(_grid_source(e, self.params) for e in grid) + ",)"
         self._grid_fn = eval(source, {"int": int})  # generated from the IR's host expressions only
         self.grid_source = source
-
-        def triple(v):
-            v = list(v) if isinstance(v, tuple) else [v if v is not None else 1]
-            return tuple(int(x) for x in v + [1] * (3 - len(v)))
-
-        self.block = triple(attrs.get("block", (1, 1, 1)))
-        self.cluster = triple(attrs.get("cluster", (1, 1, 1)))
         written = set()
         for op in walk(kernel.body):
             if op.name == "gmem.store":
@@ -458,7 +462,8 @@ class JitKernel:
         ck = self._loaded.get(spec)
         if ck is None:
             context()
-            ck = CompiledKernel(self.name, self.compile(spec), self.abi, self.block, self.cluster, self.smem_bytes)
+            ck = CompiledKernel(self.name, self.compile(spec), self.abi, self.block, self.cluster, self.smem_bytes,
+                                self.non_portable_cluster)
             self._loaded[spec] = ck
         return ck
 
@@ -595,7 +600,35 @@ class JitKernel:
     def grid(self, *args, **kwargs) -> tuple:
         """The grid a call with these arguments would launch (no device needed)."""
         _, _, shapes, _, kw = self._bind(args, kwargs, dry=True)
-        return self._grid_fn(kw, shapes)
+        return self._launch_grid(kw, shapes)
+
+    def _launch_grid(self, kwargs, shapes) -> tuple:
+        """The grid (x, y, z) of a call: the generated function's value when it is one the hardware runs (entries
+        from 0 to the limits, a multiple of the cluster); otherwise the host expressions evaluated again one by one
+        (``ptxgen.ir.launch.evaluate_grid``) to raise a LaunchError that names the attribute and the expression."""
+        try:
+            grid = self._grid_fn(kwargs, shapes)
+            x, y, z = grid
+            cx, cy, cz = self.cluster
+            lx, ly, lz = self._grid_limits
+            if (0 <= x <= lx and 0 <= y <= ly and 0 <= z <= lz
+                    and (cx == cy == cz == 1 or not (x % cx or y % cy or z % cz))):
+                return grid
+        except Exception:  # a division by zero, a missing extent: explained below
+            pass
+        from types import SimpleNamespace
+
+        from ..ir import launch
+
+        env = dict(kwargs)
+        env.update((name, SimpleNamespace(shape=tuple(shape))) for name, shape in shapes.items())
+        try:
+            return launch.evaluate_grid(self.kernel, env)
+        except launch.LaunchAttributeError as exc:
+            raise LaunchError(str(exc)) from None
+        except Exception as exc:
+            raise LaunchError(f"@{self.name}: cannot evaluate grid = {launch.show(self.kernel.attrs.get('grid'))} "
+                              f"for these arguments: {exc}") from None
 
     # -- launch ----------------------------------------------------------------------------------------------
     def prepare(self, *args, stream=0, **kwargs) -> "BoundLaunch":
@@ -606,7 +639,7 @@ class JitKernel:
         values, keys, shapes, copies, kwargs = self._bind(args, kwargs)
         if copies:
             raise LaunchError(f"@{self.name}: prepare() needs device tensors; {copies[0][0]} is a host array")
-        grid = self._grid_fn(kwargs, shapes)
+        grid = self._launch_grid(kwargs, shapes)
         ck = self._by_key.get(keys)
         if ck is None:
             ck = self._load(self._specialization_of(keys))
@@ -617,11 +650,8 @@ class JitKernel:
 
     def __call__(self, *args, stream=0, **kwargs) -> None:
         values, keys, shapes, copies, kwargs = self._bind(args, kwargs)
-        try:
-            grid = self._grid_fn(kwargs, shapes)
-        except Exception as exc:
-            raise LaunchError(f"@{self.name}: cannot evaluate the grid {self.kernel.attrs.get('grid')}: {exc}") from exc
-        if grid[0] <= 0 or grid[1] <= 0 or grid[2] <= 0:
+        grid = self._launch_grid(kwargs, shapes)
+        if not (grid[0] and grid[1] and grid[2]):  # an empty problem: nothing to launch
             return
         ck = self._by_key.get(keys)
         if ck is None:
@@ -683,6 +713,8 @@ class BoundLaunch:
         self._pack_ptr = struct.Struct("<Q").pack_into
 
     def __call__(self, **tensors) -> None:
+        if not (self.grid[0] and self.grid[1] and self.grid[2]):  # an empty problem: nothing to launch
+            return
         for name, a in tensors.items():
             if name in self._tmap_slot:
                 offset, dtype, rank, bound_shape = self._tmap_slot[name]

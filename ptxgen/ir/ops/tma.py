@@ -20,6 +20,7 @@ import layoutc as lc
 from layoutc.hopper import TmaError, make_tma_params
 
 from ..core import Kernel
+from ..launch import static_triple
 from ..types import I32, BarrierType, PipelineType, TensorMapType, TensorType
 from . import (
     AsyncOp, OpDef, Wait, const_int, describe_threads, element_bytes, from_bytes, kernel_rule, layoutc_dtype,
@@ -526,14 +527,10 @@ def _regions(region):
 
 
 def cluster_size(kernel: Kernel) -> int:
-    """CTAs per cluster of ``kernel`` (1 without a ``cluster`` attribute; non-literal sizes count as 1)."""
-    value = kernel.attrs.get("cluster")
-    items = value if isinstance(value, tuple) else (value,) if value is not None else ()
-    size = 1
-    for x in items:
-        x = getattr(x, "value", x)
-        size *= x if isinstance(x, int) else 1
-    return size
+    """CTAs per cluster of ``kernel``: ``cluster = (2, 1, 1)`` → 2; 1 without a ``cluster`` attribute or with one
+    the verifier refuses (reported at the attribute, ``ptxgen.ir.launch``)."""
+    dims = static_triple(kernel.attrs.get("cluster"))
+    return dims[0] * dims[1] * dims[2] if dims is not None else 1
 
 
 def _expects_tx(op):
