@@ -128,6 +128,8 @@ def test_interpreter_tma_copy_of_bf16():
                         "(e.g. x.astype(numpy.float16)), not float32"),
     ("f32", np.float64, "argument %x: the kernel wants f32; pass a numpy array of dtype numpy.float32 "
                         "(e.g. x.astype(numpy.float32)), not float64"),
+    ("f32", ">f4", "argument %x: the kernel wants f32; pass a numpy array of dtype numpy.float32 "
+                   "(e.g. x.astype(numpy.float32)), not float32 (>f4)"),      # byte-swapped
 ])
 def test_interpreter_names_what_to_pass(dtype, given, message):
     x = np.zeros(8, given)

@@ -82,7 +82,8 @@ def host_dtype_mismatch(name: str, got, t, torch: bool = True) -> str | None:
             got = None
         if got is not None and got == want:
             return None
-        shown = got.name if got is not None else str(shown)
+        # a byte-swapped float32 is named by its typestr ('>f4'), so the message does not read "not float32"
+        shown = str(shown) if got is None else got.name if got.isnative else f"{got.name} ({got.str})"
     spelled = host_dtype_name(tname)
     text = (f"argument %{name}: the kernel wants {tname}; pass a numpy array of dtype {spelled} "
             f"(e.g. {name}.astype({spelled}))")
