@@ -79,15 +79,17 @@ def main(argv) -> int:
             got = c.double().cpu().numpy()
             where = "GPU (" + torch.cuda.get_device_name() + ")"
     if want is None:
-        from ptxgen.interp import interpret
-        from ptxgen.ir.ops import round_to
-        from ptxgen.ir.types import BF16
+        import ml_dtypes
 
-        a = round_to(rng.standard_normal((m, k)), BF16)
-        b = round_to(rng.standard_normal((n, k)), BF16)
-        got = np.full((m, n), np.nan, dtype=np.float32)
-        interpret(module, {"a": a, "b": b, "c": got, "m": m, "n": n, "k": k})
+        from ptxgen.interp import interpret
+
+        # host data of a bf16 parameter is ml_dtypes.bfloat16, for the interpreter as for the GPU launcher
+        a = rng.standard_normal((m, k)).astype(ml_dtypes.bfloat16)
+        b = rng.standard_normal((n, k)).astype(ml_dtypes.bfloat16)
+        c = np.full((m, n), np.nan, dtype=ml_dtypes.bfloat16)
+        interpret(module, {"a": a, "b": b, "c": c, "m": m, "n": n, "k": k})
         want = a.astype(np.float64) @ b.astype(np.float64).T
+        got = c.astype(np.float64)
         where = "CPU interpreter (no GPU found)"
     err = float(np.linalg.norm(got - want) / np.linalg.norm(want))
     print(f"ran on the {where}: relative error vs float64 = {err:.2e} (bf16 output)")

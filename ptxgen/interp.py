@@ -30,7 +30,8 @@ import numpy as np
 
 from .ir import launch
 from .ir.core import Kernel, Region
-from .ir.ops import OPS, SMEM_BASE, describe_threads, numpy_dtype, smem_plan
+from .ir.host_dtypes import host_dtype_mismatch
+from .ir.ops import OPS, SMEM_BASE, describe_threads, numpy_dtype, round_to, smem_plan
 from .ir.ops.mbarrier import check_remote_accesses_end
 from .ir.ops.tma import encode_tensor_map
 from .ir.types import GlobalTensorType, ScalarType, TensorMapType
@@ -307,6 +308,9 @@ def _prepare(ir, args: dict, kernel, grid, check: bool, schedule, races):
         if isinstance(p.type, GlobalTensorType):
             if not isinstance(value, np.ndarray) or value.ndim != p.type.rank:
                 raise InterpreterError(f"@{k.name}: argument {p.name} must be a rank-{p.type.rank} numpy array")
+            wrong = host_dtype_mismatch(p.name, value.dtype, p.type.dtype, torch=False)
+            if wrong:
+                raise InterpreterError(f"@{k.name}: {wrong}")
         elif isinstance(p.type, TensorMapType):
             try:
                 bound[p.name] = encode_tensor_map(value, p.type, p.name)
@@ -366,6 +370,9 @@ def _new_cta(k, block_index, grid_dim, block_dim, env, bound, plan, cache, sched
             cta.set(p, bound[p.name])
         elif isinstance(p.type, GlobalTensorType):
             cta.set(p, value)
+        elif p.type.is_float:
+            # a number for a bf16/f16/fp8 parameter is rounded to its type, as the launcher packs it
+            cta.set(p, round_to(np.full(cta.nthreads, value, dtype=np.float32), p.type))
         else:
             cta.set(p, np.full(cta.nthreads, value, dtype=numpy_dtype(p.type)))
     return cta
@@ -376,7 +383,11 @@ def interpret(ir, args: dict, kernel: str | None = None, grid=None, check: bool 
     """Run a kernel on the CPU: ``interpret(module, {"x": x, "z": z, "n": 4096})``.
 
     ``args`` maps parameter names (without %) to numpy arrays (gtensor and tmap parameters, modified in place) or
-    numbers. ``grid`` overrides the kernel's grid attribute. ``schedule``: when asynchronous copies happen —
+    numbers. An array has the element type's host dtype, as for the launcher (``ptxgen.ir.host_dtypes``:
+    ``numpy.float32`` for f32, ``numpy.float16`` for f16, ``ml_dtypes.bfloat16`` for bf16, ``ml_dtypes.float8_e4m3fn``
+    / ``float8_e5m2`` for e4m3 / e5m2); any other dtype is an InterpreterError that says what to pass. A number for a
+    narrow float parameter is rounded to it. ``grid`` overrides the kernel's grid attribute. ``schedule``: when
+    asynchronous copies happen —
     ``"lazy"`` (default; only when a blocked wait needs them), ``"eager"`` (at issue), or a seed / numpy Generator
     (random). ``races``: ``"error"`` (default) raises RaceError on a shared-memory race with a copy in flight,
     ``"ignore"`` lets it happen. Pre: the IR verifies (checked unless ``check=False``).

@@ -33,6 +33,7 @@ import os
 import secrets
 from dataclasses import dataclass
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -318,22 +319,16 @@ CASE_IDS = [c.name for c in CASES]
 KERNEL_KEYS = sorted({c.key for c in CASES})
 
 
-def f32_to_bf16_bits(x: np.ndarray) -> np.ndarray:
-    """Round float32 to bf16 (round to nearest, ties to even) and return the 16-bit patterns (finite inputs)."""
-    u = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
-    r = (u + 0x7FFF + ((u >> 16) & 1)) >> 16
-    return r.astype(np.uint16)
-
-
-def bf16_bits_to_f32(b: np.ndarray) -> np.ndarray:
-    """The float32 value of bf16 bit patterns (exact)."""
-    return (np.asarray(b, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+def bf16_values(bits: np.ndarray) -> np.ndarray:
+    """The float32 values of bf16 bit patterns (exact)."""
+    return np.asarray(bits, dtype=np.uint16).view(ml_dtypes.bfloat16).astype(np.float32)
 
 
 def random_bf16(rng: np.random.Generator, shape) -> tuple:
-    """(bf16 bits, their exact float32 values) of fresh random normal numbers."""
-    bits = f32_to_bf16_bits(rng.standard_normal(shape, dtype=np.float32))
-    return bits, bf16_bits_to_f32(bits)
+    """(bf16 bits, their exact float32 values) of fresh random normal numbers (rounded to nearest even by
+    ml_dtypes)."""
+    values = rng.standard_normal(shape, dtype=np.float32).astype(ml_dtypes.bfloat16)
+    return values.view(np.uint16), values.astype(np.float32)
 
 
 def operand_image(op: Operand, bits: np.ndarray, offset: int) -> np.ndarray:
@@ -391,7 +386,7 @@ def prepare(case: Case, seed: int | None = None) -> Prepared:
     a_rows = slice(case.a.mn * case.a.block, case.a.mn * (case.a.block + 1))
     b_rows = slice(case.b.mn * case.b.block, case.b.mn * (case.b.block + 1))
     a_tile_bits, b_tile_bits = a_bits[a_rows, ks], b_bits[b_rows, ks]
-    a_tile, b_tile = bf16_bits_to_f32(a_tile_bits), bf16_bits_to_f32(b_tile_bits)
+    a_tile, b_tile = bf16_values(a_tile_bits), bf16_values(b_tile_bits)
     reference = a_tile.astype(np.float64) @ b_tile.astype(np.float64).T
     return Prepared(
         case=case, seed=seed,

@@ -311,7 +311,9 @@ def test_launcher_derives_maps_and_shared_memory_without_a_device():
         k.argument_values(x=FakeCudaArray(0x10000, (1000, 333)), y=y, m=1000, n=333)
     with pytest.raises(LaunchError, match=r"@tma_copy: argument x: .*mode order \(0, 1\)|argument x: cannot encode"):
         k.argument_values(x=FakeCudaArray(0x10000, (32, 64), strides=(4, 128)), y=y, m=32, n=64)
-    with pytest.raises(LaunchError, match="@tma_copy: argument x has typestr <f8"):
+    with pytest.raises(LaunchError, match=r"@tma_copy: argument %x: the kernel wants f32; pass a numpy array of dtype "
+                                          r"numpy.float32 .* or a torch.float32 tensor, not typestr '<f8' \(CUDA array "
+                                          r"interface\)$"):
         k.argument_values(x=FakeCudaArray(0x10000, (64, 64), "<f8"), y=y, m=64, n=64)
     # numpy: the device copy's rows are padded to 16 bytes, so any width is accepted
     k.argument_values(x=np.zeros((5, 3), np.float32), y=np.zeros((5, 3), np.float32), m=5, n=3)

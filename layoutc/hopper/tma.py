@@ -578,8 +578,19 @@ class TmaParams:
 # From layouts
 # ---------------------------------------------------------------------------------------------------------------
 
-def _global_modes(global_layout, esize, err):
-    """(mode_order, dims by mode, byte strides by mode) of a global tensor layout; see make_tma_params."""
+def _global_modes(global_layout, esize, err, inner_mode=None):
+    """(mode_order, dims by mode, byte strides by mode) of a global tensor layout; see make_tma_params.
+
+    Driver dim 0 is a mode TMA can walk with the element size as its stride: the mode of stride 1, or a mode of
+    extent 1, whose only coordinate is 0 so that its stride never moves the address (torch reports any stride for
+    a size-1 dim: ``x[:, 3:4]`` of a row-major (M,K) is (M,1):(K,1)). Where both kinds exist, ``inner_mode`` (the
+    smem layout's contiguous mode) picks among them, so a (M,1) column written into a row-major box is read along
+    its extent-1 mode; otherwise the stride-1 mode wins.
+
+    An extent-1 mode at driver dim d >= 1 gets a stride that is legal and canonical: the bytes the dims before it
+    span, rounded up to 16 (dense packing in driver order). Only out-of-bounds box elements (coordinates >= 1 along
+    that mode, which TMA fills with zeros and a store skips) ever lie beyond coordinate 0, so it addresses nothing.
+    """
     if isinstance(global_layout, ComposedLayout) or not isinstance(global_layout, Layout):
         raise err("the global tensor is a plain Layout (shape:stride in elements), not a swizzled or composed one")
     ms = modes(global_layout)
@@ -599,17 +610,22 @@ def _global_modes(global_layout, esize, err):
     contiguous = [i for i, (n, s) in enumerate(zip(dims, strides)) if n > 1 and s == 1]
     if len(contiguous) > 1:
         raise err(f"global modes {contiguous[0]} and {contiguous[1]} both have stride 1 (they alias)")
-    if not contiguous:
-        if product(tuple(dims)) > 1:
-            shown = ",".join("_" if s is None else str(s) for s in strides)
-            raise err(f"no global mode has stride 1 (strides ({shown}) elements): TMA's dim 0 must be contiguous")
-        contiguous = [0]
-    order = tuple(contiguous + [i for i in range(len(ms)) if i != contiguous[0]])
-    # A size-1 mode's stride never moves the address (its coordinate is 0 in bounds); give it a legal one: the
-    # tensor's byte span rounded up to 16 (the driver accepts strides in any order, checked on an H100).
-    span = (sum((n - 1) * s for n, s in zip(dims, strides) if s is not None) + 1) * esize
-    filler = -(-span // 16) * 16
-    byte_strides = [filler if s is None else s * esize for s in strides]
+    single = [i for i, n in enumerate(dims) if n == 1]
+    if not contiguous and not single:
+        shown = ",".join(str(s) for s in strides)
+        raise err(f"no global mode has stride 1 (strides ({shown}) elements): TMA's dim 0 must be contiguous")
+    first = inner_mode if inner_mode in single else (contiguous + single)[0]
+    order = (first,) + tuple(i for i in range(len(ms)) if i != first)
+    byte_strides = [None] * len(ms)
+    reach = dims[first] * esize  # bytes the driver dims so far span
+    for i in order[1:]:
+        if strides[i] is not None:
+            byte_strides[i] = strides[i] * esize
+        else:
+            filler = -(-reach // 16) * 16
+            # only a tensor spanning 1 TiB reaches the limit; any legal stride serves a mode that is never walked
+            byte_strides[i] = filler if filler < TMA_GLOBAL_STRIDE_LIMIT else 16
+        reach = max(reach, byte_strides[i] * dims[i])
     return order, dims, byte_strides
 
 
@@ -711,9 +727,9 @@ def _prepare(op: str, global_layout, dtype, smem_layout, swizzle):
 
     dt, tdt = _element(dtype)
     esize = dt.bits // 8
-    order, dims, byte_strides = _global_modes(global_layout, esize, err)
-    rank = len(order)
     sw_l, off, inner = _smem_parts(smem_layout, err)
+    order, dims, byte_strides = _global_modes(global_layout, esize, err, _contiguous_mode(inner))
+    rank = len(order)
     tsw = _resolve_swizzle(sw_l, swizzle, err)
     ext = _mode_extents(inner, rank, err)
     return err, dt, tdt, esize, order, dims, byte_strides, rank, sw_l, off, inner, tsw, ext
@@ -727,7 +743,11 @@ def make_tma_params(global_layout, dtype, smem_box_layout, *, swizzle=None, elem
     - ``global_layout``: the whole global tensor, shape = its logical shape, strides in ELEMENTS, any mode order
       (row-major (M,K):(K,1), column-major (M,K):(1,M), a batch mode (M,K,L):(K,1,M·K), ...). Each mode is one
       strided dim; the mode with stride 1 becomes the driver's dim 0 (TmaError if none), the others follow in mode
-      order (``mode_order``). Byte strides are ``stride·elem_bytes``.
+      order (``mode_order``). Byte strides are ``stride·elem_bytes``. A mode of extent 1 may have any stride (its
+      coordinate is always 0): it can be dim 0 when the smem box is contiguous along it (an (M,1) column read into a
+      row-major box: dims (1, M)), and elsewhere it carries the dense stride of the dims before it. So a (1, N) row,
+      an (M, 1) column with a 16-byte row pitch, (1, 1) and rank-3 tensors with extent-1 modes all have maps; box
+      elements past the extent are out of bounds (zeros loaded, skipped by a store).
     - ``dtype``: element type name (``'bf16'``, ``'e4m3'`` → UINT8, ...), DType or TmaDataType.
     - ``smem_box_layout``: the smem layout one copy fills, over the same modes as the global tensor (missing trailing
       modes are box size 1): a Layout, or ``Sw o offset o L`` with the Swizzle on byte addresses, e.g. the GMMA tile

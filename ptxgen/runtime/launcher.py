@@ -2,9 +2,12 @@
 
 Per call the launcher
 
-1. binds the arguments: numpy arrays are copied to the device (and the ones the kernel stores to are copied
-   back into the array afterwards); CUDA tensors (torch: ``data_ptr()/shape/stride()``; anything else through
-   ``__cuda_array_interface__``, e.g. cupy; ``DeviceBuffer.from_numpy`` buffers) are used in place; scalars by value;
+1. binds the arguments: numpy arrays, of the element type's host dtype (``ptxgen.ir.host_dtypes``:
+   ``ml_dtypes.bfloat16`` for bf16, ``ml_dtypes.float8_e4m3fn`` for e4m3, ..., the interpreter's convention too),
+   are copied to the device (and the ones the kernel stores to are copied back into the array afterwards); a
+   numpy array of any other dtype is a LaunchError that says what to pass; CUDA tensors (torch:
+   ``data_ptr()/shape/stride()``; anything else through ``__cuda_array_interface__``, e.g. cupy, or DLPack;
+   ``DeviceBuffer.from_numpy`` buffers) are used in place; scalars by value;
 2. reads the specialization off the tensors (the rules of ``TensorSpec.of``: contiguous mode, 16-byte alignment,
    extent divisibility) as a compact key and looks up — in the process, then in the disk cache (``cache.py``), else
    lowering and compiling with nvJitLink — and loads the kernel specialized for it (cache key: hash of the printed
@@ -22,9 +25,11 @@ interface, numpy arrays copied in and, when the kernel TMA-stores to them, back)
 ``layoutc.hopper.make_tma_params`` from the argument's real shape, element strides and type (the rules of the
 interpreter's ``encode_tensor_map``), encoded by the driver's ``cuTensorMapEncodeTiled`` and cached per
 (address, shape, strides): the hot path is a dict lookup and 128 bytes copied into the argument block. A numpy array
-whose row pitch is not a multiple of 16 bytes (TMA's rule) is copied to a device buffer with a padded pitch, as
-cudaMallocPitch would. Kernels with shared memory launch with the plan's bytes (plus 1 KiB slack for the window's
-1024-byte alignment, where the 227 KiB budget allows) and ``MAX_DYNAMIC_SHARED_SIZE_BYTES`` raised above 48 KiB.
+is copied to a device buffer whose row pitch is padded to a multiple of 16 bytes (TMA's rule; ``pitched_shape``), as
+cudaMallocPitch would, so any (M, N) array works, an (M, 1) column included. A device tensor is described in place:
+a mode of extent 1 may have any stride (torch's ``x[:, :1]``), the others must meet TMA's rules. Kernels with shared
+memory launch with the plan's bytes (plus 1 KiB slack for the window's 1024-byte alignment, where the 227 KiB budget
+allows) and ``MAX_DYNAMIC_SHARED_SIZE_BYTES`` raised above 48 KiB.
 
 Launch failures raise ``LaunchError`` naming the kernel. Launches are asynchronous (numpy arguments synchronize
 through their copy back); a fault shows at the next synchronizing call. Not thread-safe (one caller at a time per
@@ -34,7 +39,6 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
-import math
 import re
 import struct
 
@@ -48,6 +52,8 @@ class LaunchError(RuntimeError):
     """A kernel could not be launched, or its arguments are wrong: the message starts with ``@name:``."""
 
 
+# typestr of a CUDA-array-interface tensor (cupy, numba): the interface has no bf16 or fp8 type, so producers offer
+# bf16 as 2 opaque bytes and fp8 as bytes; numpy arrays are checked against ptxgen.ir.host_dtypes instead
 _NUMPY_TYPESTR = {"f32": "f4", "f16": "f2", "i32": "i4", "u32": "u4", "i64": "i8", "u64": "u8", "i1": "b1",
                   "e4m3": "u1", "e5m2": "u1", "bf16": "V2"}
 _TORCH_DTYPE = {"torch.float32": "f32", "torch.float16": "f16", "torch.bfloat16": "bf16", "torch.int32": "i32",
@@ -172,9 +178,10 @@ def encode_tensor_map(kernel: str, name: str, ptr: int, shape, strides, t, stati
 
 
 _DL_CUDA, _DL_CUDA_MANAGED = 2, 13        # DLDeviceType of CUDA device memory and managed memory
-# (DLDataTypeCode, bits) → our type: 0 int, 1 uint, 2 float, 4 bfloat (6: float8 e4m3fn / e5m2 share a code)
+# (DLDataTypeCode, bits) → our type (dlpack.h: 0 int, 1 uint, 2 float, 4 bfloat, 6 bool, 10 float8_e4m3fn,
+# 12 float8_e5m2; torch exports its bool, bfloat16 and float8 tensors with these codes)
 _DLPACK_DTYPE = {(0, 32): "i32", (0, 64): "i64", (1, 32): "u32", (1, 64): "u64", (2, 16): "f16", (2, 32): "f32",
-                 (4, 16): "bf16", (1, 1): "i1", (6, 8): "e4m3"}
+                 (4, 16): "bf16", (6, 8): "i1", (10, 8): "e4m3", (12, 8): "e5m2"}
 
 
 class _DLDevice(ctypes.Structure):
@@ -212,6 +219,19 @@ def _c_strides(shape) -> tuple:
         strides.append(acc)
         acc *= extent
     return tuple(reversed(strides))
+
+
+def _torch_cpu_numpy(t):
+    """The numpy view (sharing memory) of a CPU torch tensor. torch hands no bf16 or fp8 tensor to numpy, so those
+    come as ml_dtypes views of their bits: a CPU ``torch.bfloat16`` tensor → an ``ml_dtypes.bfloat16`` array."""
+    ours = _TORCH_DTYPE.get(str(t.dtype))
+    if ours in ("bf16", "e4m3", "e5m2"):
+        import torch
+
+        from ..ir.host_dtypes import host_dtype
+
+        return t.view(torch.int16 if ours == "bf16" else torch.uint8).numpy().view(host_dtype(ours))
+    return t.numpy()
 
 
 def _spec_key(ptr, shape, strides, itemsize):
@@ -475,44 +495,42 @@ class JitKernel:
         if getattr(a, "is_cuda", False) and hasattr(a, "data_ptr"):  # torch
             if (name, a.dtype) not in self._torch_ok:
                 if _TORCH_DTYPE.get(str(a.dtype)) != dtype:
-                    raise LaunchError(f"@{self.name}: argument {name} has dtype {a.dtype}, the kernel wants {dtype}")
+                    self._wrong_dtype(name, str(a.dtype), dtype)
                 self._torch_ok[(name, a.dtype)] = True
                 _TORCH_TYPES[type(a)] = True
             out = a.data_ptr(), a.shape, a.stride()
         elif isinstance(a, DeviceBuffer) and getattr(a, "shape", None) is not None:  # DeviceBuffer.from_numpy
-            if a.dtype.str[1:] != _NUMPY_TYPESTR[dtype] and not (dtype == "bf16" and a.dtype.itemsize == 2):
-                raise LaunchError(f"@{self.name}: argument {name} has dtype {a.dtype}, the kernel wants {dtype}")
+            self._check_host_dtype(name, a.dtype, dtype)
             out = a.ptr, tuple(a.shape), _c_strides(a.shape)
         elif hasattr(a, "__cuda_array_interface__"):
             cai = a.__cuda_array_interface__
             typestr = cai["typestr"]
             if typestr[1:] != _NUMPY_TYPESTR[dtype]:
-                raise LaunchError(f"@{self.name}: argument {name} has typestr {typestr}, the kernel wants {dtype}")
+                self._wrong_dtype(name, f"typestr {typestr!r} (CUDA array interface)", dtype)
             shape = tuple(cai["shape"])
             st = cai.get("strides")
             itemsize = _ITEMSIZE[dtype]
             out = int(cai["data"][0]), shape, (_c_strides(shape) if st is None else tuple(x // itemsize for x in st))
         elif hasattr(a, "__dlpack_device__") and a.__dlpack_device__()[0] in (_DL_CUDA, _DL_CUDA_MANAGED):
             ptr, shape, strides, code_bits = dlpack_view(a)
-            if _DLPACK_DTYPE.get(code_bits) != dtype and not (dtype == "bf16" and code_bits == (4, 16)):
-                raise LaunchError(f"@{self.name}: argument {name} has DLPack type (code, bits) {code_bits}, the "
-                                  f"kernel wants {dtype}")
+            if _DLPACK_DTYPE.get(code_bits) != dtype:
+                self._wrong_dtype(name, f"DLPack type (code, bits) {code_bits}", dtype)
             out = ptr, shape, strides
         else:
             import numpy as np
 
             if type(a).__module__.startswith("torch"):  # a CPU tensor: its numpy view (shares memory)
-                a = a.numpy()
+                a = _torch_cpu_numpy(a)
             if not isinstance(a, np.ndarray):
                 raise LaunchError(f"@{self.name}: argument {name} must be an array (numpy, torch, cupy), "
                                   f"not {type(a).__name__}")
-            if a.dtype.str[1:] != _NUMPY_TYPESTR[dtype] and not (dtype == "bf16" and a.dtype.itemsize == 2):
-                raise LaunchError(f"@{self.name}: argument {name} has dtype {a.dtype}, the kernel wants {dtype}")
+            self._check_host_dtype(name, a.dtype, dtype)
             host = np.ascontiguousarray(a)
             device_shape = tuple(host.shape)
-            if pitch and host.ndim >= 2:  # TMA needs every byte stride but the innermost to be a multiple of 16
-                unit = 16 // math.gcd(16, host.itemsize)
-                device_shape = device_shape[:-1] + (-(-device_shape[-1] // unit) * unit,)
+            if pitch:  # TMA needs every byte stride but the innermost to be a multiple of 16
+                from ..ir.ops.tma import pitched_shape
+
+                device_shape = pitched_shape(device_shape, host.itemsize)
             ptr = 0
             if not dry:
                 if device_shape != host.shape:
@@ -527,6 +545,20 @@ class JitKernel:
         if len(out[1]) != rank:
             raise LaunchError(f"@{self.name}: argument {name} has rank {len(out[1])}, the kernel wants {rank}")
         return out
+
+    def _check_host_dtype(self, name, got, dtype) -> None:
+        """Raise unless ``got`` (a numpy dtype) is the host dtype of element type ``dtype`` (ptxgen.ir.host_dtypes)."""
+        from ..ir.host_dtypes import host_dtype_mismatch
+
+        wrong = host_dtype_mismatch(name, got, dtype)
+        if wrong:
+            raise LaunchError(f"@{self.name}: {wrong}")
+
+    def _wrong_dtype(self, name, shown: str, dtype) -> None:
+        """Raise the wrong-dtype LaunchError for a device tensor whose element type is ``shown``."""
+        from ..ir.host_dtypes import host_dtype_mismatch
+
+        raise LaunchError(f"@{self.name}: {host_dtype_mismatch(name, shown, dtype)}")
 
     def _tmap(self, name, a, dtype, rank, copies, dry):
         """(the 128 bytes of the CUtensorMap for tensor argument ``a`` of tmap parameter ``name``, its shape). Cached

@@ -156,8 +156,9 @@ class GLoad(_GmemAccess):
         tile = ix.get(view)
         glob, inside = self._addresses(ix, op, tile, thread, op.attrs["tv"])
         safe = np.where(inside[..., None], glob, 0)
-        values = tile.array[tuple(safe[..., k] for k in range(safe.shape[-1]))]
         dtype = op.results[0].type.dtype
+        # the host array holds host_dtype (ml_dtypes.bfloat16, ...); the interpreter computes in numpy_dtype
+        values = tile.array[tuple(safe[..., k] for k in range(safe.shape[-1]))].astype(numpy_dtype(dtype))
         other = convert(np.array(op.attrs.get("other", 0)), F32, dtype)
         ix.set(op.results[0], np.where(inside, values, other).astype(numpy_dtype(dtype)))
 

@@ -3,8 +3,9 @@ the async-proxy fence.
 
 A ``tmap<T, R>[box]`` kernel parameter is a TMA tensor map over a rank-R global tensor whose LAST mode is contiguous
 (row-major, numpy's C order); ``box`` is the smem layout one copy writes, over the global tensor's modes (checked
-with ``layoutc.hopper.make_tma_params``). In the interpreter the parameter receives the numpy global array and is
-encoded with ``make_tma_params`` from the array's real shape and strides, as the host would.
+with ``layoutc.hopper.make_tma_params``). In the interpreter the parameter receives the numpy global array (of
+``host_dtype(T)``) and is encoded with ``make_tma_params`` as the launcher encodes it: over the pitched device copy
+of the array (``pitched_shape``). A mode of extent 1 (a (1, N) row, an (M, 1) column) is fine: it may be TMA's dim 0.
 
 A copy is asynchronous: ``tma.load`` and ``tma.store`` only issue it; the interpreter's scheduler performs it later
 (a load reads global memory, writes the box into shared memory and completes its bytes on the barrier in one step;
@@ -13,6 +14,7 @@ a store first reads its smem source, then writes global memory).
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 
@@ -72,28 +74,42 @@ class TensorMapValue:
         self.name = name
 
 
+def pitched_shape(shape, itemsize: int) -> tuple:
+    """The shape of the device buffer the host copies a numpy argument of a tmap parameter into: the last extent
+    rounded up so that every row pitch is a multiple of 16 bytes (TMA's stride rule), as cudaMallocPitch would; the
+    argument is the leading ``shape`` view of it. (8,37) f32 → (8,40); (20,1) f32 → (20,4); (1,300) f32 and every
+    rank-1 shape unchanged. Post: C-order strides of the result, times ``itemsize``, are multiples of 16 past dim 0."""
+    shape = tuple(int(n) for n in shape)
+    if len(shape) < 2:
+        return shape
+    unit = 16 // math.gcd(16, int(itemsize))
+    return shape[:-1] + (-(-shape[-1] // unit) * unit,)
+
+
 def encode_tensor_map(array, t: TensorMapType, name: str) -> TensorMapValue:
-    """Encode the map of parameter ``name`` over ``array`` as the host would (``make_tma_params`` on the array's shape
-    and element strides, its address checked for 16-byte alignment). Raises ValueError with the reason."""
+    """Encode the map of parameter ``name`` over a numpy ``array`` as the launcher does: the array holds
+    ``host_dtype(t.dtype)`` (``ml_dtypes.bfloat16`` for bf16, ...), and the map describes the pitched device copy the
+    launcher makes of it (``pitched_shape``: C order, rows padded to a multiple of 16 bytes), so its own strides and
+    address do not matter. E.g. a (20, 1) f32 column: dims (1, 20), strides (16,). Raises ValueError with the
+    reason (the box does not fit the array's mode order, a wrong dtype, a wrong rank)."""
+    from ..host_dtypes import host_dtype_mismatch  # ml_dtypes: only where host arrays are bound, not for jit()
+
     if not isinstance(array, np.ndarray) or array.ndim != t.rank:
         raise ValueError(f"argument {name} must be a rank-{t.rank} numpy array for {t}")
-    if array.dtype != numpy_dtype(t.dtype):
-        raise ValueError(f"argument {name} holds {array.dtype} but {t} needs {np.dtype(numpy_dtype(t.dtype))}")
+    wrong = host_dtype_mismatch(name, array.dtype, t.dtype, torch=False)
+    if wrong:
+        raise ValueError(wrong)
     if array.size == 0:
         # an empty tensor has no map (the driver refuses zero extents); the host passes a blank one, as the launcher
         # does, and a copy through it is an error
         return TensorMapValue(array, None, t.dtype, name)
-    if any(s % array.itemsize for s in array.strides):
-        raise ValueError(f"argument {name}'s strides {array.strides} are not whole elements")
-    glob = lc.Layout(tuple(array.shape), tuple(s // array.itemsize for s in array.strides))
-    if array.itemsize == element_bytes(t.dtype) and array.size and array.ctypes.data % 16:
-        raise ValueError(f"argument {name}: cuTensorMapEncodeTiled needs a 16-byte aligned global address, not "
-                         f"{array.ctypes.data:#x}")
+    row_major = lc.make_layout(pitched_shape(array.shape, array.itemsize), lc.LayoutRight)
+    glob = lc.Layout(tuple(array.shape), row_major.stride)
     try:
         params = make_tma_params(glob, layoutc_dtype(t.dtype), t.box)
     except TmaError as e:
-        raise ValueError(f"argument {name}: cannot encode {t} for a {array.shape} array with element strides "
-                         f"{glob.stride}: {e}") from None
+        raise ValueError(f"argument {name}: cannot encode {t} for a {array.shape} array (its device copy has element "
+                         f"strides {glob.stride}): {e}") from None
     return TensorMapValue(array, params, t.dtype, name)
 
 
@@ -136,8 +152,9 @@ class TmaCopy(AsyncOp):
         if self.kind == "load":
             glob, inside = self._global(ix)
             safe = np.where(inside[:, None], glob, 0)
+            # the host array holds host_dtype (ml_dtypes.bfloat16, ...); the interpreter computes in numpy_dtype
             values = arr[tuple(safe[:, k] for k in range(safe.shape[1]))] if arr.size else np.zeros(len(glob))
-            values = np.where(inside, values, 0).astype(arr.dtype)
+            values = np.where(inside, values.astype(numpy_dtype(self.tmap.dtype)), 0)
             raw = to_bytes(values, self.tmap.dtype)
             for cta, (bars, i) in self.targets or [(ix, self.barrier)]:
                 cta.smem_dma_write(self.addresses, raw)
