@@ -207,11 +207,8 @@ class TmaOobFill(enum.IntEnum):
 # Element types
 # ---------------------------------------------------------------------------------------------------------------
 
-# Element types the driver has but layoutc.hopper.dtypes does not list; only this module needs them.
-_EXTRA_DTYPES = {t.name: t for t in (
-    DType("u16", 16, "uint"), DType("s16", 16, "int"), DType("u64", 64, "uint"), DType("s64", 64, "int"),
-    DType("f32_ftz", 32, "float"), DType("tf32_ftz", 32, "float"),
-)}
+# The driver's flush-to-zero variants are copy modes, not element types, so layoutc.hopper.dtypes does not list them.
+_EXTRA_DTYPES = {t.name: t for t in (DType("f32_ftz", 32, "float"), DType("tf32_ftz", 32, "float"))}
 
 _D = TmaDataType
 _NAME_TO_TMA = {
@@ -273,7 +270,7 @@ def tma_data_type(element) -> TmaDataType:
     """The driver data type of an element type: ``tma_data_type('bf16')`` → CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
     ``'e4m3'``, ``'e5m2'``, ``'s8'`` → UINT8 (the driver has no fp8/int8 type; TMA copies the bytes unchanged).
 
-    Also knows ``u16 s16 u64 s64 f32_ftz tf32_ftz`` (driver types that ``layoutc.hopper.dtypes`` lacks).
+    Also knows ``f32_ftz tf32_ftz`` (the driver's flush-to-zero copies, not element types of ``layoutc.hopper.dtypes``).
     Pre: a byte-sized element (TmaError for s4/u4/b1).
     """
     return _element(element)[1]
