@@ -8,7 +8,9 @@ from __future__ import annotations
 from .gc_pause import gc_paused
 from .ir.core import Kernel, Module, Region
 from .ir.hostexpr import Word
-from .ir.ops import KERNEL_RULES, OPS
+from .ir.ops import KERNEL_RULES, OPS, attribute_key_problems
+from .ir.suggest import did_you_mean
+from .ir.text import attribute_text
 from .ir.types import ScalarType
 
 
@@ -56,8 +58,9 @@ class Verifier:
             return None
         value = op.attrs[name]
         if not isinstance(value, kinds) or (kinds is int and isinstance(value, bool)):
-            kind_names = kinds.__name__ if isinstance(kinds, type) else " or ".join(k.__name__ for k in kinds)
-            self.error(op, f"attribute '{name}' must be a {kind_names}, not {value!r}")
+            kind_names = " or ".join(_KIND_TEXT.get(k.__name__, k.__name__)
+                                     for k in (kinds if isinstance(kinds, tuple) else (kinds,)))
+            self.error(op, f"attribute '{name}' must be {kind_names}, not {attribute_text(value)}")
             return None
         return value
 
@@ -67,7 +70,7 @@ class Verifier:
             self.error(op, f"missing attribute '{name}' (one of {', '.join(choices)})")
             return None
         if str(value) not in choices or not isinstance(value, (Word, str)):
-            self.error(op, f"attribute '{name}' must be one of {', '.join(choices)}, not {value}")
+            self.error(op, f"attribute '{name}' must be one of {', '.join(choices)}, not {attribute_text(value)}")
             return None
         return str(value)
 
@@ -78,7 +81,8 @@ class Verifier:
             self.error(op, f"missing attribute '{name}'")
             return None
         if not _is_shape(value):
-            self.error(op, f"attribute '{name}' must be a shape of positive ints like [(64,64)], not {value!r}")
+            self.error(op, f"attribute '{name}' must be a shape of positive ints like [(64,64)], not "
+                           f"{attribute_text(value)}")
             return None
         return value
 
@@ -130,15 +134,26 @@ class Verifier:
                 self.error(op, "scf.yield must be the last op of its region")
             definition = OPS.get(op.name)
             if definition is None:
-                self.error(op, f"unknown op '{op.name}'")
+                self.error(op, f"unknown op '{op.name}'{did_you_mean(op.name, OPS)}")
             else:
+                # attribute keys first: a misspelt key is named where it is, and the op's rule (which would only see
+                # the attribute missing) does not run
+                key_problems = attribute_key_problems(definition, op)
+                for problem in key_problems:
+                    self.error(op, problem)
                 try:
-                    definition.verify(op, self)
+                    if not key_problems:
+                        definition.verify(op, self)
                 except _Skip:
                     pass
             for r in op.regions:
                 self._region(r, scope)
             scope |= {id(r) for r in op.results}
+
+
+# attribute kinds as the text form writes them (messages never name Python types)
+_KIND_TEXT = {"int": "an integer", "float": "a float", "bool": "true or false", "tuple": "a tuple like (1, 0)",
+              "str": 'a string "..."', "Layout": "a layout like [(4,2):(2,1)]", "Word": "a word"}
 
 
 class _Skip(Exception):

@@ -15,6 +15,7 @@ import numpy as np
 
 import layoutc as lc
 
+from ..suggest import did_you_mean
 from ..types import SCALARS, ScalarType
 
 OPS: dict = {}
@@ -23,7 +24,8 @@ OPS: dict = {}
 def register(cls):
     """Class decorator: instantiate the definition and register it under ``cls.name``.
 
-    Pre: the class defines its verifier rule and its interpreter meaning (``verify`` and ``interpret``).
+    Pre: the class defines its verifier rule and its interpreter meaning (``verify`` and ``interpret``) and
+    declares its attribute keys (``required_attrs``, ``optional_attrs``: tuples of names, disjoint).
     """
     inst = cls()
     if inst.name in OPS:
@@ -31,6 +33,12 @@ def register(cls):
     for method in ("verify", "interpret"):
         if not callable(getattr(inst, method, None)):
             raise TypeError(f"op {inst.name} does not define {method}")
+    for keys in (inst.required_attrs, inst.optional_attrs):
+        if not isinstance(keys, tuple) or not all(isinstance(k, str) for k in keys):
+            raise TypeError(f"op {inst.name}: required_attrs and optional_attrs are tuples of attribute names")
+    if set(inst.required_attrs) & set(inst.optional_attrs):
+        raise ValueError(f"op {inst.name} declares {set(inst.required_attrs) & set(inst.optional_attrs)} both "
+                         "required and optional")
     OPS[inst.name] = inst
     return cls
 
@@ -41,7 +49,9 @@ def lookup(name: str):
 
 
 class OpDef:
-    """Base of op definitions. ``name``: the op's text name; ``summary``: one line for the spec.
+    """Base of op definitions. ``name``: the op's text name; ``summary``: one line for the spec;
+    ``required_attrs`` / ``optional_attrs``: every attribute key the op knows (the verifier refuses any other key
+    before the op's rule runs, ``attribute_key_problems``).
 
     Subclasses define ``verify(op, v)``, ``interpret(op, ix)`` and, where the builder can infer them,
     ``result_types(operand_types, attrs)``.
@@ -49,6 +59,33 @@ class OpDef:
 
     name = ""
     summary = ""
+    required_attrs: tuple = ()
+    optional_attrs: tuple = ()
+
+
+def attribute_key_problems(definition: OpDef, op) -> list:
+    """What is wrong with the attribute KEYS of ``op`` (its values are the op rule's business): each key the
+    definition does not declare, with a did-you-mean among the declared keys it lacks, and each required key that is
+    missing and not explained by such a misspelling.
+
+    ``pipeline.acquire %p, %k {byte = 32768}`` → ``["unknown attribute 'byte' (did you mean 'bytes'?)"]``;
+    ``wgmma.wait {pending = 0, read = true}`` → ``["unknown attribute 'read' (wgmma.wait takes pending)"]``. Post: empty iff every key is declared and every required key is present.
+    """
+    known = definition.required_attrs + definition.optional_attrs
+    absent = [k for k in known if k not in op.attrs]
+    problems, explained = [], set()
+    for key in op.attrs:
+        if key in known:
+            continue
+        hint = did_you_mean(key, absent)
+        explained.update(k for k in absent if f"'{k}'" in hint)
+        if not hint:
+            hint = f" ({op.name} takes {', '.join(known)})" if known else f" ({op.name} takes no attributes)"
+        problems.append(f"unknown attribute '{key}'{hint}")
+    for key in definition.required_attrs:
+        if key not in op.attrs and key not in explained:
+            problems.append(f"missing attribute '{key}'")
+    return problems
 
 
 # -- helpers ---------------------------------------------------------------------------------------------------

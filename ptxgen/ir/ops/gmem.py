@@ -6,6 +6,7 @@ import numpy as np
 
 import layoutc as lc
 
+from ..text import attribute_text
 from ..types import F32, I32, FragmentType, GlobalTensorType, GlobalViewType
 from . import (
     OpDef,
@@ -24,6 +25,7 @@ from . import (
 class GDim(OpDef):
     name = "gtensor.dim"
     summary = "the runtime extent of a mode of a global tensor"
+    required_attrs = ("mode",)
 
     def verify(self, op, v):
         (x,) = v.operands(op, 1)
@@ -64,6 +66,7 @@ class TileView:
 class GTile(OpDef):
     name = "gmem.tile"
     summary = "a static-shape window of a global tensor at a runtime origin"
+    required_attrs = ("shape",)
 
     def verify(self, op, v):
         if not op.operands:
@@ -134,6 +137,8 @@ class _GmemAccess(OpDef):
 class GLoad(_GmemAccess):
     name = "gmem.load"
     summary = "each thread reads its values of a global tile (out-of-bounds values read `other`)"
+    required_attrs = ("tv",)
+    optional_attrs = ("other",)
 
     def verify(self, op, v):
         view, thread = v.operands(op, 2)
@@ -149,7 +154,7 @@ class GLoad(_GmemAccess):
         if tv is not None:
             verify_tv(op, v, tv, t.shape, view.type.size)
         if "other" in op.attrs and not isinstance(op.attrs["other"], (int, float)):
-            v.error(op, f"other must be a number, not {op.attrs['other']!r}")
+            v.error(op, f"other must be a number, not {attribute_text(op.attrs['other'])}")
 
     def interpret(self, op, ix):
         view, thread = op.operands
@@ -175,6 +180,7 @@ class GLoad(_GmemAccess):
 class GStore(_GmemAccess):
     name = "gmem.store"
     summary = "each thread writes its values of a global tile (out-of-bounds values are skipped)"
+    required_attrs = ("tv",)
 
     def verify(self, op, v):
         view, thread, frag = v.operands(op, 3)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..text import attribute_text
 from ..types import I1, I32, BarrierType
 from . import OpDef, SwitchPoint, Wait, arrive_counting, const_int, describe_threads, register
 
@@ -175,6 +176,7 @@ def _verify_bars_index(op, v, bars, index):
 class Alloc(OpDef):
     name = "mbarrier.alloc"
     summary = "an array of mbarriers in shared memory (8 bytes each)"
+    required_attrs = ("count",)
 
     def verify(self, op, v):
         v.operands(op, 0)
@@ -215,6 +217,7 @@ class Alloc(OpDef):
 class Init(OpDef):
     name = "mbarrier.init"
     summary = "start a barrier at phase 0 expecting `arrivals` arrivals per phase"
+    required_attrs = ("arrivals",)
 
     def verify(self, op, v):
         bars, index = v.operands(op, 2)
@@ -247,7 +250,7 @@ class Init(OpDef):
 
         k = op.attrs.get("arrivals")
         if not isinstance(k, int) or not 1 <= k <= MAX_ARRIVALS:
-            lx.error(f"arrivals must be an integer from 1 to {MAX_ARRIVALS}, not {k!r}")
+            lx.error(f"arrivals must be an integer from 1 to {MAX_ARRIVALS}, not {attribute_text(k)}")
         bars, index = op.operands
         ptx_table.emit(lx, "mbarrier.init", [lx.get(bars).address(lx, lx.get(index)), k])
 
@@ -304,6 +307,7 @@ class Arrive(OpDef):
 class ArriveExpectTx(OpDef):
     name = "mbarrier.arrive_expect_tx"
     summary = "per active thread: add `bytes` to the barrier's tx-count, then arrive once"
+    required_attrs = ("bytes",)
 
     def verify(self, op, v):
         bars, index = v.operands(op, 2)
@@ -326,7 +330,7 @@ class ArriveExpectTx(OpDef):
 
         nbytes = op.attrs.get("bytes")
         if not isinstance(nbytes, int) or not 1 <= nbytes <= MAX_TX:
-            lx.error(f"bytes must be an integer from 1 to {MAX_TX}, not {nbytes!r}")
+            lx.error(f"bytes must be an integer from 1 to {MAX_TX}, not {attribute_text(nbytes)}")
         bars, index = op.operands
         ptx_table.emit(lx, "mbarrier.arrive.expect_tx", [lx.get(bars).address(lx, lx.get(index)), nbytes])
 

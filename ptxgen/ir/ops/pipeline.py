@@ -84,6 +84,8 @@ def _uniform_iteration(op, ix, k_value, pipe: PipelineValue):
 class Alloc(OpDef):
     name = "pipeline.alloc"
     summary = "a ring of `stages` stages: S full and S empty mbarriers in shared memory"
+    required_attrs = ("stages", "consumers")
+    optional_attrs = ("cluster",)
 
     def verify(self, op, v):
         v.operands(op, 0)
@@ -238,6 +240,7 @@ class _StageWait(OpDef):
 class Acquire(_StageWait):
     name = "pipeline.acquire"
     summary = "producer: wait until stage k % S is empty, then arrive on its full barrier expecting `bytes`"
+    required_attrs = ("bytes",)
     producer = True
 
     def verify_attrs(self, op, v):

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..core import walk
 from ..hostexpr import Word
+from ..text import attribute_text
 from . import OpDef, Wait, arrive_counting, register
 
 REGISTER_FILE = 65536        # 32-bit registers per SM (one CTA per SM for a warp-specialized kernel)
@@ -62,6 +63,7 @@ class RolesWait(Wait):
 class Roles(OpDef):
     name = "gpu.roles"
     summary = "warpgroup roles running concurrently, each with its own register budget (setmaxnreg)"
+    required_attrs = ("names", "warpgroups", "maxnreg")
 
     def verify(self, op, v):
         v.operands(op, 0)
@@ -80,10 +82,10 @@ class Roles(OpDef):
                 v.error(op, f"{what} has {len(t)} entries but the op has {n} role regions")
                 return
         if not all(isinstance(g, int) and not isinstance(g, bool) and g >= 1 for g in groups):
-            v.error(op, f"warpgroups must be positive integers, not {groups}")
+            v.error(op, f"warpgroups must be positive integers, not {attribute_text(groups)}")
             return
         if not all(isinstance(x, (Word, str)) for x in names) or len({str(x) for x in names}) != n:
-            v.error(op, f"names must be {n} distinct words, not {names}")
+            v.error(op, f"names must be {n} distinct words, not {attribute_text(names)}")
             return
         block = getattr(v, "kernel_block", None)
         if block is not None and 128 * sum(groups) != block:
@@ -91,7 +93,7 @@ class Roles(OpDef):
                         f"{block}: every thread has one role")
         for r in regs:
             if not isinstance(r, int) or isinstance(r, bool) or not MIN_REGS <= r <= MAX_REGS or r % 8:
-                v.error(op, f"maxnreg {r!r} is not a multiple of 8 from {MIN_REGS} to {MAX_REGS} (setmaxnreg)")
+                v.error(op, f"maxnreg {attribute_text(r)} is not a multiple of 8 from {MIN_REGS} to {MAX_REGS} (setmaxnreg)")
                 return
         total = sum(128 * g * r for g, r in zip(groups, regs))
         if total > REGISTER_FILE:
@@ -178,6 +180,7 @@ class Roles(OpDef):
 class NamedBarrier(OpDef):
     name = "barrier.named"
     summary = "bar.sync id, threads: wait until `threads` threads (whole warps) reached barrier `id`"
+    required_attrs = ("id", "threads")
 
     def verify(self, op, v):
         v.operands(op, 0)

@@ -9,6 +9,7 @@ import layoutc as lc
 from layoutc.hopper import split_smem_layout, stmatrix_tv
 
 from ..core import walk
+from ..text import attribute_text
 from ..types import I32, FragmentType, TensorType
 from . import (
     OPS, SMEM_BASE, SMEM_LIMIT, OpDef, const_int, describe_threads, element_bytes, from_bytes, kernel_rule,
@@ -229,6 +230,7 @@ class SmemView:
 class Alloc(OpDef):
     name = "smem.alloc"
     summary = "a statically placed shared-memory tensor of the CTA"
+    optional_attrs = ("align",)
 
     def verify(self, op, v):
         v.operands(op, 0)
@@ -367,6 +369,7 @@ def _verify_tile_attrs(op, v, t):
 class Tile(OpDef):
     name = "smem.tile"
     summary = "block i (a runtime index) of `size` entries along mode `mode` of a smem view"
+    required_attrs = ("mode", "size")
 
     def verify(self, op, v):
         view, index, t = _verify_view_and_index(op, v)
@@ -412,6 +415,7 @@ def permute_layout(layout, order):
 class Permute(OpDef):
     name = "smem.permute"
     summary = "the same smem view with its modes in another order (a transpose: no data moves)"
+    required_attrs = ("order",)
 
     def verify(self, op, v):
         (view,) = v.operands(op, 1)
@@ -424,7 +428,7 @@ class Permute(OpDef):
             return
         rank = lc.rank(_inner(view.type.layout))
         if sorted(order) != list(range(rank)):
-            v.error(op, f"order {tuple(order)} is not a permutation of the view's {rank} modes")
+            v.error(op, f"order {attribute_text(order)} is not a permutation of the view's {rank} modes")
             return
         want = TensorType("smem", view.type.dtype, permute_layout(view.type.layout, tuple(order)))
         if t != want:
@@ -486,6 +490,7 @@ class _SmemAccess(OpDef):
 class Load(_SmemAccess):
     name = "smem.load"
     summary = "each thread reads its values of a smem view (through the layout's physical byte addresses)"
+    required_attrs = ("tv",)
 
     def verify(self, op, v):
         view, thread = v.operands(op, 2)
@@ -522,6 +527,7 @@ class Load(_SmemAccess):
 class Store(_SmemAccess):
     name = "smem.store"
     summary = "each thread writes its values of a smem view (through the layout's physical byte addresses)"
+    required_attrs = ("tv",)
 
     def verify(self, op, v):
         view, thread, frag = v.operands(op, 3)
@@ -633,6 +639,7 @@ def _base0_addresses(layout, dtype, tv):
 class Stmatrix(_SmemAccess):
     name = "smem.stmatrix"
     summary = "smem.store through stmatrix.m8n8.x{1,2,4}[.trans]: each warp stores 8 x 8 b16 matrices by rows"
+    required_attrs = ("tv", "num", "trans")
 
     def verify(self, op, v):
         view, thread, frag = v.operands(op, 3)

@@ -20,6 +20,7 @@ import layoutc as lc
 from layoutc.hopper import TmaError, make_tma_params
 
 from ..core import Kernel
+from ..text import attribute_text
 from ..types import I32, BarrierType, PipelineType, TensorMapType, TensorType
 from . import (
     AsyncOp, OpDef, Wait, const_int, describe_threads, element_bytes, from_bytes, kernel_rule, layoutc_dtype,
@@ -249,6 +250,7 @@ def _coords_of(ix, coords, act):
 class Load(OpDef):
     name = "tma.load"
     summary = "one asynchronous TMA copy of the map's box from global to shared memory, completing on a barrier"
+    optional_attrs = ("multicast",)
 
     def verify(self, op, v):
         if len(op.operands) < 4:
@@ -411,6 +413,7 @@ class StoreWait(Wait):
 class StoreWaitOp(OpDef):
     name = "tma.store_wait"
     summary = "block until all but the `pending` most recent bulk groups of this thread finished (reading smem)"
+    required_attrs = ("pending", "read")
 
     def verify(self, op, v):
         v.operands(op, 0)
@@ -430,7 +433,7 @@ class StoreWaitOp(OpDef):
         n, read = op.attrs.get("pending"), op.attrs.get("read")
         if not isinstance(n, int) or isinstance(n, bool) or not 0 <= n <= 63 or not isinstance(read, bool):
             lx.error(f"needs pending = 0..63 (an immediate of cp.async.bulk.wait_group) and read = true|false, got "
-                     f"pending = {n!r}, read = {read!r}")
+                     f"pending = {attribute_text(n)}, read = {attribute_text(read)}")
         ptx_table.emit(lx, "cp.async.bulk.wait_group.read" if read else "cp.async.bulk.wait_group", [n])
 
 

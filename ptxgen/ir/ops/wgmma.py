@@ -519,6 +519,7 @@ class Commit(OpDef):
 class WaitGroups(OpDef):
     name = "wgmma.wait"
     summary = "wait until all but the `pending` most recent wgmma groups completed; passes accumulators through"
+    required_attrs = ("pending",)
 
     def verify(self, op, v):
         types = v.results(op, len(op.operands))
