@@ -101,6 +101,34 @@ def view_alignment(value) -> int | None:
     return None
 
 
+def alignment_advice(value, need: int) -> str:
+    """How smem view ``value`` becomes known to be ``need``-byte aligned (``view_alignment`` ≥ need), for messages:
+    raise the align of its ``smem.alloc`` where that is below ``need``, and make the index stride of each
+    ``smem.slice``/``smem.tile`` on the way that is not a multiple of ``need`` one: for ``%rows = smem.tile %stage,
+    %w {mode = 0, size = 4}`` of a SW128 stage (4 rows of 128 bytes per block), ``alignment_advice(%rows, 1024)`` →
+    ``"make the step of smem.tile %rows (a multiple of 512 bytes per index) a multiple of 1024 bytes"``.
+    Post: names only changes that are legal (an align of at most 1024; strides, not the hardware's rules)."""
+    steps, owner = [], getattr(value, "owner", None)
+    while owner is not None and owner.name in ("smem.slice", "smem.tile", "smem.permute"):
+        if owner.name != "smem.permute":
+            t = owner.operands[0].type
+            try:
+                _layout, index = offset_view_layouts(owner, t.layout)
+                stride = index_alignment(index, element_bytes(t.dtype), 1 << 30, _lowbit)
+            except (KeyError, lc.LayoutError):
+                stride = None
+            if stride is not None and stride % need:
+                steps.append(f"make the step of {owner.name} %{owner.results[0].name} (a multiple of {stride} "
+                             f"bytes per index) a multiple of {need} bytes")
+        owner = getattr(owner.operands[0], "owner", None)
+    if owner is not None and owner.name == "smem.alloc":
+        align = alloc_alignment(owner)
+        if isinstance(align, int) and align < need:
+            steps.insert(0, f"raise the align of smem.alloc %{owner.results[0].name} to {need}" if need <= MAX_ALIGN
+                         else f"start %{owner.results[0].name} on a {need}-byte boundary")
+    return " and ".join(steps) or f"start the view on a {need}-byte boundary"
+
+
 def view_phase(value, repeat: int) -> int | None:
     """The byte offset of smem view ``value``'s base from the last ``repeat``-byte boundary (its phase in a swizzle
     pattern of that repeat), when it is the same for every run: the ``smem.alloc`` is ``repeat``-aligned and every
@@ -679,7 +707,7 @@ class Stmatrix(_SmemAccess):
         have = view_alignment(view)
         if have is not None and have < need:
             v.error(op, f"%{view.name} is only known to be {have}-byte aligned but stmatrix rows need {need} (16-byte "
-                        "rows; a swizzle pattern starting at phase 0): raise the smem.alloc align")
+                        f"rows; a swizzle pattern starting at phase 0): {alignment_advice(view, need)}")
         addresses = _base0_addresses(vt.layout, vt.dtype, tv)
         for w in range(threads // 32):
             problem = stmatrix_problem(addresses[32 * w:32 * (w + 1)], num, trans)

@@ -27,7 +27,7 @@ from . import (
     numpy_dtype, register, tile_coordinates, to_bytes,
 )
 from .mbarrier import check_cluster_visible, note_remote_access, peer_array
-from .smem import byte_offsets, physical, swizzle_of, view_alignment
+from .smem import alignment_advice, byte_offsets, physical, swizzle_of, view_alignment
 
 _SW_NAMES = {lc.Swizzle(1, 4, 3): "SW32", lc.Swizzle(2, 4, 3): "SW64", lc.Swizzle(3, 4, 3): "SW128"}
 
@@ -227,7 +227,7 @@ def _verify_map_and_view(op, v, tmap, view, what: str) -> bool:
     if have is not None and have < need:
         why = f"the {_sw_name(msw)} pattern must start at phase 0" if msw is not None else "TMA's minimum"
         v.error(op, f"%{view.name} is only known to be {have}-byte aligned but the TMA map needs {need} ({why}): "
-                    "raise the smem.alloc align or make the stage stride a multiple of it")
+                    f"{alignment_advice(view, need)}")
     return True
 
 
