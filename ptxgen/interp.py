@@ -31,6 +31,7 @@ import numpy as np
 from .ir.core import Kernel, Region
 from .ir.ops import OPS, SMEM_BASE, describe_threads, numpy_dtype, smem_plan
 from .ir.ops.mbarrier import check_remote_accesses_end
+from .ir.ops.roles import RolesWait
 from .ir.ops.tma import encode_tensor_map
 from .ir.types import GlobalTensorType, ScalarType, TensorMapType
 from .verify import verify
@@ -152,11 +153,11 @@ class _CTA:
         while not wait.ready(self):
             helpers = [a for a in self.inflight if wait.helps(self, a)]
             if not helpers:
-                if self.inflight:
-                    others = "; in flight, but unable to help: " + "; ".join(a.describe() for a in self.inflight)
-                else:
-                    others = "; no asynchronous copy is in flight"
-                self.fail(wait.op, f"hang: {wait.hang(self)}{others}", HangError)
+                lock_step = None if isinstance(wait, RolesWait) else (
+                    "every thread of the CTA is blocked (lock step: outside gpu.roles a CTA is one stream), so no "
+                    "arrival can come")
+                self.fail(wait.where(), hang_report(wait.headline(self), [wait.hang(self), lock_step],
+                                                    self.inflight), HangError)
             self.advance(helpers[0] if self.rng is None else helpers[self.rng.integers(len(helpers))])
 
     def issue(self, aop) -> None:
@@ -266,6 +267,18 @@ class _CTA:
         self.generic_writer[lut[self.generic_writer]] = 0
 
 
+def hang_report(headline: str, details, inflight) -> str:
+    """A HangError's message after the location: ``hang: <headline>`` on the first line (who waits on what and why
+    it can never complete), then one indented line per detail (None skipped; a detail may hold several lines) and
+    the asynchronous operations in flight that cannot help."""
+    lines = [line for d in details if d for line in d.split("\n")]
+    if inflight:
+        lines += ["in flight, but unable to help: " + "; ".join(a.describe() for a in inflight)]
+    else:
+        lines += ["no asynchronous copy is in flight"]
+    return f"hang: {headline}" + "".join(f"\n  {line}" for line in lines)
+
+
 def cluster_dims(kernel: Kernel) -> tuple:
     """The kernel's cluster shape (x, y, z) (its ``cluster`` attribute; (1, 1, 1) without one)."""
     value = kernel.attrs.get("cluster")
@@ -352,10 +365,13 @@ def _run_cluster(ctas) -> None:
                 owner.advance(helpers[0])
                 break
         else:
-            first = live[0]
-            parts = "; ".join(f"CTA rank {cta.rank} (block {cta.block_index}) at {wait.op.loc} ({wait.op.name}): "
-                              f"{wait.hang(cta)}" for cta, _g, wait, _s in live)
-            first[0].fail(first[2].op, f"hang: every CTA of the cluster is blocked: {parts}", HangError)
+            cta, _gen, wait, _started = live[0]
+            details = ["every CTA of the cluster is blocked:"] + [
+                f"CTA rank {c.rank} (block {c.block_index}) at {w.op.loc} ({w.op.name}): {w.hang(c)}"
+                for c, _g, w, _s in live]
+            inflight = [a for c in ctas for a in c.inflight]
+            cta.fail(wait.where(), hang_report(f"CTA rank {cta.rank}: {wait.headline(cta)}", details,
+                                               list(dict.fromkeys(inflight))), HangError)
 
 
 def _new_cta(k, block_index, grid_dim, block_dim, env, bound, plan, cache, schedule, races) -> _CTA:

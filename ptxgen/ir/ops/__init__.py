@@ -365,12 +365,37 @@ def describe_threads(ids) -> str:
 
 # -- the interpreter's asynchronous protocol --------------------------------------------------------------------------
 
+def describe_waiters(threads, role: str | None = None) -> str:
+    """Who waits, for the first line of a hang report: ``role consumer (warps 4-7)`` (a role's whole warps),
+    ``role producer (thread 0, warp 0)``, ``threads 0..63 (warps 0-1)``, ``thread 0 (warp 0)``."""
+    ids = sorted({int(i) for i in np.asarray(threads).ravel()})
+    if not ids:
+        return f"role {role}" if role is not None else "no thread"
+    warps = sorted({i // 32 for i in ids})
+    if len(warps) == 1:
+        warp_text = f"warp {warps[0]}"
+    elif warps[-1] - warps[0] + 1 == len(warps):
+        warp_text = f"warps {warps[0]}-{warps[-1]}"
+    else:
+        warp_text = "warps " + ", ".join(map(str, warps))
+    if role is None:
+        return f"{describe_threads(ids)} ({warp_text})"
+    whole = len(ids) == 32 * len(warps)
+    return f"role {role} ({warp_text if whole else describe_threads(ids) + ', ' + warp_text})"
+
+
+def waits_verb(who: str) -> str:
+    """``waits`` after a singular subject (``role …``, ``thread 3 …``, ``CTA …``), else ``wait``."""
+    return "wait" if who.startswith("threads ") else "waits"
+
+
 class Wait(abc.ABC):
     """What a blocking op yields to the interpreter's scheduler (``yield Wait``): the op and the threads that wait.
 
     ``ready(ix)``: whether the threads may go on; ``helps(ix, aop)``: whether the next step of the in-flight
-    asynchronous operation ``aop`` can bring ``ready`` closer; ``hang(ix)``: the message when nothing in flight can
-    (the scheduler adds the location and raises HangError).
+    asynchronous operation ``aop`` can bring ``ready`` closer. When nothing in flight can, the scheduler raises
+    HangError at ``where()`` (the waiting op) with ``headline(ix, role)`` — one short line: who waits on what, with
+    which phase and parity, and why it can never complete — followed by the details of ``hang(ix)``.
     """
 
     def __init__(self, op, threads):
@@ -383,6 +408,14 @@ class Wait(abc.ABC):
 
     def helps(self, ix, aop) -> bool:
         return False
+
+    def where(self):
+        """The op whose location heads the hang report."""
+        return self.op
+
+    def headline(self, ix, role: str | None = None) -> str:
+        who = describe_waiters(self.threads, role)
+        return f"{who} {waits_verb(who)} forever"
 
     def hang(self, ix) -> str:
         return f"{describe_threads(self.threads)} wait forever"
@@ -398,6 +431,11 @@ class CountingWait(Wait):
 
     def ready(self, ix) -> bool:
         return self.state["generation"] > self.generation
+
+    def headline(self, ix, role: str | None = None) -> str:
+        who = describe_waiters(self.threads, role)
+        return (f"{who} {waits_verb(who)} at {self.what}, but only {self.state['arrived']} of "
+                f"{self.state['expected']} arrived and no one else can arrive")
 
     def hang(self, ix) -> str:
         return (f"{describe_threads(self.threads)} wait at {self.what} for {self.state['expected']}, but only "

@@ -13,11 +13,13 @@ from . import (
     Wait,
     convert,
     describe_threads,
+    describe_waiters,
     numpy_dtype,
     register,
     tile_coordinates,
     tv_table,
     verify_tv,
+    waits_verb,
 )
 
 
@@ -276,6 +278,13 @@ class FlagWait(Wait):
 
     def ready(self, ix) -> bool:
         return bool(np.all(self.flags[self.index] >= self.target))
+
+    def headline(self, ix, role: str | None = None) -> str:
+        short = self.flags[self.index] < self.target
+        k = int(np.nonzero(short)[0][0])
+        who = describe_waiters(self.threads, role)
+        return (f"{who} {waits_verb(who)} for flag {int(self.index[k])} to reach {int(self.target[k])}, but it holds "
+                f"{int(self.flags[self.index[k]])} and no thread still running adds to it")
 
     def hang(self, ix) -> str:
         short = self.flags[self.index] < self.target

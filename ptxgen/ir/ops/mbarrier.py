@@ -13,7 +13,9 @@ import numpy as np
 
 from ..text import attribute_text
 from ..types import I1, I32, BarrierType
-from . import OpDef, SwitchPoint, Wait, arrive_counting, const_int, describe_threads, register
+from . import (
+    OpDef, SwitchPoint, Wait, arrive_counting, const_int, describe_threads, describe_waiters, register, waits_verb,
+)
 
 MAX_ARRIVALS = (1 << 20) - 1
 MAX_TX = (1 << 20) - 1
@@ -351,14 +353,29 @@ class BarrierWait(Wait):
             return any(b == (self.arr, self.index) for _cta, b in targets)
         return getattr(aop, "barrier", None) == (self.arr, self.index)
 
+    context = ""   # what the headline adds after the phase (a pipeline op's iteration and stage)
+
+    def headline(self, ix, role: str | None = None) -> str:
+        """``role consumer (warps 4-7) waits on %full[0] for parity 1 (phase 1), but no TMA in flight or arrive can
+        complete it: 0 of 1 arrivals, 8192 expect-tx bytes pending``."""
+        st = self.arr.states[self.index]
+        who = describe_waiters(self.threads, role)
+        pending = f"{st.pending} of {st.expected} arrivals"
+        if st.tx > 0:
+            pending += f", {st.tx} expect-tx bytes"
+        pending += " pending"
+        if st.tx < 0:
+            pending += f" and {-st.tx} bytes delivered beyond the expect-tx"
+        return (f"{who} {waits_verb(who)} on {self.arr.label(self.index)} for parity {self.parity} (phase "
+                f"{st.phase}){self.context}, but no TMA in flight or arrive can complete it: {pending}")
+
     def hang(self, ix) -> str:
         label = self.arr.label(self.index)
         who = describe_threads(self.threads)
         verb = "waits" if len(self.threads) == 1 else "wait"
         return (f"{who} {verb} on {label} for the phase of parity {self.parity} to complete, but {label} is in "
-                f"{self.arr.describe(self.index)}; every thread of the CTA is blocked (lock step), so no arrival can "
-                "come, and no TMA copy in flight completes on it (wait(P) returns once the barrier's current phase "
-                "parity differs from P)")
+                f"{self.arr.describe(self.index)} (wait(P) returns once the barrier's current phase parity differs "
+                "from P)")
 
 
 @register

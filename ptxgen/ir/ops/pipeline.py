@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..types import I32, PipelineType
-from . import OpDef, SwitchPoint, const_int, describe_threads, register
+from . import OpDef, SwitchPoint, const_int, register
 from .mbarrier import (
     MAX_ARRIVALS, MAX_TX, BarrierArray, BarrierWait, barrier_arrays, check_cluster_visible, note_remote_access,
     peer_array,
@@ -172,11 +172,12 @@ class Init(OpDef):
 
 
 class _PhaseWait(BarrierWait):
-    """A BarrierWait whose hang message says which pipeline op and iteration waits."""
+    """A BarrierWait whose hang report says which pipeline op and iteration waits."""
 
-    def __init__(self, op, threads, arr, index, parity, what):
+    def __init__(self, op, threads, arr, index, parity, iteration: int, stage: int):
         super().__init__(op, threads, arr, index, parity)
-        self.what = what
+        self.context = f" at iteration {iteration} (stage {stage})"
+        self.what = f"iteration {iteration} (stage {stage})"
 
     def hang(self, ix) -> str:
         return f"{self.what}: " + super().hang(ix)
@@ -214,8 +215,7 @@ class _StageWait(OpDef):
         barriers = self._barriers(p)
         for t in act.tolist():
             barriers.state(ix, op, s, t)
-        yield _PhaseWait(op, act, barriers, s, parity,
-                         f"{self.name} of iteration {k} (stage {s}) by {describe_threads(act)}")
+        yield _PhaseWait(op, act, barriers, s, parity, k, s)
         self.after(op, ix, p, s, act)
         ix.set(op.results[0], np.full(ix.nthreads, s, dtype=np.int32))
 

@@ -42,21 +42,30 @@ def launch_registers(threads: int) -> int:
 
 
 class RolesWait(Wait):
-    """Every role of a ``gpu.roles`` is blocked: the roles op waits until any role's wait is met."""
+    """Every role of a ``gpu.roles`` is blocked: the roles op waits until any role's wait is met. ``blocked``:
+    (stream name, role name, its Wait) of each blocked stream (a warpgroup of a role), in role order; the hang report
+    leads with the first."""
 
     def __init__(self, op, blocked):
-        super().__init__(op, np.concatenate([w.threads for _name, w in blocked]))
+        super().__init__(op, np.concatenate([w.threads for _shown, _role, w in blocked]))
         self.blocked = blocked
 
     def ready(self, ix) -> bool:
-        return any(w.ready(ix) for _name, w in self.blocked)
+        return any(w.ready(ix) for _shown, _role, w in self.blocked)
 
     def helps(self, ix, aop) -> bool:
-        return any(w.helps(ix, aop) for _name, w in self.blocked)
+        return any(w.helps(ix, aop) for _shown, _role, w in self.blocked)
+
+    def where(self):
+        return self.blocked[0][2].where()
+
+    def headline(self, ix, role: str | None = None) -> str:
+        _shown, first_role, w = self.blocked[0]
+        return w.headline(ix, first_role)
 
     def hang(self, ix) -> str:
-        parts = [f"role {name} at {w.op.loc} ({w.op.name}): {w.hang(ix)}" for name, w in self.blocked]
-        return "every role is blocked: " + "; ".join(parts)
+        parts = [f"role {shown} at {w.op.loc} ({w.op.name}): {w.hang(ix)}" for shown, _role, w in self.blocked]
+        return "every role is blocked:\n" + "\n".join(parts)
 
 
 @register
@@ -119,8 +128,8 @@ class Roles(OpDef):
                 mask = np.zeros(ix.nthreads, dtype=bool)
                 mask[128 * g:128 * (g + 1)] = True
                 shown = name if count == 1 else f"{name} (warpgroup {g})"
-                streams.append({"name": shown, "mask": mask, "region": region, "gen": None, "wait": None,
-                                "values": None})
+                streams.append({"name": shown, "role": name, "mask": mask, "region": region, "gen": None,
+                                "wait": None, "values": None})
         live = list(streams)
         # Each stream defines the values of its region in its own table (two warpgroups running one region must
         # not overwrite each other's per-thread arrays); what was defined before the roles is shared, read-only (SSA).
@@ -148,7 +157,7 @@ class Roles(OpDef):
                         ix.values = base_values
                 if live and not progressed:
                     ix.mask, ix.yielded = base_mask, base_yielded
-                    yield RolesWait(op, [(s["name"], s["wait"]) for s in live])
+                    yield RolesWait(op, [(s["name"], s["role"], s["wait"]) for s in live])
         finally:
             ix.mask, ix.yielded, ix.values = base_mask, base_yielded, base_values
 

@@ -23,8 +23,8 @@ from ..core import Kernel
 from ..text import attribute_text
 from ..types import I32, BarrierType, PipelineType, TensorMapType, TensorType
 from . import (
-    AsyncOp, OpDef, Wait, const_int, describe_threads, element_bytes, from_bytes, kernel_rule, layoutc_dtype,
-    numpy_dtype, register, tile_coordinates, to_bytes,
+    AsyncOp, OpDef, Wait, const_int, describe_threads, describe_waiters, element_bytes, from_bytes, kernel_rule,
+    layoutc_dtype, numpy_dtype, register, tile_coordinates, to_bytes, waits_verb,
 )
 from .mbarrier import check_cluster_visible, note_remote_access, peer_array
 from .smem import alignment_advice, byte_offsets, physical, swizzle_of, view_alignment
@@ -404,6 +404,12 @@ class StoreWait(Wait):
         if getattr(aop, "kind", None) != "store" or aop.thread not in set(self.threads.tolist()):
             return False
         return any(aop is c for grp in self._older(ix, aop.thread) for c in grp) and not self._finished(aop)
+
+    def headline(self, ix, role: str | None = None) -> str:
+        who = describe_waiters(self.threads, role)
+        what = "finish reading shared memory" if self.read else "complete"
+        return (f"{who} {waits_verb(who)} for all but its {self.pending} most recent TMA store groups to {what}, "
+                "but no store in flight can")
 
     def hang(self, ix) -> str:
         return f"{describe_threads(self.threads)} wait for TMA stores that can never finish"
