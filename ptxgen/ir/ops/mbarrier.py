@@ -26,7 +26,7 @@ class BarrierState:
     ``tx`` (bytes still expected), and who initialised it and whether that init was fenced and published."""
 
     __slots__ = ("initialised", "expected", "pending", "tx", "phase", "init_threads", "init_op", "fenced",
-                 "published", "cluster_published")
+                 "published", "cluster_published", "clock", "released")
 
     def __init__(self):
         self.initialised = False
@@ -36,6 +36,8 @@ class BarrierState:
         self.fenced = False
         self.published = False
         self.cluster_published = False   # its init was made visible to the other CTAs by a barrier.cluster
+        self.clock = None                 # the arrivals' joined vector clocks (the interpreter's happens-before)
+        self.released = None              # ``clock`` when the last phase completed: what a wait on it acquires
 
 
 class BarrierArray:
@@ -72,7 +74,9 @@ class BarrierArray:
                         f"{describe_threads(st.init_threads)}) was made visible: fence.mbarrier_init, then barrier.cta")
         return st
 
-    def arrive(self, ix, op, i: int, thread: int) -> None:
+    def arrive(self, ix, op, i: int, thread: int, releasing=None) -> None:
+        """One arrival of ``thread`` (None: a thread of another CTA) on barrier ``i``; it releases the clocks of
+        ``releasing`` (default: the thread) to whoever waits on the phase it completes."""
         st = self.state(ix, op, i, thread)
         if st.pending == 0:
             why = (f"the phase still waits for {st.tx} bytes of TMA transactions" if st.tx > 0 else
@@ -80,6 +84,8 @@ class BarrierArray:
             ix.fail(op, f"thread {thread} arrives on {self.label(i)}, which is in {self.describe(i)}: more arrivals "
                         f"than its phase expects ({why})")
         st.pending -= 1
+        if thread is not None:
+            st.clock = ix.release([thread] if releasing is None else releasing, st.clock)
         self._maybe_complete(st)
 
     def expect_tx(self, ix, op, i: int, nbytes: int, thread: int) -> None:
@@ -100,6 +106,7 @@ class BarrierArray:
         if st.pending == 0 and st.tx == 0:
             st.phase += 1
             st.pending = st.expected
+            st.released = st.clock
 
 
 def barrier_arrays(ix) -> list:
@@ -408,6 +415,7 @@ class WaitOp(OpDef):
         for t in act.tolist():
             arr.state(ix, op, i, t)
         yield BarrierWait(op, act, arr, i, p)
+        ix.acquire(act, arr.states[i].released)
 
     def lower(self, op, lx):
         """A loop around ``mbarrier.try_wait.parity`` until it reports the phase of that parity complete."""
@@ -445,6 +453,7 @@ class CtaBarrier(OpDef):
             for st in arr.states:
                 if st.fenced:
                     st.published = True
+        ix.synchronize(np.arange(ix.nthreads))
         ix.at_barrier(op)
 
     def lower(self, op, lx):
@@ -472,6 +481,7 @@ class ClusterBarrier(OpDef):
                 if st.fenced:
                     st.published = st.cluster_published = True
         ix.state["cluster-epoch"] = ix.state.get("cluster-epoch", 0) + 1
+        ix.synchronize(np.arange(ix.nthreads))   # the whole CTA arrives (its side of the cluster-wide order)
         wait = arrive_counting(op, np.nonzero(ix.mask)[0], state, 1, "barrier.cluster (CTAs of the cluster)")
         if wait is not None:
             yield wait

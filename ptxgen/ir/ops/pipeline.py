@@ -216,6 +216,7 @@ class _StageWait(OpDef):
         for t in act.tolist():
             barriers.state(ix, op, s, t)
         yield _PhaseWait(op, act, barriers, s, parity, k, s)
+        ix.acquire(act, barriers.states[s].released)
         self.after(op, ix, p, s, act)
         ix.set(op.results[0], np.full(ix.nthreads, s, dtype=np.int32))
 
@@ -292,13 +293,14 @@ class Release(OpDef):
             if len(mine) > 1:
                 ix.fail(op, f"the lanes of warp {warp} release different stages {sorted(mine)}")
             s = int(stages[act // 32 == warp][0])
+            # lane 0 arrives for its warp, after the warp's reads of the stage (the lanes run converged)
             if p.cluster == 1:
-                p.empty.arrive(ix, op, s, int(lanes[0]))
+                p.empty.arrive(ix, op, s, int(lanes[0]), releasing=lanes)
                 continue
             # the stage is filled by multicast: every CTA's producer waits for the consumers of the whole cluster
             for rank in range(len(ix.cluster)):
                 if ix.cluster[rank] is ix:
-                    p.empty.arrive(ix, op, s, int(lanes[0]))
+                    p.empty.arrive(ix, op, s, int(lanes[0]), releasing=lanes)
                     continue
                 peer = peer_array(ix, op, p.empty, rank)
                 check_cluster_visible(ix, op, peer, s, rank, f"warp {warp} arrives on")

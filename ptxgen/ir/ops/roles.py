@@ -213,8 +213,11 @@ class NamedBarrier(OpDef):
         if state["arrived"] + act.size > count:
             ix.fail(op, f"{state['arrived'] + act.size} threads arrived at named barrier {ident}, which expects "
                         f"{count}")
+        state.setdefault("members", []).append(act)
         wait = arrive_counting(op, act, state, act.size, f"named barrier {ident} (threads)")
-        if wait is not None:
+        if wait is None:   # the generation is complete: every thread that reached it is ordered after all of them
+            ix.synchronize(np.concatenate(state.pop("members")))
+        else:
             yield wait
 
     def lower(self, op, lx):

@@ -538,7 +538,7 @@ class Load(_SmemAccess):
         view_v, thread = op.operands
         view = ix.get(view_v)
         act, addr = self._addresses(ix, op, view, thread, op.attrs["tv"])
-        raw = ix.smem_read(op, view.name, addr, element_bytes(view.dtype))
+        raw = ix.smem_read(op, view.name, addr, element_bytes(view.dtype), threads=act)
         t = op.results[0].type
         out = np.zeros((ix.nthreads, t.size), dtype=numpy_dtype(t.dtype))
         out[act] = from_bytes(raw, view.dtype)

@@ -186,9 +186,10 @@ def _copy_addresses(ix, op, m: TensorMapValue, view, thread: int):
 
 
 def bulk_groups(ix, thread: int) -> dict:
-    """A thread's TMA store bookkeeping: ``open`` (stores not yet committed) and ``groups`` (committed, oldest
-    first; a fully written prefix is dropped)."""
-    return ix.state.setdefault(("bulk", thread), {"open": [], "groups": []})
+    """A thread's TMA store bookkeeping: ``open`` (stores not yet committed), ``groups`` (committed, oldest first; a
+    fully written prefix is dropped) and ``unsettled`` (stores whose smem reads no tma.store_wait of the thread has
+    seen done yet: the race check orders them only from that wait on)."""
+    return ix.state.setdefault(("bulk", thread), {"open": [], "groups": [], "unsettled": []})
 
 
 # -- verifier helpers --------------------------------------------------------------------------------------------------
@@ -305,6 +306,7 @@ class Load(OpDef):
             for cta in getattr(copy, "ctas", [ix]):
                 cta.check_generic_writes(op, byteset, view.name, "write")
                 cta.check_async_access(op, byteset, "write", view.name)
+            ix.check_issue_order(op, byteset, view.name, t, "write")
             ix.issue(copy)
 
     def lower(self, op, lx):
@@ -344,9 +346,12 @@ class Store(OpDef):
         for k, t in enumerate(act.tolist()):
             addresses, byteset = _copy_addresses(ix, op, m, view, t)
             ix.check_generic_writes(op, byteset, view.name)
+            ix.check_issue_order(op, byteset, view.name, t, "read")
             ix.check_async_access(op, byteset, "read", view.name)
             copy = TmaCopy("store", op, t, m, origin[k], addresses, byteset)
             bulk_groups(ix, t)["open"].append(copy)
+            bulk_groups(ix, t)["unsettled"].append(copy)
+            ix.read_async(op, byteset, t)
             ix.issue(copy)
 
     def lower(self, op, lx):
@@ -430,7 +435,14 @@ class StoreWaitOp(OpDef):
         v.attr(op, "read", bool)
 
     def interpret(self, op, ix):
-        yield StoreWait(op, np.nonzero(ix.mask)[0], op.attrs["pending"], op.attrs["read"])
+        act = np.nonzero(ix.mask)[0]
+        yield StoreWait(op, act, op.attrs["pending"], op.attrs["read"])
+        for t in act.tolist():
+            g = bulk_groups(ix, t)
+            for copy in g["unsettled"]:
+                if copy.state != "issued":
+                    ix.settle_async_read(copy.byteset, t)
+            g["unsettled"] = [c for c in g["unsettled"] if c.state == "issued"]
 
     def lower(self, op, lx):
         """``cp.async.bulk.wait_group.read N`` (``read = true``) or ``cp.async.bulk.wait_group N``."""

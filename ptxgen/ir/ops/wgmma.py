@@ -272,7 +272,7 @@ def _smem_tiles(ix, op, w: int, view, major_it, mn: int, blocks: int, ksteps: in
             if addr.min() < view.lo or addr.max() + esize > view.hi:
                 ix.fail(op, f"the {name} tile of k-step {j} reaches bytes outside {view.name}'s "
                             f"allocation [{view.lo}, {view.hi})")
-            raw = ix.smem_read(op, view.name, addr, esize)
+            raw = ix.smem_read(op, view.name, addr, esize, group=threads)
             tiles[(blk, j)] = from_bytes(raw, view.dtype).astype(np.float64)
             reads.append(np.unique((addr[..., None] + np.arange(esize)).ravel()))
     return tiles, np.unique(np.concatenate(reads))
