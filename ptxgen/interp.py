@@ -162,7 +162,7 @@ class _CTA:
                 lock_step = None if isinstance(wait, RolesWait) else (
                     "every thread of the CTA is blocked (lock step: outside gpu.roles a CTA is one stream), so no "
                     "arrival can come")
-                self.fail(wait.where(), hang_report(wait.headline(self), [wait.hang(self), lock_step],
+                self.fail(wait.where(self), hang_report(wait.headline(self), [wait.hang(self), lock_step],
                                                     self.inflight), HangError)
             self.advance(helpers[0] if self.rng is None else helpers[self.rng.integers(len(helpers))])
 
@@ -444,7 +444,7 @@ def _run_cluster(ctas) -> None:
                 f"CTA rank {c.rank} (block {c.block_index}) at {w.op.loc} ({w.op.name}): {w.hang(c)}"
                 for c, _g, w, _s in live]
             inflight = [a for c in ctas for a in c.inflight]
-            cta.fail(wait.where(), hang_report(f"CTA rank {cta.rank}: {wait.headline(cta)}", details,
+            cta.fail(wait.where(cta), hang_report(f"CTA rank {cta.rank}: {wait.headline(cta)}", details,
                                                list(dict.fromkeys(inflight))), HangError)
 
 

@@ -394,7 +394,7 @@ class Wait(abc.ABC):
 
     ``ready(ix)``: whether the threads may go on; ``helps(ix, aop)``: whether the next step of the in-flight
     asynchronous operation ``aop`` can bring ``ready`` closer. When nothing in flight can, the scheduler raises
-    HangError at ``where()`` (the waiting op) with ``headline(ix, role)`` — one short line: who waits on what, with
+    HangError at ``where(ix)`` (the waiting op) with ``headline(ix, role)`` — one short line: who waits on what, with
     which phase and parity, and why it can never complete — followed by the details of ``hang(ix)``.
     """
 
@@ -409,9 +409,14 @@ class Wait(abc.ABC):
     def helps(self, ix, aop) -> bool:
         return False
 
-    def where(self):
+    def where(self, ix):
         """The op whose location heads the hang report."""
         return self.op
+
+    def beyond_threads(self, ix) -> bool:
+        """Whether no thread's action could meet this wait any more (only an asynchronous copy could): the report of
+        a hang among several streams leads with such a wait."""
+        return False
 
     def headline(self, ix, role: str | None = None) -> str:
         who = describe_waiters(self.threads, role)

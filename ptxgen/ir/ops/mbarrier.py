@@ -362,6 +362,9 @@ class BarrierWait(Wait):
 
     context = ""   # what the headline adds after the phase (a pipeline op's iteration and stage)
 
+    def beyond_threads(self, ix) -> bool:
+        return self.arr.states[self.index].pending == 0
+
     def headline(self, ix, role: str | None = None) -> str:
         """``role consumer (warps 4-7) waits on %full[0] for parity 1 (phase 1), but no TMA in flight or arrive can
         complete it: 0 of 1 arrivals, 8192 expect-tx bytes pending``."""

@@ -56,12 +56,17 @@ class RolesWait(Wait):
     def helps(self, ix, aop) -> bool:
         return any(w.helps(ix, aop) for _shown, _role, w in self.blocked)
 
-    def where(self):
-        return self.blocked[0][2].where()
+    def _lead(self, ix):
+        """The blocked stream the report leads with: one whose wait no thread could ever help (it lacks only bytes
+        no copy will bring, e.g. an expect-tx above what its loads deliver), else the first in role order."""
+        return next((b for b in self.blocked if b[2].beyond_threads(ix)), self.blocked[0])
+
+    def where(self, ix):
+        return self._lead(ix)[2].where(ix)
 
     def headline(self, ix, role: str | None = None) -> str:
-        _shown, first_role, w = self.blocked[0]
-        return w.headline(ix, first_role)
+        _shown, lead_role, w = self._lead(ix)
+        return w.headline(ix, lead_role)
 
     def hang(self, ix) -> str:
         parts = [f"role {shown} at {w.op.loc} ({w.op.name}): {w.hang(ix)}" for shown, _role, w in self.blocked]
