@@ -5,9 +5,11 @@ definition in ``ptxgen.ir.ops`` and use the helpers of ``Verifier``.
 """
 from __future__ import annotations
 
+import layoutc as lc
+
 from .gc_pause import gc_paused
 from .ir.core import Kernel, Module, Region
-from .ir.hostexpr import Word
+from .ir.hostexpr import TupleAttr, Word
 from .ir.ops import KERNEL_RULES, OPS, attribute_key_problems
 from .ir.suggest import did_you_mean
 from .ir.text import attribute_text
@@ -81,8 +83,11 @@ class Verifier:
             self.error(op, f"missing attribute '{name}'")
             return None
         if not _is_shape(value):
+            # a parenthesised tuple is a tuple attribute; shapes are CuTe notation, in brackets
+            hint = (f" (a shape is written in brackets: [{lc.to_str(value[0] if len(value) == 1 else tuple(value))}])"
+                    if isinstance(value, TupleAttr) and _is_shape(tuple(value)) else "")
             self.error(op, f"attribute '{name}' must be a shape of positive ints like [(64,64)], not "
-                           f"{attribute_text(value)}")
+                           f"{attribute_text(value)}{hint}")
             return None
         return value
 
@@ -161,9 +166,11 @@ class _Skip(Exception):
 
 
 def _is_shape(value) -> bool:
+    """A CuTe int tuple of positive ints (brackets in the text; a parenthesised TupleAttr is no shape)."""
     if isinstance(value, int) and not isinstance(value, bool):
         return value > 0
-    return isinstance(value, tuple) and len(value) > 0 and all(_is_shape(e) for e in value)
+    return (isinstance(value, tuple) and not isinstance(value, TupleAttr) and len(value) > 0
+            and all(_is_shape(e) for e in value))
 
 
 @gc_paused
