@@ -302,3 +302,28 @@ def test_a_named_barrier_hang_says_how_many_arrived():
     assert str(e.value).splitlines()[0] == (
         "races.tile:20:5: barrier.named: hang: threads 0..63 (warps 0-1) wait at named barrier 1 (threads), but only "
         "64 of 96 arrived and no one else can arrive")
+
+
+def test_a_cluster_hang_leads_with_one_cta():
+    text = """kernel @w(%x: gtensor<f32, 1>) {grid = (2, 1, 1), block = (64, 1, 1), cluster = (2, 1, 1)} {
+  %bar = mbarrier.alloc {count = 1} : mbarrier<1>
+  %t = gpu.thread_id {dim = x} : i32
+  %c0 = arith.const {value = 0} : i32
+  %leader = arith.cmp %t, %c0 {pred = eq} : i1
+  scf.if %leader {
+    mbarrier.init %bar, %c0 {arrivals = 64}
+    fence.mbarrier_init
+  }
+  barrier.cluster
+  mbarrier.wait %bar, %c0, %c0
+  barrier.cluster
+}
+"""
+    with pytest.raises(HangError) as e:
+        interpret(parse_module(text, file="cl.tile"), {"x": np.zeros(1, np.float32)})
+    first, *details = str(e.value).splitlines()
+    assert first == ("cl.tile:11:3: mbarrier.wait: hang: CTA rank 0: threads 0..63 (warps 0-1) wait on %bar[0] for "
+                     "parity 0 (phase 0), but no TMA in flight or arrive can complete it: 64 of 64 arrivals pending")
+    assert details[0] == "  every CTA of the cluster is blocked:"
+    assert [d.split(" at ")[0] for d in details[1:3]] == ["  CTA rank 0 (block (0, 0, 0))",
+                                                          "  CTA rank 1 (block (1, 0, 0))"]
