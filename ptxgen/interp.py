@@ -19,7 +19,10 @@ Asynchronous model (spec/tile-ir.md §6):
   (or a numpy Generator) performs random copies in random order after any op, for stress tests.
 - Races between the threads' shared-memory accesses and copies still in flight (a read of bytes a TMA load may
   still write, a write of bytes a TMA store may still read, a TMA store of bytes written by smem.store without a
-  fence.proxy_async) raise RaceError unless ``races="ignore"``.
+  fence.proxy_async) raise RaceError unless ``races="ignore"``; so do generic accesses of one byte by two threads
+  that no barrier orders (a read or a TMA copy of what another thread wrote, a write of what another thread read
+  or wrote): ``ptxgen.happens_before`` keeps the threads' order from barrier.cta, barrier.named and mbarrier
+  arrive/wait.
 """
 from __future__ import annotations
 
@@ -28,11 +31,13 @@ import itertools
 
 import numpy as np
 
+from .happens_before import HappensBefore
 from .ir import launch
 from .ir.core import Kernel, Region
 from .ir.host_dtypes import host_dtype_mismatch
-from .ir.ops import OPS, SMEM_BASE, describe_threads, numpy_dtype, round_to, smem_plan
+from .ir.ops import OPS, SMEM_BASE, describe_threads, describe_waiters, numpy_dtype, round_to, smem_plan
 from .ir.ops.mbarrier import check_remote_accesses_end
+from .ir.ops.roles import RolesWait
 from .ir.ops.tma import encode_tensor_map
 from .ir.types import GlobalTensorType, ScalarType, TensorMapType
 from .verify import verify
@@ -70,6 +75,8 @@ class _CTA:
         self.smem = np.zeros(SMEM_BASE + self.smem_plan.total, dtype=np.uint8)
         # thread + 1 of the last generic (st.shared) writer of each byte not yet ordered by fence.proxy_async
         self.generic_writer = np.zeros(self.smem.size, dtype=np.int32)
+        # the threads' happens-before order and each byte's last generic accesses (the generic race check)
+        self.order = HappensBefore(self.nthreads, self.smem.size) if races == "error" else None
         self.inflight = []      # asynchronous operations in flight, in issue order
         self.state = {}         # op-owned per-CTA state (barrier arrays, bulk groups)
         self.cluster = [self]   # the CTAs of this CTA's cluster, by rank (shared list), and this CTA's rank
@@ -154,11 +161,11 @@ class _CTA:
         while not wait.ready(self):
             helpers = [a for a in self.inflight if wait.helps(self, a)]
             if not helpers:
-                if self.inflight:
-                    others = "; in flight, but unable to help: " + "; ".join(a.describe() for a in self.inflight)
-                else:
-                    others = "; no asynchronous copy is in flight"
-                self.fail(wait.op, f"hang: {wait.hang(self)}{others}", HangError)
+                lock_step = None if isinstance(wait, RolesWait) else (
+                    "every thread of the CTA is blocked (lock step: outside gpu.roles a CTA is one stream), so no "
+                    "arrival can come")
+                self.fail(wait.where(self), hang_report(wait.headline(self), [wait.hang(self), lock_step],
+                                                    self.inflight), HangError)
             self.advance(helpers[0] if self.rng is None else helpers[self.rng.integers(len(helpers))])
 
     def issue(self, aop) -> None:
@@ -210,10 +217,20 @@ class _CTA:
     def _bytes(self, addresses, esize):
         return np.asarray(addresses, dtype=np.int64)[..., None] + np.arange(esize)
 
-    def smem_read(self, op, what: str, addresses, esize: int):
-        """Generic (ld.shared) read of the elements at ``addresses`` (any shape): uint8 of shape (..., esize)."""
+    def smem_read(self, op, what: str, addresses, esize: int, threads=None, group=None):
+        """Read of the elements at ``addresses`` (any shape): uint8 of shape (..., esize). A generic (ld.shared) read
+        names its thread per row of ``addresses`` (``threads``, for smem.load: (threads, values) addresses); a read
+        for a group of threads together (a wgmma's operand tiles for its warpgroup) names the ``group``. Either is
+        checked against the other threads' generic writes (``HappensBefore``)."""
         b = self._bytes(addresses, esize)
         self.check_async_access(op, np.unique(b), "read", what)
+        if self.order is not None:
+            if threads is not None:
+                race = self.order.read(op, b, np.asarray(threads, dtype=np.int64).reshape(
+                    (-1,) + (1,) * (b.ndim - 1)))
+                self._unordered(op, what, race)
+            elif group is not None:
+                self._unordered(op, what, self.order.read_by_group(b, group), reader=describe_threads(group))
         return self.smem[b]
 
     def smem_write(self, op, what: str, addresses, raw, threads) -> None:
@@ -221,6 +238,8 @@ class _CTA:
         thread ids ``threads``; later writes of the same byte win."""
         b = self._bytes(addresses, raw.shape[-1])
         self.check_async_access(op, np.unique(b), "write", what)
+        if self.order is not None:
+            self._unordered(op, what, self.order.write(op, b, np.asarray(threads, dtype=np.int64)[:, None, None]))
         self.smem[b] = raw
         self.generic_writer[b] = (np.asarray(threads)[:, None, None] + 1)
 
@@ -229,6 +248,62 @@ class _CTA:
         b = self._bytes(addresses, raw.shape[-1])
         self.smem[b] = raw
         self.generic_writer[b] = 0
+        if self.order is not None:
+            self.order.forget(b)
+
+    def check_issue_order(self, op, byteset, what: str, thread: int, access: str) -> None:
+        """A TMA copy issued by ``thread`` reads (a store) or writes (a load) ``byteset``: every other thread's generic
+        write of those bytes (and, for a load, read) must happen before the issue."""
+        if self.order is None:
+            return
+        if access == "read":
+            race = self.order.read_by_group(byteset, [thread])
+        else:
+            race = self.order.write(op, byteset, np.full(byteset.shape, thread, dtype=np.int64), record=False)
+        self._unordered(op, what, race)
+
+    def read_async(self, op, byteset, thread: int) -> None:
+        """A TMA store issued by ``thread`` will read ``byteset`` (``HappensBefore.read_async``)."""
+        if self.order is not None:
+            self.order.read_async(op, byteset, thread)
+
+    def settle_async_read(self, byteset, thread: int) -> None:
+        """``thread`` waited for its TMA store of ``byteset`` to finish reading (``HappensBefore.settle``)."""
+        if self.order is not None:
+            self.order.settle(byteset, thread)
+
+    def _unordered(self, op, what: str, race, reader: str | None = None) -> None:
+        """Raise RaceError for an unordered pair of generic accesses (``HappensBefore``'s report), naming both ops,
+        their threads and the bytes."""
+        if race is None:
+            return
+        kind, earlier, earlier_op, later, (lo, hi) = race
+        did, does = {"write-read": ("wrote", "reads"), "read-write": ("read", "writes"),
+                     "write-write": ("wrote", "writes")}[kind]
+        me = reader or describe_waiters([later])
+        fix = ("a barrier.cta, a barrier.named both reach, or an mbarrier arrive then wait must come between them"
+               if earlier_op.name != "tma.store" else
+               f"thread {earlier} must wait for that store to read (tma.store_wait {{read = true}}), then a barrier "
+               "both reach must come before the write")
+        self.fail(op, f"{does} shared memory bytes [{lo}, {hi}) of {what} that {describe_waiters([earlier])} {did} "
+                      f"with {earlier_op.name} at {earlier_op.loc}, and nothing orders that "
+                      f"{'write' if did == 'wrote' else 'read'} before this {'read' if does == 'reads' else 'write'} "
+                      f"by {me}: {fix}", RaceError)
+
+    # -- synchronisation of the threads (the generic race check's happens-before order) -------------------------------
+    def synchronize(self, threads) -> None:
+        """``threads`` meet at a barrier (barrier.cta, a completed barrier.named, the CTA at barrier.cluster)."""
+        if self.order is not None:
+            self.order.synchronize(threads)
+
+    def release(self, threads, into):
+        """An mbarrier arrival of ``threads``: their clocks joined into ``into`` (the phase's released clock)."""
+        return self.order.release(threads, into) if self.order is not None else None
+
+    def acquire(self, threads, released) -> None:
+        """``threads`` return from a wait on a completed phase that released ``released``."""
+        if self.order is not None:
+            self.order.acquire(threads, released)
 
     def check_async_access(self, op, byteset, access: str, what: str) -> None:
         """Raise RaceError if an access (``"read"`` or ``"write"``) of the sorted unique bytes ``byteset`` races with
@@ -266,6 +341,18 @@ class _CTA:
         lut = np.zeros(self.nthreads + 1, dtype=bool)
         lut[np.asarray(threads) + 1] = True
         self.generic_writer[lut[self.generic_writer]] = 0
+
+
+def hang_report(headline: str, details, inflight) -> str:
+    """A HangError's message after the location: ``hang: <headline>`` on the first line (who waits on what and why
+    it can never complete), then one indented line per detail (None skipped; a detail may hold several lines) and
+    the asynchronous operations in flight that cannot help."""
+    lines = [line for d in details if d for line in d.split("\n")]
+    if inflight:
+        lines += ["in flight, but unable to help: " + "; ".join(a.describe() for a in inflight)]
+    else:
+        lines += ["no asynchronous copy is in flight"]
+    return f"hang: {headline}" + "".join(f"\n  {line}" for line in lines)
 
 
 def _launch_dims(kernel: Kernel, env: dict, grid):
@@ -355,10 +442,13 @@ def _run_cluster(ctas) -> None:
                 owner.advance(helpers[0])
                 break
         else:
-            first = live[0]
-            parts = "; ".join(f"CTA rank {cta.rank} (block {cta.block_index}) at {wait.op.loc} ({wait.op.name}): "
-                              f"{wait.hang(cta)}" for cta, _g, wait, _s in live)
-            first[0].fail(first[2].op, f"hang: every CTA of the cluster is blocked: {parts}", HangError)
+            cta, _gen, wait, _started = live[0]
+            details = ["every CTA of the cluster is blocked:"] + [
+                f"CTA rank {c.rank} (block {c.block_index}) at {w.op.loc} ({w.op.name}): {w.hang(c)}"
+                for c, _g, w, _s in live]
+            inflight = [a for c in ctas for a in c.inflight]
+            cta.fail(wait.where(cta), hang_report(f"CTA rank {cta.rank}: {wait.headline(cta)}", details,
+                                               list(dict.fromkeys(inflight))), HangError)
 
 
 def _new_cta(k, block_index, grid_dim, block_dim, env, bound, plan, cache, schedule, races) -> _CTA:

@@ -5,11 +5,15 @@ definition in ``ptxgen.ir.ops`` and use the helpers of ``Verifier``.
 """
 from __future__ import annotations
 
+import layoutc as lc
+
 from .gc_pause import gc_paused
 from .ir import launch
 from .ir.core import Kernel, Module, Region
-from .ir.hostexpr import Word
-from .ir.ops import KERNEL_RULES, OPS
+from .ir.hostexpr import TupleAttr, Word
+from .ir.ops import KERNEL_RULES, OPS, attribute_key_problems
+from .ir.suggest import did_you_mean
+from .ir.text import attribute_text
 from .ir.types import ScalarType
 
 
@@ -57,8 +61,9 @@ class Verifier:
             return None
         value = op.attrs[name]
         if not isinstance(value, kinds) or (kinds is int and isinstance(value, bool)):
-            kind_names = kinds.__name__ if isinstance(kinds, type) else " or ".join(k.__name__ for k in kinds)
-            self.error(op, f"attribute '{name}' must be a {kind_names}, not {value!r}")
+            kind_names = " or ".join(_KIND_TEXT.get(k.__name__, k.__name__)
+                                     for k in (kinds if isinstance(kinds, tuple) else (kinds,)))
+            self.error(op, f"attribute '{name}' must be {kind_names}, not {attribute_text(value)}")
             return None
         return value
 
@@ -68,7 +73,7 @@ class Verifier:
             self.error(op, f"missing attribute '{name}' (one of {', '.join(choices)})")
             return None
         if str(value) not in choices or not isinstance(value, (Word, str)):
-            self.error(op, f"attribute '{name}' must be one of {', '.join(choices)}, not {value}")
+            self.error(op, f"attribute '{name}' must be one of {', '.join(choices)}, not {attribute_text(value)}")
             return None
         return str(value)
 
@@ -79,7 +84,11 @@ class Verifier:
             self.error(op, f"missing attribute '{name}'")
             return None
         if not _is_shape(value):
-            self.error(op, f"attribute '{name}' must be a shape of positive ints like [(64,64)], not {value!r}")
+            # a parenthesised tuple is a tuple attribute; shapes are CuTe notation, in brackets
+            hint = (f" (a shape is written in brackets: [{lc.to_str(value[0] if len(value) == 1 else tuple(value))}])"
+                    if isinstance(value, TupleAttr) and _is_shape(tuple(value)) else "")
+            self.error(op, f"attribute '{name}' must be a shape of positive ints like [(64,64)], not "
+                           f"{attribute_text(value)}{hint}")
             return None
         return value
 
@@ -129,10 +138,16 @@ class Verifier:
                 self.error(op, "scf.yield must be the last op of its region")
             definition = OPS.get(op.name)
             if definition is None:
-                self.error(op, f"unknown op '{op.name}'")
+                self.error(op, f"unknown op '{op.name}'{did_you_mean(op.name, OPS)}")
             else:
+                # attribute keys first: a misspelt key is named where it is, and the op's rule (which would only see
+                # the attribute missing) does not run
+                key_problems = attribute_key_problems(definition, op)
+                for problem in key_problems:
+                    self.error(op, problem)
                 try:
-                    definition.verify(op, self)
+                    if not key_problems:
+                        definition.verify(op, self)
                 except _Skip:
                     pass
             for r in op.regions:
@@ -140,14 +155,21 @@ class Verifier:
             scope |= {id(r) for r in op.results}
 
 
+# attribute kinds as the text form writes them (messages never name Python types)
+_KIND_TEXT = {"int": "an integer", "float": "a float", "bool": "true or false", "tuple": "a tuple like (1, 0)",
+              "str": 'a string "..."', "Layout": "a layout like [(4,2):(2,1)]", "Word": "a word"}
+
+
 class _Skip(Exception):
     """Stops one op's rule after a structural error that makes the rest meaningless."""
 
 
 def _is_shape(value) -> bool:
+    """A CuTe int tuple of positive ints (brackets in the text; a parenthesised TupleAttr is no shape)."""
     if isinstance(value, int) and not isinstance(value, bool):
         return value > 0
-    return isinstance(value, tuple) and len(value) > 0 and all(_is_shape(e) for e in value)
+    return (isinstance(value, tuple) and not isinstance(value, TupleAttr) and len(value) > 0
+            and all(_is_shape(e) for e in value))
 
 
 @gc_paused

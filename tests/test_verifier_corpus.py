@@ -283,7 +283,7 @@ CORPUS_WGMMA = [
      "A must be a smem view, not frag<f32>[32]"),
     ("wgmma dtype mix", "  %h = smem.alloc {align = 1024} : smem<f16>[Sw<3,4,3> o 0 o ((8,8),(64,1)):((64,512),(1,0))]\n"
                         + A64 + "  %d = wgmma.mma %a, %h, %acc : frag<f32>[32]",
-     "A holds bf16 but B holds f16: wgmma multiplies one element type", WG_LINE + 2),
+     "A holds bf16 but B holds f16: PTX's wgmma multiplies operands of one type (only e4m3 and e5m2 mix)", WG_LINE + 2),
     ("wgmma f32 operands", "  %f = smem.alloc : smem<f32>[(64,16):(16,1)]\n  %d = wgmma.mma %f, %f, %acc : frag<f32>[32]",
      "A holds f32; wgmma reads f16, bf16, e4m3, e5m2 from shared memory", WG_LINE + 1),
     ("wgmma M not 64-row blocks",
@@ -295,7 +295,7 @@ CORPUS_WGMMA = [
      "block, 1 blocks)", WG_LINE + 2),
     ("wgmma accumulator type", A64 + "  %i = arith.const {value = 0} : i32\n  %z = frag.splat %i : frag<i32>[32]\n"
                                      "  %d = wgmma.mma %a, %sb, %z : frag<i32>[32]",
-     "the accumulator must be a frag<f32> or frag<f16>, not frag<i32>[32]", WG_LINE + 3),
+     "bf16 inputs accumulate in frag<f32> (PTX's wgmma), not frag<i32>[32]", WG_LINE + 3),
     ("wgmma K mismatch", "  %k = smem.alloc {align = 1024} : smem<bf16>[Sw<2,4,3> o 0 o ((8,8),(32,1)):((32,256),(1,0))]\n"
                          + A64 + "  %d = wgmma.mma %a, %k, %acc : frag<f32>[32]", "A has K = 64 but B has K = 32",
      WG_LINE + 2),
@@ -370,12 +370,12 @@ def test_a_k_half_inside_the_swizzle_row_verifies():
     offset in the start field (base_offset 0), as CUTLASS advances K inside an atom."""
     body = (A64 + "  %ah = smem.tile %a, %c1 {mode = 1, size = 32} : smem<bf16>[Sw<3,4,3> o 0 o (64,32):(64,1)]\n"
             "  %bh = smem.tile %sb, %c1 {mode = 1, size = 32} : smem<bf16>[Sw<3,4,3> o 0 o ((8,8),32):((64,512),1)]\n"
-            "  %d = wgmma.mma %ah, %bh, %acc : frag<f32>[32]\n")
+            "  wgmma.fence\n  %d = wgmma.mma %ah, %bh, %acc : frag<f32>[32]\n")
     verify(parse_module(WG_HEADER + WG_PRELUDE + body + "}\n", file="good.tile"))
 
 
 def test_the_wgmma_prelude_alone_verifies():
-    verify(parse_module(WG_HEADER + WG_PRELUDE + A64 + "  %d = wgmma.mma %a, %sb, %acc : frag<f32>[32]\n}\n",
+    verify(parse_module(WG_HEADER + WG_PRELUDE + A64 + "  wgmma.fence\n  %d = wgmma.mma %a, %sb, %acc : frag<f32>[32]\n}\n",
                         file="good.tile"))
 
 
@@ -391,7 +391,7 @@ CORPUS_WGMMA_RS = [
      "A holds f32; wgmma takes f16, bf16, e4m3, e5m2 A fragments"),
     ("rs dtype mix", RS_A + "  %g = arith.cast %s : f16\n  %fg = frag.splat %g : frag<f16>[32]\n"
                             "  %d = wgmma.mma_rs %fg, %sb, %acc : frag<f32>[32]",
-     "A holds f16 but B holds bf16: wgmma multiplies one element type", RS_LINE + 2),
+     "A holds f16 but B holds bf16: PTX's wgmma multiplies operands of one type (only e4m3 and e5m2 mix)", RS_LINE + 2),
     ("rs B in registers", RS_A + "  %d = wgmma.mma_rs %fa, %fa, %acc : frag<f32>[32]",
      "B must be a smem view, not frag<bf16>[32]"),
     ("rs K not whole k-steps", RS_A + "  %k8 = smem.alloc : smem<bf16>[(64,8):(8,1)]\n"
@@ -407,7 +407,7 @@ CORPUS_WGMMA_RS = [
      "block, 2 blocks)", RS_LINE + 1),
     ("rs accumulator type", RS_A + "  %z = frag.splat %c0 : frag<i32>[32]\n"
                                    "  %d = wgmma.mma_rs %fa, %sb, %z : frag<i32>[32]",
-     "the accumulator must be a frag<f32> or frag<f16>, not frag<i32>[32]", RS_LINE + 1),
+     "bf16 inputs accumulate in frag<f32> (PTX's wgmma), not frag<i32>[32]", RS_LINE + 1),
     ("rs result type", RS_A + "  %d = wgmma.mma_rs %fa, %sb, %acc : frag<f32>[16]",
      "the result type frag<f32>[16] must be the accumulator's frag<f32>[32]"),
     ("rs B layout no descriptor", RS_A + "  %r = smem.alloc : smem<bf16>[(64,64):(64,1)]\n"
@@ -440,7 +440,7 @@ def test_bad_wgmma_rs_kernel_is_reported_at_its_op(case):
 
 
 def test_the_wgmma_rs_prelude_alone_verifies():
-    verify(parse_module(WG_HEADER + WG_PRELUDE + RS_A + "  %d = wgmma.mma_rs %fa, %sb, %acc : frag<f32>[32]\n}\n",
+    verify(parse_module(WG_HEADER + WG_PRELUDE + RS_A + "  wgmma.fence\n  %d = wgmma.mma_rs %fa, %sb, %acc : frag<f32>[32]\n}\n",
                         file="good.tile"))
 
 

@@ -405,7 +405,11 @@ def _analyzed_tile(tile: Layout, t: DType, major: Major, mode: SwizzleMode):
         other = 1 - vec_mode
         hint = ""
         if any(d == 1 for _s, d in _leaf_pairs(c[other])):
-            hint = f" (the {names[other]} mode is the contiguous one: major={names[other]!r}?)"
+            # suggest the transpose only where wgmma has one (imm-trans: 16-bit types); fp8/tf32/int8 must be K-major
+            hint = (f" (the {names[other]} mode is the contiguous one: major={names[other]!r}?)"
+                    if vec_mode == 0 or t.name in _TRANSPOSABLE else
+                    f" (the MN mode is the contiguous one, but {t.name} operands must be K-major: only f16/bf16 "
+                    "have the transpose; lay the tile out with K contiguous, e.g. a K-major GMMA atom)")
         raise _Reject(f"core-matrix shape: not {major.value}-major: the tile's {names[vec_mode]} mode {c[vec_mode]} "
                       f"does not start with {T} contiguous {t.name} (16 B, one core-matrix row){hint}")
     for i, m in enumerate(modes(c)):

@@ -810,12 +810,79 @@ def _resolve_swizzle(sw_l, swizzle, err) -> TmaSwizzle:
 
 
 def _split_hint(global_layout, dtype, smem_layout, tsw) -> str:
+    """Advice for a tile one TMA copy cannot write: the largest box TMA writes along the global tensor's contiguous
+    mode (the widest inner extent the swizzle row, 16-byte rows and 256 allow; the other extents up to 256), its
+    smem layout, bytes and the copies the tile takes, and the tile laid out as those boxes side by side (what
+    ``tma_boxes`` splits into them). The SW128 bf16 tile ``Sw<3,4,3> o 0 o (128,128):(128,1)`` →
+    ``"the largest box along the contiguous mode 1 is (128,64): Sw<3,4,3> o 0 o (128,64):(64,1), 16384 bytes per
+    copy, 2 copies for the (128,128) tile laid out as Sw<3,4,3> o 0 o (128,(64,2)):(64,(1,8192)) (tma_boxes()
+    splits that layout; as laid out now the tile takes 256 copies of box_dims (64, 1))"``; a tile already laid out
+    as such boxes (the GMMA K-major SW128 tile (128,128)) → ``"tma_boxes() splits it into 2 boxes of (64, 128)
+    (16384 bytes each)"`` (box_dims innermost first).
+    Post: every layout it names is one ``make_tma_params`` accepts (else it falls back to tma_boxes' own split)."""
     try:
-        boxes = tma_boxes(global_layout, dtype, smem_layout, swizzle=tsw)
+        as_laid_out = tma_boxes(global_layout, dtype, smem_layout, swizzle=tsw)
     except TmaError as e:
-        return f"tma_boxes() cannot split it either ({e.condition})"
-    return (f"tma_boxes() splits it into {len(boxes.boxes)} boxes of {boxes.params.box_dims} "
-            f"({boxes.params.box_bytes} bytes each)")
+        as_laid_out, why_not = None, e.condition
+    proposal = _largest_box(global_layout, dtype, smem_layout, tsw)
+    if as_laid_out is not None and (proposal is None or len(as_laid_out.boxes) <= proposal[2]):
+        return (f"tma_boxes() splits it into {len(as_laid_out.boxes)} boxes of {as_laid_out.params.box_dims} "
+                f"({as_laid_out.params.box_bytes} bytes each)")
+    if proposal is None:
+        return f"tma_boxes() cannot split it either ({why_not})"
+    box_layout, params, copies, tile_layout, tile_shape = proposal
+    text = (f"the largest box along the contiguous mode {params.mode_order[0]} is {_mode_order_shape(params)}: "
+            f"{_show(box_layout)}, {params.box_bytes} bytes per copy, {copies} copies for the "
+            f"{_show(tile_shape)} tile laid out as {_show(tile_layout)} (tma_boxes() splits that layout")
+    if as_laid_out is None:
+        text += f"; as laid out now no box fits: {why_not}"
+    else:
+        text += (f"; as laid out now the tile takes {len(as_laid_out.boxes)} copies of box_dims "
+                 f"{as_laid_out.params.box_dims}")
+    return text + ")"
+
+
+def _mode_order_shape(params) -> str:
+    """A box's extents in the global tensor's mode order (``box_dims`` are innermost first): ``(128,64)``."""
+    rank = len(params.mode_order)
+    extents = [1] * rank
+    for dim, mode in enumerate(params.mode_order):
+        extents[mode] = params.box_counts[dim]
+    return _show(tuple(extents))
+
+
+def _largest_box(global_layout, dtype, smem_layout, tsw):
+    """(box layout, its TmaParams, copies, the tile laid out as such boxes, the tile's extents) for the widest box
+    TMA writes along the contiguous mode of ``global_layout`` inside the tile of ``smem_layout``'s extents, or None
+    when there is no such box (extents that no legal box divides, a global tensor without a contiguous mode)."""
+    from ..tiling import tile_to_shape
+    try:
+        _err, _dt, _tdt, esize, order, _dims, _bs, rank, sw_l, _off, _inner, tsw, ext = _prepare(
+            "tma_boxes", global_layout, dtype, smem_layout, tsw)
+    except TmaError:
+        return None
+    span = tsw.span_bytes or TMA_MAX_BOX_DIM * esize
+    cap = min(TMA_MAX_BOX_DIM, span // esize)
+    box = [max((d for d in range(1, min(e, TMA_MAX_BOX_DIM) + 1) if e % d == 0), default=1) for e in ext]
+    inner = [d for d in range(1, min(ext[order[0]], cap) + 1) if ext[order[0]] % d == 0 and (d * esize) % 16 == 0]
+    if not inner:
+        return None
+    box[order[0]] = inner[-1]
+    pitch = -(-box[order[0]] * esize // 16) * 16 // esize
+    strides, step = [0] * rank, 1
+    for k, mode in enumerate(order):
+        strides[mode] = step
+        step *= pitch if k == 0 else box[mode]
+    plain = Layout(tuple(box), tuple(strides))
+    box_layout = ComposedLayout(sw_l, 0, plain) if sw_l is not None else plain
+    try:
+        params = make_tma_params(global_layout, dtype, box_layout, swizzle=tsw)
+        tile = tile_to_shape(box_layout, tuple(ext), tuple(order.index(i) for i in range(rank)))
+        tile = tile.with_inner(coalesce(tile.inner, (1,) * rank)) if sw_l is not None else coalesce(tile, (1,) * rank)
+        copies = len(tma_boxes(global_layout, dtype, tile, swizzle=tsw).boxes)
+    except (TmaError, LayoutError):
+        return None
+    return box_layout, params, copies, tile, tuple(ext)
 
 
 def _check_box_layout(params, sw_l, off, inner, ext, base, err, split_args) -> None:

@@ -55,7 +55,7 @@ from .types import (SCALARS, BarrierType, FragmentType, GlobalTensorType, Global
 
 __all__ = [
     "IRSyntaxError", "parse_module", "print_module", "parse_type", "print_type", "print_kernel",
-    "structurally_equal", "first_difference", "Word", "TupleAttr",
+    "structurally_equal", "first_difference", "Word", "TupleAttr", "attribute_text",
 ]
 
 
@@ -611,6 +611,17 @@ def _print_value(v, kernel: bool) -> str:
     if _is_cute_value(v):
         return f"[{to_str(v)}]"
     raise ValueError(f"cannot print attribute value {v!r}")
+
+
+def attribute_text(value) -> str:
+    """An attribute value as the text form writes it, for messages: ``attribute_text(TupleAttr((1024,)))`` →
+    ``(1024)``, ``attribute_text(Word("x"))`` → ``x``, ``attribute_text((64, 64))`` → ``[(64,64)]``,
+    ``attribute_text(True)`` → ``true``, a layout → ``[(4,2):(2,1)]``. Post: never raises; a value the text form
+    cannot write (a Python object a builder passed) falls back to its ``repr``."""
+    try:
+        return _print_value(value, kernel=isinstance(value, HostExpr))
+    except (ValueError, TypeError, RecursionError):
+        return repr(value)
 
 
 def _check_host(e) -> None:

@@ -15,6 +15,7 @@ import numpy as np
 
 import layoutc as lc
 
+from ..suggest import did_you_mean
 from ..types import SCALARS, ScalarType
 
 OPS: dict = {}
@@ -23,7 +24,8 @@ OPS: dict = {}
 def register(cls):
     """Class decorator: instantiate the definition and register it under ``cls.name``.
 
-    Pre: the class defines its verifier rule and its interpreter meaning (``verify`` and ``interpret``).
+    Pre: the class defines its verifier rule and its interpreter meaning (``verify`` and ``interpret``) and
+    declares its attribute keys (``required_attrs``, ``optional_attrs``: tuples of names, disjoint).
     """
     inst = cls()
     if inst.name in OPS:
@@ -31,6 +33,12 @@ def register(cls):
     for method in ("verify", "interpret"):
         if not callable(getattr(inst, method, None)):
             raise TypeError(f"op {inst.name} does not define {method}")
+    for keys in (inst.required_attrs, inst.optional_attrs):
+        if not isinstance(keys, tuple) or not all(isinstance(k, str) for k in keys):
+            raise TypeError(f"op {inst.name}: required_attrs and optional_attrs are tuples of attribute names")
+    if set(inst.required_attrs) & set(inst.optional_attrs):
+        raise ValueError(f"op {inst.name} declares {set(inst.required_attrs) & set(inst.optional_attrs)} both "
+                         "required and optional")
     OPS[inst.name] = inst
     return cls
 
@@ -41,7 +49,9 @@ def lookup(name: str):
 
 
 class OpDef:
-    """Base of op definitions. ``name``: the op's text name; ``summary``: one line for the spec.
+    """Base of op definitions. ``name``: the op's text name; ``summary``: one line for the spec;
+    ``required_attrs`` / ``optional_attrs``: every attribute key the op knows (the verifier refuses any other key
+    before the op's rule runs, ``attribute_key_problems``).
 
     Subclasses define ``verify(op, v)``, ``interpret(op, ix)`` and, where the builder can infer them,
     ``result_types(operand_types, attrs)``.
@@ -49,6 +59,33 @@ class OpDef:
 
     name = ""
     summary = ""
+    required_attrs: tuple = ()
+    optional_attrs: tuple = ()
+
+
+def attribute_key_problems(definition: OpDef, op) -> list:
+    """What is wrong with the attribute KEYS of ``op`` (its values are the op rule's business): each key the
+    definition does not declare, with a did-you-mean among the declared keys it lacks, and each required key that is
+    missing and not explained by such a misspelling.
+
+    ``pipeline.acquire %p, %k {byte = 32768}`` → ``["unknown attribute 'byte' (did you mean 'bytes'?)"]``;
+    ``wgmma.wait {pending = 0, read = true}`` → ``["unknown attribute 'read' (wgmma.wait takes pending)"]``. Post: empty iff every key is declared and every required key is present.
+    """
+    known = definition.required_attrs + definition.optional_attrs
+    absent = [k for k in known if k not in op.attrs]
+    problems, explained = [], set()
+    for key in op.attrs:
+        if key in known:
+            continue
+        hint = did_you_mean(key, absent)
+        explained.update(k for k in absent if f"'{k}'" in hint)
+        if not hint:
+            hint = f" ({op.name} takes {', '.join(known)})" if known else f" ({op.name} takes no attributes)"
+        problems.append(f"unknown attribute '{key}'{hint}")
+    for key in definition.required_attrs:
+        if key not in op.attrs and key not in explained:
+            problems.append(f"missing attribute '{key}'")
+    return problems
 
 
 # -- helpers ---------------------------------------------------------------------------------------------------
@@ -328,12 +365,37 @@ def describe_threads(ids) -> str:
 
 # -- the interpreter's asynchronous protocol --------------------------------------------------------------------------
 
+def describe_waiters(threads, role: str | None = None) -> str:
+    """Who waits, for the first line of a hang report: ``role consumer (warps 4-7)`` (a role's whole warps),
+    ``role producer (thread 0, warp 0)``, ``threads 0..63 (warps 0-1)``, ``thread 0 (warp 0)``."""
+    ids = sorted({int(i) for i in np.asarray(threads).ravel()})
+    if not ids:
+        return f"role {role}" if role is not None else "no thread"
+    warps = sorted({i // 32 for i in ids})
+    if len(warps) == 1:
+        warp_text = f"warp {warps[0]}"
+    elif warps[-1] - warps[0] + 1 == len(warps):
+        warp_text = f"warps {warps[0]}-{warps[-1]}"
+    else:
+        warp_text = "warps " + ", ".join(map(str, warps))
+    if role is None:
+        return f"{describe_threads(ids)} ({warp_text})"
+    whole = len(ids) == 32 * len(warps)
+    return f"role {role} ({warp_text if whole else describe_threads(ids) + ', ' + warp_text})"
+
+
+def waits_verb(who: str) -> str:
+    """``waits`` after a singular subject (``role …``, ``thread 3 …``, ``CTA …``), else ``wait``."""
+    return "wait" if who.startswith("threads ") else "waits"
+
+
 class Wait(abc.ABC):
     """What a blocking op yields to the interpreter's scheduler (``yield Wait``): the op and the threads that wait.
 
     ``ready(ix)``: whether the threads may go on; ``helps(ix, aop)``: whether the next step of the in-flight
-    asynchronous operation ``aop`` can bring ``ready`` closer; ``hang(ix)``: the message when nothing in flight can
-    (the scheduler adds the location and raises HangError).
+    asynchronous operation ``aop`` can bring ``ready`` closer. When nothing in flight can, the scheduler raises
+    HangError at ``where(ix)`` (the waiting op) with ``headline(ix, role)`` — one short line: who waits on what, with
+    which phase and parity, and why it can never complete — followed by the details of ``hang(ix)``.
     """
 
     def __init__(self, op, threads):
@@ -346,6 +408,19 @@ class Wait(abc.ABC):
 
     def helps(self, ix, aop) -> bool:
         return False
+
+    def where(self, ix):
+        """The op whose location heads the hang report."""
+        return self.op
+
+    def beyond_threads(self, ix) -> bool:
+        """Whether no thread's action could meet this wait any more (only an asynchronous copy could): the report of
+        a hang among several streams leads with such a wait."""
+        return False
+
+    def headline(self, ix, role: str | None = None) -> str:
+        who = describe_waiters(self.threads, role)
+        return f"{who} {waits_verb(who)} forever"
 
     def hang(self, ix) -> str:
         return f"{describe_threads(self.threads)} wait forever"
@@ -361,6 +436,11 @@ class CountingWait(Wait):
 
     def ready(self, ix) -> bool:
         return self.state["generation"] > self.generation
+
+    def headline(self, ix, role: str | None = None) -> str:
+        who = describe_waiters(self.threads, role)
+        return (f"{who} {waits_verb(who)} at {self.what}, but only {self.state['arrived']} of "
+                f"{self.state['expected']} arrived and no one else can arrive")
 
     def hang(self, ix) -> str:
         return (f"{describe_threads(self.threads)} wait at {self.what} for {self.state['expected']}, but only "

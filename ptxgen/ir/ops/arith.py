@@ -6,6 +6,7 @@ from math import gcd
 import numpy as np
 
 
+from ..text import attribute_text
 from ..types import F32, I1, I32
 from . import (
     INT_TYPES, NUM_TYPES, OpDef, convert, numpy_dtype, register, round_to,
@@ -16,6 +17,7 @@ from . import (
 class Const(OpDef):
     name = "arith.const"
     summary = "a constant scalar"
+    required_attrs = ("value",)
 
     def verify(self, op, v):
         v.operands(op, 0)
@@ -23,7 +25,7 @@ class Const(OpDef):
         v.scalar(op, t, "result")
         value = v.attr(op, "value", (int, float, bool))
         if t.is_int and not isinstance(value, int):
-            v.error(op, f"value {value!r} is not an integer but the type is {t}")
+            v.error(op, f"value {attribute_text(value)} is not an integer but the type is {t}")
         if t.is_int and isinstance(value, int) and not isinstance(value, bool):
             lo, hi = (-(1 << (t.bits - 1)), (1 << (t.bits - 1)) - 1) if t.kind == "int" else (0, (1 << t.bits) - 1)
             if not lo <= value <= hi:
@@ -137,6 +139,7 @@ class CDiv(_Binary):
 class Cmp(OpDef):
     name = "arith.cmp"
     summary = "compare two scalars"
+    required_attrs = ("pred",)
     PREDICATES = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
                   "gt": np.greater, "ge": np.greater_equal}
 

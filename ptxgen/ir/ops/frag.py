@@ -5,6 +5,7 @@ import numpy as np
 
 import layoutc as lc
 
+from ..text import attribute_text
 from ..types import F32, I32, FragmentType
 from . import (
     NUM_TYPES, OpDef, convert, numpy_dtype, register, round_to, tv_table,
@@ -111,6 +112,7 @@ class FragCast(OpDef):
 class Slice(OpDef):
     name = "frag.slice"
     summary = "a run of consecutive values of a fragment (in its flat value order) as a smaller fragment"
+    required_attrs = ("offset",)
 
     def verify(self, op, v):
         (x,) = v.operands(op, 1)
@@ -161,6 +163,7 @@ class Splat(OpDef):
 class Reduce(OpDef):
     name = "frag.reduce"
     summary = "replace each value by the reduction over its tile row (or column), across values and threads"
+    required_attrs = ("tv", "tile", "mode", "kind")
     KINDS = {"add": np.add, "max": np.maximum, "min": np.minimum}
 
     def verify(self, op, v):
@@ -183,7 +186,7 @@ class Reduce(OpDef):
             v.error(op, f"tile {lc.to_str(tile)} must have rank 2 (rows, columns)")
             return
         if mode not in (0, 1):
-            v.error(op, f"mode must be 0 (columns) or 1 (rows), not {mode!r}")
+            v.error(op, f"mode must be 0 (columns) or 1 (rows), not {attribute_text(mode)}")
             return
         if not verify_tv(op, v, tv, x.type.shape, lc.product(tile)):
             return

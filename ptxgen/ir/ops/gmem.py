@@ -6,17 +6,20 @@ import numpy as np
 
 import layoutc as lc
 
+from ..text import attribute_text
 from ..types import F32, I32, FragmentType, GlobalTensorType, GlobalViewType
 from . import (
     OpDef,
     Wait,
     convert,
     describe_threads,
+    describe_waiters,
     numpy_dtype,
     register,
     tile_coordinates,
     tv_table,
     verify_tv,
+    waits_verb,
 )
 
 
@@ -24,6 +27,7 @@ from . import (
 class GDim(OpDef):
     name = "gtensor.dim"
     summary = "the runtime extent of a mode of a global tensor"
+    required_attrs = ("mode",)
 
     def verify(self, op, v):
         (x,) = v.operands(op, 1)
@@ -64,6 +68,7 @@ class TileView:
 class GTile(OpDef):
     name = "gmem.tile"
     summary = "a static-shape window of a global tensor at a runtime origin"
+    required_attrs = ("shape",)
 
     def verify(self, op, v):
         if not op.operands:
@@ -134,6 +139,8 @@ class _GmemAccess(OpDef):
 class GLoad(_GmemAccess):
     name = "gmem.load"
     summary = "each thread reads its values of a global tile (out-of-bounds values read `other`)"
+    required_attrs = ("tv",)
+    optional_attrs = ("other",)
 
     def verify(self, op, v):
         view, thread = v.operands(op, 2)
@@ -149,7 +156,7 @@ class GLoad(_GmemAccess):
         if tv is not None:
             verify_tv(op, v, tv, t.shape, view.type.size)
         if "other" in op.attrs and not isinstance(op.attrs["other"], (int, float)):
-            v.error(op, f"other must be a number, not {op.attrs['other']!r}")
+            v.error(op, f"other must be a number, not {attribute_text(op.attrs['other'])}")
 
     def interpret(self, op, ix):
         view, thread = op.operands
@@ -176,6 +183,7 @@ class GLoad(_GmemAccess):
 class GStore(_GmemAccess):
     name = "gmem.store"
     summary = "each thread writes its values of a global tile (out-of-bounds values are skipped)"
+    required_attrs = ("tv",)
 
     def verify(self, op, v):
         view, thread, frag = v.operands(op, 3)
@@ -271,6 +279,13 @@ class FlagWait(Wait):
 
     def ready(self, ix) -> bool:
         return bool(np.all(self.flags[self.index] >= self.target))
+
+    def headline(self, ix, role: str | None = None) -> str:
+        short = self.flags[self.index] < self.target
+        k = int(np.nonzero(short)[0][0])
+        who = describe_waiters(self.threads, role)
+        return (f"{who} {waits_verb(who)} for flag {int(self.index[k])} to reach {int(self.target[k])}, but it holds "
+                f"{int(self.flags[self.index[k]])} and no thread still running adds to it")
 
     def hang(self, ix) -> str:
         short = self.flags[self.index] < self.target

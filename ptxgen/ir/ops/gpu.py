@@ -52,7 +52,8 @@ class _Index(OpDef):
 
 def _index(name, compute, has_dim=True, summary=""):
     cls = type(name.replace(".", "_").title(), (_Index,), {
-        "name": name, "summary": summary, "has_dim": has_dim, "compute": staticmethod(compute)})
+        "name": name, "summary": summary, "has_dim": has_dim, "required_attrs": ("dim",) if has_dim else (),
+        "compute": staticmethod(compute)})
     register(cls)
 
 

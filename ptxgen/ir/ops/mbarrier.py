@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..text import attribute_text
 from ..types import I1, I32, BarrierType
-from . import OpDef, SwitchPoint, Wait, arrive_counting, const_int, describe_threads, register
+from . import (
+    OpDef, SwitchPoint, Wait, arrive_counting, const_int, describe_threads, describe_waiters, register, waits_verb,
+)
 
 MAX_ARRIVALS = (1 << 20) - 1
 MAX_TX = (1 << 20) - 1
@@ -23,7 +26,7 @@ class BarrierState:
     ``tx`` (bytes still expected), and who initialised it and whether that init was fenced and published."""
 
     __slots__ = ("initialised", "expected", "pending", "tx", "phase", "init_threads", "init_op", "fenced",
-                 "published", "cluster_published")
+                 "published", "cluster_published", "clock", "released")
 
     def __init__(self):
         self.initialised = False
@@ -33,6 +36,8 @@ class BarrierState:
         self.fenced = False
         self.published = False
         self.cluster_published = False   # its init was made visible to the other CTAs by a barrier.cluster
+        self.clock = None                 # the arrivals' joined vector clocks (the interpreter's happens-before)
+        self.released = None              # ``clock`` when the last phase completed: what a wait on it acquires
 
 
 class BarrierArray:
@@ -69,7 +74,9 @@ class BarrierArray:
                         f"{describe_threads(st.init_threads)}) was made visible: fence.mbarrier_init, then barrier.cta")
         return st
 
-    def arrive(self, ix, op, i: int, thread: int) -> None:
+    def arrive(self, ix, op, i: int, thread: int, releasing=None) -> None:
+        """One arrival of ``thread`` (None: a thread of another CTA) on barrier ``i``; it releases the clocks of
+        ``releasing`` (default: the thread) to whoever waits on the phase it completes."""
         st = self.state(ix, op, i, thread)
         if st.pending == 0:
             why = (f"the phase still waits for {st.tx} bytes of TMA transactions" if st.tx > 0 else
@@ -77,6 +84,8 @@ class BarrierArray:
             ix.fail(op, f"thread {thread} arrives on {self.label(i)}, which is in {self.describe(i)}: more arrivals "
                         f"than its phase expects ({why})")
         st.pending -= 1
+        if thread is not None:
+            st.clock = ix.release([thread] if releasing is None else releasing, st.clock)
         self._maybe_complete(st)
 
     def expect_tx(self, ix, op, i: int, nbytes: int, thread: int) -> None:
@@ -97,6 +106,7 @@ class BarrierArray:
         if st.pending == 0 and st.tx == 0:
             st.phase += 1
             st.pending = st.expected
+            st.released = st.clock
 
 
 def barrier_arrays(ix) -> list:
@@ -175,6 +185,7 @@ def _verify_bars_index(op, v, bars, index):
 class Alloc(OpDef):
     name = "mbarrier.alloc"
     summary = "an array of mbarriers in shared memory (8 bytes each)"
+    required_attrs = ("count",)
 
     def verify(self, op, v):
         v.operands(op, 0)
@@ -215,6 +226,7 @@ class Alloc(OpDef):
 class Init(OpDef):
     name = "mbarrier.init"
     summary = "start a barrier at phase 0 expecting `arrivals` arrivals per phase"
+    required_attrs = ("arrivals",)
 
     def verify(self, op, v):
         bars, index = v.operands(op, 2)
@@ -247,7 +259,7 @@ class Init(OpDef):
 
         k = op.attrs.get("arrivals")
         if not isinstance(k, int) or not 1 <= k <= MAX_ARRIVALS:
-            lx.error(f"arrivals must be an integer from 1 to {MAX_ARRIVALS}, not {k!r}")
+            lx.error(f"arrivals must be an integer from 1 to {MAX_ARRIVALS}, not {attribute_text(k)}")
         bars, index = op.operands
         ptx_table.emit(lx, "mbarrier.init", [lx.get(bars).address(lx, lx.get(index)), k])
 
@@ -304,6 +316,7 @@ class Arrive(OpDef):
 class ArriveExpectTx(OpDef):
     name = "mbarrier.arrive_expect_tx"
     summary = "per active thread: add `bytes` to the barrier's tx-count, then arrive once"
+    required_attrs = ("bytes",)
 
     def verify(self, op, v):
         bars, index = v.operands(op, 2)
@@ -326,7 +339,7 @@ class ArriveExpectTx(OpDef):
 
         nbytes = op.attrs.get("bytes")
         if not isinstance(nbytes, int) or not 1 <= nbytes <= MAX_TX:
-            lx.error(f"bytes must be an integer from 1 to {MAX_TX}, not {nbytes!r}")
+            lx.error(f"bytes must be an integer from 1 to {MAX_TX}, not {attribute_text(nbytes)}")
         bars, index = op.operands
         ptx_table.emit(lx, "mbarrier.arrive.expect_tx", [lx.get(bars).address(lx, lx.get(index)), nbytes])
 
@@ -347,14 +360,32 @@ class BarrierWait(Wait):
             return any(b == (self.arr, self.index) for _cta, b in targets)
         return getattr(aop, "barrier", None) == (self.arr, self.index)
 
+    context = ""   # what the headline adds after the phase (a pipeline op's iteration and stage)
+
+    def beyond_threads(self, ix) -> bool:
+        return self.arr.states[self.index].pending == 0
+
+    def headline(self, ix, role: str | None = None) -> str:
+        """``role consumer (warps 4-7) waits on %full[0] for parity 1 (phase 1), but no TMA in flight or arrive can
+        complete it: 0 of 1 arrivals, 8192 expect-tx bytes pending``."""
+        st = self.arr.states[self.index]
+        who = describe_waiters(self.threads, role)
+        pending = f"{st.pending} of {st.expected} arrivals"
+        if st.tx > 0:
+            pending += f", {st.tx} expect-tx bytes"
+        pending += " pending"
+        if st.tx < 0:
+            pending += f" and {-st.tx} bytes delivered beyond the expect-tx"
+        return (f"{who} {waits_verb(who)} on {self.arr.label(self.index)} for parity {self.parity} (phase "
+                f"{st.phase}){self.context}, but no TMA in flight or arrive can complete it: {pending}")
+
     def hang(self, ix) -> str:
         label = self.arr.label(self.index)
         who = describe_threads(self.threads)
         verb = "waits" if len(self.threads) == 1 else "wait"
         return (f"{who} {verb} on {label} for the phase of parity {self.parity} to complete, but {label} is in "
-                f"{self.arr.describe(self.index)}; every thread of the CTA is blocked (lock step), so no arrival can "
-                "come, and no TMA copy in flight completes on it (wait(P) returns once the barrier's current phase "
-                "parity differs from P)")
+                f"{self.arr.describe(self.index)} (wait(P) returns once the barrier's current phase parity differs "
+                "from P)")
 
 
 @register
@@ -387,6 +418,7 @@ class WaitOp(OpDef):
         for t in act.tolist():
             arr.state(ix, op, i, t)
         yield BarrierWait(op, act, arr, i, p)
+        ix.acquire(act, arr.states[i].released)
 
     def lower(self, op, lx):
         """A loop around ``mbarrier.try_wait.parity`` until it reports the phase of that parity complete."""
@@ -424,6 +456,7 @@ class CtaBarrier(OpDef):
             for st in arr.states:
                 if st.fenced:
                     st.published = True
+        ix.synchronize(np.arange(ix.nthreads))
         ix.at_barrier(op)
 
     def lower(self, op, lx):
@@ -451,6 +484,7 @@ class ClusterBarrier(OpDef):
                 if st.fenced:
                     st.published = st.cluster_published = True
         ix.state["cluster-epoch"] = ix.state.get("cluster-epoch", 0) + 1
+        ix.synchronize(np.arange(ix.nthreads))   # the whole CTA arrives (its side of the cluster-wide order)
         wait = arrive_counting(op, np.nonzero(ix.mask)[0], state, 1, "barrier.cluster (CTAs of the cluster)")
         if wait is not None:
             yield wait

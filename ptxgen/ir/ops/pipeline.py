@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..types import I32, PipelineType
-from . import OpDef, SwitchPoint, const_int, describe_threads, register
+from . import OpDef, SwitchPoint, const_int, register
 from .mbarrier import (
     MAX_ARRIVALS, MAX_TX, BarrierArray, BarrierWait, barrier_arrays, check_cluster_visible, note_remote_access,
     peer_array,
@@ -84,6 +84,8 @@ def _uniform_iteration(op, ix, k_value, pipe: PipelineValue):
 class Alloc(OpDef):
     name = "pipeline.alloc"
     summary = "a ring of `stages` stages: S full and S empty mbarriers in shared memory"
+    required_attrs = ("stages", "consumers")
+    optional_attrs = ("cluster",)
 
     def verify(self, op, v):
         v.operands(op, 0)
@@ -170,11 +172,12 @@ class Init(OpDef):
 
 
 class _PhaseWait(BarrierWait):
-    """A BarrierWait whose hang message says which pipeline op and iteration waits."""
+    """A BarrierWait whose hang report says which pipeline op and iteration waits."""
 
-    def __init__(self, op, threads, arr, index, parity, what):
+    def __init__(self, op, threads, arr, index, parity, iteration: int, stage: int):
         super().__init__(op, threads, arr, index, parity)
-        self.what = what
+        self.context = f" at iteration {iteration} (stage {stage})"
+        self.what = f"iteration {iteration} (stage {stage})"
 
     def hang(self, ix) -> str:
         return f"{self.what}: " + super().hang(ix)
@@ -212,8 +215,8 @@ class _StageWait(OpDef):
         barriers = self._barriers(p)
         for t in act.tolist():
             barriers.state(ix, op, s, t)
-        yield _PhaseWait(op, act, barriers, s, parity,
-                         f"{self.name} of iteration {k} (stage {s}) by {describe_threads(act)}")
+        yield _PhaseWait(op, act, barriers, s, parity, k, s)
+        ix.acquire(act, barriers.states[s].released)
         self.after(op, ix, p, s, act)
         ix.set(op.results[0], np.full(ix.nthreads, s, dtype=np.int32))
 
@@ -238,6 +241,7 @@ class _StageWait(OpDef):
 class Acquire(_StageWait):
     name = "pipeline.acquire"
     summary = "producer: wait until stage k % S is empty, then arrive on its full barrier expecting `bytes`"
+    required_attrs = ("bytes",)
     producer = True
 
     def verify_attrs(self, op, v):
@@ -289,13 +293,14 @@ class Release(OpDef):
             if len(mine) > 1:
                 ix.fail(op, f"the lanes of warp {warp} release different stages {sorted(mine)}")
             s = int(stages[act // 32 == warp][0])
+            # lane 0 arrives for its warp, after the warp's reads of the stage (the lanes run converged)
             if p.cluster == 1:
-                p.empty.arrive(ix, op, s, int(lanes[0]))
+                p.empty.arrive(ix, op, s, int(lanes[0]), releasing=lanes)
                 continue
             # the stage is filled by multicast: every CTA's producer waits for the consumers of the whole cluster
             for rank in range(len(ix.cluster)):
                 if ix.cluster[rank] is ix:
-                    p.empty.arrive(ix, op, s, int(lanes[0]))
+                    p.empty.arrive(ix, op, s, int(lanes[0]), releasing=lanes)
                     continue
                 peer = peer_array(ix, op, p.empty, rank)
                 check_cluster_visible(ix, op, peer, s, rank, f"warp {warp} arrives on")

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..core import walk
 from ..hostexpr import Word
+from ..text import attribute_text
 from . import OpDef, Wait, arrive_counting, register
 
 REGISTER_FILE = 65536        # 32-bit registers per SM (one CTA per SM for a warp-specialized kernel)
@@ -41,27 +42,42 @@ def launch_registers(threads: int) -> int:
 
 
 class RolesWait(Wait):
-    """Every role of a ``gpu.roles`` is blocked: the roles op waits until any role's wait is met."""
+    """Every role of a ``gpu.roles`` is blocked: the roles op waits until any role's wait is met. ``blocked``:
+    (stream name, role name, its Wait) of each blocked stream (a warpgroup of a role), in role order; the hang report
+    leads with the first."""
 
     def __init__(self, op, blocked):
-        super().__init__(op, np.concatenate([w.threads for _name, w in blocked]))
+        super().__init__(op, np.concatenate([w.threads for _shown, _role, w in blocked]))
         self.blocked = blocked
 
     def ready(self, ix) -> bool:
-        return any(w.ready(ix) for _name, w in self.blocked)
+        return any(w.ready(ix) for _shown, _role, w in self.blocked)
 
     def helps(self, ix, aop) -> bool:
-        return any(w.helps(ix, aop) for _name, w in self.blocked)
+        return any(w.helps(ix, aop) for _shown, _role, w in self.blocked)
+
+    def _lead(self, ix):
+        """The blocked stream the report leads with: one whose wait no thread could ever help (it lacks only bytes
+        no copy will bring, e.g. an expect-tx above what its loads deliver), else the first in role order."""
+        return next((b for b in self.blocked if b[2].beyond_threads(ix)), self.blocked[0])
+
+    def where(self, ix):
+        return self._lead(ix)[2].where(ix)
+
+    def headline(self, ix, role: str | None = None) -> str:
+        _shown, lead_role, w = self._lead(ix)
+        return w.headline(ix, lead_role)
 
     def hang(self, ix) -> str:
-        parts = [f"role {name} at {w.op.loc} ({w.op.name}): {w.hang(ix)}" for name, w in self.blocked]
-        return "every role is blocked: " + "; ".join(parts)
+        parts = [f"role {shown} at {w.op.loc} ({w.op.name}): {w.hang(ix)}" for shown, _role, w in self.blocked]
+        return "every role is blocked:\n" + "\n".join(parts)
 
 
 @register
 class Roles(OpDef):
     name = "gpu.roles"
     summary = "warpgroup roles running concurrently, each with its own register budget (setmaxnreg)"
+    required_attrs = ("names", "warpgroups", "maxnreg")
 
     def verify(self, op, v):
         v.operands(op, 0)
@@ -80,10 +96,10 @@ class Roles(OpDef):
                 v.error(op, f"{what} has {len(t)} entries but the op has {n} role regions")
                 return
         if not all(isinstance(g, int) and not isinstance(g, bool) and g >= 1 for g in groups):
-            v.error(op, f"warpgroups must be positive integers, not {groups}")
+            v.error(op, f"warpgroups must be positive integers, not {attribute_text(groups)}")
             return
         if not all(isinstance(x, (Word, str)) for x in names) or len({str(x) for x in names}) != n:
-            v.error(op, f"names must be {n} distinct words, not {names}")
+            v.error(op, f"names must be {n} distinct words, not {attribute_text(names)}")
             return
         block = getattr(v, "kernel_block", None)
         if block is not None and 128 * sum(groups) != block:
@@ -91,7 +107,7 @@ class Roles(OpDef):
                         f"{block}: every thread has one role")
         for r in regs:
             if not isinstance(r, int) or isinstance(r, bool) or not MIN_REGS <= r <= MAX_REGS or r % 8:
-                v.error(op, f"maxnreg {r!r} is not a multiple of 8 from {MIN_REGS} to {MAX_REGS} (setmaxnreg)")
+                v.error(op, f"maxnreg {attribute_text(r)} is not a multiple of 8 from {MIN_REGS} to {MAX_REGS} (setmaxnreg)")
                 return
         total = sum(128 * g * r for g, r in zip(groups, regs))
         if total > REGISTER_FILE:
@@ -117,8 +133,8 @@ class Roles(OpDef):
                 mask = np.zeros(ix.nthreads, dtype=bool)
                 mask[128 * g:128 * (g + 1)] = True
                 shown = name if count == 1 else f"{name} (warpgroup {g})"
-                streams.append({"name": shown, "mask": mask, "region": region, "gen": None, "wait": None,
-                                "values": None})
+                streams.append({"name": shown, "role": name, "mask": mask, "region": region, "gen": None,
+                                "wait": None, "values": None})
         live = list(streams)
         # Each stream defines the values of its region in its own table (two warpgroups running one region must
         # not overwrite each other's per-thread arrays); what was defined before the roles is shared, read-only (SSA).
@@ -146,7 +162,7 @@ class Roles(OpDef):
                         ix.values = base_values
                 if live and not progressed:
                     ix.mask, ix.yielded = base_mask, base_yielded
-                    yield RolesWait(op, [(s["name"], s["wait"]) for s in live])
+                    yield RolesWait(op, [(s["name"], s["role"], s["wait"]) for s in live])
         finally:
             ix.mask, ix.yielded, ix.values = base_mask, base_yielded, base_values
 
@@ -178,6 +194,7 @@ class Roles(OpDef):
 class NamedBarrier(OpDef):
     name = "barrier.named"
     summary = "bar.sync id, threads: wait until `threads` threads (whole warps) reached barrier `id`"
+    required_attrs = ("id", "threads")
 
     def verify(self, op, v):
         v.operands(op, 0)
@@ -201,8 +218,11 @@ class NamedBarrier(OpDef):
         if state["arrived"] + act.size > count:
             ix.fail(op, f"{state['arrived'] + act.size} threads arrived at named barrier {ident}, which expects "
                         f"{count}")
+        state.setdefault("members", []).append(act)
         wait = arrive_counting(op, act, state, act.size, f"named barrier {ident} (threads)")
-        if wait is not None:
+        if wait is None:   # the generation is complete: every thread that reached it is ordered after all of them
+            ix.synchronize(np.concatenate(state.pop("members")))
+        else:
             yield wait
 
     def lower(self, op, lx):

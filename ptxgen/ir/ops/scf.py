@@ -6,6 +6,7 @@ from math import gcd
 import numpy as np
 
 
+from ..text import attribute_text
 from ..types import I1, I32, FragmentType
 from . import (
     OpDef, register,
@@ -16,6 +17,7 @@ from . import (
 class For(OpDef):
     name = "scf.for"
     summary = "a counted loop with loop-carried values"
+    optional_attrs = ("unroll",)
 
     def verify(self, op, v):
         if len(op.operands) < 3:
@@ -28,7 +30,7 @@ class For(OpDef):
                 v.error(op, f"the {name} must be i32, not {x.type}")
         unroll = op.attrs.get("unroll", 1)
         if not isinstance(unroll, int) or isinstance(unroll, bool) or unroll < 1:
-            v.error(op, f"unroll must be an integer >= 1, not {unroll!r}")
+            v.error(op, f"unroll must be an integer >= 1, not {attribute_text(unroll)}")
         v.results(op, len(inits))
         region = v.regions(op, 1)[0]
         if region is None:

@@ -31,6 +31,7 @@ def grouped_tile(t, tiles_m, tiles_n, group):
 class Tile(OpDef):
     name = "sched.tile"
     summary = "the (m, n) tile of a linear work index, grouped `group` tile rows at a time for L2 reuse"
+    required_attrs = ("group",)
 
     def verify(self, op, v):
         t, tiles_m, tiles_n = v.operands(op, 3)

@@ -9,6 +9,7 @@ import layoutc as lc
 from layoutc.hopper import split_smem_layout, stmatrix_tv
 
 from ..core import walk
+from ..text import attribute_text
 from ..types import I32, FragmentType, TensorType
 from . import (
     OPS, SMEM_BASE, SMEM_LIMIT, OpDef, const_int, describe_threads, element_bytes, from_bytes, kernel_rule,
@@ -98,6 +99,34 @@ def view_alignment(value) -> int | None:
             return None
         return None if parent is None else index_alignment(index, element_bytes(t.dtype), parent, _lowbit)
     return None
+
+
+def alignment_advice(value, need: int) -> str:
+    """How smem view ``value`` becomes known to be ``need``-byte aligned (``view_alignment`` ≥ need), for messages:
+    raise the align of its ``smem.alloc`` where that is below ``need``, and make the index stride of each
+    ``smem.slice``/``smem.tile`` on the way that is not a multiple of ``need`` one: for ``%rows = smem.tile %stage,
+    %w {mode = 0, size = 4}`` of a SW128 stage (4 rows of 128 bytes per block), ``alignment_advice(%rows, 1024)`` →
+    ``"make the step of smem.tile %rows (a multiple of 512 bytes per index) a multiple of 1024 bytes"``.
+    Post: names only changes that are legal (an align of at most 1024; strides, not the hardware's rules)."""
+    steps, owner = [], getattr(value, "owner", None)
+    while owner is not None and owner.name in ("smem.slice", "smem.tile", "smem.permute"):
+        if owner.name != "smem.permute":
+            t = owner.operands[0].type
+            try:
+                _layout, index = offset_view_layouts(owner, t.layout)
+                stride = index_alignment(index, element_bytes(t.dtype), 1 << 30, _lowbit)
+            except (KeyError, lc.LayoutError):
+                stride = None
+            if stride is not None and stride % need:
+                steps.append(f"make the step of {owner.name} %{owner.results[0].name} (a multiple of {stride} "
+                             f"bytes per index) a multiple of {need} bytes")
+        owner = getattr(owner.operands[0], "owner", None)
+    if owner is not None and owner.name == "smem.alloc":
+        align = alloc_alignment(owner)
+        if isinstance(align, int) and align < need:
+            steps.insert(0, f"raise the align of smem.alloc %{owner.results[0].name} to {need}" if need <= MAX_ALIGN
+                         else f"start %{owner.results[0].name} on a {need}-byte boundary")
+    return " and ".join(steps) or f"start the view on a {need}-byte boundary"
 
 
 def view_phase(value, repeat: int) -> int | None:
@@ -229,6 +258,7 @@ class SmemView:
 class Alloc(OpDef):
     name = "smem.alloc"
     summary = "a statically placed shared-memory tensor of the CTA"
+    optional_attrs = ("align",)
 
     def verify(self, op, v):
         v.operands(op, 0)
@@ -367,6 +397,7 @@ def _verify_tile_attrs(op, v, t):
 class Tile(OpDef):
     name = "smem.tile"
     summary = "block i (a runtime index) of `size` entries along mode `mode` of a smem view"
+    required_attrs = ("mode", "size")
 
     def verify(self, op, v):
         view, index, t = _verify_view_and_index(op, v)
@@ -412,6 +443,7 @@ def permute_layout(layout, order):
 class Permute(OpDef):
     name = "smem.permute"
     summary = "the same smem view with its modes in another order (a transpose: no data moves)"
+    required_attrs = ("order",)
 
     def verify(self, op, v):
         (view,) = v.operands(op, 1)
@@ -424,7 +456,7 @@ class Permute(OpDef):
             return
         rank = lc.rank(_inner(view.type.layout))
         if sorted(order) != list(range(rank)):
-            v.error(op, f"order {tuple(order)} is not a permutation of the view's {rank} modes")
+            v.error(op, f"order {attribute_text(order)} is not a permutation of the view's {rank} modes")
             return
         want = TensorType("smem", view.type.dtype, permute_layout(view.type.layout, tuple(order)))
         if t != want:
@@ -486,6 +518,7 @@ class _SmemAccess(OpDef):
 class Load(_SmemAccess):
     name = "smem.load"
     summary = "each thread reads its values of a smem view (through the layout's physical byte addresses)"
+    required_attrs = ("tv",)
 
     def verify(self, op, v):
         view, thread = v.operands(op, 2)
@@ -505,7 +538,7 @@ class Load(_SmemAccess):
         view_v, thread = op.operands
         view = ix.get(view_v)
         act, addr = self._addresses(ix, op, view, thread, op.attrs["tv"])
-        raw = ix.smem_read(op, view.name, addr, element_bytes(view.dtype))
+        raw = ix.smem_read(op, view.name, addr, element_bytes(view.dtype), threads=act)
         t = op.results[0].type
         out = np.zeros((ix.nthreads, t.size), dtype=numpy_dtype(t.dtype))
         out[act] = from_bytes(raw, view.dtype)
@@ -522,6 +555,7 @@ class Load(_SmemAccess):
 class Store(_SmemAccess):
     name = "smem.store"
     summary = "each thread writes its values of a smem view (through the layout's physical byte addresses)"
+    required_attrs = ("tv",)
 
     def verify(self, op, v):
         view, thread, frag = v.operands(op, 3)
@@ -633,6 +667,7 @@ def _base0_addresses(layout, dtype, tv):
 class Stmatrix(_SmemAccess):
     name = "smem.stmatrix"
     summary = "smem.store through stmatrix.m8n8.x{1,2,4}[.trans]: each warp stores 8 x 8 b16 matrices by rows"
+    required_attrs = ("tv", "num", "trans")
 
     def verify(self, op, v):
         view, thread, frag = v.operands(op, 3)
@@ -672,7 +707,7 @@ class Stmatrix(_SmemAccess):
         have = view_alignment(view)
         if have is not None and have < need:
             v.error(op, f"%{view.name} is only known to be {have}-byte aligned but stmatrix rows need {need} (16-byte "
-                        "rows; a swizzle pattern starting at phase 0): raise the smem.alloc align")
+                        f"rows; a swizzle pattern starting at phase 0): {alignment_advice(view, need)}")
         addresses = _base0_addresses(vt.layout, vt.dtype, tv)
         for w in range(threads // 32):
             problem = stmatrix_problem(addresses[32 * w:32 * (w + 1)], num, trans)

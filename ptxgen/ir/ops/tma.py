@@ -23,13 +23,14 @@ from layoutc.hopper import TmaError, make_tma_params
 
 from ..core import Kernel
 from ..launch import static_triple
+from ..text import attribute_text
 from ..types import I32, BarrierType, PipelineType, TensorMapType, TensorType
 from . import (
-    AsyncOp, OpDef, Wait, const_int, describe_threads, element_bytes, from_bytes, kernel_rule, layoutc_dtype,
-    numpy_dtype, register, tile_coordinates, to_bytes,
+    AsyncOp, OpDef, Wait, const_int, describe_threads, describe_waiters, element_bytes, from_bytes, kernel_rule,
+    layoutc_dtype, numpy_dtype, register, tile_coordinates, to_bytes, waits_verb,
 )
 from .mbarrier import check_cluster_visible, note_remote_access, peer_array
-from .smem import byte_offsets, physical, swizzle_of, view_alignment
+from .smem import alignment_advice, byte_offsets, physical, swizzle_of, view_alignment
 
 _SW_NAMES = {lc.Swizzle(1, 4, 3): "SW32", lc.Swizzle(2, 4, 3): "SW64", lc.Swizzle(3, 4, 3): "SW128"}
 
@@ -203,9 +204,10 @@ def _copy_addresses(ix, op, m: TensorMapValue, view, thread: int):
 
 
 def bulk_groups(ix, thread: int) -> dict:
-    """A thread's TMA store bookkeeping: ``open`` (stores not yet committed) and ``groups`` (committed, oldest
-    first; a fully written prefix is dropped)."""
-    return ix.state.setdefault(("bulk", thread), {"open": [], "groups": []})
+    """A thread's TMA store bookkeeping: ``open`` (stores not yet committed), ``groups`` (committed, oldest first; a
+    fully written prefix is dropped) and ``unsettled`` (stores whose smem reads no tma.store_wait of the thread has
+    seen done yet: the race check orders them only from that wait on)."""
+    return ix.state.setdefault(("bulk", thread), {"open": [], "groups": [], "unsettled": []})
 
 
 # -- verifier helpers --------------------------------------------------------------------------------------------------
@@ -244,7 +246,7 @@ def _verify_map_and_view(op, v, tmap, view, what: str) -> bool:
     if have is not None and have < need:
         why = f"the {_sw_name(msw)} pattern must start at phase 0" if msw is not None else "TMA's minimum"
         v.error(op, f"%{view.name} is only known to be {have}-byte aligned but the TMA map needs {need} ({why}): "
-                    "raise the smem.alloc align or make the stage stride a multiple of it")
+                    f"{alignment_advice(view, need)}")
     return True
 
 
@@ -267,6 +269,7 @@ def _coords_of(ix, coords, act):
 class Load(OpDef):
     name = "tma.load"
     summary = "one asynchronous TMA copy of the map's box from global to shared memory, completing on a barrier"
+    optional_attrs = ("multicast",)
 
     def verify(self, op, v):
         if len(op.operands) < 4:
@@ -321,6 +324,7 @@ class Load(OpDef):
             for cta in getattr(copy, "ctas", [ix]):
                 cta.check_generic_writes(op, byteset, view.name, "write")
                 cta.check_async_access(op, byteset, "write", view.name)
+            ix.check_issue_order(op, byteset, view.name, t, "write")
             ix.issue(copy)
 
     def lower(self, op, lx):
@@ -360,9 +364,12 @@ class Store(OpDef):
         for k, t in enumerate(act.tolist()):
             addresses, byteset = _copy_addresses(ix, op, m, view, t)
             ix.check_generic_writes(op, byteset, view.name)
+            ix.check_issue_order(op, byteset, view.name, t, "read")
             ix.check_async_access(op, byteset, "read", view.name)
             copy = TmaCopy("store", op, t, m, origin[k], addresses, byteset)
             bulk_groups(ix, t)["open"].append(copy)
+            bulk_groups(ix, t)["unsettled"].append(copy)
+            ix.read_async(op, byteset, t)
             ix.issue(copy)
 
     def lower(self, op, lx):
@@ -421,6 +428,12 @@ class StoreWait(Wait):
             return False
         return any(aop is c for grp in self._older(ix, aop.thread) for c in grp) and not self._finished(aop)
 
+    def headline(self, ix, role: str | None = None) -> str:
+        who = describe_waiters(self.threads, role)
+        what = "finish reading shared memory" if self.read else "complete"
+        return (f"{who} {waits_verb(who)} for all but its {self.pending} most recent TMA store groups to {what}, "
+                "but no store in flight can")
+
     def hang(self, ix) -> str:
         return f"{describe_threads(self.threads)} wait for TMA stores that can never finish"
 
@@ -429,6 +442,7 @@ class StoreWait(Wait):
 class StoreWaitOp(OpDef):
     name = "tma.store_wait"
     summary = "block until all but the `pending` most recent bulk groups of this thread finished (reading smem)"
+    required_attrs = ("pending", "read")
 
     def verify(self, op, v):
         v.operands(op, 0)
@@ -439,7 +453,14 @@ class StoreWaitOp(OpDef):
         v.attr(op, "read", bool)
 
     def interpret(self, op, ix):
-        yield StoreWait(op, np.nonzero(ix.mask)[0], op.attrs["pending"], op.attrs["read"])
+        act = np.nonzero(ix.mask)[0]
+        yield StoreWait(op, act, op.attrs["pending"], op.attrs["read"])
+        for t in act.tolist():
+            g = bulk_groups(ix, t)
+            for copy in g["unsettled"]:
+                if copy.state != "issued":
+                    ix.settle_async_read(copy.byteset, t)
+            g["unsettled"] = [c for c in g["unsettled"] if c.state == "issued"]
 
     def lower(self, op, lx):
         """``cp.async.bulk.wait_group.read N`` (``read = true``) or ``cp.async.bulk.wait_group N``."""
@@ -448,7 +469,7 @@ class StoreWaitOp(OpDef):
         n, read = op.attrs.get("pending"), op.attrs.get("read")
         if not isinstance(n, int) or isinstance(n, bool) or not 0 <= n <= 63 or not isinstance(read, bool):
             lx.error(f"needs pending = 0..63 (an immediate of cp.async.bulk.wait_group) and read = true|false, got "
-                     f"pending = {n!r}, read = {read!r}")
+                     f"pending = {attribute_text(n)}, read = {attribute_text(read)}")
         ptx_table.emit(lx, "cp.async.bulk.wait_group.read" if read else "cp.async.bulk.wait_group", [n])
 
 

@@ -31,13 +31,18 @@ from layoutc.hopper import (
 )
 from layoutc.hopper.fragments import wgmma_n_values
 
+from ..core import walk
 from ..types import F16, F32, FragmentType, TensorType
 from . import (
-    AsyncOp, OpDef, describe_threads, element_bytes, from_bytes, layoutc_dtype, register, round_to, tv_table,
+    AsyncOp, OpDef, describe_threads, element_bytes, from_bytes, kernel_rule, layoutc_dtype, register, round_to,
+    tv_table,
 )
-from .smem import _inner, swizzle_of, swizzle_repeat, view_alignment, view_phase
+from .smem import _inner, alignment_advice, swizzle_of, swizzle_repeat, view_alignment, view_phase
 
 OPERAND_TYPES = ("f16", "bf16", "e4m3", "e5m2")
+# the accumulator types PTX's wgmma.mma_async allows for each input type (hopper-ptx §1.1): bf16 only f32
+ACCUMULATORS = {"f16": (F32, F16), "bf16": (F32,), "e4m3": (F32, F16), "e5m2": (F32, F16)}
+FP8_TYPES = ("e4m3", "e5m2")
 K_BYTES = 32  # one wgmma instruction reads 32 bytes of K
 
 
@@ -150,6 +155,14 @@ def _verify_operand(op, v, value, what):
     return t
 
 
+def _mixed_types(ta, tb) -> str:
+    """Why A of type ``ta`` and B of type ``tb`` (different) make no wgmma here."""
+    if ta.name in FP8_TYPES and tb.name in FP8_TYPES:
+        return (f"A holds {ta} but B holds {tb}: PTX allows mixing e4m3 and e5m2, but this wgmma op takes one "
+                "element type for both operands")
+    return f"A holds {ta} but B holds {tb}: PTX's wgmma multiplies operands of one type (only e4m3 and e5m2 mix)"
+
+
 def _verify_k(op, v, t, k_total) -> bool:
     """K is whole k-steps of the element type."""
     k = k_step(t)
@@ -159,12 +172,21 @@ def _verify_k(op, v, t, k_total) -> bool:
     return True
 
 
-def _verify_accumulator(op, v, c, d, m: int, n: int) -> bool:
-    """The rules on C and D shared by both forms: an f32/f16 fragment of N/2 values per 64-row block, N legal, D of
-    C's type (the ``m`` × ``n`` tile)."""
+def _verify_accumulator(op, v, c, d, m: int, n: int, t) -> bool:
+    """The rules on C and D shared by both forms: a fragment of an accumulator type PTX allows for inputs of type
+    ``t`` (``ACCUMULATORS``), N/2 values per 64-row block, N legal, D of C's type (the ``m`` × ``n`` tile)."""
     acc = c.type
-    if not isinstance(acc, FragmentType) or acc.dtype not in (F32, F16):
-        v.error(op, f"the accumulator must be a frag<f32> or frag<f16>, not {acc}")
+    allowed = ACCUMULATORS[t.name]
+    if not isinstance(acc, FragmentType):
+        v.error(op, f"the accumulator must be a register fragment frag<f32>[S], not {acc}")
+        return False
+    if acc.dtype not in allowed:
+        if acc.dtype == F16:
+            v.error(op, f"{t} inputs need an f32 accumulator (frag<f32>), not {acc}: PTX's wgmma takes an f16 "
+                        f"accumulator only with f16, e4m3 or e5m2 inputs")
+        else:
+            kinds = " or ".join(f"frag<{a}>" for a in allowed)
+            v.error(op, f"{t} inputs accumulate in {kinds} (PTX's wgmma), not {acc}")
         return False
     if n not in wgmma_n_values(acc.dtype.name):
         v.error(op, f"B has N = {n} rows; wgmma's N is a multiple of 8 from 8 to 256")
@@ -190,7 +212,7 @@ def _verify_smem_descriptors(op, v, value, t, mn: int, what: str) -> None:
     have = view_alignment(value)
     if have is not None and have < rep and not k_offset_in_row(t.layout, t.dtype, major, view_phase(value, rep)):
         v.error(op, f"%{value.name} is only known to be {have}-byte aligned but its wgmma descriptors need "
-                    f"{rep} (the swizzle pattern must start at phase 0): raise the smem.alloc align")
+                    f"{rep} (the swizzle pattern must start at phase 0): {alignment_advice(value, rep)}")
     if t.dtype.bits == 8 and major != "K":
         v.error(op, f"{what}: fp8 operands must be K-major")
 
@@ -250,7 +272,7 @@ def _smem_tiles(ix, op, w: int, view, major_it, mn: int, blocks: int, ksteps: in
             if addr.min() < view.lo or addr.max() + esize > view.hi:
                 ix.fail(op, f"the {name} tile of k-step {j} reaches bytes outside {view.name}'s "
                             f"allocation [{view.lo}, {view.hi})")
-            raw = ix.smem_read(op, view.name, addr, esize)
+            raw = ix.smem_read(op, view.name, addr, esize, group=threads)
             tiles[(blk, j)] = from_bytes(raw, view.dtype).astype(np.float64)
             reads.append(np.unique((addr[..., None] + np.arange(esize)).ravel()))
     return tiles, np.unique(np.concatenate(reads))
@@ -314,7 +336,7 @@ class Mma(OpDef):
         if ta is None or tb is None:
             return
         if ta.dtype != tb.dtype:
-            v.error(op, f"A holds {ta.dtype} but B holds {tb.dtype}: wgmma multiplies one element type")
+            v.error(op, _mixed_types(ta.dtype, tb.dtype))
             return
         (m, ka), (n, kb) = _extents(ta.layout), _extents(tb.layout)
         if ka != kb:
@@ -325,7 +347,7 @@ class Mma(OpDef):
         if m % 64:
             v.error(op, f"A has M = {m} rows; wgmma computes 64-row blocks (M must be a multiple of 64)")
             return
-        if not _verify_accumulator(op, v, c, d, m, n):
+        if not _verify_accumulator(op, v, c, d, m, n, ta.dtype):
             return
         for value, t, mn, what in ((a, ta, 64, "A"), (b, tb, n, "B")):
             _verify_smem_descriptors(op, v, value, t, mn, what)
@@ -393,7 +415,7 @@ class MmaRS(OpDef):
         if tb is None:
             return
         if ta.dtype != tb.dtype:
-            v.error(op, f"A holds {ta.dtype} but B holds {tb.dtype}: wgmma multiplies one element type")
+            v.error(op, _mixed_types(ta.dtype, tb.dtype))
             return
         n, kk = _extents(tb.layout)
         if not _verify_k(op, v, ta.dtype, kk):
@@ -404,7 +426,7 @@ class MmaRS(OpDef):
                         f"{ta.dtype} takes {per_block} ({rs_block_values(ta.dtype)} per k-step, "
                         f"{kk // k_step(ta.dtype)} k-steps): the fragment must hold whole 64-row blocks")
             return
-        if not _verify_accumulator(op, v, c, d, 64 * (ta.size // per_block), n):
+        if not _verify_accumulator(op, v, c, d, 64 * (ta.size // per_block), n, ta.dtype):
             return
         _verify_smem_descriptors(op, v, b, tb, n, "B")
 
@@ -519,6 +541,7 @@ class Commit(OpDef):
 class WaitGroups(OpDef):
     name = "wgmma.wait"
     summary = "wait until all but the `pending` most recent wgmma groups completed; passes accumulators through"
+    required_attrs = ("pending",)
 
     def verify(self, op, v):
         types = v.results(op, len(op.operands))
@@ -566,3 +589,161 @@ class WaitGroups(OpDef):
             size = x.type.size
             lx.set(r, flat[k:k + size])
             k += size
+
+
+# -- kernel-level rule: wgmma.fence before the wgmmas that need it --------------------------------------------------
+
+class _FenceState:
+    """What the fence rule knows at one program point: ``fenced`` — a wgmma.fence was executed on every path from
+    the kernel's start; ``touched`` — the fragments (by value id) whose registers an instruction other than a wgmma
+    wrote or read after the last wgmma.fence on some path, each with (the access, the op that made it)."""
+
+    __slots__ = ("fenced", "touched")
+
+    def __init__(self, fenced=False, touched=None):
+        self.fenced = fenced
+        self.touched = dict(touched or {})
+
+    def copy(self):
+        return _FenceState(self.fenced, self.touched)
+
+    def join(self, other):
+        """The state where two paths meet: fenced only if on both, touched if on either."""
+        touched = dict(self.touched)
+        for k, why in other.touched.items():
+            touched.setdefault(k, why)
+        return _FenceState(self.fenced and other.fenced, touched)
+
+    def same(self, other) -> bool:
+        return self.fenced == other.fenced and self.touched.keys() == other.touched.keys()
+
+    def route(self, pairs) -> None:
+        """Values that take over another's registers (a loop's block argument from its init or yield, a branch's
+        result from its yields, wgmma.wait's pass-through): touched where the source is."""
+        for dst, src in pairs:
+            if id(src) in self.touched:
+                self.touched[id(dst)] = self.touched[id(src)]
+            else:
+                self.touched.pop(id(dst), None)
+
+
+# ops that only route fragment registers (no instruction reads or writes them); wgmma ops are handled apart
+_ROUTING = ("scf.yield", "scf.for", "scf.if")
+_WGMMA_MMA = ("wgmma.mma", "wgmma.mma_rs")
+
+
+class _FenceRule:
+    """The wgmma.fence rule of PTX (hopper-ptx §1.4) over a kernel's structured control flow: a wgmma.fence must
+    come before the first wgmma of the warpgroup, and between any register access by another instruction (a
+    ``frag.splat`` of the initial accumulator, a cast, an add, an ``scf.if`` merge is none) of its accumulator or RS
+    A fragment and the wgmma that uses it. Wgmmas that accumulate into each other's result need no fence between
+    them (a commit, a ``wgmma.wait`` and the loop's back edge do not touch the registers), so a fence before a loop
+    covers a chain of wgmmas through its iterations."""
+
+    def __init__(self, v):
+        self.v = v
+        self.reported = set()
+
+    def region(self, region, state: _FenceState, report: bool) -> _FenceState:
+        for op in region.ops:
+            state = self.op(op, state, report)
+        return state
+
+    def op(self, op, state: _FenceState, report: bool) -> _FenceState:
+        if op.name == "wgmma.fence":
+            return _FenceState(True, {})
+        if op.name in _WGMMA_MMA:
+            if report:
+                self.check(op, state)
+            for r in op.results:
+                state.touched.pop(id(r), None)
+            return state
+        if op.name == "wgmma.wait":
+            state.route(zip(op.results, op.operands))
+            return state
+        if op.name == "scf.for" and len(op.regions) == 1:
+            return self.loop(op, state, report)
+        if op.regions:
+            return self.branches(op, state, report)
+        if op.name not in _ROUTING:
+            for x in op.operands:
+                if isinstance(x.type, FragmentType):
+                    state.touched[id(x)] = ("read", op)
+            for r in op.results:
+                if isinstance(r.type, FragmentType):
+                    state.touched[id(r)] = ("written", op)
+        return state
+
+    def loop(self, op, state: _FenceState, report: bool) -> _FenceState:
+        """A counted loop: the body's entry state is the join of the entry (block arguments from the inits) and of
+        every back edge (from the yields), to a fixed point; the results come from the inits (no trip) or the
+        last yields. Reports only on the final pass."""
+        body = op.regions[0]
+        inits, carried = op.operands[3:], body.args[1:]
+        entry = state.copy()
+        entry.route(zip(carried, inits))
+        start = entry
+        while True:
+            end = self.region(body, start.copy(), False)
+            back = end.copy()
+            back.route(zip(carried, _yielded(body)))
+            nxt = entry.join(back)
+            if nxt.same(start):
+                break
+            start = nxt
+        end = self.region(body, start.copy(), report)
+        after_trips = end.copy()
+        after_trips.route(zip(op.results, _yielded(body)))
+        no_trip = state.copy()
+        no_trip.route(zip(op.results, inits))
+        return no_trip.join(after_trips)
+
+    def branches(self, op, state: _FenceState, report: bool) -> _FenceState:
+        """Regions of which each thread runs one (scf.if; gpu.roles gives each warpgroup one): the join of their end
+        states (an scf.if without else also joins the state that skips it); results from each region's yields."""
+        ends = []
+        for region in op.regions:
+            end = self.region(region, state.copy(), report)
+            end.route(zip(op.results, _yielded(region)))
+            ends.append(end)
+        if op.name == "scf.if" and len(op.regions) < 2:
+            ends.append(state.copy())
+        out = ends[0]
+        for end in ends[1:]:
+            out = out.join(end)
+        return out
+
+    def check(self, op, state: _FenceState) -> None:
+        if id(op) in self.reported:
+            return
+        if not state.fenced:
+            self.reported.add(id(op))
+            self.v.error(op, "no wgmma.fence is executed before it on some path from the kernel's start: the first "
+                             "wgmma of a sequence needs one (after the last register write of its accumulator)")
+            return
+        operands = [(op.operands[2], "accumulator")] if len(op.operands) > 2 else []
+        if op.name == "wgmma.mma_rs" and op.operands:
+            operands.append((op.operands[0], "A fragment"))
+        for value, what in operands:
+            why = state.touched.get(id(value))
+            if why is None:
+                continue
+            access, by = why
+            self.reported.add(id(op))
+            self.v.error(op, f"its {what} %{value.name} was {access} by {by.name} at {by.loc} after the last "
+                             f"wgmma.fence: a wgmma.fence must come between that register access and the wgmma "
+                             "(only wgmmas accumulating into each other's result need none)")
+            return
+
+
+def _yielded(region) -> list:
+    """The operands of the region's final scf.yield (empty without one)."""
+    last = region.ops[-1] if region.ops else None
+    return list(last.operands) if last is not None and last.name == "scf.yield" else []
+
+
+@kernel_rule
+def _wgmma_fences(kernel, v):
+    """Every wgmma.mma / wgmma.mma_rs has the wgmma.fence PTX requires before it (``_FenceRule``)."""
+    if any(op.name in _WGMMA_MMA for op in walk(kernel.body)):
+        _FenceRule(v).region(kernel.body, _FenceState(), True)
