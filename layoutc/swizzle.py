@@ -98,11 +98,39 @@ def make_swizzle(yyy_mask: int, zzz_mask: int) -> Swizzle:
     return sw
 
 
+def composed(outer, offset: int, inner: Layout):
+    """CuTe's three-part ``composition(outer, offset, inner)``: ``outer o offset o inner``, except that an identity
+    swizzle (``Sw<0,M,S>``) at offset 0 is no function at all and gives ``inner`` itself:
+    ``composed(Sw<3,4,3>, 0, 8:1)`` → ``Sw<3,4,3> o 0 o 8:1``, ``composed(Sw<0,4,3>, 0, 8:1)`` → ``8:1``,
+    ``composed(Sw<0,4,3>, 64, 8:1)`` → ``Sw<0,4,3> o 64 o 8:1`` (the offset is kept).
+    Post: the result computes ``c ↦ outer(offset + inner(c))``.
+    """
+    if type(outer) is Swizzle and outer.bits == 0 and offset == 0 and isinstance(inner, Layout):
+        return inner
+    return ComposedLayout(outer, offset, inner)
+
+
+def _all_underscore(coord) -> bool:
+    from .layout import Underscore
+    stack = [coord]
+    while stack:
+        c = stack.pop()
+        if type(c) is tuple:
+            stack.extend(c)
+        elif not isinstance(c, Underscore):
+            return False
+    return True
+
+
 class ComposedLayout:
     """``outer o offset o inner``: ``c ↦ outer(offset + inner(c))``; CuTe prints ``Sw<3,4,3> o 0 o (8,64):(64,1)``.
 
     ``outer`` is a Swizzle or a Layout, ``offset`` an int, ``inner`` a Layout. Shape, size, rank, depth and cosize are
     the inner layout's. Equality compares all three parts.
+    The constructor is CuTe's ``make_composed_layout``: it keeps whatever it is given, the identity swizzle
+    ``Sw<0,M,S>`` included (``Sw<0,4,3> o 0 o 8:1`` is a ComposedLayout, printed so by CuTe too). Every operation on
+    a composed layout rebuilds its result with ``composed`` (CuTe's ``composition(outer, offset, inner)``), which
+    drops an identity swizzle at offset 0.
     """
 
     __slots__ = ("outer", "offset", "inner")
@@ -118,9 +146,13 @@ class ComposedLayout:
         self.offset = offset
         self.inner = inner
 
-    def with_inner(self, inner: Layout, offset: int | None = None) -> "ComposedLayout":
-        """The same outer function over a new inner layout (and optionally a new offset)."""
-        return ComposedLayout(self.outer, self.offset if offset is None else offset, inner)
+    def with_inner(self, inner: Layout, offset: int | None = None):
+        """The same outer function over a new inner layout (and optionally a new offset), built as CuTe rebuilds the
+        result of every operation on a composed layout, with ``composition(outer, offset, inner)``: an identity swizzle
+        at offset 0 collapses to the plain inner layout.
+        ``(Sw<3,4,3> o 0 o 8:1).with_inner(4:2)`` → ``Sw<3,4,3> o 0 o 4:2``; ``(Sw<0,4,3> o 0 o 8:1).with_inner(4:2)`` →
+        ``4:2``."""
+        return composed(self.outer, self.offset if offset is None else offset, inner)
 
     @property
     def shape(self):
@@ -145,16 +177,22 @@ class ComposedLayout:
     def __len__(self) -> int:
         return len(self.inner)
 
-    def __getitem__(self, index) -> "ComposedLayout":
+    def __getitem__(self, index):
+        """Mode ``index`` over the same outer function (CuTe's ``get<i>``; an identity swizzle at offset 0 drops)."""
         return self.with_inner(self.inner[index])
 
     def __call__(self, *coord):
-        """Index of a coordinate through the outer function, or a slice (kept composed, offset folded in)."""
+        """Index of a coordinate through the outer function, or a slice: kept composed with the fixed part's index
+        folded into the offset. As in CuTe, an identity swizzle sliced with some fixed coordinate decays to the plain
+        sliced layout (``(Sw<0,4,3> o 0 o (8,64):(64,1))(_,3)`` → ``(8):(64)``; its offset is ``slice_offset``)."""
         from .layout import _has_underscore, slice_layout, slice_offset
         if len(coord) == 1:
             coord = coord[0]
         if _has_underscore(coord):
-            return self.with_inner(slice_layout(coord, self.inner), self.offset + slice_offset(coord, self.inner))
+            sliced = slice_layout(coord, self.inner)
+            if type(self.outer) is Swizzle and self.outer.bits == 0 and not _all_underscore(coord):
+                return sliced
+            return self.with_inner(sliced, self.offset + slice_offset(coord, self.inner))
         return self.outer(self.offset + self.inner(coord))
 
     def __eq__(self, other) -> bool:
