@@ -442,6 +442,9 @@ def slice_layout(coord, layout: Layout) -> Layout:
     if not is_tuple(coord):
         raise LayoutError("slice", (coord, layout), "a slice coordinate needs at least one _")
     kept = lift(coord, layout.shape, layout.stride)
+    if not kept:
+        raise LayoutError("slice", (coord, layout), "a slice coordinate needs at least one _ (CuTe's result would be "
+                          "the empty layout, which layoutc does not have)")
     return Layout._make(tuple(s for s, _d in kept), tuple(d for _s, d in kept))
 
 

@@ -242,8 +242,9 @@ _DIGITS = re.compile(r"[0-9]+")
 
 def _check_limits(text: str) -> None:
     """Refuse, at its column, what the grammar would accept but layoutc cannot hold: tuples nested deeper than
-    MAX_DEPTH (every recursive algorithm of the algebra stays far from Python's recursion limit below it) and integer
-    literals longer than Python's limit on text-to-int conversion (``sys.get_int_max_str_digits()``, 4300 by default)."""
+    MAX_DEPTH (every recursive algorithm of the algebra stays far from Python's recursion limit below it) and
+    integer literals longer than Python's limit on text-to-int conversion (``sys.get_int_max_str_digits()``, 4300 by
+    default)."""
     if text.count("(") + text.count("<") > MAX_DEPTH:
         level = 0
         for m in _BRACKET.finditer(text):

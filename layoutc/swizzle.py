@@ -110,18 +110,6 @@ def composed(outer, offset: int, inner: Layout):
     return ComposedLayout(outer, offset, inner)
 
 
-def _all_underscore(coord) -> bool:
-    from .layout import Underscore
-    stack = [coord]
-    while stack:
-        c = stack.pop()
-        if type(c) is tuple:
-            stack.extend(c)
-        elif not isinstance(c, Underscore):
-            return False
-    return True
-
-
 class ComposedLayout:
     """``outer o offset o inner``: ``c ↦ outer(offset + inner(c))``; CuTe prints ``Sw<3,4,3> o 0 o (8,64):(64,1)``.
 
@@ -182,17 +170,16 @@ class ComposedLayout:
         return self.with_inner(self.inner[index])
 
     def __call__(self, *coord):
-        """Index of a coordinate through the outer function, or a slice: kept composed with the fixed part's index
-        folded into the offset. As in CuTe, an identity swizzle sliced with some fixed coordinate decays to the plain
-        sliced layout (``(Sw<0,4,3> o 0 o (8,64):(64,1))(_,3)`` → ``(8):(64)``; its offset is ``slice_offset``)."""
+        """Index of a coordinate through the outer function, or a slice: ``with_inner`` of the sliced inner layout with
+        the fixed part's index folded into the offset, so no information is lost (CuTe returns that offset apart and
+        may decay the slice to a plain layout: spec §6.1). ``(Sw<3,4,3> o 0 o (8,64):(64,1))(_,3)`` →
+        ``Sw<3,4,3> o 3 o (8):(64)``; an identity swizzle at a resulting offset 0 drops:
+        ``(Sw<0,4,3> o 0 o (8,64):(64,1))(_,0)`` → ``(8):(64)``."""
         from .layout import _has_underscore, slice_layout, slice_offset
         if len(coord) == 1:
             coord = coord[0]
         if _has_underscore(coord):
-            sliced = slice_layout(coord, self.inner)
-            if type(self.outer) is Swizzle and self.outer.bits == 0 and not _all_underscore(coord):
-                return sliced
-            return self.with_inner(sliced, self.offset + slice_offset(coord, self.inner))
+            return self.with_inner(slice_layout(coord, self.inner), self.offset + slice_offset(coord, self.inner))
         return self.outer(self.offset + self.inner(coord))
 
     def __eq__(self, other) -> bool:
