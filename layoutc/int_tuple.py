@@ -251,6 +251,8 @@ def crd2idx(coord: IntTuple, shape: IntTuple, stride: IntTuple | None = None) ->
                 result += crd2idx(coord, s, d)
             else:
                 n = product(s)
+                if n == 0:
+                    raise LayoutError("crd2idx", (coord, shape, stride), "division by zero: a shape mode has size 0")
                 result += crd2idx(cpp_mod(coord, n), s, d)
                 coord = cpp_div(coord, n)
         return result
@@ -276,6 +278,8 @@ def idx2crd(index: IntTuple, shape: IntTuple) -> IntTuple:
                 out.append(idx2crd(index, s))
             else:
                 n = product(s)
+                if n == 0:
+                    raise LayoutError("idx2crd", (index, shape), "division by zero: a shape mode has size 0")
                 out.append(idx2crd(cpp_mod(index, n), s))
                 index = cpp_div(index, n)
         return tuple(out)
