@@ -4,8 +4,8 @@ from __future__ import annotations
 from .errors import LayoutError
 from .memo import pure
 from .int_tuple import ceil_div, cpp_mod, is_int, is_tuple, leaves, product, signum
-from .layout import Layout, _, coalesce, coalesce_x, cosize, filter, make_layout, modes
-from .swizzle import ComposedLayout, Swizzle, make_swizzle
+from .layout import Layout, _, _validate_shape, coalesce, coalesce_x, cosize, filter, make_layout, modes
+from .swizzle import ComposedLayout, Swizzle, composed, make_swizzle
 
 
 # -- composition -----------------------------------------------------------------------------------------
@@ -85,7 +85,9 @@ def composition(lhs, rhs, *more):
     - ``composition((6,2):(8,2), (4,3):(3,1))`` → ``((2,2),3):((24,2),8)``; ``composition(1:2, 2:64)`` → ``2:128``;
     - a tiler applies by mode and drops untouched modes: ``(12,(4,8)):(59,(13,1)) ∘ <3:4>`` → ``(3):(236)``;
     - ``composition(Swizzle, Layout)`` → ``Sw o 0 o L`` (the plain L for B = 0); ``composition(Sw, offset, L)`` is the
-      3-part form; a ComposedLayout composed with a tiler rewraps its composed inner layout.
+      3-part form (the plain L for B = 0 at offset 0); ``composition(L, Sw)`` → ``make_swizzle(L(Y), L(Z)) o 0 o L``
+      (the plain L when that swizzle is the identity); a ComposedLayout composed with a tiler rewraps its composed
+      inner layout, dropping an identity swizzle at offset 0.
     Post: ``(lhs∘rhs)(i) == lhs(rhs(i))`` for i < size(rhs) whenever rhs addresses lhs's modes exactly, and
     ``compatible(shape(rhs), shape(lhs∘rhs))`` for a Layout rhs.
     Pre: CuTe's stride and shape divisibility conditions (LayoutError names which one).
@@ -94,16 +96,14 @@ def composition(lhs, rhs, *more):
         if len(more) != 1:
             raise TypeError("composition(lhs, rhs) or composition(outer, offset, inner)")
         offset, inner = rhs, more[0]
-        if isinstance(lhs, Swizzle) and lhs.bits == 0 and offset == 0:
-            return inner
-        return ComposedLayout(lhs, offset, inner)
+        return composed(lhs, offset, inner)
     if isinstance(lhs, Swizzle):
         if isinstance(rhs, Swizzle):
             if lhs.shift != rhs.shift:
                 raise LayoutError("composition", (lhs, rhs), "Can only merge swizzles of the same shift.")
             return make_swizzle(lhs.yyy_mask ^ rhs.yyy_mask, lhs.zzz_mask ^ rhs.zzz_mask)
         if isinstance(rhs, Layout):
-            return rhs if lhs.bits == 0 else ComposedLayout(lhs, 0, rhs)
+            return composed(lhs, 0, rhs)
         if isinstance(rhs, ComposedLayout):
             raise LayoutError("composition", (lhs, rhs), "a Swizzle composed with a ComposedLayout is not supported")
         raise LayoutError("composition", (lhs, rhs), "a Swizzle composes with a Layout or a Swizzle")
@@ -116,9 +116,8 @@ def composition(lhs, rhs, *more):
             raise LayoutError("composition", (lhs, rhs), f"Require offset == 0: the rhs offset is {rhs.offset}")
         return composition(composition(lhs, rhs.outer), rhs.inner)
     if isinstance(rhs, Swizzle):
-        if rhs.bits == 0:
-            return lhs
-        return ComposedLayout(make_swizzle(lhs(rhs.yyy_mask), lhs(rhs.zzz_mask)), 0, lhs)
+        # CuTe: composition(make_swizzle<L(Y), L(Z)>, L), so a swizzle whose bits L maps to 0 leaves L itself
+        return composed(make_swizzle(lhs(rhs.yyy_mask), lhs(rhs.zzz_mask)), 0, lhs)
     return _compose_tiler(lhs, rhs)
 
 
@@ -133,12 +132,17 @@ def complement(layout, cotarget=None) -> Layout:
     Post: for complementable L, ``make_layout(L, complement(L, T))`` is injective and its image covers [0, size(T))
     rounded up to a whole tile; ``complement`` and L meet only at 0.
     Pre: after sorting by stride each stride is at least the span of the smaller ones (else "Non-injective Layout
-    detected in complement."), strides are not negative.
+    detected in complement."), strides are not negative; the cotarget is a shape (positive int leaves) or a Layout,
+    which stands for its shape (CuTe takes ``shape(cotarget)``).
     """
     if isinstance(layout, ComposedLayout):
         return complement(layout.inner, cotarget)
     if not isinstance(layout, Layout):
         raise LayoutError("complement", (layout,), "complement takes a Layout")
+    if isinstance(cotarget, Layout):
+        cotarget = cotarget.shape
+    elif cotarget is not None:
+        _validate_shape(cotarget, "complement", (layout, cotarget))
     flat_strides = leaves(layout.stride)
     if min(flat_strides) < 0:
         raise LayoutError("complement", (layout,) if cotarget is None else (layout, cotarget),

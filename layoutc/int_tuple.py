@@ -11,6 +11,11 @@ from .errors import LayoutError
 
 IntTuple = Union[int, tuple]
 
+# The deepest tuple nesting layoutc accepts from text or in a constructed layout. CuTe layouts nest a handful of levels;
+# the limit keeps every recursive algorithm of the algebra (and CPython's own recursive tuple hashing and comparison)
+# far below Python's recursion limit, so that too-deep input is a LayoutError and never a RecursionError or a crash.
+MAX_DEPTH = 100
+
 
 def is_int(x) -> bool:
     """True for a plain integer leaf (bool excluded). ``is_int(3)`` → True, ``is_int((3,))`` → False."""
@@ -44,10 +49,19 @@ def rank(t: IntTuple) -> int:
 
 
 def depth(t: IntTuple) -> int:
-    """Nesting depth: ``depth(8)`` → 0, ``depth((2,(3,4)))`` → 2."""
-    if is_tuple(t):
-        return 1 + max((depth(e) for e in t), default=0)
-    return 0
+    """Nesting depth: ``depth(8)`` → 0, ``depth((2,(3,4)))`` → 2. Iterative, so any depth can be measured."""
+    if type(t) is not tuple:
+        return 0
+    deepest = 1
+    stack = [(t, 1)]
+    while stack:
+        node, level = stack.pop()
+        if level > deepest:
+            deepest = level
+        for e in node:
+            if type(e) is tuple:
+                stack.append((e, level + 1))
+    return deepest
 
 
 def product(t: IntTuple) -> int:
@@ -75,20 +89,21 @@ def flatten(t: IntTuple) -> IntTuple:
 
 
 def leaves(t: IntTuple) -> list:
-    """The leaves as a list (an int gives [int]): ``leaves((2,(3,4)))`` → [2,3,4]."""
+    """The leaves as a list (an int gives [int]): ``leaves((2,(3,4)))`` → [2,3,4]. Iterative (any depth)."""
     if type(t) is not tuple:
         return [t]
     out = []
-    _collect_leaves(t, out)
-    return out
-
-
-def _collect_leaves(t: tuple, out: list) -> None:
-    for e in t:
-        if type(e) is tuple:
-            _collect_leaves(e, out)
-        else:
+    # A stack of iterators walks the tree left to right without recursion.
+    stack = [iter(t)]
+    while stack:
+        for e in stack[-1]:
+            if type(e) is tuple:
+                stack.append(iter(e))
+                break
             out.append(e)
+        else:
+            stack.pop()
+    return out
 
 
 def unflatten(flat, profile: IntTuple) -> IntTuple:
@@ -152,6 +167,8 @@ def ceil_div(a: IntTuple, b: IntTuple) -> IntTuple:
         return _fold_by_int(a, b, ceil_div)
     if is_tuple(b):
         return ceil_div(a, product(b))
+    if b == 0:
+        raise LayoutError("ceil_div", (a, b), "division by zero: the divisor is 0")
     return cpp_div(a + b - 1, b)
 
 
@@ -177,6 +194,8 @@ def shape_div(a: IntTuple, b: IntTuple) -> IntTuple:
         return _fold_by_int(a, b, shape_div)
     if is_tuple(b):
         return shape_div(a, product(b))
+    if b == 0:
+        raise LayoutError("shape_div", (a, b), "division by zero: the divisor is 0")
     if not (a % b == 0 or b % a == 0):
         raise LayoutError("shape_div", (a, b), f"Divisibility Condition: neither {a} nor {b} divides the other")
     return ceil_div(a, b)
@@ -207,11 +226,16 @@ def crd2idx(coord: IntTuple, shape: IntTuple, stride: IntTuple | None = None) ->
     and the last mode takes the remaining quotient unbounded: ``crd2idx(9, (4,2), (1,10))`` → 21.
 
     Without ``stride`` the coordinate is linearised colexicographically in ``shape`` (an int is returned as is).
+    The split uses C++ division, so a negative coordinate goes where CuTe sends it: ``crd2idx(-1, (4,2), (1,10))`` → -1.
+    Pre: at every tuple level the coordinate, shape and stride have equal ranks ("Mismatched Ranks"); a tuple
+    coordinate needs a tuple shape ("Invalid parameters").
     """
     if stride is None:
         if not is_tuple(coord):
             return coord
         return crd2idx(coord, shape, compact_col_major_strict(shape))
+    if is_tuple(shape) and (not is_tuple(stride) or len(stride) != len(shape)):
+        raise LayoutError("crd2idx", (coord, shape, stride), "Mismatched Ranks: shape and stride ranks differ")
     if is_tuple(coord):
         if not is_tuple(shape):
             raise LayoutError("crd2idx", (coord, shape), "Invalid parameters: a tuple coordinate for an integral shape")
@@ -227,14 +251,19 @@ def crd2idx(coord: IntTuple, shape: IntTuple, stride: IntTuple | None = None) ->
                 result += crd2idx(coord, s, d)
             else:
                 n = product(s)
-                result += crd2idx(coord % n, s, d)
-                coord //= n
+                if n == 0:
+                    raise LayoutError("crd2idx", (coord, shape, stride), "division by zero: a shape mode has size 0")
+                result += crd2idx(cpp_mod(coord, n), s, d)
+                coord = cpp_div(coord, n)
         return result
+    if is_tuple(stride):
+        raise LayoutError("crd2idx", (coord, shape, stride), "Mismatched Ranks: a tuple stride for an integral shape")
     return coord * stride
 
 
 def idx2crd(index: IntTuple, shape: IntTuple) -> IntTuple:
-    """Index → natural coordinate (colexicographic, last mode unbounded): ``idx2crd(16, (3,(2,3)))`` → (1,(1,2))."""
+    """Index → natural coordinate (colexicographic, last mode unbounded): ``idx2crd(16, (3,(2,3)))`` → (1,(1,2)).
+    C++ division splits a negative index as CuTe does."""
     if is_tuple(index):
         if not is_tuple(shape):
             raise LayoutError("idx2crd", (index, shape), "Invalid parameters: a tuple index for an integral shape")
@@ -249,8 +278,10 @@ def idx2crd(index: IntTuple, shape: IntTuple) -> IntTuple:
                 out.append(idx2crd(index, s))
             else:
                 n = product(s)
-                out.append(idx2crd(index % n, s))
-                index //= n
+                if n == 0:
+                    raise LayoutError("idx2crd", (index, shape), "division by zero: a shape mode has size 0")
+                out.append(idx2crd(cpp_mod(index, n), s))
+                index = cpp_div(index, n)
         return tuple(out)
     return index
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from .errors import LayoutError
 from .memo import pure
 from .int_tuple import (
-    IntTuple, compact_col_major, compact_row_major, congruent, crd2idx, depth as tuple_depth, filter_zeros,
+    MAX_DEPTH, IntTuple, compact_col_major, compact_row_major, congruent, crd2idx, depth as tuple_depth, filter_zeros,
     flatten as flatten_tuple, is_int, is_tuple, leaves, product, product_like, rank as tuple_rank,
 )
 
@@ -48,24 +48,38 @@ LayoutRight = _Order("LayoutRight")
 
 
 def _validate_shape(shape, op, operands) -> None:
+    """Positive int leaves, no empty tuple, nesting at most MAX_DEPTH (checked without recursion, so a too-deep shape is
+    reported and never overflows the stack)."""
     if is_int(shape):
         if shape <= 0:
             raise LayoutError(op, operands, f"shape {shape} is not positive: every shape leaf must be >= 1")
         return
-    if not is_tuple(shape):
-        raise LayoutError(op, operands, f"shape {shape!r} is neither an int nor a tuple of ints")
-    if len(shape) == 0:
-        raise LayoutError(op, operands, "empty tuple in shape: CuTe has no empty layouts")
-    for s in shape:
-        _validate_shape(s, op, operands)
+    stack = [(shape, 1)]
+    while stack:
+        node, level = stack.pop()
+        if not is_tuple(node):
+            raise LayoutError(op, operands, f"shape {node!r} is neither an int nor a tuple of ints")
+        if len(node) == 0:
+            raise LayoutError(op, operands, "empty tuple in shape: CuTe has no empty layouts")
+        if level > MAX_DEPTH:
+            raise LayoutError(op, operands, f"shape nested more than {MAX_DEPTH} levels deep: layoutc's nesting limit "
+                              f"is {MAX_DEPTH}")
+        for s in node:
+            if is_int(s):
+                if s <= 0:
+                    raise LayoutError(op, operands, f"shape {s} is not positive: every shape leaf must be >= 1")
+            else:
+                stack.append((s, level + 1))
 
 
 def _validate_stride(stride, op, operands) -> None:
-    if is_tuple(stride):
-        for d in stride:
-            _validate_stride(d, op, operands)
-    elif not is_int(stride):
-        raise LayoutError(op, operands, f"stride {stride!r} is neither an int nor a tuple of ints")
+    stack = [stride]
+    while stack:
+        node = stack.pop()
+        if is_tuple(node):
+            stack.extend(node)
+        elif not is_int(node):
+            raise LayoutError(op, operands, f"stride {node!r} is neither an int nor a tuple of ints")
 
 
 class Layout:
@@ -332,11 +346,19 @@ def take(layout: Layout, begin: int, end: int) -> Layout:
 
 @_acts_on_inner
 def group(layout: Layout, begin: int, end: int) -> Layout:
-    """Make modes [begin, end) one mode: ``group((2,3,5):(1,2,6), 0, 2)`` → ``((2,3),5):((1,2),6)``."""
+    """Make modes [begin, end) one mode: ``group((2,3,5):(1,2,6), 0, 2)`` → ``((2,3),5):((1,2),6)``; an empty range
+    groups nothing (CuTe's ``group<B,B>``): a tuple layout is unchanged, an integral one becomes its rank-1 tuple
+    (``group(8:1, 1, 1)`` → ``(8):(1)``).
+
+    Pre: ``0 <= begin <= end <= rank`` (CuTe: ``static_assert(B <= E)``).
+    """
     ms = modes(layout)
     r = len(ms)
-    if not (0 <= begin < end <= r):
-        raise LayoutError("group", (layout, begin, end), f"need 0 <= begin < end <= rank {r}")
+    if not (0 <= begin <= end <= r):
+        raise LayoutError("group", (layout, begin, end), f"need 0 <= begin <= end <= rank {r} (CuTe: "
+                          "static_assert(B <= E))")
+    if begin == end:
+        return make_layout(*ms)
     return make_layout(*ms[:begin], make_layout(*ms[begin:end]), *ms[end:])
 
 
@@ -344,13 +366,18 @@ def group(layout: Layout, begin: int, end: int) -> Layout:
 def append(layout: Layout, mode: Layout | None = None, rank_to: int | None = None) -> Layout:
     """Append ``mode`` (default ``1:0``): ``append(4:1)`` → ``(4,1):(1,0)``.
 
-    With ``rank_to=N`` pad with copies of ``mode`` up to rank N; an integral layout stays integral at N = 1.
+    With ``rank_to=N`` (CuTe's ``append<N>``) pad with copies of ``mode`` up to rank N; a layout of rank N is
+    returned unchanged, so an integral layout stays integral at N = 1. Pre: ``N >= rank`` (CuTe's
+    ``static_assert(N > tuple_size<T>::value)`` refuses a smaller N).
     """
     mode = Layout._make(1, 0) if mode is None else mode
     if rank_to is None:
         return make_layout(*modes(layout), mode)
     r = rank(layout)
-    if rank_to <= r:
+    if not is_int(rank_to) or rank_to < r:
+        raise LayoutError("append", (layout, rank_to), f"append<N> needs N >= rank: N = {rank_to!r} but the rank is "
+                          f"{r} (CuTe: static_assert(N > tuple_size<T>::value))")
+    if rank_to == r:
         return layout
     return make_layout(*modes(layout), *([mode] * (rank_to - r)))
 
@@ -367,7 +394,8 @@ def zip_layouts(*layouts: Layout) -> Layout:
     ``((a0,b0),(a1,b1))``. When the first layout is integral CuTe does not transpose: it wraps the whole tuple,
     so ``zip_layouts(4:1, (2):(4))`` → ``((4,(2))):((1,(4)))``.
 
-    Pre: every layout has the first one's rank ("Mismatched Ranks"; an integral layout counts as rank 1).
+    Pre: when the first layout is a tuple, every layout is a tuple of the same rank ("Mismatched Ranks"; CuTe does
+    not compile an integral layout there, it has no ``tuple_size``).
     """
     for L in layouts:
         _plain_only("zip", L)
@@ -376,8 +404,12 @@ def zip_layouts(*layouts: Layout) -> Layout:
         return make_layout(make_layout(*layouts))
     r = len(first.shape)
     for L in layouts[1:]:
-        if (len(L.shape) if type(L.shape) is tuple else 1) != r:
-            raise LayoutError("zip", layouts, "Mismatched Ranks: all layouts must have the first one's rank")
+        if type(L.shape) is not tuple:
+            raise LayoutError("zip", layouts, f"Mismatched Ranks: {L} is integral but the first layout is a rank-{r} "
+                              "tuple")
+        if len(L.shape) != r:
+            raise LayoutError("zip", layouts, f"Mismatched Ranks: {L} has rank {len(L.shape)} but the first layout "
+                              f"has rank {r}")
     return make_layout(*[make_layout(*[L[i] for L in layouts]) for i in range(r)])
 
 
@@ -410,6 +442,9 @@ def slice_layout(coord, layout: Layout) -> Layout:
     if not is_tuple(coord):
         raise LayoutError("slice", (coord, layout), "a slice coordinate needs at least one _")
     kept = lift(coord, layout.shape, layout.stride)
+    if not kept:
+        raise LayoutError("slice", (coord, layout), "a slice coordinate needs at least one _ (CuTe's result would be "
+                          "the empty layout, which layoutc does not have)")
     return Layout._make(tuple(s for s, _d in kept), tuple(d for _s, d in kept))
 
 
@@ -428,8 +463,16 @@ def slice_offset(coord, layout: Layout) -> int:
 
 
 def dice(coord, layout: Layout) -> Layout:
-    """Keep the modes paired with ints (the dual of slice): ``dice((1,_), (4,2):(1,4))`` → ``(4):(1)``."""
+    """Keep the modes paired with ints (the dual of slice): ``dice((1,_), (4,2):(1,4))`` → ``(4):(1)``.
+
+    An int coordinate keeps the whole layout, unchanged (CuTe: ``dice(1, L) == L``): ``dice(3, (4,2):(1,4))`` →
+    ``(4,2):(1,4)``. Inside a tuple coordinate an int keeps its mode whole and kept modes are spliced flat.
+    Pre: tuple ranks match ("Mismatched Ranks"); something is kept (CuTe would return an empty layout, which layoutc
+    does not have).
+    """
     _plain_only("dice", layout)
+    if is_int(coord):
+        return layout
 
     def lift(c, s, d):
         if c is _:

@@ -7,13 +7,18 @@ from __future__ import annotations
 
 from functools import lru_cache, wraps
 
+from .errors import LayoutError
+from .int_tuple import MAX_DEPTH
+
 _CACHES = []
 
 
 def pure(fn):
     """Decorate a pure layout operation so equal (hashable) arguments reuse the first result.
 
-    Post: results are identical to the undecorated function's; unhashable arguments bypass the cache.
+    Post: results are identical to the undecorated function's; unhashable arguments bypass the cache. An operand
+    nested so deeply (far past MAX_DEPTH, only buildable by wrapping layouts in Python) that the operation runs out of
+    Python stack raises LayoutError, not RecursionError.
     """
     cached = lru_cache(maxsize=16384)(fn)
     _CACHES.append(cached)
@@ -30,6 +35,9 @@ def pure(fn):
             except TypeError:
                 return fn(*args, **kwargs)
             raise
+        except RecursionError:
+            raise LayoutError(fn.__name__, args, f"operands nested too deeply to compute (layoutc accepts at most "
+                              f"{MAX_DEPTH} levels of nesting)") from None
 
     wrapper.uncached = fn
     return wrapper

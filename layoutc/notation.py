@@ -7,30 +7,18 @@ Law: ``parse(to_str(x)) == x`` and ``parse(tiler_to_str(t)) == t`` for every Lay
 from __future__ import annotations
 
 import re
+import sys
 from functools import lru_cache
 
 from .errors import LayoutError
-from .int_tuple import is_tuple
+from .int_tuple import MAX_DEPTH, is_tuple
 
 
 def to_str(obj) -> str:
     """CuTe's printed form without static underscores: ``(4,(2,3)):(2,(1,8))``, ``8:1``,
-    ``Sw<3,4,3> o 0 o (8,64):(64,1)``; a tiler tuple prints as ``(3:4,_,5)``. Post: ``parse(to_str(x)) == x``."""
-    from .layout import Layout, Underscore
-    from .swizzle import ComposedLayout, Swizzle
-    if isinstance(obj, Layout):
-        return f"{to_str(obj.shape)}:{to_str(obj.stride)}"
-    if isinstance(obj, ComposedLayout):
-        return f"{to_str(obj.outer)} o {obj.offset} o {to_str(obj.inner)}"
-    if isinstance(obj, Swizzle):
-        return str(obj)
-    if isinstance(obj, Underscore):
-        return "_"
-    if is_tuple(obj):
-        return "(" + ",".join(to_str(e) for e in obj) + ")"
-    if type(obj) is int:
-        return str(obj)
-    return repr(obj)
+    ``Sw<3,4,3> o 0 o (8,64):(64,1)``; a tiler tuple prints as ``(3:4,_,5)``. Post: ``parse(to_str(x)) == x`` for every
+    x that ``parse`` accepts. Works at any nesting depth (no recursion) and for integers of any size."""
+    return _print(obj, "(", ")")
 
 
 def tiler_to_str(tiler) -> str:
@@ -40,13 +28,81 @@ def tiler_to_str(tiler) -> str:
     Pre: ``tiler`` is an int, ``_``, a Layout or a non-empty tuple of those (nested). Post: ``parse(tiler_to_str(t)) == t``.
     """
     from .layout import Layout, Underscore
-    if is_tuple(tiler):
-        if not tiler:
-            raise LayoutError("tiler_to_str", (tiler,), "an empty tuple is not a tiler")
-        return "<" + ",".join(tiler_to_str(e) for e in tiler) + ">"
-    if isinstance(tiler, (Layout, Underscore)) or type(tiler) is int:
-        return to_str(tiler)
-    raise LayoutError("tiler_to_str", (tiler,), "a tiler element must be an int, '_', a Layout or a tuple of those")
+    stack = [tiler]
+    while stack:
+        t = stack.pop()
+        if type(t) is tuple:
+            if not t:
+                raise LayoutError("tiler_to_str", (tiler,), "an empty tuple is not a tiler")
+            stack.extend(t)
+        elif not (isinstance(t, (Layout, Underscore)) or type(t) is int):
+            raise LayoutError("tiler_to_str", (tiler,),
+                              "a tiler element must be an int, '_', a Layout or a tuple of those")
+    return _print(tiler, "<", ">")
+
+
+class _Text(str):
+    """A piece of output text on the printing stack (as opposed to a ``str`` object to be printed, shown by repr)."""
+
+
+_COMMA, _COLON, _O, _LPAR, _RPAR = _Text(","), _Text(":"), _Text(" o "), _Text("("), _Text(")")
+
+
+def _print(obj, open_bracket: str, close_bracket: str) -> str:
+    """Print with an explicit stack, so that nesting depth is bounded by memory, not by Python's recursion limit.
+    Tuples that are not a layout's shape or stride use ``open_bracket``/``close_bracket`` (``<>`` for tilers)."""
+    from .layout import Layout, Underscore
+    from .swizzle import ComposedLayout, Swizzle
+    opening, closing = _Text(open_bracket), _Text(close_bracket)
+    out = []
+    stack = [(obj, opening, closing)]
+    while stack:
+        item = stack.pop()
+        if type(item) is _Text:
+            out.append(item)
+            continue
+        x, lb, rb = item
+        if type(x) is int:
+            out.append(_decimal(x))
+        elif type(x) is tuple:
+            stack.append(rb)
+            for i in range(len(x) - 1, -1, -1):
+                stack.append((x[i], lb, rb))
+                if i:
+                    stack.append(_COMMA)
+            out.append(lb)
+        elif isinstance(x, Layout):
+            # shape and stride are int tuples: always parentheses
+            stack.append((x.stride, _LPAR, _RPAR))
+            stack.append(_COLON)
+            stack.append((x.shape, _LPAR, _RPAR))
+        elif isinstance(x, ComposedLayout):
+            stack.append((x.inner, _LPAR, _RPAR))
+            stack.append(_O)
+            stack.append((x.offset, _LPAR, _RPAR))
+            stack.append(_O)
+            stack.append((x.outer, _LPAR, _RPAR))
+        elif isinstance(x, Swizzle):
+            out.append(str(x))
+        elif isinstance(x, Underscore):
+            out.append("_")
+        else:
+            out.append(repr(x))
+    return "".join(out)
+
+
+def _decimal(n: int) -> str:
+    """``str(n)``, also past Python's limit on int-to-str conversion (4300 digits by default), which guards str()
+    against quadratic time; splitting at a power of ten keeps every str() call under the limit."""
+    try:
+        return str(n)
+    except ValueError:
+        pass
+    if n < 0:
+        return "-" + _decimal(-n)
+    half = len(bin(n)) * 3 // 20  # about half the decimal digits of n (log10(2) ≈ 0.3)
+    high, low = divmod(n, 10 ** half)
+    return _decimal(high) + _decimal(low).zfill(half)
 
 
 # -- parsing -------------------------------------------------------------------------------------------------------
@@ -176,7 +232,37 @@ def _parse_cached(text: str):
     # Every parse result is immutable (ints, tuples, Layout, Swizzle, ComposedLayout), so sharing one is safe, and
     # code that names the same layouts over and over (tests, the compiler's tables) skips lark's ~6 us per token.
     # Failures are not cached: lru_cache stores only returned values.
+    _check_limits(text)
     return _parser().parse(text)
+
+
+_BRACKET = re.compile(r"[()<>]")
+_DIGITS = re.compile(r"[0-9]+")
+
+
+def _check_limits(text: str) -> None:
+    """Refuse, at its column, what the grammar would accept but layoutc cannot hold: tuples nested deeper than
+    MAX_DEPTH (every recursive algorithm of the algebra stays far from Python's recursion limit below it) and
+    integer literals longer than Python's limit on text-to-int conversion (``sys.get_int_max_str_digits()``, 4300 by
+    default)."""
+    if text.count("(") + text.count("<") > MAX_DEPTH:
+        level = 0
+        for m in _BRACKET.finditer(text):
+            if m.group() in "(<":
+                level += 1
+                if level > MAX_DEPTH:
+                    place, caret = _where(text, m.start())
+                    raise LayoutError("parse", (text,), f"{place}: tuples nested more than {MAX_DEPTH} levels deep "
+                                      f"(layoutc's nesting limit){caret}")
+            elif level > 0:
+                level -= 1
+    limit = sys.get_int_max_str_digits()
+    if limit and len(text) > limit:
+        for m in _DIGITS.finditer(text):
+            if m.end() - m.start() > limit:
+                place, caret = _where(text, m.start())
+                raise LayoutError("parse", (text,), f"{place}: an integer of {m.end() - m.start()} digits exceeds "
+                                  f"Python's limit of {limit} digits for reading an int{caret}")
 
 
 def _diagnoser():
@@ -216,16 +302,26 @@ def _words(names) -> str:
     return ", ".join(words[:-1]) + " or " + words[-1]
 
 
+_SHOWN = 60  # characters shown on each side of the column when a line is too long to echo whole
+
+
 def _where(text: str, pos: int) -> tuple[str, str]:
-    """('column C' or 'line L, column C', the offending line with a caret under position ``pos``)."""
+    """('column C' or 'line L, column C', the offending line with a caret under position ``pos``). Each side of the
+    column is cut to ``_SHOWN`` characters, marked with ``...``, so a huge text gives a readable message."""
     line_start = text.rfind("\n", 0, pos) + 1
     line_end = text.find("\n", pos)
     line = text[line_start:] if line_end < 0 else text[line_start:line_end]
     column = pos - line_start + 1
     place = f"column {column}" if "\n" not in text else f"line {text.count(chr(10), 0, pos) + 1}, column {column}"
+    before = line[:column - 1]
+    after = line[column - 1:]
+    if len(before) > _SHOWN:
+        before = "..." + before[-_SHOWN:]
+    if len(after) > _SHOWN:
+        after = after[:_SHOWN] + "..."
     # Tabs are copied into the caret line so that the caret stays under the character on any tab width.
-    pad = "".join(ch if ch == "\t" else " " for ch in line[:column - 1])
-    return place, f"\n    {line}\n    {pad}^"
+    pad = "".join(ch if ch == "\t" else " " for ch in before)
+    return place, f"\n    {before}{after}\n    {pad}^"
 
 
 def _expected_at(text: str, pos: int) -> set:

@@ -96,7 +96,12 @@ def downcast(layout, n: int):
 def recast_layout(layout, old_bits: int, new_bits: int):
     """Re-express a layout of ``old_bits``-wide elements in ``new_bits``-wide ones:
     ``recast_layout((4,8):(1,4), 16, 32)`` → ``(2,8):(1,2)``; 48→32 bits: ``(6,4):(1,6)`` → ``(9,4):(1,9)``.
-    Post: ``new/old`` reduced to num/den gives ``downcast(upcast(L, num), den)``."""
+    Post: ``new/old`` reduced to num/den gives ``downcast(upcast(L, num), den)``.
+    Pre: both bit widths are positive ints."""
+    for bits in (old_bits, new_bits):
+        if type(bits) is not int or bits <= 0:
+            raise LayoutError("recast_layout", (layout, old_bits, new_bits),
+                              f"element widths must be positive ints, got {bits!r}")
     ratio = Fraction(new_bits, old_bits)
     num, den = ratio.numerator, ratio.denominator
     if num == 1 and den == 1:

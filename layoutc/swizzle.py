@@ -98,11 +98,27 @@ def make_swizzle(yyy_mask: int, zzz_mask: int) -> Swizzle:
     return sw
 
 
+def composed(outer, offset: int, inner: Layout):
+    """CuTe's three-part ``composition(outer, offset, inner)``: ``outer o offset o inner``, except that an identity
+    swizzle (``Sw<0,M,S>``) at offset 0 is no function at all and gives ``inner`` itself:
+    ``composed(Sw<3,4,3>, 0, 8:1)`` → ``Sw<3,4,3> o 0 o 8:1``, ``composed(Sw<0,4,3>, 0, 8:1)`` → ``8:1``,
+    ``composed(Sw<0,4,3>, 64, 8:1)`` → ``Sw<0,4,3> o 64 o 8:1`` (the offset is kept).
+    Post: the result computes ``c ↦ outer(offset + inner(c))``.
+    """
+    if type(outer) is Swizzle and outer.bits == 0 and offset == 0 and isinstance(inner, Layout):
+        return inner
+    return ComposedLayout(outer, offset, inner)
+
+
 class ComposedLayout:
     """``outer o offset o inner``: ``c ↦ outer(offset + inner(c))``; CuTe prints ``Sw<3,4,3> o 0 o (8,64):(64,1)``.
 
     ``outer`` is a Swizzle or a Layout, ``offset`` an int, ``inner`` a Layout. Shape, size, rank, depth and cosize are
     the inner layout's. Equality compares all three parts.
+    The constructor is CuTe's ``make_composed_layout``: it keeps whatever it is given, the identity swizzle
+    ``Sw<0,M,S>`` included (``Sw<0,4,3> o 0 o 8:1`` is a ComposedLayout, printed so by CuTe too). Every operation on
+    a composed layout rebuilds its result with ``composed`` (CuTe's ``composition(outer, offset, inner)``), which
+    drops an identity swizzle at offset 0.
     """
 
     __slots__ = ("outer", "offset", "inner")
@@ -118,9 +134,13 @@ class ComposedLayout:
         self.offset = offset
         self.inner = inner
 
-    def with_inner(self, inner: Layout, offset: int | None = None) -> "ComposedLayout":
-        """The same outer function over a new inner layout (and optionally a new offset)."""
-        return ComposedLayout(self.outer, self.offset if offset is None else offset, inner)
+    def with_inner(self, inner: Layout, offset: int | None = None):
+        """The same outer function over a new inner layout (and optionally a new offset), built as CuTe rebuilds the
+        result of every operation on a composed layout, with ``composition(outer, offset, inner)``: an identity swizzle
+        at offset 0 collapses to the plain inner layout.
+        ``(Sw<3,4,3> o 0 o 8:1).with_inner(4:2)`` → ``Sw<3,4,3> o 0 o 4:2``; ``(Sw<0,4,3> o 0 o 8:1).with_inner(4:2)`` →
+        ``4:2``."""
+        return composed(self.outer, self.offset if offset is None else offset, inner)
 
     @property
     def shape(self):
@@ -145,11 +165,16 @@ class ComposedLayout:
     def __len__(self) -> int:
         return len(self.inner)
 
-    def __getitem__(self, index) -> "ComposedLayout":
+    def __getitem__(self, index):
+        """Mode ``index`` over the same outer function (CuTe's ``get<i>``; an identity swizzle at offset 0 drops)."""
         return self.with_inner(self.inner[index])
 
     def __call__(self, *coord):
-        """Index of a coordinate through the outer function, or a slice (kept composed, offset folded in)."""
+        """Index of a coordinate through the outer function, or a slice: ``with_inner`` of the sliced inner layout with
+        the fixed part's index folded into the offset, so no information is lost (CuTe returns that offset apart and
+        may decay the slice to a plain layout: spec §6.1). ``(Sw<3,4,3> o 0 o (8,64):(64,1))(_,3)`` →
+        ``Sw<3,4,3> o 3 o (8):(64)``; an identity swizzle at a resulting offset 0 drops:
+        ``(Sw<0,4,3> o 0 o (8,64):(64,1))(_,0)`` → ``(8):(64)``."""
         from .layout import _has_underscore, slice_layout, slice_offset
         if len(coord) == 1:
             coord = coord[0]

@@ -8,8 +8,8 @@ from .memo import pure
 from .notation import to_str
 from .int_tuple import ceil_div, evenly_divides, is_int, is_tuple, product_each
 from .layout import (
-    Layout, LayoutLeft, _, append, coalesce, cosize, make_layout, make_ordered_layout, modes, rank, size,
-    slice_layout, zip_layouts,
+    Layout, LayoutLeft, _, _validate_shape, append, coalesce, cosize, make_layout, make_ordered_layout, modes, rank,
+    size, slice_layout, zip_layouts,
 )
 from .swizzle import ComposedLayout
 
@@ -43,10 +43,12 @@ def _by_mode(op_name, layout: Layout, tiler, fn) -> Layout:
 
 
 def _as_tile_layout(op_name, layout, tiler):
+    """The Layout a divide or product uses for one tiler element: CuTe's ``make_layout(n)`` for an int, so ``n:1``
+    and ``1:0`` for n = 1 (a size-1 mode has stride 0 in a compact layout)."""
     if is_int(tiler):
         if tiler <= 0:
             raise LayoutError(op_name, (layout, tiler), f"tile size {tiler} is not positive")
-        return Layout._make(tiler, 1)
+        return Layout._make(tiler, 0 if tiler == 1 else 1)
     if isinstance(tiler, Layout):
         return tiler
     raise LayoutError(op_name, (layout, tiler), f"a tiler is a Layout, an int, _ or a tuple of those, not {tiler!r}")
@@ -58,7 +60,8 @@ def logical_divide(layout: Layout, tiler) -> Layout:
     """Split L into (tile, rest): ``L ∘ (T, complement(T, shape(coalesce(L))))``.
 
     ``logical_divide((4,2,3):(2,1,8), 4:2)`` → ``((2,2),(2,3)):((4,1),(2,8))``; by mode with a tuple tiler, keeping
-    modes past the tiler: ``(8,6,2) ⊘ (4,)`` → ``((4,2),6,2):((1,4),8,48)``.
+    modes past the tiler: ``(8,6,2) ⊘ (4,)`` → ``((4,2),6,2):((1,4),8,48)``. An int tiler n is ``make_layout(n)``, so
+    ``1`` is ``1:0``: ``logical_divide(7:4, 1)`` → ``(1,7):(0,4)``.
     Post: mode 0 of the result is L∘T as a function.
     """
     if tiler is _:
@@ -74,8 +77,9 @@ def logical_divide(layout: Layout, tiler) -> Layout:
 def logical_product(layout: Layout, tiler) -> Layout:
     """(L, complement(L, size(L)·cosize(T)) ∘ T): T repeats L.
 
-    ``logical_product((2,2):(4,1), 6:1)`` → ``((2,2),(2,3)):((4,1),(2,8))``; an int tiler N means ``N:1``
-    (``logical_product(4:1, 3)`` → ``(4,3):(1,4)``); a tuple tiler works by mode and keeps the modes past it.
+    ``logical_product((2,2):(4,1), 6:1)`` → ``((2,2),(2,3)):((4,1),(2,8))``; an int tiler n means ``make_layout(n)``
+    (``logical_product(4:1, 3)`` → ``(4,3):(1,4)``, ``logical_product(7:4, 1)`` → ``(7,1):(4,0)``); a tuple tiler works
+    by mode and keeps the modes past it.
     Post: mode 0 is L; mode 1 enumerates disjoint translates of L's image.
     """
     if tiler is _:
@@ -184,6 +188,8 @@ def _padded_product(op_name, block, tiler):
 def blocked_product(block: Layout, tiler: Layout) -> Layout:
     """Mode i is (block_i, repeat_i): ``blocked_product((2,5):(5,1), (3,4):(1,3))`` →
     ``((2,3),(5,4)):((5,10),(1,30))``. Ranks are padded with ``1:0`` modes to the larger one.
+    Pre: the repeats zip with the padded block ("Mismatched Ranks" otherwise, as CuTe's zip): a rank-1 tuple block
+    with an integral tiler whose repeats come out integral, e.g. ``blocked_product((4):(1), 3:1)``, is refused.
     Post: restricted to the first repeat, the result is the block."""
     p0, p1 = _padded_product("blocked_product", block, tiler)
     return zip_layouts(p0, p1)
@@ -205,6 +211,7 @@ def tile_to_shape(block: Layout, target, order=LayoutLeft) -> Layout:
     Pre: rank(block) ≤ rank(target); each block mode's size divides the target's.
     Post: ``product_each(shape(result)) == product_each(target)``; on the first tile the result equals the block.
     """
+    _validate_shape(target, "tile_to_shape", (block, target))
     r_target = len(target) if is_tuple(target) else 1
     if rank(block) > r_target:
         raise LayoutError("tile_to_shape", (block, target),

@@ -117,6 +117,13 @@ CASES = {
     "logical_divide past domain": (lambda: lc.logical_divide(L(6, 1), L(4, 1)), "(4,2):(1,4)"),
     "logical_divide tuple cotarget": (lambda: lc.logical_divide(L((3, 5)), L(2, 1)), "(2,8):(1,2)"),
     "logical_divide underscore": (lambda: lc.logical_divide(L((8, 6, 2)), (_, 2)), "(8,(2,3),2):(1,(8,16),48)"),
+    # an int tiler is make_layout(n): 1 is 1:0 (CuTe 4.2 compiled; issue 16)
+    "logical_divide int 1": (lambda: lc.logical_divide(L(7, 4), 1), "(1,7):(0,4)"),
+    "logical_divide layout 1:1": (lambda: lc.logical_divide(L(7, 4), L(1, 1)), "(1,7):(4,4)"),
+    "logical_divide tuple with 1": (lambda: lc.logical_divide(L((8, 6)), (1, 2)), "((1,8),(2,3)):((0,1),(8,16))"),
+    "zipped_divide tuple with 1": (lambda: lc.zipped_divide(L((8, 6)), (1, 2)), "((1,2),(8,3)):((0,8),(1,16))"),
+    "logical_product int 1": (lambda: lc.logical_product(L(7, 4), 1), "(7,1):(4,0)"),
+    "composition int 1 stays 1:1": (lambda: lc.composition(L(7, 4), 1), "1:4"),
     "zipped_divide doc": (lambda: lc.zipped_divide(DOC2D, DOC2D_TILER), "((3,(2,4)),(3,(2,2))):((177,(13,2)),(59,(26,1)))"),
     "tiled_divide doc": (lambda: lc.tiled_divide(DOC2D, DOC2D_TILER), "((3,(2,4)),3,(2,2)):((177,(13,2)),59,(26,1))"),
     "flat_divide doc": (lambda: lc.flat_divide(DOC2D, DOC2D_TILER), "(3,(2,4),3,(2,2)):(177,(13,2),59,(26,1))"),

@@ -452,7 +452,11 @@ def test_composed_layout_composition_is_function_composition(sw, pair):
     A, B = pair
     X = lc.ComposedLayout(sw, 0, A)
     XB = lc.composition(X, B)
-    assert XB.outer == sw and XB.offset == 0
+    if sw.bits == 0:
+        # CuTe rebuilds the result with composition(Sw, 0, A∘B), which drops an identity swizzle at offset 0
+        assert XB == lc.composition(A, B)
+    else:
+        assert XB.outer == sw and XB.offset == 0
     assert values(XB) == [sw(v) for v in compose_values(A, B)]
 
 

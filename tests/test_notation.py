@@ -368,7 +368,8 @@ def test_composed_layout_round_trip(cl):
 @given(composed_layouts)
 def test_smem_flag_offset_is_zero(cl):
     text = f"{to_str(cl.outer)} o smem_ptr[16b](unset) o {to_str(cl.inner)}"
-    assert parse(text) == cl.with_inner(cl.inner, 0)
+    # parse builds what the text shows (CuTe's make_composed_layout), an identity swizzle included
+    assert parse(text) == ComposedLayout(cl.outer, 0, cl.inner)
 
 
 @given(tilers)

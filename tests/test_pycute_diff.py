@@ -33,6 +33,9 @@ Found by these tests (layoutc follows the reference sheet, CuTe C++ 4.x; pycute 
     both succeed with different results).
 (m) slicing with a top-level ``_``: CuTe returns the layout itself, pycute wraps it into a rank-1 tuple.
 (n) Swizzle with shift 0 (only legal with 0 bits, the identity): pycute's shiftr/shiftl recurse forever.
+(o) an integer in a divide's tiler: CuTe makes it ``make_layout(n)``, so ``1`` is ``1:0``; pycute uses ``1:1``
+    (``logical_divide(7:4, 1)``: CuTe ``(1,7):(0,4)``, pycute ``(1,7):(4,4)``). Excluded with the other size-1
+    cases of (b); spec/layout-algebra.md §5(f).
 """
 from collections import Counter, defaultdict
 
@@ -644,3 +647,11 @@ def test_deviation_n_swizzle_zero_shift():
     assert lc.Swizzle(0, 3, 0)(150) == 150  # the identity
     with pytest.raises(RecursionError):
         pycute.Swizzle(0, 3, 0)(150)
+
+
+def test_deviation_o_int_tiler_one():
+    # [C] CuTe 4.2 compiled: an int tiler n is make_layout(n), and a size-1 mode of a compact layout has stride 0
+    assert S(lc.logical_divide(Layout(7, 4), 1)) == "(1,7):(0,4)"
+    assert S(pycute.logical_divide(pycute.Layout(7, 4), 1)) == "(1,7):(4,4)"
+    assert S(lc.zipped_divide(Layout((8, 6)), (1, 2))) == "((1,2),(8,3)):((0,8),(1,16))"
+    assert S(pycute.zipped_divide(pycute.Layout((8, 6), (1, 8)), (1, 2))) == "((1,2),(8,3)):((1,8),(1,16))"
