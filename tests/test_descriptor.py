@@ -5,7 +5,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import layoutc as lc
 from layoutc import ComposedLayout, Layout, LayoutError, Swizzle
-from layoutc.hopper import byte_address, gmma_atom, gmma_smem_layout, split_smem_layout
+from layoutc.hopper import byte_address, gmma_atom, gmma_smem_layout
 from layoutc.hopper.descriptor import (
     DescriptorError, DescriptorIterator, WgmmaDescriptor, core_matrix_addresses, descriptor_verdict,
     make_descriptor, wgmma_k, wgmma_tiles,
@@ -424,10 +424,8 @@ def _random_layouts(draw):
     if draw(st.integers(0, 3)):
         # a canonical tiling with one stride perturbed (or not)
         sw = draw(st.sampled_from([s for s in WIDTH if major == "K" or WIDTH[s] // 2 <= mn]))
-        # split_smem_layout: an INTER layout made by tile_to_shape is plain (its identity swizzle drops, as in CuTe)
-        _sw, _off, inner = split_smem_layout(gmma_smem_layout(
-            major, sw, t, (max(mn, 8 if major == "K" else WIDTH[sw] // 2),
-                           max(k_e, WIDTH[sw] * 8 // BITS[t] if major == "K" else 16))))
+        inner = gmma_smem_layout(major, sw, t, (max(mn, 8 if major == "K" else WIDTH[sw] // 2),
+                                               max(k_e, WIDTH[sw] * 8 // BITS[t] if major == "K" else 16))).inner
         flat = lc.flatten(inner)
         strides = list(lc.stride(flat)) if isinstance(lc.stride(flat), tuple) else [lc.stride(flat)]
         how = draw(st.sampled_from(["keep", "replace", "double", "swap"]))

@@ -111,6 +111,11 @@ def gmma_smem_layout(major, swizzle, element, shape, order=LayoutLeft) -> Compos
     """The atom tiled to a (MN, K[, stages...]) shape: ``gmma_smem_layout('MN','SW128','bf16',(128,64,3))`` →
     ``Sw<3,4,3> o 0 o ((64,2),(8,8),(1,3)):((1,512),(64,1024),(0,8192))``.
 
-    Post: equals ``tile_to_shape(gmma_atom(...), shape, order)``.
+    Post: ``atom.outer o atom.offset o tile_to_shape(atom.inner, shape, order)`` for ``atom = gmma_atom(...)``,
+    which is ``tile_to_shape(atom, shape, order)`` for the swizzled atoms. The INTER atom keeps its ``Sw<0,4,3>``:
+    in CuTe its offset is the smem_ptr flag, not 0, so CuTe's ``tile_to_shape`` keeps the composed form that
+    layoutc's would fold away at offset 0 (``Sw<0,4,3> o 0 o ((8,8),(8,8)):((8,64),(1,512))`` for a K-major bf16
+    (64,64) tile).
     """
-    return tile_to_shape(gmma_atom(major, swizzle, element), shape, order)
+    atom = gmma_atom(major, swizzle, element)
+    return ComposedLayout(atom.outer, atom.offset, tile_to_shape(atom.inner, shape, order))
