@@ -28,7 +28,7 @@ import itertools
 
 import numpy as np
 
-from .ir.core import Kernel, Region
+from .ir.core import Kernel, Module, Region
 from .ir.ops import OPS, SMEM_BASE, describe_threads, numpy_dtype, smem_plan
 from .ir.ops.mbarrier import check_remote_accesses_end
 from .ir.ops.tma import encode_tensor_map
@@ -288,7 +288,9 @@ def _launch_dims(kernel: Kernel, env: dict):
 
 def _prepare(ir, args: dict, kernel, grid, check: bool, schedule, races):
     """The kernel, its launch geometry, the bound parameter values and the shared-memory plan of a launch."""
-    k = ir if isinstance(ir, Kernel) else (ir.kernel(kernel) if kernel else ir.kernels[0])
+    if not isinstance(ir, (Kernel, Module)):
+        raise TypeError(f"interpret runs a Module or a Kernel, not {type(ir).__name__}")
+    k = ir if isinstance(ir, Kernel) else ir.kernel(kernel or None)
     if check:
         verify(k)
     if races not in ("error", "ignore"):

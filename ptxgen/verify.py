@@ -5,11 +5,18 @@ definition in ``ptxgen.ir.ops`` and use the helpers of ``Verifier``.
 """
 from __future__ import annotations
 
+import layoutc as lc
+
 from .gc_pause import gc_paused
-from .ir.core import Kernel, Module, Region
+from .ir.core import MAX_NESTING, Kernel, Module, Region, too_deep
 from .ir.hostexpr import Word
 from .ir.ops import KERNEL_RULES, OPS
-from .ir.types import ScalarType
+from .ir.types import GlobalTensorType, ScalarType, TensorMapType, shape_problem, type_problem
+
+# how attribute kinds read in messages ("attribute 'mode' must be an integer, not (0)")
+_KIND_NAMES = {int: "an integer", float: "a number", bool: "true or false", tuple: "a tuple", str: "a string",
+               Word: "a word", lc.Layout: "a layout (shape:stride)"}
+INTERNAL_ERROR = "internal verifier error"
 
 
 class VerifyError(ValueError):
@@ -25,6 +32,7 @@ class Verifier:
 
     def __init__(self):
         self.errors = []
+        self.malformed = set()  # ids of values whose types are not well formed (reported once, at their definition)
 
     # -- helpers for op rules ----------------------------------------------------------------------------------
     def error(self, op, message: str) -> None:
@@ -50,14 +58,37 @@ class Verifier:
         return list(op.regions)
 
     def attr(self, op, name: str, kinds):
-        """The attribute ``name``, which must be present and of one of ``kinds``."""
+        """The attribute ``name``, which must be present and of one of ``kinds`` (a type or a tuple of types; a
+        bool is an int only where ``bool`` is one of them). Reports and returns None otherwise:
+        ``attribute 'mode' must be an integer, not (0)``."""
         if name not in op.attrs:
             self.error(op, f"missing attribute '{name}'")
             return None
         value = op.attrs[name]
-        if not isinstance(value, kinds) or (kinds is int and isinstance(value, bool)):
-            kind_names = kinds.__name__ if isinstance(kinds, type) else " or ".join(k.__name__ for k in kinds)
-            self.error(op, f"attribute '{name}' must be a {kind_names}, not {value!r}")
+        kinds = kinds if isinstance(kinds, tuple) else (kinds,)
+        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+            kind_names = " or ".join(_KIND_NAMES.get(k, k.__name__) for k in kinds)
+            self.error(op, f"attribute '{name}' must be {kind_names}, not {_shown(value)}")
+            return None
+        return value
+
+    def int_attr(self, op, name: str, low: int | None = None, high: int | None = None, default=None):
+        """The integer attribute ``name`` (``default`` when absent and a default is given), which must lie in
+        [low, high] where they are given: ``attribute 'pending' must be an integer from 0 to 7, not 9``. Reports
+        and returns None otherwise."""
+        if name not in op.attrs and default is not None:
+            return default
+        value = self.attr(op, name, int)
+        if value is None:
+            return None
+        if (low is not None and value < low) or (high is not None and value > high):
+            if high is None:
+                want = f"an integer >= {low}"
+            elif low is None:
+                want = f"an integer <= {high}"
+            else:
+                want = f"an integer from {low} to {high}"
+            self.error(op, f"attribute '{name}' must be {want}, not {value}")
             return None
         return value
 
@@ -66,8 +97,8 @@ class Verifier:
         if value is None:
             self.error(op, f"missing attribute '{name}' (one of {', '.join(choices)})")
             return None
-        if str(value) not in choices or not isinstance(value, (Word, str)):
-            self.error(op, f"attribute '{name}' must be one of {', '.join(choices)}, not {value}")
+        if not isinstance(value, (Word, str)) or str(value) not in choices:
+            self.error(op, f"attribute '{name}' must be one of {', '.join(choices)}, not {_shown(value)}")
             return None
         return str(value)
 
@@ -78,7 +109,8 @@ class Verifier:
             self.error(op, f"missing attribute '{name}'")
             return None
         if not _is_shape(value):
-            self.error(op, f"attribute '{name}' must be a shape of positive ints like [(64,64)], not {value!r}")
+            self.error(op, f"attribute '{name}' must be a shape of positive ints like [(64,64)], not "
+                           f"{_shown(value)}")
             return None
         return value
 
@@ -102,6 +134,47 @@ class Verifier:
             self.error(last, f"yields ({', '.join(map(str, got))}) but {op.name} expects "
                              f"({', '.join(map(str, types))})")
 
+    # -- well-formedness before the rules ----------------------------------------------------------------------------
+    def _malformed(self, op) -> bool:
+        """Report what no op rule should have to expect — attribute values nested deeper than MAX_NESTING, result
+        and block-argument types that are not well formed (``types.type_problem``) — and whether the op has any
+        (its rule is then skipped, as are the rules of ops that use its results)."""
+        bad = False
+        for key, value in op.attrs.items():
+            if too_deep(value):
+                self.error(op, f"attribute '{key}' nests deeper than {MAX_NESTING} levels")
+                bad = True
+        for what, values in (("result", op.results), ("block argument", [a for r in op.regions for a in r.args])):
+            for x in values:
+                problem = type_problem(x.type)
+                if problem:
+                    self.error(op, f"{what} %{x.name}: {problem}")
+                    self.malformed.add(id(x))
+                    bad = True
+        return bad or any(id(x) in self.malformed for x in op.operands)
+
+    def _parameters(self, kernel: Kernel) -> None:
+        """Kernel parameters are well-formed gtensors, tmaps or scalars (what the launcher and the lowering pass)."""
+        for p in kernel.params:
+            at = _At(p.loc, f"@{kernel.name}")
+            problem = type_problem(p.type)
+            if problem is None and not isinstance(p.type, (GlobalTensorType, TensorMapType, ScalarType)):
+                problem = f"a kernel parameter is a gtensor, a tmap or a scalar, not {p.type}"
+            if problem:
+                self.error(at, f"parameter %{p.name}: {problem}")
+                self.malformed.add(id(p))
+
+    def _checked(self, at, rule, *args) -> None:
+        """Run an op or kernel rule. A rule must report through ``error``; an exception escaping it is a defect of
+        the rule, reported at ``at`` as an internal verifier error (so verify still raises only VerifyError)."""
+        try:
+            rule(*args)
+        except _Skip:
+            pass
+        except Exception as e:  # noqa: BLE001 — defence in depth; tests/test_fuzz_tile_ir.py asserts it never fires
+            self.error(at, f"{INTERNAL_ERROR} ({type(e).__name__}: {str(e)[:200]}) while checking this: please "
+                           "report it with the kernel")
+
     # -- walking -------------------------------------------------------------------------------------------------
     def kernel(self, kernel: Kernel) -> None:
         block = kernel.attrs.get("block")
@@ -112,15 +185,16 @@ class Verifier:
         from .ir.ops.tma import cluster_size
         self.kernel_cluster = cluster_size(kernel)
         scope = {id(p) for p in kernel.params}
+        self.malformed = set()
+        self._parameters(kernel)
         self._region(kernel.body, scope)
+        if self.malformed:  # the kernel rules relate ops through their types: none is well formed here
+            return
         # kernel-level rules (ptxgen.ir.ops.kernel_rule): rules relating several ops, run once the ops are checked
         for rule in KERNEL_RULES:
-            try:
-                rule(kernel, self)
-            except _Skip:
-                pass
+            self._checked(_At(kernel.loc, f"@{kernel.name}"), rule, kernel, self)
 
-    def _region(self, region: Region, scope: set) -> None:
+    def _region(self, region: Region, scope: set, depth: int = 1) -> None:
         scope = set(scope) | {id(a) for a in region.args}
         for index, op in enumerate(region.ops):
             for x in op.operands:
@@ -131,13 +205,14 @@ class Verifier:
             definition = OPS.get(op.name)
             if definition is None:
                 self.error(op, f"unknown op '{op.name}'")
+                self._malformed(op)
+            elif not self._malformed(op):
+                self._checked(op, definition.verify, op, self)
+            if op.regions and depth > MAX_NESTING:
+                self.error(op, f"nesting deeper than {MAX_NESTING} levels: its regions are not checked")
             else:
-                try:
-                    definition.verify(op, self)
-                except _Skip:
-                    pass
-            for r in op.regions:
-                self._region(r, scope)
+                for r in op.regions:
+                    self._region(r, scope, depth + 1)
             scope |= {id(r) for r in op.results}
 
 
@@ -145,10 +220,22 @@ class _Skip(Exception):
     """Stops one op's rule after a structural error that makes the rest meaningless."""
 
 
+class _At:
+    """Where an error about a kernel (a parameter, a kernel rule) is reported: ``file:line:col: @kernel: …``."""
+
+    def __init__(self, loc, name):
+        self.loc, self.name = loc, name
+
+
 def _is_shape(value) -> bool:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value > 0
-    return isinstance(value, tuple) and len(value) > 0 and all(_is_shape(e) for e in value)
+    return shape_problem(value) is None
+
+
+def _shown(value) -> str:
+    """An attribute value in the IR's own text form, for messages."""
+    from .ir.text import attribute_text
+
+    return attribute_text(value)
 
 
 @gc_paused

@@ -100,6 +100,53 @@ def convert(values, src: ScalarType, dst: ScalarType):
         return x.astype(np.int64).astype(numpy_dtype(dst))
 
 
+# the smallest magnitude that rounds to infinity in each float type: the largest finite value plus half its ulp
+# (e4m3 has no infinity: past 464 it would round beyond its largest finite value, 448)
+_FLOAT_OVERFLOW = {"f32": (2 - 2.0 ** -24) * 2.0 ** 127, "bf16": (2 - 2.0 ** -8) * 2.0 ** 127, "f16": 65520.0,
+                   "e4m3": 464.0, "e5m2": 61440.0}
+_FLOAT_LARGEST = {"f32": float(np.finfo(np.float32).max), "bf16": (2 - 2.0 ** -7) * 2.0 ** 127, "f16": 65504.0,
+                  "e4m3": 448.0, "e5m2": 57344.0}
+
+
+def value_problem(value, t: ScalarType) -> str | None:
+    """Why the attribute number ``value`` is not a value of scalar type ``t``, or None: an integer type takes an
+    integer in its range, ``i1`` takes true, false, 0 or 1, a float type a number that does not round to infinity
+    (``inf``, ``-inf`` and ``nan`` written as such are values). Pre: ``value`` is an int, float or bool (the
+    verifier's ``attr`` checked its kind). ``value_problem(1e39, F32)`` →
+    ``'value 1e+39 does not fit f32: it rounds to inf (the largest f32 is 3.4028234663852886e+38)'``."""
+    if t.kind == "pred":
+        if isinstance(value, bool) or (type(value) is int and value in (0, 1)):
+            return None
+        return f"value {_number_text(value)} is not a predicate (true, false, 0 or 1) but the type is {t}"
+    if t.is_int:
+        if type(value) is not int:
+            return f"value {_number_text(value)} is not an integer but the type is {t}"
+        lo, hi = (-(1 << (t.bits - 1)), (1 << (t.bits - 1)) - 1) if t.kind == "int" else (0, (1 << t.bits) - 1)
+        if not lo <= value <= hi:
+            return f"value {value} does not fit {t} ([{lo}, {hi}])"
+        return None
+    if isinstance(value, bool):
+        return f"value {_number_text(value)} is not a number but the type is {t}"
+    try:
+        magnitude = abs(float(value))
+    except OverflowError:
+        magnitude = float("inf")
+    if magnitude != float("inf") and magnitude == magnitude and magnitude < _FLOAT_OVERFLOW[t.name]:
+        return None
+    if isinstance(value, float) and (value != value or abs(value) == float("inf")):
+        return None  # inf, -inf and nan are written as such
+    return (f"value {_number_text(value)} does not fit {t}: it rounds to {'inf' if t.name != 'e4m3' else 'nan'} "
+            f"(the largest {t} is {_FLOAT_LARGEST[t.name]!r})")
+
+
+def _number_text(value) -> str:
+    """A number as the text form writes it (a huge integer cut in the middle)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:20] + "…" + text[-8:]
+
+
 def tile_coordinates(shape) -> np.ndarray:
     """For a tile shape of rank R, an (size, R) array: row i is the per-mode coordinate of the tile's i-th element
     (colexicographic; a nested mode's coordinate is linearised within that mode)."""
