@@ -33,6 +33,7 @@ class Verifier:
     def __init__(self):
         self.errors = []
         self.malformed = set()  # ids of values whose types are not well formed (reported once, at their definition)
+        self.failed = set()     # ids of results of ops that failed their checks (or use such results)
 
     # -- helpers for op rules ----------------------------------------------------------------------------------
     def error(self, op, message: str) -> None:
@@ -67,28 +68,9 @@ class Verifier:
         value = op.attrs[name]
         kinds = kinds if isinstance(kinds, tuple) else (kinds,)
         if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
-            kind_names = " or ".join(_KIND_NAMES.get(k, k.__name__) for k in kinds)
+            shown = [k for k in kinds if not (k is int and float in kinds)]  # a number covers the integers
+            kind_names = " or ".join(_KIND_NAMES.get(k, k.__name__) for k in shown)
             self.error(op, f"attribute '{name}' must be {kind_names}, not {_shown(value)}")
-            return None
-        return value
-
-    def int_attr(self, op, name: str, low: int | None = None, high: int | None = None, default=None):
-        """The integer attribute ``name`` (``default`` when absent and a default is given), which must lie in
-        [low, high] where they are given: ``attribute 'pending' must be an integer from 0 to 7, not 9``. Reports
-        and returns None otherwise."""
-        if name not in op.attrs and default is not None:
-            return default
-        value = self.attr(op, name, int)
-        if value is None:
-            return None
-        if (low is not None and value < low) or (high is not None and value > high):
-            if high is None:
-                want = f"an integer >= {low}"
-            elif low is None:
-                want = f"an integer <= {high}"
-            else:
-                want = f"an integer from {low} to {high}"
-            self.error(op, f"attribute '{name}' must be {want}, not {value}")
             return None
         return value
 
@@ -137,8 +119,8 @@ class Verifier:
     # -- well-formedness before the rules ----------------------------------------------------------------------------
     def _malformed(self, op) -> bool:
         """Report what no op rule should have to expect — attribute values nested deeper than MAX_NESTING, result
-        and block-argument types that are not well formed (``types.type_problem``) — and whether the op has any
-        (its rule is then skipped, as are the rules of ops that use its results)."""
+        and block-argument types that are not well formed (``types.type_problem``) — and whether the op has any or
+        uses a value of an op that failed its checks (its rule is then skipped: it would only repeat the error)."""
         bad = False
         for key, value in op.attrs.items():
             if too_deep(value):
@@ -151,7 +133,7 @@ class Verifier:
                     self.error(op, f"{what} %{x.name}: {problem}")
                     self.malformed.add(id(x))
                     bad = True
-        return bad or any(id(x) in self.malformed for x in op.operands)
+        return bad or any(id(x) in self.malformed or id(x) in self.failed for x in op.operands)
 
     def _parameters(self, kernel: Kernel) -> None:
         """Kernel parameters are well-formed gtensors, tmaps or scalars (what the launcher and the lowering pass)."""
@@ -185,10 +167,10 @@ class Verifier:
         from .ir.ops.tma import cluster_size
         self.kernel_cluster = cluster_size(kernel)
         scope = {id(p) for p in kernel.params}
-        self.malformed = set()
+        self.malformed, self.failed, errors = set(), set(), len(self.errors)
         self._parameters(kernel)
         self._region(kernel.body, scope)
-        if self.malformed:  # the kernel rules relate ops through their types: none is well formed here
+        if len(self.errors) > errors:  # the kernel rules relate ops that each passed their own rule
             return
         # kernel-level rules (ptxgen.ir.ops.kernel_rule): rules relating several ops, run once the ops are checked
         for rule in KERNEL_RULES:
@@ -203,11 +185,15 @@ class Verifier:
             if op.name == "scf.yield" and index != len(region.ops) - 1:
                 self.error(op, "scf.yield must be the last op of its region")
             definition = OPS.get(op.name)
+            before = len(self.errors)
             if definition is None:
                 self.error(op, f"unknown op '{op.name}'")
                 self._malformed(op)
             elif not self._malformed(op):
                 self._checked(op, definition.verify, op, self)
+            if len(self.errors) > before or any(id(x) in self.failed for x in op.operands):
+                # its results are not what the rules of later ops may assume (the error is reported once, here)
+                self.failed |= {id(r) for r in op.results}
             if op.regions and depth > MAX_NESTING:
                 self.error(op, f"nesting deeper than {MAX_NESTING} levels: its regions are not checked")
             else:

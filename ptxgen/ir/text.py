@@ -196,14 +196,31 @@ def _is_int_tuple(x, depth: int = 0) -> bool:
             and all(_is_int_tuple(e, depth + 1) for e in x))
 
 
-# what counts for nesting in the text: parentheses outside string literals and comments (regions are counted by the
-# reader, which meets them in text order)
-_NESTING_MARKS = re.compile(r'"(?:[^"\\\n\r]|\\.)*"|//[^\n]*|[()]')
+# what counts for nesting in the text: parentheses outside string literals and comments, those of CuTe notation in
+# brackets counted from the bracket (regions are counted by the reader, which meets them in text order)
+_NESTING_MARKS = re.compile(r'"(?:[^"\\\n\r]|\\.)*"|//[^\n]*|\[[^\[\]\n\r]*\]|[()]')
 _NESTING_MESSAGE = f"nesting deeper than {MAX_NESTING} levels"
 
 
+def _paren_too_deep(text: str, start: int = 0) -> int | None:
+    """The offset of the first '(' of ``text`` (from ``start``) that opens a level deeper than MAX_NESTING, or None."""
+    if text.count("(", start) <= MAX_NESTING:
+        return None
+    depth = 0
+    for offset in range(start, len(text)):
+        ch = text[offset]
+        if ch == "(":
+            depth += 1
+            if depth > MAX_NESTING:
+                return offset
+        elif ch == ")":
+            depth = max(depth - 1, 0)
+    return None
+
+
 def _too_deep(text: str) -> int | None:
-    """The offset of the first '(' that opens a level deeper than MAX_NESTING, or None."""
+    """The offset of the first '(' that opens a level deeper than MAX_NESTING (as the reader counts: a tuple in a
+    tuple, a mode in a mode of CuTe notation), or None."""
     depth = 0
     for m in _NESTING_MARKS.finditer(text):
         mark = m.group()
@@ -213,6 +230,10 @@ def _too_deep(text: str) -> int | None:
                 return m.start()
         elif mark == ")":
             depth = max(depth - 1, 0)
+        elif mark[0] == "[":
+            inside = _paren_too_deep(mark)
+            if inside is not None:
+                return m.start() + inside
     return None
 
 
@@ -425,11 +446,9 @@ class _Reader:
     # -- attribute values ------------------------------------------------------------------------------------------
     def cute(self, token):
         content = str(token)[1:-1]
-        depth = 0
-        for offset, ch in enumerate(content):  # bounded before layoutc reads it (its parser recurses per level)
-            depth += (ch == "(") - (ch == ")")
-            if depth > MAX_NESTING:
-                raise self.error(token.line, token.column + 1 + offset, _NESTING_MESSAGE)
+        deep = _paren_too_deep(content)  # bounded before layoutc reads it (its parser recurses per level)
+        if deep is not None:
+            raise self.error(token.line, token.column + 1 + deep, _NESTING_MESSAGE)
         try:
             return lc.parse(content)
         except Exception as e:  # LayoutError (or anything else layoutc may raise): locate it in the IR file

@@ -235,11 +235,13 @@ def kernel_rule(fn):
 
 
 def const_int(value):
-    """The integer a value is statically known to hold (it is an ``arith.const`` result), else None."""
+    """The integer a value is statically known to hold (it is the result of a well-formed integer ``arith.const``:
+    its value fits its type), else None."""
     owner = getattr(value, "owner", None)
-    if owner is not None and owner.name == "arith.const":
+    if owner is not None and owner.name == "arith.const" and len(owner.results) == 1:
         c = owner.attrs.get("value")
-        if isinstance(c, int) and not isinstance(c, bool):
+        t = owner.results[0].type
+        if type(c) is int and isinstance(t, ScalarType) and t.is_int and value_problem(c, t) is None:
             return c
     return None
 

@@ -16,6 +16,7 @@ from . import (
     register,
     tile_coordinates,
     tv_table,
+    value_problem,
     verify_tv,
 )
 
@@ -148,8 +149,11 @@ class GLoad(_GmemAccess):
         tv = v.attr(op, "tv", lc.Layout)
         if tv is not None:
             verify_tv(op, v, tv, t.shape, view.type.size)
-        if "other" in op.attrs and not isinstance(op.attrs["other"], (int, float)):
-            v.error(op, f"other must be a number, not {op.attrs['other']!r}")
+        if "other" in op.attrs:
+            other = v.attr(op, "other", (int, float))
+            problem = value_problem(other, t.dtype) if other is not None else None
+            if problem:
+                v.error(op, f"other: {problem}")
 
     def interpret(self, op, ix):
         view, thread = op.operands

@@ -57,10 +57,14 @@ def smem_bytes(t: TensorType) -> int:
     return -(-nbytes // rep) * rep if rep else nbytes
 
 
-def alloc_alignment(op) -> int:
-    """The alignment of a ``smem.alloc``: its ``align`` attribute, by default max(128, the swizzle repeat)."""
+def alloc_alignment(op) -> int | None:
+    """The alignment of a ``smem.alloc``: its ``align`` attribute, by default max(128, the swizzle repeat); None when
+    the attribute is no power of two from 16 to 1024 (the verifier reports it)."""
     t = op.results[0].type
-    return op.attrs.get("align", max(MIN_ALIGN, swizzle_repeat(t.layout)))
+    align = op.attrs.get("align", max(MIN_ALIGN, swizzle_repeat(t.layout)))
+    if type(align) is not int or not 16 <= align <= MAX_ALIGN or align & (align - 1):
+        return None
+    return align
 
 
 def stage_sliced(layout):
@@ -85,8 +89,7 @@ def view_alignment(value) -> int | None:
     if owner is None:
         return None
     if owner.name == "smem.alloc":
-        align = alloc_alignment(owner)
-        return align if isinstance(align, int) else None
+        return alloc_alignment(owner)
     if owner.name == "smem.permute":
         return view_alignment(owner.operands[0])
     if owner.name in ("smem.slice", "smem.tile"):
@@ -94,7 +97,7 @@ def view_alignment(value) -> int | None:
         t = owner.operands[0].type
         try:
             _layout, index = offset_view_layouts(owner, t.layout)
-        except (KeyError, lc.LayoutError):
+        except lc.LayoutError:
             return None
         return None if parent is None else index_alignment(index, element_bytes(t.dtype), parent, _lowbit)
     return None
@@ -111,7 +114,7 @@ def view_phase(value, repeat: int) -> int | None:
         return None
     if owner.name == "smem.alloc":
         align = alloc_alignment(owner)
-        return 0 if isinstance(align, int) and align % repeat == 0 else None
+        return 0 if align is not None and align % repeat == 0 else None
     if owner.name == "smem.permute":
         return view_phase(owner.operands[0], repeat)
     if owner.name not in ("smem.slice", "smem.tile"):
@@ -122,12 +125,11 @@ def view_phase(value, repeat: int) -> int | None:
     t = owner.operands[0].type
     try:
         _layout, index = offset_view_layouts(owner, t.layout)
-    except (KeyError, lc.LayoutError):
+    except lc.LayoutError:
         return None
     esize = element_bytes(t.dtype)
-    i = owner.operands[1]
-    known = i.owner.attrs.get("value") if i.owner is not None and i.owner.name == "arith.const" else None
-    if isinstance(known, int) and not isinstance(known, bool):
+    known = const_int(owner.operands[1])
+    if known is not None and 0 <= known < lc.size(index):
         return (parent + esize * index(known)) % repeat
     if index_alignment(index, esize, repeat, _lowbit) % repeat == 0:
         return parent
@@ -137,10 +139,17 @@ def view_phase(value, repeat: int) -> int | None:
 def offset_view_layouts(op, layout):
     """(the sub-view's layout, the layout of its runtime index) of a ``smem.slice`` (the last mode, fixed at the
     index) or a ``smem.tile`` (block ``i`` of ``size`` along ``mode``): the sub-view starts ``index(i)`` elements
-    after its parent's base."""
+    after its parent's base. Raises LayoutError when the op's attributes do not cut ``layout`` (the verifier says
+    why at the op)."""
     if op.name == "smem.slice":
+        if lc.rank(layout) < 2:
+            raise lc.LayoutError(f"smem.slice of {lc.to_str(layout)}: it needs rank >= 2")
         return stage_sliced(layout), _inner(layout)[lc.rank(layout) - 1]
-    return tile_split(layout, op.attrs["mode"], op.attrs["size"])
+    mode, size = op.attrs.get("mode"), op.attrs.get("size")
+    rank = lc.rank(_inner(layout))
+    if type(mode) is not int or type(size) is not int or not 0 <= mode < rank or size < 1:
+        raise lc.LayoutError(f"smem.tile of {lc.to_str(layout)}: mode {mode!r} and size {size!r} cut no mode")
+    return tile_split(layout, mode, size)
 
 
 def index_alignment(index, esize: int, align: int, lowbit) -> int:
@@ -258,7 +267,7 @@ class Alloc(OpDef):
         if not isinstance(t, TensorType) or t.space != "smem" or smem_layout_problem(t.layout):
             return None
         align = alloc_alignment(op)
-        if not isinstance(align, int) or isinstance(align, bool) or align <= 0:
+        if align is None:
             return None
         return smem_bytes(t), align
 
@@ -423,6 +432,9 @@ class Permute(OpDef):
         if order is None:
             return
         rank = lc.rank(_inner(view.type.layout))
+        if any(type(k) is not int for k in order):
+            v.error(op, f"order must list the view's mode indices 0 … {rank - 1}, each once")
+            return
         if sorted(order) != list(range(rank)):
             v.error(op, f"order {tuple(order)} is not a permutation of the view's {rank} modes")
             return

@@ -28,6 +28,8 @@ from . import (
 from .mbarrier import check_cluster_visible, note_remote_access, peer_array
 from .smem import byte_offsets, physical, swizzle_of, view_alignment
 
+MAX_PENDING_GROUPS = 63  # cp.async.bulk.wait_group N takes N = 0..63
+
 _SW_NAMES = {lc.Swizzle(1, 4, 3): "SW32", lc.Swizzle(2, 4, 3): "SW64", lc.Swizzle(3, 4, 3): "SW128"}
 
 
@@ -418,6 +420,9 @@ class StoreWaitOp(OpDef):
         n = v.attr(op, "pending", int)
         if n is not None and n < 0:
             v.error(op, f"pending must be >= 0, not {n}")
+        elif n is not None and n > MAX_PENDING_GROUPS:
+            v.error(op, f"pending must be at most {MAX_PENDING_GROUPS} (cp.async.bulk.wait_group's immediate), "
+                        f"not {n}")
         v.attr(op, "read", bool)
 
     def interpret(self, op, ix):
@@ -428,7 +433,8 @@ class StoreWaitOp(OpDef):
         from ...lower import ptx_table
 
         n, read = op.attrs.get("pending"), op.attrs.get("read")
-        if not isinstance(n, int) or isinstance(n, bool) or not 0 <= n <= 63 or not isinstance(read, bool):
+        if (not isinstance(n, int) or isinstance(n, bool) or not 0 <= n <= MAX_PENDING_GROUPS
+                or not isinstance(read, bool)):
             lx.error(f"needs pending = 0..63 (an immediate of cp.async.bulk.wait_group) and read = true|false, got "
                      f"pending = {n!r}, read = {read!r}")
         ptx_table.emit(lx, "cp.async.bulk.wait_group.read" if read else "cp.async.bulk.wait_group", [n])
