@@ -29,7 +29,7 @@ import itertools
 import numpy as np
 
 from .ir.core import Kernel, Module, Region
-from .ir.ops import OPS, SMEM_BASE, describe_threads, numpy_dtype, smem_plan
+from .ir.ops import OPS, SMEM_BASE, describe_threads, numpy_dtype, smem_plan, value_problem
 from .ir.ops.mbarrier import check_remote_accesses_end
 from .ir.ops.tma import encode_tensor_map
 from .ir.types import GlobalTensorType, ScalarType, TensorMapType
@@ -313,13 +313,29 @@ def _prepare(ir, args: dict, kernel, grid, check: bool, schedule, races):
                 bound[p.name] = encode_tensor_map(value, p.type, p.name)
             except ValueError as e:
                 raise InterpreterError(f"@{k.name}: {e}") from None
-        elif isinstance(p.type, ScalarType) and not np.isscalar(value):
-            raise InterpreterError(f"@{k.name}: argument {p.name} must be a number")
+        elif isinstance(p.type, ScalarType):
+            _check_scalar(k, p, value)
         env[p.name] = value
     grid_dim, block_dim = _launch_dims(k, env)
     if grid is not None:
-        grid_dim = tuple(grid) + (1,) * (3 - len(grid))
+        if (not isinstance(grid, (tuple, list)) or not 1 <= len(grid) <= 3
+                or not all(isinstance(g, (int, np.integer)) and not isinstance(g, bool) and g >= 1 for g in grid)):
+            raise ValueError(f"grid must be 1 to 3 positive integers, not {grid!r}")
+        grid_dim = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
     return k, grid_dim, block_dim, env, bound, smem_plan(k.body.ops), schedule
+
+
+def _check_scalar(k, p, value) -> None:
+    """A scalar argument is a number its parameter's type holds (``n = 2**40`` does not fit an ``i32``)."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if not isinstance(value, (int, float)):
+        raise InterpreterError(f"@{k.name}: argument {p.name} must be a number")
+    if isinstance(value, bool) and p.type.kind != "pred":
+        value = int(value)
+    problem = value_problem(value, p.type)
+    if problem is not None:
+        raise InterpreterError(f"@{k.name}: argument {p.name}: {problem}")
 
 
 def _run_cluster(ctas) -> None:

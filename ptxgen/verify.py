@@ -228,6 +228,8 @@ def _shown(value) -> str:
 def verify(ir) -> None:
     """Check a Module or Kernel against every rule; raise VerifyError listing each violation as
     ``file:line:col: op: message``. Post: returns None only for IR the interpreter and the lowering accept."""
+    if not isinstance(ir, (Module, Kernel)):
+        raise TypeError(f"verify checks a Module or a Kernel, not {type(ir).__name__}")
     v = Verifier()
     kernels = ir.kernels if isinstance(ir, Module) else [ir]
     for k in kernels:

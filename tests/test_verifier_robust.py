@@ -2,6 +2,7 @@
 passed silently, each now reported as its entry point's documented error (spec/tile-ir.md §5.1) at its location:
 nesting depth, attribute kinds, malformed types, constants that do not fit, integer division and shifts outside their
 domain, modules without the kernel asked for, and LLVM modules the LLVM verifier rejects."""
+import pathlib
 import subprocess
 import sys
 
@@ -381,6 +382,10 @@ def test_interpret_and_jit_refuse_what_is_not_ir():
         interpret({}, {})
     with pytest.raises(TypeError, match="jit takes IR text, a Module or a Kernel, not int"):
         jit(3)
+    with pytest.raises(TypeError, match="verify checks a Module or a Kernel, not str"):
+        verify("kernel @k() {}")
+    with pytest.raises(TypeError, match="IR text must be a str, not bytes"):
+        parse_module(b"kernel @k() {}")
 
 
 # -- LLVM never aborts the process ----------------------------------------------------------------------------------
@@ -407,3 +412,42 @@ def test_a_lowering_llvm_rejects_is_a_lowering_error_not_an_abort():
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.startswith("examples/sqrt_sin.tile:4:1: @sqrt_sin: LLVM's verifier rejects the lowered module "
                                   "(please report it with the kernel): Range must not be empty!"), done.stdout
+
+
+# -- interpreter arguments -------------------------------------------------------------------------------------------
+
+SQRT_SIN = (pathlib.Path(__file__).resolve().parent.parent / "examples" / "sqrt_sin.tile").read_text()
+
+
+@pytest.mark.parametrize("n, message", [
+    (2 ** 40, "@sqrt_sin: argument n: value 1099511627776 does not fit i32 ([-2147483648, 2147483647])"),
+    (5.0, "@sqrt_sin: argument n: value 5.0 is not an integer but the type is i32"),
+    ("5", "@sqrt_sin: argument n must be a number"),
+])
+def test_a_scalar_argument_its_type_cannot_hold(n, message):
+    x = np.zeros(8, np.float32)
+    with pytest.raises(InterpreterError) as info:
+        interpret(parse_module(SQRT_SIN), {"x": x, "z": x.copy(), "n": n})
+    assert str(info.value) == message
+
+
+@pytest.mark.parametrize("grid", [(0,), (1, 2, 3, 4), "ab", (1.5,)])
+def test_a_grid_override_that_is_no_grid(grid):
+    x = np.zeros(8, np.float32)
+    with pytest.raises(ValueError, match="grid must be 1 to 3 positive integers"):
+        interpret(parse_module(SQRT_SIN), {"x": x, "z": x.copy(), "n": 8}, grid=grid)
+
+
+def test_frag_reduce_of_a_storage_type_is_a_verifier_error_not_a_lowering_error():
+    body = ("  %h = arith.cast %s : e4m3\n  %f = frag.splat %h : frag<e4m3>[4]\n"
+            "  %r = frag.reduce %f, %t {tv = [(128,4):(4,1)], tile = [(4,128)], mode = 0, kind = max} : frag<e4m3>[4]")
+    with pytest.raises(VerifyError) as info:
+        verify(parse_module(kernel_text(body), file="bad.tile"))
+    assert first_line(info.value) == (
+        f"bad.tile:{BODY_LINE + 2}:3: frag.reduce: the fragment needs a numeric element type (i32, u32, i64, u64, "
+        "f16, bf16, f32), not e4m3: frag.cast to f32 first")
+
+
+def test_fp8_scalars_compare_after_lowering_too():
+    body = ("  %h = arith.cast %s : e4m3\n  %g = arith.cast %s : e4m3\n  %lt = arith.cmp %h, %g {pred = lt} : i1")
+    compile_kernel(parse_module(kernel_text(body)))  # LLVM has no fp8: the comparison is made in f32

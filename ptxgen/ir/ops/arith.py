@@ -227,6 +227,8 @@ class Cmp(OpDef):
         a, b = op.operands
         pred = self.SYMBOLS[str(op.attrs["pred"])]
         x, y = lx.get(a), lx.get(b)
+        if a.type.is_float and a.type.bits == 8:  # fp8 is a storage type in LLVM (i8): compare as f32, exactly
+            x, y = (lx.convert(value, a.type, F32) for value in (x, y))
         if a.type.is_float:  # ordered, except ne (NaN != anything), as numpy
             r = lx.b.fcmp_unordered(pred, x, y) if pred == "!=" else lx.b.fcmp_ordered(pred, x, y)
         elif a.type.kind == "int":

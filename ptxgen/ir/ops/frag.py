@@ -191,6 +191,10 @@ class Reduce(OpDef):
             v.error(op, f"the thread operand must be i32, not {thread.type}")
         if t != x.type:
             v.error(op, f"result type must be {x.type}, not {t}")
+        if x.type.dtype not in NUM_TYPES:
+            v.error(op, f"the fragment needs a numeric element type ({', '.join(map(str, NUM_TYPES))}), not "
+                        f"{x.type.dtype}: frag.cast to f32 first")
+            return
         v.word(op, "kind", tuple(self.KINDS))
         mode = v.attr(op, "mode", int)
         tile = v.shape_attr(op, "tile")
