@@ -451,3 +451,43 @@ def test_frag_reduce_of_a_storage_type_is_a_verifier_error_not_a_lowering_error(
 def test_fp8_scalars_compare_after_lowering_too():
     body = ("  %h = arith.cast %s : e4m3\n  %g = arith.cast %s : e4m3\n  %lt = arith.cmp %h, %g {pred = lt} : i1")
     compile_kernel(parse_module(kernel_text(body)))  # LLVM has no fp8: the comparison is made in f32
+
+
+# -- sizes: i32 indices, CTA-sized thread modes, and no table of a huge layout ----------------------------------------
+
+@pytest.mark.parametrize("body, message", [
+    ("  %v = gmem.tile %x, %c0 {shape = [2147483648]} : gview<f32>[2147483648]",
+     "gmem.tile: result %v: the shape 2147483648 has 2147483648 elements: indices are i32, at most 2147483647"),
+    ("  %b = smem.alloc : smem<f32>[(8,2):(1,2147483647)]",
+     "smem.alloc: result %b: the layout (8,2):(1,2147483647) reaches offset 2147483654: indices are i32, at most "
+     "2147483647"),
+    ("  %v = gmem.tile %x, %c0 {shape = [4096]} : gview<f32>[4096]\n"
+     "  %f = gmem.load %v, %t {tv = [(2048,2):(2,1)]} : frag<f32>[2]",
+     "gmem.load: tv's thread mode 2048:2 has 2048 threads; a CTA has at most 1024"),
+    ("  %a = frag.splat %s : frag<f32>[4]\n  %r = frag.reduce %a, %t {tv = [(128,4):(4,1)], "
+     "tile = [(4,1000000000000)], mode = 0, kind = add} : frag<f32>[4]",
+     "frag.reduce: tv (128,4):(4,1) must hold every element of the (4,1000000000000) tile exactly once"),
+])
+def test_sizes_beyond_what_indices_or_a_cta_can_address(body, message):
+    with pytest.raises(VerifyError) as info:
+        verify(parse_module(kernel_text(body), file="bad.tile"))
+    assert first_line(info.value).split(": ", 1)[1] == message, first_line(info.value)
+
+
+def test_a_huge_view_runs_without_tabulating_it():
+    """A gview of 2^30 elements or a zero-stride smem view of 2^30 is read at the elements the threads touch only."""
+    text = ("kernel @k(%x: gtensor<f32, 1>) {grid = (1, 1, 1), block = (128, 1, 1)} {\n"
+            "  %t = gpu.thread_id {dim = x} : i32\n  %c0 = arith.const {value = 0} : i32\n"
+            "  %v = gmem.tile %x, %c0 {shape = [1073741824]} : gview<f32>[1073741824]\n"
+            "  %f = gmem.load %v, %t {tv = [(128,2):(2,1)]} : frag<f32>[2]\n"
+            "  %b = smem.alloc : smem<f32>[(2,536870912):(1,0)]\n"
+            "  smem.store %b, %t, %f {tv = [(128,2):(2,1)]}\n"
+            "  barrier.cta\n"
+            "  %g = smem.load %b, %t {tv = [(128,2):(2,1)]} : frag<f32>[2]\n"
+            "  %h = frag.add %f, %g : frag<f32>[2]\n"
+            "  gmem.store %v, %t, %h {tv = [(128,2):(2,1)]}\n}\n")
+    x = np.arange(300, dtype=np.float32)
+    want = x.copy()
+    interpret(parse_module(text), {"x": x})
+    # every thread stored both of its values into the two words of the zero-stride view; the last writer wins
+    assert np.array_equal(x[:256], want[:256] + np.tile(want[254:256], 128)) and np.array_equal(x[256:], want[256:])

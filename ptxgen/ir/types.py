@@ -129,6 +129,7 @@ class PipelineType:
 MAX_GLOBAL_RANK = 8          # modes of a gtensor (each passes an extent and a stride)
 MAX_TMA_RANK = 5             # modes of a tensor map (cuTensorMapEncodeTiled's limit)
 MAX_FRAGMENT_REGISTERS = 255  # 32-bit registers one thread may have; a fragment lives in registers
+MAX_ELEMENTS = (1 << 31) - 1  # elements of a tile or tensor layout, and its largest offset: indices are i32
 
 
 def shape_problem(shape) -> str | None:
@@ -154,12 +155,26 @@ def _shape_text(shape) -> str:
     return "(…)" if too_deep(shape) else to_str(shape)
 
 
+def _size_problem(size: int) -> str | None:
+    if size > MAX_ELEMENTS:
+        return f"has {size} elements: indices are i32, at most {MAX_ELEMENTS}"
+    return None
+
+
 def _layout_problem(what: str, layout) -> str | None:
-    """Why ``layout`` cannot be a tensor's layout (a Layout or ComposedLayout of positive extents), or None."""
+    """Why ``layout`` cannot be a tensor's layout (a Layout or ComposedLayout of positive extents whose size and
+    offsets fit i32 indices), or None."""
     inner = layout.inner if isinstance(layout, lc.ComposedLayout) else layout
     if not isinstance(inner, lc.Layout):
         return f"the {what} must be a layout (shape:stride), not {type(layout).__name__}"
-    problem = shape_problem(inner.shape)
+    problem = shape_problem(inner.shape) or _size_problem(lc.size(inner))
+    if problem is None:
+        flat = lc.flatten(inner)
+        shapes = flat.shape if isinstance(flat.shape, tuple) else (flat.shape,)
+        strides = flat.stride if isinstance(flat.stride, tuple) else (flat.stride,)
+        reach = sum((n - 1) * abs(d) for n, d in zip(shapes, strides))
+        if reach > MAX_ELEMENTS:
+            problem = f"reaches offset {reach}: indices are i32, at most {MAX_ELEMENTS}"
     return f"the {what} {to_str(layout)} {problem}" if problem else None
 
 
@@ -173,7 +188,7 @@ def type_problem(t) -> str | None:
     if isinstance(t, (FragmentType, GlobalViewType)):
         if not isinstance(t.dtype, ScalarType):
             return f"the element type {t.dtype!r} is not a scalar type"
-        problem = shape_problem(t.shape)
+        problem = shape_problem(t.shape) or _size_problem(lc.product(t.shape))
         if problem:
             return f"the shape {_shape_text(t.shape)} {problem}"
         if isinstance(t, FragmentType):

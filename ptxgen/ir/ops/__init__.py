@@ -147,18 +147,21 @@ def _number_text(value) -> str:
     return text if len(text) <= 40 else text[:20] + "…" + text[-8:]
 
 
-def tile_coordinates(shape) -> np.ndarray:
+def tile_coordinates(shape, indices=None) -> np.ndarray:
     """For a tile shape of rank R, an (size, R) array: row i is the per-mode coordinate of the tile's i-th element
-    (colexicographic; a nested mode's coordinate is linearised within that mode)."""
+    (colexicographic; a nested mode's coordinate is linearised within that mode). With ``indices`` (an int array of
+    tile indices), the coordinates of those only: shape ``indices.shape + (R,)``."""
     modes = shape if isinstance(shape, tuple) else (shape,)
     sizes = [lc.product(m) for m in modes]
-    total = int(np.prod(sizes))
-    idx = np.arange(total)
-    out = np.empty((total, len(sizes)), dtype=np.int64)
+    idx = np.arange(lc.product(shape), dtype=np.int64) if indices is None else np.asarray(indices, dtype=np.int64)
+    out = np.empty(idx.shape + (len(sizes),), dtype=np.int64)
     for k, s in enumerate(sizes):
-        out[:, k] = idx % s
+        out[..., k] = idx % s
         idx = idx // s
     return out
+
+
+TABLE_LIMIT = 1 << 22  # the interpreter tabulates a layout over its whole domain up to this size, else evaluates per use
 
 
 def tv_table(tv: lc.Layout, threads: int) -> np.ndarray:
@@ -174,6 +177,9 @@ def is_layout(x) -> bool:
     return isinstance(x, lc.Layout)
 
 
+MAX_TV_THREADS = 1024  # a TV layout's thread mode: at most the threads of a CTA
+
+
 def verify_tv(op, v, tv, fragment_shape, tile_size, what="tile"):
     """The rules shared by every op that distributes a tile over threads with a TV layout."""
     if not is_layout(tv):
@@ -181,6 +187,10 @@ def verify_tv(op, v, tv, fragment_shape, tile_size, what="tile"):
         return False
     if lc.rank(tv) != 2:
         v.error(op, f"tv {lc.to_str(tv)} must have rank 2: (threads, values)")
+        return False
+    if lc.size(tv[0]) > MAX_TV_THREADS:
+        v.error(op, f"tv's thread mode {lc.to_str(tv[0])} has {lc.size(tv[0])} threads; a CTA has at most "
+                    f"{MAX_TV_THREADS}")
         return False
     if lc.size(tv[1]) != lc.product(fragment_shape):
         v.error(op, f"tv's value mode {lc.to_str(tv[1])} has {lc.size(tv[1])} values but the fragment "
@@ -194,14 +204,15 @@ def verify_tv(op, v, tv, fragment_shape, tile_size, what="tile"):
     return True
 
 
-def layout_values(layout: lc.Layout) -> np.ndarray:
+def layout_values(layout: lc.Layout, indices=None) -> np.ndarray:
     """``[layout(i) for i in range(size(layout))]`` as an int64 array, computed mode by mode with numpy (the verifier
     checks TV layouts of 16K points; point-by-point evaluation cost ~0.1 s each). ``(4,2):(2,1)`` → [0 2 4 6 1 3 5 7].
-    Post: equal to the point-by-point evaluation for every Layout."""
+    With ``indices`` (an int array of 1-D coordinates), ``layout`` at those only, in their shape: what a large layout
+    needs (a table of all its values would not fit in memory). Post: equal to the point-by-point evaluation."""
     flat = lc.flatten(layout)
     shapes = flat.shape if isinstance(flat.shape, tuple) else (flat.shape,)
     strides = flat.stride if isinstance(flat.stride, tuple) else (flat.stride,)
-    idx = np.arange(lc.size(layout), dtype=np.int64)
+    idx = np.arange(lc.size(layout), dtype=np.int64) if indices is None else np.asarray(indices, dtype=np.int64)
     out = np.zeros_like(idx)
     prefix = 1
     for s, d in zip(shapes, strides):

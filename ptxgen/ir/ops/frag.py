@@ -210,7 +210,7 @@ class Reduce(OpDef):
         if not verify_tv(op, v, tv, x.type.shape, lc.product(tile)):
             return
         values = layout_values(tv)
-        if not np.array_equal(np.sort(values), np.arange(lc.product(tile))):
+        if values.size != lc.product(tile) or not np.array_equal(np.sort(values), np.arange(values.size)):
             v.error(op, f"tv {lc.to_str(tv)} must hold every element of the {lc.to_str(tile)} tile exactly once")
             return
         rows = lc.product(tile[0])

@@ -8,6 +8,7 @@ import layoutc as lc
 
 from ..types import F32, I32, FragmentType, GlobalTensorType, GlobalViewType
 from . import (
+    TABLE_LIMIT,
     OpDef,
     Wait,
     convert,
@@ -125,7 +126,10 @@ class _GmemAccess(OpDef):
         if np.any((t < 0) | (t >= table.shape[0])):
             ix.fail(op, f"thread operand outside tv's thread mode of {table.shape[0]} threads")
         tile_idx = table[t]  # (threads, values)
-        coords = ix.cached(("coords", view.shape), lambda: tile_coordinates(view.shape))[tile_idx]
+        if lc.product(view.shape) <= TABLE_LIMIT:
+            coords = ix.cached(("coords", view.shape), lambda: tile_coordinates(view.shape))[tile_idx]
+        else:
+            coords = tile_coordinates(view.shape, tile_idx)
         glob = view.origin[:, None, :] + coords  # (threads, values, rank)
         inside = np.all((glob >= 0) & (glob < np.array(view.array.shape)), axis=-1)
         return glob, inside

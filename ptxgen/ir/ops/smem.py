@@ -11,7 +11,7 @@ from layoutc.hopper import split_smem_layout, stmatrix_tv
 from ..core import walk
 from ..types import I32, FragmentType, TensorType
 from . import (
-    OPS, SMEM_BASE, SMEM_LIMIT, OpDef, const_int, describe_threads, element_bytes, from_bytes, kernel_rule,
+    OPS, SMEM_BASE, SMEM_LIMIT, TABLE_LIMIT, OpDef, const_int, describe_threads, element_bytes, from_bytes, kernel_rule,
     layout_values, numpy_dtype, register, smem_plan, to_bytes, tv_table, verify_tv,
 )
 
@@ -171,15 +171,19 @@ def interpret_offset_view(op, ix, what: str) -> None:
     layout, index = offset_view_layouts(op, view.layout)
     n = lc.size(index)
     esize = element_bytes(view.dtype)
-    table = ix.cached(("view-offsets", op.name, view.layout, index, view.dtype),
-                      lambda: np.array([index(i) * esize for i in range(n)], dtype=np.int64))
     i = ix.get(index_v).astype(np.int64)
     bad = ix.mask & ((i < 0) | (i >= n))
     if bad.any():
         domain = f"the last mode's {n} entries" if op.name == "smem.slice" else f"the {n} blocks"
         ix.fail(op, f"{what} {int(i[bad][0])} (thread {int(np.nonzero(bad)[0][0])}) is outside {domain} of "
                     f"{view.name}")
-    base = view.base + table[np.clip(i, 0, n - 1)]
+    i = np.clip(i, 0, n - 1)
+    if n > TABLE_LIMIT:
+        offsets = layout_values(index, i) * esize
+    else:
+        offsets = ix.cached(("view-offsets", op.name, view.layout, index, view.dtype),
+                            lambda: layout_values(index) * esize)[i]
+    base = view.base + offsets
     name = f"{view.name}[%{index_v.name}]" if op.name == "smem.slice" else f"{view.name}.tile[%{index_v.name}]"
     ix.set(op.results[0], SmemView(base, layout, view.dtype, name, view.lo, view.hi))
 
@@ -198,13 +202,20 @@ def lower_offset_view(op, lx) -> None:
     lx.set(op.results[0], SmemRef(base, layout, view.dtype, index_alignment(index, esize, view.align, lowbit)))
 
 
-def byte_offsets(ix, layout, dtype) -> np.ndarray:
+def byte_offsets(ix, layout, dtype, indices=None) -> np.ndarray:
     """Byte offsets before the swizzle, from the view's base, of every element of ``layout`` in the colexicographic
-    order of its shape: ``offset·esize + byte_addresses(inner)`` (cached per layout)."""
+    order of its shape: ``offset·esize + byte_addresses(inner)`` (cached per layout). With ``indices`` (element
+    indices), those elements' offsets only: a layout of more than TABLE_LIMIT elements is evaluated at them instead of
+    tabulated."""
+    if indices is not None and lc.size(layout) > TABLE_LIMIT:
+        _sw, offset, inner = split_smem_layout(layout)
+        return (layout_values(inner, indices) * dtype.bits) // 8 + offset * element_bytes(dtype)
+
     def compute():
         _sw, offset, inner = split_smem_layout(layout)
         return inner_byte_addresses(inner, dtype) + offset * element_bytes(dtype)
-    return ix.cached(("smem-bytes", layout, dtype), compute)
+    table = ix.cached(("smem-bytes", layout, dtype), compute)
+    return table if indices is None else table[indices]
 
 
 def inner_byte_addresses(inner, dtype) -> np.ndarray:
@@ -477,8 +488,8 @@ class _SmemAccess(OpDef):
         t = ix.get(thread).astype(np.int64)[act]
         if np.any((t < 0) | (t >= table.shape[0])):
             ix.fail(op, f"thread operand outside tv's thread mode of {table.shape[0]} threads")
-        pre = byte_offsets(ix, view.layout, view.dtype)
-        addr = physical(view.layout, view.base[act][:, None] + pre[table[t]])
+        pre = byte_offsets(ix, view.layout, view.dtype, table[t])
+        addr = physical(view.layout, view.base[act][:, None] + pre)
         esize = element_bytes(view.dtype)
         outside = (addr < view.lo) | (addr + esize > view.hi)
         if outside.any():
