@@ -400,7 +400,9 @@ def interpret(ir, args: dict, kernel: str | None = None, grid=None, check: bool 
     (random). ``races``: ``"error"`` (default) raises RaceError on a shared-memory race with a copy in flight,
     ``"ignore"`` lets it happen. Pre: the IR verifies (checked unless ``check=False``).
     Post: global arrays hold what the kernel stored; a runtime violation raises InterpreterError naming the op
-    (HangError when the CTA can never go on, RaceError for a race).
+    (HangError when the CTA can never go on, RaceError for a race, e.g. ``k.tile:9:3: arith.div: division by zero:
+    %n / %t is 5 / 0 in thread 0``). Errors: VerifyError (the check), InterpreterError, and ValueError / TypeError
+    for arguments that are not what it takes (a kernel name the module lacks, a grid that is no grid); nothing else.
     """
     k, grid_dim, block_dim, env, bound, plan, schedule = _prepare(ir, args, kernel, grid, check, schedule, races)
     cache = {}

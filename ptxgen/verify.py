@@ -8,7 +8,7 @@ from __future__ import annotations
 import layoutc as lc
 
 from .gc_pause import gc_paused
-from .ir.core import MAX_NESTING, Kernel, Module, Region, too_deep
+from .ir.core import MAX_NESTING, Kernel, Module, Region, Site, too_deep
 from .ir.hostexpr import Word
 from .ir.ops import KERNEL_RULES, OPS
 from .ir.types import GlobalTensorType, ScalarType, TensorMapType, shape_problem, type_problem
@@ -138,7 +138,7 @@ class Verifier:
     def _parameters(self, kernel: Kernel) -> None:
         """Kernel parameters are well-formed gtensors, tmaps or scalars (what the launcher and the lowering pass)."""
         for p in kernel.params:
-            at = _At(p.loc, f"@{kernel.name}")
+            at = Site(p.loc, f"@{kernel.name}")
             problem = type_problem(p.type)
             if problem is None and not isinstance(p.type, (GlobalTensorType, TensorMapType, ScalarType)):
                 problem = f"a kernel parameter is a gtensor, a tmap or a scalar, not {p.type}"
@@ -174,7 +174,7 @@ class Verifier:
             return
         # kernel-level rules (ptxgen.ir.ops.kernel_rule): rules relating several ops, run once the ops are checked
         for rule in KERNEL_RULES:
-            self._checked(_At(kernel.loc, f"@{kernel.name}"), rule, kernel, self)
+            self._checked(Site(kernel.loc, f"@{kernel.name}"), rule, kernel, self)
 
     def _region(self, region: Region, scope: set, depth: int = 1) -> None:
         scope = set(scope) | {id(a) for a in region.args}
@@ -206,13 +206,6 @@ class _Skip(Exception):
     """Stops one op's rule after a structural error that makes the rest meaningless."""
 
 
-class _At:
-    """Where an error about a kernel (a parameter, a kernel rule) is reported: ``file:line:col: @kernel: …``."""
-
-    def __init__(self, loc, name):
-        self.loc, self.name = loc, name
-
-
 def _is_shape(value) -> bool:
     return shape_problem(value) is None
 
@@ -227,7 +220,10 @@ def _shown(value) -> str:
 @gc_paused
 def verify(ir) -> None:
     """Check a Module or Kernel against every rule; raise VerifyError listing each violation as
-    ``file:line:col: op: message``. Post: returns None only for IR the interpreter and the lowering accept."""
+    ``file:line:col: op: message`` (``bad.tile:7:3: smem.tile: attribute 'mode' must be an integer, not (0)``), and
+    TypeError for an argument that is no IR. No other exception escapes: one raised inside an op rule is reported as
+    an internal verifier error at the op (spec/tile-ir.md §5). Post: returns None only for IR the interpreter and the
+    lowering accept."""
     if not isinstance(ir, (Module, Kernel)):
         raise TypeError(f"verify checks a Module or a Kernel, not {type(ir).__name__}")
     v = Verifier()

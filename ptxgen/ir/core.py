@@ -42,6 +42,15 @@ class Location:
 UNKNOWN = Location("<builder>", 0, 0)
 
 
+@dataclass(frozen=True)
+class Site:
+    """Where an error about a kernel rather than one op is reported (a parameter, a kernel-level rule): a location
+    and the name shown where an op's would be, ``Site(p.loc, "@gemm")`` → ``file:line:col: @gemm: …``."""
+
+    loc: Location
+    name: str
+
+
 class Value:
     """An SSA value: a kernel parameter, a region argument or an op result. ``name`` is its text name (no ``%``)."""
 

@@ -595,14 +595,17 @@ def _parse(text: str, file: str, start: str):
 @gc_paused
 def parse_module(text: str, file: str = "<text>") -> Module:
     """Parse IR text into a Module. Raises IRSyntaxError (``file:line:col: message``) on any syntax, type or
-    scoping error; never lets a lark exception escape. Every Op, Kernel and Value gets the Location of its first
-    token."""
+    scoping error and on nesting deeper than 64 levels (``nesting deeper than 64 levels``); TypeError when ``text``
+    is no str. No other exception escapes (no lark exception, no RecursionError). Every Op, Kernel and Value gets the
+    Location of its first token."""
     reader, tree = _parse(text, file, "start")
     return reader.module(tree)
 
 
 def parse_type(text: str, file: str = "<type>"):
-    """Parse a type: ``parse_type("frag<f32>[(4)]")`` → ``FragmentType(f32, (4,))``. Raises IRSyntaxError."""
+    """Parse a type: ``parse_type("frag<f32>[(4)]")`` → ``FragmentType(f32, (4,))``. Raises IRSyntaxError (and
+    TypeError when ``text`` is no str), nothing else; whether the type is well formed (positive extents, …) is the
+    verifier's ``types.type_problem``."""
     reader, tree = _parse(text, file, "type_start")
     return reader.type(tree.children[0])
 

@@ -34,7 +34,8 @@ def _kernel(ir, name=None) -> Kernel:
 def lower_kernel(kernel, specialization: Specialization | None = None, arch: str = DEFAULT_ARCH,
                  verify: bool = True) -> str:
     """The LLVM IR text (unoptimized) of ``kernel`` for ``specialization`` (default: generic, correct for any
-    arguments). Pre: the kernel verifies (checked unless ``verify=False``). Raises LoweringError naming the op."""
+    arguments). Pre: the kernel verifies (checked unless ``verify=False``: VerifyError). Raises LoweringError naming
+    the op; a Module without the kernel asked for is a ValueError."""
     kernel = _kernel(kernel)
     if verify:
         from ..verify import verify as _verify
@@ -157,6 +158,8 @@ def compile_kernel(kernel, specialization: Specialization | None = None, arch: s
     >>> compile_kernel(kernel).registers          # doctest: +SKIP
     90
 
+    Errors: VerifyError (the check), LoweringError (also for a module LLVM's verifier rejects — never a process
+    abort), KernelCompileError (ptxas), ValueError / TypeError for arguments.
     Post: ``ptx`` is the PTX of the lowered kernel; ``cubin`` (now or once read) is nvJitLink's assembly of it."""
     kernel = _kernel(kernel)
     spec = specialization or Specialization.generic()

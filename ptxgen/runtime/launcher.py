@@ -719,7 +719,10 @@ class BoundLaunch:
 
 def jit(ir, kernel: str | None = None, arch: str = "sm_90a", options=None) -> JitKernel:
     """A callable for a kernel of ``ir`` (a Module — its first kernel, or the one named ``kernel`` — or a Kernel;
-    IR text goes through ``jit_text`` with file ``<text>``)."""
+    IR text goes through ``jit_text`` with file ``<text>``). Errors: those of ``parse_module``, ``verify`` and
+    ``compile_kernel`` (``compile()`` or the first call), LaunchError for arguments and launches, ValueError for a
+    kernel name the module lacks (``no kernel @third in two.tile; its kernels: @first, @second``), TypeError for an
+    ``ir`` that is no IR."""
     from ..ir.core import Kernel
     from ..ir.core import Module as IRModule
 

@@ -19,7 +19,7 @@ import numpy as np
 import layoutc as lc
 from layoutc.hopper import TmaError, make_tma_params
 
-from ..core import Kernel
+from ..core import Kernel, Site
 from ..types import I32, BarrierType, PipelineType, TensorMapType, TensorType
 from . import (
     AsyncOp, OpDef, Wait, const_int, describe_threads, element_bytes, from_bytes, kernel_rule, layoutc_dtype,
@@ -500,20 +500,13 @@ class Prefetch(OpDef):
 
 # -- kernel-level rules ------------------------------------------------------------------------------------------------
 
-class _At:
-    """Where a kernel-level error about a parameter is reported."""
-
-    def __init__(self, loc, name):
-        self.loc, self.name = loc, name
-
-
 @kernel_rule
 def _tensor_map_params(kernel: Kernel, v):
     """Every tmap parameter's box is one TMA can write from a row-major global tensor in one copy."""
     for p in kernel.params:
         if not isinstance(p.type, TensorMapType):
             continue
-        at = _At(p.loc, f"@{kernel.name}")
+        at = Site(p.loc, f"@{kernel.name}")
         if p.type.dtype.bits < 8:
             v.error(at, f"parameter %{p.name}: TMA copies whole bytes, not {p.type.dtype}")
             continue
