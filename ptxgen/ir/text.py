@@ -189,11 +189,10 @@ _NAME_RE = re.compile(r"%([A-Za-z0-9_.]+)")
 _LAYOUTC_COLUMN = re.compile(r"^(?:line \d+, )?column (\d+): ")
 
 
-def _is_int_tuple(x, depth: int = 0) -> bool:
+def _is_int_tuple(x) -> bool:
     if type(x) is int:
         return True
-    return (type(x) is tuple and len(x) > 0 and depth < MAX_NESTING
-            and all(_is_int_tuple(e, depth + 1) for e in x))
+    return type(x) is tuple and len(x) > 0 and all(_is_int_tuple(e) for e in x)
 
 
 # what counts for nesting in the text: parentheses outside string literals and comments, those of CuTe notation in
@@ -202,13 +201,12 @@ _NESTING_MARKS = re.compile(r'"(?:[^"\\\n\r]|\\.)*"|//[^\n]*|\[[^\[\]\n\r]*\]|[(
 _NESTING_MESSAGE = f"nesting deeper than {MAX_NESTING} levels"
 
 
-def _paren_too_deep(text: str, start: int = 0) -> int | None:
-    """The offset of the first '(' of ``text`` (from ``start``) that opens a level deeper than MAX_NESTING, or None."""
-    if text.count("(", start) <= MAX_NESTING:
+def _paren_too_deep(text: str) -> int | None:
+    """The offset of the first '(' of ``text`` that opens a level deeper than MAX_NESTING, or None."""
+    if text.count("(") <= MAX_NESTING:
         return None
     depth = 0
-    for offset in range(start, len(text)):
-        ch = text[offset]
+    for offset, ch in enumerate(text):
         if ch == "(":
             depth += 1
             if depth > MAX_NESTING:
@@ -653,16 +651,16 @@ def _is_cute_value(v) -> bool:
 def attribute_text(value, kernel: bool = False) -> str:
     """An attribute value as the text form writes it, for messages: ``attribute_text(TupleAttr((0,)))`` → ``(0)``,
     ``attribute_text((64, 64))`` → ``[(64,64)]``, ``attribute_text(Word("x"))`` → ``x``. Post: never raises; a value
-    the text form cannot write is shown by its Python type (``<a set>``), a long text is cut with ``…``."""
+    the text form cannot write is shown by its Python type (``<set value>``), a long text is cut with ``…``."""
     try:
         text = _print_value(value, kernel)
     except ValueError:
-        text = f"<a {type(value).__name__}>"
+        text = f"<{type(value).__name__} value>"
     return text if len(text) <= 120 else text[:119] + "…"
 
 
-def _print_value(v, kernel: bool, depth: int = 0) -> str:
-    if depth == 0 and too_deep(v):
+def _print_value(v, kernel: bool, top: bool = True) -> str:
+    if top and too_deep(v):
         raise ValueError(f"cannot print an attribute value nested deeper than {MAX_NESTING} levels")
     if isinstance(v, bool):
         return "true" if v else "false"
@@ -682,7 +680,7 @@ def _print_value(v, kernel: bool, depth: int = 0) -> str:
     if isinstance(v, numbers.Real):
         return repr(float(v))
     if isinstance(v, tuple) and (kernel or isinstance(v, TupleAttr) or not _is_cute_value(v)):
-        return "(" + ", ".join(_print_value(e, kernel, depth + 1) for e in v) + ")"
+        return "(" + ", ".join(_print_value(e, kernel, False) for e in v) + ")"
     if _is_cute_value(v):
         return f"[{to_str(v)}]"
     raise ValueError(f"cannot print attribute value {v!r}")
