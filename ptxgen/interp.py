@@ -33,9 +33,10 @@ import numpy as np
 
 from .happens_before import HappensBefore
 from .ir import launch
-from .ir.core import Kernel, Region
+from .ir.core import Kernel, Module, Region
 from .ir.host_dtypes import host_dtype_mismatch
-from .ir.ops import OPS, SMEM_BASE, describe_threads, describe_waiters, numpy_dtype, round_to, smem_plan
+from .ir.ops import (OPS, SMEM_BASE, describe_threads, describe_waiters, numpy_dtype, round_to, smem_plan,
+                     value_problem)
 from .ir.ops.mbarrier import check_remote_accesses_end
 from .ir.ops.roles import RolesWait
 from .ir.ops.tma import encode_tensor_map
@@ -377,7 +378,9 @@ def _launch_dims(kernel: Kernel, env: dict, grid):
 
 def _prepare(ir, args: dict, kernel, grid, check: bool, schedule, races):
     """The kernel, its launch geometry, the bound parameter values and the shared-memory plan of a launch."""
-    k = ir if isinstance(ir, Kernel) else (ir.kernel(kernel) if kernel else ir.kernels[0])
+    if not isinstance(ir, (Kernel, Module)):
+        raise TypeError(f"interpret runs a Module or a Kernel, not {type(ir).__name__}")
+    k = ir if isinstance(ir, Kernel) else ir.kernel(kernel or None)
     if check:
         verify(k)
     if races not in ("error", "ignore"):
@@ -388,13 +391,13 @@ def _prepare(ir, args: dict, kernel, grid, check: bool, schedule, races):
         schedule = np.random.default_rng(int(schedule))
     missing = [p.name for p in k.params if p.name not in args]
     if missing:
-        raise InterpreterError(f"@{k.name}: missing arguments {', '.join(missing)}")
+        raise InterpreterError(f"@{k.name}: missing arguments {', '.join('%' + m for m in missing)}")
     env, bound = {}, {}
     for p in k.params:
         value = args[p.name]
         if isinstance(p.type, GlobalTensorType):
             if not isinstance(value, np.ndarray) or value.ndim != p.type.rank:
-                raise InterpreterError(f"@{k.name}: argument {p.name} must be a rank-{p.type.rank} numpy array")
+                raise InterpreterError(f"@{k.name}: argument %{p.name} must be a rank-{p.type.rank} numpy array")
             wrong = host_dtype_mismatch(p.name, value.dtype, p.type.dtype, torch=False)
             if wrong:
                 raise InterpreterError(f"@{k.name}: {wrong}")
@@ -403,11 +406,24 @@ def _prepare(ir, args: dict, kernel, grid, check: bool, schedule, races):
                 bound[p.name] = encode_tensor_map(value, p.type, p.name)
             except ValueError as e:
                 raise InterpreterError(f"@{k.name}: {e}") from None
-        elif isinstance(p.type, ScalarType) and not np.isscalar(value):
-            raise InterpreterError(f"@{k.name}: argument {p.name} must be a number")
+        elif isinstance(p.type, ScalarType):
+            _check_scalar(k, p, value)
         env[p.name] = value
     grid_dim, block_dim = _launch_dims(k, env, grid)
     return k, grid_dim, block_dim, env, bound, smem_plan(k.body.ops), schedule
+
+
+def _check_scalar(k, p, value) -> None:
+    """A scalar argument is a number its parameter's type holds (``n = 2**40`` does not fit an ``i32``)."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if not isinstance(value, (int, float)):
+        raise InterpreterError(f"@{k.name}: argument %{p.name} must be a number")
+    if isinstance(value, bool) and p.type.kind != "pred":
+        value = int(value)
+    problem = value_problem(value, p.type)
+    if problem is not None:
+        raise InterpreterError(f"@{k.name}: argument %{p.name}: {problem}")
 
 
 def _run_cluster(ctas) -> None:
@@ -482,9 +498,12 @@ def interpret(ir, args: dict, kernel: str | None = None, grid=None, check: bool 
     (random). ``races``: ``"error"`` (default) raises RaceError on a shared-memory race with a copy in flight,
     ``"ignore"`` lets it happen. Pre: the IR verifies (checked unless ``check=False``).
     Post: global arrays hold what the kernel stored; a runtime violation raises InterpreterError naming the op
-    (HangError when the CTA can never go on, RaceError for a race); a grid the arguments make invalid (negative,
-    a division by zero, not a multiple of the cluster) raises InterpreterError naming the attribute
-    (``@k: grid = (cdiv(%n, %m), 1, 1): cdiv(%n, %m) divides by %m = 0``); a zero grid runs nothing.
+    (HangError when the CTA can never go on, RaceError for a race, e.g. ``k.tile:9:3: arith.div: division by zero:
+    %n / %t is 5 / 0 in thread 0``); a grid the arguments make invalid (negative, a division by zero, not a multiple
+    of the cluster) raises InterpreterError naming the attribute (``@k: grid = (cdiv(%n, %m), 1, 1): cdiv(%n, %m)
+    divides by %m = 0``); a zero grid runs nothing. Errors: VerifyError (the check), InterpreterError, and
+    ValueError / TypeError for arguments that are not what it takes (a kernel name the module lacks, a grid that is
+    no grid); nothing else.
     """
     k, grid_dim, block_dim, env, bound, plan, schedule = _prepare(ir, args, kernel, grid, check, schedule, races)
     cache = {}

@@ -9,12 +9,17 @@ import layoutc as lc
 
 from .gc_pause import gc_paused
 from .ir import launch
-from .ir.core import Kernel, Module, Region
+from .ir.core import MAX_NESTING, Kernel, Module, Region, Site, too_deep
 from .ir.hostexpr import TupleAttr, Word
 from .ir.ops import KERNEL_RULES, OPS, attribute_key_problems
 from .ir.suggest import did_you_mean
 from .ir.text import attribute_text
-from .ir.types import ScalarType
+from .ir.types import GlobalTensorType, ScalarType, TensorMapType, shape_problem, type_problem
+
+# how attribute kinds read in messages, as the text form writes them ("attribute 'mode' must be an integer, not (0)")
+_KIND_NAMES = {int: "an integer", float: "a number", bool: "true or false", tuple: "a tuple like (1, 0)",
+               str: 'a string "..."', Word: "a word", lc.Layout: "a layout like [(4,2):(2,1)]"}
+INTERNAL_ERROR = "internal verifier error"
 
 
 class VerifyError(ValueError):
@@ -30,6 +35,8 @@ class Verifier:
 
     def __init__(self):
         self.errors = []
+        self.malformed = set()  # ids of values whose types are not well formed (reported once, at their definition)
+        self.failed = set()     # ids of results of ops that failed their checks (or use such results)
 
     # -- helpers for op rules ----------------------------------------------------------------------------------
     def error(self, op, message: str) -> None:
@@ -55,14 +62,17 @@ class Verifier:
         return list(op.regions)
 
     def attr(self, op, name: str, kinds):
-        """The attribute ``name``, which must be present and of one of ``kinds``."""
+        """The attribute ``name``, which must be present and of one of ``kinds`` (a type or a tuple of types; a
+        bool is an int only where ``bool`` is one of them). Reports and returns None otherwise:
+        ``attribute 'mode' must be an integer, not (0)``."""
         if name not in op.attrs:
             self.error(op, f"missing attribute '{name}'")
             return None
         value = op.attrs[name]
-        if not isinstance(value, kinds) or (kinds is int and isinstance(value, bool)):
-            kind_names = " or ".join(_KIND_TEXT.get(k.__name__, k.__name__)
-                                     for k in (kinds if isinstance(kinds, tuple) else (kinds,)))
+        kinds = kinds if isinstance(kinds, tuple) else (kinds,)
+        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+            shown = [k for k in kinds if not (k is int and float in kinds)]  # a number covers the integers
+            kind_names = " or ".join(_KIND_NAMES.get(k, k.__name__) for k in shown)
             self.error(op, f"attribute '{name}' must be {kind_names}, not {attribute_text(value)}")
             return None
         return value
@@ -72,7 +82,7 @@ class Verifier:
         if value is None:
             self.error(op, f"missing attribute '{name}' (one of {', '.join(choices)})")
             return None
-        if str(value) not in choices or not isinstance(value, (Word, str)):
+        if not isinstance(value, (Word, str)) or str(value) not in choices:
             self.error(op, f"attribute '{name}' must be one of {', '.join(choices)}, not {attribute_text(value)}")
             return None
         return str(value)
@@ -112,6 +122,47 @@ class Verifier:
             self.error(last, f"yields ({', '.join(map(str, got))}) but {op.name} expects "
                              f"({', '.join(map(str, types))})")
 
+    # -- well-formedness before the rules ----------------------------------------------------------------------------
+    def _malformed(self, op) -> bool:
+        """Report what no op rule should have to expect — attribute values nested deeper than MAX_NESTING, result
+        and block-argument types that are not well formed (``types.type_problem``) — and whether the op has any or
+        uses a value of an op that failed its checks (its rule is then skipped: it would only repeat the error)."""
+        bad = False
+        for key, value in op.attrs.items():
+            if too_deep(value):
+                self.error(op, f"attribute '{key}' nests deeper than {MAX_NESTING} levels")
+                bad = True
+        for what, values in (("result", op.results), ("block argument", [a for r in op.regions for a in r.args])):
+            for x in values:
+                problem = type_problem(x.type)
+                if problem:
+                    self.error(op, f"{what} %{x.name}: {problem}")
+                    self.malformed.add(id(x))
+                    bad = True
+        return bad or any(id(x) in self.malformed or id(x) in self.failed for x in op.operands)
+
+    def _parameters(self, kernel: Kernel) -> None:
+        """Kernel parameters are well-formed gtensors, tmaps or scalars (what the launcher and the lowering pass)."""
+        for p in kernel.params:
+            at = Site(p.loc, f"@{kernel.name}")
+            problem = type_problem(p.type)
+            if problem is None and not isinstance(p.type, (GlobalTensorType, TensorMapType, ScalarType)):
+                problem = f"a kernel parameter is a gtensor, a tmap or a scalar, not {p.type}"
+            if problem:
+                self.error(at, f"parameter %{p.name}: {problem}")
+                self.malformed.add(id(p))
+
+    def _checked(self, at, rule, *args) -> None:
+        """Run an op or kernel rule. A rule must report through ``error``; an exception escaping it is a defect of
+        the rule, reported at ``at`` as an internal verifier error (so verify still raises only VerifyError)."""
+        try:
+            rule(*args)
+        except _Skip:
+            pass
+        except Exception as e:  # noqa: BLE001 — defence in depth; tests/test_fuzz_tile_ir.py asserts it never fires
+            self.error(at, f"{INTERNAL_ERROR} ({type(e).__name__}: {str(e)[:200]}) while checking this: please "
+                           "report it with the kernel")
+
     # -- walking -------------------------------------------------------------------------------------------------
     def kernel(self, kernel: Kernel) -> None:
         # the header's rules (name, launch attributes) first: op rules read the CTA's thread count (warpgroup roles)
@@ -120,15 +171,16 @@ class Verifier:
         self.kernel_block = block[0] * block[1] * block[2] if block is not None else None
         self.kernel_cluster = cluster[0] * cluster[1] * cluster[2] if cluster is not None else None
         scope = {id(p) for p in kernel.params}
+        self.malformed, self.failed, errors = set(), set(), len(self.errors)
+        self._parameters(kernel)
         self._region(kernel.body, scope)
+        if len(self.errors) > errors:  # the kernel rules relate ops that each passed their own rule
+            return
         # kernel-level rules (ptxgen.ir.ops.kernel_rule): rules relating several ops, run once the ops are checked
         for rule in KERNEL_RULES:
-            try:
-                rule(kernel, self)
-            except _Skip:
-                pass
+            self._checked(Site(kernel.loc, f"@{kernel.name}"), rule, kernel, self)
 
-    def _region(self, region: Region, scope: set) -> None:
+    def _region(self, region: Region, scope: set, depth: int = 1) -> None:
         scope = set(scope) | {id(a) for a in region.args}
         for index, op in enumerate(region.ops):
             for x in op.operands:
@@ -137,27 +189,27 @@ class Verifier:
             if op.name == "scf.yield" and index != len(region.ops) - 1:
                 self.error(op, "scf.yield must be the last op of its region")
             definition = OPS.get(op.name)
+            before = len(self.errors)
             if definition is None:
                 self.error(op, f"unknown op '{op.name}'{did_you_mean(op.name, OPS)}")
-            else:
+                self._malformed(op)
+            elif not self._malformed(op):
                 # attribute keys first: a misspelt key is named where it is, and the op's rule (which would only see
                 # the attribute missing) does not run
                 key_problems = attribute_key_problems(definition, op)
                 for problem in key_problems:
                     self.error(op, problem)
-                try:
-                    if not key_problems:
-                        definition.verify(op, self)
-                except _Skip:
-                    pass
-            for r in op.regions:
-                self._region(r, scope)
+                if not key_problems:
+                    self._checked(op, definition.verify, op, self)
+            if len(self.errors) > before or any(id(x) in self.failed for x in op.operands):
+                # its results are not what the rules of later ops may assume (the error is reported once, here)
+                self.failed |= {id(r) for r in op.results}
+            if op.regions and depth > MAX_NESTING:
+                self.error(op, f"nesting deeper than {MAX_NESTING} levels: its regions are not checked")
+            else:
+                for r in op.regions:
+                    self._region(r, scope, depth + 1)
             scope |= {id(r) for r in op.results}
-
-
-# attribute kinds as the text form writes them (messages never name Python types)
-_KIND_TEXT = {"int": "an integer", "float": "a float", "bool": "true or false", "tuple": "a tuple like (1, 0)",
-              "str": 'a string "..."', "Layout": "a layout like [(4,2):(2,1)]", "Word": "a word"}
 
 
 class _Skip(Exception):
@@ -166,16 +218,22 @@ class _Skip(Exception):
 
 def _is_shape(value) -> bool:
     """A CuTe int tuple of positive ints (brackets in the text; a parenthesised TupleAttr is no shape)."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value > 0
-    return (isinstance(value, tuple) and not isinstance(value, TupleAttr) and len(value) > 0
-            and all(_is_shape(e) for e in value))
+    return not _contains_tuple_attr(value) and shape_problem(value) is None
+
+
+def _contains_tuple_attr(value) -> bool:
+    return isinstance(value, TupleAttr) or (isinstance(value, tuple) and any(_contains_tuple_attr(e) for e in value))
 
 
 @gc_paused
 def verify(ir) -> None:
     """Check a Module or Kernel against every rule; raise VerifyError listing each violation as
-    ``file:line:col: op: message``. Post: returns None only for IR the interpreter and the lowering accept."""
+    ``file:line:col: op: message`` (``bad.tile:7:3: smem.tile: attribute 'mode' must be an integer, not (0)``), and
+    TypeError for an argument that is no IR. No other exception escapes: one raised inside an op rule is reported as
+    an internal verifier error at the op (spec/tile-ir.md §5). Post: returns None only for IR the interpreter and the
+    lowering accept."""
+    if not isinstance(ir, (Module, Kernel)):
+        raise TypeError(f"verify checks a Module or a Kernel, not {type(ir).__name__}")
     v = Verifier()
     kernels = ir.kernels if isinstance(ir, Module) else [ir]
     for k in kernels:

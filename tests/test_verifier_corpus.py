@@ -24,6 +24,8 @@ CORPUS = [
      "value 5000000000 does not fit i32", BODY_LINE + 1),
     ("const float for int", "  %r = arith.const {value = 1.5} : i32", "value 1.5 is not an integer but the type is i32"),
     ("const missing value", "  %r = arith.const : i32", "missing attribute 'value'"),
+    ("const does not fit f32", "  %r = arith.const {value = 1e39} : f32", "value 1e+39 does not fit f32: it rounds to inf"),
+    ("attribute of another kind", "  %r = gpu.thread_id {dim = (x)} : i32", "attribute 'dim' must be one of x, y, z, not (x)"),
     ("cmp predicate", "  %r = arith.cmp %t, %c1 {pred = less} : i1", "attribute 'pred' must be one of eq, ne, lt, le, gt, ge"),
     ("cmp result type", "  %r = arith.cmp %t, %c1 {pred = lt} : i32", "result type must be i1, not i32"),
     ("select condition", "  %r = arith.select %t, %c0, %c1 : i32", "the condition must be i1, not i32"),

@@ -7,6 +7,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+MAX_NESTING = 64
+"""The deepest nesting the IR takes: parentheses in attribute values, host expressions and CuTe notation (shapes,
+layouts), and regions inside regions. Real kernels nest a few levels; deeper input is refused where it is read
+(IRSyntaxError ``nesting deeper than 64 levels``) or verified (VerifyError), so that no part of ptxgen — reader,
+verifier, printer, interpreter, lowering — recurses without bound."""
+
+
+def too_deep(value) -> bool:
+    """Whether tuples nest in ``value`` deeper than MAX_NESTING levels (a flat tuple is one level); found without
+    recursion, so any value — one the Python builder made too — can be asked."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, tuple):
+            if depth >= MAX_NESTING:
+                return True
+            stack.extend((element, depth + 1) for element in item)
+    return False
+
 
 @dataclass(frozen=True)
 class Location:
@@ -21,6 +40,15 @@ class Location:
 
 
 UNKNOWN = Location("<builder>", 0, 0)
+
+
+@dataclass(frozen=True)
+class Site:
+    """Where an error about a kernel rather than one op is reported (a parameter, a kernel-level rule): a location
+    and the name shown where an op's would be, ``Site(p.loc, "@gemm")`` → ``file:line:col: @gemm: …``."""
+
+    loc: Location
+    name: str
 
 
 class Value:
@@ -94,11 +122,18 @@ class Module:
     kernels: list
     file: str = "<builder>"
 
-    def kernel(self, name: str) -> Kernel:
+    def kernel(self, name: str | None = None) -> Kernel:
+        """The kernel named ``name`` (``"gemm"`` for ``@gemm``), or the first one when ``name`` is None.
+        Raises ValueError when the module has no kernel, or none of that name (the message lists the kernels)."""
+        if not self.kernels:
+            raise ValueError(f"{self.file} has no kernel (a module is 'kernel @name(...) {{ ... }}', one or more)")
+        if name is None:
+            return self.kernels[0]
         for k in self.kernels:
             if k.name == name:
                 return k
-        raise KeyError(f"no kernel @{name} in {self.file}")
+        present = ", ".join(f"@{k.name}" for k in self.kernels)
+        raise ValueError(f"no kernel @{name} in {self.file}; its kernels: {present}")
 
 
 def walk(region: Region):

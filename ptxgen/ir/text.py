@@ -34,7 +34,9 @@ region sees the values of the enclosing scopes defined before its op (not the op
 defined inside a region are not visible after it.
 
 Errors are ``IRSyntaxError`` (a ValueError) with ``.loc`` and the message
-``file:line:col: expected X but found Y`` followed by the source line and a caret.
+``file:line:col: expected X but found Y`` followed by the source line and a caret. Nesting is bounded
+(``ptxgen.ir.core.MAX_NESTING``): a parenthesis or region deeper than 64 levels is ``nesting deeper than 64 levels``
+at that parenthesis or region, so no input makes the reader (or anything after it) recurse without bound.
 """
 from __future__ import annotations
 
@@ -48,7 +50,7 @@ import layoutc as lc
 from layoutc.notation import to_str
 
 from ..gc_pause import gc_paused
-from .core import Kernel, Location, Module, Op, Region, Value
+from .core import MAX_NESTING, Kernel, Location, Module, Op, Region, Value, too_deep
 from .hostexpr import Add, CDiv, Const, Dim, HostExpr, Min, Mul, ParamRef, TupleAttr, Word
 from .types import (SCALARS, BarrierType, FragmentType, GlobalTensorType, GlobalViewType, PipelineType, ScalarType,
                     TensorMapType, TensorType)
@@ -193,6 +195,46 @@ def _is_int_tuple(x) -> bool:
     return type(x) is tuple and len(x) > 0 and all(_is_int_tuple(e) for e in x)
 
 
+# what counts for nesting in the text: parentheses outside string literals and comments, those of CuTe notation in
+# brackets counted from the bracket (regions are counted by the reader, which meets them in text order)
+_NESTING_MARKS = re.compile(r'"(?:[^"\\\n\r]|\\.)*"|//[^\n]*|\[[^\[\]\n\r]*\]|[()]')
+_NESTING_MESSAGE = f"nesting deeper than {MAX_NESTING} levels"
+
+
+def _paren_too_deep(text: str) -> int | None:
+    """The offset of the first '(' of ``text`` that opens a level deeper than MAX_NESTING, or None."""
+    if text.count("(") <= MAX_NESTING:
+        return None
+    depth = 0
+    for offset, ch in enumerate(text):
+        if ch == "(":
+            depth += 1
+            if depth > MAX_NESTING:
+                return offset
+        elif ch == ")":
+            depth = max(depth - 1, 0)
+    return None
+
+
+def _too_deep(text: str) -> int | None:
+    """The offset of the first '(' that opens a level deeper than MAX_NESTING (as the reader counts: a tuple in a
+    tuple, a mode in a mode of CuTe notation), or None."""
+    depth = 0
+    for m in _NESTING_MARKS.finditer(text):
+        mark = m.group()
+        if mark == "(":
+            depth += 1
+            if depth > MAX_NESTING:
+                return m.start()
+        elif mark == ")":
+            depth = max(depth - 1, 0)
+        elif mark[0] == "[":
+            inside = _paren_too_deep(mark)
+            if inside is not None:
+                return m.start() + inside
+    return None
+
+
 class _Reader:
     def __init__(self, text: str, file: str):
         self.text = text
@@ -323,6 +365,8 @@ class _Reader:
         return out
 
     def region(self, tree) -> Region:
+        if len(self.scopes) > MAX_NESTING:  # the base scope plus one per enclosing region
+            raise self.nesting_error(tree)
         self.scopes.append({})
         try:
             children = list(tree.children)
@@ -400,6 +444,9 @@ class _Reader:
     # -- attribute values ------------------------------------------------------------------------------------------
     def cute(self, token):
         content = str(token)[1:-1]
+        deep = _paren_too_deep(content)  # bounded before layoutc reads it (its parser recurses per level)
+        if deep is not None:
+            raise self.error(token.line, token.column + 1 + deep, _NESTING_MESSAGE)
         try:
             return lc.parse(content)
         except Exception as e:  # LayoutError (or anything else layoutc may raise): locate it in the IR file
@@ -449,10 +496,17 @@ class _Reader:
             return value
         raise AssertionError(kind)  # pragma: no cover
 
-    def value(self, tree):
+    def value(self, tree, depth: int = 0):
         if tree.data == "tuple":
-            return TupleAttr(self.value(c) for c in tree.children)
+            if depth >= MAX_NESTING:
+                raise self.nesting_error(tree)
+            return TupleAttr(self.value(c, depth + 1) for c in tree.children)
         return self.literal(tree)
+
+    def nesting_error(self, tree) -> IRSyntaxError:
+        """``nesting deeper than 64 levels`` at ``tree``: a region, a tuple, or a long chain of ``+`` or ``*`` in a host
+        expression (``_parse`` reports deep parentheses before the reader starts)."""
+        return self.error_at(tree, _NESTING_MESSAGE)
 
     def kernel_attrs(self, tree) -> tuple:
         """(attributes, their locations: key → (Location of the key, Locations of the tuple's entries)); the
@@ -476,10 +530,13 @@ class _Reader:
             return self.loc(fallback)
         return self.loc(node)
 
-    def hvalue(self, tree):
+    def hvalue(self, tree, depth: int = 0):
         kind = tree.data
+        if depth >= MAX_NESTING and kind in ("htuple", "hadd", "hmul", "hcall"):
+            raise self.nesting_error(tree)
+        depth += 1
         if kind == "htuple":
-            return tuple(self.hvalue(c) for c in tree.children)
+            return tuple(self.hvalue(c, depth) for c in tree.children)
         if kind == "hparam":
             token = tree.children[0]
             name = str(token)[1:]
@@ -487,18 +544,18 @@ class _Reader:
                 raise self.error_at(token, f"%{name} in a host expression is not a parameter of the kernel")
             return ParamRef(name)
         if kind in ("hadd", "hmul"):
-            a, b = (self.host(self.hvalue(c), c) for c in tree.children)
+            a, b = (self.host(self.hvalue(c, depth), c) for c in tree.children)
             return Add(a, b) if kind == "hadd" else Mul(a, b)
         if kind == "hcall":
             fn, *args = tree.children
             if str(fn) in ("cdiv", "min"):
                 if len(args) != 2:
                     raise self.error_at(fn, f"{fn} takes 2 arguments, not {len(args)}")
-                return (CDiv if str(fn) == "cdiv" else Min)(*(self.host(self.hvalue(a), a) for a in args))
+                return (CDiv if str(fn) == "cdiv" else Min)(*(self.host(self.hvalue(a, depth), a) for a in args))
             if str(fn) == "dim":
                 if len(args) != 2 or args[0].data != "hparam" or args[1].data != "int":
                     raise self.error_at(fn, "dim is written dim(%tensor_param, mode)")
-                param = self.hvalue(args[0])
+                param = self.hvalue(args[0], depth)
                 return Dim(param.name, int(args[1].children[0]))
             raise self.error_at(fn, f"unknown host function '{fn}' (expected dim, cdiv or min)")
         return self.literal(tree)
@@ -524,26 +581,39 @@ def _printable(value) -> bool:
 
 
 def _parse(text: str, file: str, start: str):
+    """(the reader, lark's tree) of ``text``; the first error in text order — a syntax error, or a parenthesis
+    nested deeper than MAX_NESTING — raises IRSyntaxError."""
     from lark.exceptions import LarkError
+    if not isinstance(text, str):
+        raise TypeError(f"IR text must be a str, not {type(text).__name__}")
     reader = _Reader(text, file)
+    deep = _too_deep(text)
     try:
         tree = _parser().parse(text, start=start)
     except LarkError as e:
-        raise _lark_error(reader, e, start) from None
+        error = _lark_error(reader, e, start)
+        if deep is None or (error.loc.line, error.loc.column) < _pos_to_line_col(text, deep):
+            raise error from None
+        tree = None
+    if deep is not None:
+        raise reader.error(*_pos_to_line_col(text, deep), _NESTING_MESSAGE)
     return reader, tree
 
 
 @gc_paused
 def parse_module(text: str, file: str = "<text>") -> Module:
     """Parse IR text into a Module. Raises IRSyntaxError (``file:line:col: message``) on any syntax, type or
-    scoping error; never lets a lark exception escape. Every Op, Kernel and Value gets the Location of its first
-    token."""
+    scoping error and on nesting deeper than 64 levels (``nesting deeper than 64 levels``); TypeError when ``text``
+    is no str. No other exception escapes (no lark exception, no RecursionError). Every Op, Kernel and Value gets the
+    Location of its first token."""
     reader, tree = _parse(text, file, "start")
     return reader.module(tree)
 
 
 def parse_type(text: str, file: str = "<type>"):
-    """Parse a type: ``parse_type("frag<f32>[(4)]")`` → ``FragmentType(f32, (4,))``. Raises IRSyntaxError."""
+    """Parse a type: ``parse_type("frag<f32>[(4)]")`` → ``FragmentType(f32, (4,))``. Raises IRSyntaxError (and
+    TypeError when ``text`` is no str), nothing else; whether the type is well formed (positive extents, …) is the
+    verifier's ``types.type_problem``."""
     reader, tree = _parse(text, file, "type_start")
     return reader.type(tree.children[0])
 
@@ -588,7 +658,20 @@ def _is_cute_value(v) -> bool:
     return False
 
 
-def _print_value(v, kernel: bool) -> str:
+def attribute_text(value, kernel: bool = False) -> str:
+    """An attribute value as the text form writes it, for messages: ``attribute_text(TupleAttr((0,)))`` → ``(0)``,
+    ``attribute_text((64, 64))`` → ``[(64,64)]``, ``attribute_text(Word("x"))`` → ``x``. Post: never raises; a value
+    the text form cannot write is shown by its Python type (``<set value>``), a long text is cut with ``…``."""
+    try:
+        text = _print_value(value, kernel)
+    except ValueError:
+        text = f"<{type(value).__name__} value>"
+    return text if len(text) <= 120 else text[:119] + "…"
+
+
+def _print_value(v, kernel: bool, top: bool = True) -> str:
+    if top and too_deep(v):
+        raise ValueError(f"cannot print an attribute value nested deeper than {MAX_NESTING} levels")
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, HostExpr):
@@ -607,31 +690,22 @@ def _print_value(v, kernel: bool) -> str:
     if isinstance(v, numbers.Real):
         return repr(float(v))
     if isinstance(v, tuple) and (kernel or isinstance(v, TupleAttr) or not _is_cute_value(v)):
-        return "(" + ", ".join(_print_value(e, kernel) for e in v) + ")"
+        return "(" + ", ".join(_print_value(e, kernel, False) for e in v) + ")"
     if _is_cute_value(v):
         return f"[{to_str(v)}]"
     raise ValueError(f"cannot print attribute value {v!r}")
 
 
-def attribute_text(value) -> str:
-    """An attribute value as the text form writes it, for messages: ``attribute_text(TupleAttr((1024,)))`` →
-    ``(1024)``, ``attribute_text(Word("x"))`` → ``x``, ``attribute_text((64, 64))`` → ``[(64,64)]``,
-    ``attribute_text(True)`` → ``true``, a layout → ``[(4,2):(2,1)]``. Post: never raises; a value the text form
-    cannot write (a Python object a builder passed) falls back to its ``repr``."""
-    try:
-        return _print_value(value, kernel=isinstance(value, HostExpr))
-    except (ValueError, TypeError, RecursionError):
-        return repr(value)
-
-
-def _check_host(e) -> None:
+def _check_host(e, depth: int = 0) -> None:
+    if depth > MAX_NESTING:
+        raise ValueError(f"cannot print a host expression nested deeper than {MAX_NESTING} levels")
     if isinstance(e, ParamRef):
         _check_name(e.name)
     elif isinstance(e, Dim):
         _check_name(e.param)
     elif isinstance(e, (CDiv, Min, Mul, Add)):
-        _check_host(e.a)
-        _check_host(e.b)
+        _check_host(e.a, depth + 1)
+        _check_host(e.b, depth + 1)
     elif not isinstance(e, Const):
         raise ValueError(f"cannot print host expression {e!r}")
 
@@ -658,6 +732,8 @@ def _print_params(values) -> str:
 
 
 def _print_ops(ops, depth: int, out: list, names: dict) -> None:
+    if depth > MAX_NESTING + 1:  # the kernel body is depth 1
+        raise ValueError(f"cannot print regions nested deeper than {MAX_NESTING} levels")
     pad = "  " * depth
     for op in ops:
         if not isinstance(op.name, str) or not _OP_NAME.match(op.name):
@@ -719,8 +795,13 @@ def print_module(module: Module) -> str:
 # ----------------------------------------------------------------------------------------------------------------
 # Structural equality
 
-def _canon(v, kernel: bool):
-    """A comparable form of an attribute value that is equal exactly when the printed forms are."""
+def _canon(v, kernel: bool, top: bool = True):
+    """A comparable form of an attribute value that is equal exactly when the printed forms are. Raises ValueError
+    for a value nested deeper than MAX_NESTING (which the text form cannot write either)."""
+    if top and too_deep(v):
+        raise ValueError(f"cannot compare attribute values nested deeper than {MAX_NESTING} levels")
+    if isinstance(v, HostExpr) and _host_too_deep(v):
+        raise ValueError(f"cannot compare host expressions nested deeper than {MAX_NESTING} levels")
     if isinstance(v, bool):
         return ("bool", v)
     if isinstance(v, Const) and kernel:
@@ -736,10 +817,21 @@ def _canon(v, kernel: bool):
     if isinstance(v, numbers.Real):
         return ("float", repr(float(v)))
     if isinstance(v, tuple) and (kernel or isinstance(v, TupleAttr) or not _is_cute_value(v)):
-        return ("tuple", tuple(_canon(e, kernel) for e in v))
+        return ("tuple", tuple(_canon(e, kernel, False) for e in v))
     if _is_cute_value(v):
         return ("cute", to_str(v))
     return ("other", repr(v))
+
+
+def _host_too_deep(e) -> bool:
+    """Whether host expression ``e`` nests deeper than MAX_NESTING operations (found without recursion)."""
+    stack = [(e, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_NESTING:
+            return True
+        stack.extend((getattr(item, side), depth + 1) for side in ("a", "b") if hasattr(item, side))
+    return False
 
 
 def _attrs_difference(a: dict, b: dict, kernel: bool) -> str | None:
@@ -767,7 +859,9 @@ def _values_difference(va, vb, vmap: dict, what: str) -> str | None:
     return None
 
 
-def _region_difference(ra: Region, rb: Region, vmap: dict, path: str) -> str | None:
+def _region_difference(ra: Region, rb: Region, vmap: dict, path: str, depth: int = 1) -> str | None:
+    if depth > MAX_NESTING + 1:
+        raise ValueError(f"cannot compare regions nested deeper than {MAX_NESTING} levels")
     d = _values_difference(ra.args, rb.args, vmap, "block arguments")
     if d:
         return f"{path}: {d}"
@@ -793,7 +887,7 @@ def _region_difference(ra: Region, rb: Region, vmap: dict, path: str) -> str | N
         if len(x.regions) != len(y.regions):
             return f"{here}: {len(x.regions)} regions vs {len(y.regions)}"
         for k, (p, q) in enumerate(zip(x.regions, y.regions)):
-            d = _region_difference(p, q, vmap, f"{here}/region {k}")
+            d = _region_difference(p, q, vmap, f"{here}/region {k}", depth + 1)
             if d:
                 return d
     return None
@@ -831,5 +925,6 @@ def first_difference(a, b) -> str | None:
 
 
 def structurally_equal(a, b) -> bool:
-    """True when ``first_difference(a, b)`` finds none."""
+    """True when ``first_difference(a, b)`` finds none. Both raise ValueError for IR nested deeper than the text
+    form allows (``ptxgen.ir.core.MAX_NESTING``)."""
     return first_difference(a, b) is None

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 import layoutc as lc
 from layoutc.notation import to_str
 
+from .core import MAX_NESTING, too_deep
+
 
 @dataclass(frozen=True)
 class ScalarType:
@@ -122,6 +124,98 @@ class PipelineType:
 
     def __str__(self) -> str:
         return f"pipeline<{self.stages}>"
+
+
+MAX_GLOBAL_RANK = 8          # modes of a gtensor (each passes an extent and a stride)
+MAX_TMA_RANK = 5             # modes of a tensor map (cuTensorMapEncodeTiled's limit)
+MAX_FRAGMENT_REGISTERS = 255  # 32-bit registers one thread may have; a fragment lives in registers
+MAX_ELEMENTS = (1 << 31) - 1  # elements of a tile or tensor layout, and its largest offset: indices are i32
+
+
+def shape_problem(shape) -> str | None:
+    """Why ``shape`` is not an int tuple of positive extents, nested at most MAX_NESTING levels, or None:
+    ``shape_problem((64, 0))`` → ``'has the extent 0: extents are positive'``. Found without recursion."""
+    if too_deep(shape):
+        return f"nests deeper than {MAX_NESTING} levels"
+    stack = [shape]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, tuple):
+            if not item:
+                return "has an empty mode ()"
+            stack.extend(item)
+        elif type(item) is not int:  # bool is no extent
+            return f"holds {item!r}, not a positive integer"
+        elif item < 1:
+            return f"has the extent {item}: extents are positive"
+    return None
+
+
+def _shape_text(shape) -> str:
+    return "(…)" if too_deep(shape) else to_str(shape)
+
+
+def _size_problem(size: int) -> str | None:
+    if size > MAX_ELEMENTS:
+        return f"has {size} elements: indices are i32, at most {MAX_ELEMENTS}"
+    return None
+
+
+def _layout_problem(what: str, layout) -> str | None:
+    """Why ``layout`` cannot be a tensor's layout (a Layout or ComposedLayout of positive extents whose size and
+    offsets fit i32 indices), or None."""
+    inner = layout.inner if isinstance(layout, lc.ComposedLayout) else layout
+    if not isinstance(inner, lc.Layout):
+        return f"the {what} must be a layout (shape:stride), not {type(layout).__name__}"
+    problem = shape_problem(inner.shape) or _size_problem(lc.size(inner))
+    if problem is None:
+        flat = lc.flatten(inner)
+        shapes = flat.shape if isinstance(flat.shape, tuple) else (flat.shape,)
+        strides = flat.stride if isinstance(flat.stride, tuple) else (flat.stride,)
+        reach = sum((n - 1) * abs(d) for n, d in zip(shapes, strides))
+        if reach > MAX_ELEMENTS:
+            problem = f"reaches offset {reach}: indices are i32, at most {MAX_ELEMENTS}"
+    return f"the {what} {to_str(layout)} {problem}" if problem else None
+
+
+def type_problem(t) -> str | None:
+    """Why ``t`` is not a well-formed type, or None: shapes of positive extents, fragments that fit a thread's
+    registers (``frag<f32>[512]`` needs 512 of the 255), ranks a global tensor (1…8) or a tensor map (1…5) can
+    have, at least one mbarrier or stage. ``type_problem(FragmentType(F32, (0,)))`` →
+    ``'the shape 0 has the extent 0: extents are positive'``. Post: None for every type the ops can use."""
+    if isinstance(t, ScalarType):
+        return None if SCALARS.get(t.name) == t else f"{t} is not a scalar type"
+    if isinstance(t, (FragmentType, GlobalViewType)):
+        if not isinstance(t.dtype, ScalarType):
+            return f"the element type {t.dtype!r} is not a scalar type"
+        problem = shape_problem(t.shape) or _size_problem(lc.product(t.shape))
+        if problem:
+            return f"the shape {_shape_text(t.shape)} {problem}"
+        if isinstance(t, FragmentType):
+            registers = -(-t.size * t.dtype.bits // 32)
+            if registers > MAX_FRAGMENT_REGISTERS:
+                return (f"{t} holds {t.size} values per thread, {registers} 32-bit registers: a thread has at most "
+                        f"{MAX_FRAGMENT_REGISTERS}")
+        return None
+    if isinstance(t, TensorType):
+        if t.space not in SPACES:
+            return f"{t.space!r} is not a memory space ({', '.join(SPACES)})"
+        if not isinstance(t.dtype, ScalarType):
+            return f"the element type {t.dtype!r} is not a scalar type"
+        return _layout_problem("layout", t.layout)
+    if isinstance(t, GlobalTensorType):
+        if type(t.rank) is not int or not 1 <= t.rank <= MAX_GLOBAL_RANK:
+            return f"a gtensor has rank 1 to {MAX_GLOBAL_RANK}, not {t.rank}"
+        return None
+    if isinstance(t, TensorMapType):
+        if type(t.rank) is not int or not 1 <= t.rank <= MAX_TMA_RANK:
+            return f"a tmap has rank 1 to {MAX_TMA_RANK} (TMA's limit), not {t.rank}"
+        return _layout_problem("box", t.box)
+    if isinstance(t, BarrierType):
+        return None if type(t.count) is int and t.count >= 1 else f"an mbarrier array holds at least 1, not {t.count}"
+    if isinstance(t, PipelineType):
+        return None if type(t.stages) is int and t.stages >= 1 else f"a pipeline has at least 1 stage, not {t.stages}"
+    return f"{type(t).__name__} is not a type of the tile IR"
 
 
 def scalar(name: str) -> ScalarType:

@@ -16,7 +16,7 @@ from ..ir.core import Kernel, Module
 from ..ir.types import GlobalTensorType, ScalarType, TensorMapType
 from . import target
 from .context import LoweringContext, LoweringError
-from .sourcemap import explain, op_locations
+from .sourcemap import explain, llvm_origin, op_locations
 from .specialize import Specialization, TensorSpec, kernel_abi
 
 DEFAULT_ARCH = "sm_90a"
@@ -27,14 +27,15 @@ def _kernel(ir, name=None) -> Kernel:
     if isinstance(ir, Kernel):
         return ir
     if isinstance(ir, Module):
-        return ir.kernel(name) if name else ir.kernels[0]
+        return ir.kernel(name or None)
     raise TypeError(f"expected a Kernel or Module, got {type(ir).__name__}")
 
 
 def lower_kernel(kernel, specialization: Specialization | None = None, arch: str = DEFAULT_ARCH,
                  verify: bool = True) -> str:
     """The LLVM IR text (unoptimized) of ``kernel`` for ``specialization`` (default: generic, correct for any
-    arguments). Pre: the kernel verifies (checked unless ``verify=False``). Raises LoweringError naming the op."""
+    arguments). Pre: the kernel verifies (checked unless ``verify=False``: VerifyError). Raises LoweringError naming
+    the op; a Module without the kernel asked for is a ValueError."""
     kernel = _kernel(kernel)
     if verify:
         from ..verify import verify as _verify
@@ -49,6 +50,18 @@ def lower_kernel(kernel, specialization: Specialization | None = None, arch: str
     lx.b.debug_metadata = None
     lx.b.ret_void()
     return str(lx.module)
+
+
+def _invalid_module(kernel, llvm_ir: str, error) -> LoweringError:
+    """The LoweringError for lowered LLVM IR that LLVM's verifier rejects: a defect of the lowering (the IR verifier
+    should have refused the kernel), named at the op the offending instruction came from when LLVM's message shows
+    it (``!dbg !N``), else at the kernel."""
+    text = error.llvm_message.strip()
+    op = llvm_origin(text, llvm_ir, kernel)
+    where = "" if op is not None else f"{kernel.loc}: @{kernel.name}: "
+    first = "; ".join(line.strip() for line in text.splitlines()[:3])
+    return LoweringError(op, f"{where}LLVM's verifier rejects the lowered module (please report it with the kernel): "
+                             f"{first}")
 
 
 class KernelCompileError(RuntimeError):
@@ -145,11 +158,16 @@ def compile_kernel(kernel, specialization: Specialization | None = None, arch: s
     >>> compile_kernel(kernel).registers          # doctest: +SKIP
     90
 
+    Errors: VerifyError (the check), LoweringError (also for a module LLVM's verifier rejects — never a process
+    abort), KernelCompileError (ptxas), ValueError / TypeError for arguments.
     Post: ``ptx`` is the PTX of the lowered kernel; ``cubin`` (now or once read) is nvJitLink's assembly of it."""
     kernel = _kernel(kernel)
     spec = specialization or Specialization.generic()
     llvm_ir = lower_kernel(kernel, spec, arch, verify=verify)
-    ptx = target.emit_ptx(llvm_ir, arch)
+    try:
+        ptx = target.emit_ptx(llvm_ir, arch)
+    except target.InvalidModule as e:
+        raise _invalid_module(kernel, llvm_ir, e) from None
     if defer_assembly:
         return Compiled(kernel.name, spec, arch, llvm_ir, ptx,
                         assembler=lambda: assemble(ptx, kernel, arch, options))

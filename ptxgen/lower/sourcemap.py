@@ -76,3 +76,22 @@ def explain(ptx: str, log: str, kernel, name: str = "kernel.ptx") -> list:
             origin = "not attributable to an op"
         out.append(f"  {name}:{n}: {lines[n - 1].strip()}  <- {origin}")
     return out
+
+
+_DBG = re.compile(r"!dbg !(\d+)")
+
+
+def llvm_origin(message: str, llvm_ir: str, kernel):
+    """The op whose instruction an LLVM message quotes (its ``!dbg !N`` resolved through the module's
+    ``!N = !DILocation(line: L, column: C, ...)``), or None when the message names no located instruction."""
+    m = _DBG.search(message)
+    if m is None:
+        return None
+    loc = re.search(rf"^!{m.group(1)} = !DILocation\(line: (\d+), column: (\d+)", llvm_ir, re.M)
+    if loc is None:
+        return None
+    line, column = int(loc.group(1)), int(loc.group(2))
+    for op, (_file, op_line, op_column) in op_locations(kernel).items():
+        if (op_line, op_column) == (line, column):
+            return op
+    return None

@@ -1,6 +1,7 @@
 """llvmlite's NVPTX target: LLVM IR text → optimized module → PTX text.
 
-``emit_ptx(llvm_ir, arch)`` parses and verifies the module, runs a short pass pipeline (``pipeline_for``: LLVM's O1
+``emit_ptx(llvm_ir, arch)`` parses and verifies the module (a module LLVM's verifier rejects raises ``InvalidModule``,
+never aborts the process), runs a short pass pipeline (``pipeline_for``: LLVM's O1
 when a loop asks to be unrolled, else instcombine, simplifycfg and GVN), and emits
 PTX with the target machine for ``arch`` (``sm_90a``: ``.target sm_90a``, PTX ISA 8.0 — raise ``PTX_FEATURE`` only
 when an instruction needs a newer ISA). llvmlite is not thread-safe: one lock serializes every use.
@@ -21,11 +22,25 @@ def _llvm():
     return llvm
 
 
+class InvalidModule(ValueError):
+    """LLVM's parser or module verifier rejects the LLVM IR (``.llvm_message`` holds LLVM's words)."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.llvm_message = message
+
+
 @functools.lru_cache(maxsize=None)
 def _initialized() -> bool:
     llvm = _llvm()
     llvm.initialize_all_targets()
     llvm.initialize_all_asmprinters()
+    # LLVM's IR parser verifies a module that carries debug info of the current version while "upgrading" it, and a
+    # module that fails aborts the whole process (report_fatal_error: "Broken module found, compilation aborted!").
+    # Our modules are always of the current version, so the upgrade has nothing else to do: turn it off and verify
+    # with Module.verify, which raises instead. (A process-wide LLVM option: other llvmlite users in the process no
+    # longer have old debug info upgraded or stripped either.)
+    llvm.set_option("ptxgen", "-disable-auto-upgrade-debug-info")
     return True
 
 
@@ -65,11 +80,27 @@ def pipeline_for(llvm_ir: str) -> str:
     return "O1" if any(key in llvm_ir for key in _UNROLL_REQUEST) else "light"
 
 
+def verified_module(llvm_ir: str):
+    """The parsed llvmlite module of ``llvm_ir`` after LLVM's module verifier. Raises InvalidModule (never aborts):
+    ``InvalidModule('Range must not be empty! ...')``. Post: the module is valid LLVM IR."""
+    llvm = _llvm()
+    _initialized()
+    try:
+        mod = llvm.parse_assembly(llvm_ir)
+    except RuntimeError as e:
+        raise InvalidModule(str(e)) from None
+    try:
+        mod.verify()
+    except RuntimeError as e:
+        mod.close()
+        raise InvalidModule(str(e)) from None
+    return mod
+
+
 def _optimized(llvm_ir: str, arch: str):
     llvm = _llvm()
     tm = target_machine(arch)
-    mod = llvm.parse_assembly(llvm_ir)
-    mod.verify()
+    mod = verified_module(llvm_ir)
     pto = llvm.create_pipeline_tuning_options(speed_level=1)
     pb = llvm.create_pass_builder(tm, pto)
     if pipeline_for(llvm_ir) == "O1":
@@ -83,7 +114,7 @@ def _optimized(llvm_ir: str, arch: str):
 
 
 def emit_ptx(llvm_ir: str, arch: str = "sm_90a") -> str:
-    """PTX for the (unoptimized) LLVM IR text ``llvm_ir``."""
+    """PTX for the (unoptimized) LLVM IR text ``llvm_ir``. Raises InvalidModule when LLVM rejects it."""
     with _LOCK:
         mod = _optimized(llvm_ir, arch)
         return target_machine(arch).emit_assembly(mod)

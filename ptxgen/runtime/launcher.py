@@ -783,12 +783,18 @@ class BoundLaunch:
 
 def jit(ir, kernel: str | None = None, arch: str = "sm_90a", options=None) -> JitKernel:
     """A callable for a kernel of ``ir`` (a Module — its first kernel, or the one named ``kernel`` — or a Kernel;
-    IR text goes through ``jit_text`` with file ``<text>``)."""
+    IR text goes through ``jit_text`` with file ``<text>``). Errors: those of ``parse_module``, ``verify`` and
+    ``compile_kernel`` (``compile()`` or the first call), LaunchError for arguments and launches, ValueError for a
+    kernel name the module lacks (``no kernel @third in two.tile; its kernels: @first, @second``), TypeError for an
+    ``ir`` that is no IR."""
+    from ..ir.core import Kernel
     from ..ir.core import Module as IRModule
 
     if isinstance(ir, str):
         return jit_text(ir, kernel=kernel, arch=arch, options=options)
-    k = ir.kernel(kernel) if isinstance(ir, IRModule) and kernel else (ir.kernels[0] if isinstance(ir, IRModule) else ir)
+    if not isinstance(ir, (IRModule, Kernel)):
+        raise TypeError(f"jit takes IR text, a Module or a Kernel, not {type(ir).__name__}")
+    k = ir.kernel(kernel or None) if isinstance(ir, IRModule) else ir
     return JitKernel(k, arch, options)
 
 
@@ -836,5 +842,5 @@ def jit_text(text: str, file: str = "<text>", kernel: str | None = None, arch: s
 
     Post: the same kernel, specializations and errors as the uncached path (see ``parse_verified``)."""
     module, hashes = _parse_verified(text, file)
-    k = module.kernel(kernel) if kernel else module.kernels[0]
+    k = module.kernel(kernel or None)
     return JitKernel(k, arch, options, _verified=True, _ir_hash=hashes.get(k.name))

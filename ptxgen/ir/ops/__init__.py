@@ -137,18 +137,68 @@ def convert(values, src: ScalarType, dst: ScalarType):
         return x.astype(np.int64).astype(numpy_dtype(dst))
 
 
-def tile_coordinates(shape) -> np.ndarray:
+# the smallest magnitude that rounds to infinity in each float type: the largest finite value plus half its ulp
+# (e4m3 has no infinity: past 464 it would round beyond its largest finite value, 448)
+_FLOAT_OVERFLOW = {"f32": (2 - 2.0 ** -24) * 2.0 ** 127, "bf16": (2 - 2.0 ** -8) * 2.0 ** 127, "f16": 65520.0,
+                   "e4m3": 464.0, "e5m2": 61440.0}
+_FLOAT_LARGEST = {"f32": float(np.finfo(np.float32).max), "bf16": (2 - 2.0 ** -7) * 2.0 ** 127, "f16": 65504.0,
+                  "e4m3": 448.0, "e5m2": 57344.0}
+
+
+def value_problem(value, t: ScalarType) -> str | None:
+    """Why the attribute number ``value`` is not a value of scalar type ``t``, or None: an integer type takes an
+    integer in its range, ``i1`` takes true, false, 0 or 1, a float type a number that does not round to infinity
+    (``inf``, ``-inf`` and ``nan`` written as such are values). Pre: ``value`` is an int, float or bool (the
+    verifier's ``attr`` checked its kind). ``value_problem(1e39, F32)`` →
+    ``'value 1e+39 does not fit f32: it rounds to inf (the largest f32 is 3.4028234663852886e+38)'``."""
+    if t.kind == "pred":
+        if isinstance(value, bool) or (type(value) is int and value in (0, 1)):
+            return None
+        return f"value {_number_text(value)} is not a predicate (true, false, 0 or 1) but the type is {t}"
+    if t.is_int:
+        if type(value) is not int:
+            return f"value {_number_text(value)} is not an integer but the type is {t}"
+        lo, hi = (-(1 << (t.bits - 1)), (1 << (t.bits - 1)) - 1) if t.kind == "int" else (0, (1 << t.bits) - 1)
+        if not lo <= value <= hi:
+            return f"value {value} does not fit {t} ([{lo}, {hi}])"
+        return None
+    if isinstance(value, bool):
+        return f"value {_number_text(value)} is not a number but the type is {t}"
+    try:
+        magnitude = abs(float(value))
+    except OverflowError:
+        magnitude = float("inf")
+    if magnitude != float("inf") and magnitude == magnitude and magnitude < _FLOAT_OVERFLOW[t.name]:
+        return None
+    if isinstance(value, float) and (value != value or abs(value) == float("inf")):
+        return None  # inf, -inf and nan are written as such
+    return (f"value {_number_text(value)} does not fit {t}: it rounds to {'inf' if t.name != 'e4m3' else 'nan'} "
+            f"(the largest {t} is {_FLOAT_LARGEST[t.name]!r})")
+
+
+def _number_text(value) -> str:
+    """A number as the text form writes it (a huge integer cut in the middle)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:20] + "…" + text[-8:]
+
+
+def tile_coordinates(shape, indices=None) -> np.ndarray:
     """For a tile shape of rank R, an (size, R) array: row i is the per-mode coordinate of the tile's i-th element
-    (colexicographic; a nested mode's coordinate is linearised within that mode)."""
+    (colexicographic; a nested mode's coordinate is linearised within that mode). With ``indices`` (an int array of
+    tile indices), the coordinates of those only: shape ``indices.shape + (R,)``."""
     modes = shape if isinstance(shape, tuple) else (shape,)
     sizes = [lc.product(m) for m in modes]
-    total = int(np.prod(sizes))
-    idx = np.arange(total)
-    out = np.empty((total, len(sizes)), dtype=np.int64)
+    idx = np.arange(lc.product(shape), dtype=np.int64) if indices is None else np.asarray(indices, dtype=np.int64)
+    out = np.empty(idx.shape + (len(sizes),), dtype=np.int64)
     for k, s in enumerate(sizes):
-        out[:, k] = idx % s
+        out[..., k] = idx % s
         idx = idx // s
     return out
+
+
+TABLE_LIMIT = 1 << 22  # the interpreter tabulates a layout over its whole domain up to this size, else evaluates per use
 
 
 def tv_table(tv: lc.Layout, threads: int) -> np.ndarray:
@@ -164,6 +214,9 @@ def is_layout(x) -> bool:
     return isinstance(x, lc.Layout)
 
 
+MAX_TV_THREADS = 1024  # a TV layout's thread mode: at most the threads of a CTA
+
+
 def verify_tv(op, v, tv, fragment_shape, tile_size, what="tile"):
     """The rules shared by every op that distributes a tile over threads with a TV layout."""
     if not is_layout(tv):
@@ -171,6 +224,10 @@ def verify_tv(op, v, tv, fragment_shape, tile_size, what="tile"):
         return False
     if lc.rank(tv) != 2:
         v.error(op, f"tv {lc.to_str(tv)} must have rank 2: (threads, values)")
+        return False
+    if lc.size(tv[0]) > MAX_TV_THREADS:
+        v.error(op, f"tv's thread mode {lc.to_str(tv[0])} has {lc.size(tv[0])} threads; a CTA has at most "
+                    f"{MAX_TV_THREADS}")
         return False
     if lc.size(tv[1]) != lc.product(fragment_shape):
         v.error(op, f"tv's value mode {lc.to_str(tv[1])} has {lc.size(tv[1])} values but the fragment "
@@ -184,14 +241,15 @@ def verify_tv(op, v, tv, fragment_shape, tile_size, what="tile"):
     return True
 
 
-def layout_values(layout: lc.Layout) -> np.ndarray:
+def layout_values(layout: lc.Layout, indices=None) -> np.ndarray:
     """``[layout(i) for i in range(size(layout))]`` as an int64 array, computed mode by mode with numpy (the verifier
     checks TV layouts of 16K points; point-by-point evaluation cost ~0.1 s each). ``(4,2):(2,1)`` → [0 2 4 6 1 3 5 7].
-    Post: equal to the point-by-point evaluation for every Layout."""
+    With ``indices`` (an int array of 1-D coordinates), ``layout`` at those only, in their shape: what a large layout
+    needs (a table of all its values would not fit in memory). Post: equal to the point-by-point evaluation."""
     flat = lc.flatten(layout)
     shapes = flat.shape if isinstance(flat.shape, tuple) else (flat.shape,)
     strides = flat.stride if isinstance(flat.stride, tuple) else (flat.stride,)
-    idx = np.arange(lc.size(layout), dtype=np.int64)
+    idx = np.arange(lc.size(layout), dtype=np.int64) if indices is None else np.asarray(indices, dtype=np.int64)
     out = np.zeros_like(idx)
     prefix = 1
     for s, d in zip(shapes, strides):
@@ -225,11 +283,13 @@ def kernel_rule(fn):
 
 
 def const_int(value):
-    """The integer a value is statically known to hold (it is an ``arith.const`` result), else None."""
+    """The integer a value is statically known to hold (it is the result of a well-formed integer ``arith.const``:
+    its value fits its type), else None."""
     owner = getattr(value, "owner", None)
-    if owner is not None and owner.name == "arith.const":
+    if owner is not None and owner.name == "arith.const" and len(owner.results) == 1:
         c = owner.attrs.get("value")
-        if isinstance(c, int) and not isinstance(c, bool):
+        t = owner.results[0].type
+        if type(c) is int and isinstance(t, ScalarType) and t.is_int and value_problem(c, t) is None:
             return c
     return None
 

@@ -9,7 +9,8 @@ import numpy as np
 from ..text import attribute_text
 from ..types import F32, I1, I32
 from . import (
-    INT_TYPES, NUM_TYPES, OpDef, convert, numpy_dtype, register, round_to,
+    INT_TYPES, NUM_TYPES, OpDef, const_int, convert, describe_threads, numpy_dtype, register, round_to,
+    value_problem,
 )
 
 
@@ -24,12 +25,10 @@ class Const(OpDef):
         (t,) = v.results(op, 1)
         v.scalar(op, t, "result")
         value = v.attr(op, "value", (int, float, bool))
-        if t.is_int and not isinstance(value, int):
-            v.error(op, f"value {attribute_text(value)} is not an integer but the type is {t}")
-        if t.is_int and isinstance(value, int) and not isinstance(value, bool):
-            lo, hi = (-(1 << (t.bits - 1)), (1 << (t.bits - 1)) - 1) if t.kind == "int" else (0, (1 << t.bits) - 1)
-            if not lo <= value <= hi:
-                v.error(op, f"value {value} does not fit {t} ([{lo}, {hi}])")
+        if value is not None and isinstance(t, type(I32)):
+            problem = value_problem(value, t)
+            if problem:
+                v.error(op, problem)
 
     def interpret(self, op, ix):
         t = op.results[0].type
@@ -47,6 +46,7 @@ class Const(OpDef):
 class _Binary(OpDef):
     fn = None
     int_only = False
+    shown = ""  # how the integer operands read in a run-time error ("{a} / {b}"); set where operand_problem is
 
     def verify(self, op, v):
         a, b = v.operands(op, 2)
@@ -55,13 +55,37 @@ class _Binary(OpDef):
         if a.type not in allowed:
             v.error(op, f"operand type {a.type} is not one of {', '.join(map(str, allowed))}")
         v.same_type(op, [a.type, b.type, t], "operands and result")
+        c = const_int(b)
+        if c is not None and t in INT_TYPES + (I1,):
+            # a constant divisor or shift amount that is wrong for every dividend
+            problem = self.operand_problem(np.zeros(1, np.int64), np.full(1, c, np.int64), t)
+            if problem is not None:
+                v.error(op, f"{problem[0]}: %{b.name} is the constant {c}")
 
     def result_types(self, operand_types, attrs):
         return [operand_types[0]]
 
+    @staticmethod
+    def operand_problem(a, b, t):
+        """(message, mask) for the integer operands (int64 arrays over the active threads) on which the op is
+        undefined — its LLVM instruction is undefined behaviour or poison there, so the GPU's result would be
+        arbitrary — or None when it is defined for all."""
+        return None
+
     def interpret(self, op, ix):
         a, b = (ix.get(x) for x in op.operands)
         t = op.results[0].type
+        if not t.is_float and self.shown:
+            act = np.nonzero(ix.mask)[0]
+            exact = object if t.name == "u64" else np.int64  # u64 values past 2^63 stay positive
+            a64, b64 = (np.broadcast_to(np.asarray(x).astype(exact), (ix.nthreads,))[act] for x in (a, b))
+            problem = self.operand_problem(a64, b64, t)
+            if problem is not None:
+                message, bad = problem
+                k = int(np.argmax(bad))
+                names = self.shown.format(a=f"%{op.operands[0].name}", b=f"%{op.operands[1].name}")
+                values = self.shown.format(a=int(a64[k]), b=int(b64[k]))
+                ix.fail(op, f"{message}: {names} is {values} in {describe_threads(act[bad])}")
         with np.errstate(all="ignore"):
             r = self.compute(a, b, t)
         ix.set(op.results[0], round_to(r, t) if t.is_float else r.astype(numpy_dtype(t)))
@@ -79,17 +103,42 @@ class _Binary(OpDef):
                 multiple = gcd(ma, mb)
             elif kind == "mul":
                 multiple = ma * mb
-            elif kind == "shl" and b.owner is not None and b.owner.name == "arith.const":
-                multiple = ma << int(b.owner.attrs["value"])
+            elif kind == "shl" and const_int(b) is not None and 0 <= const_int(b) < t.bits:
+                multiple = ma << const_int(b)
         lx.set(op.results[0], r, multiple=multiple)
 
 
-def _binary(name, compute, int_only=False):
-    cls = type(name.replace(".", "_").title(), (_Binary,), {
-        "name": name, "summary": f"elementwise {name.split('.')[1]} of two scalars", "int_only": int_only,
-        "compute": staticmethod(compute)})
+def _binary(name, compute, int_only=False, shown="", operand_problem=None):
+    members = {"name": name, "summary": f"elementwise {name.split('.')[1]} of two scalars", "int_only": int_only,
+               "compute": staticmethod(compute), "shown": shown}
+    if operand_problem is not None:
+        members["operand_problem"] = staticmethod(operand_problem)
+    cls = type(name.replace(".", "_").title(), (_Binary,), members)
     register(cls)
     return cls
+
+
+def _signed_min(t) -> int:
+    return -(1 << (t.bits - 1)) if t.kind == "int" else None
+
+
+def division_problem(a, b, t):
+    """Integer division and remainder: a zero divisor, or the one signed quotient that overflows (MIN / -1)."""
+    if np.any(b == 0):
+        return "division by zero", b == 0
+    low = _signed_min(t)
+    overflow = (a == low) & (b == -1) if low is not None else np.zeros(a.shape, bool)
+    if np.any(overflow):
+        return f"the quotient overflows {t}", overflow
+    return None
+
+
+def _shift_problem(a, b, t):
+    """Shifts by a negative amount or by the width of the type or more (poison in LLVM)."""
+    bad = (b < 0) | (b >= t.bits)
+    if np.any(bad):
+        return f"shift amount outside 0 … {t.bits - 1} for {t}", bad
+    return None
 
 
 def _int_div(a, b, t):
@@ -108,15 +157,15 @@ def _int_rem(a, b, t):
 _binary("arith.add", lambda a, b, t: a + b)
 _binary("arith.sub", lambda a, b, t: a - b)
 _binary("arith.mul", lambda a, b, t: a * b)
-_binary("arith.div", _int_div)
-_binary("arith.rem", _int_rem)
+_binary("arith.div", _int_div, shown="{a} / {b}", operand_problem=division_problem)
+_binary("arith.rem", _int_rem, shown="{a} % {b}", operand_problem=division_problem)
 _binary("arith.min", lambda a, b, t: np.minimum(a, b))
 _binary("arith.max", lambda a, b, t: np.maximum(a, b))
 _binary("arith.and", lambda a, b, t: a & b, int_only=True)
 _binary("arith.or", lambda a, b, t: a | b, int_only=True)
 _binary("arith.xor", lambda a, b, t: a ^ b, int_only=True)
-_binary("arith.shl", lambda a, b, t: a << b, int_only=True)
-_binary("arith.shr", lambda a, b, t: a >> b, int_only=True)
+_binary("arith.shl", lambda a, b, t: a << b, int_only=True, shown="{a} << {b}", operand_problem=_shift_problem)
+_binary("arith.shr", lambda a, b, t: a >> b, int_only=True, shown="{a} >> {b}", operand_problem=_shift_problem)
 
 
 @register
@@ -125,10 +174,26 @@ class CDiv(_Binary):
     summary = "ceiling division of integers"
     int_only = True
 
+    shown = "cdiv({a}, {b})"
+
     def verify(self, op, v):
         super().verify(op, v)
         if op.operands and op.operands[0].type == I1:
             v.error(op, "cdiv of predicates")
+
+    @staticmethod
+    def operand_problem(a, b, t):
+        """⌈a/b⌉ is defined for a >= 0 and b > 0 (spec §4.1), where a + b - 1 fits the type (the lowering's
+        (a + b - 1) / b)."""
+        if np.any(b <= 0):
+            return "⌈a/b⌉ needs a divisor > 0", b <= 0
+        if np.any(a < 0):
+            return "⌈a/b⌉ needs a dividend >= 0", a < 0
+        top = (1 << (t.bits - 1)) - 1 if t.kind == "int" else (1 << t.bits) - 1
+        overflow = (a.astype(object) + b.astype(object) - 1 > top).astype(bool)
+        if np.any(overflow):
+            return f"a + b - 1 overflows {t}", overflow
+        return None
 
     @staticmethod
     def compute(a, b, t):
@@ -165,6 +230,8 @@ class Cmp(OpDef):
         a, b = op.operands
         pred = self.SYMBOLS[str(op.attrs["pred"])]
         x, y = lx.get(a), lx.get(b)
+        if a.type.is_float and a.type.bits == 8:  # fp8 is a storage type in LLVM (i8): compare as f32, exactly
+            x, y = (lx.convert(value, a.type, F32) for value in (x, y))
         if a.type.is_float:  # ordered, except ne (NaN != anything), as numpy
             r = lx.b.fcmp_unordered(pred, x, y) if pred == "!=" else lx.b.fcmp_ordered(pred, x, y)
         elif a.type.kind == "int":

@@ -11,6 +11,7 @@ from . import (
     NUM_TYPES, OpDef, convert, numpy_dtype, register, round_to, tv_table,
     layout_values, verify_tv,
 )
+from .arith import division_problem
 
 
 class _FragElementwise(OpDef):
@@ -47,6 +48,8 @@ class _FragElementwise(OpDef):
         for x in op.operands:
             a = ix.get(x)
             args.append(a[:, None] if not isinstance(x.type, FragmentType) else a)
+        if self.name == "frag.div" and not t.dtype.is_float:
+            self._check_division(op, ix, t, *args)
         with np.errstate(all="ignore"):
             r = self.compute(*[np.asarray(a, dtype=np.float64) if t.dtype.is_float else a for a in args])
         r = round_to(r, t.dtype) if t.dtype.is_float else np.asarray(r).astype(numpy_dtype(t.dtype))
@@ -58,6 +61,21 @@ class _FragElementwise(OpDef):
         kind = self.name.split(".")[1]
         args = [lx.get(x) if isinstance(x.type, FragmentType) else [lx.get(x)] * t.size for x in op.operands]
         lx.set(op.results[0], [lx.scalar_op(kind, [a[i] for a in args], t.dtype) for i in range(t.size)])
+
+
+    @staticmethod
+    def _check_division(op, ix, t, a, b):
+        """Integer fragment division is arith.div per value: a zero divisor (or MIN / -1) among the active threads'
+        values is an error, as the GPU's result would be arbitrary."""
+        shape = (ix.nthreads, t.size)
+        act = np.nonzero(ix.mask)[0]
+        a, b = (np.broadcast_to(np.asarray(x).astype(np.int64), shape)[act] for x in (a, b))
+        problem = division_problem(a, b, t.dtype)
+        if problem is not None:
+            message, bad = problem
+            thread, value = (int(i[0]) for i in np.nonzero(bad))
+            ix.fail(op, f"{message}: value {value} of %{op.operands[0].name} / %{op.operands[1].name} is "
+                        f"{int(a[thread, value])} / {int(b[thread, value])} in thread {int(act[thread])}")
 
 
 def _frag_op(name, arity, compute, float_only=False):
@@ -176,6 +194,10 @@ class Reduce(OpDef):
             v.error(op, f"the thread operand must be i32, not {thread.type}")
         if t != x.type:
             v.error(op, f"result type must be {x.type}, not {t}")
+        if x.type.dtype not in NUM_TYPES:
+            v.error(op, f"the fragment needs a numeric element type ({', '.join(map(str, NUM_TYPES))}), not "
+                        f"{x.type.dtype}: frag.cast to f32 first")
+            return
         v.word(op, "kind", tuple(self.KINDS))
         mode = v.attr(op, "mode", int)
         tile = v.shape_attr(op, "tile")
@@ -191,7 +213,7 @@ class Reduce(OpDef):
         if not verify_tv(op, v, tv, x.type.shape, lc.product(tile)):
             return
         values = layout_values(tv)
-        if not np.array_equal(np.sort(values), np.arange(lc.product(tile))):
+        if values.size != lc.product(tile) or not np.array_equal(np.sort(values), np.arange(values.size)):
             v.error(op, f"tv {lc.to_str(tv)} must hold every element of the {lc.to_str(tile)} tile exactly once")
             return
         rows = lc.product(tile[0])

@@ -9,6 +9,7 @@ import layoutc as lc
 from ..text import attribute_text
 from ..types import F32, I32, FragmentType, GlobalTensorType, GlobalViewType
 from . import (
+    TABLE_LIMIT,
     OpDef,
     Wait,
     convert,
@@ -18,6 +19,7 @@ from . import (
     register,
     tile_coordinates,
     tv_table,
+    value_problem,
     verify_tv,
     waits_verb,
 )
@@ -129,7 +131,10 @@ class _GmemAccess(OpDef):
         if np.any((t < 0) | (t >= table.shape[0])):
             ix.fail(op, f"thread operand outside tv's thread mode of {table.shape[0]} threads")
         tile_idx = table[t]  # (threads, values)
-        coords = ix.cached(("coords", view.shape), lambda: tile_coordinates(view.shape))[tile_idx]
+        if lc.product(view.shape) <= TABLE_LIMIT:
+            coords = ix.cached(("coords", view.shape), lambda: tile_coordinates(view.shape))[tile_idx]
+        else:
+            coords = tile_coordinates(view.shape, tile_idx)
         glob = view.origin[:, None, :] + coords  # (threads, values, rank)
         inside = np.all((glob >= 0) & (glob < np.array(view.array.shape)), axis=-1)
         return glob, inside
@@ -155,8 +160,11 @@ class GLoad(_GmemAccess):
         tv = v.attr(op, "tv", lc.Layout)
         if tv is not None:
             verify_tv(op, v, tv, t.shape, view.type.size)
-        if "other" in op.attrs and not isinstance(op.attrs["other"], (int, float)):
-            v.error(op, f"other must be a number, not {attribute_text(op.attrs['other'])}")
+        if "other" in op.attrs:
+            other = v.attr(op, "other", (int, float))
+            problem = value_problem(other, t.dtype) if other is not None else None
+            if problem:
+                v.error(op, f"other: {problem}")
 
     def interpret(self, op, ix):
         view, thread = op.operands

@@ -24,6 +24,7 @@ from . import OpDef, Wait, arrive_counting, register
 REGISTER_FILE = 65536        # 32-bit registers per SM (one CTA per SM for a warp-specialized kernel)
 MIN_REGS, MAX_REGS = 24, 256  # setmaxnreg's range; the count is a multiple of 8
 NAMED_BARRIERS = 16          # bar.sync ids 0..15 (0 is the CTA barrier)
+MAX_CTA_THREADS = 1024       # threads of the largest CTA
 
 
 def role_ranges(op) -> list:
@@ -205,6 +206,8 @@ class NamedBarrier(OpDef):
             v.error(op, f"id must be from 1 to {NAMED_BARRIERS - 1} (0 is the CTA barrier), not {ident}")
         if count is not None and (count < 32 or count % 32):
             v.error(op, f"threads must be a positive multiple of 32 (whole warps), not {count}")
+        elif count is not None and count > MAX_CTA_THREADS:
+            v.error(op, f"threads must be at most {MAX_CTA_THREADS} (a CTA's threads), not {count}")
 
     def interpret(self, op, ix):
         ident, count = op.attrs["id"], op.attrs["threads"]

@@ -13,6 +13,9 @@ from . import (
 )
 
 
+MAX_UNROLL = 64  # the largest unroll hint: LLVM's unroller copies the body that many times (1024 exhausts memory)
+
+
 @register
 class For(OpDef):
     name = "scf.for"
@@ -31,6 +34,9 @@ class For(OpDef):
         unroll = op.attrs.get("unroll", 1)
         if not isinstance(unroll, int) or isinstance(unroll, bool) or unroll < 1:
             v.error(op, f"unroll must be an integer >= 1, not {attribute_text(unroll)}")
+        elif unroll > MAX_UNROLL:
+            v.error(op, f"unroll must be at most {MAX_UNROLL}, not {unroll} (LLVM would unroll the body that many "
+                        "times: a code size no kernel wants, and memory LLVM may not have)")
         v.results(op, len(inits))
         region = v.regions(op, 1)[0]
         if region is None:

@@ -13,6 +13,8 @@ import numpy as np
 from ..types import I32
 from . import OpDef, register
 
+I32_MAX = (1 << 31) - 1
+
 
 def grouped_tile(t, tiles_m, tiles_n, group):
     """(tile_m, tile_n) of work index ``t`` (numpy or Python ints, elementwise).
@@ -44,6 +46,8 @@ class Tile(OpDef):
         g = v.attr(op, "group", int)
         if g is not None and g < 1:
             v.error(op, f"group must be >= 1, not {g}")
+        elif g is not None and g > I32_MAX:
+            v.error(op, f"group must be at most {I32_MAX} (an i32), not {g}")
 
     def result_types(self, operand_types, attrs):
         return [I32, I32]

@@ -12,7 +12,7 @@ from ..core import walk
 from ..text import attribute_text
 from ..types import I32, FragmentType, TensorType
 from . import (
-    OPS, SMEM_BASE, SMEM_LIMIT, OpDef, const_int, describe_threads, element_bytes, from_bytes, kernel_rule,
+    OPS, SMEM_BASE, SMEM_LIMIT, TABLE_LIMIT, OpDef, const_int, describe_threads, element_bytes, from_bytes, kernel_rule,
     layout_values, numpy_dtype, register, smem_plan, to_bytes, tv_table, verify_tv,
 )
 
@@ -58,10 +58,14 @@ def smem_bytes(t: TensorType) -> int:
     return -(-nbytes // rep) * rep if rep else nbytes
 
 
-def alloc_alignment(op) -> int:
-    """The alignment of a ``smem.alloc``: its ``align`` attribute, by default max(128, the swizzle repeat)."""
+def alloc_alignment(op) -> int | None:
+    """The alignment of a ``smem.alloc``: its ``align`` attribute, by default max(128, the swizzle repeat); None when
+    the attribute is no power of two from 16 to 1024 (the verifier reports it)."""
     t = op.results[0].type
-    return op.attrs.get("align", max(MIN_ALIGN, swizzle_repeat(t.layout)))
+    align = op.attrs.get("align", max(MIN_ALIGN, swizzle_repeat(t.layout)))
+    if type(align) is not int or not 16 <= align <= MAX_ALIGN or align & (align - 1):
+        return None
+    return align
 
 
 def stage_sliced(layout):
@@ -86,8 +90,7 @@ def view_alignment(value) -> int | None:
     if owner is None:
         return None
     if owner.name == "smem.alloc":
-        align = alloc_alignment(owner)
-        return align if isinstance(align, int) else None
+        return alloc_alignment(owner)
     if owner.name == "smem.permute":
         return view_alignment(owner.operands[0])
     if owner.name in ("smem.slice", "smem.tile"):
@@ -95,7 +98,7 @@ def view_alignment(value) -> int | None:
         t = owner.operands[0].type
         try:
             _layout, index = offset_view_layouts(owner, t.layout)
-        except (KeyError, lc.LayoutError):
+        except lc.LayoutError:
             return None
         return None if parent is None else index_alignment(index, element_bytes(t.dtype), parent, _lowbit)
     return None
@@ -140,7 +143,7 @@ def view_phase(value, repeat: int) -> int | None:
         return None
     if owner.name == "smem.alloc":
         align = alloc_alignment(owner)
-        return 0 if isinstance(align, int) and align % repeat == 0 else None
+        return 0 if align is not None and align % repeat == 0 else None
     if owner.name == "smem.permute":
         return view_phase(owner.operands[0], repeat)
     if owner.name not in ("smem.slice", "smem.tile"):
@@ -151,12 +154,11 @@ def view_phase(value, repeat: int) -> int | None:
     t = owner.operands[0].type
     try:
         _layout, index = offset_view_layouts(owner, t.layout)
-    except (KeyError, lc.LayoutError):
+    except lc.LayoutError:
         return None
     esize = element_bytes(t.dtype)
-    i = owner.operands[1]
-    known = i.owner.attrs.get("value") if i.owner is not None and i.owner.name == "arith.const" else None
-    if isinstance(known, int) and not isinstance(known, bool):
+    known = const_int(owner.operands[1])
+    if known is not None and 0 <= known < lc.size(index):
         return (parent + esize * index(known)) % repeat
     if index_alignment(index, esize, repeat, _lowbit) % repeat == 0:
         return parent
@@ -166,10 +168,17 @@ def view_phase(value, repeat: int) -> int | None:
 def offset_view_layouts(op, layout):
     """(the sub-view's layout, the layout of its runtime index) of a ``smem.slice`` (the last mode, fixed at the
     index) or a ``smem.tile`` (block ``i`` of ``size`` along ``mode``): the sub-view starts ``index(i)`` elements
-    after its parent's base."""
+    after its parent's base. Raises LayoutError when the op's attributes do not cut ``layout`` (the verifier says
+    why at the op)."""
     if op.name == "smem.slice":
+        if lc.rank(layout) < 2:
+            raise lc.LayoutError(f"smem.slice of {lc.to_str(layout)}: it needs rank >= 2")
         return stage_sliced(layout), _inner(layout)[lc.rank(layout) - 1]
-    return tile_split(layout, op.attrs["mode"], op.attrs["size"])
+    mode, size = op.attrs.get("mode"), op.attrs.get("size")
+    rank = lc.rank(_inner(layout))
+    if type(mode) is not int or type(size) is not int or not 0 <= mode < rank or size < 1:
+        raise lc.LayoutError(f"smem.tile of {lc.to_str(layout)}: mode {mode!r} and size {size!r} cut no mode")
+    return tile_split(layout, mode, size)
 
 
 def index_alignment(index, esize: int, align: int, lowbit) -> int:
@@ -191,15 +200,19 @@ def interpret_offset_view(op, ix, what: str) -> None:
     layout, index = offset_view_layouts(op, view.layout)
     n = lc.size(index)
     esize = element_bytes(view.dtype)
-    table = ix.cached(("view-offsets", op.name, view.layout, index, view.dtype),
-                      lambda: np.array([index(i) * esize for i in range(n)], dtype=np.int64))
     i = ix.get(index_v).astype(np.int64)
     bad = ix.mask & ((i < 0) | (i >= n))
     if bad.any():
         domain = f"the last mode's {n} entries" if op.name == "smem.slice" else f"the {n} blocks"
         ix.fail(op, f"{what} {int(i[bad][0])} (thread {int(np.nonzero(bad)[0][0])}) is outside {domain} of "
                     f"{view.name}")
-    base = view.base + table[np.clip(i, 0, n - 1)]
+    i = np.clip(i, 0, n - 1)
+    if n > TABLE_LIMIT:
+        offsets = layout_values(index, i) * esize
+    else:
+        offsets = ix.cached(("view-offsets", op.name, view.layout, index, view.dtype),
+                            lambda: layout_values(index) * esize)[i]
+    base = view.base + offsets
     name = f"{view.name}[%{index_v.name}]" if op.name == "smem.slice" else f"{view.name}.tile[%{index_v.name}]"
     ix.set(op.results[0], SmemView(base, layout, view.dtype, name, view.lo, view.hi))
 
@@ -218,13 +231,20 @@ def lower_offset_view(op, lx) -> None:
     lx.set(op.results[0], SmemRef(base, layout, view.dtype, index_alignment(index, esize, view.align, lowbit)))
 
 
-def byte_offsets(ix, layout, dtype) -> np.ndarray:
+def byte_offsets(ix, layout, dtype, indices=None) -> np.ndarray:
     """Byte offsets before the swizzle, from the view's base, of every element of ``layout`` in the colexicographic
-    order of its shape: ``offset·esize + byte_addresses(inner)`` (cached per layout)."""
+    order of its shape: ``offset·esize + byte_addresses(inner)`` (cached per layout). With ``indices`` (element
+    indices), those elements' offsets only: a layout of more than TABLE_LIMIT elements is evaluated at them instead of
+    tabulated."""
+    if indices is not None and lc.size(layout) > TABLE_LIMIT:
+        _sw, offset, inner = split_smem_layout(layout)
+        return (layout_values(inner, indices) * dtype.bits) // 8 + offset * element_bytes(dtype)
+
     def compute():
         _sw, offset, inner = split_smem_layout(layout)
         return inner_byte_addresses(inner, dtype) + offset * element_bytes(dtype)
-    return ix.cached(("smem-bytes", layout, dtype), compute)
+    table = ix.cached(("smem-bytes", layout, dtype), compute)
+    return table if indices is None else table[indices]
 
 
 def inner_byte_addresses(inner, dtype) -> np.ndarray:
@@ -288,7 +308,7 @@ class Alloc(OpDef):
         if not isinstance(t, TensorType) or t.space != "smem" or smem_layout_problem(t.layout):
             return None
         align = alloc_alignment(op)
-        if not isinstance(align, int) or isinstance(align, bool) or align <= 0:
+        if align is None:
             return None
         return smem_bytes(t), align
 
@@ -455,6 +475,9 @@ class Permute(OpDef):
         if order is None:
             return
         rank = lc.rank(_inner(view.type.layout))
+        if any(type(k) is not int for k in order):
+            v.error(op, f"order must list the view's mode indices 0 … {rank - 1}, each once")
+            return
         if sorted(order) != list(range(rank)):
             v.error(op, f"order {attribute_text(order)} is not a permutation of the view's {rank} modes")
             return
@@ -497,8 +520,8 @@ class _SmemAccess(OpDef):
         t = ix.get(thread).astype(np.int64)[act]
         if np.any((t < 0) | (t >= table.shape[0])):
             ix.fail(op, f"thread operand outside tv's thread mode of {table.shape[0]} threads")
-        pre = byte_offsets(ix, view.layout, view.dtype)
-        addr = physical(view.layout, view.base[act][:, None] + pre[table[t]])
+        pre = byte_offsets(ix, view.layout, view.dtype, table[t])
+        addr = physical(view.layout, view.base[act][:, None] + pre)
         esize = element_bytes(view.dtype)
         outside = (addr < view.lo) | (addr + esize > view.hi)
         if outside.any():

@@ -21,7 +21,7 @@ import numpy as np
 import layoutc as lc
 from layoutc.hopper import TmaError, make_tma_params
 
-from ..core import Kernel
+from ..core import Kernel, Site
 from ..launch import static_triple
 from ..text import attribute_text
 from ..types import I32, BarrierType, PipelineType, TensorMapType, TensorType
@@ -31,6 +31,8 @@ from . import (
 )
 from .mbarrier import check_cluster_visible, note_remote_access, peer_array
 from .smem import alignment_advice, byte_offsets, physical, swizzle_of, view_alignment
+
+MAX_PENDING_GROUPS = 63  # cp.async.bulk.wait_group N takes N = 0..63
 
 _SW_NAMES = {lc.Swizzle(1, 4, 3): "SW32", lc.Swizzle(2, 4, 3): "SW64", lc.Swizzle(3, 4, 3): "SW128"}
 
@@ -450,6 +452,9 @@ class StoreWaitOp(OpDef):
         n = v.attr(op, "pending", int)
         if n is not None and n < 0:
             v.error(op, f"pending must be >= 0, not {n}")
+        elif n is not None and n > MAX_PENDING_GROUPS:
+            v.error(op, f"pending must be at most {MAX_PENDING_GROUPS} (cp.async.bulk.wait_group's immediate), "
+                        f"not {n}")
         v.attr(op, "read", bool)
 
     def interpret(self, op, ix):
@@ -467,7 +472,8 @@ class StoreWaitOp(OpDef):
         from ...lower import ptx_table
 
         n, read = op.attrs.get("pending"), op.attrs.get("read")
-        if not isinstance(n, int) or isinstance(n, bool) or not 0 <= n <= 63 or not isinstance(read, bool):
+        if (not isinstance(n, int) or isinstance(n, bool) or not 0 <= n <= MAX_PENDING_GROUPS
+                or not isinstance(read, bool)):
             lx.error(f"needs pending = 0..63 (an immediate of cp.async.bulk.wait_group) and read = true|false, got "
                      f"pending = {attribute_text(n)}, read = {attribute_text(read)}")
         ptx_table.emit(lx, "cp.async.bulk.wait_group.read" if read else "cp.async.bulk.wait_group", [n])
@@ -533,20 +539,13 @@ class Prefetch(OpDef):
 
 # -- kernel-level rules ------------------------------------------------------------------------------------------------
 
-class _At:
-    """Where a kernel-level error about a parameter is reported."""
-
-    def __init__(self, loc, name):
-        self.loc, self.name = loc, name
-
-
 @kernel_rule
 def _tensor_map_params(kernel: Kernel, v):
     """Every tmap parameter's box is one TMA can write from a row-major global tensor in one copy."""
     for p in kernel.params:
         if not isinstance(p.type, TensorMapType):
             continue
-        at = _At(p.loc, f"@{kernel.name}")
+        at = Site(p.loc, f"@{kernel.name}")
         if p.type.dtype.bits < 8:
             v.error(at, f"parameter %{p.name}: TMA copies whole bytes, not {p.type.dtype}")
             continue
