@@ -44,7 +44,8 @@ def test_text_verifies_prints_stably_and_equals_builder_twin(name):
 @pytest.mark.parametrize("n", [1, 1000, 1024, 4096 + 17])
 def test_sqrt_sin_matches_numpy(n):
     rng = np.random.default_rng()
-    x = rng.uniform(0.0, np.pi, n).astype(np.float32)
+    # below float32(pi), which rounds above pi: sin would be negative there and both results NaN
+    x = rng.uniform(0.0, 3.14159, n).astype(np.float32)
     z = np.full(n, -7.0, dtype=np.float32)
     interpret(load("sqrt_sin"), {"x": x, "z": z, "n": n})
     want = np.sqrt(np.sin(x.astype(np.float64)))

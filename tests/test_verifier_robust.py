@@ -499,3 +499,34 @@ def test_a_huge_view_runs_without_tabulating_it():
     interpret(parse_module(text), {"x": x})
     # every thread stored both of its values into the two words of the zero-stride view; the last writer wins
     assert np.array_equal(x[:256], want[:256] + np.tile(want[254:256], 128)) and np.array_equal(x[256:], want[256:])
+
+
+# -- a thread operand outside the TV layout's threads ------------------------------------------------------------------
+
+def reduce_kernel(guard: bool) -> str:
+    """A CTA of 128 threads; a frag.reduce whose TV has 64 threads, reached by every thread or (``guard``) only by
+    threads 0..63."""
+    reduce = ("    %s = frag.reduce %f, %t {tv = [(64,2):(2,1)], tile = [(2,64)], mode = 0, kind = add} : frag<f32>[2]\n"
+              "    gmem.store %v, %t, %s {tv = [(64,2):(2,1)]}\n")
+    body = (f"  %c64 = arith.const {{value = 64}} : i32\n  %p = arith.cmp %t, %c64 {{pred = lt}} : i1\n"
+            f"  scf.if %p {{\n{reduce}  }}\n") if guard else reduce.replace("    ", "  ")
+    return f"""kernel @k(%x: gtensor<f32, 1>) {{grid = (1, 1, 1), block = (128, 1, 1)}} {{
+  %t = gpu.thread_id {{dim = x}} : i32
+  %c0 = arith.const {{value = 0}} : i32
+  %v = gmem.tile %x, %c0 {{shape = [128]}} : gview<f32>[128]
+  %one = arith.const {{value = 1.0}} : f32
+  %f = frag.splat %one : frag<f32>[2]
+{body}}}
+"""
+
+
+def test_a_reduce_reached_by_threads_the_tv_lacks_is_an_interpreter_error():
+    with pytest.raises(InterpreterError, match=r"^r.tile:\d+:\d+: frag.reduce: thread 64's thread operand is 64, "
+                                               r"outside the tv's thread mode of 64 threads$"):
+        interpret(parse_module(reduce_kernel(guard=False), file="r.tile"), {"x": np.zeros(128, np.float32)})
+
+
+def test_threads_masked_off_around_a_tv_access_do_not_count():
+    x = np.full(128, -1.0, np.float32)
+    interpret(parse_module(reduce_kernel(guard=True), file="r.tile"), {"x": x})
+    assert np.array_equal(x, np.full(128, 2.0, np.float32))   # each column (mode 0) of the (2, 64) tile sums 2 ones

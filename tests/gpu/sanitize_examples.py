@@ -41,7 +41,7 @@ def main() -> int:
 
     rng = np.random.default_rng()
     results = []
-    x = rng.uniform(0.0, np.pi, 5000).astype(np.float32)
+    x = rng.uniform(0.0, 3.14159, 5000).astype(np.float32)
     z = np.zeros_like(x)
     jit(load("sqrt_sin"))(x=x, z=z, n=x.size)
     results.append(check("sqrt_sin 5000", np.allclose(z, np.sqrt(np.sin(x.astype(np.float64))), rtol=1e-5)))

@@ -210,6 +210,20 @@ def tv_table(tv: lc.Layout, threads: int) -> np.ndarray:
     return layout_values(tv).reshape(nvals, nthreads).T[:threads].copy()
 
 
+def tv_rows(ix, op, thread, table: np.ndarray) -> np.ndarray:
+    """Each thread's row of ``table`` (a ``tv_table``): ``table[t]`` for the thread operand's value t of every thread
+    of the CTA. Pre: every active thread's t is a thread of the TV layout, else the interpreter fails at ``op``
+    naming the first that is not; inactive threads (masked off by a branch) read row 0, whose values nobody uses.
+    Post: shape (threads of the CTA, values of the TV layout)."""
+    t = ix.get(thread).astype(np.int64)
+    outside = ((t < 0) | (t >= table.shape[0])) & ix.mask
+    if outside.any():
+        first = int(np.nonzero(outside)[0][0])
+        ix.fail(op, f"thread {first}'s thread operand is {int(t[first])}, outside the tv's thread mode of "
+                    f"{table.shape[0]} threads")
+    return table[np.where(ix.mask, t, 0)]
+
+
 def is_layout(x) -> bool:
     return isinstance(x, lc.Layout)
 

@@ -8,7 +8,7 @@ import layoutc as lc
 from ..text import attribute_text
 from ..types import F32, I32, FragmentType
 from . import (
-    NUM_TYPES, OpDef, convert, numpy_dtype, register, round_to, tv_table,
+    NUM_TYPES, OpDef, convert, numpy_dtype, register, round_to, tv_rows, tv_table,
     layout_values, verify_tv,
 )
 from .arith import division_problem
@@ -242,8 +242,7 @@ class Reduce(OpDef):
         tile = op.attrs["tile"]
         rows = lc.product(tile[0])
         table = ix.cached(("tv", tv), lambda: tv_table(tv, lc.size(tv[0])))
-        t = ix.get(thread).astype(np.int64)
-        idx = table[t]
+        idx = tv_rows(ix, op, thread, table)
         line = idx % rows if op.attrs["mode"] == 1 else idx // rows
         nlines = rows if op.attrs["mode"] == 1 else lc.product(tile) // rows
         values = ix.get(x).astype(np.float64)

@@ -18,6 +18,7 @@ from . import (
     numpy_dtype,
     register,
     tile_coordinates,
+    tv_rows,
     tv_table,
     value_problem,
     verify_tv,
@@ -127,10 +128,7 @@ class _GmemAccess(OpDef):
     def _addresses(ix, op, view: TileView, thread, tv):
         """Per (thread, value): global coordinates and whether they are in bounds."""
         table = ix.cached(("tv", tv), lambda: tv_table(tv, lc.size(tv[0])))
-        t = ix.get(thread).astype(np.int64)
-        if np.any((t < 0) | (t >= table.shape[0])):
-            ix.fail(op, f"thread operand outside tv's thread mode of {table.shape[0]} threads")
-        tile_idx = table[t]  # (threads, values)
+        tile_idx = tv_rows(ix, op, thread, table)  # (threads, values)
         if lc.product(view.shape) <= TABLE_LIMIT:
             coords = ix.cached(("coords", view.shape), lambda: tile_coordinates(view.shape))[tile_idx]
         else:
