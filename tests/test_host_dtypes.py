@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from lower_cases import copy_scale
+from test_dlpack import OnlyDLPack
 from ptxgen.interp import InterpreterError, interpret
 from ptxgen.ir.host_dtypes import HOST_DTYPES, host_dtype, host_dtype_mismatch, host_dtype_name
 from ptxgen.ir.ops import element_bytes, round_to
@@ -316,16 +317,6 @@ def test_gpu_torch_tensors_directly_and_through_dlpack(gpu, dtype):
         x.__dlpack__()
     except (BufferError, RuntimeError, TypeError) as exc:
         pytest.skip(f"this torch exports no {kind} through DLPack: {exc}")
-
-    class OnlyDLPack:
-        def __init__(self, t):
-            self._t = t
-
-        def __dlpack__(self, stream=None):
-            return self._t.__dlpack__()
-
-        def __dlpack_device__(self):
-            return self._t.__dlpack_device__()
 
     z2 = torch.full((n,), -7.0, device="cuda").to(kind)
     k(x=OnlyDLPack(x), z=OnlyDLPack(z2), n=n, s=SCALE)
