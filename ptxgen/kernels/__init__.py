@@ -1,0 +1,1 @@
+"""ptxgen.kernels: the kernels users call, written in the tile IR and built from a config."""
