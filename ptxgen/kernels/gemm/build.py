@@ -52,7 +52,7 @@ def build(config: GemmConfig = GemmConfig()):
     a_mk = stage_sliced(a_ring) if config.a_major == "K" else permute_layout(stage_sliced(a_ring), (1, 0))
     g.a_rows_t = smem(dtype, tile_split(a_mk, 0, rows)[0])
     g.stage_bytes = (bm + bn) * bk * ELEMENT_BYTES[dtype]
-    g.acc_t = acc_t = frag("f32", (bn // 2) * (rows // 64))
+    g.acc_t = frag("f32", (bn // 2) * (rows // 64))
     kb = KernelBuilder(
         "gemm_hopper", grid=schedule.grid(config), block=(384, 1, 1),
         cluster=(cluster, 1, 1) if cluster > 1 else None,
