@@ -247,6 +247,28 @@ def test_simple_config_rules():
         build_simple(SimpleGemmConfig(dtype="e4m3"))
 
 
+# the bias's code is one whatever the operands' majors: the CPU runs it with K-major operands
+CPU_CONFIGS = [c for c in HEURISTIC_CONFIGS if not c.bias or (c.a_major, c.b_major) == ("K", "K")]
+
+
+@pytest.mark.parametrize("config", CPU_CONFIGS, ids=lambda c: f"{c.dtype}-{c.name}")
+def test_every_heuristic_config_keeps_wgmma_pipelined(config):
+    """Each configuration the heuristic gives compiles, for the tensors the ops pass (C and the bias through their
+    transposed, stride-0 views when swapped), with no wgmma serialized by ptxas (C7514)."""
+    from ptxgen.lower import Specialization, TensorSpec, compile_kernel
+
+    mode = 0 if config.swap_ab else 1                     # the unit-stride mode of C (and of the bias view)
+    specs = {}
+    if config.epilogue != "tma":
+        specs["c"] = TensorSpec(mode, True, 1 if config.epilogue == "rows" else 16)
+    if config.bias:
+        specs["bias"] = TensorSpec(mode, True, 16)
+    if config.streamk:
+        specs.update(work=TensorSpec(1, True, 16), flags=TensorSpec(0, True, 16))
+    compiled = compile_kernel(gemm_run.kernel_module(config).kernels[0], Specialization.of(**specs))
+    assert "C7514" not in compiled.info_log
+
+
 # -- the ops in the CPU interpreter ------------------------------------------------------------------------------------
 
 def problem_for(config: GemmConfig, rng):
@@ -283,10 +305,6 @@ def run_op(config: GemmConfig, m: int, n: int, k: int, rng, sm_count=3):
     if bias is not None:
         want = want + bias.astype(np.float64)
     return got, want
-
-
-# the bias's code is one whatever the operands' majors: the CPU runs it with K-major operands
-CPU_CONFIGS = [c for c in HEURISTIC_CONFIGS if not c.bias or (c.a_major, c.b_major) == ("K", "K")]
 
 
 @pytest.mark.parametrize("config", CPU_CONFIGS, ids=lambda c: f"{c.dtype}-{c.name}")

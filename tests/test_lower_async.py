@@ -2,7 +2,7 @@
 swizzled smem round trip against the interpreter.
 
 CPU: every op of ptxgen/ir/ops/{smem,mbarrier,tma}.py has a ``lower``; examples/tma_copy.tile (and the bf16 /
-deeper-ring variants of examples/tma_copy.py's build()) lower to PTX holding the expected instructions, with the
+deeper-ring variants of ptxgen.kernels.tma_copy.build()) lower to PTX holding the expected instructions, with the
 tensor maps as 64-byte aligned 128-byte ``.param``s used through ``cvta.param`` (never a local copy), and assemble
 with nvJitLink; the swizzle is applied at run time exactly like ``layoutc.Swizzle``; malformed ops raise
 LoweringError naming the op; the launcher's argument block, tensor-map derivation and shared-memory size.
