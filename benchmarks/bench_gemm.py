@@ -517,8 +517,9 @@ def heuristic(args):
     for r in rows:
         line = f"{r['dtype']:<5} {r['shape']:<20} {r['config']:<22} {r['first_call_s']:7.2f}"
         for t in timings:
-            line += (f" | {r.get(f'ours_{t}_tflops', float('nan')):16.1f} {r.get(f'cublas_{t}_tflops', float('nan')):7.1f}"
-                     f" {r.get(f'triton_{t}_tflops', float('nan')):7.1f} {r.get(f'ratio_{t}', float('nan')):6.3f}")
+            nan = float("nan")
+            line += (f" | {r.get(f'ours_{t}_tflops', nan):16.1f} {r.get(f'cublas_{t}_tflops', nan):7.1f}"
+                     f" {r.get(f'triton_{t}_tflops', nan):7.1f} {r.get(f'ratio_{t}', nan):6.3f}")
         print(line)
     print()
     for key, value in summary.items():

@@ -127,7 +127,7 @@ def test_unknown_name_gives_the_grammar():
         GemmConfig.from_name("h128x256q4")
 
 
-# -- the heuristic ------------------------------------------------------------------------------------------------------
+# -- the heuristic -----------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("shape, dtype, extra, name", [
     # rule 4: data-parallel, the TMA-store epilogue behind the next tile's first k-tile (measured winners)
@@ -410,7 +410,7 @@ def test_bad_arguments_are_named(call, error, message):
         call()
 
 
-# -- the ops on the GPU -------------------------------------------------------------------------------------------------
+# -- the ops on the GPU ------------------------------------------------------------------------------------------------
 
 def torch_or_skip():
     torch = pytest.importorskip("torch")
@@ -531,3 +531,32 @@ def test_gpu_a_new_shape_compiles_nothing():
             assert kern.specialization(a=a, b=w, c=torch.empty(m, n, device="cuda", dtype=torch.bfloat16), m=m, n=n,
                                        k=k, sms=132) == before
     torch.cuda.synchronize()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("m, n, k", [(16, 4096, 4096), (1000, 1064, 1040), (300, 520, 200)])
+def test_gpu_repeated_calls_take_the_plan_and_stay_right(m, n, k):
+    """A second call with fresh tensors of the first call's signature goes through the remembered plan (no checks,
+    no choice): each op's results stay right, on the default stream and on another one."""
+    torch = torch_or_skip()
+    import ptxgen.kernels.linalg as linalg
+
+    def fresh():
+        a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+        w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
+        return a, w, torch.randn(n, device="cuda", dtype=torch.bfloat16)
+
+    for stream in (torch.cuda.current_stream(), torch.cuda.Stream()):
+        with torch.cuda.stream(stream):
+            for call in range(3):
+                a, w, bias = fresh()
+                want = a.double() @ w.double().T
+                c = matmul(a, w.T)
+                y = linear(a.reshape(1, m, k), w, bias)
+                a8, w8 = a.to(torch.float8_e4m3fn), w.to(torch.float8_e4m3fn)
+                c8 = scaled_mm(a8, w8.T, 0.5, 0.25)
+                stream.synchronize()
+                assert torch_rel_err(torch, c, want) < 1e-2, (call, stream)
+                assert torch_rel_err(torch, y[0], want + bias.double()) < 1e-2, (call, stream)
+                assert torch_rel_err(torch, c8, a8.double() @ w8.double().T * 0.125) < 1e-2, (call, stream)
+    assert linalg._PLANS      # the repeated calls were planned

@@ -56,7 +56,7 @@ class GemmConfig:
     - ``overlap``: the epilogue runs behind the next tile's first ``overlap`` k-tiles of wgmmas.
     - ``bias``: C = A·Bᵀ + bias, the kernel taking ``%bias`` (``out_dtype``, rank 2: an (M, N) addend, in practice a
       per-column vector seen through a stride-0 view) added to the f32 accumulator before the conversion.
-    - ``swap_ab``: for the ops (``ptxgen.kernels.matmul``): the kernel computes Cᵀ = B·Aᵀ (its M is the problem's N),
+    - ``swap_ab``: for the ops (``ptxgen.kernels.linalg``): the kernel computes Cᵀ = B·Aᵀ (its M is the problem's N),
       storing C through its transposed view; the kernel itself is the unswapped one.
 
     Post (``validate``): the builder accepts the config; any violated rule is a ValueError naming the field."""
@@ -201,7 +201,7 @@ _NAME = re.compile(r"h(?P<bm>\d+)x(?P<bn>\d+)s(?P<stages>\d+)(?:p(?P<pending>\d+
                    r"(?:R(?P<rp>\d+)-(?P<rc>\d+))?(?:_(?P<out>bf16|f16))?")
 
 
-# -- the rules, in the order they are checked: each → None, or "field = value: what is wrong" ---------------------------
+# -- the rules, in the order they are checked: each → None, or "field = value: what is wrong" --------------------------
 
 def _dtypes(c: GemmConfig):
     if c.dtype not in ELEMENT_BYTES:

@@ -24,8 +24,8 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
    (``schedule.streamk_ktiles_saved``, the kernel's own test): ``…sk`` (8192³: 1.041 × cuBLAS; 4096×4352×4096 +9.7%
    over data-parallel), in clusters of 2 where K ≥ 2·max(M, N) (``c2t2sk`` won 4096²×16384 in both 16-bit types);
    where the tiles are fewer than the SMs, stream-K on every SM (``ska``) if the cost model prefers it.
-4. Otherwise data-parallel; bf16/f16 with the TMA-store epilogue **overlapped** with the next tile's first k-tile (``o1``:
-   4096³ 1.003, 8192²×1024 1.022 × cuBLAS in s9 section 12).
+4. Otherwise data-parallel; bf16/f16 with the TMA-store epilogue **overlapped** with the next tile's first k-tile
+   (``o1``: 4096³ 1.003, 8192²×1024 1.022 × cuBLAS in s9 section 12).
 5. **MN-major operands** (a (K, M) A or a (K, N) B, M or N contiguous: 16-bit only) run in clusters of 1; an MN-major
    B needs BN a multiple of 64.
 

@@ -2,7 +2,7 @@
 kernel's arguments (the swap of A and B, C's transposed view, the bias as a broadcast view), and the launch — through
 a prepared call site per argument signature on the GPU, or the CPU interpreter for numpy arrays.
 
-Operands arrive as the kernel wants them, already checked (``ptxgen.kernels.matmul`` checks the user's arguments):
+Operands arrive as the kernel wants them, already checked (``ptxgen.kernels.linalg`` checks the user's arguments):
 ``a`` is A (M, K) K-major, or its (K, M) MN-major form; ``b`` is B (N, K) K-major, or (K, N) MN-major; ``c`` is
 C (M, N) with unit stride along N; ``bias`` an (N,) vector of C's type. Every view meets TMA's rules on the GPU (16-byte
 aligned base and row pitch).
@@ -87,18 +87,30 @@ def _signature(x) -> tuple:
 
 
 def run_device(config: GemmConfig, a, b, c, m: int, n: int, k: int, *, bias=None, scales=(1.0, 1.0), stream=0,
-               sm_count: int | None = None) -> None:
+               sm_count: int | None = None):
     """Launch ``config`` on torch CUDA tensors, writing ``c``, on ``stream`` (a raw CUDA stream handle): through the
-    call site of the arguments' signature (``prepared_site``), only the tensors' addresses swapped in."""
+    call site of the arguments' signature (``prepared_site``), only the tensors' addresses swapped in. → the call
+    site (its later calls with tensors of the same signature: ``launch(site, tensors)``)."""
     args, tensors, key = _device_arguments(config, a, b, c, bias, m, n, k, scales, stream)
     site = _SITES.get(key)
     if site is None:
         site = _prepare(config, args, key, scales, stream, sm_count)
         site()
+        release(site, tensors)
     else:
-        site(**tensors)
-    # every call swaps in all of its tensors, so the cached site need not keep them alive: torch's allocator
-    # reuses their memory only for work ordered after this launch on the stream
+        launch(site, tensors)
+    return site
+
+
+def launch(site, tensors: dict) -> None:
+    """``site(**tensors)``: the kernel on these tensors (the signature the site was prepared for), not kept alive."""
+    site(**tensors)
+    release(site, tensors)
+
+
+def release(site, tensors) -> None:
+    """Let the call site drop ``tensors``: every call swaps in all of its tensors, so a cached site need not keep them
+    alive (torch's allocator reuses their memory only for work ordered after the launch on the stream)."""
     arguments = site.arguments
     for name in tensors:
         arguments.pop(name, None)
@@ -107,8 +119,8 @@ def run_device(config: GemmConfig, a, b, c, m: int, n: int, k: int, *, bias=None
 def prepared_site(config: GemmConfig, a, b, c, m: int, n: int, k: int, *, bias=None, scales=(1.0, 1.0), stream=0,
                   sm_count: int | None = None):
     """The prepared call site (``BoundLaunch``) that ``run_device`` launches for these arguments, holding them:
-    ``site()`` computes C again, exactly as the op does (benchmarks time it). The first call of a signature (shapes, strides,
-    16-byte alignment, stream, and fp8's scale values) prepares it — the persistent grid sized to the CTAs the
+    ``site()`` computes C again, exactly as the op does (benchmarks time it). The first call of a signature (shapes,
+    strides, 16-byte alignment, stream, and fp8's scale values) prepares it — the persistent grid sized to the CTAs the
     device holds at once, stream-K's workspace allocated."""
     args, tensors, key = _device_arguments(config, a, b, c, bias, m, n, k, scales, stream)
     site = _SITES.get(key)

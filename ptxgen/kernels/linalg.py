@@ -67,6 +67,8 @@ class _Arg:
         if x.device.index not in (None, 0):
             raise ValueError(f"{op}: {name} is on {x.device}; the ptxgen runtime runs on cuda:0")
         self.kind, self.value = "torch", x
+        if not _TORCH_TENSOR and type(x).__name__ == "Tensor":
+            _TORCH_TENSOR.append(type(x))
         self.dtype, self.shown = _TORCH_NAMES.get(str(x.dtype)), str(x.dtype)
         self.shape, self.strides = tuple(x.shape), tuple(x.stride())
         self.aligned = x.data_ptr() % 16 == 0
@@ -159,12 +161,13 @@ def _scale(op: str, name: str, s, kind: str) -> float:
     return float(s.item() if hasattr(s, "item") else s)
 
 
-# -- the shared path ----------------------------------------------------------------------------------------------------
+# -- the shared path ---------------------------------------------------------------------------------------------------
 
 def _gemm(op: str, a: _Arg, a_t: bool, b: _Arg, b_t: bool, m: int, n: int, k: int, dtype: str, out_dtype: str,
-          out, bias: _Arg | None, scales, config, sm_count, fp8_majors: bool = False):
+          out, bias: _Arg | None, scales, config, sm_count, fp8_majors: bool = False, plan_key=None):
     """C (m, n) = A·Bᵀ (+ bias) with A the logical (m, k) form of ``a`` (its transpose if ``a_t``) and B the (n, k)
-    form of ``b`` (``b_t``) → C (``out`` if given), every argument already checked but C's stride."""
+    form of ``b`` (``b_t``) → C (``out`` if given), every argument already checked but C's stride. ``plan_key``: the
+    signature under which a GPU call whose operands need no copy is remembered (``_Plan``)."""
     kind = a.kind
     if out is None:
         if kind == "numpy":
@@ -206,15 +209,85 @@ def _gemm(op: str, a: _Arg, a_t: bool, b: _Arg, b_t: bool, m: int, n: int, k: in
     if kind == "numpy":
         run.run_numpy(config, a_view, b_view, c, m, n, k, bias=bias_value, scales=scales, sm_count=sms)
     else:
-        run.run_device(config, a_view, b_view, c, m, n, k, bias=bias_value, scales=scales, stream=_stream(),
-                       sm_count=sm_count)
+        stream = _stream()
+        site = run.run_device(config, a_view, b_view, c, m, n, k, bias=bias_value, scales=scales, stream=stream,
+                              sm_count=sm_count)
+        if plan_key is not None and _in_place(a, a_t, _kernel_major(config, "a")) and \
+                _in_place(b, b_t, _kernel_major(config, "b")):
+            if len(_PLANS) >= _PLAN_LIMIT:
+                _PLANS.clear()
+            _PLANS[plan_key + (stream,)] = _Plan(config, a_t != (_kernel_major(config, "a") == "MN"),
+                                                 b_t != (_kernel_major(config, "b") == "MN"), c, site)
     return c
+
+
+def _kernel_major(config: GemmConfig, operand: str) -> str:
+    """The major the kernel reads the problem's ``operand`` ("a" or "b") in (swapped: the other operand's field)."""
+    if config.swap_ab:
+        return config.b_major if operand == "a" else config.a_major
+    return config.a_major if operand == "a" else config.b_major
+
+
+# -- the repeated GPU call ---------------------------------------------------------------------------------------------
+
+_PLANS = {}        # (op, the arguments' signature, stream) -> _Plan
+_PLAN_LIMIT = 1024
+_TORCH_TENSOR = []  # torch.Tensor, once a call has seen one (torch is imported by the caller, never here)
+
+
+class _Plan:
+    """A GPU call of one argument signature after its first call: the checks passed, the configuration chosen and
+    its call site prepared, so that a repeated call only allocates C, forms the kernel's views and launches (the
+    issue's host time per call). Only calls whose operands run in place (no padded copy) and without ``out``,
+    ``config`` or ``sm_count`` are remembered."""
+
+    __slots__ = ("swap", "a_flip", "b_flip", "shape", "dtype", "device", "site")
+
+    def __init__(self, config: GemmConfig, a_flip: bool, b_flip: bool, c, site):
+        self.swap, self.a_flip, self.b_flip, self.site = config.swap_ab, a_flip, b_flip, site
+        self.shape, self.dtype, self.device = tuple(c.shape), c.dtype, c.device
+
+    def __call__(self, torch, a, b, bias):
+        """C for operands of the plan's signature (``a`` (M, K)-form, ``b`` as the op takes it, ``bias`` or None)."""
+        c = torch.empty(self.shape, device=self.device, dtype=self.dtype)
+        a = a.t() if self.a_flip else a
+        b = b.t() if self.b_flip else b
+        if self.swap:
+            tensors = {"a": b, "b": a, "c": c.t()}
+            if bias is not None:
+                tensors["bias"] = bias.unsqueeze(1).expand(self.shape[1], self.shape[0])
+        else:
+            tensors = {"a": a, "b": b, "c": c}
+            if bias is not None:
+                tensors["bias"] = bias.unsqueeze(0).expand(*self.shape)
+        run.launch(self.site, tensors)
+        return c
+
+
+def _signature(*tensors) -> tuple:
+    """What a repeated call must share with the first for its plan to hold: per tensor its shape, strides, dtype,
+    16-byte alignment and device."""
+    key = []
+    for t in tensors:
+        key += (t.shape, t.stride(), t.dtype, t.data_ptr() & 15, t.get_device())
+    return tuple(key)
+
+
+def _planned(op: str, tensors, extra=()):
+    """(the plan of a repeated GPU call of ``op`` on ``tensors`` or None, its key, torch); only for plain torch
+    tensors."""
+    if not _TORCH_TENSOR or any(type(t) is not _TORCH_TENSOR[0] for t in tensors):
+        return None, None, None
+    import torch
+
+    key = (op,) + _signature(*tensors) + tuple(extra)
+    return _PLANS.get(key + (_stream(),)), key, (torch,)
 
 
 def _without_tma_store(config: GemmConfig) -> GemmConfig:
     """``config`` storing C by rows instead of TMA (an output whose rows TMA cannot store: an unaligned base or
     pitch): the same tile and schedule, the rows epilogue has no overlap."""
-    return config.replace(epilogue="rows", overlap=0)
+    return config.replace(epilogue="rows", overlap=0).validate()
 
 
 def _forced(op: str, config, dtype: str, out_dtype: str, bias: bool, c_row_ok: bool) -> GemmConfig:
@@ -264,7 +337,7 @@ def _result(c, args):
     return c
 
 
-# -- the ops ------------------------------------------------------------------------------------------------------------
+# -- the ops -----------------------------------------------------------------------------------------------------------
 
 def matmul(a, b, out=None, *, config: GemmConfig | None = None, sm_count: int | None = None):
     """``a @ b`` for 2-D bf16/f16 ``a`` (M, K) and ``b`` (K, N): ``b`` row-major (the MN-major B path) or the
@@ -278,6 +351,11 @@ def matmul(a, b, out=None, *, config: GemmConfig | None = None, sm_count: int | 
 
     Post: the result equals ``a @ b`` up to f32 accumulation and one rounding to C's type."""
     op = "matmul"
+    plan_key = None
+    if out is None and config is None and sm_count is None:
+        plan, plan_key, ts = _planned(op, (a, b))
+        if plan is not None:
+            return plan(ts[0], a, b, None)
     args = [_Arg(op, "a", a), _Arg(op, "b", b)]
     a_arg, b_arg = args
     out_arg = _Arg(op, "out", out) if out is not None else None
@@ -291,7 +369,8 @@ def matmul(a, b, out=None, *, config: GemmConfig | None = None, sm_count: int | 
     if k2 != k:
         raise ValueError(f"{op}: b has {k2} rows but a has {k} columns: a (M, K) @ b (K, N) needs b.shape[0] == K")
     _check_out(op, out_arg, (m, n), dtype)
-    c = _gemm(op, a_arg, False, b_arg, True, m, n, k, dtype, dtype, out_arg, None, (1.0, 1.0), config, sm_count)
+    c = _gemm(op, a_arg, False, b_arg, True, m, n, k, dtype, dtype, out_arg, None, (1.0, 1.0), config, sm_count,
+              plan_key=plan_key if k else None)
     return c if kind == "numpy" else _result(c, args)
 
 
@@ -302,6 +381,13 @@ def linear(x, w, bias=None, *, config: GemmConfig | None = None, sm_count: int |
 
     Post: the result equals ``x @ w.T + bias`` up to f32 accumulation and one rounding."""
     op = "linear"
+    plan_key = None
+    if config is None and sm_count is None:
+        plan, plan_key, ts = _planned(op, (x, w) if bias is None else (x, w, bias))
+        if plan is not None:
+            k = x.shape[-1]
+            c = plan(ts[0], x.reshape(-1, k), w, bias)
+            return c.reshape(*x.shape[:-1], c.shape[1])
     x_arg, w_arg = _Arg(op, "x", x), _Arg(op, "w", w)
     bias_arg = _Arg(op, "bias", bias) if bias is not None else None
     args = [x_arg, w_arg] + ([bias_arg] if bias_arg else [])
@@ -327,7 +413,8 @@ def linear(x, w, bias=None, *, config: GemmConfig | None = None, sm_count: int |
     x2 = _Arg(op, "x", flat)
     if x_arg.producer:
         x2.producer = x_arg.producer
-    c = _gemm(op, x2, False, w_arg, False, m, n, k, dtype, dtype, None, bias_arg, (1.0, 1.0), config, sm_count)
+    c = _gemm(op, x2, False, w_arg, False, m, n, k, dtype, dtype, None, bias_arg, (1.0, 1.0), config, sm_count,
+              plan_key=plan_key if k and m else None)
     c = c.reshape(*lead, n)
     return c if kind == "numpy" else _result(c, args)
 
@@ -344,6 +431,12 @@ def scaled_mm(a, b, scale_a, scale_b, out_dtype="bf16", *, bias=None, out=None, 
     Post: the result equals the float64 product of the fp8 values times the scales up to f32 accumulation, fp8
     wgmma's accumulation within a promotion interval, and one rounding to ``out_dtype``."""
     op = "scaled_mm"
+    plan_key = None
+    if out is None and config is None and sm_count is None and type(scale_a) is float and type(scale_b) is float:
+        tensors = (a, b) if bias is None else (a, b, bias)
+        plan, plan_key, ts = _planned(op, tensors, (scale_a, scale_b, str(out_dtype)))
+        if plan is not None:
+            return plan(ts[0], a, b, bias)
     a_arg, b_arg = _Arg(op, "a", a), _Arg(op, "b", b)
     bias_arg = _Arg(op, "bias", bias) if bias is not None else None
     out_arg = _Arg(op, "out", out) if out is not None else None
@@ -374,7 +467,7 @@ def scaled_mm(a, b, scale_a, scale_b, out_dtype="bf16", *, bias=None, out=None, 
     _check_out(op, out_arg, (m, n), out_name)
     scales = (_scale(op, "scale_a", scale_a, kind), _scale(op, "scale_b", scale_b, kind))
     c = _gemm(op, a_arg, False, b_arg, True, m, n, k, dtype, out_name, out_arg, bias_arg, scales, config, sm_count,
-              fp8_majors=True)
+              fp8_majors=True, plan_key=plan_key if k else None)
     return c if kind == "numpy" else _result(c, args)
 
 
