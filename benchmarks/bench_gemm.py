@@ -71,25 +71,17 @@ SWEEP_VARIANTS = {
 }
 
 
-def parse_variant(variant: str) -> tuple:
-    """A variant name → (kind, config): ``h…`` is ``GemmConfig.from_name`` (its dtype bf16: ``variant_config`` sets
-    it); ``s128x<BN>s<stages>`` (kind "s") the simple GEMM's ``SimpleGemmConfig``."""
+def variant_config(variant: str, dtype: str = "bf16") -> tuple:
+    """A variant name → (kind, config of element type ``dtype``): ``h…`` is ``GemmConfig.from_name``;
+    ``s128x<BN>s<stages>`` (kind "s") the simple GEMM's ``SimpleGemmConfig``."""
     import re
 
     simple = re.fullmatch(r"s(\d+)x(\d+)s(\d+)", variant)
     if simple:
         if int(simple.group(1)) != 128:
             raise ValueError(f"{variant}: the simple GEMM has BM = 128")
-        return "s", SimpleGemmConfig(bn=int(simple.group(2)), stages=int(simple.group(3)))
-    return "h", GemmConfig.from_name(variant)
-
-
-def variant_config(variant: str, dtype: str):
-    """(kind, the variant's config for ``dtype``)."""
-    kind, config = parse_variant(variant)
-    if kind == "s":
-        return kind, SimpleGemmConfig(dtype, config.bn, config.stages)
-    return kind, config.replace(dtype=dtype)
+        return "s", SimpleGemmConfig(dtype, int(simple.group(2)), int(simple.group(3)))
+    return "h", GemmConfig.from_name(variant, dtype)
 
 
 def variant_kernel(variant: str, dtype: str):
@@ -103,7 +95,7 @@ def variant_kernel(variant: str, dtype: str):
 def variant_buffers(torch, variant: str, ctas: int) -> dict:
     """The extra tensor arguments of a variant launched on at most ``ctas`` CTAs: stream-K's workspace and its flags
     (zero; every launch leaves them zero), none otherwise."""
-    kind, config = parse_variant(variant)
+    kind, config = variant_config(variant)
     if kind != "h" or not config.streamk:
         return {}
     shapes = streamk_buffers(config, ctas)

@@ -9,7 +9,7 @@ cache), so a new shape of a configuration already used compiles nothing. Every c
 launches: a wrong dtype or device is a TypeError, a wrong rank, shape or stride a ValueError, each naming the
 argument, e.g. ``matmul: b has 300 rows but a has 200 columns: a (M, K) @ b (K, N) needs b.shape[0] == K``.
 
-Any M, N, K ≥ 1 runs: an operand whose layout TMA cannot describe (a row pitch that is not a multiple of 16 bytes,
+Any M, N, K runs: an operand whose layout TMA cannot describe (a row pitch that is not a multiple of 16 bytes,
 an unaligned base, no unit stride) is copied first into a padded K-major buffer; a C whose rows TMA cannot store
 gets a configuration that stores it without TMA; M = 0 or N = 0 returns an empty result, K = 0 zeros (plus the bias).
 """
@@ -99,14 +99,16 @@ def _same_kind(op: str, args) -> str:
 
 def _tma_ok(arg: _Arg, outer: int, inner: int, outer_stride, inner_stride) -> bool:
     """Whether a 2-D view (outer, inner) with these strides is one TMA describes in place: unit stride along inner
-    (or inner of extent 1), the outer pitch a multiple of 16 bytes (or outer of extent 1), a 16-byte aligned base.
-    Numpy arrays always are (the launcher and the interpreter copy them into pitched buffers)."""
+    (or inner of extent 1), the outer pitch a positive multiple of 16 bytes (or outer of extent 1: a broadcast row
+    is copied), a 16-byte aligned base. Numpy arrays always are (the launcher and the interpreter copy them into
+    pitched buffers)."""
     if arg.kind == "numpy":
         return True
     if arg.strides is None or not arg.aligned:
         return False
     itemsize = ELEMENT_BYTES[arg.dtype]
-    return (inner_stride == 1 or inner == 1) and (outer == 1 or (outer_stride * itemsize) % 16 == 0)
+    return (inner_stride == 1 or inner == 1) and (outer == 1 or (outer_stride > 0 and
+                                                                 (outer_stride * itemsize) % 16 == 0))
 
 
 def _in_place(arg: _Arg, transposed: bool, major: str) -> bool:
