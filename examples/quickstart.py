@@ -8,7 +8,10 @@
    layout), verifies it, lowers it to PTX with llvmlite and assembles a cubin with nvJitLink (no CUDA toolkit needed);
 3. it runs C = A·Bᵀ on fresh random bf16 inputs — on the GPU through the CUDA driver when one is present, otherwise
    in the numpy interpreter (which reads the operands through the same descriptors) — and checks the result against
-   a float64 reference. Exit status 0 means every step held.
+   a float64 reference;
+4. the library: ``ptxgen.kernels.matmul(a, w.T)`` picks the persistent GEMM's configuration for the shape
+   (``choose_config``) and runs it, on torch tensors on the GPU or numpy arrays in the interpreter, checked alike.
+Exit status 0 means every step held.
 """
 from __future__ import annotations
 
@@ -93,6 +96,26 @@ def main(argv) -> int:
         where = "CPU interpreter (no GPU found)"
     err = float(np.linalg.norm(got - want) / np.linalg.norm(want))
     print(f"ran on the {where}: relative error vs float64 = {err:.2e} (bf16 output)")
+    if not err < 1e-2:
+        print("FAILED: the result does not match the reference")
+        return 1
+
+    step(f"4. the library: ptxgen.kernels.matmul(a, w.T), M, N, K = {m}, {n}, {k}")
+    from ptxgen.kernels import choose_config, matmul
+
+    print("configuration for this shape:", choose_config(m, n, k, "bf16").name)
+    if where.startswith("GPU"):
+        a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+        w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
+        got = matmul(a, w.T).double().cpu().numpy()
+        want = a.double().cpu().numpy() @ w.double().cpu().numpy().T
+    else:
+        a = rng.standard_normal((m, k)).astype(ml_dtypes.bfloat16)
+        w = rng.standard_normal((n, k)).astype(ml_dtypes.bfloat16)
+        got = matmul(a, w.T, sm_count=2).astype(np.float64)   # the interpreter: a persistent grid of 2 CTAs
+        want = a.astype(np.float64) @ w.astype(np.float64).T
+    err = float(np.linalg.norm(got - want) / np.linalg.norm(want))
+    print(f"matmul on the {where}: relative error vs float64 = {err:.2e}")
     if not err < 1e-2:
         print("FAILED: the result does not match the reference")
         return 1

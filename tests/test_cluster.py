@@ -5,7 +5,6 @@ while its peer still releases into it, multicast without a cluster) are reported
 2 and B multicast matches float64; the lowering emits the cluster forms."""
 from __future__ import annotations
 
-import importlib.util
 import pathlib
 
 import ml_dtypes
@@ -14,6 +13,7 @@ import pytest
 
 from ptxgen.interp import InterpreterError, interpret, run_cta
 from ptxgen.ir.text import parse_module
+from ptxgen.kernels.gemm import GemmConfig, build
 from ptxgen.lower import compile_kernel
 from ptxgen.verify import VerifyError, verify
 
@@ -109,17 +109,15 @@ def test_cluster_forms_are_lowered():
         assert form in ptx, form
 
 
-def gemm_hopper():
-    spec = importlib.util.spec_from_file_location("example_gemm_hopper", EXAMPLES / "gemm_hopper.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def gemm_kernel(dtype: str = "bf16", **fields):
+    """The library's persistent GEMM of ``GemmConfig(dtype, **fields)``."""
+    return build(GemmConfig(dtype, **fields))
 
 
 @pytest.mark.parametrize("m, n, k, sms, bn, cluster", [(300, 260, 200, 4, 128, 2), (129, 513, 72, 2, 256, 2),
                                                        (1, 8, 8, 2, 128, 2), (700, 260, 200, 8, 128, 4)])
 def test_cluster_gemm_matches_float64(m, n, k, sms, bn, cluster):
-    kernel = gemm_hopper().build("bf16", bn=bn, stages=3, cluster=cluster)
+    kernel = gemm_kernel("bf16", bn=bn, stages=3, cluster=cluster)
     rng = np.random.default_rng()
     a = rng.standard_normal((m, k)).astype(ml_dtypes.bfloat16)
     b = rng.standard_normal((n, k)).astype(ml_dtypes.bfloat16)
@@ -145,7 +143,7 @@ def test_gpu_multicast_and_cluster_gemm():
         b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
         c = torch.full((m, n), -7.0, device="cuda", dtype=torch.bfloat16)
         sms = torch.cuda.get_device_properties(0).multi_processor_count
-        jit(gemm_hopper().build("bf16", cluster=2))(a=a, b=b, c=c, m=m, n=n, k=k, sms=sms)
+        jit(gemm_kernel("bf16", cluster=2))(a=a, b=b, c=c, m=m, n=n, k=k, sms=sms)
         torch.cuda.synchronize()
         want = a.double() @ b.double().T
         assert (torch.linalg.norm(c.double() - want) / torch.linalg.norm(want)).item() < 1e-2
@@ -167,7 +165,7 @@ def test_gpu_resident_ctas_are_whole_clusters_and_size_a_persistent_grid():
     sms = multiprocessor_count()
     for cluster in (1, 4):
         c = torch.full((m, n), -7.0, device="cuda", dtype=torch.bfloat16)
-        kern = jit(gemm_hopper().build("bf16", cluster=cluster))
+        kern = jit(gemm_kernel("bf16", cluster=cluster))
         site = kern.prepare(a=a, b=b, c=c, m=m, n=n, k=k, sms=sms)
         ctas = site.compiled.resident_ctas()
         assert 0 < ctas <= sms and ctas % cluster == 0, (cluster, ctas)

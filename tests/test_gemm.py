@@ -1,8 +1,7 @@
 """examples/gemm.tile: the warp-specialized wgmma GEMM runs in the CPU interpreter and matches a float64 reference
 on fresh random inputs, for M, N, K that are not multiples of the tile (TMA zero fill, skipped stores); its builder
-twin makes f16, other N tiles and pipeline depths; each planted bug (examples/bugs/gemm_*.tile) is caught with its
+(ptxgen.kernels.gemm.simple) makes f16, other N tiles and pipeline depths; each planted bug (examples/bugs/gemm_*.tile) is caught with its
 message."""
-import importlib.util
 import pathlib
 
 import ml_dtypes
@@ -11,6 +10,8 @@ import pytest
 
 from ptxgen.interp import HangError, RaceError, interpret
 from ptxgen.ir.text import parse_module
+from ptxgen.kernels.gemm.simple import SimpleGemmConfig
+from ptxgen.kernels.gemm.simple import build as build_simple
 from ptxgen.verify import VerifyError
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
@@ -18,13 +19,6 @@ EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 
 def load(path):
     return parse_module((EXAMPLES / path).read_text(), file=f"examples/{path}")
-
-
-def twin():
-    spec = importlib.util.spec_from_file_location("example_gemm", EXAMPLES / "gemm.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 HOST = {"bf16": ml_dtypes.bfloat16, "f16": np.float16}  # the host dtypes of the kernels' element types
@@ -65,7 +59,7 @@ def test_gemm_matches_float64(m, n, k):
 ])
 def test_builder_variants(dtype, bn, stages, m, n, k):
     a, b = operands(m, n, k, dtype)
-    c = run_gemm(twin().build(dtype, bn, stages), a, b)
+    c = run_gemm(build_simple(SimpleGemmConfig(dtype, bn, stages)), a, b)
     want = a.astype(np.float64) @ b.astype(np.float64).T
     assert rel_err(c, want) < 1e-2
 

@@ -1,10 +1,10 @@
-"""examples/gemm_hopper.tile, the persistent warp-specialized GEMM: text = builder twin, correct in the interpreter on
+"""examples/gemm_hopper.tile, the persistent warp-specialized GEMM (ptxgen.kernels.gemm): text = build(TILE_FILE), correct in the interpreter on
 ragged shapes with several tiles per CTA (the iteration counter running across tiles), compiles to HGMMA without
 local memory; sched.tile is a bijection grouped by tile rows; on a GPU it matches a float64 reference."""
 from __future__ import annotations
 
-import importlib.util
 import pathlib
+import sys
 
 import ml_dtypes
 import numpy as np
@@ -13,18 +13,18 @@ import pytest
 from ptxgen.interp import interpret
 from ptxgen.ir.ops.sched import grouped_tile
 from ptxgen.ir.text import parse_module, print_module, structurally_equal
+from ptxgen.kernels.gemm import TILE_FILE, GemmConfig, build, streamk_buffers
 from ptxgen.lower import compile_kernel
 from ptxgen.runtime.sass import disassemble, instruction_counts, nvdisasm_path
 from ptxgen.verify import VerifyError, verify
 
-EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
 
 
-def twin():
-    spec = importlib.util.spec_from_file_location("example_gemm_hopper", EXAMPLES / "gemm_hopper.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def gemm_kernel(dtype: str = "bf16", **fields):
+    """The library's kernel of ``GemmConfig(dtype, **fields)``."""
+    return build(GemmConfig(dtype, **fields))
 
 
 def text_module():
@@ -34,7 +34,7 @@ def text_module():
 def test_text_is_the_builder_twin():
     module = text_module()
     verify(module)
-    assert structurally_equal(module, twin().build(**twin().TILE_FILE))
+    assert structurally_equal(module, build(TILE_FILE))
     printed = print_module(module)
     assert print_module(parse_module(printed)) == printed
 
@@ -82,24 +82,24 @@ def test_text_kernel_matches_float64(m, n, k, sms):
     (dict(bn=128, stages=2, epilogue="tma", overlap=2), "bf16", (200, 8, 16, 5)),
 ])
 def test_builder_variants_match_float64(args, dtype, shape):
-    kernel = twin().build(dtype, **args)
+    kernel = gemm_kernel(dtype, **args)
     assert run(kernel, *shape, dtype=dtype) < 1e-2
 
 
 @pytest.mark.parametrize("args, message", [
-    (dict(epilogue_split=2), "epilogue_split > 1 stages column blocks of a TMA-store or rows epilogue"),
+    (dict(epilogue_split=2), "epilogue_split = 2: column blocks are staged by the 'tma' or 'rows' epilogue"),
     (dict(bn=176, epilogue="rows"), "BN = 176 must split into blocks of a multiple of 64"),
-    (dict(bm=256, bn=128, epilogue="tma", epilogue_split=2), "with BM = 128"),
+    (dict(bm=256, bn=128, epilogue="tma", epilogue_split=2), "built for BM = 128"),
     (dict(bn=256, epilogue="tma", epilogue_split=3), "BN = 256 must split into blocks of a multiple of 64"),
     (dict(bn=176, epilogue="tma"), "BN = 176 must split into blocks of a multiple of 64"),
-    (dict(overlap=2), "overlap .* is built for the TMA-store epilogue"),
-    (dict(epilogue="tma", overlap=2, streamk=True), "overlap .* data-parallel tiles"),
+    (dict(overlap=2), "overlap = 2: .* is built for the TMA-store epilogue"),
+    (dict(epilogue="tma", overlap=2, streamk=True), "overlap = 2: .* data-parallel tiles"),
     (dict(epilogue="tma", overlap=2, pending=0), "pending=1"),
-    (dict(epilogue="tma", overlap=-1), "overlap must be 0"),
+    (dict(epilogue="tma", overlap=-1), "overlap = -1: 0"),
 ])
 def test_epilogue_split_rules(args, message):
     with pytest.raises(ValueError, match=message):
-        twin().build("bf16", **args)
+        gemm_kernel("bf16", **args)
 
 
 @pytest.mark.parametrize("args, shape, sms", [
@@ -119,18 +119,17 @@ def test_streamk_matches_float64(args, shape, sms):
     """Stream-K after the whole waves: the k-tiles of the last partial wave shared out in equal runs across the
     CTAs (clusters), partial sums through the f32 workspace, where that saves at least ``streamk_min_saving``
     k-tiles (0 here unless given); every launch leaves the flags zero."""
-    module = twin()
     args = {"streamk_min_saving": 0, **args}
-    kernel = module.build("bf16", stages=2, streamk=True, **args)
+    module = gemm_kernel("bf16", stages=2, streamk=True, **args)
     m, n, k = shape
     rng = np.random.default_rng()
     a = rng.standard_normal((m, k)).astype(ml_dtypes.bfloat16)
     b = rng.standard_normal((n, k)).astype(ml_dtypes.bfloat16)
     c = np.full((m, n), -7.0, dtype=ml_dtypes.bfloat16)
-    buffers = module.streamk_buffers(128, args["bn"], args.get("cluster", 1), sms)
+    buffers = streamk_buffers(GemmConfig(bn=args["bn"], cluster=args.get("cluster", 1)), sms)
     work = np.full(buffers["work"], np.nan, np.float32)
     flags = np.zeros(buffers["flags"], np.int32)
-    interpret(kernel, {"a": a, "b": b, "c": c, "m": m, "n": n, "k": k, "sms": sms, "work": work, "flags": flags})
+    interpret(module, {"a": a, "b": b, "c": c, "m": m, "n": n, "k": k, "sms": sms, "work": work, "flags": flags})
     want = a.astype(np.float64) @ b.astype(np.float64).T
     assert rel_err(c, want) < 1e-2
     assert not flags.any()
@@ -144,12 +143,12 @@ def test_streamk_matches_float64(args, shape, sms):
 def test_fp8_overlap_needs_chunked_promotion():
     """The overlapped epilogue holds C beside the chunk in flight; promote = 1 keeps two accumulators per k-tile."""
     with pytest.raises(ValueError, match="fp8: promote > 1"):
-        twin().build("e4m3", bn=128, epilogue="tma", overlap=1, promote=1)
+        gemm_kernel("e4m3", bn=128, epilogue="tma", overlap=1, promote=1)
 
 
 def test_streamk_is_for_16_bit_types():
     with pytest.raises(ValueError, match="stream-K is built for bf16/f16"):
-        twin().build("e4m3", bn=128, streamk=True)
+        gemm_kernel("e4m3", bn=128, streamk=True)
 
 
 def test_zero_k_stores_zeros():
@@ -157,7 +156,7 @@ def test_zero_k_stores_zeros():
     c = np.full((64, 300), -7.0, dtype=ml_dtypes.bfloat16)
     a = np.zeros((64, 0), ml_dtypes.bfloat16)
     b = np.zeros((300, 0), ml_dtypes.bfloat16)
-    interpret(twin().build(), {"a": a, "b": b, "c": c, "m": 64, "n": 300, "k": 0, "sms": 1})   # direct epilogue
+    interpret(gemm_kernel(), {"a": a, "b": b, "c": c, "m": 64, "n": 300, "k": 0, "sms": 1})   # direct epilogue
     assert np.array_equal(c, np.zeros_like(c))
     c = np.full((64, 304), -7.0, dtype=ml_dtypes.bfloat16)
     b = np.zeros((304, 0), ml_dtypes.bfloat16)
@@ -165,7 +164,7 @@ def test_zero_k_stores_zeros():
     assert np.array_equal(c, np.zeros_like(c))
     # the overlapped epilogue: no k-tile to peel, every tile stored by the next trip's hook (TMA: N % 8 == 0)
     c = np.full((64, 304), -7.0, dtype=ml_dtypes.bfloat16)
-    overlapped = twin().build("bf16", bn=128, stages=2, epilogue="tma", overlap=2)
+    overlapped = gemm_kernel("bf16", bn=128, stages=2, epilogue="tma", overlap=2)
     interpret(overlapped, {"a": a, "b": np.zeros((304, 0), ml_dtypes.bfloat16), "c": c, "m": 64, "n": 304, "k": 0,
                            "sms": 1})
     assert np.array_equal(c, np.zeros_like(c))
@@ -205,7 +204,7 @@ def test_overlapped_epilogue_keeps_wgmma_pipelined_and_packed():
     """The epilogue behind the next tile's first wgmmas holds C as 64 packed registers across the tile loop (16-bit
     values carried in pairs): every f32 pair converts with one cvt.rn.bf16x2.f32, no wgmma is serialized (C7514),
     and C goes to smem by 16 stmatrix.x4 per warpgroup."""
-    compiled = compile_kernel(twin().build("bf16", bn=256, stages=4, epilogue="tma", epilogue_split=2, overlap=1))
+    compiled = compile_kernel(gemm_kernel("bf16", bn=256, stages=4, epilogue="tma", epilogue_split=2, overlap=1))
     assert compiled.ptx.count("cvt.rn.bf16x2.f32") == 64 and "cvt.rn.bf16.f32" not in compiled.ptx
     assert "C7514" not in compiled.info_log
     if nvdisasm_path():
@@ -230,7 +229,7 @@ def test_k_steps_of_one_mma_are_one_asm_statement():
 def test_fp8_compiles_to_qgmma_without_local_memory():
     """The fp8 kernel promoting every k-tile in staggered K-halves: QGMMA m64n128k32 in the SASS (two per K-half, two
     halves per k-tile, on both warpgroup paths), no wgmma serialized (C7514), no local memory."""
-    compiled = compile_kernel(twin().build("e4m3", bn=128, stages=4, cluster=2, epilogue="tma", promote=1))
+    compiled = compile_kernel(gemm_kernel("e4m3", bn=128, stages=4, cluster=2, epilogue="tma", promote=1))
     assert "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3" in compiled.ptx
     assert "C7514" not in compiled.info_log
     assert compiled.spill_bytes in (0, None)
@@ -240,20 +239,20 @@ def test_fp8_compiles_to_qgmma_without_local_memory():
 
 
 def benchmark_variants():
-    spec = importlib.util.spec_from_file_location("example_bench_gemm", EXAMPLES / "bench_gemm.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    power = importlib.util.spec_from_file_location("example_bench_power", EXAMPLES / "bench_power.py")
-    power_module = importlib.util.module_from_spec(power)
-    power.loader.exec_module(power_module)
-    staircase = importlib.util.spec_from_file_location("example_bench_staircase", EXAMPLES / "bench_staircase.py")
-    staircase_module = importlib.util.module_from_spec(staircase)
-    staircase.loader.exec_module(staircase_module)
-    names = {(dtype, v) for table in (bench.DEFAULT_VARIANTS, power_module.DEFAULT_VARIANTS)
+    """(benchmarks/bench_gemm.py, every (dtype, variant) that bench_gemm --sweep, bench_power and bench_staircase
+    time)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import bench_gemm
+        import bench_power
+        import bench_staircase
+    finally:
+        sys.path.pop(0)
+    names = {(dtype, v) for table in (bench_gemm.SWEEP_VARIANTS, bench_power.DEFAULT_VARIANTS)
              for dtype, vs in table.items() for v in vs.split(",")}
-    names |= {("bf16", variant) for _step, _what, variant, _per_tile in staircase_module.STEPS
-              if variant.startswith("h")}   # the gemm_hopper steps (step 1 is examples/gemm.py)
-    return bench, sorted(names)
+    names |= {("bf16", variant) for _step, _what, variant, _per_tile in bench_staircase.STEPS
+              if variant.startswith("h")}   # the flagship's steps (step 1 is the simple GEMM)
+    return bench_gemm, sorted(names)
 
 
 BENCH, BENCH_VARIANTS = benchmark_variants()
@@ -313,7 +312,7 @@ def test_gpu_matches_float64(kernel, m, n, k):
     b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
     c = torch.full((m, n), -7.0, device="cuda", dtype=torch.bfloat16)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    jit(text_module() if kernel == "text" else twin().build())(a=a, b=b, c=c, m=m, n=n, k=k, sms=sms)
+    jit(text_module() if kernel == "text" else gemm_kernel())(a=a, b=b, c=c, m=m, n=n, k=k, sms=sms)
     torch.cuda.synchronize()
     want = a.double() @ b.double().T
     assert (torch.linalg.norm(c.double() - want) / torch.linalg.norm(want)).item() < 1e-2
@@ -357,7 +356,7 @@ def test_gpu_streamk_matches_float64(args, sms):
     if not gpu_available():
         pytest.skip("needs a CUDA GPU")
     m, n, k = (1000, 1064, 1040) if sms < 132 else (4096 - 64, 4096 + 8, 1096)
-    shapes = twin().streamk_buffers(128, args["bn"], args.get("cluster", 1), sms)
+    shapes = streamk_buffers(GemmConfig(bn=args["bn"], cluster=args.get("cluster", 1)), sms)
     work = torch.empty(shapes["work"], device="cuda", dtype=torch.float32)
     flags = torch.zeros(shapes["flags"], device="cuda", dtype=torch.int32)
     for _launch in range(2):
@@ -377,7 +376,7 @@ def gpu_relative_error(torch, jit, dtype, args, c, k, **extra):
     b = torch.randn(n, k, device="cuda").to(kind)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     scales = dict(scale_a=0.5, scale_b=0.25) if fp8 else {}
-    jit(twin().build(dtype, **args))(a=a, b=b, c=c, m=m, n=n, k=k, **{"sms": sms, **scales, **extra})
+    jit(gemm_kernel(dtype, **args))(a=a, b=b, c=c, m=m, n=n, k=k, **{"sms": sms, **scales, **extra})
     torch.cuda.synchronize()
     want = a.double() @ b.double().T * (0.125 if fp8 else 1.0)
     return (torch.linalg.norm(c.double() - want) / torch.linalg.norm(want)).item()
@@ -428,7 +427,7 @@ def test_operand_majors_through_layouts(a_major, b_major):
     a = a_mk if a_major == "K" else np.ascontiguousarray(a_mk.T)
     b = b_nk if b_major == "K" else np.ascontiguousarray(b_nk.T)
     c = np.full((m, n), -7.0, dtype=ml_dtypes.bfloat16)
-    kernel = twin().build("bf16", bn=128, stages=2, a_major=a_major, b_major=b_major)
+    kernel = gemm_kernel("bf16", bn=128, stages=2, a_major=a_major, b_major=b_major)
     interpret(kernel, {"a": a, "b": b, "c": c, "m": m, "n": n, "k": k, "sms": 2})
     want = a_mk.astype(np.float64) @ b_nk.astype(np.float64).T
     assert rel_err(c, want) < 1e-2
@@ -452,7 +451,7 @@ def test_gpu_operand_majors(a_major, b_major):
     b = b_nk if b_major == "K" else b_nk.T.contiguous()
     c = torch.full((m, n), -7.0, device="cuda", dtype=torch.bfloat16)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    jit(twin().build("bf16", a_major=a_major, b_major=b_major))(a=a, b=b, c=c, m=m, n=n, k=k, sms=sms)
+    jit(gemm_kernel("bf16", a_major=a_major, b_major=b_major))(a=a, b=b, c=c, m=m, n=n, k=k, sms=sms)
     torch.cuda.synchronize()
     want = a_mk.double() @ b_nk.double().T
     assert (torch.linalg.norm(c.double() - want) / torch.linalg.norm(want)).item() < 1e-2
@@ -472,7 +471,7 @@ def test_fp8_with_scales_and_promotion(name, promote, extra):
     a = (rng.standard_normal((m, k)) * 2).astype(HOST[name])
     b = (rng.standard_normal((n, k)) * 2).astype(HOST[name])
     c = np.full((m, n), -7.0, dtype=ml_dtypes.bfloat16)
-    kernel = twin().build(name, bn=128, stages=3, promote=promote, **extra)
+    kernel = gemm_kernel(name, bn=128, stages=3, promote=promote, **extra)
     interpret(kernel, {"a": a, "b": b, "c": c, "m": m, "n": n, "k": k, "sms": 2, "scale_a": 0.5, "scale_b": 0.25})
     want = a.astype(np.float64) @ b.astype(np.float64).T * 0.125
     assert rel_err(c, want) < 1e-2
@@ -482,7 +481,7 @@ def test_fp8_with_scales_and_promotion(name, promote, extra):
 
 def test_fp8_promotion_interval_is_checked():
     with pytest.raises(ValueError, match="promote must be at least 1"):
-        twin().build("e4m3", bn=128, promote=0)
+        gemm_kernel("e4m3", bn=128, promote=0)
 
 
 @pytest.mark.gpu
@@ -497,7 +496,7 @@ def test_gpu_fp8_matches_float64(promote):
     b = torch.randn(n, k, device="cuda").to(torch.float8_e4m3fn)
     c = torch.full((m, n), -7.0, device="cuda", dtype=torch.bfloat16)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    jit(twin().build("e4m3", bn=128, stages=6, promote=promote))(a=a, b=b, c=c, m=m, n=n, k=k, sms=sms, scale_a=0.5,
+    jit(gemm_kernel("e4m3", bn=128, stages=6, promote=promote))(a=a, b=b, c=c, m=m, n=n, k=k, sms=sms, scale_a=0.5,
                                                                 scale_b=0.25)
     torch.cuda.synchronize()
     want = a.double() @ b.double().T * 0.125

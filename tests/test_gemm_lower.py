@@ -3,7 +3,6 @@ nvdisasm wheel is installed) holds HGMMA and no local memory, the descriptors th
 on a GPU (``-m gpu``) the kernel matches a float64 reference on ragged shapes, fresh random inputs each run."""
 from __future__ import annotations
 
-import importlib.util
 import pathlib
 import re
 
@@ -12,6 +11,8 @@ import pytest
 
 from layoutc.hopper import DescriptorIterator, gmma_smem_layout
 from ptxgen.ir.text import parse_module
+from ptxgen.kernels.gemm.simple import SimpleGemmConfig
+from ptxgen.kernels.gemm.simple import build as build_simple
 from ptxgen.lower import compile_kernel
 from ptxgen.runtime.sass import disassemble, instruction_counts, nvdisasm_path
 
@@ -20,13 +21,6 @@ EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 
 def gemm_module():
     return parse_module((EXAMPLES / "gemm.tile").read_text(), file="examples/gemm.tile")
-
-
-def twin():
-    spec = importlib.util.spec_from_file_location("example_gemm", EXAMPLES / "gemm.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +61,7 @@ def test_descriptor_constants_are_layoutcs(compiled):
 
 @pytest.mark.parametrize("dtype, bn, stages", [("f16", 256, 3), ("bf16", 64, 2)])
 def test_variants_compile(dtype, bn, stages):
-    c = compile_kernel(twin().build(dtype, bn, stages))
+    c = compile_kernel(build_simple(SimpleGemmConfig(dtype, bn, stages)))
     assert f"m64n{bn}k16.f32.{dtype}.{dtype}" in c.ptx
     assert c.spill_bytes in (0, None)
 
@@ -109,7 +103,7 @@ def test_gpu_gemm_f16_and_other_tiles():
         a = torch.randn(m, k, device="cuda", dtype=t)
         b = torch.randn(n, k, device="cuda", dtype=t)
         c = torch.zeros(m, n, device="cuda", dtype=t)
-        jit(twin().build(dtype, bn, stages))(a=a, b=b, c=c, m=m, n=n, k=k)
+        jit(build_simple(SimpleGemmConfig(dtype, bn, stages)))(a=a, b=b, c=c, m=m, n=n, k=k)
         torch.cuda.synchronize()
         want = a.double() @ b.double().T
         err = (torch.linalg.norm(c.double() - want) / torch.linalg.norm(want)).item()

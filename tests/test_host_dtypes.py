@@ -9,7 +9,6 @@ result numpy computes as ``(x.astype(float32) * s).astype(T's host dtype)`` (ml_
 from __future__ import annotations
 
 import ctypes
-import importlib.util
 import pathlib
 
 import ml_dtypes
@@ -105,9 +104,8 @@ def test_a_number_for_a_narrow_float_parameter_is_rounded_to_it(dtype):
 
 
 def test_interpreter_tma_copy_of_bf16():
-    spec = importlib.util.spec_from_file_location("example_tma_copy", EXAMPLES / "tma_copy.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    from ptxgen.kernels import tma_copy as module
+
     x = np.random.default_rng().standard_normal((70, 200)).astype(ml_dtypes.bfloat16)
     y = np.full_like(x, -7.0)
     interpret(module.build("bf16", 64, 3, swizzle=True), {"x": x, "y": y, "m": 70, "n": 200})
@@ -141,9 +139,8 @@ def test_interpreter_names_what_to_pass(dtype, given, message):
 
 
 def test_interpreter_names_what_to_pass_for_a_tensor_map():
-    spec = importlib.util.spec_from_file_location("example_tma_copy", EXAMPLES / "tma_copy.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    from ptxgen.kernels import tma_copy as module
+
     x = np.zeros((64, 64), np.float32)
     with pytest.raises(InterpreterError) as info:
         interpret(module.build("bf16", 64, 3, swizzle=True), {"x": x, "y": x.astype(ml_dtypes.bfloat16), "m": 64,
@@ -287,15 +284,14 @@ def test_gpu_gemm_with_bf16_numpy_operands(gpu):
 @pytest.mark.parametrize("name", ["e4m3", "e5m2"])
 def test_gpu_fp8_gemm_with_numpy_operands(gpu, name):
     """gemm_hopper's fp8 form from ml_dtypes fp8 numpy arrays, a bf16 numpy C, per-tensor scales."""
-    spec = importlib.util.spec_from_file_location("example_gemm_hopper", EXAMPLES / "gemm_hopper.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    from ptxgen.kernels.gemm import GemmConfig, build
+
     m, n, k = 300, 264, 512
     rng = np.random.default_rng()
     a = (rng.standard_normal((m, k)) * 2).astype(HOST[name])
     b = (rng.standard_normal((n, k)) * 2).astype(HOST[name])
     c = np.full((m, n), -7.0, ml_dtypes.bfloat16)
-    jit(module.build(name, bn=128, stages=3))(a=a, b=b, c=c, m=m, n=n, k=k, sms=4, scale_a=0.5, scale_b=0.25)
+    jit(build(GemmConfig(name, bn=128, stages=3)))(a=a, b=b, c=c, m=m, n=n, k=k, sms=4, scale_a=0.5, scale_b=0.25)
     assert rel_err(c, a.astype(np.float64) @ b.astype(np.float64).T * 0.125) < 1e-2
 
 

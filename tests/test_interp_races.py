@@ -2,7 +2,6 @@
 hang reports: a read of what another thread wrote, a write of what another read or wrote, a TMA store of what other
 threads wrote and a write of what a TMA store read are races unless a barrier.cta, a barrier.named both threads
 reach, or an mbarrier arrive → wait orders them; the same thread never races with itself."""
-import importlib.util
 import pathlib
 
 import ml_dtypes
@@ -11,6 +10,7 @@ import pytest
 
 from ptxgen.interp import HangError, RaceError, interpret
 from ptxgen.ir.text import parse_module
+from ptxgen.kernels.gemm import GemmConfig, build
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 FIX = "a barrier.cta, a barrier.named both reach, or an mbarrier arrive then wait must come between them"
@@ -216,13 +216,6 @@ def test_races_ignore_skips_the_generic_check():
 
 # -- the examples without their barriers --------------------------------------------------------------------------------
 
-def twin(name):
-    spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_l2norm_without_its_cta_barrier_races_on_the_warp_sums():
     text = (EXAMPLES / "l2norm.tile").read_text()
     assert "  barrier.cta\n  %all_parts" in text
@@ -234,7 +227,7 @@ def test_l2norm_without_its_cta_barrier_races_on_the_warp_sums():
 
 
 def test_gemm_tma_epilogue_without_the_barrier_before_its_stores_races():
-    kernel = twin("gemm_hopper").build("bf16", bn=128, stages=2, epilogue="tma")
+    kernel = build(GemmConfig("bf16", bn=128, stages=2, epilogue="tma"))
     body = kernel.kernels[0].body if hasattr(kernel, "kernels") else kernel.body
 
     def regions(r):

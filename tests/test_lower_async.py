@@ -2,7 +2,7 @@
 swizzled smem round trip against the interpreter.
 
 CPU: every op of ptxgen/ir/ops/{smem,mbarrier,tma}.py has a ``lower``; examples/tma_copy.tile (and the bf16 /
-deeper-ring variants of examples/tma_copy.py's build()) lower to PTX holding the expected instructions, with the
+deeper-ring variants of ptxgen.kernels.tma_copy.build()) lower to PTX holding the expected instructions, with the
 tensor maps as 64-byte aligned 128-byte ``.param``s used through ``cvta.param`` (never a local copy), and assemble
 with nvJitLink; the swizzle is applied at run time exactly like ``layoutc.Swizzle``; malformed ops raise
 LoweringError naming the op; the launcher's argument block, tensor-map derivation and shared-memory size.
@@ -11,7 +11,6 @@ GPU: fresh random inputs each run, ragged shapes, results compared exactly.
 from __future__ import annotations
 
 import ctypes
-import importlib.util
 import pathlib
 import re
 
@@ -22,6 +21,7 @@ import layoutc as lc
 from ptxgen.interp import interpret
 from ptxgen.ir.ops import OPS, SMEM_BASE, smem_plan
 from ptxgen.ir.text import parse_module
+from ptxgen.kernels import tma_copy
 from ptxgen.lower import LoweringError, compile_kernel, kernel_abi, lower_kernel
 from ptxgen.lower import target
 from ptxgen.lower.plans import layout_table, plan_smem_access
@@ -92,13 +92,6 @@ def roundtrip():
     return parse_module(SWIZZLE_ROUNDTRIP, file="tests/test_lower_async.py").kernels[0]
 
 
-def twin():
-    spec = importlib.util.spec_from_file_location("example_tma_copy", EXAMPLES / "tma_copy.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def tma_copy_compiled():
     return compile_kernel(load())
@@ -162,7 +155,7 @@ def test_smem_ops_lower_to_swizzled_shared_accesses(roundtrip_compiled):
 
 @pytest.mark.parametrize("dtype, bm, stages", [("bf16", 64, 2), ("f16", 128, 4), ("f32", 64, 4)])
 def test_tma_copy_variants_assemble(dtype, bm, stages):
-    module = twin().build(dtype, bm, stages, swizzle=True)   # the SW128 form: one 128-byte row per box row
+    module = tma_copy.build(dtype, bm, stages, swizzle=True)   # the SW128 form: one 128-byte row per box row
     c = compile_kernel(module)
     assert c.cubin[:4] == b"\x7fELF" and "__local_depot" not in c.ptx
     box_bytes = bm * 128
@@ -345,7 +338,7 @@ def test_gpu_tma_copy_numpy(tma_copy_kernel, m, n):
 def test_gpu_tma_copy_torch(dtype, m, n, pitch):
     torch = pytest.importorskip("torch")
     tdt = {"bf16": torch.bfloat16, "f32": torch.float32}[dtype]
-    k = jit(twin().build(dtype)) if dtype != "f32" else jit(load())
+    k = jit(tma_copy.build(dtype)) if dtype != "f32" else jit(load())
     xb = torch.randn((m, pitch), device="cuda").to(tdt)
     yb = torch.full((m, pitch), -7.0, device="cuda", dtype=tdt)
     x, y = xb[:, :n], yb[:, :n]
@@ -362,7 +355,7 @@ def test_gpu_tma_copy_torch(dtype, m, n, pitch):
 @pytest.mark.gpu
 def test_gpu_prepared_site_swaps_tensor_maps():
     torch = pytest.importorskip("torch")
-    k = jit(twin().build("f32", 64, 4, swizzle=True))
+    k = jit(tma_copy.build("f32", 64, 4, swizzle=True))
     x1, x2 = (torch.randn((300, 96), device="cuda") for _ in range(2))
     y1, y2 = torch.zeros_like(x1), torch.zeros_like(x2)
     site = k.prepare(x=x1, y=y1, m=300, n=96)

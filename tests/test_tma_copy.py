@@ -1,7 +1,6 @@
 """examples/tma_copy.tile: the TMA multistage copy runs in the CPU interpreter and matches numpy exactly (fresh random
-inputs, ragged shapes, padded row pitches, every schedule), its builder twin makes other element types and ring
+inputs, ragged shapes, padded row pitches, every schedule), its builder (ptxgen.kernels.tma_copy) makes other element types and ring
 depths, and each planted bug (examples/bugs/tma_copy_*.tile) is caught with its message."""
-import importlib.util
 import pathlib
 
 import ml_dtypes
@@ -10,6 +9,7 @@ import pytest
 
 from ptxgen.interp import HangError, RaceError, interpret
 from ptxgen.ir.text import parse_module
+from ptxgen.kernels import tma_copy
 from ptxgen.verify import VerifyError, verify
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
@@ -17,13 +17,6 @@ EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 
 def load(path):
     return parse_module((EXAMPLES / path).read_text(), file=f"examples/{path}")
-
-
-def twin():
-    spec = importlib.util.spec_from_file_location("example_tma_copy", EXAMPLES / "tma_copy.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def padded(m, n, pitch, fill, rng=None):
@@ -79,7 +72,7 @@ def test_every_schedule_gives_the_same_copy(schedule):
     ("bf16", 16, 4, False, 40, 600), ("f32", 8, 3, False, 20, 1000),  # plain wide boxes, other depths
 ])
 def test_builder_variants(dtype, bm, stages, swizzle, m, n):
-    kernel = twin().build(dtype, bm, stages, swizzle=swizzle)
+    kernel = tma_copy.build(dtype, bm, stages, swizzle=swizzle)
     verify(kernel)
     x = np.random.default_rng().standard_normal((m, n))
     x = x.astype({"bf16": ml_dtypes.bfloat16, "f16": np.float16, "f32": np.float32}[dtype])
@@ -89,7 +82,7 @@ def test_builder_variants(dtype, bm, stages, swizzle, m, n):
 
 def test_a_ring_over_the_smem_budget_is_refused():
     with pytest.raises(VerifyError) as info:
-        verify(twin().build("f32", 256, 8, swizzle=True))
+        verify(tma_copy.build("f32", 256, 8, swizzle=True))
     message = str(info.value)
     assert "the CTA's shared memory needs 262272 bytes" in message
     assert "over the 232448 bytes (227 KiB)" in message

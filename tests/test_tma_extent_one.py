@@ -206,11 +206,8 @@ def test_out_of_bounds_box_columns_of_a_single_column_load_zeros():
 
 @pytest.mark.parametrize("shape", [(1, 200), (150, 1), (1, 1)])
 def test_interpreter_copies_bf16_rows_and_columns_through_sw128_boxes(shape):
-    import importlib.util
+    from ptxgen.kernels import tma_copy as module
 
-    spec = importlib.util.spec_from_file_location("example_tma_copy", EXAMPLES / "tma_copy.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
     x = np.random.default_rng().standard_normal(shape).astype(ml_dtypes.bfloat16)
     y = np.full_like(x, -7.0)
     interpret(module.build("bf16", 64, 3, swizzle=True), {"x": x, "y": y, "m": shape[0], "n": shape[1]})

@@ -2,7 +2,6 @@
 accumulator pair PTX's wgmma refuses, attribute keys (a misspelt key is named at the typo, with a did-you-mean), hints
 that never suggest something illegal, attribute values and types printed in the IR's own notation, and TMA tiling
 advice that proposes a box."""
-import importlib.util
 import pathlib
 
 import pytest
@@ -13,6 +12,10 @@ from ptxgen.ir.core import walk
 from ptxgen.ir.ops import OPS
 from ptxgen.ir.ops.smem import alignment_advice
 from ptxgen.ir.text import parse_module
+from ptxgen.kernels import tma_copy
+from ptxgen.kernels.gemm import TILE_FILE, GemmConfig, build
+from ptxgen.kernels.gemm.simple import SimpleGemmConfig
+from ptxgen.kernels.gemm.simple import build as build_simple
 from ptxgen.verify import VerifyError, verify
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
@@ -26,11 +29,9 @@ def errors(text: str, file: str = "m.tile") -> list:
     return str(e.value).splitlines()
 
 
-def twin(name: str):
-    spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def gemm_kernel(dtype: str = "bf16", **fields):
+    """The library's persistent GEMM of ``GemmConfig(dtype, **fields)``."""
+    return build(GemmConfig(dtype, **fields))
 
 
 # -- the wgmma.fence rule ------------------------------------------------------------------------------------------------
@@ -114,7 +115,7 @@ def _regions(region):
                          ids=lambda a: ",".join(f"{k}={v}" for k, v in a.items()) or "default")
 def test_every_fence_of_the_flagship_builder_is_needed(args):
     """Each builder variant verifies, and without any one of its wgmma.fences it does not."""
-    kernel = twin("gemm_hopper").build(**args)
+    kernel = gemm_kernel(**args)
     verify(kernel)
     body = (kernel.kernels[0] if hasattr(kernel, "kernels") else kernel).body
     sites = [(r, i) for r in _regions(body) for i, op in enumerate(r.ops) if op.name == "wgmma.fence"]
@@ -216,9 +217,10 @@ def test_a_missing_required_key_without_a_typo_is_named():
 def test_every_op_of_every_example_uses_declared_keys_only():
     """The declarations are complete: no key of any example's op (text or builder) is unknown."""
     kernels = [parse_module(p.read_text(), file=p.name) for p in sorted(EXAMPLES.glob("*.tile"))]
-    gh = twin("gemm_hopper")
-    kernels += [gh.build(**gh.TILE_FILE), gh.build("e4m3", promote=4), gh.build(streamk=True, stages=2),
-                gh.build(epilogue="rows"), twin("tma_copy").build("bf16"), twin("gemm").build("f16", 64, 2)]
+    kernels += [build(TILE_FILE), gemm_kernel("e4m3", promote=4), gemm_kernel(streamk=True, stages=2),
+                gemm_kernel(bn=192, cluster=2, epilogue="rows", epilogue_split=3),
+                gemm_kernel(bn=16, stages=8, streamk=True, streamk_every_sm=True, bias=True),
+                tma_copy.build("bf16"), build_simple(SimpleGemmConfig("f16", 64, 2))]
     for module in kernels:
         for k in getattr(module, "kernels", [module]):
             for op in walk(k.body):

@@ -7,7 +7,6 @@ Exits 0 when every example ran and matched its reference (the sanitizer's own ex
 """
 from __future__ import annotations
 
-import importlib.util
 import pathlib
 import sys
 
@@ -17,6 +16,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from ptxgen.ir.text import parse_module  # noqa: E402
+from ptxgen.kernels import linear, matmul, scaled_mm  # noqa: E402
+from ptxgen.kernels.gemm import GemmConfig, build, streamk_buffers  # noqa: E402
 from ptxgen.runtime import jit  # noqa: E402
 
 
@@ -24,11 +25,9 @@ def load(name):
     return parse_module((ROOT / "examples" / f"{name}.tile").read_text(), file=f"examples/{name}.tile")
 
 
-def builder(name):
-    spec = importlib.util.spec_from_file_location(f"example_{name}", ROOT / "examples" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def gemm(dtype: str = "bf16", **fields):
+    """The library's persistent GEMM of ``GemmConfig(dtype, **fields)``."""
+    return build(GemmConfig(dtype, **fields))
 
 
 def check(name, ok):
@@ -59,36 +58,35 @@ def main() -> int:
     results.append(check("tma_copy 100x600", bool(torch.equal(x, y))))
 
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    hopper = builder("gemm_hopper")
     cases = [("gemm", "bf16", load("gemm"), {}), ("gemm_hopper", "bf16", load("gemm_hopper"), {"sms": sms}),
-             ("gemm_hopper cluster=2", "bf16", hopper.build("bf16", cluster=2), {"sms": sms}),
-             ("gemm_hopper tma-epilogue halves", "bf16", hopper.build("bf16", epilogue="tma", epilogue_split=2),
+             ("gemm_hopper cluster=2", "bf16", gemm("bf16", cluster=2), {"sms": sms}),
+             ("gemm_hopper tma-epilogue halves", "bf16", gemm("bf16", epilogue="tma", epilogue_split=2),
               {"sms": sms}),
-             ("gemm_hopper c2 halves", "bf16", hopper.build("bf16", cluster=2, epilogue="tma", epilogue_split=2),
+             ("gemm_hopper c2 halves", "bf16", gemm("bf16", cluster=2, epilogue="tma", epilogue_split=2),
               {"sms": sms}),
              ("gemm_hopper e4m3 128x192 c2 k4", "e4m3",
-              hopper.build("e4m3", bn=192, cluster=2, epilogue="tma", epilogue_split=3, promote=4),
+              gemm("e4m3", bn=192, cluster=2, epilogue="tma", epilogue_split=3, promote=4),
               {"sms": sms, "scale_a": 0.5, "scale_b": 0.25}),
              ("gemm_hopper e4m3 128x192 c2 k1 halves", "e4m3",
-              hopper.build("e4m3", bn=192, cluster=2, epilogue="tma", epilogue_split=3, promote=1),
+              gemm("e4m3", bn=192, cluster=2, epilogue="tma", epilogue_split=3, promote=1),
               {"sms": sms, "scale_a": 0.5, "scale_b": 0.25}),
-             ("gemm_hopper e4m3 128x224 s5 c2 k1", "e4m3", hopper.build("e4m3", bn=224, stages=5, cluster=2),
+             ("gemm_hopper e4m3 128x224 s5 c2 k1", "e4m3", gemm("e4m3", bn=224, stages=5, cluster=2),
               {"sms": sms, "scale_a": 0.5, "scale_b": 0.25}),
              # the epilogue behind the next tile's first wgmmas: few CTAs, several tiles each
              ("gemm_hopper overlap halves", "bf16",
-              hopper.build("bf16", epilogue="tma", epilogue_split=2, overlap=1), {"sms": 3}),
+              gemm("bf16", epilogue="tma", epilogue_split=2, overlap=1), {"sms": 3}),
              ("gemm_hopper c2 overlap 2 halves", "bf16",
-              hopper.build("bf16", cluster=2, epilogue="tma", epilogue_split=2, overlap=2), {"sms": 4}),
+              gemm("bf16", cluster=2, epilogue="tma", epilogue_split=2, overlap=2), {"sms": 4}),
              ("gemm_hopper e4m3 128x192 k4 overlap", "e4m3",
-              hopper.build("e4m3", bn=192, epilogue="tma", promote=4, overlap=1),
+              gemm("e4m3", bn=192, epilogue="tma", promote=4, overlap=1),
               {"sms": 3, "scale_a": 0.5, "scale_b": 0.25})]
     # stream-K: few CTAs, so that 300 x 520 leaves a partial last wave (9 tiles on 4 CTAs; 6 cluster tiles on 4)
     for cluster, ctas in ((1, 4), (2, 8)):
-        shapes = hopper.streamk_buffers(128, 256, cluster, ctas)
+        shapes = streamk_buffers(GemmConfig(cluster=cluster), ctas)
         buffers = {"work": torch.empty(shapes["work"], device="cuda"),
                    "flags": torch.zeros(shapes["flags"], device="cuda", dtype=torch.int32)}
         cases.append((f"gemm_hopper stream-K c{cluster} halves", "bf16",
-                      hopper.build("bf16", cluster=cluster, epilogue="tma", epilogue_split=2, streamk=True,
+                      gemm("bf16", cluster=cluster, epilogue="tma", epilogue_split=2, streamk=True,
                                    streamk_min_saving=0),
                       {"sms": ctas, **buffers}))
     for name, dtype, kernel, extra in cases:
@@ -102,6 +100,24 @@ def main() -> int:
         want = a.double() @ b.double().T * (0.125 if dtype == "e4m3" else 1.0)
         err = (torch.linalg.norm(c.double() - want) / torch.linalg.norm(want)).item()
         results.append(check(f"{name} {m}x{n}x{k}", err < 1e-2))
+    # the ops (ptxgen.kernels): swapped A and B with C through its transposed view and stream-K on every SM
+    # (M = 13), 128 x 128 tiles shared over every SM, the bias in the epilogue, an odd K through a padded copy, fp8
+    for m, n, k in ((13, 1000, 2048), (128, 2048, 4096), (300, 520, 201)):
+        a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+        w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
+        bias = torch.randn(n, device="cuda", dtype=torch.bfloat16)
+        for name, got, want in (("matmul", lambda: matmul(a, w.T), a.double() @ w.double().T),
+                                ("linear", lambda: linear(a, w, bias), a.double() @ w.double().T + bias.double())):
+            c = got()
+            torch.cuda.synchronize()
+            err = (torch.linalg.norm(c.double() - want) / torch.linalg.norm(want)).item()
+            results.append(check(f"{name} {m}x{n}x{k}", err < 1e-2))
+        a8, w8 = a.to(torch.float8_e4m3fn), w.to(torch.float8_e4m3fn)
+        c = scaled_mm(a8, w8.T, 0.5, 0.25)
+        torch.cuda.synchronize()
+        want = a8.double() @ w8.double().T * 0.125
+        err = (torch.linalg.norm(c.double() - want) / torch.linalg.norm(want)).item()
+        results.append(check(f"scaled_mm {m}x{n}x{k}", err < 1e-2))
     return 0 if all(results) else 1
 
 

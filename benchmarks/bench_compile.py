@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Compile latency: IR text → ready-to-load cubin (→ loaded kernel on a GPU), cold and through the disk cache.
 
-    python examples/bench_compile.py [--examples gemm,sqrt_sin,l2norm,tma_copy] [--repeat 3]
+    python benchmarks/bench_compile.py [--examples gemm,sqrt_sin,l2norm,tma_copy] [--repeat 3]
 
 Per example, each in FRESH Python processes (``python -c``) against a private, initially EMPTY cache directory:
 

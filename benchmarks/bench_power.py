@@ -1,11 +1,11 @@
 """Sustained GEMM throughput with the power and SM clock it runs at: ours against cuBLAS, each for seconds.
 
-    python examples/bench_power.py [--dtypes bf16,e4m3] [--shape 8192x8192x8192] [--variants h128x256s4t2,...]
+    python benchmarks/bench_power.py [--dtypes bf16,e4m3] [--shape 8192x8192x8192] [--variants h128x256s4t2,...]
                                    [--seconds 2.5] [--passes 2]
 
 An H100 SXM running a large GEMM sits at its power limit (700 W): the driver lowers the SM clock until the board
 draws no more. Throughput is then TC work per clock × the clock the power allows, and two kernels compare by
-energy per FLOP, not by cycles alone. Per kernel (cuBLAS through torch, then each gemm_hopper variant of
+energy per FLOP, not by cycles alone. Per kernel (cuBLAS through torch, then each variant (GemmConfig name) of
 bench_gemm's naming, every one checked against float64 first): back-to-back launches for ``--seconds`` while
 ``nvidia-smi`` samples power.draw and clocks.sm every 20 ms; the first 30% of each window (the clock settling) is
 left out of both the timing (CUDA events per launch, median) and the samples (median). ``--passes`` repeats the
@@ -75,7 +75,7 @@ def main(argv=None):
     ap.add_argument("--passes", type=int, default=2)
     args = ap.parse_args(argv)
 
-    import bench_gemm as bg  # this script's own directory is on sys.path
+    import bench_gemm as bg  # this script's own directory is on sys.path (it puts the repository first)
     import torch
 
     from ptxgen.runtime import jit

@@ -1,12 +1,12 @@
 """The staircase: the flagship GEMM one technique at a time, every step timed together with cuBLAS on one shape.
 
-    python examples/bench_staircase.py [--shape 8192x8192x8192] [--dtype bf16] [--rounds 3]
+    python benchmarks/bench_staircase.py [--shape 8192x8192x8192] [--dtype bf16] [--rounds 3]
 
 The steps (bench_gemm variant names; CTAs launched in brackets), each adding one thing to the one before:
 
-  1. warp-specialized, one tile per CTA: examples/gemm.py, a TMA producer warpgroup and two wgmma consumer warpgroups
+  1. warp-specialized, one tile per CTA: the simple GEMM (ptxgen.kernels.gemm.simple), a TMA producer warpgroup and two wgmma consumer warpgroups
      on a 4-stage mbarrier pipeline, 128 × 256 tiles (``s128x256s4``) [one CTA per tile];
-  2. gemm_hopper, still one tile per CTA, each k-tile's wgmmas waited for (``h128x256s4p0``) [one CTA per tile];
+  2. the flagship (ptxgen.kernels.gemm), still one tile per CTA, each k-tile's wgmmas waited for (``h128x256s4p0``) [one CTA per tile];
   3. persistent: one CTA per SM walking tiles with an iteration counter that runs across them (same variant) [SMs];
   4. one wgmma group kept in flight across k-tiles, the previous stage released (``h128x256s4``);
   5. clusters of 2 along M sharing B by TMA multicast (``h128x256s4c2``);
@@ -30,8 +30,8 @@ import statistics
 
 # (step, what it adds, variant, one CTA per tile?)
 STEPS = [
-    (1, "warp-specialized producer/consumers, one tile per CTA (gemm.py)", "s128x256s4", True),
-    (2, "gemm_hopper, one tile per CTA, every k-tile waited for", "h128x256s4p0", True),
+    (1, "warp-specialized producer/consumers, one tile per CTA (the simple GEMM)", "s128x256s4", True),
+    (2, "the flagship, one tile per CTA, every k-tile waited for", "h128x256s4p0", True),
     (3, "persistent (a CTA per SM, tiles in raster groups)", "h128x256s4p0", False),
     (4, "one wgmma group in flight, previous stage released", "h128x256s4", False),
     (5, "clusters of 2, B multicast", "h128x256s4c2", False),
@@ -50,7 +50,7 @@ def main(argv=None):
     ap.add_argument("--warmup-ms", type=float, default=25.0)
     args = ap.parse_args(argv)
 
-    import bench_gemm as bg  # this script's own directory is on sys.path
+    import bench_gemm as bg  # this script's own directory is on sys.path (it puts the repository first)
     import torch
 
     from ptxgen.runtime import jit

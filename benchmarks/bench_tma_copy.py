@@ -1,7 +1,8 @@
-"""Bandwidth of the TMA multistage copy (examples/tma_copy.tile and its build() variants) against a device-to-device
+"""Bandwidth of the TMA multistage copy (examples/tma_copy.tile, ptxgen.kernels.tma_copy.build() variants) against
+a device-to-device
 copy (torch ``y.copy_(x)``) on a large f32 matrix, measured in the same run.
 
-    python examples/bench_tma_copy.py [--m 16384] [--n 16384] [--runs 20] [--json out.json]
+    python benchmarks/bench_tma_copy.py [--m 16384] [--n 16384] [--runs 20] [--json out.json]
 
 Each variant copies a fresh random matrix, is checked to equal it exactly, then is timed with CUDA events: the
 median of ``--runs`` launches (prepared call sites, so the host adds nothing) after three warm-up launches. GB/s
@@ -11,13 +12,14 @@ Writes JSON to ``--json`` or, when $OUT is set, ``$OUT/bench_tma_copy.json``.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import pathlib
 import statistics
+import sys
 
-HERE = pathlib.Path(__file__).resolve().parent
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 
 # (label, build() keyword arguments): the example's defaults (16 x 256 f32 boxes, no swizzle, 8 stages) first, then
 # other box shapes and depths of the same kernel text, and the SW128 form (64 x 32 boxes: 128-byte rows) that the
@@ -27,13 +29,6 @@ VARIANTS = [("tma_copy 16x256 s8 (example)", {}),
             ("tma_copy 8x256 s8", dict(bm=8)), ("tma_copy 64x128 s4", dict(bm=64, bn=128, stages=4)),
             ("sw128 64x32 s2 (former example)", dict(bm=64, stages=2, swizzle=True)),
             ("sw128 64x32 s8", dict(bm=64, stages=8, swizzle=True))]
-
-
-def _twin():
-    spec = importlib.util.spec_from_file_location("example_tma_copy", HERE / "tma_copy.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _time_ms(torch, fn, runs: int) -> float:
@@ -70,9 +65,10 @@ def main(argv=None) -> dict:
     rows = [("torch y.copy_(x)", copy_ms, None)]
     from ptxgen.ir.text import parse_module
 
-    twin = _twin()
-    example = parse_module((HERE / "tma_copy.tile").read_text(), file="examples/tma_copy.tile")
-    kernels = [(label, example if not kw else twin.build(**kw)) for label, kw in VARIANTS]
+    from ptxgen.kernels import tma_copy
+
+    example = parse_module((ROOT / "examples" / "tma_copy.tile").read_text(), file="examples/tma_copy.tile")
+    kernels = [(label, example if not kw else tma_copy.build(**kw)) for label, kw in VARIANTS]
     for label, module in kernels:
         k = jit(module)
         x.copy_(torch.randn_like(x))  # fresh input per variant

@@ -1,6 +1,6 @@
 """Benchmark layoutc against pycute on GMMA-sized layouts.
 
-    python examples/bench_layout.py [--json FILE] [--repeat N] [--target-s SECONDS] [--no-profile]
+    python benchmarks/bench_layout.py [--json FILE] [--repeat N] [--target-s SECONDS] [--no-profile]
 
 Each case runs the same operation on the same inputs in both libraries, in one process. Inputs are built once,
 before any timing, and every case first checks that both libraries return exactly the same shape and stride

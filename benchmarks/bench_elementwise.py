@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Bandwidth of the lowered sqrt_sin and l2norm kernels, against torch and a device-to-device copy in the same run.
 
-    python examples/bench_elementwise.py [--n 268435456] [--rows 16384 --cols 16384] [--reps 50] [--json out.json]
+    python benchmarks/bench_elementwise.py [--n 268435456] [--rows 16384 --cols 16384] [--reps 50] [--json out.json]
 
 Fresh random inputs; each kernel's result is checked against a float64 reference FIRST, then it is timed with CUDA
 events (driver cuEventRecord / cuEventElapsedTime around every repetition of 5 back-to-back calls, after warm-up)

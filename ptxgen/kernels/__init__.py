@@ -1,0 +1,5 @@
+"""ptxgen.kernels: the kernels users call, written in the tile IR and built from a config."""
+from .gemm import GemmConfig, choose_config
+from .linalg import linear, matmul, scaled_mm
+
+__all__ = ["GemmConfig", "choose_config", "linear", "matmul", "scaled_mm"]

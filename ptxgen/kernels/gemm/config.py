@@ -1,0 +1,328 @@
+"""The GEMM's configuration: one frozen dataclass naming every choice the builder makes, and the rules that hold
+between them (``GemmConfig.validate``), so that a bad combination is refused before any IR is built.
+
+C = A·Bᵀ with A (M, K), B (N, K) (K contiguous, "K-major") or their (K, M) / (K, N) forms (M / N contiguous,
+"MN-major"); f32 accumulation; C (M, N) row-major in ``out_dtype``. A config also has a short name, the benchmark's
+variant notation: ``GemmConfig(bn=256, stages=4, epilogue="tma", epilogue_split=2, overlap=1).name`` is
+``h128x256s4t2o1`` (see ``GemmConfig.name`` for the grammar; ``GemmConfig.from_name`` reads it back).
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass
+
+SWIZZLE_ROW = 128  # bytes of K per k-tile: one SW128 row (64 f16/bf16, 128 e4m3/e5m2)
+ELEMENT_BYTES = {"bf16": 2, "f16": 2, "e4m3": 1, "e5m2": 1}
+FP8 = ("e4m3", "e5m2")
+EPILOGUES = ("direct", "rows", "tma")
+MAJORS = ("K", "MN")
+# Stream-K's partial sums cost a launch about 10 us on the H100 (each CTA writes and reads 128 KiB of f32 and waits
+# on its flags), 15 k-tiles of a 128x256 tile (0.7 us each); it pays where it shortens the last wave by more
+# (docs/gpu-runs/2026-11-25-s8-streamk-timing.log, section 6).
+STREAMK_MIN_SAVING = 20
+SMEM_BYTES = 227 * 1024  # the dynamic shared memory a Hopper CTA can have
+REGISTER_FILE = 64 * 1024  # 32-bit registers per SM
+# mbarrier bytes per pipeline stage (a full and an empty barrier of 8 bytes each)
+PIPELINE_STAGE_BYTES = 16
+
+
+def k_tile(dtype: str) -> int:
+    """Elements of K per k-tile: one 128-byte swizzle row. ``k_tile("bf16")`` = 64, ``k_tile("e4m3")`` = 128."""
+    return SWIZZLE_ROW // ELEMENT_BYTES[dtype]
+
+
+@dataclass(frozen=True)
+class GemmConfig:
+    """Every choice of the persistent warp-specialized GEMM (``ptxgen.kernels.gemm.build``). The defaults are the
+    old ``build()``'s: bf16, 128 × 256 tiles, 4 stages, raster groups of 8 tile rows, one wgmma group in flight, no
+    cluster, C stored from the registers.
+
+    - ``dtype``: A's and B's element type, ``bf16``/``f16`` or fp8 ``e4m3``/``e5m2``; ``out_dtype``: C's (default:
+      ``dtype`` for 16-bit inputs, ``bf16`` for fp8, which may also give ``f16``).
+    - ``bm``, ``bn``: the tile; BM rows are split between the two consumer warpgroups (BM/2 = 64·P rows each), BN is
+      the wgmma's N. ``stages``: the smem pipeline's depth. ``group``: tile rows per rasterization group.
+    - ``pending``: wgmma groups left in flight at each k-tile's wait (0: each waited for; 1: the next one queued).
+    - ``cluster``: CTAs per cluster along M sharing B by TMA multicast.
+    - ``epilogue``: ``"direct"`` (st.global from the registers, any N), ``"rows"`` (staged in smem, stored by warps
+      along rows: any N), ``"tma"`` (staged in smem, TMA stores: C's rows 16-byte aligned); ``epilogue_split`` stages
+      the tile in that many column blocks.
+    - ``a_major``, ``b_major``: ``"K"`` (A (M, K), B (N, K)) or ``"MN"`` (A (K, M), B (K, N)).
+    - ``promote`` (fp8): k-tiles whose wgmma products are summed before they join the f32 total.
+    - ``registers``: the (producer, consumer) setmaxnreg budgets.
+    - ``streamk``: share the last partial wave out by k-tiles where that saves ``streamk_min_saving`` k-tiles;
+      ``streamk_every_sm``: launch ``sms`` CTAs even when there are fewer tiles, so that a problem of few tiles is
+      shared out by k-tiles over every SM (split-K where the tiles alone leave SMs idle).
+    - ``overlap``: the epilogue runs behind the next tile's first ``overlap`` k-tiles of wgmmas.
+    - ``bias``: C = A·Bᵀ + bias, the kernel taking ``%bias`` (``out_dtype``, rank 2: an (M, N) addend, in practice a
+      per-column vector seen through a stride-0 view) added to the f32 accumulator before the conversion.
+    - ``swap_ab``: for the ops (``ptxgen.kernels.linalg``): the kernel computes Cᵀ = B·Aᵀ (its M is the problem's N),
+      storing C through its transposed view; the kernel itself is the unswapped one.
+
+    Post (``validate``): the builder accepts the config; any violated rule is a ValueError naming the field."""
+
+    dtype: str = "bf16"
+    bm: int = 128
+    bn: int = 256
+    stages: int = 4
+    group: int = 8
+    pending: int = 1
+    cluster: int = 1
+    epilogue: str = "direct"
+    epilogue_split: int = 1
+    a_major: str = "K"
+    b_major: str = "K"
+    promote: int = 1
+    registers: tuple = (24, 240)
+    streamk: bool = False
+    streamk_min_saving: int = STREAMK_MIN_SAVING
+    streamk_every_sm: bool = False
+    overlap: int = 0
+    out_dtype: str | None = None
+    bias: bool = False
+    swap_ab: bool = False
+
+    def __post_init__(self):
+        if self.out_dtype is None:
+            object.__setattr__(self, "out_dtype", "bf16" if self.dtype in FP8 else self.dtype)
+        if isinstance(self.registers, list):
+            object.__setattr__(self, "registers", tuple(self.registers))
+
+    # -- derived quantities --------------------------------------------------------------------------------------
+    @property
+    def fp8(self) -> bool:
+        return self.dtype in FP8
+
+    @property
+    def k_tile(self) -> int:
+        """Elements of K per k-tile (one 128-byte SW128 row)."""
+        return k_tile(self.dtype)
+
+    @property
+    def rows(self) -> int:
+        """Rows of the tile per consumer warpgroup (BM/2)."""
+        return self.bm // 2
+
+    @property
+    def staged(self) -> bool:
+        """Whether C goes through shared memory (the ``rows`` and ``tma`` epilogues)."""
+        return self.epilogue in ("tma", "rows")
+
+    def smem_bytes(self) -> int:
+        """The shared memory the kernel allocates: the A and B rings, the staged C (``rows``/``tma``) and the
+        pipeline's barriers. ``GemmConfig().smem_bytes()`` = 4 · (128 + 256) · 128 + 64 = 196672."""
+        ring = (self.bm + self.bn) * SWIZZLE_ROW * self.stages
+        staged = self.bm * (self.bn // max(self.epilogue_split, 1)) * ELEMENT_BYTES[self.out_dtype] if self.staged \
+            else 0
+        return ring + staged + PIPELINE_STAGE_BYTES * self.stages
+
+    def replace(self, **changes) -> "GemmConfig":
+        """A copy with ``changes``; ``out_dtype`` follows a new fp8/16-bit ``dtype`` unless given."""
+        if "dtype" in changes and "out_dtype" not in changes:
+            changes["out_dtype"] = None
+        return dataclasses.replace(self, **changes)
+
+    # -- the rules -----------------------------------------------------------------------------------------------
+    def validate(self) -> "GemmConfig":
+        """Raise ValueError naming the field for the first rule the config breaks; → the config. E.g.
+        ``GemmConfig(epilogue_split=2).validate()`` raises ``GemmConfig.epilogue_split = 2: column blocks are staged
+        by the 'tma' or 'rows' epilogue, not 'direct'``."""
+        for rule in _RULES:
+            message = rule(self)
+            if message:
+                raise ValueError(f"GemmConfig.{message}")
+        return self
+
+    # -- the benchmark's variant names ---------------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        """``h<BM>x<BN>s<stages>`` then, where not the default: ``p<pending>``, ``g<group>``, ``c<cluster>``,
+        ``k<promote>``, ``t``/``r`` (TMA-store / rows epilogue) with ``<split>`` when > 1, ``o<overlap>``, ``sk``
+        (stream-K; ``ska``: on every SM; a number after it: ``streamk_min_saving``), ``m<a><b>`` (majors, ``k`` or
+        ``n`` each: ``mkn`` = A K-major, B MN-major), ``x`` (swap_ab), ``b`` (bias), ``R<producer>-<consumer>``
+        (registers), ``_<out_dtype>`` (fp8 with an f16 C). The dtype is not part of the name.
+        ``GemmConfig(cluster=2, epilogue="tma", epilogue_split=2).name`` = ``h128x256s4c2t2``."""
+        parts = [f"h{self.bm}x{self.bn}s{self.stages}"]
+        if self.pending != 1:
+            parts.append(f"p{self.pending}")
+        if self.group != 8:
+            parts.append(f"g{self.group}")
+        if self.cluster != 1:
+            parts.append(f"c{self.cluster}")
+        if self.promote != 1:
+            parts.append(f"k{self.promote}")
+        if self.epilogue != "direct":
+            parts.append({"tma": "t", "rows": "r"}[self.epilogue] + (str(self.epilogue_split)
+                                                                    if self.epilogue_split != 1 else ""))
+        if self.overlap:
+            parts.append(f"o{self.overlap}")
+        if self.streamk:
+            parts.append("sk" + ("a" if self.streamk_every_sm else "")
+                         + (str(self.streamk_min_saving) if self.streamk_min_saving != STREAMK_MIN_SAVING else ""))
+        if (self.a_major, self.b_major) != ("K", "K"):
+            parts.append("m" + "".join("k" if major == "K" else "n" for major in (self.a_major, self.b_major)))
+        if self.swap_ab:
+            parts.append("x")
+        if self.bias:
+            parts.append("b")
+        if tuple(self.registers) != (24, 240):
+            parts.append(f"R{self.registers[0]}-{self.registers[1]}")
+        if self.out_dtype != ("bf16" if self.fp8 else self.dtype):
+            parts.append(f"_{self.out_dtype}")
+        return "".join(parts)
+
+    @classmethod
+    def from_name(cls, name: str, dtype: str = "bf16") -> "GemmConfig":
+        """The config a variant name (``GemmConfig.name``) stands for, of element type ``dtype``:
+        ``GemmConfig.from_name("h128x192s4k4t", "e4m3")`` = GemmConfig("e4m3", bn=192, promote=4, epilogue="tma").
+        Post: ``from_name(c.name, c.dtype) == c``; an unknown name is a ValueError that gives the grammar."""
+        m = _NAME.fullmatch(name)
+        if not m:
+            raise ValueError(f"unknown GEMM variant {name!r}: h<BM>x<BN>s<stages>[p<pending>][g<group>][c<cluster>]"
+                             "[k<promote>][t|r[<split>]][o<overlap>][sk[a][<min saving>]][m<a><b>][x][b]"
+                             "[R<producer>-<consumer>][_<out dtype>]")
+        g = m.groupdict()
+        return cls(
+            dtype=dtype, bm=int(g["bm"]), bn=int(g["bn"]), stages=int(g["stages"]),
+            pending=int(g["pending"] or 1), group=int(g["group"] or 8), cluster=int(g["cluster"] or 1),
+            promote=int(g["promote"] or 1), epilogue={"t": "tma", "r": "rows", None: "direct"}[g["epi"]],
+            epilogue_split=int(g["split"] or 1), overlap=int(g["overlap"] or 0), streamk=bool(g["sk"]),
+            streamk_every_sm=bool(g["every"]),
+            streamk_min_saving=int(g["saving"]) if g["saving"] else STREAMK_MIN_SAVING,
+            a_major="MN" if g["majors"] and g["majors"][0] == "n" else "K",
+            b_major="MN" if g["majors"] and g["majors"][1] == "n" else "K",
+            swap_ab=bool(g["swap"]), bias=bool(g["bias"]),
+            registers=(int(g["rp"]), int(g["rc"])) if g["rp"] else (24, 240), out_dtype=g["out"])
+
+
+_NAME = re.compile(r"h(?P<bm>\d+)x(?P<bn>\d+)s(?P<stages>\d+)(?:p(?P<pending>\d+))?(?:g(?P<group>\d+))?"
+                   r"(?:c(?P<cluster>\d+))?(?:k(?P<promote>\d+))?(?:(?P<epi>[tr])(?P<split>\d)?)?(?:o(?P<overlap>\d+))?"
+                   r"(?:(?P<sk>sk)(?P<every>a)?(?P<saving>\d+)?)?(?:m(?P<majors>[kn]{2}))?(?P<swap>x)?(?P<bias>b)?"
+                   r"(?:R(?P<rp>\d+)-(?P<rc>\d+))?(?:_(?P<out>bf16|f16))?")
+
+
+# -- the rules, in the order they are checked: each → None, or "field = value: what is wrong" --------------------------
+
+def _dtypes(c: GemmConfig):
+    if c.dtype not in ELEMENT_BYTES:
+        return f"dtype = {c.dtype!r}: the operands are bf16, f16, e4m3 or e5m2"
+    if c.fp8 and c.out_dtype not in ("bf16", "f16"):
+        return f"out_dtype = {c.out_dtype!r}: an fp8 GEMM writes bf16 or f16"
+    if not c.fp8 and c.out_dtype != c.dtype:
+        return f"out_dtype = {c.out_dtype!r}: a {c.dtype} GEMM writes {c.dtype}"
+    return None
+
+
+def _tile(c: GemmConfig):
+    if c.bm not in (128, 256):
+        return (f"bm = {c.bm}: the two consumer warpgroups take BM/2 rows each in 64-row wgmma blocks, and a TMA box "
+                "has at most 256 rows: BM is 128 or 256")
+    if not (isinstance(c.bn, int) and 8 <= c.bn <= 256 and c.bn % 8 == 0):
+        return f"bn = {c.bn}: BN is wgmma's N, a multiple of 8 from 8 to 256"
+    if c.stages < 1:
+        return f"stages = {c.stages}: the pipeline needs at least 1 stage"
+    if c.group < 1:
+        return f"group = {c.group}: a rasterization group has at least 1 tile row"
+    if c.pending not in (0, 1):
+        return (f"pending = {c.pending}: a k-tile's stage is released once the wgmma group after it is queued, so at "
+                "most 1 group may stay in flight (0 or 1)")
+    return None
+
+
+def _majors(c: GemmConfig):
+    for field, major in (("a_major", c.a_major), ("b_major", c.b_major)):
+        if major not in MAJORS:
+            return f"{field} = {major!r}: an operand is 'K'-major (K contiguous) or 'MN'-major"
+        if major == "MN" and c.fp8:
+            return f"{field} = 'MN': fp8 wgmma reads K-major shared memory only"
+    if c.b_major == "MN" and c.bn % 64:
+        return f"bn = {c.bn}: an MN-major B is loaded in boxes of 64 columns (one SW128 row): BN a multiple of 64"
+    return None
+
+
+def _cluster(c: GemmConfig):
+    if not 1 <= c.cluster <= 8:
+        return f"cluster = {c.cluster}: clusters of 1 to 8 CTAs (the portable cluster size)"
+    if c.cluster > 1 and (c.a_major, c.b_major) != ("K", "K"):
+        return f"cluster = {c.cluster}: clusters (B multicast) are built for K-major operands; use cluster = 1"
+    if c.bn % (8 * c.cluster):
+        return (f"cluster = {c.cluster}: each CTA of a cluster loads BN/{c.cluster} rows of B, a multiple of 8; "
+                f"BN = {c.bn} does not split so")
+    return None
+
+
+def _promotion(c: GemmConfig):
+    if c.promote < 1:
+        return f"promote = {c.promote}: promote must be at least 1 (k-tiles per promotion)"
+    if not c.fp8 and c.promote != 1:
+        return (f"promote = {c.promote}: promotion is fp8's ({c.dtype} wgmma accumulates in f32 throughout): "
+                "promote = 1")
+    return None
+
+
+def _registers(c: GemmConfig):
+    if len(c.registers) != 2:
+        return f"registers = {c.registers}: (producer, consumer) setmaxnreg budgets"
+    for role, count in zip(("producer", "consumer"), c.registers):
+        if not (isinstance(count, int) and 24 <= count <= 256 and count % 8 == 0):
+            return f"registers = {c.registers}: the {role}'s {count} is not a multiple of 8 from 24 to 256 (setmaxnreg)"
+    if 128 * c.registers[0] + 256 * c.registers[1] > REGISTER_FILE:
+        return (f"registers = {c.registers}: 128 × {c.registers[0]} + 256 × {c.registers[1]} registers exceed the SM's "
+                f"{REGISTER_FILE}")
+    return None
+
+
+def _epilogue(c: GemmConfig):
+    if c.epilogue not in EPILOGUES:
+        return f"epilogue = {c.epilogue!r}: the epilogue is 'direct', 'rows' or 'tma'"
+    if c.epilogue_split < 1:
+        return f"epilogue_split = {c.epilogue_split}: at least 1 column block"
+    if c.epilogue_split > 1 and not c.staged:
+        return (f"epilogue_split = {c.epilogue_split}: column blocks are staged by the 'tma' or 'rows' epilogue, not "
+                f"{c.epilogue!r}")
+    if c.staged and c.bn % (64 * c.epilogue_split):
+        return (f"epilogue_split = {c.epilogue_split}: BN = {c.bn} must split into blocks of a multiple of 64 columns "
+                "(whole 64-column SW128 atoms of the staged epilogue)")
+    if c.epilogue_split > 1 and c.rows != 64:
+        return (f"epilogue_split = {c.epilogue_split}: column blocks are built for BM = 128 (a column block is then a "
+                f"run of the accumulator's values), not BM = {c.bm}")
+    if c.swap_ab and c.epilogue != "direct":
+        return (f"swap_ab = True: C is written through its transposed view, which only the 'direct' epilogue "
+                f"stores (not {c.epilogue!r})")
+    return None
+
+
+def _streamk(c: GemmConfig):
+    if c.streamk and c.fp8:
+        return "streamk = True: stream-K is built for bf16/f16: fp8's promotion chunks run over whole tiles"
+    if c.streamk_min_saving < 0:
+        return f"streamk_min_saving = {c.streamk_min_saving}: a number of k-tiles, at least 0"
+    if c.streamk_every_sm and not c.streamk:
+        return "streamk_every_sm = True: sharing a few tiles over every SM is stream-K's: streamk = True"
+    return None
+
+
+def _overlap(c: GemmConfig):
+    if c.overlap < 0:
+        return f"overlap = {c.overlap}: 0 (no overlap) or the k-tiles queued before the epilogue"
+    if c.overlap and (c.epilogue != "tma" or c.streamk or (c.fp8 and c.promote == 1) or c.pending != 1):
+        return (f"overlap = {c.overlap}: the epilogue behind the next tile's wgmmas is built for the TMA-store "
+                "epilogue of data-parallel tiles with one k-tile in flight: epilogue='tma', streamk=False, pending=1 "
+                "(fp8: promote > 1)")
+    return None
+
+
+def _shared_memory(c: GemmConfig):
+    need = c.smem_bytes()
+    if need > SMEM_BYTES:
+        return (f"stages = {c.stages}: {c.stages} stages of (BM + BN) × 128 bytes"
+                + (" and the staged C" if c.staged else "") + f" need {need} bytes of shared memory, over the "
+                f"{SMEM_BYTES} a Hopper CTA can have")
+    return None
+
+
+_RULES = (_dtypes, _tile, _majors, _cluster, _promotion, _registers, _epilogue, _streamk, _overlap, _shared_memory)
+
+# the configuration examples/gemm_hopper.tile spells out (bf16, 128 x 256, 4 stages, clusters of 2 sharing B by
+# multicast, C through stmatrix and TMA stores in two column halves)
+TILE_FILE = GemmConfig(cluster=2, epilogue="tma", epilogue_split=2)

@@ -1,0 +1,146 @@
+"""C out of the consumers' f32 accumulators: scaled (fp8), plus the bias, converted to ``out_dtype``, and stored —
+from the registers through the accumulator's TV layout (``direct``), or staged in swizzled shared memory by
+stmatrix and stored by TMA (``tma``) or by warps along rows (``rows``)."""
+from __future__ import annotations
+
+from layoutc.hopper import gmma_smem_layout
+
+from ptxgen.ir.builder import frag, gtensor, i32, tmap
+from ptxgen.ir.ops.smem import tile_split
+
+from .config import GemmConfig
+
+
+def accumulator_block_tv(rows: int, bn: int):
+    """The TV layout of a consumer's (rows, BN) accumulator tile, rows = 64·P: thread t of the warpgroup, value
+    v + (BN/2)·p → element m + rows·n of the tile (CLayout_64xN of each m64 block p, stacked along M).
+    ``accumulator_block_tv(64, 8)`` = ((4,8,4),((2,2,1),1)):((128,1,16),((64,8,512),64))."""
+    import layoutc as lc
+
+    p = rows // 64
+    return lc.Layout(((4, 8, 4), ((2, 2, bn // 8), p)), ((2 * rows, 1, 16), ((rows, 8, 8 * rows), 64)))
+
+
+def row_tv(rows: int, cols: int):
+    """A warpgroup's TV layout of a (rows, cols) tile whose warps each cover 32 consecutive columns of one row: thread
+    t → column t % 64 (+64·j for value block j), row t // 64 (+2 per value), element m + rows·n of the tile.
+    ``row_tv(64, 64)`` = ((64,2),(32,1)):((64,1),(2,4096)); post: a bijection of 128 threads × rows·cols/128 values
+    onto the tile (cols a multiple of 64, rows even)."""
+    import layoutc as lc
+
+    return lc.Layout(((64, 2), (rows // 2, cols // 64)), ((rows, 1), (2, 64 * rows)))
+
+
+def staged_c_layout(config: GemmConfig):
+    """The CTA's staged C in shared memory (``rows``/``tma``): BM × BN/epilogue_split in 64-column K-major SW128
+    atoms of ``out_dtype``."""
+    return gmma_smem_layout("K", "SW128", config.out_dtype, (config.bm, config.bn // config.epilogue_split))
+
+
+def c_parameter(config: GemmConfig):
+    """The type of the kernel's ``%c``: a TMA map of one consumer warpgroup's rows × 64 columns (``tma``), else a
+    rank-2 gtensor."""
+    if config.epilogue == "tma":
+        c_rows = tile_split(staged_c_layout(config), 0, config.rows)[0]   # one consumer warpgroup's rows
+        c_box = tile_split(c_rows, 1, 64)[0]                              # one TMA store: rows x 64 columns
+        return tmap(config.out_dtype, 2, c_box)
+    return gtensor(config.out_dtype, 2)
+
+
+def stage_column_block(b, c_mine, lt, out, h: int, split: int, rows: int, c_cols: int, out_dtype: str, tag: str):
+    """Write column block ``h`` of ``split`` of the warpgroup's (rows, BN) accumulator ``out`` (already ``out_dtype``)
+    into its smem rows ``c_mine`` (rows, c_cols = BN/split) through the accumulator's TV layout: block h is the run
+    of values h·size/split … of the fragment (frag.slice; the whole fragment when split = 1)."""
+    values = out.type.size // split
+    part = out if split == 1 else b.frag.slice(out, offset=h * values, type=frag(out_dtype, values), name=f"out{tag}")
+    # stmatrix.x4: each lane stores 8 values (four 8 × 8 matrices per warp instruction) instead of 2 per st.shared
+    b.smem.stmatrix(c_mine, lt, part, tv=accumulator_block_tv(rows, c_cols), num=4, trans=False)
+
+
+def c_values(g, acc, tm, tn):
+    """The finished f32 accumulator of tile (tm, tn) → C's values (``out_dtype``): fp8 times the scales, plus the
+    bias (``%bias`` read through the accumulator's TV layout at the warpgroup's rows of the tile, out of bounds 0)."""
+    b, kb, config = g.b, g.kb, g.config
+    if config.fp8:
+        scale = b.arith.mul(kb["scale_a"], kb["scale_b"], name="scale")
+        acc = b.frag.mul(acc, scale, name="scaled")
+    if config.bias:
+        r0 = b.arith.add(b.arith.mul(tm, g.c_bm, name="bias_m0"), g.row_off, name="bias_r0")
+        n0 = b.arith.mul(tn, g.c_bn, name="bias_n0")
+        window = b.gmem.tile(kb["bias"], r0, n0, shape=(config.rows, config.bn), name="bias_tile")
+        addend = b.gmem.load(window, g.lt, tv=accumulator_block_tv(config.rows, config.bn),
+                             type=frag(config.out_dtype, g.acc_t.shape), name="bias_values")
+        acc = b.frag.add(acc, b.frag.cast(addend, type=g.acc_t, name="bias_f32"), name="biased")
+    return b.frag.cast(acc, type=frag(config.out_dtype, g.acc_t.shape), name="out")
+
+
+def store_out(g, out, tm2, tn2):
+    """C of the tile (tm2, tn2): its values ``out`` (``c_values``)."""
+    b, kb, config = g.b, g.kb, g.config
+    rows, bn, split, out_dtype = config.rows, config.bn, config.epilogue_split, config.out_dtype
+    c_cols = bn // split
+    tile_m0 = b.arith.mul(tm2, g.c_bm, name="tile_m0")
+    r0 = b.arith.add(tile_m0, g.row_off, name="r0")
+    n0c = b.arith.mul(tn2, g.c_bn, name="n0c")
+    if config.epilogue == "direct":
+        c_tile = b.gmem.tile(kb["c"], r0, n0c, shape=(rows, bn), name="c_tile")
+        b.gmem.store(c_tile, g.lt, out, tv=accumulator_block_tv(rows, bn))
+    elif config.epilogue == "rows":
+        # C rows that TMA cannot store (not 16-byte aligned): the accumulator goes through shared memory so that
+        # each warp then stores 32 consecutive elements of one row (2 or 3 sectors per instruction) instead of 4
+        # elements in each of 8 rows (8 sectors), one column block at a time; the named barriers over both consumer
+        # warpgroups keep a block's writes after the previous block's reads
+        c_mine = b.smem.tile(g.sc, g.cw, mode=0, size=rows, name="c_mine")
+        part_values = g.acc_t.size // split
+        for h in range(split):
+            tag = f"_{h}" if split > 1 else ""
+            b.barrier.named(id=1, threads=256)
+            stage_column_block(b, c_mine, g.lt, out, h, split, rows, c_cols, out_dtype, tag)
+            b.barrier.named(id=1, threads=256)
+            row_major = b.smem.load(c_mine, g.lt, tv=row_tv(rows, c_cols), type=frag(out_dtype, part_values),
+                                    name=f"row_major{tag}")
+            col0 = n0c if h == 0 else b.arith.add(n0c, b.const(h * c_cols, i32, name=f"c_block{tag}"),
+                                                  name=f"n0c{tag}")
+            c_tile = b.gmem.tile(kb["c"], r0, col0, shape=(rows, c_cols), name=f"c_tile{tag}")
+            b.gmem.store(c_tile, g.lt, row_major, tv=row_tv(rows, c_cols))
+    else:
+        # the C rows in smem may be rewritten only once the previous tile's TMA stores have read them: each
+        # warpgroup's thread 0 issued (and now waits for) its stores, and a named barrier over both consumer
+        # warpgroups (256 threads; bar.sync 1) tells every consumer thread
+        # With epilogue_split = S the tile goes out in S column blocks through one (rows, BN/S) buffer per
+        # warpgroup: block h is the accumulator's values h·BN/(2S) … (frag.slice), and it is written once
+        # block h-1's stores have read the buffer.
+        wg_leader = b.arith.cmp(g.lt, g.c0, pred="eq", name="wg_leader")
+        c_mine = b.smem.tile(g.sc, g.cw, mode=0, size=rows, name="c_mine")
+        c_col = b.const(64, i32, name="c64")
+        for h in range(split):
+            tag = f"_{h}" if split > 1 else ""
+            with b.scf.if_(wg_leader).then:
+                b.tma.store_wait(pending=0, read=True)
+                b.scf.yield_()
+            b.barrier.named(id=1, threads=256)
+            stage_column_block(b, c_mine, g.lt, out, h, split, rows, c_cols, out_dtype, tag)
+            b.fence.proxy_async()   # the generic smem writes before the async-proxy (TMA) reads
+            b.barrier.named(id=1, threads=256)
+            with b.scf.if_(wg_leader).then:
+                for j in range(c_cols // 64):
+                    cj = b.const(j + h * (c_cols // 64), i32, name=f"cj{j}{tag}")
+                    box = b.smem.tile(c_mine, b.const(j, i32, name=f"cb{j}{tag}") if h else cj, mode=1,
+                                      size=64, name=f"c_box{j}{tag}")
+                    col = b.arith.add(n0c, b.arith.mul(cj, c_col, name=f"c_off{j}{tag}"),
+                                      name=f"c_col{j}{tag}")
+                    b.tma.store(kb["c"], box, r0, col)
+                b.tma.store_commit()
+                b.scf.yield_()
+
+
+def drain_tma_stores(g) -> None:
+    """The end of the kernel (``tma`` epilogue): thread 0 of each consumer warpgroup, which issued TMA stores, waits
+    until the last tile's stores have read shared memory before the CTA ends."""
+    b = g.b
+    lt = b.arith.rem(g.thread, g.c_wg, name="lt_end")
+    first_lane = b.arith.cmp(lt, b.const(0, i32, name="c0_end"), pred="eq", name="first_lane")
+    consumer = b.arith.cmp(g.wg, g.c1, pred="ge", name="consumer_wg")
+    with b.scf.if_(b.arith.and_(first_lane, consumer, name="issued_stores")).then:
+        b.tma.store_wait(pending=0, read=True)
+        b.scf.yield_()

@@ -1,0 +1,151 @@
+"""Which configuration a problem gets: a deterministic rule from (M, N, K, dtype, SM count) to a ``GemmConfig``, no
+timing. The rules and the measurements behind them (H100 SXM, bench_gemm interleaved timing, docs/gpu-runs/):
+
+1. **Swap A and B for small M** (M ≤ ``SWAP_AB_MAX_M`` = 64 < N): the kernel computes Cᵀ = B·Aᵀ, so that the problem's
+   N runs along the kernel's 128-row tiles and M is the wgmma's N, rounded up to 16, 32 or 64 (three kernels for
+   every decode batch size); C is stored through its transposed view by the ``direct`` epilogue (no TMA store or
+   row epilogue writes a column-major C). 8 stages (a stage is only (128 + BN) × 128 bytes). 16-bit: stream-K on
+   every SM (``streamk_every_sm``) — a decode GEMM has a few dozen tiles for 132 SMs, so their k-tiles are shared
+   out (split-K) — from a saving of ``STREAMK_MIN_SAVING`` · BN/256 k-tiles (the partial sums are BN/256 of a
+   128 × 256 tile's). fp8 has no stream-K: one CTA per 128 rows of N. *Not measured on a GPU yet.*
+2. **The tile** minimizes a cost model (``estimated_cost``): k-tiles on the critical path × the time of one k-tile of
+   the tile, relative to the largest tile, ``(BN / BN_max) / EFFICIENCY``; stream-K's partial sums add
+   ``STREAMK_FIXUP`` k-tiles (s8 section 6: ~15 k-tiles of a 128 × 256 tile, ~10 µs) growing with the pieces a
+   tile is split into. Candidates (ties go to the earlier):
+   - bf16/f16, C rows 16-byte aligned: 128 × 256, 4 stages, TMA-store epilogue in halves (``h128x256s4t2``, the
+     winner at 4096³, 8192³, 8192²×1024, 2048³, 4096²×16384: s9 sections 6 and 12); 128 × 128, 6 stages, TMA store
+     (``h128x128s6t``: more tiles where 128 × 256 leaves SMs idle; not measured);
+   - bf16/f16, C rows not 16-byte aligned (N odd, …): 128 × 192 in clusters of 2, the rows epilogue in thirds
+     (``h128x192s4c2r3``: 569 TFLOP/s at 3001×2999×2016 against 375 direct, 2026-11-25 s6), and 128 × 128 (``r``);
+   - fp8: 128 × 192 and 128 × 128, 4 stages, promotion every 4 k-tiles, TMA store (``h128x192s4k4t`` won 8192³ and
+     8192²×1024, ``h128x128s4k4t`` 4096³ and 4096²×16384: the wave quantization, which ``EFFICIENCY`` 0.96 for the
+     128-wide tile reproduces); rows epilogue ``h128x128s4c2k4r`` (724 TFLOP/s at 3001×2999×2016).
+3. **Stream-K** (bf16/f16) where it shortens the last wave by at least ``STREAMK_MIN_SAVING`` = 20 k-tiles
+   (``schedule.streamk_ktiles_saved``, the kernel's own test): ``…sk`` (8192³: 1.041 × cuBLAS; 4096×4352×4096 +9.7%
+   over data-parallel), in clusters of 2 where K ≥ 2·max(M, N) (``c2t2sk`` won 4096²×16384 in both 16-bit types);
+   where the tiles are fewer than the SMs, stream-K on every SM (``ska``) if the cost model prefers it.
+4. Otherwise data-parallel; bf16/f16 with the TMA-store epilogue **overlapped** with the next tile's first k-tile
+   (``o1``: 4096³ 1.003, 8192²×1024 1.022 × cuBLAS in s9 section 12).
+5. **MN-major operands** (a (K, M) A or a (K, N) B, M or N contiguous: 16-bit only) run in clusters of 1; an MN-major
+   B needs BN a multiple of 64.
+
+``choose_config(8192, 8192, 8192, "bf16", 132)`` = h128x256s4t2sk; ``choose_config(4096, 4096, 4096, "bf16")`` =
+h128x256s4t2o1; ``choose_config(16, 4096, 4096, "bf16")`` = h128x16s8ska1x (swapped, split over every SM). Autotuning
+(timing the candidates once per shape and caching the choice) is not implemented: the choice is this rule alone.
+"""
+from __future__ import annotations
+
+from .config import ELEMENT_BYTES, STREAMK_MIN_SAVING, GemmConfig
+from .schedule import streamk_ktiles_saved
+
+SWAP_AB_MAX_M = 64
+H100_SMS = 132
+# the time of one k-tile of a tile relative to its area share of the largest candidate (1: as efficient per FLOP);
+# fp8 128 x 128 from the two measured wave-quantization winners (between 0.92 and 1.02), 16-bit ones estimated
+EFFICIENCY = {(16, 256): 1.0, (16, 192): 0.95, (16, 128): 0.90, (8, 192): 1.0, (8, 128): 0.96}
+# stream-K's partial sums in k-tiles of a 128 x 256 tile (s8 section 6), and the extra per further piece of a tile
+STREAMK_FIXUP = 15.0
+STREAMK_FIXUP_PER_PIECE = 0.25
+SWAP_STAGES = 8
+
+
+def _candidates(dtype: str, tma_store: bool, bias: bool) -> list:
+    """The unswapped configurations of rule 2, data-parallel, without overlap (rules 3 and 4 add those)."""
+    base = dict(dtype=dtype, bias=bias)
+    if dtype in ("e4m3", "e5m2"):
+        if tma_store:
+            return [GemmConfig(bn=192, promote=4, epilogue="tma", **base),
+                    GemmConfig(bn=128, promote=4, epilogue="tma", **base)]
+        return [GemmConfig(bn=128, cluster=2, promote=4, epilogue="rows", **base)]
+    if tma_store:
+        return [GemmConfig(bn=256, epilogue="tma", epilogue_split=2, **base),
+                GemmConfig(bn=128, stages=6, epilogue="tma", **base)]
+    return [GemmConfig(bn=192, cluster=2, epilogue="rows", epilogue_split=3, **base),
+            GemmConfig(bn=128, stages=6, epilogue="rows", **base)]
+
+
+def _width(dtype: str) -> int:
+    return 8 * ELEMENT_BYTES[dtype]
+
+
+def estimated_cost(config: GemmConfig, m: int, n: int, k: int, ctas: int) -> float:
+    """The cost model of rule 2: the k-tiles on the critical path of an (m, n, k) problem on ``ctas`` CTAs, each
+    weighted by its tile's time relative to the dtype's largest candidate, plus stream-K's partial sums where the
+    kernel takes stream-K. E.g. 4096³ bf16 on 132 CTAs: 128 × 256 → 4 waves × 64 k-tiles = 256; 128 × 128 → 8 waves
+    × 64 × 0.5/0.9 = 284.4."""
+    width = _width(config.dtype)
+    largest = max(bn for w, bn in EFFICIENCY if w == width)
+    per_ktile = (config.bn / largest) / EFFICIENCY.get((width, config.bn), 0.85)
+    ktiles = -(-k // config.k_tile)
+    clusters = max(ctas // config.cluster, 1)
+    tiles = -(-m // (config.bm * config.cluster)) * -(-n // config.bn)
+    step = clusters if config.streamk_every_sm else max(min(tiles, clusters), 1)
+    saved = streamk_ktiles_saved(m, n, k, config, ctas) if config.streamk else 0
+    if config.streamk and saved and saved >= config.streamk_min_saving:
+        longest = ktiles - saved
+        pieces = -(-ktiles // max(longest, 1))
+        fixup = STREAMK_FIXUP * config.bn / 256 * (1 + STREAMK_FIXUP_PER_PIECE * max(pieces - 2, 0))
+        return (tiles // step * ktiles + longest) * per_ktile + fixup
+    return -(-tiles // step) * ktiles * per_ktile
+
+
+def _swapped(m: int, n: int, k: int, dtype: str, a_major: str, b_major: str, bias: bool, out_dtype) -> GemmConfig:
+    """Rule 1: the kernel's M is n, its N is m rounded up to 16, 32 or 64; its A is the problem's B."""
+    bn = 16 if m <= 16 else 32 if m <= 32 else 64
+    if a_major == "MN":
+        bn = 64   # the problem's A becomes the kernel's B: MN-major, loaded in 64-column boxes
+    fp8 = dtype in ("e4m3", "e5m2")
+    streamk = dict(streamk=True, streamk_every_sm=True,
+                   streamk_min_saving=max(1, round(STREAMK_MIN_SAVING * bn / 256))) if not fp8 else {}
+    return GemmConfig(dtype=dtype, bn=bn, stages=SWAP_STAGES, a_major=b_major, b_major=a_major,
+                      promote=4 if fp8 else 1, swap_ab=True, bias=bias, out_dtype=out_dtype, **streamk)
+
+
+def choose_config(m: int, n: int, k: int, dtype: str = "bf16", sm_count: int = H100_SMS, *, a_major: str = "K",
+                  b_major: str = "K", bias: bool = False, out_dtype: str | None = None) -> GemmConfig:
+    """The configuration for C (m, n) = A (m, k) · Bᵀ (B (n, k)) of ``dtype`` on ``sm_count`` SMs by the rules above
+    (``a_major``/``b_major``: "K" for K-contiguous operands, "MN" for an A (k, m) / B (k, n) with m / n contiguous;
+    ``bias``: the config adds one; ``out_dtype``: C's type, default the rule of ``GemmConfig``).
+    ``choose_config(3001, 2999, 2016, "bf16").name`` = ``h128x192s4c2r3``. Post: deterministic; the config
+    validates; its C store is one the output can take (TMA only for 16-byte aligned rows of a contiguous C)."""
+    if min(m, n, k) < 0:
+        raise ValueError(f"choose_config: m, n, k must be >= 0, not {m}, {n}, {k}")
+    if dtype not in ELEMENT_BYTES:
+        raise ValueError(f"choose_config: dtype must be one of {', '.join(ELEMENT_BYTES)}, not {dtype!r}")
+    out_dtype = out_dtype or ("bf16" if dtype in ("e4m3", "e5m2") else dtype)
+    if m <= SWAP_AB_MAX_M < n:
+        return _swapped(m, n, k, dtype, a_major, b_major, bias, out_dtype).validate()
+    tma_store = n * ELEMENT_BYTES[out_dtype] % 16 == 0
+    mn_major = (a_major, b_major) != ("K", "K")
+    best, best_cost = None, None
+    for base in _candidates(dtype, tma_store, bias):
+        base = base.replace(out_dtype=out_dtype, a_major=a_major, b_major=b_major)
+        if mn_major:
+            base = base.replace(cluster=1)
+            if b_major == "MN" and base.bn % 64:
+                continue
+        for config in _variants(base, m, n, k, sm_count):
+            cost = estimated_cost(config, m, n, k, sm_count)
+            if best_cost is None or cost < best_cost - 1e-9:
+                best, best_cost = config, cost
+    return best.validate()
+
+
+def _variants(base: GemmConfig, m: int, n: int, k: int, sms: int):
+    """Rules 3 and 4 applied to a candidate tile: stream-K where it pays (clusters of 2 for long K), stream-K on
+    every SM where the tiles are fewer than the SMs, else data-parallel overlapped with the TMA-store epilogue."""
+    if not base.fp8:
+        cluster = 2 if k >= 2 * max(m, n) and (base.a_major, base.b_major) == ("K", "K") else base.cluster
+        sk = base.replace(streamk=True, cluster=cluster)
+        if base.bn % (8 * cluster) == 0 and streamk_ktiles_saved(m, n, k, sk, sms) >= STREAMK_MIN_SAVING:
+            yield sk
+            return
+        tiles = -(-m // base.bm) * -(-n // base.bn)
+        if tiles < sms:
+            every = base.replace(streamk=True, streamk_every_sm=True)
+            if streamk_ktiles_saved(m, n, k, every, sms) >= STREAMK_MIN_SAVING:
+                yield every
+    if base.epilogue == "tma" and not base.fp8:
+        yield base.replace(overlap=1)
+    else:
+        yield base

@@ -1,0 +1,257 @@
+"""The mainloop: the producer's TMA loads of A's and B's k-tiles into the pipeline's stages, and the consumers'
+wgmmas over them — one wgmma group kept in flight (``pending = 1``), each stage released once the wgmmas after it
+are queued; for fp8 the products of every ``promote`` k-tiles summed into a chunk that joins an f32 total
+(DeepGEMM's promotion), the two consumer warpgroups half a chunk apart."""
+from __future__ import annotations
+
+from layoutc.hopper import gmma_smem_layout
+
+from ptxgen.ir.builder import i32
+from ptxgen.ir.ops.smem import permute_layout, stage_sliced, tile_split
+
+from .config import k_tile
+from .schedule import tile_of
+
+
+def operand_ring(dtype: str, rows: int, stages: int, major: str):
+    """(the smem ring of an operand in GLOBAL mode order, the TMA box of one load, loads per stage) for an operand of
+    ``rows`` MN rows × one k-tile: ``major = "K"`` — the global tensor is (rows, K) with K contiguous, one box per
+    stage, the ring is already (MN, K, stage) for wgmma; ``"MN"`` — the global tensor is (K, rows) with MN
+    contiguous, the ring is the MN-major GMMA layout with its modes in (K, MN, stage) order (what TMA writes), loaded
+    in boxes of 64 MN columns (one 128-byte SW128 row), and seen by wgmma through ``smem.permute``.
+    ``operand_ring("bf16", 128, 4, "K")[0]`` = Sw<3,4,3> o 0 o ((8,16),(64,1),(1,4)):((64,512),(1,0),(0,8192))."""
+    bk = k_tile(dtype)
+    if major == "K":
+        ring = gmma_smem_layout("K", "SW128", dtype, (rows, bk, stages))
+        return ring, stage_sliced(ring), 1
+    if major != "MN":
+        raise ValueError(f"major must be 'K' or 'MN', not {major!r}")
+    # atoms along K first (order (1, 0, 2)): each 64-column MN chunk of a stage is then one contiguous TMA box
+    mn = gmma_smem_layout("MN", "SW128", dtype, (rows, bk, stages), order=(1, 0, 2))
+    ring = permute_layout(mn, (1, 0, 2))
+    return ring, tile_split(stage_sliced(ring), 1, 64)[0], rows // 64
+
+
+def load_mn_major(b, tmap_v, dst, pipe, s, kc, mn0, loads, tag):
+    """The TMA loads of one MN-major stage: box j writes MN columns 64j … 64j+63 of the (K, MN) stage from global
+    coordinate (kc, mn0 + 64j)."""
+    c64 = b.const(64, i32, name=f"{tag}_c64")
+    for j in range(loads):
+        cj = b.const(j, i32, name=f"{tag}_j{j}")
+        box = b.smem.tile(dst, cj, mode=1, size=64, name=f"{tag}_box{j}")
+        col = b.arith.add(mn0, b.arith.mul(cj, c64, name=f"{tag}_off{j}"), name=f"{tag}_col{j}")
+        b.tma.load(tmap_v, box, pipe, s, kc, col)
+
+
+def release_previous(b, pipe, cond, kit, c1, c_stages, name):
+    """``scf.if cond``: release the stage of iteration ``kit - 1`` (values ``%name``, ``%name_s``)."""
+    with b.scf.if_(cond).then:
+        prev = b.arith.sub(kit, c1, name=name)
+        b.pipeline.release(pipe, b.arith.rem(prev, c_stages, name=f"{name}_s"))
+        b.scf.yield_()
+
+
+def produce(g, t, lo, hi, it):
+    """The producer's TMA loads of k-tiles lo … hi-1 of work item t (a cluster's CTA loading its A box and its part
+    of B, multicast to the cluster); → the iteration counter after them."""
+    b, kb, config = g.b, g.kb, g.config
+    c1 = g.c1
+    tm, tn = tile_of(g, t, ("tm", "tn", "tmc", "tm_own"))
+    m0 = b.arith.mul(tm, g.c_bm, name="m0")
+    n0 = b.arith.mul(tn, g.c_bn, name="n0")
+    if config.cluster > 1:
+        c_part = b.const(config.bn // config.cluster, i32, name="bpart")
+        n_part = b.arith.add(n0, b.arith.mul(g.rank, c_part, name="part_off"), name="n_part")
+    with b.scf.for_(lo, hi, c1, it, args=("kt", "pit"), names=["it_next"]) as loop:
+        kt, pit = loop
+        s = b.pipeline.acquire(g.pipe, pit, bytes=g.stage_bytes, name="s")
+        a_dst = b.smem.slice(g.sa, s, name="a_dst")
+        b_dst = b.smem.slice(g.sb, s, name="b_dst")
+        kc = b.arith.mul(kt, g.c_bk, name="kc")
+        if config.a_major == "K":
+            b.tma.load(kb["a"], a_dst, g.pipe, s, m0, kc)
+        else:
+            load_mn_major(b, kb["a"], a_dst, g.pipe, s, kc, m0, g.a_loads, "a")
+        if config.b_major == "MN":
+            load_mn_major(b, kb["b"], b_dst, g.pipe, s, kc, n0, g.b_loads, "b")
+        elif config.cluster > 1:
+            b_half = b.smem.tile(b_dst, g.rank, mode=0, size=config.bn // config.cluster, name="b_part_dst")
+            b.tma.load(kb["b"], b_half, g.pipe, s, n_part, kc, multicast=True)
+        else:
+            b.tma.load(kb["b"], b_dst, g.pipe, s, n0, kc)
+        b.scf.yield_(b.arith.add(pit, c1, name="pit1"))
+    return loop.results[0]
+
+
+def issue(g, acc_in, kit, tag=""):
+    """Wait for iteration ``kit``'s stage and queue its wgmmas onto ``acc_in``; → (acc, stage)."""
+    b, config = g.b, g.config
+    s2 = b.pipeline.wait(g.pipe, kit, name=f"s2{tag}")
+    a_stage = b.smem.slice(g.sa, s2, name=f"a_stage{tag}")
+    if config.a_major == "MN":
+        a_stage = b.smem.permute(a_stage, order=(1, 0), name=f"a_stage_mk{tag}")
+    a_rows = b.smem.tile(a_stage, g.cw, mode=0, size=config.rows, name=f"a_rows{tag}")
+    assert a_rows.type == g.a_rows_t
+    b_stage = b.smem.slice(g.sb, s2, name=f"b_stage{tag}")
+    if config.b_major == "MN":
+        b_stage = b.smem.permute(b_stage, order=(1, 0), name=f"b_stage_nk{tag}")
+    b.wgmma.fence()
+    acc_out = b.wgmma.mma(a_rows, b_stage, acc_in, name=f"acc_out{tag}")
+    b.wgmma.commit()
+    return acc_out, s2
+
+
+def k_tiles(g, lo, hi, acc_start, kit_start, hook=None, tag=""):
+    """The wgmmas of k-tiles lo … hi-1 accumulated onto ``acc_start``, each k-tile's stage released once the NEXT
+    k-tile's wgmmas are queued (``pending``); → (the accumulator, still in flight unless pending = 0, and the
+    iteration counter after hi-1). The last stage is released by the caller. ``hook`` (pending = 1): the wgmmas of
+    the first ``overlap`` k-tiles are queued without waiting, then ``hook()`` runs while the tensor cores work
+    through them (the previous tile's epilogue), then their stages but the last are released. No branch carries the
+    accumulator in flight (C7514): the peeled k-tiles are a loop of at most ``overlap`` trips."""
+    b, config = g.b, g.config
+    c1, c_stages, pipe, pending, overlap = g.c1, g.c_stages, g.pipe, config.pending, config.overlap
+    if hook is not None:
+        c_overlap = b.const(overlap, i32, name=f"overlap{tag}")
+        peel_end = b.arith.min(b.arith.add(lo, c_overlap, name=f"peel_end0{tag}"), hi, name=f"peel_end{tag}")
+        with b.scf.for_(lo, peel_end, c1, acc_start, kit_start, args=(f"kp{tag}", f"acc_p{tag}", f"kit_p{tag}"),
+                        names=[f"acc_peeled{tag}", f"kit_peeled{tag}"]) as ploop:
+            _kp, acc_p, kit_p = ploop
+            acc_q, _s = issue(g, acc_p, kit_p, f"_peel{tag}")
+            b.scf.yield_(acc_q, b.arith.add(kit_p, c1, name=f"kit_p1{tag}"))
+        acc_start, kit_peeled = ploop.results
+        hook()
+        if overlap > 1:
+            b.wgmma.wait(pending=1)
+            # every peeled k-tile but the last is done: their stages go back to the producer
+            kit_last = b.arith.max(b.arith.sub(kit_peeled, c1, name=f"kit_last0{tag}"), kit_start,
+                                   name=f"kit_last{tag}")
+            with b.scf.for_(kit_start, kit_last, c1, args=(f"kr{tag}",)) as rloop:
+                (kr,) = rloop
+                b.pipeline.release(pipe, b.arith.rem(kr, c_stages, name=f"kr_s{tag}"))
+                b.scf.yield_()
+        loop_lo, kit_start = peel_end, kit_peeled
+    else:
+        loop_lo = lo
+    # has_prev and any_k compare with lo: after peeled k-tiles the loop's first trip releases the last one
+    with b.scf.for_(loop_lo, hi, c1, acc_start, kit_start, args=(f"kt2{tag}", f"acc_in{tag}", f"kit{tag}"),
+                    names=[f"acc{tag}", f"kit_end{tag}"]) as mloop:
+        kt2, acc_in, kit = mloop
+        acc_out, s2 = issue(g, acc_in, kit, tag)
+        if pending:
+            b.wgmma.wait(pending=pending)
+            # the wgmmas of the previous k-tile are done: hand its stage back to the producer
+            has_prev = b.arith.cmp(kt2, lo, pred="gt", name=f"has_prev{tag}")
+            release_previous(b, pipe, has_prev, kit, c1, c_stages, f"prev{tag}")
+        else:
+            acc_out = b.wgmma.wait(acc_out, pending=0, name=f"acc_done_k{tag}")
+            b.pipeline.release(pipe, s2)
+        b.scf.yield_(acc_out, b.arith.add(kit, c1, name=f"kit1{tag}"))
+    acc, kit_end = mloop.results
+    if pending:
+        # the accumulators pass through the wait: nothing reads them before the last wgmmas completed
+        acc = b.wgmma.wait(acc, pending=0, name=f"acc_done{tag}")
+        any_k = b.arith.cmp(hi, lo, pred="gt", name=f"any_k{tag}")
+        release_previous(b, pipe, any_k, kit_end, c1, c_stages, f"last{tag}")
+    return acc, kit_end
+
+
+def promote_every_k_tile(g, init, cit):
+    """The fp8 mainloop promoting every k-tile (128 deep, DeepGEMM's interval) with the two consumer warpgroups
+    half a k-tile apart: each k-tile's wgmmas are issued as two K-halves (two m64nNk32 each); warpgroup 0's chunk is
+    one k-tile, warpgroup 1's is the second half of one k-tile and the first half of the next. When warpgroup 0
+    waits for its chunk and adds it, warpgroup 1's second half is still queued on the tensor cores, and the other way
+    round. Each warpgroup has its own loop (an accumulator in flight must not pass through the phi of a branch: the
+    copies would read it and ptxas would serialize every wgmma, C7514). → (the f32 total, the iteration counter after
+    the last k-tile)."""
+    b = g.b
+    pipe, sa, sb, cw, rows, acc_t = g.pipe, g.sa, g.sb, g.cw, g.config.rows, g.acc_t
+    ktiles, c0, c1, c_stages, fzero = g.ktiles, g.c0, g.c1, g.c_stages, g.fzero
+    half = g.config.k_tile // 2
+
+    def stage_halves(kit, tag):
+        s2 = b.pipeline.wait(pipe, kit, name=f"s2{tag}")
+        a_rows = b.smem.tile(b.smem.slice(sa, s2, name=f"a_stage{tag}"), cw, mode=0, size=rows, name=f"a_rows{tag}")
+        b_stage = b.smem.slice(sb, s2, name=f"b_stage{tag}")
+        halves = [(b.smem.tile(a_rows, c, mode=1, size=half, name=f"a_{h}{tag}"),
+                   b.smem.tile(b_stage, c, mode=1, size=half, name=f"b_{h}{tag}")) for h, c in (("lo", c0), ("hi", c1))]
+        return s2, halves
+
+    first_wg = b.arith.cmp(cw, c0, pred="eq", name="first_wg")
+    branch = b.scf.if_(first_wg, types=(acc_t, i32), names=["total", "kit_end"])
+    with branch.then:
+        with b.scf.for_(c0, ktiles, c1, init, cit, args=("kt0", "total_in0", "kit0"),
+                        names=["total0", "kit_end0"]) as loop0:
+            _kt, total_in, kit = loop0
+            s2, ((a_lo, b_lo), (a_hi, b_hi)) = stage_halves(kit, "_0")
+            zero = b.frag.splat(fzero, type=acc_t, name="zero_0")
+            b.wgmma.fence()
+            whole = b.wgmma.mma(a_lo, b_lo, zero, name="whole_lo")
+            whole = b.wgmma.mma(a_hi, b_hi, whole, name="whole")
+            b.wgmma.commit()
+            whole = b.wgmma.wait(whole, pending=0, name="whole_done")
+            b.pipeline.release(pipe, s2)
+            b.scf.yield_(b.frag.add(total_in, whole, name="total_out0"), b.arith.add(kit, c1, name="kit_next0"))
+        b.scf.yield_(*loop0.results)
+    with branch.otherwise:
+        # the chunk opened by a k-tile's second half closes with the next k-tile's first half
+        zero = b.frag.splat(fzero, type=acc_t, name="zero_1")
+        with b.scf.for_(c0, ktiles, c1, init, zero, cit, args=("kt1", "total_in1", "open_in", "kit1"),
+                        names=["total1", "open", "kit_end1"]) as loop1:
+            kt, total_in, open_in, kit = loop1
+            s2, ((a_lo, b_lo), (a_hi, b_hi)) = stage_halves(kit, "_1")
+            b.wgmma.fence()
+            closing = b.wgmma.mma(a_lo, b_lo, open_in, name="closing")
+            b.wgmma.commit()
+            closing = b.wgmma.wait(closing, pending=0, name="closing_done")
+            has_prev = b.arith.cmp(kt, c0, pred="gt", name="has_prev1")
+            release_previous(b, pipe, has_prev, kit, c1, c_stages, "prev1")
+            total_out = b.frag.add(total_in, closing, name="total_out1")
+            zero_k = b.frag.splat(fzero, type=acc_t, name="zero_k")
+            b.wgmma.fence()
+            opened = b.wgmma.mma(a_hi, b_hi, zero_k, name="opened")
+            b.wgmma.commit()
+            b.scf.yield_(total_out, opened, b.arith.add(kit, c1, name="kit_next1"))
+        total1, open_chunk, kit_end1 = loop1.results
+        # the last k-tile's second half is still in flight (a zero chunk when there was no k-tile)
+        open_chunk = b.wgmma.wait(open_chunk, pending=0, name="open_done")
+        any_k = b.arith.cmp(ktiles, c0, pred="gt", name="any_k1")
+        release_previous(b, pipe, any_k, kit_end1, c1, c_stages, "last1")
+        b.scf.yield_(b.frag.add(total1, open_chunk, name="total_all"), kit_end1)
+    return branch.results
+
+
+def consume(g, ct, lo, hi, cit, hook=None):
+    """The wgmmas of k-tiles lo … hi-1 of work item ct from the iteration counter cit on (``hook``: see
+    ``k_tiles``); → (the f32 accumulator, completed; the counter after them; the tile's (m, n))."""
+    b, config = g.b, g.config
+    tm2, tn2 = tile_of(g, ct, ("tm2", "tn2", "tmc2", "tm2_own"))
+    init = b.frag.splat(g.fzero, type=g.acc_t, name="init")
+    if config.fp8 and config.promote == 1:
+        acc, kit_end = promote_every_k_tile(g, init, cit)
+    elif config.fp8:
+        # promotion: the wgmmas of `promote` k-tiles sum into a chunk that starts from zero; the finished chunk
+        # joins the f32 total with ordinary adds. The two consumer warpgroups promote half a chunk apart
+        # (warpgroup 1's chunks start promote/2 k-tiles earlier, its first one clipped at 0): while one waits for
+        # its chunk and adds it, the other's wgmmas keep the tensor cores busy. With a hook the first chunk IS the
+        # total (no zero total is live while the hook holds the previous tile's C; without one, a chunk loop from
+        # the first chunk on keeps BN = 224's 224 accumulators unspilled).
+        c_promote = b.const(config.promote, i32, name="promote")
+        stagger = b.arith.mul(g.cw, b.const(config.promote // 2, i32, name="half_chunk"), name="stagger")
+        if hook is not None:
+            chunks_from = b.arith.sub(c_promote, stagger, name="second_chunk")
+            first_end = b.arith.min(chunks_from, hi, name="first_end")
+            total0, kit0 = k_tiles(g, lo, first_end, init, cit, hook, "_first")
+        else:
+            chunks_from, total0, kit0 = b.arith.sub(lo, stagger, name="first_chunk"), init, cit
+        with b.scf.for_(chunks_from, hi, c_promote, total0, kit0,
+                        args=("kchunk", "total_in", "pkit"), names=["total", "kit_done"]) as ploop:
+            kchunk, total_in, pkit = ploop
+            kchunk_lo = b.arith.max(kchunk, lo, name="kchunk_lo")
+            kchunk_end = b.arith.min(b.arith.add(kchunk, c_promote, name="kchunk_next"), hi, name="kchunk_end")
+            zero = b.frag.splat(g.fzero, type=g.acc_t, name="zero")
+            chunk, chunk_kit = k_tiles(g, kchunk_lo, kchunk_end, zero, pkit)
+            b.scf.yield_(b.frag.add(total_in, chunk, name="total_out"), chunk_kit)
+        acc, kit_end = ploop.results
+    else:
+        acc, kit_end = k_tiles(g, lo, hi, init, cit, hook)
+    return acc, kit_end, tm2, tn2

@@ -1,0 +1,242 @@
+"""Which CTA computes what: the persistent grid, the rasterized tile order (``sched.tile`` in groups of tile rows, a
+cluster's CTAs taking its BM-row parts), and stream-K — the tiles of the last, partial wave shared out by k-tiles,
+their partial sums added through an f32 workspace ordered by flags."""
+from __future__ import annotations
+
+from ptxgen.ir.builder import cdiv, frag, hmin, i32, mul
+
+from .config import STREAMK_MIN_SAVING, GemmConfig
+
+# A partial sum is one consumer warpgroup's accumulator, its 128 threads × V values stored as V/4 rows of
+# WORK_COLUMNS f32 in which thread t holds columns 4t … 4t+3 (16-byte stores, one 512-byte row per warp instruction)
+WORK_COLUMNS = 512
+
+
+def grid(config: GemmConfig) -> tuple:
+    """The launch grid: ``min(tiles, %sms)`` CTAs (whole clusters: ``min(cluster tiles, ⌈%sms/cluster⌉)·cluster``);
+    with ``streamk_every_sm`` ``%sms`` CTAs (whole clusters) whatever the tile count.
+    ``grid(GemmConfig())`` = (min(cdiv(%m, 128) * cdiv(%n, 256), %sms), 1, 1)."""
+    if config.streamk_every_sm:
+        return ("sms", 1, 1) if config.cluster == 1 else (mul(cdiv("sms", config.cluster), config.cluster), 1, 1)
+    work = mul(cdiv("m", config.bm * config.cluster), cdiv("n", config.bn))
+    if config.cluster == 1:
+        return hmin(work, "sms"), 1, 1
+    return mul(hmin(work, cdiv("sms", config.cluster)), config.cluster), 1, 1
+
+
+def tile_of(g, t, names: tuple):
+    """(tile row, tile column) of work item ``t``: ``sched.tile`` in raster groups; in a cluster, CTA ``rank``
+    takes the BM-row part ``rank`` of the cluster tile. ``names``: (row, column, cluster row, own row)."""
+    b = g.b
+    tm, tn = b.sched.tile(t, g.tiles_m, g.tiles_n, group=g.config.group, name=[names[0], names[1]])
+    if g.config.cluster > 1:
+        tm = b.arith.add(b.arith.mul(tm, g.c_cluster, name=names[2]), g.rank, name=names[3])
+    return tm, tn
+
+
+def streamk_ktiles_saved(m: int, n: int, k: int, config: GemmConfig, ctas: int) -> int:
+    """The host's copy of ``streamk_split``'s test: how many k-tiles stream-K takes off the last wave of an
+    (m, n, k) problem on ``ctas`` CTAs (0 when the tiles fill whole waves); the kernel shares the last wave out
+    where this is at least ``streamk_min_saving``. E.g. 8192³ bf16, 128 × 256 tiles on 132 CTAs: 2048 tiles, the
+    last wave 68 tiles of 128 k-tiles shared by 132 → runs of 66: 62 k-tiles saved."""
+    ktiles = -(-k // config.k_tile)
+    clusters = -(-ctas // config.cluster)
+    tiles = -(-m // (config.bm * config.cluster)) * -(-n // config.bn)
+    step = clusters if config.streamk_every_sm else min(tiles, clusters)
+    if not tiles or not step:
+        return 0
+    rest = tiles % step
+    if not rest:
+        return 0
+    units = max(min(step, rest * ktiles), 1)
+    return ktiles - -(-(rest * ktiles) // units)
+
+
+def work_tv(values: int):
+    """The TV layout of a partial sum over its (values/4, WORK_COLUMNS) block: thread t, value v → row v // 4, column
+    4t + v % 4. ``work_tv(128)`` = (128,(4,32)):(128,(32,1)); post: a bijection onto the block."""
+    import layoutc as lc
+
+    return lc.Layout((128, (4, values // 4)), (values, (values // 4, 1)))
+
+
+def streamk_buffers(config: GemmConfig, ctas: int) -> dict:
+    """The shapes of the stream-K kernel's ``work`` (f32, any contents) and ``flags`` (i32, ZERO before the first
+    launch; every launch leaves them zero) for a grid of at most ``ctas`` CTAs: each cluster writes at most two
+    partial sums (the head of one tile, the tail of another), each of its CTAs' two consumer warpgroups one block;
+    one flag per (tile of the last wave, CTA rank, consumer thread).
+    ``streamk_buffers(GemmConfig(streamk=True), 132)`` = {"work": (16896, 512), "flags": (33792,)}."""
+    clusters = ctas // config.cluster
+    values = (config.bn // 2) * (config.rows // 64)
+    return {"work": (clusters * 2 * config.cluster * 2 * (values // 4), WORK_COLUMNS),
+            "flags": (clusters * config.cluster * 256,)}
+
+
+def streamk_split(b, first, step, tiles, ktiles, c0, c1, cluster: int, min_saving: int = STREAMK_MIN_SAVING) -> dict:
+    """The work of cluster ``first`` of ``step``: the data-parallel tiles first, b, b + step, … below ``dp_tiles``,
+    then an equal share of the k-tiles of the last ``tiles - dp_tiles`` tiles (numbered in k-tile order across
+    tiles): units = min(step, those k-tiles) clusters take runs [s, e) = [c·total/units, (c+1)·total/units), each
+    within at most two tiles (a run is shorter than a tile). ``dp_tiles`` is ``tiles - tiles % step`` (whole waves)
+    when the longest run is at least ``min_saving`` k-tiles shorter than a tile, else ``tiles`` (no stream-K). A
+    run's pieces go LAST tile first, so that the piece finishing a tile is a cluster's last work: the earlier
+    clusters' pieces of that tile were their first (or only) ones. → the values the items and the join need."""
+    rest = b.arith.rem(tiles, step, name="rest_tiles")
+    rest_ktiles = b.arith.mul(rest, ktiles, name="rest_ktiles")
+    rest_units = b.arith.max(b.arith.min(step, rest_ktiles, name="rest_units0"), c1, name="rest_units")
+    longest = b.arith.cdiv(rest_ktiles, rest_units, name="longest_run")
+    saving = b.arith.sub(ktiles, longest, name="saving")
+    pays = b.arith.cmp(saving, b.const(min_saving, i32, name="min_saving"), pred="ge", name="sk_pays")
+    sk_tiles = b.arith.select(pays, rest, c0, name="sk_tiles")
+    dp_tiles = b.arith.sub(tiles, sk_tiles, name="dp_tiles")
+    dp_items = b.arith.cdiv(b.arith.sub(dp_tiles, first, name="dp_left"), step, name="dp_items")
+    total = b.arith.mul(sk_tiles, ktiles, name="sk_ktiles")
+    units = b.arith.max(b.arith.min(step, total, name="sk_units0"), c1, name="sk_units")
+    ktiles_1 = b.arith.max(ktiles, c1, name="ktiles_1")
+    start = b.arith.div(b.arith.mul(first, total, name="sk_s0"), units, name="sk_start")
+    end = b.arith.div(b.arith.mul(b.arith.add(first, c1, name="sk_next"), total, name="sk_e0"), units, name="sk_end")
+    first_tile = b.arith.div(start, ktiles_1, name="sk_first_tile")
+    last_tile = b.arith.div(b.arith.sub(end, c1, name="sk_last_k"), ktiles_1, name="sk_last_tile")
+    # clusters past the units (fewer k-tiles left than clusters) have no run
+    in_sk = b.arith.and_(b.arith.cmp(start, end, pred="lt", name="nonempty_run"),
+                         b.arith.cmp(first, units, pred="lt", name="a_unit"), name="in_sk")
+    pieces = b.arith.select(in_sk, b.arith.add(b.arith.sub(last_tile, first_tile, name="sk_span"), c1,
+                                               name="sk_pieces1"), c0, name="sk_pieces")
+    items = b.arith.add(dp_items, pieces, name="items")
+    return {"first": first, "step": step, "dp_tiles": dp_tiles, "dp_items": dp_items, "total": total,
+            "units": units, "ktiles_1": ktiles_1, "start": start, "end": end, "first_tile": first_tile,
+            "last_tile": last_tile, "items": items, "cluster": cluster, "c0": c0, "c1": c1}
+
+
+def streamk_item(b, split, i, ktiles, c0, tag: str):
+    """Work item ``i`` of the cluster: → (work index, first k-tile, end k-tile); values named ``…_{tag}``."""
+    sk = b.arith.cmp(i, split["dp_items"], pred="ge", name=f"is_sk_{tag}")
+    piece = b.arith.sub(i, split["dp_items"], name=f"piece_{tag}")
+    j = b.arith.sub(split["last_tile"], piece, name=f"sk_j_{tag}")
+    t_sk = b.arith.add(split["dp_tiles"], j, name=f"t_sk_{tag}")
+    t_dp = b.arith.add(split["first"], b.arith.mul(i, split["step"], name=f"dp_off_{tag}"), name=f"t_dp_{tag}")
+    jk = b.arith.mul(j, ktiles, name=f"sk_jk_{tag}")
+    lo = b.arith.max(b.arith.sub(split["start"], jk, name=f"lo0_{tag}"), c0, name=f"lo_sk_{tag}")
+    hi = b.arith.min(b.arith.sub(split["end"], jk, name=f"hi0_{tag}"), ktiles, name=f"hi_sk_{tag}")
+    return (b.arith.select(sk, t_sk, t_dp, name=f"t_{tag}"), b.arith.select(sk, lo, c0, name=f"lo_{tag}"),
+            b.arith.select(sk, hi, ktiles, name=f"hi_{tag}"))
+
+
+def _partial_block(b, kb, split, unit, piece, rank, cw, values: int, name: str):
+    """The workspace block of the partial sum of (cluster ``unit``, its piece ``piece``, CTA ``rank``, warpgroup
+    ``cw``)."""
+    c2 = b.const(2, i32, name=f"c2_{name}")
+    slot = b.arith.add(b.arith.mul(unit, c2, name=f"slot0_{name}"), piece, name=f"slot_{name}")
+    cta = b.arith.add(b.arith.mul(slot, b.const(split["cluster"], i32, name=f"ncta_{name}"), name=f"cta0_{name}"),
+                      rank, name=f"cta_{name}")
+    block = b.arith.add(b.arith.mul(cta, c2, name=f"wgb0_{name}"), cw, name=f"wgb_{name}")
+    row = b.arith.mul(block, b.const(values // 4, i32, name=f"rows_{name}"), name=f"row_{name}")
+    return b.gmem.tile(kb["work"], row, split["c0"], shape=(values // 4, WORK_COLUMNS), name=f"block_{name}")
+
+
+def _flag(b, split, j, rank, cw, lt, name: str):
+    """The flag of (last-wave tile j, CTA rank, consumer thread cw·128 + lt)."""
+    cta = b.arith.add(b.arith.mul(j, b.const(split["cluster"], i32, name=f"fcta_{name}"), name=f"fj_{name}"), rank,
+                      name=f"fr_{name}")
+    wgs = b.arith.add(b.arith.mul(cta, b.const(2, i32, name=f"fc2_{name}"), name=f"fw0_{name}"), cw,
+                      name=f"fw_{name}")
+    return b.arith.add(b.arith.mul(wgs, b.const(128, i32, name=f"f128_{name}"), name=f"ft0_{name}"), lt,
+                       name=f"flag_{name}")
+
+
+def streamk_contribute(b, kb, split, ct, acc, rank, cw, lt, acc_t):
+    """A piece that does not finish its tile: store the partial sum, then signal (release) the tile's flag."""
+    j = b.arith.sub(ct, split["dp_tiles"], name="cj")
+    piece = b.arith.sub(j, split["first_tile"], name="cpiece")
+    block = _partial_block(b, kb, split, split["first"], piece, rank, cw, acc_t.size, "own")
+    b.gmem.store(block, lt, acc, tv=work_tv(acc_t.size))
+    b.gmem.signal(kb["flags"], _flag(b, split, j, rank, cw, lt, "own"), split["c1"])
+
+
+def streamk_join(b, kb, split, ct, acc, ktiles, rank, cw, lt, acc_t):
+    """The piece that finishes its tile: wait until every cluster with an earlier piece of it signalled (acquire),
+    add their partial sums (clusters c_lo … this one − 1, in k order), and reset the flag. → the tile's sum."""
+    c1 = split["c1"]
+    j = b.arith.sub(ct, split["dp_tiles"], name="jj")
+    head = b.arith.add(b.arith.mul(j, ktiles, name="jk0"), c1, name="jk1")
+    c_lo = b.arith.div(b.arith.sub(b.arith.mul(head, split["units"], name="jku"), c1, name="jku1"), split["total"],
+                       name="c_lo")
+    others = b.arith.sub(split["first"], c_lo, name="others")
+    flag = _flag(b, split, j, rank, cw, lt, "join")
+    b.gmem.wait(kb["flags"], flag, others)
+    with b.scf.for_(c_lo, split["first"], c1, acc, args=("unit", "sum_in"), names=["sum"]) as loop:
+        unit, sum_in = loop
+        unit_start = b.arith.div(b.arith.mul(unit, split["total"], name="us0"), split["units"], name="unit_start")
+        piece = b.arith.sub(j, b.arith.div(unit_start, split["ktiles_1"], name="unit_tile"), name="unit_piece")
+        block = _partial_block(b, kb, split, unit, piece, rank, cw, acc_t.size, "other")
+        part = b.gmem.load(block, lt, tv=work_tv(acc_t.size), type=acc_t, name="part")
+        b.scf.yield_(b.frag.add(sum_in, part, name="sum_out"))
+    b.gmem.signal(kb["flags"], flag, b.arith.sub(split["c0"], others, name="unsignal"))
+    return loop.results[0]
+
+
+def produce_tiles(g, produce) -> None:
+    """The producer's walk over its work items: ``produce(t, lo, hi, it)`` issues the loads of k-tiles lo … hi-1 of
+    work item t from iteration ``it`` on; the counter runs across items (stream-K items: ``streamk_item``)."""
+    b, c0, c1 = g.b, g.c0, g.c1
+    if g.config.streamk:
+        with b.scf.for_(c0, g.split["items"], c1, c0, args=("i", "it"), names=["it_done"]) as (i, it):
+            t, lo, hi = streamk_item(b, g.split, i, g.ktiles, c0, "p")
+            b.scf.yield_(produce(t, lo, hi, it))
+    else:
+        with b.scf.for_(g.first, g.tiles, g.step, c0, args=("t", "it"), names=["it_done"]) as (t, it):
+            b.scf.yield_(produce(t, c0, g.ktiles, it))
+
+
+def consume_tiles(g, consume, c_values, store_out) -> None:
+    """The consumers' walk over their work items: ``consume(ct, lo, hi, cit, hook)`` → (accumulator, counter, tile
+    row, tile column); each finished tile is stored (``store_out(c_values(acc, tm, tn), tm, tn)``): data-parallel;
+    stream-K (a piece that does not finish its tile leaves a partial sum, the one that does adds them); or
+    ``overlap``: a tile's C held as packed values and stored by the next trip's hook, behind that tile's first
+    wgmmas, one trip past the tiles (no k-tiles, tile 0's coordinates) storing the last one."""
+    b, kb, config = g.b, g.kb, g.config
+    c0, c1, fzero, acc_t = g.c0, g.c1, g.fzero, g.acc_t
+    if config.streamk:
+        split = g.split
+        with b.scf.for_(c0, split["items"], c1, c0, args=("ci", "cit"), names=["cit_done"]) as (i, cit):
+            ct, lo, hi = streamk_item(b, split, i, g.ktiles, c0, "c")
+            acc, kit_end, tm2, tn2 = consume(ct, lo, hi, cit)
+            finishes = b.arith.cmp(hi, g.ktiles, pred="eq", name="finishes")
+            finish = b.scf.if_(finishes)
+            with finish.then:
+                # the tile's last k-tile is ours: the clusters that ran its earlier k-tiles left partial sums
+                joins = b.arith.cmp(lo, c0, pred="gt", name="joins")
+                join = b.scf.if_(joins, types=(acc_t,), names=["whole"])
+                with join.then:
+                    b.scf.yield_(streamk_join(b, kb, split, ct, acc, g.ktiles, g.rank_or_zero, g.cw, g.lt, acc_t))
+                with join.otherwise:
+                    b.scf.yield_(acc)
+                store_out(c_values(join.results[0], tm2, tn2), tm2, tn2)
+                b.scf.yield_()
+            with finish.otherwise:
+                streamk_contribute(b, kb, split, ct, acc, g.rank_or_zero, g.cw, g.lt, acc_t)
+                b.scf.yield_()
+            b.scf.yield_(kit_end)
+    elif config.overlap:
+        held0 = b.frag.cast(b.frag.splat(fzero, type=acc_t, name="held_zero"),
+                            type=frag(config.out_dtype, acc_t.shape), name="held0")
+        trips_end = b.arith.select(b.arith.cmp(g.tiles, c0, pred="gt", name="any_tile"),
+                                   b.arith.add(g.tiles, g.step, name="tiles_flush"), g.tiles, name="trips_end")
+        with b.scf.for_(g.first, trips_end, g.step, c0, held0, c0, c0,
+                        args=("ct", "cit", "held", "held_m", "held_n"),
+                        names=["cit_done", "held_last", "held_m_last", "held_n_last"]) as loop:
+            ct, cit, held, held_m, held_n = loop
+            real = b.arith.cmp(ct, g.tiles, pred="lt", name="real_tile")
+
+            def hook():
+                with b.scf.if_(b.arith.cmp(ct, g.first, pred="ne", name="holds_c")).then:
+                    store_out(held, held_m, held_n)
+                    b.scf.yield_()
+
+            acc, kit_end, tm2, tn2 = consume(b.arith.select(real, ct, c0, name="ct_tile"), c0,
+                                             b.arith.select(real, g.ktiles, c0, name="tile_ktiles"), cit, hook)
+            b.scf.yield_(kit_end, c_values(acc, tm2, tn2), tm2, tn2)
+    else:
+        with b.scf.for_(g.first, g.tiles, g.step, c0, args=("ct", "cit"), names=["cit_done"]) as (ct, cit):
+            acc, kit_end, tm2, tn2 = consume(ct, c0, g.ktiles, cit)
+            store_out(c_values(acc, tm2, tn2), tm2, tn2)
+            b.scf.yield_(kit_end)

@@ -1,0 +1,494 @@
+"""The GEMM ops users call, with torch's semantics: ``matmul(a, b)`` = ``a @ b``, ``linear(x, w, bias)`` =
+``x @ w.T + bias``, ``scaled_mm(a, b, scale_a, scale_b)`` = ``torch._scaled_mm``'s per-tensor-scaled fp8 product.
+
+Arguments are torch CUDA tensors (other frameworks' CUDA arrays through DLPack: cupy, JAX, …), run on the GPU on
+torch's current stream, or numpy arrays (bf16 and fp8 as ``ml_dtypes`` arrays), run in the CPU interpreter (small
+sizes: what CI tests); the result is of the same kind. The configuration is ``choose_config``'s for the shape (or
+``config=``, forced); the kernel of a configuration is built and compiled once per process (and kept in the disk
+cache), so a new shape of a configuration already used compiles nothing. Every check happens before anything
+launches: a wrong dtype or device is a TypeError, a wrong rank, shape or stride a ValueError, each naming the
+argument, e.g. ``matmul: b has 300 rows but a has 200 columns: a (M, K) @ b (K, N) needs b.shape[0] == K``.
+
+Any M, N, K runs: an operand whose layout TMA cannot describe (a row pitch that is not a multiple of 16 bytes,
+an unaligned base, no unit stride) is copied first into a padded K-major buffer; a C whose rows TMA cannot store
+gets a configuration that stores it without TMA; M = 0 or N = 0 returns an empty result, K = 0 zeros (plus the bias).
+"""
+from __future__ import annotations
+
+import sys
+
+import ml_dtypes
+import numpy as np
+
+from .gemm.config import ELEMENT_BYTES, FP8, GemmConfig
+from .gemm.heuristic import H100_SMS, choose_config
+from .gemm import run
+
+_NUMPY_NAMES = {np.dtype(ml_dtypes.bfloat16): "bf16", np.dtype(np.float16): "f16",
+                np.dtype(ml_dtypes.float8_e4m3fn): "e4m3", np.dtype(ml_dtypes.float8_e5m2): "e5m2"}
+_NUMPY_TYPES = {name: dtype for dtype, name in _NUMPY_NAMES.items()}
+_TORCH_NAMES = {"torch.bfloat16": "bf16", "torch.float16": "f16", "torch.float8_e4m3fn": "e4m3",
+                "torch.float8_e5m2": "e5m2"}
+_SPELLED = {"bf16": "bf16 (torch.bfloat16, ml_dtypes.bfloat16)", "f16": "f16 (torch.float16, numpy.float16)",
+            "e4m3": "e4m3 (torch.float8_e4m3fn, ml_dtypes.float8_e4m3fn)",
+            "e5m2": "e5m2 (torch.float8_e5m2, ml_dtypes.float8_e5m2)"}
+
+
+class _Arg:
+    """One array argument, described once: ``kind`` "numpy" or "torch", element type ``dtype`` (our name, or None
+    with ``shown`` the caller's), ``shape``, element ``strides`` (None where a numpy stride is not a whole number of
+    elements), ``aligned`` (16-byte aligned base), ``value`` (the array; DLPack objects as torch tensors)."""
+
+    __slots__ = ("name", "kind", "dtype", "shown", "shape", "strides", "aligned", "value", "producer")
+
+    def __init__(self, op: str, name: str, x):
+        self.name, self.producer = name, None
+        if isinstance(x, np.ndarray):
+            self.kind, self.value = "numpy", x
+            self.dtype, self.shown = _NUMPY_NAMES.get(x.dtype), f"numpy {x.dtype}"
+            self.shape = tuple(x.shape)
+            self.strides = tuple(s // x.itemsize for s in x.strides) if all(s % x.itemsize == 0
+                                                                           for s in x.strides) else None
+            self.aligned = True
+            return
+        module = type(x).__module__
+        if not module.startswith("torch") and hasattr(x, "__dlpack__"):
+            import torch
+
+            self.producer = module.split(".")[0]
+            x = torch.from_dlpack(x)
+            module = "torch"
+        if not (module.startswith("torch") and hasattr(x, "data_ptr")):
+            raise TypeError(f"{op}: {name} must be a CUDA tensor (torch, or any DLPack array: cupy, JAX) or a numpy "
+                            f"array, not {type(x).__name__}")
+        if not x.is_cuda:
+            raise TypeError(f"{op}: {name} is a CPU torch tensor; pass CUDA tensors (or numpy arrays, run in the CPU "
+                            "interpreter)")
+        if x.device.index not in (None, 0):
+            raise ValueError(f"{op}: {name} is on {x.device}; the ptxgen runtime runs on cuda:0")
+        self.kind, self.value = "torch", x
+        if not _TORCH_TENSOR and type(x).__name__ == "Tensor":
+            _TORCH_TENSOR.append(type(x))
+        self.dtype, self.shown = _TORCH_NAMES.get(str(x.dtype)), str(x.dtype)
+        self.shape, self.strides = tuple(x.shape), tuple(x.stride())
+        self.aligned = x.data_ptr() % 16 == 0
+
+    def check_dtype(self, op: str, allowed) -> str:
+        if self.dtype not in allowed:
+            raise TypeError(f"{op}: {self.name} has dtype {self.shown}; {op} takes "
+                            + " or ".join(_SPELLED[d] for d in allowed))
+        return self.dtype
+
+    def check_rank(self, op: str, rank: int, what: str) -> None:
+        if len(self.shape) != rank:
+            raise ValueError(f"{op}: {self.name} must be {rank}-D {what}, not of shape {self.shape}")
+
+
+def _same_kind(op: str, args) -> str:
+    """The backend of a call: every array argument numpy, or every one a CUDA tensor."""
+    kinds = {arg.kind for arg in args}
+    if len(kinds) > 1:
+        numpy_arg = next(arg for arg in args if arg.kind == "numpy")
+        device_arg = next(arg for arg in args if arg.kind == "torch")
+        raise TypeError(f"{op}: {numpy_arg.name} is a numpy array but {device_arg.name} is a CUDA tensor: pass all "
+                        "of them on the GPU, or all as numpy arrays")
+    return kinds.pop()
+
+
+# -- operands in the kernel's forms ------------------------------------------------------------------------------------
+
+def _tma_ok(arg: _Arg, outer: int, inner: int, outer_stride, inner_stride) -> bool:
+    """Whether a 2-D view (outer, inner) with these strides is one TMA describes in place: unit stride along inner
+    (or inner of extent 1), the outer pitch a positive multiple of 16 bytes (or outer of extent 1: a broadcast row
+    is copied), a 16-byte aligned base. Numpy arrays always are (the launcher and the interpreter copy them into
+    pitched buffers)."""
+    if arg.kind == "numpy":
+        return True
+    if arg.strides is None or not arg.aligned:
+        return False
+    itemsize = ELEMENT_BYTES[arg.dtype]
+    return (inner_stride == 1 or inner == 1) and (outer == 1 or (outer_stride > 0 and
+                                                                 (outer_stride * itemsize) % 16 == 0))
+
+
+def _in_place(arg: _Arg, transposed: bool, major: str) -> bool:
+    """Whether the operand of logical form (rows, K) — ``arg`` itself, or its transpose when ``transposed`` — lies
+    in memory as the ``major`` form the kernel reads through TMA: "K" (K contiguous: a (rows, K) view) or "MN" (rows
+    contiguous: a (K, rows) view)."""
+    if arg.strides is None:
+        return False
+    (rows, k), (s_rows, s_k) = (arg.shape[::-1], arg.strides[::-1]) if transposed else (arg.shape, arg.strides)
+    if major == "K":
+        return (s_k == 1 or k == 1) and _tma_ok(arg, rows, k, s_rows, s_k)
+    return (s_rows == 1 or rows == 1) and _tma_ok(arg, k, rows, s_k, s_rows)
+
+
+def _natural_major(arg: _Arg, transposed: bool) -> str | None:
+    """The major an operand lies in ("K" first), or None: neither (it is copied)."""
+    return next((major for major in ("K", "MN") if _in_place(arg, transposed, major)), None)
+
+
+def _operand(arg: _Arg, transposed: bool, major: str):
+    """The operand of logical form (rows, K) (``arg``, or its transpose when ``transposed``) as the kernel takes it:
+    ``major`` "K" → a (rows, K) view, "MN" → a (K, rows) view. On the GPU an operand that does not lie so is copied
+    into a buffer of that form whose row pitch is padded to 16 bytes; the interpreter reads numpy arrays logically,
+    whatever their strides."""
+    numpy = arg.kind == "numpy"
+    flip = (lambda v: v.T) if numpy else (lambda v: v.t())
+    logical = flip(arg.value) if transposed else arg.value
+    view = logical if major == "K" else flip(logical)
+    if numpy or _in_place(arg, transposed, major):
+        return view
+    import torch
+
+    outer, inner = view.shape
+    itemsize = ELEMENT_BYTES[arg.dtype]
+    buffer = torch.empty((outer, -(-inner * itemsize // 16) * 16 // itemsize), device=view.device, dtype=view.dtype)
+    buffer[:, :inner].copy_(view)
+    return buffer[:, :inner]
+
+
+def _scale(op: str, name: str, s, kind: str) -> float:
+    """A per-tensor scale: a number or a 1-element array/tensor (a CUDA tensor is read with a synchronizing copy)."""
+    if isinstance(s, (int, float, np.floating, np.integer)) and not isinstance(s, bool):
+        return float(s)
+    size = getattr(s, "size", None)
+    count = s.numel() if hasattr(s, "numel") else (size if isinstance(size, int) else None)
+    if count != 1:
+        raise ValueError(f"{op}: {name} must be a number or a 1-element tensor (a per-tensor scale), not "
+                         f"{type(s).__name__} of {count} elements")
+    dtype = str(getattr(s, "dtype", ""))
+    if dtype not in ("torch.float32", "float32"):
+        raise TypeError(f"{op}: {name} must be float32 (torch._scaled_mm's scales are), not {dtype}")
+    return float(s.item() if hasattr(s, "item") else s)
+
+
+# -- the shared path ---------------------------------------------------------------------------------------------------
+
+def _gemm(op: str, a: _Arg, a_t: bool, b: _Arg, b_t: bool, m: int, n: int, k: int, dtype: str, out_dtype: str,
+          out, bias: _Arg | None, scales, config, sm_count, fp8_majors: bool = False, plan_key=None):
+    """C (m, n) = A·Bᵀ (+ bias) with A the logical (m, k) form of ``a`` (its transpose if ``a_t``) and B the (n, k)
+    form of ``b`` (``b_t``) → C (``out`` if given), every argument already checked but C's stride. ``plan_key``: the
+    signature under which a GPU call whose operands need no copy is remembered (``_Plan``)."""
+    kind = a.kind
+    if out is None:
+        if kind == "numpy":
+            c = np.empty((m, n), dtype=_NUMPY_TYPES[out_dtype])
+        else:
+            import torch
+
+            c = torch.empty((m, n), device=a.value.device, dtype=_torch_dtype(out_dtype))
+        c_row_ok = n * ELEMENT_BYTES[out_dtype] % 16 == 0
+    else:
+        c = out.value
+        if out.strides is None or not (out.strides[1] == 1 or n <= 1):
+            raise ValueError(f"{op}: out must have unit stride along N (a row-major (M, N) view), not strides "
+                             f"{out.strides}")
+        c_row_ok = out.aligned and (m <= 1 or out.strides[0] * ELEMENT_BYTES[out_dtype] % 16 == 0) and \
+            n * ELEMENT_BYTES[out_dtype] % 16 == 0
+    if m == 0 or n == 0:
+        return c
+    if k == 0:
+        c[...] = 0
+        if bias is not None:
+            c += bias.value
+        return c
+    a_major = _natural_major(a, a_t) or "K"
+    b_major = _natural_major(b, b_t) or "K"
+    if fp8_majors:
+        a_major = b_major = "K"
+    sms = sm_count or (H100_SMS if kind == "numpy" else _device_sms())
+    if config is None:
+        config = choose_config(m, n, k, dtype, sms, a_major=a_major, b_major=b_major, bias=bias is not None,
+                               out_dtype=out_dtype)
+        if config.epilogue == "tma" and not c_row_ok:
+            config = _without_tma_store(config)
+    else:
+        config = _forced(op, config, dtype, out_dtype, bias is not None, c_row_ok)
+    a_view = _operand(a, a_t, config.a_major if not config.swap_ab else config.b_major)
+    b_view = _operand(b, b_t, config.b_major if not config.swap_ab else config.a_major)
+    bias_value = bias.value if bias is not None else None
+    if kind == "numpy":
+        run.run_numpy(config, a_view, b_view, c, m, n, k, bias=bias_value, scales=scales, sm_count=sms)
+    else:
+        stream = _stream()
+        site = run.run_device(config, a_view, b_view, c, m, n, k, bias=bias_value, scales=scales, stream=stream,
+                              sm_count=sm_count)
+        if plan_key is not None and _in_place(a, a_t, _kernel_major(config, "a")) and \
+                _in_place(b, b_t, _kernel_major(config, "b")):
+            if len(_PLANS) >= _PLAN_LIMIT:
+                _PLANS.clear()
+            _PLANS[plan_key + (stream,)] = _Plan(config, a_t != (_kernel_major(config, "a") == "MN"),
+                                                 b_t != (_kernel_major(config, "b") == "MN"), c, site)
+    return c
+
+
+def _kernel_major(config: GemmConfig, operand: str) -> str:
+    """The major the kernel reads the problem's ``operand`` ("a" or "b") in (swapped: the other operand's field)."""
+    if config.swap_ab:
+        return config.b_major if operand == "a" else config.a_major
+    return config.a_major if operand == "a" else config.b_major
+
+
+# -- the repeated GPU call ---------------------------------------------------------------------------------------------
+
+_PLANS = {}        # (op, the arguments' signature, stream) -> _Plan
+_PLAN_LIMIT = 1024
+_TORCH_TENSOR = []  # torch.Tensor, once a call has seen one (torch is imported by the caller, never here)
+
+
+class _Plan:
+    """A GPU call of one argument signature after its first call: the checks passed, the configuration chosen and
+    its call site prepared, so that a repeated call only allocates C, forms the kernel's views and launches (the
+    issue's host time per call). Only calls whose operands run in place (no padded copy) and without ``out``,
+    ``config`` or ``sm_count`` are remembered."""
+
+    __slots__ = ("swap", "a_flip", "b_flip", "shape", "dtype", "device", "site")
+
+    def __init__(self, config: GemmConfig, a_flip: bool, b_flip: bool, c, site):
+        self.swap, self.a_flip, self.b_flip, self.site = config.swap_ab, a_flip, b_flip, site
+        self.shape, self.dtype, self.device = tuple(c.shape), c.dtype, c.device
+
+    def __call__(self, torch, a, b, bias):
+        """C for operands of the plan's signature (``a`` (M, K)-form, ``b`` as the op takes it, ``bias`` or None)."""
+        c = torch.empty(self.shape, device=self.device, dtype=self.dtype)
+        a = a.t() if self.a_flip else a
+        b = b.t() if self.b_flip else b
+        if self.swap:
+            tensors = {"a": b, "b": a, "c": c.t()}
+            if bias is not None:
+                tensors["bias"] = bias.unsqueeze(1).expand(self.shape[1], self.shape[0])
+        else:
+            tensors = {"a": a, "b": b, "c": c}
+            if bias is not None:
+                tensors["bias"] = bias.unsqueeze(0).expand(*self.shape)
+        run.launch(self.site, tensors)
+        return c
+
+
+def _signature(*tensors) -> tuple:
+    """What a repeated call must share with the first for its plan to hold: per tensor its shape, strides, dtype,
+    16-byte alignment and device."""
+    key = []
+    for t in tensors:
+        key += (t.shape, t.stride(), t.dtype, t.data_ptr() & 15, t.get_device())
+    return tuple(key)
+
+
+def _planned(op: str, tensors, extra=()):
+    """(the plan of a repeated GPU call of ``op`` on ``tensors`` or None, its key, torch); only for plain torch
+    tensors."""
+    if not _TORCH_TENSOR or any(type(t) is not _TORCH_TENSOR[0] for t in tensors):
+        return None, None, None
+    import torch
+
+    key = (op,) + _signature(*tensors) + tuple(extra)
+    return _PLANS.get(key + (_stream(),)), key, (torch,)
+
+
+def _without_tma_store(config: GemmConfig) -> GemmConfig:
+    """``config`` storing C by rows instead of TMA (an output whose rows TMA cannot store: an unaligned base or
+    pitch): the same tile and schedule, the rows epilogue has no overlap."""
+    return config.replace(epilogue="rows", overlap=0).validate()
+
+
+def _forced(op: str, config, dtype: str, out_dtype: str, bias: bool, c_row_ok: bool) -> GemmConfig:
+    if not isinstance(config, GemmConfig):
+        raise TypeError(f"{op}: config must be a GemmConfig, not {type(config).__name__}")
+    if config.dtype != dtype or config.out_dtype != out_dtype:
+        raise ValueError(f"{op}: config is a {config.dtype} → {config.out_dtype} GEMM ({config.name}), the operands "
+                         f"are {dtype} → {out_dtype}")
+    if config.epilogue == "tma" and not c_row_ok:
+        raise ValueError(f"{op}: config {config.name} stores C by TMA, which needs C's rows 16-byte aligned; this C's "
+                         "are not: use the 'rows' or 'direct' epilogue")
+    return config.replace(bias=bias).validate()
+
+
+def _torch_dtype(name: str):
+    import torch
+
+    return {"bf16": torch.bfloat16, "f16": torch.float16}[name]
+
+
+_SMS = []
+
+
+def _device_sms() -> int:
+    if not _SMS:
+        from ptxgen.runtime import multiprocessor_count
+
+        _SMS.append(multiprocessor_count())
+    return _SMS[0]
+
+
+def _stream() -> int:
+    """torch's current CUDA stream on cuda:0 (its raw handle)."""
+    import torch
+
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    return raw(0) if raw is not None else torch.cuda.current_stream(0).cuda_stream
+
+
+def _result(c, args):
+    """C as the caller's kind: a torch tensor, or, for DLPack arrays of another framework, that framework's."""
+    producer = next((arg.producer for arg in args if arg is not None and arg.producer), None)
+    if producer:
+        convert = getattr(sys.modules.get(producer), "from_dlpack", None)
+        if convert is not None:
+            return convert(c)
+    return c
+
+
+# -- the ops -----------------------------------------------------------------------------------------------------------
+
+def matmul(a, b, out=None, *, config: GemmConfig | None = None, sm_count: int | None = None):
+    """``a @ b`` for 2-D bf16/f16 ``a`` (M, K) and ``b`` (K, N): ``b`` row-major (the MN-major B path) or the
+    transposed view of an (N, K) row-major weight (``w.T``: K-major); f32 accumulation, C (M, N) of the inputs' type
+    (into ``out`` if given: (M, N), the same dtype, unit stride along N). ``config`` forces a configuration;
+    ``sm_count`` the SMs the persistent grid assumes (numpy: the interpreter's CTAs, default 132).
+
+    >>> a = np.ones((3, 5), ml_dtypes.bfloat16); b = np.ones((5, 2), ml_dtypes.bfloat16)    # doctest: +SKIP
+    >>> matmul(a, b, sm_count=1)                                                             # doctest: +SKIP
+    array([[5, 5], [5, 5], [5, 5]], dtype=bfloat16)
+
+    Post: the result equals ``a @ b`` up to f32 accumulation and one rounding to C's type."""
+    op = "matmul"
+    plan_key = None
+    if out is None and config is None and sm_count is None:
+        plan, plan_key, ts = _planned(op, (a, b))
+        if plan is not None:
+            return plan(ts[0], a, b, None)
+    args = [_Arg(op, "a", a), _Arg(op, "b", b)]
+    a_arg, b_arg = args
+    out_arg = _Arg(op, "out", out) if out is not None else None
+    kind = _same_kind(op, args + ([out_arg] if out_arg else []))
+    dtype = a_arg.check_dtype(op, ("bf16", "f16"))
+    a_arg.check_rank(op, 2, "(M, K)")
+    b_arg.check_rank(op, 2, "(K, N)")
+    if b_arg.dtype != dtype:
+        raise TypeError(f"{op}: b has dtype {b_arg.shown} but a has {a_arg.shown}: both must have one dtype")
+    (m, k), (k2, n) = a_arg.shape, b_arg.shape
+    if k2 != k:
+        raise ValueError(f"{op}: b has {k2} rows but a has {k} columns: a (M, K) @ b (K, N) needs b.shape[0] == K")
+    _check_out(op, out_arg, (m, n), dtype)
+    c = _gemm(op, a_arg, False, b_arg, True, m, n, k, dtype, dtype, out_arg, None, (1.0, 1.0), config, sm_count,
+              plan_key=plan_key if k else None)
+    return c if kind == "numpy" else _result(c, args)
+
+
+def linear(x, w, bias=None, *, config: GemmConfig | None = None, sm_count: int | None = None):
+    """``x @ w.T + bias`` (torch.nn.functional.linear): ``x`` (..., K) of any leading shape (flattened to M rows),
+    ``w`` (N, K), ``bias`` (N,) or None, all bf16 or all f16; the bias is added to the f32 accumulator in the kernel's
+    epilogue, before the one rounding to the output type. → (..., N).
+
+    Post: the result equals ``x @ w.T + bias`` up to f32 accumulation and one rounding."""
+    op = "linear"
+    plan_key = None
+    if config is None and sm_count is None:
+        plan, plan_key, ts = _planned(op, (x, w) if bias is None else (x, w, bias))
+        if plan is not None:
+            k = x.shape[-1]
+            c = plan(ts[0], x.reshape(-1, k), w, bias)
+            return c.reshape(*x.shape[:-1], c.shape[1])
+    x_arg, w_arg = _Arg(op, "x", x), _Arg(op, "w", w)
+    bias_arg = _Arg(op, "bias", bias) if bias is not None else None
+    args = [x_arg, w_arg] + ([bias_arg] if bias_arg else [])
+    kind = _same_kind(op, args)
+    dtype = x_arg.check_dtype(op, ("bf16", "f16"))
+    if len(x_arg.shape) < 1:
+        raise ValueError(f"{op}: x must have at least 1 dimension (..., K), not shape {x_arg.shape}")
+    w_arg.check_rank(op, 2, "(N, K)")
+    for arg in args[1:]:
+        if arg.dtype != dtype:
+            raise TypeError(f"{op}: {arg.name} has dtype {arg.shown} but x has {x_arg.shown}: all must have one "
+                            "dtype")
+    k = x_arg.shape[-1]
+    n, k2 = w_arg.shape
+    if k2 != k:
+        raise ValueError(f"{op}: w has {k2} columns but x has {k} (its last dimension): x (..., K) @ w.T needs "
+                         "w.shape[1] == K")
+    if bias_arg is not None and bias_arg.shape != (n,):
+        raise ValueError(f"{op}: bias must have shape ({n},) (w's rows), not {bias_arg.shape}")
+    lead = x_arg.shape[:-1]
+    m = int(np.prod(lead, dtype=np.int64)) if lead else 1
+    flat = x_arg.value.reshape(m, k)
+    x2 = _Arg(op, "x", flat)
+    if x_arg.producer:
+        x2.producer = x_arg.producer
+    c = _gemm(op, x2, False, w_arg, False, m, n, k, dtype, dtype, None, bias_arg, (1.0, 1.0), config, sm_count,
+              plan_key=plan_key if k and m else None)
+    c = c.reshape(*lead, n)
+    return c if kind == "numpy" else _result(c, args)
+
+
+def scaled_mm(a, b, scale_a, scale_b, out_dtype="bf16", *, bias=None, out=None, config: GemmConfig | None = None,
+              sm_count: int | None = None):
+    """``torch._scaled_mm(a, b, scale_a, scale_b, out_dtype=...)`` with per-tensor scales: C = (a·scale_a) @
+    (b·scale_b) (+ bias), ``a`` (M, K) row-major e4m3/e5m2, ``b`` (K, N) column-major (the transposed view of an
+    (N, K) row-major tensor, as torch requires), ``scale_a``/``scale_b`` numbers or 1-element float32 tensors (a CUDA
+    tensor is read with a synchronizing copy), ``out_dtype`` bf16 or f16 (a torch dtype or its name), ``bias`` (N,)
+    of ``out_dtype``. The scales multiply the f32 accumulator once, in the epilogue; the products of every 4
+    k-tiles (512 deep) are promoted into an f32 total (see ``GemmConfig.promote``).
+
+    Post: the result equals the float64 product of the fp8 values times the scales up to f32 accumulation, fp8
+    wgmma's accumulation within a promotion interval, and one rounding to ``out_dtype``."""
+    op = "scaled_mm"
+    plan_key = None
+    if out is None and config is None and sm_count is None and type(scale_a) is float and type(scale_b) is float:
+        tensors = (a, b) if bias is None else (a, b, bias)
+        plan, plan_key, ts = _planned(op, tensors, (scale_a, scale_b, str(out_dtype)))
+        if plan is not None:
+            return plan(ts[0], a, b, bias)
+    a_arg, b_arg = _Arg(op, "a", a), _Arg(op, "b", b)
+    bias_arg = _Arg(op, "bias", bias) if bias is not None else None
+    out_arg = _Arg(op, "out", out) if out is not None else None
+    args = [a_arg, b_arg] + [x for x in (bias_arg, out_arg) if x is not None]
+    kind = _same_kind(op, args)
+    dtype = a_arg.check_dtype(op, FP8)
+    a_arg.check_rank(op, 2, "(M, K)")
+    b_arg.check_rank(op, 2, "(K, N)")
+    if b_arg.dtype != dtype:
+        raise TypeError(f"{op}: b has dtype {b_arg.shown} but a has {a_arg.shown}: both must have one dtype")
+    out_name = _out_dtype_name(out_dtype)
+    if out_name not in ("bf16", "f16"):
+        raise TypeError(f"{op}: out_dtype must be bf16 or f16 (torch.bfloat16, torch.float16), not {out_dtype}")
+    (m, k), (k2, n) = a_arg.shape, b_arg.shape
+    if k2 != k:
+        raise ValueError(f"{op}: b has {k2} rows but a has {k} columns: a (M, K) @ b (K, N) needs b.shape[0] == K")
+    if a_arg.strides is None or not (a_arg.strides[1] == 1 or k <= 1):
+        raise ValueError(f"{op}: a must be row-major (unit stride along K), as torch._scaled_mm's mat1, not strides "
+                         f"{a_arg.strides}")
+    if b_arg.strides is None or not (b_arg.strides[0] == 1 or k <= 1):
+        raise ValueError(f"{op}: b must be column-major (unit stride along K: the transpose of an (N, K) row-major "
+                         f"tensor), as torch._scaled_mm's mat2, not strides {b_arg.strides}")
+    if bias_arg is not None:
+        if bias_arg.dtype != out_name:
+            raise TypeError(f"{op}: bias has dtype {bias_arg.shown}; it must be out_dtype's, {_SPELLED[out_name]}")
+        if bias_arg.shape != (n,):
+            raise ValueError(f"{op}: bias must have shape ({n},) (b's columns), not {bias_arg.shape}")
+    _check_out(op, out_arg, (m, n), out_name)
+    scales = (_scale(op, "scale_a", scale_a, kind), _scale(op, "scale_b", scale_b, kind))
+    c = _gemm(op, a_arg, False, b_arg, True, m, n, k, dtype, out_name, out_arg, bias_arg, scales, config, sm_count,
+              fp8_majors=True, plan_key=plan_key if k else None)
+    return c if kind == "numpy" else _result(c, args)
+
+
+def _out_dtype_name(x) -> str | None:
+    """bf16 / f16 from a name, a torch dtype or a numpy dtype; None for anything else."""
+    if isinstance(x, str) and x in ("bf16", "f16"):
+        return x
+    if str(x) in _TORCH_NAMES:
+        return _TORCH_NAMES[str(x)]
+    try:
+        return _NUMPY_NAMES.get(np.dtype(x))
+    except TypeError:
+        return None
+
+
+def _check_out(op: str, out: _Arg | None, shape: tuple, dtype: str) -> None:
+    if out is None:
+        return
+    if out.dtype != dtype:
+        raise TypeError(f"{op}: out has dtype {out.shown}; the result is {_SPELLED[dtype]}")
+    if out.shape != shape:
+        raise ValueError(f"{op}: out must have shape {shape}, not {out.shape}")
