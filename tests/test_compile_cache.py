@@ -362,7 +362,8 @@ _CHILD = textwrap.dedent("""
 
 def test_second_process_reads_the_disk(cdir):
     """Two fresh processes compile examples/gemm.tile for the same specialization: the second neither parses,
-    verifies, lowers nor runs nvJitLink (spies on each record nothing) and is at least 10x faster."""
+    verifies, lowers nor runs nvJitLink (spies on each record nothing). How much faster that is belongs to
+    benchmarks/bench_compile.py: a timed assertion here fails on a loaded machine."""
     env = {**os.environ, "PTXGEN_CACHE_DIR": str(cdir)}
     env.pop("PTXGEN_CACHE", None)
     runs = []
@@ -376,7 +377,6 @@ def test_second_process_reads_the_disk(cdir):
     assert second["from_cache"] and second["calls"] == [], second
     assert second["stats"]["hits"] == 2 and second["stats"]["stores"] == 0  # the module and the kernel
     assert second["registers"] == first["registers"]
-    assert second["compile"] * 10 < first["compile"], (first, second)
 
 
 # -- pickling --------------------------------------------------------------------------------------------------

@@ -202,11 +202,12 @@ def test_tile_file_config_prints_the_tile_text():
 
 
 # sha256 of print_module of examples/gemm_hopper.py's build(**fields) before the library (2026-11-26, commit dcbe090):
-# build(config) must keep printing exactly this IR
+# build(config) must keep printing exactly this IR. One deliberate change since: stream-K clamps a cluster's
+# data-parallel tiles left at 0 before its cdiv (cdiv is defined for dividends >= 0), so the sk entry is re-recorded.
 RECORDED = {
     "bf16-h128x256s4": "0330220afc66678670532029bd11a8c4340f8c455f8836e10e79f1f313cc51a8",
     "f16-h128x256s4t2o1": "dca1bb1eac0f6c6bfd6cf6be8a649c3895c49551675d75f2ad36b230b441d401",
-    "bf16-h128x256s4c2t2sk": "53089907a111a2393ca5e270a04f7593bb16690d2e86d9dc48a34c295dd414de",
+    "bf16-h128x256s4c2t2sk": "e6913c1bdf9af7b2396b15e4e16795c7def4eaee98e6760d9619d6c52d7b9e62",
     "e4m3-h128x192s4k4t": "093d5ee169b73d71493fd5725d4d3eb18d32abfec93f73609191e46b6635fcb9",
     "e4m3-h128x128s4c2k4r": "37ca3b1eb8a55d47249c4c438fb578eea94e665c148f1010eec272c2e01f2d04",
     "e5m2-h128x192s4t": "9672dbdf819d143555543d15559bd317a16fda917f06c4cad40ba40acbd8f841",

@@ -88,7 +88,9 @@ def streamk_split(b, first, step, tiles, ktiles, c0, c1, cluster: int, min_savin
     pays = b.arith.cmp(saving, b.const(min_saving, i32, name="min_saving"), pred="ge", name="sk_pays")
     sk_tiles = b.arith.select(pays, rest, c0, name="sk_tiles")
     dp_tiles = b.arith.sub(tiles, sk_tiles, name="dp_tiles")
-    dp_items = b.arith.cdiv(b.arith.sub(dp_tiles, first, name="dp_left"), step, name="dp_items")
+    # a cluster past the data-parallel tiles has none left; cdiv is defined for dividends >= 0 only
+    dp_left = b.arith.max(b.arith.sub(dp_tiles, first, name="dp_after"), c0, name="dp_left")
+    dp_items = b.arith.cdiv(dp_left, step, name="dp_items")
     total = b.arith.mul(sk_tiles, ktiles, name="sk_ktiles")
     units = b.arith.max(b.arith.min(step, total, name="sk_units0"), c1, name="sk_units")
     ktiles_1 = b.arith.max(ktiles, c1, name="ktiles_1")
