@@ -49,15 +49,14 @@ def _no_compiling(monkeypatch):
     """Make any lowering, PTX emission or nvJitLink run fail the test."""
     import ptxgen.lower
     import ptxgen.lower.target
-    import ptxgen.runtime.nvjitlink
+    import ptxgen.nvjitlink
 
     def boom(*a, **k):
         raise AssertionError("compiled although the disk cache holds the kernel")
 
     monkeypatch.setattr(ptxgen.lower, "compile_kernel", boom)
     monkeypatch.setattr(ptxgen.lower.target, "emit_ptx", boom)
-    monkeypatch.setattr(ptxgen.runtime.nvjitlink, "compile_ptx", boom)
-    monkeypatch.setattr(ptxgen.runtime, "compile_ptx", boom)  # the name ptxgen.lower.assemble calls
+    monkeypatch.setattr(ptxgen.nvjitlink, "compile_ptx", boom)
 
 
 # -- location --------------------------------------------------------------------------------------------------
@@ -336,7 +335,7 @@ def test_jit_text_second_time_compiles_nothing(cdir, monkeypatch):
 _CHILD = textwrap.dedent("""
     import json, sys, time
     t0 = time.perf_counter()
-    import ptxgen.lower, ptxgen.lower.target, ptxgen.runtime, ptxgen.ir.text, ptxgen.verify
+    import ptxgen.lower, ptxgen.lower.target, ptxgen.nvjitlink, ptxgen.runtime, ptxgen.ir.text, ptxgen.verify
     from ptxgen.lower import Specialization, TensorSpec
     from ptxgen.runtime import cache, jit_text
     t1 = time.perf_counter()
@@ -347,7 +346,7 @@ _CHILD = textwrap.dedent("""
             return fn(*a, **k)
         return wrapped
     for mod, attr in ((ptxgen.lower, "compile_kernel"), (ptxgen.lower.target, "emit_ptx"),
-                      (ptxgen.runtime, "compile_ptx"), (ptxgen.ir.text, "parse_module"),
+                      (ptxgen.nvjitlink, "compile_ptx"), (ptxgen.ir.text, "parse_module"),
                       (ptxgen.verify, "verify")):
         setattr(mod, attr, spy(attr, getattr(mod, attr)))
     spec = Specialization.of(c=TensorSpec(1, True, 16))
@@ -413,7 +412,7 @@ def test_every_example_module_pickles_equal(path):
 def test_setmaxnreg_kernel_defers_nvjitlink_and_stores_the_cubin_once_read(cdir, monkeypatch):
     """gemm_hopper re-sizes registers (setmaxnreg), so the driver loads its PTX: compiling it runs no nvJitLink, the
     entry is stored without a cubin, and reading the cubin assembles it once and rewrites the entry with it."""
-    import ptxgen.runtime.nvjitlink as nvjitlink
+    import ptxgen.nvjitlink as nvjitlink
 
     text = (EXAMPLES / "gemm_hopper.tile").read_text()
     calls = []
@@ -423,7 +422,7 @@ def test_setmaxnreg_kernel_defers_nvjitlink_and_stores_the_cubin_once_read(cdir,
         calls.append(1)
         return real(*a, **k)
 
-    monkeypatch.setattr(ptxgen_runtime(), "compile_ptx", counted)
+    monkeypatch.setattr(nvjitlink, "compile_ptx", counted)
     k = jit_text(text, "examples/gemm_hopper.tile")
     c = k.compile()
     assert launcher.load_image(c) == "ptx" and not c.assembled and calls == []
@@ -439,9 +438,3 @@ def test_setmaxnreg_kernel_defers_nvjitlink_and_stores_the_cubin_once_read(cdir,
 def test_plain_kernel_is_assembled_before_it_is_stored(cdir):
     c = jit_text(SQRT_SIN, "examples/sqrt_sin.tile").compile(ALIGNED)
     assert launcher.load_image(c) == "cubin" and c.assembled
-
-
-def ptxgen_runtime():
-    import ptxgen.runtime
-
-    return ptxgen.runtime

@@ -1,5 +1,9 @@
 """PTX → cubin through nvJitLink (``cuda.bindings.nvjitlink``); works without a GPU.
 
+The step between the lowering and the launch, kept below both: ``ptxgen.lower.compile_kernel`` ends with it and
+``ptxgen.runtime`` assembles deferred or hand-written PTX with it (re-exported there), while this module imports
+nothing of ptxgen, so neither package reaches into the other for it.
+
 >>> cubin = compile_ptx(ptx_text)              # doctest: +SKIP
 >>> compile_ptx(ptx_text, options=("-lineinfo",)).info_log   # doctest: +SKIP
 """
