@@ -20,13 +20,14 @@ from __future__ import annotations
 import math
 import struct
 
+import numpy as np
 from llvmlite import ir
 
 import layoutc as lc
 
 from ..ir import launch
 from ..ir.core import Kernel, Region
-from ..ir.ops import OPS, smem_plan
+from ..ir.ops import OPS, fp8_encode, round_to, smem_plan
 from ..ir.types import FragmentType, GlobalTensorType, ScalarType, SCALARS, TensorMapType
 from . import mathlib, ptx_table, shared
 from .plans import ReducePlanError, coordinate_layout, flat, plan_access, plan_reduce
@@ -289,9 +290,7 @@ class LoweringContext:
                 v -= 1 << t.bits
             return ir.Constant(llvm_type(t), v)
         if t.name in ("e4m3", "e5m2"):
-            from ..ir.ops import round_to
-            import numpy as np
-            return ir.Constant(I8, _fp8_bits(float(round_to(np.array([float(value)]), t)[0]), t.name))
+            return ir.Constant(I8, int(fp8_encode(round_to(np.array([float(value)]), t), t.name)[0]))
         return ir.Constant(llvm_type(t), float(value))
 
     def intrinsic(self, name: str, ret, args):
@@ -528,21 +527,6 @@ def scalar_op(lx, kind, args, t):
             return args[0]
         return lx.call(f"llvm.abs.i{t.bits}", ty, [args[0], ir.Constant(I1, 0)])
     lx.error(f"{kind} is not defined on {t}")
-
-
-def _fp8_bits(x: float, name: str) -> int:
-    """The e4m3 / e5m2 bit pattern of a value already representable in that format (round_to applied)."""
-    if x == 0.0:
-        return 0x80 if math.copysign(1.0, x) < 0 else 0
-    mant, bias = (3, 7) if name == "e4m3" else (2, 15)
-    sign = 0x80 if x < 0 else 0
-    a = abs(x)
-    e = math.floor(math.log2(a))
-    if e + bias <= 0:  # subnormal
-        m = round(a / 2.0 ** (1 - bias - mant))
-        return sign | m
-    m = round((a / 2.0 ** e - 1.0) * (1 << mant))
-    return sign | ((e + bias) << mant) | m
 
 
 def convert(lx, x, src: ScalarType, dst: ScalarType):
