@@ -216,10 +216,8 @@ class Alloc(OpDef):
 
     def lower(self, op, lx):
         """No code: the barriers' shared address (window + planned offset); barrier i is 8·i bytes further."""
-        from ...lower.shared import BarrierRef
-
         base, _align = lx.smem_address(op)
-        lx.set(op.results[0], BarrierRef(base, op.results[0].type.count))
+        lx.set(op.results[0], lx.BarrierRef(base, op.results[0].type.count))
 
 
 @register
@@ -255,13 +253,11 @@ class Init(OpDef):
 
     def lower(self, op, lx):
         """``mbarrier.init.shared::cta.b64 [bar], K`` (K an immediate) per executing thread."""
-        from ...lower import ptx_table
-
         k = op.attrs.get("arrivals")
         if not isinstance(k, int) or not 1 <= k <= MAX_ARRIVALS:
             lx.error(f"arrivals must be an integer from 1 to {MAX_ARRIVALS}, not {attribute_text(k)}")
         bars, index = op.operands
-        ptx_table.emit(lx, "mbarrier.init", [lx.get(bars).address(lx, lx.get(index)), k])
+        lx.inline_ptx("mbarrier.init", [lx.get(bars).address(lx, lx.get(index)), k])
 
 
 @register
@@ -282,9 +278,7 @@ class FenceInit(OpDef):
 
     def lower(self, op, lx):
         """``fence.mbarrier_init.release.cluster``."""
-        from ...lower import ptx_table
-
-        ptx_table.emit(lx, "fence.mbarrier_init", [])
+        lx.inline_ptx("fence.mbarrier_init", [])
 
 
 @register
@@ -306,10 +300,8 @@ class Arrive(OpDef):
 
     def lower(self, op, lx):
         """``mbarrier.arrive.shared::cta.b64 _, [bar]`` per executing thread."""
-        from ...lower import ptx_table
-
         bars, index = op.operands
-        ptx_table.emit(lx, "mbarrier.arrive", [lx.get(bars).address(lx, lx.get(index))])
+        lx.inline_ptx("mbarrier.arrive", [lx.get(bars).address(lx, lx.get(index))])
 
 
 @register
@@ -335,13 +327,11 @@ class ArriveExpectTx(OpDef):
 
     def lower(self, op, lx):
         """``mbarrier.arrive.expect_tx.shared::cta.b64 _, [bar], B`` (B an immediate) per executing thread."""
-        from ...lower import ptx_table
-
         nbytes = op.attrs.get("bytes")
         if not isinstance(nbytes, int) or not 1 <= nbytes <= MAX_TX:
             lx.error(f"bytes must be an integer from 1 to {MAX_TX}, not {attribute_text(nbytes)}")
         bars, index = op.operands
-        ptx_table.emit(lx, "mbarrier.arrive.expect_tx", [lx.get(bars).address(lx, lx.get(index)), nbytes])
+        lx.inline_ptx("mbarrier.arrive.expect_tx", [lx.get(bars).address(lx, lx.get(index)), nbytes])
 
 
 class BarrierWait(Wait):
@@ -422,14 +412,11 @@ class WaitOp(OpDef):
 
     def lower(self, op, lx):
         """A loop around ``mbarrier.try_wait.parity`` until it reports the phase of that parity complete."""
-        from ...lower.context import I32 as LI32
-        from ...lower.shared import barrier_wait
-
         bars, index, parity = op.operands
         p = lx.get(parity)
         if parity.type == I1:
-            p = lx.b.zext(p, LI32)
-        barrier_wait(lx, lx.get(bars).address(lx, lx.get(index)), p)
+            p = lx.b.zext(p, lx.llvm_type(I32))
+        lx.barrier_wait(lx.get(bars).address(lx, lx.get(index)), p)
 
 
 def require_whole_cta(ix, op, which: str) -> None:
@@ -461,9 +448,7 @@ class CtaBarrier(OpDef):
 
     def lower(self, op, lx):
         """``bar.sync 0`` (convergent: every thread of each warp reaches it together)."""
-        from ...lower import ptx_table
-
-        ptx_table.emit(lx, "bar.sync", [])
+        lx.inline_ptx("bar.sync", [])
 
 
 @register
@@ -491,6 +476,4 @@ class ClusterBarrier(OpDef):
 
     def lower(self, op, lx):
         """``barrier.cluster.arrive.release.aligned`` then ``barrier.cluster.wait.acquire.aligned``."""
-        from ...lower import ptx_table
-
-        ptx_table.emit(lx, "barrier.cluster", [])
+        lx.inline_ptx("barrier.cluster", [])

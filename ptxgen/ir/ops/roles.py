@@ -170,8 +170,6 @@ class Roles(OpDef):
     def lower(self, op, lx):
         """A branch per role on the warpgroup index (``tid / 128``); each role first re-sizes its registers with
         ``setmaxnreg.inc`` / ``.dec`` relative to the launch budget (``launch_registers``), then runs its region."""
-        from ...lower import ptx_table
-
         b = lx.b
         threads = lx.block_dim[0] * lx.block_dim[1] * lx.block_dim[2]
         budget = launch_registers(threads)
@@ -183,7 +181,7 @@ class Roles(OpDef):
             b.cbranch(inside, body, next_test)
             b.position_at_end(body)
             if regs != budget:
-                ptx_table.emit(lx, "setmaxnreg.inc" if regs > budget else "setmaxnreg.dec", [regs])
+                lx.inline_ptx("setmaxnreg.inc" if regs > budget else "setmaxnreg.dec", [regs])
             lx.lower_region(region)
             b.branch(end)
             b.position_at_end(next_test)
@@ -230,6 +228,4 @@ class NamedBarrier(OpDef):
 
     def lower(self, op, lx):
         """``bar.sync id, threads``."""
-        from ...lower import ptx_table
-
-        ptx_table.emit(lx, "bar.named", [op.attrs["id"], op.attrs["threads"]])
+        lx.inline_ptx("bar.named", [op.attrs["id"], op.attrs["threads"]])
