@@ -9,9 +9,8 @@ from layoutc import Layout as L
 from layoutc.hopper import byte_address, gmma_atom, gmma_smem_layout
 from layoutc.hopper.banks import ldmatrix_access
 from layoutc.hopper.fragments import accumulator_tv
-from layoutc.picture import (
-    DEFAULT_MAX_CELLS, PALETTE, check_svg, layout_svg, save_svg, showcase, swizzle_svg, tv_layout_svg,
-)
+from layoutc.hopper.picture import showcase, smem_layout_svg, swizzle_svg
+from layoutc.picture import DEFAULT_MAX_CELLS, PALETTE, check_svg, layout_svg, save_svg, tv_layout_svg
 
 NS = "{http://www.w3.org/2000/svg}"
 SW128_BF16 = gmma_atom("K", "SW128", "bf16")
@@ -88,7 +87,7 @@ def test_layout_svg_panels_for_higher_modes():
 
 
 def test_layout_svg_physical_offsets_with_dtype():
-    root = parse(layout_svg(SW128_BF16, dtype="bf16"))
+    root = parse(smem_layout_svg(SW128_BF16, "bf16"))
     got = labels(root)
     want = [str(byte_address(SW128_BF16, "bf16", (i, j)) // 2) for i in range(8) for j in range(64)]
     assert got == want
@@ -101,7 +100,7 @@ def test_layout_svg_physical_offsets_with_dtype():
 
 def test_layout_svg_cap_and_notes():
     tile = gmma_smem_layout("K", "SW128", "bf16", (64, 64))
-    root = parse(layout_svg(tile, dtype="bf16"))
+    root = parse(smem_layout_svg(tile, "bf16"))
     assert len(cells(root)) == DEFAULT_MAX_CELLS == 32 * 64
     assert "shown: first 32 of 64 rows" in labels(root, "note")
     root = parse(layout_svg(tile, max_cells=100))
@@ -118,12 +117,15 @@ def test_layout_svg_colouring_options():
     assert fills == [PALETTE[i % 8] for i in range(16)]
     fills = [c.get("fill") for c in cells(parse(layout_svg(a, color_by=lambda crd, v: "#123456")))]
     assert set(fills) == {"#123456"}
-    banks = [c.get("fill") for c in cells(parse(layout_svg(a, dtype="f32", color_by="bank")))]
+    banks = [c.get("fill") for c in cells(parse(smem_layout_svg(a, "f32", color_by="bank")))]
     assert banks == [PALETTE[i // 4] for i in range(16)]  # 4 f32 = one 16-byte bank group
-    with pytest.raises(lc.LayoutError):
+    with pytest.raises(lc.LayoutError, match=r"color_by='bank' needs the element type: "
+                                             r"layoutc\.hopper\.picture\.smem_layout_svg"):
         layout_svg(a, color_by="bank")
-    with pytest.raises(lc.LayoutError):
+    with pytest.raises(lc.LayoutError, match="color_by must be 'index' or a callable, not 'nope'"):
         layout_svg(a, color_by="nope")
+    with pytest.raises(lc.LayoutError, match="color_by must be 'index', 'bank' or a callable, not 'nope'"):
+        smem_layout_svg(a, "f32", color_by="nope")
 
 
 def test_tv_layout_svg_wgmma_accumulator():

@@ -22,9 +22,6 @@ Every LLVM instruction carries the ``!dbg`` location of the op it was emitted fo
 """
 from __future__ import annotations
 
-import math
-import struct
-
 import numpy as np
 from llvmlite import ir
 
