@@ -43,11 +43,6 @@ def register(cls):
     return cls
 
 
-def lookup(name: str):
-    """The definition of op ``name`` (KeyError if none)."""
-    return OPS[name]
-
-
 class OpDef:
     """Base of op definitions. ``name``: the op's text name; ``summary``: one line for the spec;
     ``required_attrs`` / ``optional_attrs``: every attribute key the op knows (the verifier refuses any other key

@@ -5,8 +5,6 @@ from math import gcd
 
 import numpy as np
 
-
-from ..text import attribute_text
 from ..types import F32, I1, I32
 from . import (
     INT_TYPES, NUM_TYPES, OpDef, const_int, convert, describe_threads, numpy_dtype, register, round_to,

@@ -6,7 +6,6 @@ import numpy as np
 
 import layoutc as lc
 
-from ..text import attribute_text
 from ..types import F32, I32, I64, FragmentType, GlobalTensorType, GlobalViewType
 from . import (
     TABLE_LIMIT,
