@@ -151,7 +151,8 @@ class Compiled:
 def compile_kernel(kernel, specialization: Specialization | None = None, arch: str = DEFAULT_ARCH,
                    options=DEFAULT_OPTIONS, verify: bool = True, defer_assembly: bool = False) -> Compiled:
     """Lower, optimize, emit PTX and assemble: a ``Compiled`` (unpacks as ``(ptx, cubin)``). ``verify=False`` for a
-    kernel the caller has verified (``JitKernel`` does at construction; verifying gemm.tile again costs ≈ 60 ms).
+    kernel the caller has verified (``JitKernel`` does at construction; verifying a GEMM twice is a noticeable share of
+    a cold compile).
     ``defer_assembly=True``: nvJitLink runs when the cubin is first read (a ptxas error is raised then), not here.
 
     >>> compile_kernel(kernel).registers          # doctest: +SKIP

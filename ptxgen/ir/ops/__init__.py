@@ -238,7 +238,7 @@ def verify_tv(op, v, tv, fragment_shape, tile_size, what="tile"):
 
 def layout_values(layout: lc.Layout, indices=None) -> np.ndarray:
     """``[layout(i) for i in range(size(layout))]`` as an int64 array, computed mode by mode with numpy (the verifier
-    checks TV layouts of 16K points; point-by-point evaluation cost ~0.1 s each). ``(4,2):(2,1)`` → [0 2 4 6 1 3 5 7].
+    checks TV layouts of 16K points, too many to evaluate point by point). ``(4,2):(2,1)`` → [0 2 4 6 1 3 5 7].
     With ``indices`` (an int array of 1-D coordinates), ``layout`` at those only, in their shape: what a large layout
     needs (a table of all its values would not fit in memory). Post: equal to the point-by-point evaluation."""
     flat = lc.flatten(layout)
