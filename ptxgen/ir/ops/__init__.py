@@ -46,7 +46,9 @@ def register(cls):
 class OpDef:
     """Base of op definitions. ``name``: the op's text name; ``summary``: one line for the spec;
     ``required_attrs`` / ``optional_attrs``: every attribute key the op knows (the verifier refuses any other key
-    before the op's rule runs, ``attribute_key_problems``).
+    before the op's rule runs, ``attribute_key_problems``); ``num_operands`` / ``num_results``: the op's signature,
+    the exact counts the verifier checks before the rule (``arith.add %a, %b, %c`` → ``expects 2 operands, got 3``,
+    and the rule does not run); None where the rule checks the operands itself (variadic ops: scf.for, tma.load).
 
     Subclasses define ``verify(op, v)``, ``interpret(op, ix)`` and, where the builder can infer them,
     ``result_types(operand_types, attrs)``.
@@ -56,6 +58,8 @@ class OpDef:
     summary = ""
     required_attrs: tuple = ()
     optional_attrs: tuple = ()
+    num_operands: int | None = None
+    num_results: int | None = None
 
 
 def attribute_key_problems(definition: OpDef, op) -> list:

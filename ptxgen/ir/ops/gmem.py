@@ -29,10 +29,12 @@ class GDim(OpDef):
     name = "gtensor.dim"
     summary = "the runtime extent of a mode of a global tensor"
     required_attrs = ("mode",)
+    num_operands = 1
+    num_results = 1
 
     def verify(self, op, v):
-        (x,) = v.operands(op, 1)
-        (t,) = v.results(op, 1)
+        (x,) = op.operands
+        t = op.results[0].type
         if not isinstance(x.type, GlobalTensorType):
             v.error(op, f"operand must be a gtensor, not {x.type}")
             return
@@ -143,10 +145,12 @@ class GLoad(_GmemAccess):
     summary = "each thread reads its values of a global tile (out-of-bounds values read `other`)"
     required_attrs = ("tv",)
     optional_attrs = ("other",)
+    num_operands = 2
+    num_results = 1
 
     def verify(self, op, v):
-        view, thread = v.operands(op, 2)
-        (t,) = v.results(op, 1)
+        view, thread = op.operands
+        t = op.results[0].type
         if not self._check_view_and_thread(op, v, view, thread):
             return
         if not isinstance(t, FragmentType):
@@ -189,10 +193,11 @@ class GStore(_GmemAccess):
     name = "gmem.store"
     summary = "each thread writes its values of a global tile (out-of-bounds values are skipped)"
     required_attrs = ("tv",)
+    num_operands = 3
+    num_results = 0
 
     def verify(self, op, v):
-        view, thread, frag = v.operands(op, 3)
-        v.results(op, 0)
+        view, thread, frag = op.operands
         if not self._check_view_and_thread(op, v, view, thread):
             return
         if not isinstance(frag.type, FragmentType):
@@ -223,10 +228,11 @@ class _Flag(OpDef):
     """``op %flags, %index, %value``: ``flags`` a ``gtensor<i32, 1>``, ``index`` and ``value`` i32, per thread."""
 
     verb = ""
+    num_operands = 3
+    num_results = 0
 
     def verify(self, op, v):
-        flags, index, value = v.operands(op, 3)
-        v.results(op, 0)
+        flags, index, value = op.operands
         if flags.type != GlobalTensorType(I32, 1):
             v.error(op, f"the flags must be a gtensor<i32, 1>, not {flags.type}")
         for what, x in (("index", index), (self.verb, value)):

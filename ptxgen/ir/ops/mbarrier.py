@@ -186,10 +186,11 @@ class Alloc(OpDef):
     name = "mbarrier.alloc"
     summary = "an array of mbarriers in shared memory (8 bytes each)"
     required_attrs = ("count",)
+    num_operands = 0
+    num_results = 1
 
     def verify(self, op, v):
-        v.operands(op, 0)
-        (t,) = v.results(op, 1)
+        t = op.results[0].type
         count = v.attr(op, "count", int)
         if not isinstance(t, BarrierType):
             v.error(op, f"result type must be mbarrier<N>, not {t}")
@@ -225,10 +226,11 @@ class Init(OpDef):
     name = "mbarrier.init"
     summary = "start a barrier at phase 0 expecting `arrivals` arrivals per phase"
     required_attrs = ("arrivals",)
+    num_operands = 2
+    num_results = 0
 
     def verify(self, op, v):
-        bars, index = v.operands(op, 2)
-        v.results(op, 0)
+        bars, index = op.operands
         _verify_bars_index(op, v, bars, index)
         k = v.attr(op, "arrivals", int)
         if k is not None and not 1 <= k <= MAX_ARRIVALS:
@@ -264,10 +266,11 @@ class Init(OpDef):
 class FenceInit(OpDef):
     name = "fence.mbarrier_init"
     summary = "make this thread's mbarrier inits visible to other threads (after a barrier.cta) and the TMA unit"
+    num_operands = 0
+    num_results = 0
 
     def verify(self, op, v):
-        v.operands(op, 0)
-        v.results(op, 0)
+        """Nothing beyond the signature (no operands, no results)."""
 
     def interpret(self, op, ix):
         act = set(np.nonzero(ix.mask)[0].tolist())
@@ -285,10 +288,11 @@ class FenceInit(OpDef):
 class Arrive(OpDef):
     name = "mbarrier.arrive"
     summary = "one arrival per active thread on its barrier"
+    num_operands = 2
+    num_results = 0
 
     def verify(self, op, v):
-        bars, index = v.operands(op, 2)
-        v.results(op, 0)
+        bars, index = op.operands
         _verify_bars_index(op, v, bars, index)
 
     def interpret(self, op, ix):
@@ -309,10 +313,11 @@ class ArriveExpectTx(OpDef):
     name = "mbarrier.arrive_expect_tx"
     summary = "per active thread: add `bytes` to the barrier's tx-count, then arrive once"
     required_attrs = ("bytes",)
+    num_operands = 2
+    num_results = 0
 
     def verify(self, op, v):
-        bars, index = v.operands(op, 2)
-        v.results(op, 0)
+        bars, index = op.operands
         _verify_bars_index(op, v, bars, index)
         b = v.attr(op, "bytes", int)
         if b is not None and not 1 <= b <= MAX_TX:
@@ -382,10 +387,11 @@ class BarrierWait(Wait):
 class WaitOp(OpDef):
     name = "mbarrier.wait"
     summary = "block until the barrier's phase of the given parity has completed"
+    num_operands = 3
+    num_results = 0
 
     def verify(self, op, v):
-        bars, index, parity = v.operands(op, 3)
-        v.results(op, 0)
+        bars, index, parity = op.operands
         _verify_bars_index(op, v, bars, index)
         if parity.type not in (I32, I1):
             v.error(op, f"the parity must be i32 or i1, not {parity.type}")
@@ -432,10 +438,11 @@ def require_whole_cta(ix, op, which: str) -> None:
 class CtaBarrier(OpDef):
     name = "barrier.cta"
     summary = "bar.sync 0: every thread of the CTA waits for all the others"
+    num_operands = 0
+    num_results = 0
 
     def verify(self, op, v):
-        v.operands(op, 0)
-        v.results(op, 0)
+        """Nothing beyond the signature (no operands, no results)."""
 
     def interpret(self, op, ix):
         require_whole_cta(ix, op, "a CTA")
@@ -455,10 +462,11 @@ class CtaBarrier(OpDef):
 class ClusterBarrier(OpDef):
     name = "barrier.cluster"
     summary = "barrier.cluster.arrive + wait: every thread of every CTA of the cluster waits for all the others"
+    num_operands = 0
+    num_results = 0
 
     def verify(self, op, v):
-        v.operands(op, 0)
-        v.results(op, 0)
+        """Nothing beyond the signature (no operands, no results)."""
 
     def interpret(self, op, ix):
         require_whole_cta(ix, op, "a cluster")

@@ -86,10 +86,11 @@ class Alloc(OpDef):
     summary = "a ring of `stages` stages: S full and S empty mbarriers in shared memory"
     required_attrs = ("stages", "consumers")
     optional_attrs = ("cluster",)
+    num_operands = 0
+    num_results = 1
 
     def verify(self, op, v):
-        v.operands(op, 0)
-        (t,) = v.results(op, 1)
+        t = op.results[0].type
         if not isinstance(t, PipelineType):
             v.error(op, f"result type must be pipeline<S>, not {t}")
             return
@@ -139,10 +140,11 @@ class Alloc(OpDef):
 class Init(OpDef):
     name = "pipeline.init"
     summary = "initialise every stage's barriers (full: 1 arrival; empty: `consumers` arrivals) and fence the inits"
+    num_operands = 1
+    num_results = 0
 
     def verify(self, op, v):
-        (pipe,) = v.operands(op, 1)
-        v.results(op, 0)
+        (pipe,) = op.operands
         _verify_pipe(op, v, pipe)
 
     def interpret(self, op, ix):
@@ -184,10 +186,12 @@ class _StageWait(OpDef):
     stage index; ``after``/``after_lower`` is what the op does once the phase completed."""
 
     producer = False
+    num_operands = 2
+    num_results = 1
 
     def verify(self, op, v):
-        pipe, k = v.operands(op, 2)
-        (t,) = v.results(op, 1)
+        pipe, k = op.operands
+        t = op.results[0].type
         if not _verify_pipe(op, v, pipe):
             return
         _verify_iteration(op, v, k)
@@ -263,10 +267,11 @@ class WaitFull(_StageWait):
 class Release(OpDef):
     name = "pipeline.release"
     summary = "consumer: hand stage s back to the producer (one arrival on empty[s] per active warp)"
+    num_operands = 2
+    num_results = 0
 
     def verify(self, op, v):
-        pipe, s = v.operands(op, 2)
-        v.results(op, 0)
+        pipe, s = op.operands
         if not _verify_pipe(op, v, pipe):
             return
         if s.type != I32:

@@ -79,10 +79,10 @@ class Roles(OpDef):
     name = "gpu.roles"
     summary = "warpgroup roles running concurrently, each with its own register budget (setmaxnreg)"
     required_attrs = ("names", "warpgroups", "maxnreg")
+    num_operands = 0
+    num_results = 0
 
     def verify(self, op, v):
-        v.operands(op, 0)
-        v.results(op, 0)
         groups = v.attr(op, "warpgroups", tuple)
         regs = v.attr(op, "maxnreg", tuple)
         names = v.attr(op, "names", tuple)
@@ -194,10 +194,10 @@ class NamedBarrier(OpDef):
     name = "barrier.named"
     summary = "bar.sync id, threads: wait until `threads` threads (whole warps) reached barrier `id`"
     required_attrs = ("id", "threads")
+    num_operands = 0
+    num_results = 0
 
     def verify(self, op, v):
-        v.operands(op, 0)
-        v.results(op, 0)
         ident = v.attr(op, "id", int)
         count = v.attr(op, "threads", int)
         if ident is not None and not 1 <= ident < NAMED_BARRIERS:

@@ -150,9 +150,10 @@ class For(OpDef):
 class If(OpDef):
     name = "scf.if"
     summary = "a two-way branch, per thread"
+    num_operands = 1
 
     def verify(self, op, v):
-        (p,) = v.operands(op, 1)
+        (p,) = op.operands
         if p.type != I1:
             v.error(op, f"the condition must be i1, not {p.type}")
         if len(op.regions) not in (1, 2):
@@ -205,9 +206,10 @@ class If(OpDef):
 class Yield(OpDef):
     name = "scf.yield"
     summary = "the values a region of scf.for / scf.if hands back"
+    num_results = 0
 
     def verify(self, op, v):
-        v.results(op, 0)  # placement and types are checked by the parent op
+        """Nothing beyond no results: its placement and types are checked by the parent op."""
 
     def interpret(self, op, ix):
         ix.yielded = [ix.get(x) for x in op.operands]

@@ -277,10 +277,11 @@ class Alloc(OpDef):
     name = "smem.alloc"
     summary = "a statically placed shared-memory tensor of the CTA"
     optional_attrs = ("align",)
+    num_operands = 0
+    num_results = 1
 
     def verify(self, op, v):
-        v.operands(op, 0)
-        (t,) = v.results(op, 1)
+        t = op.results[0].type
         if not isinstance(t, TensorType) or t.space != "smem":
             v.error(op, f"result type must be a smem tensor smem<T>[layout], not {t}")
             return
@@ -460,10 +461,12 @@ class Permute(OpDef):
     name = "smem.permute"
     summary = "the same smem view with its modes in another order (a transpose: no data moves)"
     required_attrs = ("order",)
+    num_operands = 1
+    num_results = 1
 
     def verify(self, op, v):
-        (view,) = v.operands(op, 1)
-        (t,) = v.results(op, 1)
+        (view,) = op.operands
+        t = op.results[0].type
         if not isinstance(view.type, TensorType) or view.type.space != "smem":
             v.error(op, f"the operand must be a smem view, not {view.type}")
             return
@@ -536,10 +539,12 @@ class Load(_SmemAccess):
     name = "smem.load"
     summary = "each thread reads its values of a smem view (through the layout's physical byte addresses)"
     required_attrs = ("tv",)
+    num_operands = 2
+    num_results = 1
 
     def verify(self, op, v):
-        view, thread = v.operands(op, 2)
-        (t,) = v.results(op, 1)
+        view, thread = op.operands
+        t = op.results[0].type
         if not self._check_view_and_thread(op, v, view, thread):
             return
         if not isinstance(t, FragmentType):
@@ -573,10 +578,11 @@ class Store(_SmemAccess):
     name = "smem.store"
     summary = "each thread writes its values of a smem view (through the layout's physical byte addresses)"
     required_attrs = ("tv",)
+    num_operands = 3
+    num_results = 0
 
     def verify(self, op, v):
-        view, thread, frag = v.operands(op, 3)
-        v.results(op, 0)
+        view, thread, frag = op.operands
         if not self._check_view_and_thread(op, v, view, thread):
             return
         if not isinstance(frag.type, FragmentType):
@@ -685,10 +691,11 @@ class Stmatrix(_SmemAccess):
     name = "smem.stmatrix"
     summary = "smem.store through stmatrix.m8n8.x{1,2,4}[.trans]: each warp stores 8 x 8 b16 matrices by rows"
     required_attrs = ("tv", "num", "trans")
+    num_operands = 3
+    num_results = 0
 
     def verify(self, op, v):
-        view, thread, frag = v.operands(op, 3)
-        v.results(op, 0)
+        view, thread, frag = op.operands
         if not self._check_view_and_thread(op, v, view, thread):
             return
         vt = view.type

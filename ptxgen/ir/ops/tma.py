@@ -382,10 +382,11 @@ class Store(OpDef):
 class StoreCommit(OpDef):
     name = "tma.store_commit"
     summary = "close this thread's uncommitted TMA stores into a bulk group"
+    num_operands = 0
+    num_results = 0
 
     def verify(self, op, v):
-        v.operands(op, 0)
-        v.results(op, 0)
+        """Nothing beyond the signature (no operands, no results)."""
 
     def interpret(self, op, ix):
         for t in np.nonzero(ix.mask)[0].tolist():
@@ -439,10 +440,10 @@ class StoreWaitOp(OpDef):
     name = "tma.store_wait"
     summary = "block until all but the `pending` most recent bulk groups of this thread finished (reading smem)"
     required_attrs = ("pending", "read")
+    num_operands = 0
+    num_results = 0
 
     def verify(self, op, v):
-        v.operands(op, 0)
-        v.results(op, 0)
         n = v.attr(op, "pending", int)
         if n is not None and n < 0:
             v.error(op, f"pending must be >= 0, not {n}")
@@ -475,10 +476,11 @@ class StoreWaitOp(OpDef):
 class FenceProxyAsync(OpDef):
     name = "fence.proxy_async"
     summary = "order this thread's generic-proxy smem writes before later async-proxy (TMA) reads"
+    num_operands = 0
+    num_results = 0
 
     def verify(self, op, v):
-        v.operands(op, 0)
-        v.results(op, 0)
+        """Nothing beyond the signature (no operands, no results)."""
 
     def interpret(self, op, ix):
         ix.fence_generic_writes(np.nonzero(ix.mask)[0])
@@ -492,12 +494,12 @@ class FenceProxyAsync(OpDef):
 class Prefetch(OpDef):
     name = "tma.prefetch"
     summary = "hint: bring the map's box at (c0, c1, ...) into L2 (no smem, no barrier, nothing to wait for)"
+    num_results = 0
 
     def verify(self, op, v):
         """``tma.prefetch %x, %c0, %c1, ...``: a tmap and one i32 coordinate per global mode, as tma.load's.
 
         Example: ``tma.prefetch %a, %row, %k0`` on a ``tmap<bf16, 2>``. Post: no result, no smem operand."""
-        v.results(op, 0)
         if not op.operands:
             v.error(op, "expects a tensor map and one coordinate per global mode, got no operands")
             return

@@ -326,10 +326,12 @@ def _b_major(lx, tb):
 class Mma(OpDef):
     name = "wgmma.mma"
     summary = "D = A·Bᵀ + C for one warpgroup: A (M, K) and B (N, K) in shared memory, C/D accumulator fragments"
+    num_operands = 3
+    num_results = 1
 
     def verify(self, op, v):
-        a, b, c = v.operands(op, 3)
-        (d,) = v.results(op, 1)
+        a, b, c = op.operands
+        d = op.results[0].type
         ta, tb = _verify_operand(op, v, a, "A"), _verify_operand(op, v, b, "B")
         if ta is None or tb is None:
             return
@@ -396,10 +398,12 @@ class Mma(OpDef):
 class MmaRS(OpDef):
     name = "wgmma.mma_rs"
     summary = "D = A·Bᵀ + C for one warpgroup: A (M, K) a register fragment (rs_a_tv), B (N, K) in shared memory"
+    num_operands = 3
+    num_results = 1
 
     def verify(self, op, v):
-        a, b, c = v.operands(op, 3)
-        (d,) = v.results(op, 1)
+        a, b, c = op.operands
+        d = op.results[0].type
         ta = a.type
         if not isinstance(ta, FragmentType):
             v.error(op, f"A must be a register fragment frag<T>[S] (the RS form), not {ta}")
@@ -494,10 +498,11 @@ class MmaRS(OpDef):
 class Fence(OpDef):
     name = "wgmma.fence"
     summary = "order the warpgroup's earlier register (accumulator) writes before the wgmmas that follow"
+    num_operands = 0
+    num_results = 0
 
     def verify(self, op, v):
-        v.operands(op, 0)
-        v.results(op, 0)
+        """Nothing beyond the signature (no operands, no results)."""
 
     def interpret(self, op, ix):
         _warpgroups(ix, op)
@@ -511,10 +516,11 @@ class Fence(OpDef):
 class Commit(OpDef):
     name = "wgmma.commit"
     summary = "close the warpgroup's issued, uncommitted wgmmas into one group"
+    num_operands = 0
+    num_results = 0
 
     def verify(self, op, v):
-        v.operands(op, 0)
-        v.results(op, 0)
+        """Nothing beyond the signature (no operands, no results)."""
 
     def interpret(self, op, ix):
         for w in _warpgroups(ix, op):
