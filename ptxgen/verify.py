@@ -159,7 +159,7 @@ class Verifier:
             rule(*args)
         except _Skip:
             pass
-        except Exception as e:  # noqa: BLE001 — defence in depth; tests/test_fuzz_tile_ir.py asserts it never fires
+        except Exception as e:  # noqa: BLE001 — defence in depth; tests/ptxgen/test_fuzz_tile_ir.py asserts it never fires
             self.error(at, f"{INTERNAL_ERROR} ({type(e).__name__}: {str(e)[:200]}) while checking this: please "
                            "report it with the kernel")
 

@@ -1,7 +1,7 @@
 """TMA tensor maps from CuTe layouts: the arguments of ``cuTensorMapEncodeTiled``, checked before the driver sees them.
 
 Pure data: nothing here imports CUDA. The enums mirror the driver's (names and integer values of ``cuda.h`` in CUDA
-12.x/13.x, the same as ``cuda.bindings.driver`` 13.x enumerates them; ``tests/test_tma.py`` compares the two).
+12.x/13.x, the same as ``cuda.bindings.driver`` 13.x enumerates them; ``tests/layoutc/test_tma.py`` compares the two).
 
 The model of what one TMA copy writes to shared memory (read on an H100, driver 580, with a probe kernel that loaded
 boxes of every swizzle mode and dumped the shared memory it landed in; see ``tma_write_address``):

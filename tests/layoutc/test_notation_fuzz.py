@@ -10,7 +10,7 @@
 
 The parse properties follow the hypothesis profile (tests/conftest.py); the per-operation algebra properties run 60
 examples each. For a long local session set ``LAYOUTC_FUZZ_EXAMPLES``, e.g.
-``LAYOUTC_FUZZ_EXAMPLES=20000 pytest tests/test_notation_fuzz.py``.
+``LAYOUTC_FUZZ_EXAMPLES=20000 pytest tests/layoutc/test_notation_fuzz.py``.
 """
 import os
 import sys

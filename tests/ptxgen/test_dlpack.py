@@ -38,7 +38,7 @@ def test_gpu_kernel_takes_dlpack_only_arguments():
     if not gpu_available():
         pytest.skip("needs a CUDA GPU")
     import pathlib
-    text = (pathlib.Path(__file__).resolve().parent.parent / "examples" / "sqrt_sin.tile").read_text()
+    text = (pathlib.Path(__file__).resolve().parents[2] / "examples" / "sqrt_sin.tile").read_text()
     x = torch.rand(5000, device="cuda") * 3.0
     z = torch.zeros_like(x)
     jit(parse_module(text))(x=OnlyDLPack(x), z=OnlyDLPack(z), n=5000)

@@ -1,6 +1,6 @@
 """Every example kernel: its text parses and verifies, its Python-builder twin builds the same IR, and the CPU
 interpreter's result matches numpy (float64 reference, relative error) on fresh random inputs, including ragged
-sizes that leave partial tiles (tma_copy's runs and planted bugs are in tests/test_tma_copy.py)."""
+sizes that leave partial tiles (tma_copy's runs and planted bugs are in tests/ptxgen/test_tma_copy.py)."""
 import importlib.util
 import pathlib
 
@@ -11,7 +11,7 @@ from ptxgen.interp import interpret
 from ptxgen.ir.text import parse_module, print_module, structurally_equal
 from ptxgen.verify import verify
 
-EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 
 
 def load(name):
@@ -67,7 +67,7 @@ def test_l2norm_matches_numpy(m, n):
 
 @pytest.mark.parametrize("path", sorted(p.name for p in (EXAMPLES / "bugs").glob("*.tile")))
 def test_planted_bug_twins_parse_and_print_stably(path):
-    """examples/bugs/*.tile (checked for their diagnoses in tests/test_tma_copy.py) are well-formed IR."""
+    """examples/bugs/*.tile (checked for their diagnoses in tests/ptxgen/test_tma_copy.py) are well-formed IR."""
     module = parse_module((EXAMPLES / "bugs" / path).read_text(), file=f"examples/bugs/{path}")
     printed = print_module(module)
     assert print_module(parse_module(printed)) == printed

@@ -58,7 +58,7 @@ kernel @{name}(%x: gtensor<{dtype}, 2>, %y: gtensor<{dtype}, 2>) {{grid = (1, 1,
 
 
 def module(*args, **kw):
-    return parse_module(kernel_text(*args, **kw), file="tests/test_stmatrix.py")
+    return parse_module(kernel_text(*args, **kw), file="tests/ptxgen/test_stmatrix.py")
 
 
 def tile(n, dtype="bf16", rng=None):
@@ -208,7 +208,7 @@ def test_thread_within_a_warpgroup_keeps_its_lane():
 def test_pairs_are_packed_as_vectors():
     """Each stmatrix register is a ``<2 x b16>`` vector bitcast to i32 (no 16-bit shifts and ors), the form NVPTX
     turns into one ``cvt.rn.bf16x2.f32`` where the pair comes from f32 values converted in the same block (the GEMM
-    epilogue's case: tests/test_gemm_hopper.py)."""
+    epilogue's case: tests/ptxgen/test_gemm_hopper.py)."""
     llvm_ir = compile_kernel(module(ROW_MAJOR, 64, ACC64, 4, False, name="st_pairs"), defer_assembly=True).llvm_ir
     assert llvm_ir.count("bitcast <2 x bfloat>") == 16
     assert not re.search(r"shl i32 .*, 16", llvm_ir)

@@ -15,7 +15,7 @@ from ptxgen.ir.text import parse_module
 from ptxgen.lower import compile_kernel
 from ptxgen.runtime.sass import disassemble, instruction_counts, nvdisasm_path
 
-EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 
 
 def gemm_module():

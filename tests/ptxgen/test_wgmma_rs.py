@@ -65,7 +65,7 @@ kernel @rs(%a: gtensor<{dtype}, 2>, %b: gtensor<{dtype}, 2>, %c: gtensor<f32, 2>
   gmem.store %gd, %t, %r {{tv = [{c_tv}]}}
 }}
 """
-    return parse_module(text, file="tests/test_wgmma_rs.py")
+    return parse_module(text, file="tests/ptxgen/test_wgmma_rs.py")
 
 
 def operands(dtype, blocks, n, k, rng=None):

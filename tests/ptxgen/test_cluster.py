@@ -17,7 +17,7 @@ from ptxgen.ir.text import parse_module
 from ptxgen.lower import compile_kernel
 from ptxgen.verify import VerifyError, verify
 
-EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 
 # Each CTA of a cluster of 2 loads HALF of a 16 x 32 tile (its rank's 8 rows) and multicasts it into both CTAs; after
 # the wait every CTA holds the whole tile and writes it to its own 16 rows of y.

@@ -19,7 +19,7 @@ from lower_cases import ALLOPS, copy_scale
 
 pytestmark = pytest.mark.gpu
 
-EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 
 
 def load(name):
@@ -66,7 +66,7 @@ def test_l2norm_numpy(l2norm, m, n):
 
 
 def test_allops_matches_the_interpreter():
-    module = parse_module(ALLOPS, file="tests/lower_cases.py")
+    module = parse_module(ALLOPS, file="tests/ptxgen/lower_cases.py")
     k = jit(module)
     rng = np.random.default_rng()
     for m, n in [(5, 200), (6, 256), (1, 3)]:

@@ -106,7 +106,7 @@ def test_decode_encode_roundtrip(start, lbo, sbo, bo, mode):
 # MN-major INTER (16-bit): SBO = next 16-B MN chunk = 128 B; LBO = next 8 K-rows = (MN/8)*128 = 16*MN.
 # An unused SBO (one 8-row group / one MN chunk) is 0, as in CUTLASS.  The default MN tile is CuTe's 64-row warpgroup
 # atom (the whole extent below 64 rows); MN below is the layout's extent.  Exhaustive CUTLASS words:
-# tests/test_descriptor_cute.py.
+# tests/layoutc/test_descriptor_cute.py.
 S1, S2, S3 = (64, 64), (128, 64, 3), (256, 128)
 TABLE = []
 for _t in ("bf16", "e4m3", "tf32"):

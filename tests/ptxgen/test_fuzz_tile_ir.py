@@ -10,7 +10,7 @@ words, value names and op names exchanged; brackets nested hundreds deep; lines 
 The interpreter runs a mutant on tiny inputs (16 elements per mode, one cluster of CTAs) under a wall-clock budget,
 so a mutant that merely loops long is cut off, not reported.
 
-``python tests/test_fuzz_tile_ir.py N [seed]`` runs N mutants outside pytest and prints every escape.
+``python tests/ptxgen/test_fuzz_tile_ir.py N [seed]`` runs N mutants outside pytest and prints every escape.
 """
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ from ptxgen.lower import KernelCompileError, LoweringError, compile_kernel
 from ptxgen.runtime.launcher import LaunchError, jit
 from ptxgen.verify import INTERNAL_ERROR, VerifyError, verify
 
-EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 SOURCES = {p.name: p.read_text() for p in sorted(EXAMPLES.glob("*.tile"))}
 
 INTERNAL = INTERNAL_ERROR  # in a VerifyError: an op rule raised an exception (counted as an escape here)

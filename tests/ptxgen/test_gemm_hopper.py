@@ -17,7 +17,7 @@ from ptxgen.lower import compile_kernel
 from ptxgen.runtime.sass import disassemble, instruction_counts, nvdisasm_path
 from ptxgen.verify import VerifyError, verify
 
-EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 
 
 def twin():

@@ -20,7 +20,7 @@ from ptxgen.ir.types import (SCALARS, BarrierType, FragmentType, GlobalTensorTyp
                              TensorType)
 
 F32, I32, I1 = SCALARS["f32"], SCALARS["i32"], SCALARS["i1"]
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 SPEC_EXAMPLE = """\
 // comment

@@ -1,4 +1,4 @@
-"""Kernels shared by tests/test_lower.py (CPU: lower, assemble) and tests/test_lower_gpu.py (GPU vs interpreter).
+"""Kernels shared by tests/ptxgen/test_lower.py (CPU: lower, assemble) and tests/ptxgen/test_lower_gpu.py (GPU vs interpreter).
 
 ALLOPS uses every op of the language at least once (every arith op, every gpu index, scf.for with two carried
 fragments and unroll, scf.if with a result, gtensor.dim, gmem.tile/load (with `other`)/store on 1-D and 2-D

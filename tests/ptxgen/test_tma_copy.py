@@ -12,7 +12,7 @@ from ptxgen.interp import HangError, RaceError, interpret
 from ptxgen.ir.text import parse_module
 from ptxgen.verify import VerifyError, verify
 
-EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 
 
 def load(path):

@@ -25,7 +25,7 @@ from ptxgen.lower import Specialization, TensorSpec
 from ptxgen.runtime import cache, jit, jit_text, launcher, parse_verified
 from ptxgen.verify import VerifyError, verify
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 SQRT_SIN = (EXAMPLES / "sqrt_sin.tile").read_text()
 ALIGNED = Specialization.of(x=TensorSpec(0, True, 16), z=TensorSpec(0, True, 16))

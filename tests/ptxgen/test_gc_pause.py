@@ -11,7 +11,7 @@ from ptxgen.ir.text import IRSyntaxError, parse_module
 from ptxgen.lower import compile_kernel, target
 from ptxgen.verify import verify
 
-SQRT_SIN = (pathlib.Path(__file__).resolve().parent.parent / "examples" / "sqrt_sin.tile").read_text()
+SQRT_SIN = (pathlib.Path(__file__).resolve().parents[2] / "examples" / "sqrt_sin.tile").read_text()
 
 
 @pytest.fixture

@@ -423,7 +423,7 @@ def test_a_lowering_llvm_rejects_is_a_lowering_error_not_an_abort():
 
 # -- interpreter arguments -------------------------------------------------------------------------------------------
 
-SQRT_SIN = (pathlib.Path(__file__).resolve().parent.parent / "examples" / "sqrt_sin.tile").read_text()
+SQRT_SIN = (pathlib.Path(__file__).resolve().parents[2] / "examples" / "sqrt_sin.tile").read_text()
 
 
 @pytest.mark.parametrize("n, message", [

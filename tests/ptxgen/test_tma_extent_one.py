@@ -29,7 +29,7 @@ from ptxgen.ir.text import parse_module
 from ptxgen.runtime import LaunchError, jit
 from ptxgen.runtime.launcher import encode_tensor_map
 
-EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 K128 = gmma_smem_layout("K", "SW128", "bf16", (128, 64))      # Sw<3,4,3> o 0 o ((8,16),(64,1)):((64,512),(1,0))
 MN128 = gmma_smem_layout("MN", "SW128", "bf16", (64, 64))
 PLAIN = L((16, 256), (256, 1))                                # tma_copy.tile's box

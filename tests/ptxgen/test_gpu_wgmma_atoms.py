@@ -19,7 +19,7 @@ about 1e-6 in the worst case and ~1e-7 typically for random normal data, even al
 truncating adder). Any layout mistake (a wrong element, a swapped row or core matrix) moves whole entries and gives a
 relative error of order 0.1-1. 1e-5 separates the two by orders of magnitude on both sides.
 
-The CPU-only counterpart (``tests/test_runtime_cpu.py``) compiles every kernel with nvJitLink and emulates what wgmma
+The CPU-only counterpart (``tests/ptxgen/test_runtime_cpu.py``) compiles every kernel with nvJitLink and emulates what wgmma
 reads through the descriptors (``core_matrix_addresses``) from the same images.
 
 Results of each GPU case are appended as JSON lines to ``$WGMMA_RESULTS`` when that variable is set

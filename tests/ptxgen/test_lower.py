@@ -31,7 +31,7 @@ from ptxgen.runtime import LaunchError, jit
 
 from lower_cases import ALLOPS, DTYPES, copy_scale
 
-EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 V4_LOAD = re.compile(r"ld\.global(\.\w+)*\.v4\.(f32|b32)")
 V4_STORE = re.compile(r"st\.global(\.\w+)*\.v4\.(f32|b32)")
 
@@ -41,7 +41,7 @@ def load(name):
 
 
 def allops():
-    return parse_module(ALLOPS, file="tests/lower_cases.py").kernels[0]
+    return parse_module(ALLOPS, file="tests/ptxgen/lower_cases.py").kernels[0]
 
 
 def contiguous_spec(kernel, aligned=True, extent_multiple=1):

@@ -12,7 +12,7 @@ import pytest
 from ptxgen.interp import HangError, RaceError, interpret
 from ptxgen.ir.text import parse_module
 
-EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 FIX = "a barrier.cta, a barrier.named both reach, or an mbarrier arrive then wait must come between them"
 
 

@@ -29,7 +29,7 @@ from ptxgen.runtime import LaunchError, jit
 from ptxgen.runtime.launcher import argument_layout, dynamic_smem_bytes
 from ptxgen.verify import VerifyError
 
-EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 BOX = "Sw<3,4,3> o 0 o (64,32):(32,1)"
 
 # tma.load a 64x32 f32 tile into %a; smem.load it with TV_A (16-byte vectors: thread t holds row t%64, 16 columns),
@@ -89,7 +89,7 @@ def load(name="tma_copy.tile"):
 
 
 def roundtrip():
-    return parse_module(SWIZZLE_ROUNDTRIP, file="tests/test_lower_async.py").kernels[0]
+    return parse_module(SWIZZLE_ROUNDTRIP, file="tests/ptxgen/test_lower_async.py").kernels[0]
 
 
 def twin():

@@ -36,7 +36,7 @@ kernel @pf(%x: tmap<f32, 2>[{BOX}], %g: gtensor<f32, 2>, %y: gtensor<f32, 2>) {{
 
 
 def module():
-    return parse_module(KERNEL, file="tests/test_tma_prefetch.py")
+    return parse_module(KERNEL, file="tests/ptxgen/test_tma_prefetch.py")
 
 
 def test_interpreter_prefetch_changes_nothing():

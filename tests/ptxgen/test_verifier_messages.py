@@ -15,7 +15,7 @@ from ptxgen.ir.ops.smem import alignment_advice
 from ptxgen.ir.text import parse_module
 from ptxgen.verify import VerifyError, verify
 
-EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 GEMM = (EXAMPLES / "gemm.tile").read_text()
 FENCE = "      wgmma.fence\n"
 

@@ -3,7 +3,7 @@
 alike, inputs and outputs; any other dtype is refused with what to pass; device tensors map their own types (torch,
 DLPack codes of dlpack.h).
 
-The kernel is ``copy_scale`` (tests/lower_cases.py): z = cast<T>(cast<f32>(x) · s), a one-rounding map whose exact
+The kernel is ``copy_scale`` (tests/ptxgen/lower_cases.py): z = cast<T>(cast<f32>(x) · s), a one-rounding map whose exact
 result numpy computes as ``(x.astype(float32) * s).astype(T's host dtype)`` (ml_dtypes rounds to nearest even).
 """
 from __future__ import annotations
@@ -24,7 +24,7 @@ from ptxgen.ir.text import parse_module
 from ptxgen.ir.types import SCALARS
 from ptxgen.runtime import LaunchError, jit
 
-EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 HOST = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16, "e4m3": ml_dtypes.float8_e4m3fn,
         "e5m2": ml_dtypes.float8_e5m2}
 BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32}

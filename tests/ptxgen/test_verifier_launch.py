@@ -21,7 +21,7 @@ from ptxgen.lower import compile_kernel
 from ptxgen.runtime import LaunchError, jit
 from ptxgen.verify import VerifyError, verify
 
-EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 
 PARAMS = "%x: gtensor<f32, 2>, %y: gtensor<f32, 1>, %n: i32, %m: i32, %s: f32, %p: i1, %u: u64"
 PREFIX = f"kernel @k({PARAMS}) {{"
