@@ -12,11 +12,13 @@ class LayoutError(ValueError):
         self.op = op
         self.operands = tuple(operands)
         self.condition = condition
-        shown = ", ".join(_show(o) for o in self.operands)
+        shown = ", ".join(operand_text(o) for o in self.operands)
         super().__init__(f"{op}({shown}): {condition}")
 
 
-def _show(obj) -> str:
+def operand_text(obj) -> str:
+    """An operation's operand as error messages show it: CuTe notation where it has one (``Layout((2,4),(1,2))`` →
+    ``(2,4):(1,2)``), else its repr. Post: never raises (an operand that cannot be printed must not hide the error)."""
     # Local import: notation imports this module.
     from .notation import to_str
 
@@ -43,5 +45,5 @@ class within:
             return False
         if exc.op == self.op and exc.operands == self.operands:
             return False
-        inner = ", ".join(_show(o) for o in exc.operands)
+        inner = ", ".join(operand_text(o) for o in exc.operands)
         raise LayoutError(self.op, self.operands, f"{exc.condition} [in {exc.op}({inner})]") from exc

@@ -171,7 +171,7 @@ class Layout:
             coord = coord[0]
         elif len(coord) == 0:
             raise TypeError("a Layout is called with a coordinate")
-        if _has_underscore(coord):
+        if has_underscore(coord):
             return slice_layout(coord, self)
         _validate_coordinate(coord, self)
         return crd2idx(coord, self.shape, self.stride)
@@ -194,10 +194,12 @@ class Layout:
         return tuple_depth(self.shape)
 
 
-def _has_underscore(c) -> bool:
+def has_underscore(c) -> bool:
+    """Whether the coordinate ``c`` holds CuTe's ``_`` anywhere (a slice, not a point): ``(1, (_, 2))`` → True,
+    ``(1, 2)`` → False."""
     if c is _:
         return True
-    return is_tuple(c) and any(_has_underscore(e) for e in c)
+    return is_tuple(c) and any(has_underscore(e) for e in c)
 
 
 def _validate_coordinate(coord, layout: Layout) -> None:
@@ -436,7 +438,7 @@ def slice_layout(coord, layout: Layout) -> Layout:
         return []
 
     if type(layout) is not Layout:
-        return layout(coord) if _has_underscore(coord) else _plain_only("slice", layout)
+        return layout(coord) if has_underscore(coord) else _plain_only("slice", layout)
     if coord is _:
         return layout
     if not is_tuple(coord):

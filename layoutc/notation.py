@@ -220,8 +220,8 @@ def _parser():
     global _PARSER
     if _PARSER is None:
         from lark import Lark
-        # cache=True: the analysed tables are kept in a temp file keyed by grammar and lark version (~8 ms → ~1.5 ms
-        # per new process)
+        # cache=True: the analysed tables are kept in a temp file keyed by grammar and lark version, so a new process
+        # does not rebuild them
         _PARSER = Lark(_grammar(), parser="lalr", lexer="basic", transformer=_make_builder(),
                        maybe_placeholders=False, cache=True)
     return _PARSER
@@ -230,7 +230,7 @@ def _parser():
 @lru_cache(maxsize=4096)
 def _parse_cached(text: str):
     # Every parse result is immutable (ints, tuples, Layout, Swizzle, ComposedLayout), so sharing one is safe, and
-    # code that names the same layouts over and over (tests, the compiler's tables) skips lark's ~6 us per token.
+    # code that names the same layouts over and over (tests, the compiler's tables) skips lark's per-token work.
     # Failures are not cached: lru_cache stores only returned values.
     _check_limits(text)
     return _parser().parse(text)

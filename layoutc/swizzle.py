@@ -175,10 +175,10 @@ class ComposedLayout:
         may decay the slice to a plain layout: spec §6.1). ``(Sw<3,4,3> o 0 o (8,64):(64,1))(_,3)`` →
         ``Sw<3,4,3> o 3 o (8):(64)``; an identity swizzle at a resulting offset 0 drops:
         ``(Sw<0,4,3> o 0 o (8,64):(64,1))(_,0)`` → ``(8):(64)``."""
-        from .layout import _has_underscore, slice_layout, slice_offset
+        from .layout import has_underscore, slice_layout, slice_offset
         if len(coord) == 1:
             coord = coord[0]
-        if _has_underscore(coord):
+        if has_underscore(coord):
             return self.with_inner(slice_layout(coord, self.inner), self.offset + slice_offset(coord, self.inner))
         return self.outer(self.offset + self.inner(coord))
 

@@ -159,9 +159,18 @@ class Verifier:
             rule(*args)
         except _Skip:
             pass
-        except Exception as e:  # noqa: BLE001 — defence in depth; tests/test_fuzz_tile_ir.py asserts it never fires
+        except Exception as e:  # noqa: BLE001 — defence in depth; tests/ptxgen/test_fuzz_tile_ir.py asserts it never fires
             self.error(at, f"{INTERNAL_ERROR} ({type(e).__name__}: {str(e)[:200]}) while checking this: please "
                            "report it with the kernel")
+
+    def _signature_then_rule(self, definition, op) -> None:
+        """The op's declared operand and result counts (``OpDef.num_operands`` / ``num_results``), then its rule:
+        a count that differs is reported (``expects 2 operands, got 3``) and the rule is skipped."""
+        if definition.num_operands is not None:
+            self.operands(op, definition.num_operands)
+        if definition.num_results is not None:
+            self.results(op, definition.num_results)
+        definition.verify(op, self)
 
     # -- walking -------------------------------------------------------------------------------------------------
     def kernel(self, kernel: Kernel) -> None:
@@ -200,7 +209,7 @@ class Verifier:
                 for problem in key_problems:
                     self.error(op, problem)
                 if not key_problems:
-                    self._checked(op, definition.verify, op, self)
+                    self._checked(op, self._signature_then_rule, definition, op)
             if len(self.errors) > before or any(id(x) in self.failed for x in op.operands):
                 # its results are not what the rules of later ops may assume (the error is reported once, here)
                 self.failed |= {id(r) for r in op.results}

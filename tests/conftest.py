@@ -7,14 +7,25 @@ Hypothesis profiles (select with the environment variable ``HYPOTHESIS_PROFILE``
 
 The compile cache (``ptxgen.runtime.cache``) is pointed at a temporary directory for the session.
 
+Tests are grouped by package: ``tests/layoutc/``, ``tests/ptxgen/`` (``tests/gpu/`` holds the device scripts); the
+repository-wide checks (spec doctests, the README quickstart, the import graph) stay here. Both package folders are
+on ``sys.path`` so a test module may import a helper from either (``tests/ptxgen/test_tma_extent_one.py`` uses the
+raw-driver TMA probe of ``tests/layoutc/test_tma.py``), whichever folder pytest was pointed at.
+
 Tests marked ``@pytest.mark.gpu`` are skipped unless a CUDA GPU is present (checked once, cheaply, through
 ``cuda.bindings.driver``; any failure to import or initialise the driver means "no GPU").
 """
 import os
+import sys
 import tempfile
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+for _package in ("layoutc", "ptxgen"):
+    _folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), _package)
+    if _folder not in sys.path:
+        sys.path.insert(0, _folder)
 
 settings.register_profile(
     "ci", max_examples=500, deadline=None, derandomize=False, suppress_health_check=[HealthCheck.too_slow])

@@ -22,7 +22,7 @@ A thread→smem mapping is a TV layout: ``tv(t, v)`` is the 1-D coordinate of th
 tile's shape, as everywhere in CuTe) that thread ``t`` touches as its value ``v``. The byte address is then
 ``byte_address(smem, dtype, tv(t, v), base)`` — the smem layout's outer Swizzle acts on absolute byte addresses.
 
-Examples (pinned in ``tests/test_banks.py``): a bf16 K-major ``Sw<3,4,3> o 0 o (8,64):(64,1)`` atom read by
+Examples (pinned in ``tests/layoutc/test_banks.py``): a bf16 K-major ``Sw<3,4,3> o 0 o (8,64):(64,1)`` atom read by
 ``ldmatrix_access((8,64), 'bf16')`` (``((8,4),8):((1,64),8)``: lane t reads row t%8, 16-byte chunk t//8) is 1-way;
 the same access to ``(8,64):(64,1)`` is 8-way.
 """

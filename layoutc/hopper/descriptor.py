@@ -62,7 +62,7 @@ from typing import NamedTuple
 from ..errors import LayoutError
 from ..algebra import composition
 from ..int_tuple import idx2crd, is_int, leaves
-from ..layout import Layout, _, _has_underscore, coalesce, make_layout, modes, slice_layout, slice_offset
+from ..layout import Layout, _, has_underscore, coalesce, make_layout, modes, slice_layout, slice_offset
 from ..notation import to_str
 from ..recast import upcast
 from ..swizzle import ComposedLayout
@@ -889,7 +889,7 @@ class DescriptorFragment:
     def __call__(self, *coord):
         """``frag(c)``: the word at ``c``; with ``_`` in ``c`` the sub-fragment (CuTe's tensor slicing)."""
         c = coord[0] if len(coord) == 1 else coord
-        if _has_underscore(c):
+        if has_underscore(c):
             return DescriptorFragment(slice_layout(c, self.layout),
                                       _cutlass_advance(self.origin, slice_offset(c, self.layout)),
                                       dtype=self.dtype, major=self.major, operand=self.operand,

@@ -1,7 +1,7 @@
 """TMA tensor maps from CuTe layouts: the arguments of ``cuTensorMapEncodeTiled``, checked before the driver sees them.
 
 Pure data: nothing here imports CUDA. The enums mirror the driver's (names and integer values of ``cuda.h`` in CUDA
-12.x/13.x, the same as ``cuda.bindings.driver`` 13.x enumerates them; ``tests/test_tma.py`` compares the two).
+12.x/13.x, the same as ``cuda.bindings.driver`` 13.x enumerates them; ``tests/layoutc/test_tma.py`` compares the two).
 
 The model of what one TMA copy writes to shared memory (read on an H100, driver 580, with a probe kernel that loaded
 boxes of every swizzle mode and dumped the shared memory it landed in; see ``tma_write_address``):
@@ -32,7 +32,7 @@ import enum
 import itertools
 from dataclasses import dataclass
 
-from ..errors import LayoutError, _show
+from ..errors import LayoutError, operand_text
 from ..int_tuple import flatten as flatten_tuple, is_tuple, product
 from ..layout import Layout, _, coalesce, modes, slice_layout, slice_offset
 from ..swizzle import ComposedLayout, Swizzle
@@ -67,7 +67,7 @@ class TmaError(LayoutError):
         self.operands = tuple(operands)
         self.condition = reason
         if self.operands:
-            text = f"{op}({', '.join(_show(o) for o in self.operands)}): {reason}"
+            text = f"{op}({', '.join(operand_text(o) for o in self.operands)}): {reason}"
         else:
             text = f"{op}: {reason}"
         ValueError.__init__(self, text)
@@ -598,8 +598,8 @@ def _global_modes(global_layout, esize, err, inner_mode=None):
         c = coalesce(m)
         if is_tuple(c.shape):
             # TMA gives every dim one stride; a mode like (4,(2,3)) that does not coalesce has several.
-            raise err(f"global mode {i} ({_show(m)}) coalesces to {_show(c)}, not one strided dimension: give each "
-                      "stride its own mode")
+            raise err(f"global mode {i} ({operand_text(m)}) coalesces to {operand_text(c)}, not one strided "
+                      "dimension: give each stride its own mode")
         if c.shape > 1 and c.stride < 0:
             raise err(f"global mode {i} has negative stride {c.stride}: TMA strides are unsigned")
         dims.append(c.shape)
@@ -832,8 +832,8 @@ def _split_hint(global_layout, dtype, smem_layout, tsw) -> str:
         return f"tma_boxes() cannot split it either ({why_not})"
     box_layout, params, copies, tile_layout, tile_shape = proposal
     text = (f"the largest box along the contiguous mode {params.mode_order[0]} is {_mode_order_shape(params)}: "
-            f"{_show(box_layout)}, {params.box_bytes} bytes per copy, {copies} copies for the "
-            f"{_show(tile_shape)} tile laid out as {_show(tile_layout)} (tma_boxes() splits that layout")
+            f"{operand_text(box_layout)}, {params.box_bytes} bytes per copy, {copies} copies for the "
+            f"{operand_text(tile_shape)} tile laid out as {operand_text(tile_layout)} (tma_boxes() splits that layout")
     if as_laid_out is None:
         text += f"; as laid out now no box fits: {why_not}"
     else:
@@ -848,7 +848,7 @@ def _mode_order_shape(params) -> str:
     extents = [1] * rank
     for dim, mode in enumerate(params.mode_order):
         extents[mode] = params.box_counts[dim]
-    return _show(tuple(extents))
+    return operand_text(tuple(extents))
 
 
 def _largest_box(global_layout, dtype, smem_layout, tsw):
@@ -897,7 +897,7 @@ def _check_box_layout(params, sw_l, off, inner, ext, base, err, split_args) -> N
     if _same_swizzle(sw_l, params.swizzle.swizzle):
         # One bijective swizzle on both sides: the swizzled addresses agree exactly where the plain byte offsets
         # do, and equal coalesced layouts give equal offsets everywhere. This settles the usual tile without
-        # listing its elements (gemm_hopper's two maps: 20 ms of a 25 ms cached compile before).
+        # listing its elements (which was most of a cached compile of gemm_hopper, for its two maps).
         mine = coalesce(Layout(tuple(inner_shape), tuple(d * esize for d in inner_stride)))
         theirs = coalesce(Layout(tuple(ext), tuple(box_strides)))
         if mine == theirs:
@@ -909,7 +909,8 @@ def _check_box_layout(params, sw_l, off, inner, ext, base, err, split_args) -> N
         return
     j, got, want = miss
     coord = _unflatten_index(j, ext)[:max(1, len(ext))]
-    tma_side = f"{_show(params.smem_layout())} (box_dims {params.box_dims} innermost first, {params.swizzle.name}"
+    tma_side = (f"{operand_text(params.smem_layout())} (box_dims {params.box_dims} innermost first, "
+                f"{params.swizzle.name}")
     if params.swizzle.span_bytes:
         tma_side += f": rows {params.box_counts[0] * esize} bytes long, {params.smem_row_pitch} bytes apart"
     tma_side += ")"

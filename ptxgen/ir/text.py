@@ -87,8 +87,8 @@ def _grammar() -> str:
 @functools.lru_cache(maxsize=None)
 def _parser():
     from lark import Lark
-    # cache=True: lark keeps the analysed LALR tables in a temp file keyed by the grammar and its own version, which
-    # cuts a new process's first parse from ~40 ms to ~3 ms (the cold-compile budget)
+    # cache=True: lark keeps the analysed LALR tables in a temp file keyed by the grammar and its own version, so a
+    # new process's first parse does not rebuild them (the cold-compile budget; docs/gpu-runs/notes-from-code.md)
     return Lark(_grammar(), parser="lalr", lexer="basic", start=["start", "type_start"],
                 propagate_positions=True, maybe_placeholders=False, cache=True)
 

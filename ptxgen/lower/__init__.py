@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from .. import nvjitlink
 from ..gc_pause import gc_paused
 from ..ir.core import Kernel, Module
 from ..ir.types import GlobalTensorType, ScalarType, TensorMapType
@@ -75,13 +76,11 @@ class KernelCompileError(RuntimeError):
 
 def assemble(ptx: str, kernel, arch: str = DEFAULT_ARCH, options=DEFAULT_OPTIONS):
     """PTX → cubin with nvJitLink; a ptxas error raises KernelCompileError naming the IR ops of the bad lines."""
-    from ..runtime import CompileError, compile_ptx
-
     kernel = _kernel(kernel)
     name = f"{kernel.name}.ptx"
     try:
-        return compile_ptx(ptx, arch=arch, options=options, name=name)
-    except CompileError as exc:
+        return nvjitlink.compile_ptx(ptx, arch=arch, options=options, name=name)
+    except nvjitlink.CompileError as exc:
         origins = explain(ptx, exc.log, kernel, name)
         text = f"@{kernel.name}: PTX → cubin failed for {arch}\n{exc}"
         if origins:
@@ -90,7 +89,7 @@ def assemble(ptx: str, kernel, arch: str = DEFAULT_ARCH, options=DEFAULT_OPTIONS
 
 
 class Compiled:
-    """A compiled kernel: ``ptx``, ``cubin`` (ptxgen.runtime.Cubin), ``llvm_ir``, ``spec``, ``arch``, ``name``,
+    """A compiled kernel: ``ptx``, ``cubin`` (ptxgen.nvjitlink.Cubin), ``llvm_ir``, ``spec``, ``arch``, ``name``,
     ``info_log`` and ``registers``/``spill_bytes`` read from it (None when absent). Unpacks as ``(ptx, cubin)``.
     ``from_cache``: True when it was read from the disk cache (``ptxgen.runtime.cache``) instead of compiled.
 
@@ -152,7 +151,8 @@ class Compiled:
 def compile_kernel(kernel, specialization: Specialization | None = None, arch: str = DEFAULT_ARCH,
                    options=DEFAULT_OPTIONS, verify: bool = True, defer_assembly: bool = False) -> Compiled:
     """Lower, optimize, emit PTX and assemble: a ``Compiled`` (unpacks as ``(ptx, cubin)``). ``verify=False`` for a
-    kernel the caller has verified (``JitKernel`` does at construction; verifying gemm.tile again costs ≈ 60 ms).
+    kernel the caller has verified (``JitKernel`` does at construction; verifying a GEMM twice is a noticeable share of
+    a cold compile).
     ``defer_assembly=True``: nvJitLink runs when the cubin is first read (a ptxas error is raised then), not here.
 
     >>> compile_kernel(kernel).registers          # doctest: +SKIP

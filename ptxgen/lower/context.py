@@ -4,35 +4,39 @@ It owns the llvmlite module, the kernel function and the IRBuilder (``lx.b``), a
 
 - a scalar → one LLVM value (plus ``multiple``: a known divisor of an integer, used to prove vector alignment);
 - a fragment → a list of LLVM values, colexicographic over the fragment shape;
-- a ``gtensor`` parameter → ``TensorArg`` (global pointer, i32 extents, i64 strides, its ``TensorSpec``);
-- a ``gview`` → ``GView`` (the tensor, the i32 origin coordinates and their known multiples, the tile shape);
+- a ``gtensor`` parameter → ``values.TensorArg`` (global pointer, i32 extents, i64 strides, its ``TensorSpec``);
+- a ``gview`` → ``values.GView`` (the tensor, the i32 origin coordinates and their known multiples, the tile shape);
 - a ``tmap`` parameter → ``shared.TmapArg`` (the generic address of its by-value 128-byte ``.param``), a smem view →
   ``shared.SmemRef``, an mbarrier array → ``shared.BarrierRef`` (see ``ptxgen.lower.shared``).
 
 Shared building blocks live here so that each op's ``lower`` stays a few lines: constants, intrinsics, special
 registers, ``emit_layout`` (a layout evaluated at a runtime coordinate with div/mod by constants), scalar arithmetic
-by kind, conversions, region lowering, the gmem access emitter (vector plan from ``plans.plan_access``) and the
-warp-shuffle reduction (``plans.plan_reduce``). Every LLVM instruction carries the ``!dbg`` location of the op it
-was emitted for, which the NVPTX backend turns into ``.loc`` lines in the PTX (see ``ptxgen.lower.sourcemap``).
+by kind, conversions, region lowering, gmem loads and stores (``ptxgen.lower.gmem``), smem accesses, TMA copies and
+barrier waits (``ptxgen.lower.shared``), inline PTX (``inline_ptx``, ``ptx_table``) and the warp-shuffle reduction
+(``plans.plan_reduce``). The ops reach every one of them through ``lx`` (methods, and the lowered-value classes
+``lx.GView``, ``lx.SmemRef``, ``lx.BarrierRef``) as they reach their operands: ``ptxgen.ir.ops`` imports nothing of
+``ptxgen.lower``, whose modules sit after it in the pipeline.
+
+Every LLVM instruction carries the ``!dbg`` location of the op it was emitted for, which the NVPTX backend turns into
+``.loc`` lines in the PTX (see ``ptxgen.lower.sourcemap``).
 """
 from __future__ import annotations
 
-import math
-import struct
-
+import numpy as np
 from llvmlite import ir
 
 import layoutc as lc
 
 from ..ir import launch
 from ..ir.core import Kernel, Region
-from ..ir.ops import OPS, smem_plan
+from ..ir.ops import OPS, SMEM_BASE, fp8_encode, round_to, smem_plan
+from ..ir.ops.tma import map_params
 from ..ir.types import FragmentType, GlobalTensorType, ScalarType, SCALARS, TensorMapType
-from . import mathlib, ptx_table, shared
-from .plans import ReducePlanError, coordinate_layout, flat, plan_access, plan_reduce
+from . import gmem, mathlib, ptx_table, shared
+from .plans import ReducePlanError, flat, plan_reduce, plan_smem_access
 from .specialize import Specialization, kernel_abi
-
-BIG_MULTIPLE = 1 << 30  # the "multiple" of the constant 0
+from .values import BIG_MULTIPLE, F16, F32, GPTR, GView, I1, I8, I16, I32, I64, TensorArg, llvm_type, pack_pair, \
+    unpack_pair
 
 
 class LoweringError(ValueError):
@@ -44,90 +48,8 @@ class LoweringError(ValueError):
         self.op = op
 
 
-# ---------------------------------------------------------------------------------------------------- types
-
-
-class BFloatType(ir.types._BaseFloatType):
-    """LLVM's ``bfloat`` (llvmlite has no such type); constants print as ``0xR....`` (round to nearest even)."""
-
-    null = "0xR0000"
-    intrinsic_name = "bf16"
-
-    def __str__(self):
-        return "bfloat"
-
-    def format_constant(self, value):
-        bits = struct.unpack("<I", struct.pack("<f", float(value)))[0]
-        if math.isnan(value):
-            return "0xR7FC0"
-        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
-        return f"0xR{bits & 0xFFFF:04X}"
-
-
-BFloatType._create_instance()
-
-I1, I8, I16, I32, I64 = (ir.IntType(n) for n in (1, 8, 16, 32, 64))
-F16, BF16, F32 = ir.HalfType(), BFloatType(), ir.FloatType()
-GPTR = ir.PointerType(addrspace=1)
-
-_LLVM = {"i1": I1, "i32": I32, "u32": I32, "i64": I64, "u64": I64, "f16": F16, "bf16": BF16, "f32": F32,
-         "e4m3": I8, "e5m2": I8}
 _ABI = {"ptr": GPTR, "i32": I32, "i64": I64, "f32": F32, "i16": I16, "tmap": ir.PointerType()}
 TMAP_BYTES, TMAP_ALIGN = 128, 64  # a CUtensorMap: 128 opaque bytes, passed by value, 64-byte aligned
-
-
-def llvm_type(t: ScalarType):
-    """The LLVM register type of a scalar type (fp8 values are kept as their i8 bits)."""
-    return _LLVM[t.name]
-
-
-def memory_type(t: ScalarType):
-    """The LLVM type of an element in memory (i1 is one byte)."""
-    return I8 if t.name == "i1" else _LLVM[t.name]
-
-
-def pack_pair(b, low, high):
-    """Two 16-bit values as one i32: a ``<2 x T>`` vector (``low`` in the low half) bitcast, not shifts and ors of
-    the halves, so that NVPTX converts an f32 pair with one ``cvt.rn.{bf16x2,f16x2}.f32`` into one register and
-    ptxas keeps the pair packed (F2FP.PACK_AB). Post: ``unpack_pair(b, pack_pair(b, x, y)) == (x, y)``."""
-    vec = ir.Constant(ir.VectorType(low.type, 2), None)
-    vec = b.insert_element(b.insert_element(vec, low, ir.Constant(I32, 0)), high, ir.Constant(I32, 1))
-    return b.bitcast(vec, I32)
-
-
-def unpack_pair(b, word, scalar):
-    """The inverse of ``pack_pair``: the (low, high) values of LLVM type ``scalar`` in the i32 ``word``."""
-    vec = b.bitcast(word, ir.VectorType(scalar, 2))
-    return b.extract_element(vec, ir.Constant(I32, 0)), b.extract_element(vec, ir.Constant(I32, 1))
-
-
-def element_bytes(t: ScalarType) -> int:
-    return max(1, t.bits // 8)
-
-
-def pow2_divisor(n: int) -> int:
-    """The largest power of two dividing ``n`` (``BIG_MULTIPLE`` for 0)."""
-    n = abs(int(n))
-    return (n & -n) if n else BIG_MULTIPLE
-
-
-class TensorArg:
-    """A gtensor parameter in the kernel: ``ptr`` (addrspace 1), ``extents`` (i32), ``strides`` (i64, elements)."""
-
-    def __init__(self, name, dtype, rank, ptr, extents, strides, spec):
-        self.name, self.dtype, self.rank = name, dtype, rank
-        self.ptr, self.extents, self.strides, self.spec = ptr, extents, strides, spec
-
-    def stride(self, m):
-        """Mode ``m``'s stride (the constant 1 for the specialization's contiguous mode)."""
-        return ir.Constant(I64, 1) if m == self.spec.contiguous else self.strides[m]
-
-
-class GView:
-    """A gview: the tensor, the per-mode i32 origin and its known multiples, the static tile shape."""
-
-    def __init__(self, tensor, origin, multiples, shape):
-        self.tensor, self.origin, self.multiples, self.shape = tensor, origin, multiples, shape
 
 
 # ---------------------------------------------------------------------------------------------------- context
@@ -240,8 +162,6 @@ class LoweringContext:
         ``.param .align 64 .b8 name[128]``, whose generic address (``cvta.param``) TMA reads the map from. Without
         the grid-constant mark, taking the address would make LLVM copy the map to a local stack slot that TMA
         cannot use (reference/llvm-nvptx.md)."""
-        from ..ir.ops.tma import map_params
-
         a.name = p.name
         set.add(a.attributes, f"byval([{TMAP_BYTES} x i8])")
         set.add(a.attributes, '"nvvm.grid_constant"')
@@ -289,9 +209,7 @@ class LoweringContext:
                 v -= 1 << t.bits
             return ir.Constant(llvm_type(t), v)
         if t.name in ("e4m3", "e5m2"):
-            from ..ir.ops import round_to
-            import numpy as np
-            return ir.Constant(I8, _fp8_bits(float(round_to(np.array([float(value)]), t)[0]), t.name))
+            return ir.Constant(I8, int(fp8_encode(round_to(np.array([float(value)]), t), t.name)[0]))
         return ir.Constant(llvm_type(t), float(value))
 
     def intrinsic(self, name: str, ret, args):
@@ -398,20 +316,53 @@ class LoweringContext:
         """``arith.cast`` semantics on one LLVM scalar."""
         return convert(self, x, src, dst)
 
+    def llvm_type(self, t: ScalarType):
+        """The LLVM register type of scalar type ``t``: ``lx.llvm_type(SCALARS["i64"])`` → ``i64`` (fp8: ``i8``)."""
+        return llvm_type(t)
+
+    def pack_pair(self, low, high):
+        """Two 16-bit LLVM values as one i32 (``low`` in the low half): ``values.pack_pair``."""
+        return pack_pair(self.b, low, high)
+
+    def unpack_pair(self, word, t: ScalarType):
+        """The inverse of ``pack_pair``: the (low, high) values of scalar type ``t`` in the i32 ``word``."""
+        return unpack_pair(self.b, word, llvm_type(t))
+
+    # -- inline PTX ------------------------------------------------------------------------------------------
+    ptx_table = ptx_table  # the table's entry-name builders: lx.ptx_table.wgmma_mma(n, "bf16", 0, 0, ksteps)
+
+    def inline_ptx(self, name: str, args):
+        """Emit the ``ptx_table`` entry ``name`` as inline asm on ``args`` (LLVM values or Python ints); returns its
+        result. ``lx.inline_ptx("mbarrier.arrive", [address])``."""
+        return ptx_table.emit(self, name, args)
+
     # -- memory ----------------------------------------------------------------------------------------------
-    def gmem_access(self, view: GView, thread, tv, dtype: ScalarType, store=None, other=0.0):
-        """gmem.load (``store`` None: returns the list of loaded values) or gmem.store (``store``: the values)."""
-        return gmem_access(self, view, thread, tv, dtype, store, other)
+    GView = GView  # the lowered gview an op binds: lx.GView(tensor, origin, multiples, shape)
+
+    def gmem_load(self, view: GView, thread, tv, dtype: ScalarType, other=0.0) -> list:
+        """gmem.load: the thread's values of the tile (``other`` outside the tensor); see ``ptxgen.lower.gmem``."""
+        return gmem.load(self, view, thread, tv, dtype, other)
+
+    def gmem_store(self, view: GView, thread, tv, dtype: ScalarType, values) -> None:
+        """gmem.store: write the thread's ``values`` where they are inside the tensor; see ``ptxgen.lower.gmem``."""
+        gmem.store(self, view, thread, tv, dtype, values)
 
     def frag_reduce(self, values, thread_value, tv, tile, mode: int, kind: str, dtype: ScalarType) -> list:
         return frag_reduce(self, values, thread_value, tv, tile, mode, kind, dtype)
 
+    def lane_is_thread_mod_32(self, thread_value) -> bool:
+        """Whether the IR value ``thread_value`` gives each thread's hardware lane as ``thread % 32`` (what warp
+        shuffles and stmatrix need of their thread operand)."""
+        return lane_is_thread_mod_32(self, thread_value)
+
     # -- shared memory ---------------------------------------------------------------------------------------
+    SmemRef, BarrierRef = shared.SmemRef, shared.BarrierRef  # the lowered smem view and mbarrier array ops bind
+    lowbit = staticmethod(shared.lowbit)
+    plan_smem_access = staticmethod(plan_smem_access)
+
     def smem_address(self, op) -> tuple:
         """(i32 shared address, known alignment) of a top-level allocation ``op`` at run time: the window plus the
         allocation's offset in the static plan (``window + (plan address - SMEM_BASE)``)."""
-        from ..ir.ops import SMEM_BASE
-
         planned = self.smem_plan.address.get(id(op))
         if planned is None:
             self.error("is not in the kernel's shared-memory plan: allocations are top-level ops of the kernel body")
@@ -422,6 +373,23 @@ class LoweringContext:
     def smem_access(self, ref, thread, tv, store=None):
         """smem.load (``store`` None: the loaded values) or smem.store through the physical (swizzled) addresses."""
         return shared.smem_access(self, ref, thread, tv, store)
+
+    def swizzle_address(self, sw, addr):
+        """``sw(addr)`` on an i32 shared address at run time (``shared.swizzle_address``)."""
+        return shared.swizzle_address(self, sw, addr)
+
+    def view_origin(self, ref):
+        """The i32 shared address of smem view ``ref``'s first element before the swizzle (``shared.view_origin``)."""
+        return shared.view_origin(self, ref)
+
+    def tma_copy(self, kind: str, tmap, view, coords, barrier=None, multicast=None) -> None:
+        """One TMA tile copy, ``kind`` "load" or "store" (``shared.tma_copy``)."""
+        shared.tma_copy(self, kind, tmap, view, coords, barrier, multicast)
+
+    def barrier_wait(self, address, parity) -> None:
+        """Block until the phase of parity ``parity`` of the mbarrier at ``address`` has completed
+        (``shared.barrier_wait``)."""
+        shared.barrier_wait(self, address, parity)
 
 
 # ---------------------------------------------------------------------------------------------------- layouts
@@ -530,21 +498,6 @@ def scalar_op(lx, kind, args, t):
     lx.error(f"{kind} is not defined on {t}")
 
 
-def _fp8_bits(x: float, name: str) -> int:
-    """The e4m3 / e5m2 bit pattern of a value already representable in that format (round_to applied)."""
-    if x == 0.0:
-        return 0x80 if math.copysign(1.0, x) < 0 else 0
-    mant, bias = (3, 7) if name == "e4m3" else (2, 15)
-    sign = 0x80 if x < 0 else 0
-    a = abs(x)
-    e = math.floor(math.log2(a))
-    if e + bias <= 0:  # subnormal
-        m = round(a / 2.0 ** (1 - bias - mant))
-        return sign | m
-    m = round((a / 2.0 ** e - 1.0) * (1 << mant))
-    return sign | ((e + bias) << mant) | m
-
-
 def convert(lx, x, src: ScalarType, dst: ScalarType):
     b = lx.b
     if src == dst:
@@ -586,189 +539,10 @@ def convert(lx, x, src: ScalarType, dst: ScalarType):
     return b.fptrunc(b.fpext(x, F32), dt)  # f16 <-> bf16 through f32
 
 
-# ---------------------------------------------------------------------------------------------------- gmem
-
-
-def _and_all(b, preds):
-    out = None
-    for p in preds:
-        out = p if out is None else b.and_(out, p)
-    return out
-
-
-def gmem_access(lx, view: GView, thread, tv, dtype, store=None, other=0.0):
-    b = lx.b
-    tensor = view.tensor
-    spec = tensor.spec
-    rank = tensor.rank
-    mem_t = memory_type(dtype)
-    esize = element_bytes(dtype)
-    c = spec.contiguous
-    max_width = 1
-    if c is not None and spec.aligned and dtype.name != "i1":
-        max_width = min(16 // esize, pow2_divisor(view.multiples[c]))
-    plan = plan_access(tv, view.shape, c, max_width)
-    k = plan.width
-    exact = k > 1 and spec.extent_multiple % k == 0
-
-    # thread-dependent coordinates (i32) per mode, and the thread's base pointer
-    if plan.coords is not None:
-        base = [b.add(view.origin[m], lx.emit_layout(plan.coords[m].thread, thread)) for m in range(rank)]
-
-        def coords_of(v):
-            return [b.add(base[m], lx.i32(plan.coords[m].values[v])) if plan.coords[m].values[v] else base[m]
-                    for m in range(rank)]
-
-        offset = None
-        for m in range(rank):
-            term = b.sext(base[m], I64)
-            if m != c:
-                term = b.mul(term, tensor.stride(m))
-            offset = term if offset is None else b.add(offset, term)
-        thread_ptr = b.gep(tensor.ptr, [offset], source_etype=mem_t)
-
-        def pointer_of(v):
-            off = None
-            for m in range(rank):
-                val = plan.coords[m].values[v]
-                if not val:
-                    continue
-                term = lx.i64(val) if m == c else b.mul(lx.i64(val), tensor.stride(m))
-                off = term if off is None else b.add(off, term)
-            return thread_ptr if off is None else b.gep(thread_ptr, [off], source_etype=mem_t)
-    else:  # decode each value's tile index at run time
-        tindex = lx.emit_layout(tv[0], thread)
-        value_index = [tv[1](v) for v in range(lc.size(tv[1]))]
-        cl = [coordinate_layout(view.shape, m) for m in range(rank)]
-
-        def coords_of(v):
-            idx = b.add(tindex, lx.i32(value_index[v]))
-            return [b.add(view.origin[m], lx.emit_layout(cl[m], idx)) for m in range(rank)]
-
-        def pointer_of(v, _coords=None):
-            cs = coords_of(v)
-            off = None
-            for m in range(rank):
-                term = b.sext(cs[m], I64)
-                if m != c:
-                    term = b.mul(term, tensor.stride(m))
-                off = term if off is None else b.add(off, term)
-            return b.gep(tensor.ptr, [off], source_etype=mem_t)
-
-    def inside(cs, lane_offset=0):
-        preds = []
-        for m in range(rank):
-            cm = cs[m] if not (m == c and lane_offset) else b.add(cs[m], lx.i32(lane_offset))
-            preds.append(b.icmp_unsigned("<", cm, tensor.extents[m]))
-        return _and_all(b, preds)
-
-    def to_mem(x):
-        return b.zext(x, I8) if dtype.name == "i1" else x
-
-    def from_mem(x):
-        return b.icmp_unsigned("!=", x, ir.Constant(I8, 0)) if dtype.name == "i1" else x
-
-    def packed(vt, group):
-        vec = ir.Constant(vt, None)
-        for j, v in enumerate(group):
-            vec = b.insert_element(vec, to_mem(store[v]), lx.i32(j))
-        return vec
-
-    other_c = lx.const(dtype, other) if store is None else None
-    nv = lc.size(tv[1])
-    results = [None] * nv
-    for group in plan.groups:
-        v0 = group[0]
-        cs = coords_of(v0)
-        ptr = pointer_of(v0)
-        if k == 1:
-            pred = inside(cs)
-            if store is None:
-                results[v0] = _guarded_load(lx, pred, ptr, mem_t, esize, other_c, from_mem)
-            else:
-                _branched_store(lx, pred, ptr, to_mem(store[v0]), esize)
-            continue
-        vt = ir.VectorType(mem_t, k)
-        full = inside(cs) if exact else _and_all(b, [inside(cs), inside(cs, k - 1)])
-        if store is not None and exact and k * esize >= 4:  # all of the vector or none of it: no branch
-            _predicated_store(lx, full, ptr, packed(vt, group), k * esize)
-            continue
-        fast, slow, done = lx.block("vec"), lx.block("vec.edge"), lx.block("vec.done")
-        b.cbranch(full, fast, slow)
-        b.position_at_end(fast)
-        if store is None:
-            vec = b.load(ptr, typ=vt, align=k * esize)
-            fast_vals = [from_mem(b.extract_element(vec, lx.i32(j))) for j in range(k)]
-        else:
-            b.store(packed(vt, group), ptr, align=k * esize)
-        fast_end = b.block
-        b.branch(done)
-        b.position_at_end(slow)
-        slow_vals = []
-        if not exact:
-            for j, v in enumerate(group):
-                pj = inside(cs, j)
-                lane_ptr = ptr if j == 0 else b.gep(ptr, [lx.i64(j)], source_etype=mem_t)
-                if store is None:
-                    slow_vals.append(_guarded_load(lx, pj, lane_ptr, mem_t, esize, other_c, from_mem))
-                else:
-                    _branched_store(lx, pj, lane_ptr, to_mem(store[v]), esize)
-        else:
-            slow_vals = [other_c] * k if store is None else []
-        slow_end = b.block
-        b.branch(done)
-        b.position_at_end(done)
-        if store is None:
-            for j, v in enumerate(group):
-                phi = b.phi(fast_vals[j].type)
-                phi.add_incoming(fast_vals[j], fast_end)
-                phi.add_incoming(slow_vals[j], slow_end)
-                results[v] = phi
-    return results if store is None else None
-
-
-def _guarded_load(lx, pred, ptr, mem_t, esize, other, from_mem):
-    b = lx.b
-    then, done = lx.block("ld"), lx.block("ld.done")
-    start = b.block
-    b.cbranch(pred, then, done)
-    b.position_at_end(then)
-    val = from_mem(b.load(ptr, typ=mem_t, align=esize))
-    b.branch(done)
-    b.position_at_end(done)
-    phi = b.phi(val.type)
-    phi.add_incoming(val, then)
-    phi.add_incoming(other, start)
-    return phi
-
-
-def _predicated_store(lx, pred, ptr, vec, nbytes):
-    """Store the vector ``vec`` of ``nbytes`` (4, 8 or 16) bytes at ``ptr`` (aligned to that) where ``pred`` holds:
-    ONE predicated ``st.global`` (``ptx_table.st_global_if``), as Triton stores edge tiles. No branch, so a
-    fragment's epilogue stays one basic block: gemm_hopper's 64 guarded bf16x2 stores were 64 diamonds, 10 ms of
-    LLVM's 56 on its cold compile. Only whole vectors (all lanes in or all out) go this way: 128 predicated SCALAR
-    stores of an accumulator made ptxas serialize the wgmmas (C7514), so element-wise edges keep their branches."""
-    b = lx.b
-    words = nbytes // 4
-    raw = b.bitcast(vec, I32 if words == 1 else ir.VectorType(I32, words))
-    parts = [raw] if words == 1 else [b.extract_element(raw, lx.i32(j)) for j in range(words)]
-    ptx_table.emit(lx, ptx_table.st_global_if(nbytes), [b.zext(pred, I32), b.ptrtoint(ptr, I64), *parts])
-
-
-def _branched_store(lx, pred, ptr, value, align):
-    b = lx.b
-    then, done = lx.block("st"), lx.block("st.done")
-    b.cbranch(pred, then, done)
-    b.position_at_end(then)
-    b.store(value, ptr, align=align)
-    b.branch(done)
-    b.position_at_end(done)
-
-
 # ---------------------------------------------------------------------------------------------------- reduce
 
 
-def _lane_is_thread_mod_32(lx, thread_value) -> bool:
+def lane_is_thread_mod_32(lx, thread_value) -> bool:
     """The reduction's thread operand must give the hardware lane as ``thread % 32``."""
     owner = getattr(thread_value, "owner", None)
     if owner is None:
@@ -783,13 +557,13 @@ def _lane_is_thread_mod_32(lx, thread_value) -> bool:
         x, divisor = owner.operands
         const = getattr(divisor, "owner", None)
         return (const is not None and const.name == "arith.const" and isinstance(const.attrs.get("value"), int)
-                and const.attrs["value"] > 0 and const.attrs["value"] % 32 == 0 and _lane_is_thread_mod_32(lx, x))
+                and const.attrs["value"] > 0 and const.attrs["value"] % 32 == 0 and lane_is_thread_mod_32(lx, x))
     return False
 
 
 def frag_reduce(lx, values, thread_value, tv, tile, mode, kind, dtype):
     b = lx.b
-    if not _lane_is_thread_mod_32(lx, thread_value):
+    if not lane_is_thread_mod_32(lx, thread_value):
         lx.error("lowers to warp shuffles: its thread operand must be gpu.thread_id {dim = x} (or gpu.lane_id), "
                  "whose value modulo 32 is the hardware lane")
     plan = plan_reduce(tv, tile, mode)

@@ -199,8 +199,8 @@ _WGMMA_PTX_TYPE = {"f16": "f16", "bf16": "bf16", "e4m3": "e4m3", "e5m2": "e5m2"}
 
 def f32_struct(count: int):
     """The struct of ``count`` floats an accumulator asm returns, as a NAMED type (``%"f32x128"``): a literal
-    ``{float, float, …}`` is spelled out in every extractvalue, and for m64n256 that was 600 of gemm_hopper's 700
-    thousand characters of LLVM IR (printing and parsing them cost ≈ 25 ms of a cold compile)."""
+    ``{float, float, …}`` is spelled out in every extractvalue, and for m64n256 that was most of gemm_hopper's LLVM IR
+    text, which a cold compile prints and parses."""
     t = ir.global_context.get_identified_type(f"f32x{count}")
     if t.is_opaque:
         t.set_body(*([F32] * count))

@@ -23,6 +23,7 @@ from llvmlite import ir
 
 from . import ptx_table
 from .plans import plan_smem_access
+from .values import memory_type
 
 I8, I32, I64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
 SPTR = ir.PointerType(addrspace=3)
@@ -107,8 +108,6 @@ def smem_access(lx, ref: SmemRef, thread, tv, store=None):
     ``Sw<3,4,3> o 0 o (64,32):(32,1)`` f32 with tv ``(128,16):(16,1)``: thread t's 16 values are one 64-byte row
     segment, 4 chunks of 16 bytes → four ``ld.shared.v4.b32`` at swizzled addresses.
     """
-    from .context import memory_type
-
     b = lx.b
     sw, offset, inner = split_smem_layout(ref.layout)
     esize = max(1, ref.dtype.bits // 8)

@@ -64,11 +64,11 @@ def optimize(llvm_ir: str, arch: str = "sm_90a") -> str:
 
 # What the lowering leaves for LLVM to clean up: folding of the index arithmetic and of the constant branches of
 # specialization (instcombine), the blocks those leave empty (simplifycfg), the address computations repeated per
-# access (GVN: without it NVPTX's codegen spends 2x as long on them), and values computed before a branch but used in
-# one arm only (sinking: without it ptxas serializes every wgmma of gemm_hopper's cluster-1 TMA-store variant, C7514,
-# which costs it 7% on the H100; after sinking its epilogue converts pairwise, cvt.rn.bf16x2, next to the stores —
-# tests/test_gemm_hopper.py compiles every benchmark variant and checks for C7514). Measured on eleven gemm_hopper variants against the O1
-# pipeline: 3-4x less pass time (flagship 32 -> 11 ms), the same emit time, 3-15% fewer SASS instructions, no C7514.
+# access (GVN: without it NVPTX's codegen spends much longer on them), and values computed before a branch but used in
+# one arm only (sinking: without it ptxas serializes every wgmma of gemm_hopper's cluster-1 TMA-store variant, C7514;
+# after sinking its epilogue converts pairwise, cvt.rn.bf16x2, next to the stores — tests/ptxgen/test_gemm_hopper.py compiles
+# every benchmark variant and checks for C7514). Against LLVM's O1 on the gemm_hopper variants: less pass time, the
+# same emit time, fewer SASS instructions, no C7514 (the figures: docs/gpu-runs/notes-from-code.md).
 LIGHT_PIPELINE = ("instruction_combine", "simplify_cfg", "new_gvn", "sinking")
 # unroll requests (scf.for unroll = k) need O1's loop passes (simplify, rotate, unroll)
 _UNROLL_REQUEST = ("llvm.loop.unroll.count", "llvm.loop.unroll.full")

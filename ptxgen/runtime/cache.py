@@ -138,7 +138,7 @@ def _nvjitlink_version(dists: dict) -> str:
     if v is not None:
         return v
     try:
-        from .nvjitlink import nvjitlink_version
+        from ..nvjitlink import nvjitlink_version
 
         return "lib-" + ".".join(map(str, nvjitlink_version()))
     except Exception:  # no nvJitLink: nothing can be compiled, so nothing is stored under this key anyway
@@ -286,7 +286,7 @@ def lookup(key: str):
         return None
     try:
         from ..lower import Compiled
-        from .nvjitlink import Cubin
+        from ..nvjitlink import Cubin
 
         if value["cubin"] is None:  # stored before nvJitLink ran (a kernel the driver loads from PTX)
             compiled = Compiled(value["name"], value["spec"], value["arch"], value["llvm_ir"], value["ptx"],
@@ -316,7 +316,7 @@ def store(key: str, compiled, options=()) -> bool:
 
 def _plain_assembler(ptx: str, arch: str, options):
     def run():
-        from .nvjitlink import compile_ptx
+        from ..nvjitlink import compile_ptx
 
         return compile_ptx(ptx, arch=arch, options=options)
     return run

@@ -82,7 +82,7 @@ def _scalar_bits(value, dtype: str):
     if dtype in ("f16", "bf16", "e4m3", "e5m2"):
         import numpy as np
 
-        from ..ir.ops import round_to
+        from ..ir.ops import fp8_encode, round_to
         from ..ir.types import SCALARS
 
         if dtype == "f16":
@@ -90,8 +90,7 @@ def _scalar_bits(value, dtype: str):
         x = float(round_to(np.array([float(value)], np.float32), SCALARS[dtype])[0])
         if dtype == "bf16":
             return int(np.float32(x).view(np.uint32)) >> 16
-        from ..lower.context import _fp8_bits
-        return _fp8_bits(x, dtype)
+        return int(fp8_encode(x, dtype))
     v = int(value)
     if dtype == "u32" and v >= 1 << 31:  # the slot is a signed i32: same bits
         v -= 1 << 32

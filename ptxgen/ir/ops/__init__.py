@@ -43,15 +43,12 @@ def register(cls):
     return cls
 
 
-def lookup(name: str):
-    """The definition of op ``name`` (KeyError if none)."""
-    return OPS[name]
-
-
 class OpDef:
     """Base of op definitions. ``name``: the op's text name; ``summary``: one line for the spec;
     ``required_attrs`` / ``optional_attrs``: every attribute key the op knows (the verifier refuses any other key
-    before the op's rule runs, ``attribute_key_problems``).
+    before the op's rule runs, ``attribute_key_problems``); ``num_operands`` / ``num_results``: the op's signature,
+    the exact counts the verifier checks before the rule (``arith.add %a, %b, %c`` → ``expects 2 operands, got 3``,
+    and the rule does not run); None where the rule checks the operands itself (variadic ops: scf.for, tma.load).
 
     Subclasses define ``verify(op, v)``, ``interpret(op, ix)`` and, where the builder can infer them,
     ``result_types(operand_types, attrs)``.
@@ -61,6 +58,8 @@ class OpDef:
     summary = ""
     required_attrs: tuple = ()
     optional_attrs: tuple = ()
+    num_operands: int | None = None
+    num_results: int | None = None
 
 
 def attribute_key_problems(definition: OpDef, op) -> list:
@@ -257,7 +256,7 @@ def verify_tv(op, v, tv, fragment_shape, tile_size, what="tile"):
 
 def layout_values(layout: lc.Layout, indices=None) -> np.ndarray:
     """``[layout(i) for i in range(size(layout))]`` as an int64 array, computed mode by mode with numpy (the verifier
-    checks TV layouts of 16K points; point-by-point evaluation cost ~0.1 s each). ``(4,2):(2,1)`` → [0 2 4 6 1 3 5 7].
+    checks TV layouts of 16K points, too many to evaluate point by point). ``(4,2):(2,1)`` → [0 2 4 6 1 3 5 7].
     With ``indices`` (an int array of 1-D coordinates), ``layout`` at those only, in their shape: what a large layout
     needs (a table of all its values would not fit in memory). Post: equal to the point-by-point evaluation."""
     flat = lc.flatten(layout)

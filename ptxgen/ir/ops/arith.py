@@ -5,8 +5,6 @@ from math import gcd
 
 import numpy as np
 
-
-from ..text import attribute_text
 from ..types import F32, I1, I32
 from . import (
     INT_TYPES, NUM_TYPES, OpDef, const_int, convert, describe_threads, numpy_dtype, register, round_to,
@@ -19,10 +17,11 @@ class Const(OpDef):
     name = "arith.const"
     summary = "a constant scalar"
     required_attrs = ("value",)
+    num_operands = 0
+    num_results = 1
 
     def verify(self, op, v):
-        v.operands(op, 0)
-        (t,) = v.results(op, 1)
+        t = op.results[0].type
         v.scalar(op, t, "result")
         value = v.attr(op, "value", (int, float, bool))
         if value is not None and isinstance(t, type(I32)):
@@ -47,10 +46,12 @@ class _Binary(OpDef):
     fn = None
     int_only = False
     shown = ""  # how the integer operands read in a run-time error ("{a} / {b}"); set where operand_problem is
+    num_operands = 2
+    num_results = 1
 
     def verify(self, op, v):
-        a, b = v.operands(op, 2)
-        (t,) = v.results(op, 1)
+        a, b = op.operands
+        t = op.results[0].type
         allowed = INT_TYPES + (I1,) if self.int_only else NUM_TYPES
         if a.type not in allowed:
             v.error(op, f"operand type {a.type} is not one of {', '.join(map(str, allowed))}")
@@ -207,10 +208,12 @@ class Cmp(OpDef):
     required_attrs = ("pred",)
     PREDICATES = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
                   "gt": np.greater, "ge": np.greater_equal}
+    num_operands = 2
+    num_results = 1
 
     def verify(self, op, v):
-        a, b = v.operands(op, 2)
-        (t,) = v.results(op, 1)
+        a, b = op.operands
+        t = op.results[0].type
         v.same_type(op, [a.type, b.type], "operands")
         v.scalar(op, a.type, "operand")
         if t != I1:
@@ -245,10 +248,12 @@ class Cmp(OpDef):
 class Select(OpDef):
     name = "arith.select"
     summary = "choose between two scalars by a predicate"
+    num_operands = 3
+    num_results = 1
 
     def verify(self, op, v):
-        p, a, b = v.operands(op, 3)
-        (t,) = v.results(op, 1)
+        p, a, b = op.operands
+        t = op.results[0].type
         if p.type != I1:
             v.error(op, f"the condition must be i1, not {p.type}")
         v.same_type(op, [a.type, b.type, t], "choices and result")
@@ -269,10 +274,12 @@ class Select(OpDef):
 class Cast(OpDef):
     name = "arith.cast"
     summary = "convert a scalar to another scalar type"
+    num_operands = 1
+    num_results = 1
 
     def verify(self, op, v):
-        (a,) = v.operands(op, 1)
-        (t,) = v.results(op, 1)
+        (a,) = op.operands
+        t = op.results[0].type
         v.scalar(op, a.type, "operand")
         v.scalar(op, t, "result")
 

@@ -15,12 +15,13 @@ from .arith import division_problem
 
 
 class _FragElementwise(OpDef):
-    arity = 2
+    num_operands = 2
+    num_results = 1
     float_only = False
 
     def verify(self, op, v):
-        xs = v.operands(op, self.arity)
-        (t,) = v.results(op, 1)
+        xs = op.operands
+        t = op.results[0].type
         frags = [x.type for x in xs if isinstance(x.type, FragmentType)]
         if not frags:
             v.error(op, "at least one operand must be a frag")
@@ -80,7 +81,7 @@ class _FragElementwise(OpDef):
 
 def _frag_op(name, arity, compute, float_only=False):
     cls = type(name.replace(".", "_").title(), (_FragElementwise,), {
-        "name": name, "arity": arity, "float_only": float_only, "compute": staticmethod(compute),
+        "name": name, "num_operands": arity, "float_only": float_only, "compute": staticmethod(compute),
         "summary": f"elementwise {name.split('.')[1]} on fragments"})
     register(cls)
 
@@ -107,10 +108,12 @@ _frag_op("frag.cos", 1, np.cos, float_only=True)
 class FragCast(OpDef):
     name = "frag.cast"
     summary = "elementwise conversion of a fragment"
+    num_operands = 1
+    num_results = 1
 
     def verify(self, op, v):
-        (x,) = v.operands(op, 1)
-        (t,) = v.results(op, 1)
+        (x,) = op.operands
+        t = op.results[0].type
         if not isinstance(x.type, FragmentType) or not isinstance(t, FragmentType):
             v.error(op, f"operand and result must be frags, got {x.type} and {t}")
             return
@@ -131,10 +134,12 @@ class Slice(OpDef):
     name = "frag.slice"
     summary = "a run of consecutive values of a fragment (in its flat value order) as a smaller fragment"
     required_attrs = ("offset",)
+    num_operands = 1
+    num_results = 1
 
     def verify(self, op, v):
-        (x,) = v.operands(op, 1)
-        (t,) = v.results(op, 1)
+        (x,) = op.operands
+        t = op.results[0].type
         offset = v.attr(op, "offset", int)
         if not isinstance(x.type, FragmentType) or not isinstance(t, FragmentType):
             v.error(op, f"operand and result must be frags, got {x.type} and {t}")
@@ -159,10 +164,12 @@ class Slice(OpDef):
 class Splat(OpDef):
     name = "frag.splat"
     summary = "a fragment whose values all equal a scalar"
+    num_operands = 1
+    num_results = 1
 
     def verify(self, op, v):
-        (x,) = v.operands(op, 1)
-        (t,) = v.results(op, 1)
+        (x,) = op.operands
+        t = op.results[0].type
         if not isinstance(t, FragmentType):
             v.error(op, f"result must be a frag, not {t}")
             return
@@ -183,10 +190,12 @@ class Reduce(OpDef):
     summary = "replace each value by the reduction over its tile row (or column), across values and threads"
     required_attrs = ("tv", "tile", "mode", "kind")
     KINDS = {"add": np.add, "max": np.maximum, "min": np.minimum}
+    num_operands = 2
+    num_results = 1
 
     def verify(self, op, v):
-        x, thread = v.operands(op, 2)
-        (t,) = v.results(op, 1)
+        x, thread = op.operands
+        t = op.results[0].type
         if not isinstance(x.type, FragmentType):
             v.error(op, f"the reduced operand must be a frag, not {x.type}")
             return

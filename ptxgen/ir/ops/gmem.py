@@ -6,8 +6,7 @@ import numpy as np
 
 import layoutc as lc
 
-from ..text import attribute_text
-from ..types import F32, I32, FragmentType, GlobalTensorType, GlobalViewType
+from ..types import F32, I32, I64, FragmentType, GlobalTensorType, GlobalViewType
 from . import (
     TABLE_LIMIT,
     OpDef,
@@ -31,10 +30,12 @@ class GDim(OpDef):
     name = "gtensor.dim"
     summary = "the runtime extent of a mode of a global tensor"
     required_attrs = ("mode",)
+    num_operands = 1
+    num_results = 1
 
     def verify(self, op, v):
-        (x,) = v.operands(op, 1)
-        (t,) = v.results(op, 1)
+        (x,) = op.operands
+        t = op.results[0].type
         if not isinstance(x.type, GlobalTensorType):
             v.error(op, f"operand must be a gtensor, not {x.type}")
             return
@@ -106,11 +107,9 @@ class GTile(OpDef):
 
     def lower(self, op, lx):
         """No code: a view is the tensor, its origin values (with their known multiples) and the tile shape."""
-        from ...lower.context import GView
-
         x, *coords = op.operands
-        lx.set(op.results[0], GView(lx.get(x), [lx.get(c) for c in coords], [lx.multiple(c) for c in coords],
-                                    op.attrs["shape"]))
+        lx.set(op.results[0], lx.GView(lx.get(x), [lx.get(c) for c in coords], [lx.multiple(c) for c in coords],
+                                       op.attrs["shape"]))
 
 
 
@@ -144,10 +143,12 @@ class GLoad(_GmemAccess):
     summary = "each thread reads its values of a global tile (out-of-bounds values read `other`)"
     required_attrs = ("tv",)
     optional_attrs = ("other",)
+    num_operands = 2
+    num_results = 1
 
     def verify(self, op, v):
-        view, thread = v.operands(op, 2)
-        (t,) = v.results(op, 1)
+        view, thread = op.operands
+        t = op.results[0].type
         if not self._check_view_and_thread(op, v, view, thread):
             return
         if not isinstance(t, FragmentType):
@@ -180,8 +181,8 @@ class GLoad(_GmemAccess):
         specialization's contiguous mode, one bounds predicate per vector (exact when the extent is a multiple of
         the width, else a per-element edge path), scalar predicated loads otherwise; out of bounds reads `other`."""
         view, thread = op.operands
-        values = lx.gmem_access(lx.get(view), lx.get(thread), op.attrs["tv"], op.results[0].type.dtype,
-                                other=op.attrs.get("other", 0))
+        values = lx.gmem_load(lx.get(view), lx.get(thread), op.attrs["tv"], op.results[0].type.dtype,
+                              other=op.attrs.get("other", 0))
         lx.set(op.results[0], values)
 
 
@@ -190,10 +191,11 @@ class GStore(_GmemAccess):
     name = "gmem.store"
     summary = "each thread writes its values of a global tile (out-of-bounds values are skipped)"
     required_attrs = ("tv",)
+    num_operands = 3
+    num_results = 0
 
     def verify(self, op, v):
-        view, thread, frag = v.operands(op, 3)
-        v.results(op, 0)
+        view, thread, frag = op.operands
         if not self._check_view_and_thread(op, v, view, thread):
             return
         if not isinstance(frag.type, FragmentType):
@@ -217,17 +219,18 @@ class GStore(_GmemAccess):
     def lower(self, op, lx):
         """The inverse of gmem.load's lowering: vector stores where the plan allows, predicated; out of bounds skipped."""
         view, thread, frag = op.operands
-        lx.gmem_access(lx.get(view), lx.get(thread), op.attrs["tv"], frag.type.dtype, store=lx.get(frag))
+        lx.gmem_store(lx.get(view), lx.get(thread), op.attrs["tv"], frag.type.dtype, lx.get(frag))
 
 
 class _Flag(OpDef):
     """``op %flags, %index, %value``: ``flags`` a ``gtensor<i32, 1>``, ``index`` and ``value`` i32, per thread."""
 
     verb = ""
+    num_operands = 3
+    num_results = 0
 
     def verify(self, op, v):
-        flags, index, value = v.operands(op, 3)
-        v.results(op, 0)
+        flags, index, value = op.operands
         if flags.type != GlobalTensorType(I32, 1):
             v.error(op, f"the flags must be a gtensor<i32, 1>, not {flags.type}")
         for what, x in (("index", index), (self.verb, value)):
@@ -250,12 +253,10 @@ class _Flag(OpDef):
     @staticmethod
     def _address(op, lx):
         """The i64 global address of each thread's flag (``flags + index``)."""
-        from ...lower.context import I32 as LI32
-        from ...lower.context import I64
-
         tensor, index = lx.get(op.operands[0]), lx.get(op.operands[1])
-        offset = lx.b.mul(lx.b.sext(index, I64), tensor.stride(0))
-        return lx.b.ptrtoint(lx.b.gep(tensor.ptr, [offset], source_etype=LI32), I64)
+        i64 = lx.llvm_type(I64)
+        offset = lx.b.mul(lx.b.sext(index, i64), tensor.stride(0))
+        return lx.b.ptrtoint(lx.b.gep(tensor.ptr, [offset], source_etype=lx.llvm_type(I32)), i64)
 
 
 @register
@@ -271,9 +272,7 @@ class Signal(_Flag):
     def lower(self, op, lx):
         """``red.release.gpu.global.add.s32 [flags + index], value``: the thread's earlier global writes are visible
         (gpu scope) to a thread whose acquiring read sees the addition."""
-        from ...lower import ptx_table
-
-        ptx_table.emit(lx, "red.release.gpu.add", [self._address(op, lx), lx.get(op.operands[2])])
+        lx.inline_ptx("red.release.gpu.add", [self._address(op, lx), lx.get(op.operands[2])])
 
 
 class FlagWait(Wait):
@@ -315,13 +314,11 @@ class WaitOp(_Flag):
 
     def lower(self, op, lx):
         """A loop around ``ld.acquire.gpu.global.b32`` until the flag (signed) is at least the target."""
-        from ...lower import ptx_table
-
         b = lx.b
         address, target = self._address(op, lx), lx.get(op.operands[2])
         probe, done = lx.block("flag.wait"), lx.block("flag.ready")
         b.branch(probe)
         b.position_at_end(probe)
-        value = ptx_table.emit(lx, "ld.acquire.gpu", [address])
+        value = lx.inline_ptx("ld.acquire.gpu", [address])
         b.cbranch(b.icmp_signed(">=", value, target), done, probe)
         b.position_at_end(done)

@@ -12,10 +12,11 @@ from . import (
 
 class _Index(OpDef):
     has_dim = True
+    num_operands = 0
+    num_results = 1
 
     def verify(self, op, v):
-        v.operands(op, 0)
-        (t,) = v.results(op, 1)
+        t = op.results[0].type
         if t != I32:
             v.error(op, f"result type must be i32, not {t}")
         if self.has_dim:

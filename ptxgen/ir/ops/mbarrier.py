@@ -186,10 +186,11 @@ class Alloc(OpDef):
     name = "mbarrier.alloc"
     summary = "an array of mbarriers in shared memory (8 bytes each)"
     required_attrs = ("count",)
+    num_operands = 0
+    num_results = 1
 
     def verify(self, op, v):
-        v.operands(op, 0)
-        (t,) = v.results(op, 1)
+        t = op.results[0].type
         count = v.attr(op, "count", int)
         if not isinstance(t, BarrierType):
             v.error(op, f"result type must be mbarrier<N>, not {t}")
@@ -216,10 +217,8 @@ class Alloc(OpDef):
 
     def lower(self, op, lx):
         """No code: the barriers' shared address (window + planned offset); barrier i is 8·i bytes further."""
-        from ...lower.shared import BarrierRef
-
         base, _align = lx.smem_address(op)
-        lx.set(op.results[0], BarrierRef(base, op.results[0].type.count))
+        lx.set(op.results[0], lx.BarrierRef(base, op.results[0].type.count))
 
 
 @register
@@ -227,10 +226,11 @@ class Init(OpDef):
     name = "mbarrier.init"
     summary = "start a barrier at phase 0 expecting `arrivals` arrivals per phase"
     required_attrs = ("arrivals",)
+    num_operands = 2
+    num_results = 0
 
     def verify(self, op, v):
-        bars, index = v.operands(op, 2)
-        v.results(op, 0)
+        bars, index = op.operands
         _verify_bars_index(op, v, bars, index)
         k = v.attr(op, "arrivals", int)
         if k is not None and not 1 <= k <= MAX_ARRIVALS:
@@ -255,23 +255,22 @@ class Init(OpDef):
 
     def lower(self, op, lx):
         """``mbarrier.init.shared::cta.b64 [bar], K`` (K an immediate) per executing thread."""
-        from ...lower import ptx_table
-
         k = op.attrs.get("arrivals")
         if not isinstance(k, int) or not 1 <= k <= MAX_ARRIVALS:
             lx.error(f"arrivals must be an integer from 1 to {MAX_ARRIVALS}, not {attribute_text(k)}")
         bars, index = op.operands
-        ptx_table.emit(lx, "mbarrier.init", [lx.get(bars).address(lx, lx.get(index)), k])
+        lx.inline_ptx("mbarrier.init", [lx.get(bars).address(lx, lx.get(index)), k])
 
 
 @register
 class FenceInit(OpDef):
     name = "fence.mbarrier_init"
     summary = "make this thread's mbarrier inits visible to other threads (after a barrier.cta) and the TMA unit"
+    num_operands = 0
+    num_results = 0
 
     def verify(self, op, v):
-        v.operands(op, 0)
-        v.results(op, 0)
+        """Nothing beyond the signature (no operands, no results)."""
 
     def interpret(self, op, ix):
         act = set(np.nonzero(ix.mask)[0].tolist())
@@ -282,19 +281,18 @@ class FenceInit(OpDef):
 
     def lower(self, op, lx):
         """``fence.mbarrier_init.release.cluster``."""
-        from ...lower import ptx_table
-
-        ptx_table.emit(lx, "fence.mbarrier_init", [])
+        lx.inline_ptx("fence.mbarrier_init", [])
 
 
 @register
 class Arrive(OpDef):
     name = "mbarrier.arrive"
     summary = "one arrival per active thread on its barrier"
+    num_operands = 2
+    num_results = 0
 
     def verify(self, op, v):
-        bars, index = v.operands(op, 2)
-        v.results(op, 0)
+        bars, index = op.operands
         _verify_bars_index(op, v, bars, index)
 
     def interpret(self, op, ix):
@@ -306,10 +304,8 @@ class Arrive(OpDef):
 
     def lower(self, op, lx):
         """``mbarrier.arrive.shared::cta.b64 _, [bar]`` per executing thread."""
-        from ...lower import ptx_table
-
         bars, index = op.operands
-        ptx_table.emit(lx, "mbarrier.arrive", [lx.get(bars).address(lx, lx.get(index))])
+        lx.inline_ptx("mbarrier.arrive", [lx.get(bars).address(lx, lx.get(index))])
 
 
 @register
@@ -317,10 +313,11 @@ class ArriveExpectTx(OpDef):
     name = "mbarrier.arrive_expect_tx"
     summary = "per active thread: add `bytes` to the barrier's tx-count, then arrive once"
     required_attrs = ("bytes",)
+    num_operands = 2
+    num_results = 0
 
     def verify(self, op, v):
-        bars, index = v.operands(op, 2)
-        v.results(op, 0)
+        bars, index = op.operands
         _verify_bars_index(op, v, bars, index)
         b = v.attr(op, "bytes", int)
         if b is not None and not 1 <= b <= MAX_TX:
@@ -335,13 +332,11 @@ class ArriveExpectTx(OpDef):
 
     def lower(self, op, lx):
         """``mbarrier.arrive.expect_tx.shared::cta.b64 _, [bar], B`` (B an immediate) per executing thread."""
-        from ...lower import ptx_table
-
         nbytes = op.attrs.get("bytes")
         if not isinstance(nbytes, int) or not 1 <= nbytes <= MAX_TX:
             lx.error(f"bytes must be an integer from 1 to {MAX_TX}, not {attribute_text(nbytes)}")
         bars, index = op.operands
-        ptx_table.emit(lx, "mbarrier.arrive.expect_tx", [lx.get(bars).address(lx, lx.get(index)), nbytes])
+        lx.inline_ptx("mbarrier.arrive.expect_tx", [lx.get(bars).address(lx, lx.get(index)), nbytes])
 
 
 class BarrierWait(Wait):
@@ -392,10 +387,11 @@ class BarrierWait(Wait):
 class WaitOp(OpDef):
     name = "mbarrier.wait"
     summary = "block until the barrier's phase of the given parity has completed"
+    num_operands = 3
+    num_results = 0
 
     def verify(self, op, v):
-        bars, index, parity = v.operands(op, 3)
-        v.results(op, 0)
+        bars, index, parity = op.operands
         _verify_bars_index(op, v, bars, index)
         if parity.type not in (I32, I1):
             v.error(op, f"the parity must be i32 or i1, not {parity.type}")
@@ -422,14 +418,11 @@ class WaitOp(OpDef):
 
     def lower(self, op, lx):
         """A loop around ``mbarrier.try_wait.parity`` until it reports the phase of that parity complete."""
-        from ...lower.context import I32 as LI32
-        from ...lower.shared import barrier_wait
-
         bars, index, parity = op.operands
         p = lx.get(parity)
         if parity.type == I1:
-            p = lx.b.zext(p, LI32)
-        barrier_wait(lx, lx.get(bars).address(lx, lx.get(index)), p)
+            p = lx.b.zext(p, lx.llvm_type(I32))
+        lx.barrier_wait(lx.get(bars).address(lx, lx.get(index)), p)
 
 
 def require_whole_cta(ix, op, which: str) -> None:
@@ -445,10 +438,11 @@ def require_whole_cta(ix, op, which: str) -> None:
 class CtaBarrier(OpDef):
     name = "barrier.cta"
     summary = "bar.sync 0: every thread of the CTA waits for all the others"
+    num_operands = 0
+    num_results = 0
 
     def verify(self, op, v):
-        v.operands(op, 0)
-        v.results(op, 0)
+        """Nothing beyond the signature (no operands, no results)."""
 
     def interpret(self, op, ix):
         require_whole_cta(ix, op, "a CTA")
@@ -461,19 +455,18 @@ class CtaBarrier(OpDef):
 
     def lower(self, op, lx):
         """``bar.sync 0`` (convergent: every thread of each warp reaches it together)."""
-        from ...lower import ptx_table
-
-        ptx_table.emit(lx, "bar.sync", [])
+        lx.inline_ptx("bar.sync", [])
 
 
 @register
 class ClusterBarrier(OpDef):
     name = "barrier.cluster"
     summary = "barrier.cluster.arrive + wait: every thread of every CTA of the cluster waits for all the others"
+    num_operands = 0
+    num_results = 0
 
     def verify(self, op, v):
-        v.operands(op, 0)
-        v.results(op, 0)
+        """Nothing beyond the signature (no operands, no results)."""
 
     def interpret(self, op, ix):
         require_whole_cta(ix, op, "a cluster")
@@ -491,6 +484,4 @@ class ClusterBarrier(OpDef):
 
     def lower(self, op, lx):
         """``barrier.cluster.arrive.release.aligned`` then ``barrier.cluster.wait.acquire.aligned``."""
-        from ...lower import ptx_table
-
-        ptx_table.emit(lx, "barrier.cluster", [])
+        lx.inline_ptx("barrier.cluster", [])

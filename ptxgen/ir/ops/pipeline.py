@@ -86,10 +86,11 @@ class Alloc(OpDef):
     summary = "a ring of `stages` stages: S full and S empty mbarriers in shared memory"
     required_attrs = ("stages", "consumers")
     optional_attrs = ("cluster",)
+    num_operands = 0
+    num_results = 1
 
     def verify(self, op, v):
-        v.operands(op, 0)
-        (t,) = v.results(op, 1)
+        t = op.results[0].type
         if not isinstance(t, PipelineType):
             v.error(op, f"result type must be pipeline<S>, not {t}")
             return
@@ -127,12 +128,10 @@ class Alloc(OpDef):
 
     def lower(self, op, lx):
         """No code: the full barriers at the allocation's address, the empty ones 8·S bytes further."""
-        from ...lower.shared import BarrierRef
-
         base, _align = lx.smem_address(op)
         stages = op.results[0].type.stages
-        ref = PipelineRef(BarrierRef(base, stages), BarrierRef(lx.b.add(base, lx.i32(8 * stages)), stages), stages,
-                          op.attrs["consumers"])
+        ref = PipelineRef(lx.BarrierRef(base, stages), lx.BarrierRef(lx.b.add(base, lx.i32(8 * stages)), stages),
+                          stages, op.attrs["consumers"])
         ref.cluster = op.attrs.get("cluster", 1)
         lx.set(op.results[0], ref)
 
@@ -141,10 +140,11 @@ class Alloc(OpDef):
 class Init(OpDef):
     name = "pipeline.init"
     summary = "initialise every stage's barriers (full: 1 arrival; empty: `consumers` arrivals) and fence the inits"
+    num_operands = 1
+    num_results = 0
 
     def verify(self, op, v):
-        (pipe,) = v.operands(op, 1)
-        v.results(op, 0)
+        (pipe,) = op.operands
         _verify_pipe(op, v, pipe)
 
     def interpret(self, op, ix):
@@ -162,13 +162,11 @@ class Init(OpDef):
     def lower(self, op, lx):
         """``mbarrier.init`` of every full (1 arrival) and empty (``consumers`` arrivals) barrier, then
         ``fence.mbarrier_init.release.cluster``."""
-        from ...lower import ptx_table
-
         p = lx.get(op.operands[0])
         for s in range(p.stages):
-            ptx_table.emit(lx, "mbarrier.init", [p.full.address(lx, lx.i32(s)), 1])
-            ptx_table.emit(lx, "mbarrier.init", [p.empty.address(lx, lx.i32(s)), p.consumers * p.cluster])
-        ptx_table.emit(lx, "fence.mbarrier_init", [])
+            lx.inline_ptx("mbarrier.init", [p.full.address(lx, lx.i32(s)), 1])
+            lx.inline_ptx("mbarrier.init", [p.empty.address(lx, lx.i32(s)), p.consumers * p.cluster])
+        lx.inline_ptx("fence.mbarrier_init", [])
 
 
 class _PhaseWait(BarrierWait):
@@ -188,10 +186,12 @@ class _StageWait(OpDef):
     stage index; ``after``/``after_lower`` is what the op does once the phase completed."""
 
     producer = False
+    num_operands = 2
+    num_results = 1
 
     def verify(self, op, v):
-        pipe, k = v.operands(op, 2)
-        (t,) = v.results(op, 1)
+        pipe, k = op.operands
+        t = op.results[0].type
         if not _verify_pipe(op, v, pipe):
             return
         _verify_iteration(op, v, k)
@@ -225,11 +225,9 @@ class _StageWait(OpDef):
 
     def lower(self, op, lx):
         """A try_wait.parity loop on the stage's barrier for its parity, then ``after_lower``."""
-        from ...lower.shared import barrier_wait
-
         p = lx.get(op.operands[0])
         s, parity = _stage_and_parity(lx, lx.get(op.operands[1]), p.stages, producer=self.producer)
-        barrier_wait(lx, self._barriers(p).address(lx, s), parity)
+        lx.barrier_wait(self._barriers(p).address(lx, s), parity)
         self.after_lower(op, lx, p, s)
         lx.set(op.results[0], s)
 
@@ -256,9 +254,7 @@ class Acquire(_StageWait):
 
     def after_lower(self, op, lx, p, s):
         """``mbarrier.arrive.expect_tx`` on ``full[k % S]`` (after waiting on ``empty`` for ``((k / S) & 1) ^ 1``)."""
-        from ...lower import ptx_table
-
-        ptx_table.emit(lx, "mbarrier.arrive.expect_tx", [p.full.address(lx, s), op.attrs["bytes"]])
+        lx.inline_ptx("mbarrier.arrive.expect_tx", [p.full.address(lx, s), op.attrs["bytes"]])
 
 
 @register
@@ -271,10 +267,11 @@ class WaitFull(_StageWait):
 class Release(OpDef):
     name = "pipeline.release"
     summary = "consumer: hand stage s back to the producer (one arrival on empty[s] per active warp)"
+    num_operands = 2
+    num_results = 0
 
     def verify(self, op, v):
-        pipe, s = v.operands(op, 2)
-        v.results(op, 0)
+        pipe, s = op.operands
         if not _verify_pipe(op, v, pipe):
             return
         if s.type != I32:
@@ -310,8 +307,6 @@ class Release(OpDef):
 
     def lower(self, op, lx):
         """Lane 0 of each warp: ``mbarrier.arrive`` on ``empty[s]`` (the other lanes branch around it)."""
-        from ...lower import ptx_table
-
         p = lx.get(op.operands[0])
         b = lx.b
         lane0 = b.icmp_unsigned("==", b.and_(lx.linear_thread(), lx.i32(31)), lx.i32(0))
@@ -320,10 +315,10 @@ class Release(OpDef):
         b.position_at_end(arrive)
         address = p.empty.address(lx, lx.get(op.operands[1]))
         if p.cluster == 1:
-            ptx_table.emit(lx, "mbarrier.arrive", [address])
+            lx.inline_ptx("mbarrier.arrive", [address])
         else:  # the empty barrier of every CTA of the cluster (mapa: its shared::cluster address)
             for rank in range(p.cluster):
-                remote = ptx_table.emit(lx, "mapa.shared", [address, rank])
-                ptx_table.emit(lx, "mbarrier.arrive.cluster", [remote])
+                remote = lx.inline_ptx("mapa.shared", [address, rank])
+                lx.inline_ptx("mbarrier.arrive.cluster", [remote])
         b.branch(after)
         b.position_at_end(after)

@@ -79,10 +79,10 @@ class Roles(OpDef):
     name = "gpu.roles"
     summary = "warpgroup roles running concurrently, each with its own register budget (setmaxnreg)"
     required_attrs = ("names", "warpgroups", "maxnreg")
+    num_operands = 0
+    num_results = 0
 
     def verify(self, op, v):
-        v.operands(op, 0)
-        v.results(op, 0)
         groups = v.attr(op, "warpgroups", tuple)
         regs = v.attr(op, "maxnreg", tuple)
         names = v.attr(op, "names", tuple)
@@ -170,8 +170,6 @@ class Roles(OpDef):
     def lower(self, op, lx):
         """A branch per role on the warpgroup index (``tid / 128``); each role first re-sizes its registers with
         ``setmaxnreg.inc`` / ``.dec`` relative to the launch budget (``launch_registers``), then runs its region."""
-        from ...lower import ptx_table
-
         b = lx.b
         threads = lx.block_dim[0] * lx.block_dim[1] * lx.block_dim[2]
         budget = launch_registers(threads)
@@ -183,7 +181,7 @@ class Roles(OpDef):
             b.cbranch(inside, body, next_test)
             b.position_at_end(body)
             if regs != budget:
-                ptx_table.emit(lx, "setmaxnreg.inc" if regs > budget else "setmaxnreg.dec", [regs])
+                lx.inline_ptx("setmaxnreg.inc" if regs > budget else "setmaxnreg.dec", [regs])
             lx.lower_region(region)
             b.branch(end)
             b.position_at_end(next_test)
@@ -196,10 +194,10 @@ class NamedBarrier(OpDef):
     name = "barrier.named"
     summary = "bar.sync id, threads: wait until `threads` threads (whole warps) reached barrier `id`"
     required_attrs = ("id", "threads")
+    num_operands = 0
+    num_results = 0
 
     def verify(self, op, v):
-        v.operands(op, 0)
-        v.results(op, 0)
         ident = v.attr(op, "id", int)
         count = v.attr(op, "threads", int)
         if ident is not None and not 1 <= ident < NAMED_BARRIERS:
@@ -230,6 +228,4 @@ class NamedBarrier(OpDef):
 
     def lower(self, op, lx):
         """``bar.sync id, threads``."""
-        from ...lower import ptx_table
-
-        ptx_table.emit(lx, "bar.named", [op.attrs["id"], op.attrs["threads"]])
+        lx.inline_ptx("bar.named", [op.attrs["id"], op.attrs["threads"]])

@@ -150,9 +150,10 @@ class For(OpDef):
 class If(OpDef):
     name = "scf.if"
     summary = "a two-way branch, per thread"
+    num_operands = 1
 
     def verify(self, op, v):
-        (p,) = v.operands(op, 1)
+        (p,) = op.operands
         if p.type != I1:
             v.error(op, f"the condition must be i1, not {p.type}")
         if len(op.regions) not in (1, 2):
@@ -205,9 +206,10 @@ class If(OpDef):
 class Yield(OpDef):
     name = "scf.yield"
     summary = "the values a region of scf.for / scf.if hands back"
+    num_results = 0
 
     def verify(self, op, v):
-        v.results(op, 0)  # placement and types are checked by the parent op
+        """Nothing beyond no results: its placement and types are checked by the parent op."""
 
     def interpret(self, op, ix):
         ix.yielded = [ix.get(x) for x in op.operands]
@@ -225,18 +227,14 @@ def _carried(lx, t, x) -> list:
     in pairs (``pack_pair``). Per scalar, NVPTX gives every 16-bit value a register of its own and ptxas a 32-bit
     register each: a held bf16 tile of 128 values would take 128 registers instead of 64 (and the f32 → bf16
     conversions are then paired, ``cvt.rn.bf16x2.f32``)."""
-    from ...lower.context import pack_pair
-
     vals = lx.flatten(t, x)
     if not _paired(t):
         return vals
-    return [pack_pair(lx.b, vals[j], vals[j + 1]) for j in range(0, len(vals), 2)]
+    return [lx.pack_pair(vals[j], vals[j + 1]) for j in range(0, len(vals), 2)]
 
 
 def _uncarried(lx, t, carried):
     """The inverse of ``_carried``: the lowered value of type ``t``."""
-    from ...lower.context import llvm_type, unpack_pair
-
     if not _paired(t):
         return lx.unflatten(t, carried)
-    return [x for word in carried for x in unpack_pair(lx.b, word, llvm_type(t.dtype))]
+    return [x for word in carried for x in lx.unpack_pair(word, t.dtype)]

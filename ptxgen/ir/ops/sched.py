@@ -34,10 +34,12 @@ class Tile(OpDef):
     name = "sched.tile"
     summary = "the (m, n) tile of a linear work index, grouped `group` tile rows at a time for L2 reuse"
     required_attrs = ("group",)
+    num_operands = 3
+    num_results = 2
 
     def verify(self, op, v):
-        t, tiles_m, tiles_n = v.operands(op, 3)
-        types = v.results(op, 2)
+        t, tiles_m, tiles_n = op.operands
+        types = [r.type for r in op.results]
         for what, x in (("work index", t), ("tile rows", tiles_m), ("tile columns", tiles_n)):
             if x.type != I32:
                 v.error(op, f"the {what} must be i32, not {x.type}")

@@ -220,15 +220,13 @@ def interpret_offset_view(op, ix, what: str) -> None:
 def lower_offset_view(op, lx) -> None:
     """Lowering of smem.slice / smem.tile: ``base + esize·index(i)`` with ``emit_layout`` of the index layout; the
     known alignment drops to ``index_alignment``."""
-    from ...lower.shared import SmemRef, lowbit
-
     view_v, index_v = op.operands
     view = lx.get(view_v)
     layout, index = offset_view_layouts(op, view.layout)
     esize = element_bytes(view.dtype)
     off = lx.emit_layout(index, lx.get(index_v))
     base = lx.b.add(view.base, lx.b.mul(off, lx.i32(esize)) if esize != 1 else off)
-    lx.set(op.results[0], SmemRef(base, layout, view.dtype, index_alignment(index, esize, view.align, lowbit)))
+    lx.set(op.results[0], lx.SmemRef(base, layout, view.dtype, index_alignment(index, esize, view.align, lx.lowbit)))
 
 
 def byte_offsets(ix, layout, dtype, indices=None) -> np.ndarray:
@@ -279,10 +277,11 @@ class Alloc(OpDef):
     name = "smem.alloc"
     summary = "a statically placed shared-memory tensor of the CTA"
     optional_attrs = ("align",)
+    num_operands = 0
+    num_results = 1
 
     def verify(self, op, v):
-        v.operands(op, 0)
-        (t,) = v.results(op, 1)
+        t = op.results[0].type
         if not isinstance(t, TensorType) or t.space != "smem":
             v.error(op, f"result type must be a smem tensor smem<T>[layout], not {t}")
             return
@@ -321,11 +320,9 @@ class Alloc(OpDef):
 
     def lower(self, op, lx):
         """No code but an add: the window's runtime address plus the allocation's offset in the static plan."""
-        from ...lower.shared import SmemRef
-
         t = op.results[0].type
         base, align = lx.smem_address(op)
-        lx.set(op.results[0], SmemRef(base, t.layout, t.dtype, align))
+        lx.set(op.results[0], lx.SmemRef(base, t.layout, t.dtype, align))
 
 
 def _verify_view_and_index(op, v):
@@ -464,10 +461,12 @@ class Permute(OpDef):
     name = "smem.permute"
     summary = "the same smem view with its modes in another order (a transpose: no data moves)"
     required_attrs = ("order",)
+    num_operands = 1
+    num_results = 1
 
     def verify(self, op, v):
-        (view,) = v.operands(op, 1)
-        (t,) = v.results(op, 1)
+        (view,) = op.operands
+        t = op.results[0].type
         if not isinstance(view.type, TensorType) or view.type.space != "smem":
             v.error(op, f"the operand must be a smem view, not {view.type}")
             return
@@ -496,11 +495,9 @@ class Permute(OpDef):
 
     def lower(self, op, lx):
         """No code: the same base, the permuted layout."""
-        from ...lower.shared import SmemRef
-
         view = lx.get(op.operands[0])
-        lx.set(op.results[0], SmemRef(view.base, permute_layout(view.layout, tuple(op.attrs["order"])), view.dtype,
-                                      view.align))
+        lx.set(op.results[0], lx.SmemRef(view.base, permute_layout(view.layout, tuple(op.attrs["order"])), view.dtype,
+                                         view.align))
 
 
 class _SmemAccess(OpDef):
@@ -542,10 +539,12 @@ class Load(_SmemAccess):
     name = "smem.load"
     summary = "each thread reads its values of a smem view (through the layout's physical byte addresses)"
     required_attrs = ("tv",)
+    num_operands = 2
+    num_results = 1
 
     def verify(self, op, v):
-        view, thread = v.operands(op, 2)
-        (t,) = v.results(op, 1)
+        view, thread = op.operands
+        t = op.results[0].type
         if not self._check_view_and_thread(op, v, view, thread):
             return
         if not isinstance(t, FragmentType):
@@ -579,10 +578,11 @@ class Store(_SmemAccess):
     name = "smem.store"
     summary = "each thread writes its values of a smem view (through the layout's physical byte addresses)"
     required_attrs = ("tv",)
+    num_operands = 3
+    num_results = 0
 
     def verify(self, op, v):
-        view, thread, frag = v.operands(op, 3)
-        v.results(op, 0)
+        view, thread, frag = op.operands
         if not self._check_view_and_thread(op, v, view, thread):
             return
         if not isinstance(frag.type, FragmentType):
@@ -691,10 +691,11 @@ class Stmatrix(_SmemAccess):
     name = "smem.stmatrix"
     summary = "smem.store through stmatrix.m8n8.x{1,2,4}[.trans]: each warp stores 8 x 8 b16 matrices by rows"
     required_attrs = ("tv", "num", "trans")
+    num_operands = 3
+    num_results = 0
 
     def verify(self, op, v):
-        view, thread, frag = v.operands(op, 3)
-        v.results(op, 0)
+        view, thread, frag = op.operands
         if not self._check_view_and_thread(op, v, view, thread):
             return
         vt = view.type
@@ -770,22 +771,17 @@ class Stmatrix(_SmemAccess):
         ``Sw(origin + 2·inner(rows(t, r)))`` (``stmatrix_row_tv``: the thread part emitted once, r a constant when the
         composition is admissible, else tv(M(t, r)) decoded at run time), the values packed two per ``.b32`` (the
         lower-index value in the low half, ``ldmatrix_register``), one ``stmatrix.sync.aligned.m8n8.x{num}``."""
-        from ...lower import ptx_table
-        from ...lower.context import _lane_is_thread_mod_32, pack_pair
-        from ...lower.plans import plan_smem_access
-        from ...lower.shared import swizzle_address, view_origin
-
         view_v, thread_v, frag_v = op.operands
-        if not _lane_is_thread_mod_32(lx, thread_v):
+        if not lx.lane_is_thread_mod_32(thread_v):
             lx.error("stmatrix's lanes are the hardware lanes: its thread operand must be gpu.thread_id {dim = x} "
                      "(or gpu.lane_id), whose value modulo 32 is the lane")
         tv, num, trans = op.attrs["tv"], op.attrs["num"], op.attrs["trans"]
         ref, t, values = lx.get(view_v), lx.get(thread_v), lx.get(frag_v)
         b = lx.b
         sw, _offset, inner = split_smem_layout(ref.layout)
-        origin = view_origin(lx, ref)
+        origin = lx.view_origin(ref)
         m, rows = stmatrix_row_tv(tv, num, trans)
-        plan = plan_smem_access(rows, inner, 2, 16, 16) if rows is not None else None
+        plan = lx.plan_smem_access(rows, inner, 2, 16, 16) if rows is not None else None
         if plan is not None and plan.thread is not None:
             toff = lx.emit_layout(plan.thread, t)
             thread_addr = b.add(origin, b.mul(toff, lx.i32(2)))
@@ -800,11 +796,11 @@ class Stmatrix(_SmemAccess):
                 idx = lx.emit_layout(tv, b.add(coord0, lx.i32(m[1](r))))
                 return b.add(origin, b.mul(lx.emit_layout(inner, idx), lx.i32(2)))
 
-        name = ptx_table.stmatrix(num, trans)
+        name = lx.ptx_table.stmatrix(num, trans)
         per = 2 * num
         for r in range(lc.size(tv[1]) // per):
-            regs = [pack_pair(b, values[per * r + 2 * j], values[per * r + 2 * j + 1]) for j in range(num)]
-            ptx_table.emit(lx, name, [swizzle_address(lx, sw, row_address(r)), *regs])
+            regs = [lx.pack_pair(values[per * r + 2 * j], values[per * r + 2 * j + 1]) for j in range(num)]
+            lx.inline_ptx(name, [lx.swizzle_address(sw, row_address(r)), *regs])
 
 
 # -- kernel-level rules ---------------------------------------------------------------------------------------------

@@ -332,14 +332,12 @@ class Load(OpDef):
     def lower(self, op, lx):
         """``cp.async.bulk.tensor.Rd.shared::cluster.global.mbarrier::complete_tx::bytes [dst], [map, {c...}], [bar]``
         per executing thread: the coordinates innermost first (the map's mode order), the map's generic address."""
-        from ...lower.shared import tma_copy
-
         tmap_v, dst_v, bars_v, index_v, *coords = op.operands
         bars = lx.get(bars_v)
         bars = getattr(bars, "full", bars)  # a pipeline: its stage's full barrier
         mask = (1 << lx.cluster_size) - 1 if op.attrs.get("multicast", False) else None
-        tma_copy(lx, "load", lx.get(tmap_v), lx.get(dst_v), [lx.get(c) for c in coords],
-                 bars.address(lx, lx.get(index_v)), multicast=mask)
+        lx.tma_copy("load", lx.get(tmap_v), lx.get(dst_v), [lx.get(c) for c in coords],
+                    bars.address(lx, lx.get(index_v)), multicast=mask)
 
 
 @register
@@ -376,20 +374,19 @@ class Store(OpDef):
 
     def lower(self, op, lx):
         """``cp.async.bulk.tensor.Rd.global.shared::cta.bulk_group [map, {c...}], [src]`` per executing thread."""
-        from ...lower.shared import tma_copy
-
         tmap_v, src_v, *coords = op.operands
-        tma_copy(lx, "store", lx.get(tmap_v), lx.get(src_v), [lx.get(c) for c in coords])
+        lx.tma_copy("store", lx.get(tmap_v), lx.get(src_v), [lx.get(c) for c in coords])
 
 
 @register
 class StoreCommit(OpDef):
     name = "tma.store_commit"
     summary = "close this thread's uncommitted TMA stores into a bulk group"
+    num_operands = 0
+    num_results = 0
 
     def verify(self, op, v):
-        v.operands(op, 0)
-        v.results(op, 0)
+        """Nothing beyond the signature (no operands, no results)."""
 
     def interpret(self, op, ix):
         for t in np.nonzero(ix.mask)[0].tolist():
@@ -399,9 +396,7 @@ class StoreCommit(OpDef):
 
     def lower(self, op, lx):
         """``cp.async.bulk.commit_group``."""
-        from ...lower import ptx_table
-
-        ptx_table.emit(lx, "cp.async.bulk.commit_group", [])
+        lx.inline_ptx("cp.async.bulk.commit_group", [])
 
 
 class StoreWait(Wait):
@@ -445,10 +440,10 @@ class StoreWaitOp(OpDef):
     name = "tma.store_wait"
     summary = "block until all but the `pending` most recent bulk groups of this thread finished (reading smem)"
     required_attrs = ("pending", "read")
+    num_operands = 0
+    num_results = 0
 
     def verify(self, op, v):
-        v.operands(op, 0)
-        v.results(op, 0)
         n = v.attr(op, "pending", int)
         if n is not None and n < 0:
             v.error(op, f"pending must be >= 0, not {n}")
@@ -469,45 +464,42 @@ class StoreWaitOp(OpDef):
 
     def lower(self, op, lx):
         """``cp.async.bulk.wait_group.read N`` (``read = true``) or ``cp.async.bulk.wait_group N``."""
-        from ...lower import ptx_table
-
         n, read = op.attrs.get("pending"), op.attrs.get("read")
         if (not isinstance(n, int) or isinstance(n, bool) or not 0 <= n <= MAX_PENDING_GROUPS
                 or not isinstance(read, bool)):
             lx.error(f"needs pending = 0..63 (an immediate of cp.async.bulk.wait_group) and read = true|false, got "
                      f"pending = {attribute_text(n)}, read = {attribute_text(read)}")
-        ptx_table.emit(lx, "cp.async.bulk.wait_group.read" if read else "cp.async.bulk.wait_group", [n])
+        lx.inline_ptx("cp.async.bulk.wait_group.read" if read else "cp.async.bulk.wait_group", [n])
 
 
 @register
 class FenceProxyAsync(OpDef):
     name = "fence.proxy_async"
     summary = "order this thread's generic-proxy smem writes before later async-proxy (TMA) reads"
+    num_operands = 0
+    num_results = 0
 
     def verify(self, op, v):
-        v.operands(op, 0)
-        v.results(op, 0)
+        """Nothing beyond the signature (no operands, no results)."""
 
     def interpret(self, op, ix):
         ix.fence_generic_writes(np.nonzero(ix.mask)[0])
 
     def lower(self, op, lx):
         """``fence.proxy.async.shared::cta``."""
-        from ...lower import ptx_table
-
-        ptx_table.emit(lx, "fence.proxy.async.shared", [])
+        lx.inline_ptx("fence.proxy.async.shared", [])
 
 
 @register
 class Prefetch(OpDef):
     name = "tma.prefetch"
     summary = "hint: bring the map's box at (c0, c1, ...) into L2 (no smem, no barrier, nothing to wait for)"
+    num_results = 0
 
     def verify(self, op, v):
         """``tma.prefetch %x, %c0, %c1, ...``: a tmap and one i32 coordinate per global mode, as tma.load's.
 
         Example: ``tma.prefetch %a, %row, %k0`` on a ``tmap<bf16, 2>``. Post: no result, no smem operand."""
-        v.results(op, 0)
         if not op.operands:
             v.error(op, "expects a tensor map and one coordinate per global mode, got no operands")
             return
@@ -529,12 +521,10 @@ class Prefetch(OpDef):
     def lower(self, op, lx):
         """``cp.async.bulk.prefetch.tensor.Rd.L2.global.tile [map, {c...}]`` per executing thread, the coordinates
         innermost first (the map's mode order, as ``tma.load``)."""
-        from ...lower import ptx_table
-
         tmap_v, *coords = op.operands
         tmap = lx.get(tmap_v)
         ordered = [lx.get(coords[i]) for i in tmap.params.mode_order]
-        ptx_table.emit(lx, ptx_table.tma_prefetch(tmap.type.rank), [tmap.address, *ordered])
+        lx.inline_ptx(lx.ptx_table.tma_prefetch(tmap.type.rank), [tmap.address, *ordered])
 
 
 # -- kernel-level rules ------------------------------------------------------------------------------------------------

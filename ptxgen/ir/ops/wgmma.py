@@ -298,8 +298,6 @@ def _lower_mma(op, lx, name_of, blocks: int, ksteps: int, a_operands) -> None:
     through them: per m-block ONE asm statement ``name_of(ksteps)`` holding the S chained instructions;
     ``a_operands(block, j)`` gives the A operands of one instruction (a descriptor, or 4 registers), B's descriptor
     is its layout's (DescriptorIterator at base 0) with the view's runtime base in the start field."""
-    from ...lower import ptx_table
-
     b_v, c_v = op.operands[1], op.operands[2]
     tb = b_v.type
     n = _extents(tb.layout)[0]
@@ -311,7 +309,7 @@ def _lower_mma(op, lx, name_of, blocks: int, ksteps: int, a_operands) -> None:
     descriptors_b = [_runtime_descriptor(lx, rb.base, it_b.descriptor(k=j)) for j in range(ksteps)]
     for blk in range(blocks):
         steps = [x for j in range(ksteps) for x in (*a_operands(blk, j), descriptors_b[j])]
-        out = ptx_table.emit(lx, name, [*steps, 1, *acc[blk * h:(blk + 1) * h]])
+        out = lx.inline_ptx(name, [*steps, 1, *acc[blk * h:(blk + 1) * h]])
         acc[blk * h:(blk + 1) * h] = [lx.b.extract_value(out, i) for i in range(h)]
     lx.set(op.results[0], acc)
 
@@ -328,10 +326,12 @@ def _b_major(lx, tb):
 class Mma(OpDef):
     name = "wgmma.mma"
     summary = "D = A·Bᵀ + C for one warpgroup: A (M, K) and B (N, K) in shared memory, C/D accumulator fragments"
+    num_operands = 3
+    num_results = 1
 
     def verify(self, op, v):
-        a, b, c = v.operands(op, 3)
-        (d,) = v.results(op, 1)
+        a, b, c = op.operands
+        d = op.results[0].type
         ta, tb = _verify_operand(op, v, a, "A"), _verify_operand(op, v, b, "B")
         if ta is None or tb is None:
             return
@@ -359,8 +359,6 @@ class Mma(OpDef):
         """P × K/k ``wgmma.mma_async`` instructions (m-block outer, k-step inner), the accumulator registers threaded
         through them; each descriptor is the layout's (DescriptorIterator at base 0) with the view's runtime base
         added to its start-address field: ``((base + tile start) >> 4) & 0x3FFF``."""
-        from ...lower import ptx_table
-
         a_v, b_v = op.operands[0], op.operands[1]
         ta, tb = a_v.type, b_v.type
         if op.results[0].type.dtype != F32:
@@ -372,7 +370,7 @@ class Mma(OpDef):
         major_b = _b_major(lx, tb)
         ra = lx.get(a_v)
         trans_a, trans_b = int(major_a == "MN"), int(major_b == "MN")
-        _lower_mma(op, lx, lambda steps: ptx_table.wgmma_mma(n, ta.dtype.name, trans_a, trans_b, steps), m // 64,
+        _lower_mma(op, lx, lambda steps: lx.ptx_table.wgmma_mma(n, ta.dtype.name, trans_a, trans_b, steps), m // 64,
                    kk // k_step(ta.dtype),
                    lambda blk, j: [_runtime_descriptor(lx, ra.base, it_a.descriptor(k=j, mn_block=blk))])
 
@@ -400,10 +398,12 @@ class Mma(OpDef):
 class MmaRS(OpDef):
     name = "wgmma.mma_rs"
     summary = "D = A·Bᵀ + C for one warpgroup: A (M, K) a register fragment (rs_a_tv), B (N, K) in shared memory"
+    num_operands = 3
+    num_results = 1
 
     def verify(self, op, v):
-        a, b, c = v.operands(op, 3)
-        (d,) = v.results(op, 1)
+        a, b, c = op.operands
+        d = op.results[0].type
         ta = a.type
         if not isinstance(ta, FragmentType):
             v.error(op, f"A must be a register fragment frag<T>[S] (the RS form), not {ta}")
@@ -464,8 +464,6 @@ class MmaRS(OpDef):
         in the low bits), B through its descriptors as in the SS form."""
         from llvmlite import ir
 
-        from ...lower import ptx_table
-
         a_v, b_v = op.operands[0], op.operands[1]
         t, tb = a_v.type.dtype, b_v.type
         if op.results[0].type.dtype != F32:
@@ -492,7 +490,7 @@ class MmaRS(OpDef):
                 words[reg] = part if words[reg] is None else b.or_(words[reg], part)
             return words
 
-        _lower_mma(op, lx, lambda steps: ptx_table.wgmma_mma_rs(n, t.name, int(major_b == "MN"), steps), blocks,
+        _lower_mma(op, lx, lambda steps: lx.ptx_table.wgmma_mma_rs(n, t.name, int(major_b == "MN"), steps), blocks,
                    ksteps, registers)
 
 
@@ -500,29 +498,29 @@ class MmaRS(OpDef):
 class Fence(OpDef):
     name = "wgmma.fence"
     summary = "order the warpgroup's earlier register (accumulator) writes before the wgmmas that follow"
+    num_operands = 0
+    num_results = 0
 
     def verify(self, op, v):
-        v.operands(op, 0)
-        v.results(op, 0)
+        """Nothing beyond the signature (no operands, no results)."""
 
     def interpret(self, op, ix):
         _warpgroups(ix, op)
 
     def lower(self, op, lx):
         """``wgmma.fence.sync.aligned``."""
-        from ...lower import ptx_table
-
-        ptx_table.emit(lx, "wgmma.fence", [])
+        lx.inline_ptx("wgmma.fence", [])
 
 
 @register
 class Commit(OpDef):
     name = "wgmma.commit"
     summary = "close the warpgroup's issued, uncommitted wgmmas into one group"
+    num_operands = 0
+    num_results = 0
 
     def verify(self, op, v):
-        v.operands(op, 0)
-        v.results(op, 0)
+        """Nothing beyond the signature (no operands, no results)."""
 
     def interpret(self, op, ix):
         for w in _warpgroups(ix, op):
@@ -532,9 +530,7 @@ class Commit(OpDef):
 
     def lower(self, op, lx):
         """``wgmma.commit_group.sync.aligned``."""
-        from ...lower import ptx_table
-
-        ptx_table.emit(lx, "wgmma.commit_group", [])
+        lx.inline_ptx("wgmma.commit_group", [])
 
 
 @register
@@ -575,14 +571,12 @@ class WaitGroups(OpDef):
         """``wgmma.wait_group.sync.aligned N``. Accumulator operands go through the same asm as tied in/out registers
         (as CUTLASS's warpgroup_fence_operand): their results are new values defined BY the wait, so LLVM cannot move
         a read of them (a cast of the epilogue) above it — such a read makes ptxas serialize every wgmma (C7514)."""
-        from ...lower import ptx_table
-
         n = op.attrs["pending"]
         values = [v for x in op.operands for v in lx.get(x)]
         if not values:
-            ptx_table.emit(lx, "wgmma.wait_group", [n])
+            lx.inline_ptx("wgmma.wait_group", [n])
             return
-        out = ptx_table.emit(lx, ptx_table.wgmma_wait_fenced(len(values), n), values)
+        out = lx.inline_ptx(lx.ptx_table.wgmma_wait_fenced(len(values), n), values)
         flat = [lx.b.extract_value(out, i) for i in range(len(values))] if len(values) > 1 else [out]
         k = 0
         for x, r in zip(op.operands, op.results):

@@ -1,0 +1,247 @@
+"""Lowering of gmem.load and gmem.store: the address plan of a thread's values, then the loads or the stores.
+
+``GmemAddresses(lx, view, thread, tv, dtype)`` emits the thread-dependent part once (its coordinates and base pointer,
+from ``plans.plan_access``; or, when the TV layout does not split into a thread part plus a constant per value, the
+thread's tile index) and gives each value's coordinates, pointer and in-bounds predicate. ``load`` and ``store`` walk
+the plan's vector groups: a group of ``width`` values along the contiguous mode is one vector access where the whole
+vector is inside the tensor, element by element at the edge.
+
+Example: a ``(2,64)`` f32 tile of a row-major tensor aligned to 16 bytes, tv ``((32,2),2):((4,1),2)``: each thread's
+two values are consecutive columns, so ``load`` emits one ``ld.global.v2.f32`` guarded by a branch on "both columns
+inside", with the two guarded scalar loads on the edge path.
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+
+import layoutc as lc
+
+from ..ir.ops import element_bytes
+from ..ir.types import ScalarType
+from . import ptx_table
+from .plans import coordinate_layout, plan_access
+from .values import I8, I32, I64, GView, memory_type, pow2_divisor
+
+
+class GmemAddresses:
+    """The addresses of one thread's values of a gmem.load/store (see the module docstring).
+
+    ``width``: values per vector access (1: scalar); ``exact``: the contiguous extent is a multiple of ``width``
+    (a vector is all inside or all outside); ``groups``: the value indices of each access; ``mem_t``, ``esize``:
+    the element's LLVM memory type and bytes. Post: ``pointer(v)`` points at the element of value ``v`` and
+    ``inside(coords(v))`` holds iff that element is inside the tensor."""
+
+    def __init__(self, lx, view: GView, thread, tv, dtype: ScalarType):
+        b = lx.b
+        self.lx, self.view, self.tv, self.dtype = lx, view, tv, dtype
+        tensor = view.tensor
+        spec = tensor.spec
+        self.rank = tensor.rank
+        self.mem_t = memory_type(dtype)
+        self.esize = element_bytes(dtype)
+        self.c = c = spec.contiguous
+        max_width = 1
+        if c is not None and spec.aligned and dtype.name != "i1":
+            max_width = min(16 // self.esize, pow2_divisor(view.multiples[c]))
+        plan = plan_access(tv, view.shape, c, max_width)
+        self.plan = plan
+        self.width = plan.width
+        self.exact = self.width > 1 and spec.extent_multiple % self.width == 0
+        self.groups = plan.groups
+        # thread-dependent coordinates (i32) per mode, and the thread's base pointer
+        if plan.coords is not None:
+            self.base = [b.add(view.origin[m], lx.emit_layout(plan.coords[m].thread, thread)) for m in range(self.rank)]
+            offset = None
+            for m in range(self.rank):
+                term = b.sext(self.base[m], I64)
+                if m != c:
+                    term = b.mul(term, tensor.stride(m))
+                offset = term if offset is None else b.add(offset, term)
+            self.thread_ptr = b.gep(tensor.ptr, [offset], source_etype=self.mem_t)
+        else:  # decode each value's tile index at run time
+            self.tindex = lx.emit_layout(tv[0], thread)
+            self.value_index = [tv[1](v) for v in range(lc.size(tv[1]))]
+            self.cl = [coordinate_layout(view.shape, m) for m in range(self.rank)]
+
+    def coords(self, v) -> list:
+        """The i32 coordinates (one per mode) of value ``v``'s element."""
+        lx, b, view, plan = self.lx, self.lx.b, self.view, self.plan
+        if plan.coords is not None:
+            return [b.add(self.base[m], lx.i32(plan.coords[m].values[v])) if plan.coords[m].values[v] else self.base[m]
+                    for m in range(self.rank)]
+        idx = b.add(self.tindex, lx.i32(self.value_index[v]))
+        return [b.add(view.origin[m], lx.emit_layout(self.cl[m], idx)) for m in range(self.rank)]
+
+    def pointer(self, v):
+        """The global pointer of value ``v``'s element."""
+        lx, b, tensor, plan, c = self.lx, self.lx.b, self.view.tensor, self.plan, self.c
+        if plan.coords is not None:
+            off = None
+            for m in range(self.rank):
+                val = plan.coords[m].values[v]
+                if not val:
+                    continue
+                term = lx.i64(val) if m == c else b.mul(lx.i64(val), tensor.stride(m))
+                off = term if off is None else b.add(off, term)
+            return self.thread_ptr if off is None else b.gep(self.thread_ptr, [off], source_etype=self.mem_t)
+        cs = self.coords(v)
+        off = None
+        for m in range(self.rank):
+            term = b.sext(cs[m], I64)
+            if m != c:
+                term = b.mul(term, tensor.stride(m))
+            off = term if off is None else b.add(off, term)
+        return b.gep(tensor.ptr, [off], source_etype=self.mem_t)
+
+    def inside(self, cs, lane_offset: int = 0):
+        """The i1 "inside the tensor" of the element at coordinates ``cs``, ``lane_offset`` further along the
+        contiguous mode."""
+        b, c, tensor = self.lx.b, self.c, self.view.tensor
+        preds = []
+        for m in range(self.rank):
+            cm = cs[m] if not (m == c and lane_offset) else b.add(cs[m], self.lx.i32(lane_offset))
+            preds.append(b.icmp_unsigned("<", cm, tensor.extents[m]))
+        return _and_all(b, preds)
+
+    def vector_inside(self, cs):
+        """The i1 "the whole vector starting at ``cs`` is inside" (its first and last lane, or the first alone where
+        the extent is a multiple of the width)."""
+        if self.exact:
+            return self.inside(cs)
+        return _and_all(self.lx.b, [self.inside(cs), self.inside(cs, self.width - 1)])
+
+    def to_mem(self, x):
+        return self.lx.b.zext(x, I8) if self.dtype.name == "i1" else x
+
+    def from_mem(self, x):
+        return self.lx.b.icmp_unsigned("!=", x, ir.Constant(I8, 0)) if self.dtype.name == "i1" else x
+
+
+def load(lx, view: GView, thread, tv, dtype: ScalarType, other=0.0) -> list:
+    """gmem.load: the thread's values (value order), ``other`` where an element is outside the tensor.
+    Post: one LLVM value of ``dtype``'s register type per value of ``tv``."""
+    b = lx.b
+    at = GmemAddresses(lx, view, thread, tv, dtype)
+    k, mem_t, esize = at.width, at.mem_t, at.esize
+    other_c = lx.const(dtype, other)
+    results = [None] * lc.size(tv[1])
+    for group in at.groups:
+        v0 = group[0]
+        cs = at.coords(v0)
+        ptr = at.pointer(v0)
+        if k == 1:
+            results[v0] = _guarded_load(lx, at.inside(cs), ptr, mem_t, esize, other_c, at.from_mem)
+            continue
+        vt = ir.VectorType(mem_t, k)
+        full = at.vector_inside(cs)
+        fast, slow, done = lx.block("vec"), lx.block("vec.edge"), lx.block("vec.done")
+        b.cbranch(full, fast, slow)
+        b.position_at_end(fast)
+        vec = b.load(ptr, typ=vt, align=k * esize)
+        fast_vals = [at.from_mem(b.extract_element(vec, lx.i32(j))) for j in range(k)]
+        fast_end = b.block
+        b.branch(done)
+        b.position_at_end(slow)
+        if not at.exact:
+            slow_vals = []
+            for j in range(len(group)):
+                pj = at.inside(cs, j)
+                lane_ptr = ptr if j == 0 else b.gep(ptr, [lx.i64(j)], source_etype=mem_t)
+                slow_vals.append(_guarded_load(lx, pj, lane_ptr, mem_t, esize, other_c, at.from_mem))
+        else:
+            slow_vals = [other_c] * k
+        slow_end = b.block
+        b.branch(done)
+        b.position_at_end(done)
+        for j, v in enumerate(group):
+            phi = b.phi(fast_vals[j].type)
+            phi.add_incoming(fast_vals[j], fast_end)
+            phi.add_incoming(slow_vals[j], slow_end)
+            results[v] = phi
+    return results
+
+
+def store(lx, view: GView, thread, tv, dtype: ScalarType, values) -> None:
+    """gmem.store: write the thread's ``values`` (value order) where their elements are inside the tensor.
+    Post: no element outside the tensor is written."""
+    b = lx.b
+    at = GmemAddresses(lx, view, thread, tv, dtype)
+    k, mem_t, esize = at.width, at.mem_t, at.esize
+
+    def packed(vt, group):
+        vec = ir.Constant(vt, None)
+        for j, v in enumerate(group):
+            vec = b.insert_element(vec, at.to_mem(values[v]), lx.i32(j))
+        return vec
+
+    for group in at.groups:
+        v0 = group[0]
+        cs = at.coords(v0)
+        ptr = at.pointer(v0)
+        if k == 1:
+            _branched_store(lx, at.inside(cs), ptr, at.to_mem(values[v0]), esize)
+            continue
+        vt = ir.VectorType(mem_t, k)
+        full = at.vector_inside(cs)
+        if at.exact and k * esize >= 4:  # all of the vector or none of it: no branch
+            _predicated_store(lx, full, ptr, packed(vt, group), k * esize)
+            continue
+        fast, slow, done = lx.block("vec"), lx.block("vec.edge"), lx.block("vec.done")
+        b.cbranch(full, fast, slow)
+        b.position_at_end(fast)
+        b.store(packed(vt, group), ptr, align=k * esize)
+        b.branch(done)
+        b.position_at_end(slow)
+        if not at.exact:
+            for j, v in enumerate(group):
+                pj = at.inside(cs, j)
+                lane_ptr = ptr if j == 0 else b.gep(ptr, [lx.i64(j)], source_etype=mem_t)
+                _branched_store(lx, pj, lane_ptr, at.to_mem(values[v]), esize)
+        b.branch(done)
+        b.position_at_end(done)
+
+
+def _and_all(b, preds):
+    out = None
+    for p in preds:
+        out = p if out is None else b.and_(out, p)
+    return out
+
+
+def _guarded_load(lx, pred, ptr, mem_t, esize, other, from_mem):
+    b = lx.b
+    then, done = lx.block("ld"), lx.block("ld.done")
+    start = b.block
+    b.cbranch(pred, then, done)
+    b.position_at_end(then)
+    val = from_mem(b.load(ptr, typ=mem_t, align=esize))
+    b.branch(done)
+    b.position_at_end(done)
+    phi = b.phi(val.type)
+    phi.add_incoming(val, then)
+    phi.add_incoming(other, start)
+    return phi
+
+
+def _predicated_store(lx, pred, ptr, vec, nbytes):
+    """Store the vector ``vec`` of ``nbytes`` (4, 8 or 16) bytes at ``ptr`` (aligned to that) where ``pred`` holds:
+    ONE predicated ``st.global`` (``ptx_table.st_global_if``), as Triton stores edge tiles. No branch, so a
+    fragment's epilogue stays one basic block: gemm_hopper's 64 guarded bf16x2 stores were 64 diamonds, a sizeable
+    share of LLVM's time on its cold compile. Only whole vectors (all lanes in or all out) go this way: 128 predicated
+    SCALAR stores of an accumulator made ptxas serialize the wgmmas (C7514), so element-wise edges keep their
+    branches."""
+    b = lx.b
+    words = nbytes // 4
+    raw = b.bitcast(vec, I32 if words == 1 else ir.VectorType(I32, words))
+    parts = [raw] if words == 1 else [b.extract_element(raw, lx.i32(j)) for j in range(words)]
+    ptx_table.emit(lx, ptx_table.st_global_if(nbytes), [b.zext(pred, I32), b.ptrtoint(ptr, I64), *parts])
+
+
+def _branched_store(lx, pred, ptr, value, align):
+    b = lx.b
+    then, done = lx.block("st"), lx.block("st.done")
+    b.cbranch(pred, then, done)
+    b.position_at_end(then)
+    b.store(value, ptr, align=align)
+    b.branch(done)
+    b.position_at_end(done)
