@@ -144,9 +144,11 @@ def test_unknown_name_gives_the_grammar():
     ((8192, 8192, 8192), "e4m3", {}, "h128x192s4k4t"),
     ((4096, 4096, 4096), "e4m3", {}, "h128x128s4k4t"),
     ((4096, 4096, 16384), "e4m3", {}, "h128x128s4k4t"),
-    # fewer 128 x 256 tiles than SMs: 128 x 128 tiles, shared over every SM where that pays
+    # fewer 128 x 256 tiles than SMs: 128 x 128 tiles where they fill a wave, 128 x 64 where they leave SMs idle
     ((512, 4096, 4096), "bf16", {}, "h128x128s6to1"),
-    ((128, 4096, 4096), "bf16", {}, "h128x128s6tska"),
+    ((128, 4096, 4096), "bf16", {}, "h128x64s8t"),
+    ((128, 7168, 18432), "bf16", {}, "h128x64s8t"),
+    ((128, 7168, 18432), "e4m3", {}, "h128x64s8k4t"),
     # rule 1: M <= 64 swaps A and B (M rounded up to 16 / 32 / 64 as the wgmma's N)
     ((16, 4096, 4096), "bf16", {}, "h128x16s8ska1x"),
     ((1, 4096, 4096), "f16", {}, "h128x16s8ska1x"),

@@ -14,16 +14,21 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
    tile is split into. Candidates (ties go to the earlier):
    - bf16/f16, C rows 16-byte aligned: 128 × 256, 4 stages, TMA-store epilogue in halves (``h128x256s4t2``, the
      winner at 4096³, 8192³, 8192²×1024, 2048³, 4096²×16384: s9 sections 6 and 12); 128 × 128, 6 stages, TMA store
-     (``h128x128s6t``: more tiles where 128 × 256 leaves SMs idle; not measured);
+     (``h128x128s6t``: more tiles where 128 × 256 leaves SMs idle); 128 × 64, 8 stages, TMA store, data-parallel
+     (``h128x64s8t``: 340 against 310 TFLOP/s for 128 × 128 at 128×7168×18432, whose 56 tiles of 128 × 128
+     leave half the SMs idle; cuBLAS 317; 2026-11-26 s10 sweep, from which its ``EFFICIENCY`` 0.49 comes);
    - bf16/f16, C rows not 16-byte aligned (N odd, …): 128 × 192 in clusters of 2, the rows epilogue in thirds
      (``h128x192s4c2r3``: 569 TFLOP/s at 3001×2999×2016 against 375 direct, 2026-11-25 s6), and 128 × 128 (``r``);
    - fp8: 128 × 192 and 128 × 128, 4 stages, promotion every 4 k-tiles, TMA store (``h128x192s4k4t`` won 8192³ and
      8192²×1024, ``h128x128s4k4t`` 4096³ and 4096²×16384: the wave quantization, which ``EFFICIENCY`` 0.96 for the
-     128-wide tile reproduces); rows epilogue ``h128x128s4c2k4r`` (724 TFLOP/s at 3001×2999×2016).
+     128-wide tile reproduces), and 128 × 64, 8 stages (``h128x64s8k4t``: 632 against 497 TFLOP/s for 128 × 128
+     at 128×7168×18432, cuBLAS 637; ``EFFICIENCY`` 0.61 from it); rows epilogue ``h128x128s4c2k4r`` (724 TFLOP/s at
+     3001×2999×2016).
 3. **Stream-K** (bf16/f16) where it shortens the last wave by at least ``STREAMK_MIN_SAVING`` = 20 k-tiles
    (``schedule.streamk_ktiles_saved``, the kernel's own test): ``…sk`` (8192³: 1.041 × cuBLAS; 4096×4352×4096 +9.7%
    over data-parallel), in clusters of 2 where K ≥ 2·max(M, N) (``c2t2sk`` won 4096²×16384 in both 16-bit types);
-   where the tiles are fewer than the SMs, stream-K on every SM (``ska``) if the cost model prefers it.
+   not stream-K on every SM for unswapped problems: with 128 × 128 tiles it lost to data-parallel at 128×7168×18432
+   (302 against 310 TFLOP/s) and 512×4096×4096 (562 against 580; 2026-11-26 s10 sweep), where the narrower tile wins.
 4. Otherwise data-parallel; bf16/f16 with the TMA-store epilogue **overlapped** with the next tile's first k-tile
    (``o1``: 4096³ 1.003, 8192²×1024 1.022 × cuBLAS in s9 section 12).
 5. **MN-major operands** (a (K, M) A or a (K, N) B, M or N contiguous: 16-bit only) run in clusters of 1; an MN-major
@@ -42,11 +47,13 @@ SWAP_AB_MAX_M = 64
 H100_SMS = 132
 # the time of one k-tile of a tile relative to its area share of the largest candidate (1: as efficient per FLOP);
 # fp8 128 x 128 from the two measured wave-quantization winners (between 0.92 and 1.02), 16-bit ones estimated
-EFFICIENCY = {(16, 256): 1.0, (16, 192): 0.95, (16, 128): 0.90, (8, 192): 1.0, (8, 128): 0.96}
+EFFICIENCY = {(16, 256): 1.0, (16, 192): 0.95, (16, 128): 0.90, (16, 64): 0.49,
+              (8, 192): 1.0, (8, 128): 0.96, (8, 64): 0.61}
 # stream-K's partial sums in k-tiles of a 128 x 256 tile (s8 section 6), and the extra per further piece of a tile
 STREAMK_FIXUP = 15.0
 STREAMK_FIXUP_PER_PIECE = 0.25
 SWAP_STAGES = 8
+NARROW_BN = 64   # the 128 x 64 tile: twice the tiles of 128 x 128 where those leave SMs idle
 
 
 def _candidates(dtype: str, tma_store: bool, bias: bool) -> list:
@@ -55,11 +62,13 @@ def _candidates(dtype: str, tma_store: bool, bias: bool) -> list:
     if dtype in ("e4m3", "e5m2"):
         if tma_store:
             return [GemmConfig(bn=192, promote=4, epilogue="tma", **base),
-                    GemmConfig(bn=128, promote=4, epilogue="tma", **base)]
+                    GemmConfig(bn=128, promote=4, epilogue="tma", **base),
+                    GemmConfig(bn=64, stages=8, promote=4, epilogue="tma", **base)]
         return [GemmConfig(bn=128, cluster=2, promote=4, epilogue="rows", **base)]
     if tma_store:
         return [GemmConfig(bn=256, epilogue="tma", epilogue_split=2, **base),
-                GemmConfig(bn=128, stages=6, epilogue="tma", **base)]
+                GemmConfig(bn=128, stages=6, epilogue="tma", **base),
+                GemmConfig(bn=64, stages=8, epilogue="tma", **base)]
     return [GemmConfig(bn=192, cluster=2, epilogue="rows", epilogue_split=3, **base),
             GemmConfig(bn=128, stages=6, epilogue="rows", **base)]
 
@@ -132,19 +141,18 @@ def choose_config(m: int, n: int, k: int, dtype: str = "bf16", sm_count: int = H
 
 
 def _variants(base: GemmConfig, m: int, n: int, k: int, sms: int):
-    """Rules 3 and 4 applied to a candidate tile: stream-K where it pays (clusters of 2 for long K), stream-K on
-    every SM where the tiles are fewer than the SMs, else data-parallel overlapped with the TMA-store epilogue."""
+    """Rules 3 and 4 applied to a candidate tile: stream-K where it pays (clusters of 2 for long K), else
+    data-parallel overlapped with the TMA-store epilogue. The
+    128 × 64 tile runs data-parallel only: that is the form measured."""
+    if base.bn == NARROW_BN:
+        yield base
+        return
     if not base.fp8:
         cluster = 2 if k >= 2 * max(m, n) and (base.a_major, base.b_major) == ("K", "K") else base.cluster
         sk = base.replace(streamk=True, cluster=cluster)
         if base.bn % (8 * cluster) == 0 and streamk_ktiles_saved(m, n, k, sk, sms) >= STREAMK_MIN_SAVING:
             yield sk
             return
-        tiles = -(-m // base.bm) * -(-n // base.bn)
-        if tiles < sms:
-            every = base.replace(streamk=True, streamk_every_sm=True)
-            if streamk_ktiles_saved(m, n, k, every, sms) >= STREAMK_MIN_SAVING:
-                yield every
     if base.epilogue == "tma" and not base.fp8:
         yield base.replace(overlap=1)
     else:
