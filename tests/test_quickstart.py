@@ -15,4 +15,4 @@ def test_quickstart_runs_and_checks_its_result():
     assert "descriptor addressing == layout addressing on the 64 x 16 tile: ok" in out
     assert "4 wgmma.mma_async in the PTX" in out
     assert "relative error vs float64" in out and out.rstrip().endswith("all steps ok")
-    assert "configuration for this shape: h128x128s6to1" in out and "matmul on the " in out
+    assert "configuration for this shape: h128x64s8t" in out and "matmul on the " in out
