@@ -405,7 +405,7 @@ class ArgumentBinder:
         """Python source of ``fast_call(kw, stream)``: True when it launched a call of a known signature, False when
         the checked path must run instead. E.g. for ``@sqrt_sin(%x: gtensor<f32, 1>, %z: gtensor<f32, 1>, %n: i32)``
         it reads x and z, looks up ``(k0, d0, s0, t0, not p0 & 15, k1, d1, s1, t1, not p1 & 15)``, evaluates
-        ``v2 = int(a2)``, ``g = ((-(-(v2) // (1024))), 1, 1)``, writes ``b.u64[0] = p0``, ``b.u64[3] = p1``,
+        ``v2 = int(a2)``, ``gx = (-(-(v2) // (1024)))``, checks ``0 < gx <= 2147483647``, writes ``b.u64[0] = p0``, ``b.u64[3] = p1``,
         ``b.i32[12] = v2`` and launches ``b.address`` with the binding's launch config (``BlockLaunch``)."""
         index = {p[0]: i for i, p in enumerate(self.params)}
         first_slot, slot = [], 0  # the first ABI slot of each parameter
@@ -435,9 +435,16 @@ class ArgumentBinder:
                   "    try:"]
         integers = [i for i, p in enumerate(self.params) if p[1] == SCALAR and p[2] in _INTEGER_SCALARS]
         lines += [f"        v{i} = int(a{i})" for i in integers]  # once, for the grid and the slot
-        exprs = [_expr(e, index, integers) for e in grid.exprs]
-        lines.append(f"        g = ({exprs[0]}, {exprs[1]}, {exprs[2]})")
-        lines += [f"        if not ({grid.runnable_source('g')}):", "            return False"]
+        axes = []
+        for axis, e in zip("xyz", grid.exprs):
+            src = _expr(e, index, integers)
+            if src.lstrip("-").isdigit():  # a constant entry: checked once, by runnable_source
+                axes.append(src)
+            else:
+                lines.append(f"        g{axis} = {src}")
+                axes.append(f"g{axis}")
+        lines += [f"        if not ({grid.runnable_source(axes)}):", "            return False",
+                  f"        g = ({', '.join(axes)})"]
         for i, (name, kind, dtype, rank) in enumerate(self.params):
             off = offsets[first_slot[i]]
             if kind == TENSOR:

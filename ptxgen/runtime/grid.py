@@ -61,15 +61,23 @@ class LaunchGrid:
             host_expr_source(e, lambda n: f"int(a[{n!r}])", lambda n, m: f"s[{n!r}][{m}]") for e in self.exprs) + ",)"
         self._fn = eval(self.source, {"int": int, "min": min})  # generated from the IR's host expressions only
 
-    def runnable_source(self, g: str) -> str:
-        """Python source of the test that grid tuple ``g`` launches something the hardware runs: every entry from 1
-        to its limit and, with a cluster, a multiple of it (an empty or invalid grid takes the checked path)."""
-        lx, ly, lz = self.limits
-        test = f"0 < {g}[0] <= {lx} and 0 < {g}[1] <= {ly} and 0 < {g}[2] <= {lz}"
-        cx, cy, cz = self.cluster
-        if (cx, cy, cz) != (1, 1, 1):
-            test += f" and not ({g}[0] % {cx} or {g}[1] % {cy} or {g}[2] % {cz})"
-        return test
+    def runnable_source(self, axes) -> str:
+        """Python source of the test that a grid launches something the hardware runs — every entry from 1 to its
+        limit and, with a cluster, a multiple of it (an empty or invalid grid takes the checked path) — given the
+        source of each entry (``axes``: three Python expressions, e.g. ``["gx", "1", "1"]``). Entries that are
+        constants (``self.exprs``) are checked here, once: the test names only the others (``"0 < gx <=
+        2147483647"``); "True" when nothing is left to test, "False" when a constant entry fails."""
+        from ..ir.hostexpr import Const
+
+        tests = []
+        for src, e, limit, c in zip(axes, self.exprs, self.limits, self.cluster):
+            if isinstance(e, (int, Const)):
+                n = int(e.value if isinstance(e, Const) else e)
+                if not (0 < n <= limit and n % c == 0):
+                    return "False"
+                continue
+            tests.append(f"0 < {src} <= {limit}" + (f" and {src} % {c} == 0" if c != 1 else ""))
+        return " and ".join(tests) or "True"
 
     def of(self, args, shapes) -> tuple:
         """The grid (x, y, z) of a call with arguments ``args`` (name → value) and tensor shapes ``shapes`` (name →
