@@ -551,3 +551,134 @@ def test_a_stream_object_is_launched_on_by_its_handle(driver):
     k(x=x, z=z, n=1000, stream=0x5678)
     k(x=x, z=z, n=1000)
     assert [launch_.stream for launch_ in driver.launches] == [0, 0x1234, 0x5678, 0]
+
+
+# -- on the GPU: the cached path with torch tensors ------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def torch_cuda():
+    from ptxgen.runtime import gpu_available
+
+    if not gpu_available():
+        pytest.skip("needs a CUDA GPU")
+    return pytest.importorskip("torch")
+
+
+def close_to_sqrt_sin(z, x) -> bool:
+    """z = sqrt(sin(x)) within f32 accuracy of the float64 reference (rtol 1e-5, atol 1e-6: sqrt near 0)."""
+    return np.allclose(z.double().cpu().numpy(), np.sqrt(np.sin(x.double().cpu().numpy())), rtol=1e-5, atol=1e-6)
+
+
+class OnlyInterface:
+    """A torch CUDA tensor seen only through ``__cuda_array_interface__`` (as a cupy array is)."""
+
+    def __init__(self, t):
+        self._t = t
+        self.__cuda_array_interface__ = t.__cuda_array_interface__
+
+
+class OnlyDLPackOf:
+    """A torch CUDA tensor seen only through DLPack (as a JAX array is)."""
+
+    def __init__(self, t):
+        self._t = t
+
+    def __dlpack__(self, stream=None):
+        return self._t.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self._t.__dlpack_device__()
+
+
+@pytest.mark.gpu
+def test_gpu_cached_calls_with_torch_tensors_match_numpy(torch_cuda, monkeypatch):
+    """sqrt_sin: several calls with different tensors of one signature (the cached path rewrites the pointers),
+    then a ragged shape, a misaligned view and the first shape again — every result against float64 numpy."""
+    torch = torch_cuda
+    k = jit(example("sqrt_sin.tile"))
+    checked = spy_checked_path(monkeypatch, k)
+
+    def run(n, offset=0):
+        base = torch.rand(n + offset, device="cuda") * 3.0
+        x = base[offset:]
+        z = torch.full((n,), -1.0, device="cuda")
+        k(x=x, z=z, n=n)
+        torch.cuda.synchronize()
+        assert close_to_sqrt_sin(z, x), (n, offset)
+
+    for _ in range(4):
+        run(4096)
+    assert len(checked) == 1
+    run(3001)
+    run(4096, offset=1)  # 4 bytes past an aligned address: another specialization
+    run(4096)
+    assert len(checked) == 3 and len(k._binder.bindings) == 3
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["bf16", "f16", "f32"])
+def test_gpu_scalars_rewritten_per_call(torch_cuda, dtype):
+    """copy_scale: the scale changes every call (only its slot is rewritten): z = round(x · s) each time."""
+    torch = torch_cuda
+    kind = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}[dtype]
+    host = {"bf16": ml_dtypes.bfloat16, "f16": np.float16, "f32": np.float32}[dtype]
+    k = jit(parse_module(copy_scale(dtype)))
+    n = 5000
+    x = (torch.rand(n, device="cuda") * 8 - 4).to(kind)
+    xs = x.float().cpu().numpy()
+    for s in (0.375, 2.0, -1.5, 0.0):
+        z = torch.full((n,), 7.0, device="cuda").to(kind)
+        k(x=x, z=z, n=n, s=s)
+        torch.cuda.synchronize()
+        want = (xs * np.float32(np.float32(s).astype(host))).astype(host).astype(np.float64)
+        assert np.array_equal(z.float().cpu().numpy().astype(np.float64), want), s
+
+
+@pytest.mark.gpu
+def test_gpu_every_framework_path_on_the_cache(torch_cuda):
+    """The same kernel fed torch tensors, __cuda_array_interface__ views and DLPack-only views of fresh tensors,
+    interleaved, each path's signature bound once."""
+    torch = torch_cuda
+    k = jit(example("sqrt_sin.tile"))
+    n = 2048
+    for wrap in (lambda t: t, OnlyInterface, OnlyDLPackOf) * 2:
+        x = torch.rand(n, device="cuda") * 3.0
+        z = torch.zeros(n, device="cuda")
+        k(x=wrap(x), z=wrap(z), n=n)
+        torch.cuda.synchronize()
+        assert close_to_sqrt_sin(z, x)
+    assert len(k._binder.bindings) == 3
+
+
+@pytest.mark.gpu
+def test_gpu_tensor_maps_follow_the_tensor(torch_cuda):
+    """tma_copy on torch tensors: new tensors of one shape (a map per address), then another shape; exact copies."""
+    torch = torch_cuda
+    k = jit(example("tma_copy.tile"))
+    for m, n in ((100, 300), (100, 300), (100, 300), (64, 1024), (100, 300)):
+        x = torch.randn(m, n, device="cuda")
+        y = torch.zeros(m, n, device="cuda")
+        k(x=x, y=y, m=m, n=n)
+        torch.cuda.synchronize()
+        assert torch.equal(x, y), (m, n)
+
+
+@pytest.mark.gpu
+def test_gpu_prepared_site_swaps_tensors_and_runs_on_a_stream(torch_cuda):
+    torch = torch_cuda
+    k = jit(example("sqrt_sin.tile"))
+    n = 4096
+    stream = torch.cuda.Stream()
+    x, z = torch.rand(n, device="cuda") * 3.0, torch.zeros(n, device="cuda")
+    site = k.prepare(x=x, z=z, n=n, stream=stream)
+    for _ in range(3):
+        x2, z2 = torch.rand(n, device="cuda") * 3.0, torch.zeros(n, device="cuda")
+        torch.cuda.synchronize()
+        site(x=x2, z=z2)
+        stream.synchronize()
+        assert close_to_sqrt_sin(z2, x2)
+    x3, z3 = torch.rand(n, device="cuda") * 3.0, torch.zeros(n, device="cuda")
+    torch.cuda.synchronize()
+    k(x=x3, z=z3, n=n, stream=stream)
+    stream.synchronize()
+    assert close_to_sqrt_sin(z3, x3)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import struct
 
 __all__ = ["DL_CUDA", "DL_CUDA_MANAGED", "DLPACK_DTYPE", "c_strides", "dlpack_view"]
 
@@ -16,20 +17,6 @@ DL_CUDA, DL_CUDA_MANAGED = 2, 13        # DLDeviceType of CUDA device memory and
 # 12 float8_e5m2; torch exports its bool, bfloat16 and float8 tensors with these codes)
 DLPACK_DTYPE = {(0, 32): "i32", (0, 64): "i64", (1, 32): "u32", (1, 64): "u64", (2, 16): "f16", (2, 32): "f32",
                 (4, 16): "bf16", (6, 8): "i1", (10, 8): "e4m3", (12, 8): "e5m2"}
-
-
-class _DLDevice(ctypes.Structure):
-    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
-
-
-class _DLDataType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
-
-
-class _DLTensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32),
-                ("dtype", _DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
-                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
 
 
 # a private prototype: setting restype/argtypes on the shared ctypes.pythonapi attribute would change it for every
@@ -49,14 +36,23 @@ def c_strides(shape: tuple) -> tuple:
     return tuple(reversed(strides))
 
 
+_DLTENSOR = struct.Struct("<QiiiBBHQQQ")  # DLTensor: data, device (type, id), ndim, dtype (code, bits, lanes),
+#                                            shape*, strides*, byte_offset — 48 bytes on every 64-bit platform
+_DLTENSOR_BYTES = ctypes.c_char * _DLTENSOR.size
+_INT64S = [ctypes.c_int64 * n for n in range(9)]  # the array types of shape and strides, by rank
+
+
 def dlpack_view(a):
     """(device pointer, shape, element strides, (type code, bits)) of any object with ``__dlpack__`` (JAX, cupy,
     torch …), read from its DLPack capsule without taking ownership: the capsule keeps its name, so its producer's
     deleter runs when it is collected, and ``a`` itself keeps the memory alive for the launch.
     E.g. a contiguous (4, 8) f32 CUDA array → (ptr, (4, 8), (8, 1), (2, 32)). Pre: ``a`` is in device memory."""
     capsule = a.__dlpack__()
-    managed = _GET_POINTER(capsule, b"dltensor")
-    t = _DLTensor.from_address(managed)   # DLManagedTensor starts with its DLTensor
-    shape = tuple(t.shape[i] for i in range(t.ndim))
-    strides = tuple(t.strides[i] for i in range(t.ndim)) if t.strides else c_strides(shape)
-    return (t.data or 0) + t.byte_offset, shape, strides, (t.dtype.code, t.dtype.bits)
+    managed = _GET_POINTER(capsule, b"dltensor")   # DLManagedTensor starts with its DLTensor
+    data, _, _, ndim, code, bits, _, shape_at, strides_at, offset = _DLTENSOR.unpack_from(
+        _DLTENSOR_BYTES.from_address(managed))
+    # read while the capsule (which owns both arrays) is alive
+    int64s = _INT64S[ndim] if ndim < len(_INT64S) else ctypes.c_int64 * ndim
+    shape = tuple(int64s.from_address(shape_at)) if ndim else ()
+    strides = tuple(int64s.from_address(strides_at)) if strides_at and ndim else c_strides(shape)
+    return data + offset, shape, strides, (code, bits)
