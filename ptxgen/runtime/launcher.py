@@ -34,17 +34,18 @@ import hashlib
 
 from .binding import SCALAR, TENSOR, TMAP, ArgumentBinder
 from .call_site import BoundLaunch
-from .dlpack import dlpack_view
 from .driver import CudaError
 from .grid import LaunchGrid
-from .kernel_cache import _COMPILED, KernelCache, LaunchShape
-from .launch import CompiledKernel, LaunchError, argument_layout, dynamic_smem_bytes, load_image
-from .tensor_map import encode_tensor_map
+from .kernel_cache import KernelCache, LaunchShape
+from .launch import CompiledKernel, LaunchError, argument_layout, dynamic_smem_bytes
+
+# defined here before the launcher was split by concern: importers of ptxgen.runtime.launcher still find them
+from .dlpack import dlpack_view  # noqa: F401,E402
+from .kernel_cache import _COMPILED  # noqa: F401,E402
+from .launch import load_image  # noqa: F401,E402
+from .tensor_map import encode_tensor_map  # noqa: F401,E402
 
 __all__ = ["BoundLaunch", "LaunchError", "JitKernel", "CompiledKernel", "jit", "jit_text", "parse_verified"]
-
-# names this module has always offered, now defined by the module of their concern
-_REEXPORTED = (_COMPILED, argument_layout, dlpack_view, dynamic_smem_bytes, encode_tensor_map, load_image)
 
 
 class JitKernel:
