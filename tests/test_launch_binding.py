@@ -400,6 +400,26 @@ def test_bindings_are_bounded(driver, monkeypatch):
     assert [struct.unpack("<i", launch.slots[1][:4])[0] for launch in driver.launches] == list(range(1, 8))
 
 
+def test_any_parameter_list_gets_a_fast_path(driver, monkeypatch):
+    """The generated binder for no parameters, and for parameter names that are Python keywords (they appear in
+    it only as string literals)."""
+    import re
+
+    empty = jitted(driver, parse_module("kernel @empty() {grid = (2, 1, 1), block = (32, 1, 1)} {\n}\n"))
+    checked = spy_checked_path(monkeypatch, empty)
+    empty()
+    empty()
+    assert len(checked) == 1 and [launch_.grid for launch_ in driver.launches] == [(2, 1, 1)] * 2
+    text = re.sub(r"%z\b", "%lambda", re.sub(r"%x\b", "%in", (EXAMPLES / "sqrt_sin.tile").read_text()))
+    k = jitted(driver, parse_module(text))
+    checked = spy_checked_path(monkeypatch, k)
+    for ptr in (0x10000, 0x30000):
+        args = {"in": TorchLike(ptr, (1000,)), "lambda": TorchLike(0x20000, (1000,)), "n": 1000}
+        k(**args)
+        assert driver.launches[-1].slots == uncached_slots(driver, k, **args)
+    assert len(checked) == 1
+
+
 def test_dlpack_is_read_once_per_call(driver):
     """A DLPack-only tensor has no cheaper reading: one capsule per call, none kept."""
     k = jitted(driver, example("sqrt_sin.tile"))

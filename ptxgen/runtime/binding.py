@@ -414,10 +414,11 @@ class ArgumentBinder:
             slot += 1 + 2 * rank if kind == TENSOR else 1
         lines = ["def fast_call(kw, stream):",
                  f"    if len(kw) != {len(self.params)}:",
-                 "        return False",
-                 "    try:"]
-        lines += [f"        a{i} = kw[{p[0]!r}]" for i, p in enumerate(self.params)]
-        lines += ["    except KeyError:", "        return False"]
+                 "        return False"]
+        if self.params:
+            lines.append("    try:")
+            lines += [f"        a{i} = kw[{p[0]!r}]" for i, p in enumerate(self.params)]
+            lines += ["    except KeyError:", "        return False"]
         tensors = [i for i, p in enumerate(self.params) if p[1] != SCALAR]
         for i in tensors:
             lines += [f"    if type(a{i}) in torch_types:",

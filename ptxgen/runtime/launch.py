@@ -114,7 +114,7 @@ class ArgumentBlock:
             packed = self.layout.packer.pack(*values)
         except (struct.error, OverflowError, TypeError):
             raise LaunchError(self.layout.misfit(kernel, values)) from None
-        self.bytes[:] = packed  # whole or not at all: pack_into would leave a block half written on a misfit
+        self.bytes[:len(packed)] = packed  # whole or not at all: pack_into would leave a block half written
 
     def values(self) -> list:
         """The slot values as the kernel will read them (tensor maps as 128 bytes): ``packer.unpack`` of the
