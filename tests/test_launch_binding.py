@@ -386,7 +386,8 @@ def test_an_empty_or_invalid_grid_takes_the_checked_path(driver):
     k(x=x, z=z, n=1000)
     k(x=x, z=z, n=0)  # an empty problem: nothing launched, not even from the bound block
     assert len(driver.launches) == 1
-    with pytest.raises(LaunchError, match=r"^@sqrt_sin: grid = \(cdiv\(%n, 1024\), 1, 1\): x = cdiv\(%n, 1024\) is -1 "):
+    with pytest.raises(LaunchError, match=r"^@sqrt_sin: grid = \(cdiv\(%n, 1024\), 1, 1\): "
+                                          r"x = cdiv\(%n, 1024\) is -1 "):
         k(x=x, z=z, n=-2000)
     assert len(driver.launches) == 1
 
@@ -483,8 +484,9 @@ def test_a_prepared_site_rewrites_pointers_and_checks_what_it_was_bound_for(driv
     site(x=x2)
     assert driver.launches[-1].slots == uncached_slots(driver, k, x=x2, z=z, n=1000)
     refused = [
-        (dict(x=TorchLike(0x80004, (1000,))), r"x differs from the prepared call's tensor \(shape \(1000,\), strides "
-                                              r"\(1,\), type torch.float32, address 0x80004; prepared: .*16-byte aligned"),
+        (dict(x=TorchLike(0x80004, (1000,))),
+         r"x differs from the prepared call's tensor \(shape \(1000,\), strides \(1,\), type torch.float32, "
+         r"address 0x80004; prepared: .*16-byte aligned"),
         (dict(x=TorchLike(0x80000, (1000,), dtype="float16")), r"x differs .* type torch.float16"),
         (dict(x=TorchLike(0x80000, (999,))), r"x differs .*shape \(999,\)"),
         (dict(z=CudaArray(0x90000, (1000,))), r"z differs .*type <f4"),

@@ -19,8 +19,9 @@ specialization key (``spec_key``: ``TensorSpec.of`` as a tuple), the compiled ke
 ``BlockLaunch`` (an argument block and a launch config of its own) with every extent and stride packed. A call
 whose signature has been seen runs the binder's generated ``fast_call``: per tensor the five attribute reads (torch)
 or one interface read, one dict lookup, the grid expressions, and writes of the pointer and scalar slots only; a
-tensor map's 128 bytes come from the binding's cache per address. Anything else — an unseen signature, a host array, an invalid or empty grid, a value that does not fit
-its slot — returns False and takes the checked path, which raises the errors.
+tensor map's 128 bytes come from the binding's cache per address. Anything else — an unseen signature, a host
+array, an invalid or empty grid, a value that does not fit its slot — returns False and takes the checked path,
+which raises the errors.
 """
 from __future__ import annotations
 
@@ -197,14 +198,13 @@ class BoundArguments:
 class ArgumentBinder:
     """The argument binding of one kernel: ``params`` ((name, kind, element type, rank) per parameter: kind
     ``gtensor``, ``tmap`` or ``scalar``), ``tmaps`` (name → (TensorMapType, the static TmaParams the lowering
-    assumed)), ``bindings`` (signature → its ``BlockLaunch``) and ``fast_call(kwargs, stream)`` (generated; see the module
-    docstring)."""
+    assumed)), ``bindings`` (signature → its ``BlockLaunch``) and ``fast_call(kwargs, stream)`` (generated from
+    ``grid``, a ``LaunchGrid``, and ``abi_offsets``, the byte offset of each ABI slot; see the module docstring)."""
 
-    def __init__(self, name: str, params, tmaps, written, grid, abi_offsets):
+    def __init__(self, name: str, params, tmaps, grid, abi_offsets):
         self.name = name
         self.params = list(params)
         self.tmaps = tmaps
-        self.written = written
         self.order = tuple(p[0] for p in self.params)
         self.names = frozenset(self.order)
         self.bindings = {}
@@ -405,8 +405,9 @@ class ArgumentBinder:
         """Python source of ``fast_call(kw, stream)``: True when it launched a call of a known signature, False when
         the checked path must run instead. E.g. for ``@sqrt_sin(%x: gtensor<f32, 1>, %z: gtensor<f32, 1>, %n: i32)``
         it reads x and z, looks up ``(k0, d0, s0, t0, not p0 & 15, k1, d1, s1, t1, not p1 & 15)``, evaluates
-        ``v2 = int(a2)``, ``gx = (-(-(v2) // (1024)))``, checks ``0 < gx <= 2147483647``, writes ``b.u64[0] = p0``, ``b.u64[3] = p1``,
-        ``b.i32[12] = v2`` and launches ``b.address`` with the binding's launch config (``BlockLaunch``)."""
+        ``v2 = int(a2)``, ``gx = (-(-(v2) // (1024)))``, checks ``0 < gx <= 2147483647``, writes
+        ``b.u64[0] = p0``, ``b.u64[3] = p1``, ``b.i32[12] = v2`` and launches ``b.address`` with the binding's
+        launch config (``BlockLaunch``)."""
         index = {p[0]: i for i, p in enumerate(self.params)}
         first_slot, slot = [], 0  # the first ABI slot of each parameter
         for _, kind, _, rank in self.params:

@@ -115,8 +115,7 @@ class JitKernel:
                                     LaunchShape(self.abi, self.block, self.cluster, self.smem_bytes,
                                                 self.non_portable_cluster))
         self._loaded = self._kernels.loaded  # Specialization -> CompiledKernel
-        self._binder = ArgumentBinder(self.name, self.params, self.tmaps, written, self._grid,
-                                      argument_layout(self.abi)[1])
+        self._binder = ArgumentBinder(self.name, self.params, self.tmaps, self._grid, argument_layout(self.abi)[1])
         self._fast_call = self._binder.fast_call
         self._by_key = {}      # tuple of per-tensor spec keys -> CompiledKernel
 
