@@ -358,10 +358,14 @@ def test_errors_after_a_cache_hit_are_the_checked_paths(driver):
     ]
     for args, message in bad:
         for kernel in (k, fresh):
-            with pytest.raises(LaunchError, match=message):
+            with pytest.raises(LaunchError, match=message) as e:
                 kernel(**args)
+            # raised by the checked path alone: no "during handling of the above exception" from the fast path
+            assert e.value.__context__ is None or e.value.__suppress_context__
     with pytest.raises(LaunchError, match=r"^@sqrt_sin: takes 3 arguments, got 4$"):
         k(x, z, 1000, 5)
+    with pytest.raises(TypeError, match=r"got multiple values for argument 'x'"):  # Python's own rule
+        k(x, x=x, z=z, n=1000)
     n = len(driver.launches)
     k(x=x, z=z, n=1000)  # the binding is intact after every refusal
     assert len(driver.launches) == n + 1 and driver.launches[-1].slots == driver.launches[0].slots

@@ -17,15 +17,17 @@ are not part of it. Everything that depends only on the signature is checked and
 signature is seen (``ArgumentBinder.bind``): the element type against the parameter's, the rank, the device, the
 specialization key (``spec_key``: ``TensorSpec.of`` as a tuple), the compiled kernel, and a binding: a
 ``BlockLaunch`` (an argument block and a launch config of its own) with every extent and stride packed. A call
-whose signature has been seen runs the binder's generated ``fast_call``: per tensor the five attribute reads (torch)
+whose signature has been seen runs the binder's generated ``entry``: per tensor the five attribute reads (torch)
 or one interface read, one dict lookup, the grid expressions, and writes of the pointer and scalar slots only; a
 tensor map's 128 bytes come from the binding's cache per address. Anything else — an unseen signature, a host
-array, an invalid or empty grid, a value that does not fit its slot — returns False and takes the checked path,
-which raises the errors.
+array, an invalid or empty grid, a value that does not fit its slot — takes the checked path, which raises the
+errors. The entry is what ``k(...)`` calls: its parameters are the kernel's, so keywords bind without a dict.
 """
 from __future__ import annotations
 
 import functools
+import keyword
+import re
 import struct
 
 from .dlpack import DL_CUDA, DL_CUDA_MANAGED, DLPACK_DTYPE, c_strides, dlpack_view
@@ -54,6 +56,8 @@ MAX_BINDINGS = 1024       # signatures kept per kernel: a caller of ever new sha
 MAX_MAPS = 64             # tensor maps kept per binding (per address) and per tmap parameter (per address, shape)
 _TORCH_TYPES = set()      # tensor types read as torch tensors (data_ptr / shape / stride() / dtype / device)
 _PACK_F32 = struct.Struct("<f").pack_into
+_MISSING = type("Missing", (), {"__repr__": lambda self: "MISSING"})()  # a parameter the call did not give
+_GENERATED_NAME = re.compile(r"[apstkdvm][0-9]+|g[xyz]?|[rb]|bad|err|kw|args|extra|stream|call")  # the entry's locals
 
 
 def scalar_value(value, dtype: str):
@@ -198,10 +202,11 @@ class BoundArguments:
 class ArgumentBinder:
     """The argument binding of one kernel: ``params`` ((name, kind, element type, rank) per parameter: kind
     ``gtensor``, ``tmap`` or ``scalar``), ``tmaps`` (name → (TensorMapType, the static TmaParams the lowering
-    assumed)), ``bindings`` (signature → its ``BlockLaunch``) and ``fast_call(kwargs, stream)`` (generated from
-    ``grid``, a ``LaunchGrid``, and ``abi_offsets``, the byte offset of each ABI slot; see the module docstring)."""
+    assumed)), ``bindings`` (signature → its ``BlockLaunch``) and ``entry(*args, stream=0, **kwargs)`` (generated from
+    ``grid``, a ``LaunchGrid``, and ``abi_offsets``, the byte offset of each ABI slot; ``checked(kwargs, stream)``
+    is the caller's checked path, which the entry takes for anything but a known signature)."""
 
-    def __init__(self, name: str, params, tmaps, grid, abi_offsets):
+    def __init__(self, name: str, params, tmaps, grid, abi_offsets, checked):
         self.name = name
         self.params = list(params)
         self.tmaps = tmaps
@@ -210,12 +215,27 @@ class ArgumentBinder:
         self.bindings = {}
         self._tmap_cache = {n: {} for n in tmaps}  # name -> {(ptr, shape, strides): 128 bytes}
         self._tmap_index = {n: j for j, n in enumerate(p[0] for p in self.params if p[1] == TMAP)}
-        self.fast_source = self._fast_source(grid, abi_offsets)
         scope = {"torch_types": _TORCH_TYPES, "read_device": read_device_tensor, "bindings": self.bindings,
                  "pack_f32": _PACK_F32, "scalar_bits": _cached_scalar_bits, "int": int, "float": float, "min": min,
-                 "type": type, "KeyError": KeyError, "Exception": Exception, "len": len}
-        exec(compile(self.fast_source, f"<ptxgen binder of @{name}>", "exec"), scope)  # from the IR's params only
-        self.fast_call = scope["fast_call"]
+                 "type": type, "KeyError": KeyError, "Exception": Exception, "len": len, "getattr": getattr,
+                 "MISSING": _MISSING, "checked": checked, "unusual": self._unusual_call, "positional": self.positional}
+        # keyword arguments bind straight to the parameters' names where Python can spell them; otherwise (a name
+        # that is a Python keyword, or one the generated code uses itself) they come as a dict
+        self.named = all(n.isidentifier() and not keyword.iskeyword(n) and not _GENERATED_NAME.fullmatch(n)
+                         and n not in scope for n in self.order)
+        self.entry_source = self._entry_source(grid, abi_offsets, self.named)
+        exec(compile(self.entry_source, f"<ptxgen binder of @{name}>", "exec"), scope)  # from the IR's params only
+        self.entry = scope["call"]
+        self._checked = checked
+
+    def _unusual_call(self, values, args, extra, stream):
+        """The named entry's way to the checked path for a call it cannot bind itself: more positional arguments
+        than parameters, a parameter not given (``values``: MISSING), an unknown keyword (``extra``)."""
+        if args:
+            raise LaunchError(f"@{self.name}: takes {len(self.order)} arguments, got {len(self.order) + len(args)}")
+        kwargs = {name: v for name, v in zip(self.order, values) if v is not _MISSING}
+        kwargs.update(extra)
+        return self._checked(kwargs, stream)
 
     # -- names ------------------------------------------------------------------------------------------------
     def positional(self, args, kwargs) -> dict:
@@ -381,7 +401,7 @@ class ArgumentBinder:
     def binding(self, bound: BoundArguments, compiled):
         """The binding of ``bound``'s signature — a ``BlockLaunch`` of ``compiled`` with ``maps`` (per tmap
         parameter, address → 128 bytes) — made on its first call, its block packed with ``bound.values`` and
-        ``bound``'s tensor maps remembered: later calls of this signature take ``fast_call``. A pack that fails
+        ``bound``'s tensor maps remembered: later calls of this signature take the entry's fast path. A pack that fails
         (LaunchError) leaves the binding as it was."""
         binding = self.bindings.get(bound.signature)
         if binding is None:
@@ -400,26 +420,43 @@ class ArgumentBinder:
             maps[ptr] = blob
         return binding
 
-    # -- the generated fast path -----------------------------------------------------------------------------
-    def _fast_source(self, grid, offsets) -> str:
-        """Python source of ``fast_call(kw, stream)``: True when it launched a call of a known signature, False when
-        the checked path must run instead. E.g. for ``@sqrt_sin(%x: gtensor<f32, 1>, %z: gtensor<f32, 1>, %n: i32)``
-        it reads x and z, looks up ``(k0, d0, s0, t0, not p0 & 15, k1, d1, s1, t1, not p1 & 15)``, evaluates
-        ``v2 = int(a2)``, ``gx = (-(-(v2) // (1024)))``, checks ``0 < gx <= 2147483647``, writes
-        ``b.u64[0] = p0``, ``b.u64[3] = p1``, ``b.i32[12] = v2`` and launches ``b.address`` with the binding's
-        launch config (``BlockLaunch``)."""
+    # -- the generated entry ----------------------------------------------------------------------------------
+    def _entry_source(self, grid, offsets, named: bool) -> str:
+        """Python source of ``call``, the function ``k(...)`` runs: the fast path of a known signature, or — for
+        anything else — the checked path (``checked(kwargs, stream)``). With ``named`` its parameters are the
+        kernel's (``call(x=MISSING, z=MISSING, n=MISSING, *args, stream=0, **extra)``), else ``call(*args,
+        stream=0, **kw)``. E.g. for ``@sqrt_sin(%x: gtensor<f32, 1>, %z: gtensor<f32, 1>, %n: i32)`` it reads x and
+        z, looks up ``(k0, d0, s0, t0, not p0 & 15, k1, d1, s1, t1, not p1 & 15)``, evaluates ``v2 = int(a2)``,
+        ``gx = (-(-(v2) // (1024)))``, checks ``0 < gx <= 2147483647``, writes ``b.u64[0] = p0``, ``b.u64[3] =
+        p1``, ``b.i32[12] = v2`` and launches ``b.address`` with the binding's launch config (``BlockLaunch``)."""
         index = {p[0]: i for i, p in enumerate(self.params)}
         first_slot, slot = [], 0  # the first ABI slot of each parameter
         for _, kind, _, rank in self.params:
             first_slot.append(slot)
             slot += 1 + 2 * rank if kind == TENSOR else 1
-        lines = ["def fast_call(kw, stream):",
-                 f"    if len(kw) != {len(self.params)}:",
-                 "        return False"]
-        if self.params:
-            lines.append("    try:")
-            lines += [f"        a{i} = kw[{p[0]!r}]" for i, p in enumerate(self.params)]
-            lines += ["    except KeyError:", "        return False"]
+        if named:
+            given = ", ".join(f"{n}=MISSING" for n in self.order)
+            missing = " or ".join(f"{n} is MISSING" for n in self.order)
+            lines = [f"def call({given}{', ' if given else ''}*args, stream=0, **extra):",
+                     "    if stream:",
+                     "        stream = getattr(stream, 'cuda_stream', stream)",  # a torch.cuda.Stream: its handle
+                     f"    if args or extra{' or ' if missing else ''}{missing}:",
+                     f"        return unusual(({''.join(f'{n}, ' for n in self.order)}), args, extra, stream)"]
+            lines += [f"    a{i} = {n}" for i, n in enumerate(self.order)]
+            checked = "return checked({" + ", ".join(f"{n!r}: a{i}" for i, n in enumerate(self.order)) + "}, stream)"
+        else:
+            lines = ["def call(*args, stream=0, **kw):",
+                     "    if stream:",
+                     "        stream = getattr(stream, 'cuda_stream', stream)",
+                     "    if args:",
+                     "        kw = positional(args, kw)",
+                     f"    if len(kw) != {len(self.params)}:",
+                     "        return checked(kw, stream)"]
+            if self.params:
+                lines.append("    try:")
+                lines += [f"        a{i} = kw[{p[0]!r}]" for i, p in enumerate(self.params)]
+                lines += ["    except KeyError:", "        return checked(kw, stream)"]
+            checked = "return checked(kw, stream)"
         tensors = [i for i, p in enumerate(self.params) if p[1] != SCALAR]
         for i in tensors:
             lines += [f"    if type(a{i}) in torch_types:",
@@ -428,12 +465,14 @@ class ArgumentBinder:
                       "    else:",
                       f"        r = read_device(a{i}, {ITEMSIZE[self.params[i][2]]})",
                       "        if r is None:",
-                      "            return False",
+                      f"            {checked}",
                       f"        p{i}, s{i}, t{i}, k{i}, d{i} = r"]
         key = "".join(f"k{i}, d{i}, s{i}, t{i}, not p{i} & 15, " for i in tensors)
         lines += [f"    b = bindings.get(({key}))",
                   "    if b is None:",
-                  "        return False",
+                  f"        {checked}",
+                  # the checked path is never called from inside a try (nor an except: its errors would be
+                  # chained to the one that sent the call there)
                   "    try:"]
         integers = [i for i, p in enumerate(self.params) if p[1] == SCALAR and p[2] in _INTEGER_SCALARS]
         lines += [f"        v{i} = int(a{i})" for i in integers]  # once, for the grid and the slot
@@ -445,28 +484,38 @@ class ArgumentBinder:
             else:
                 lines.append(f"        g{axis} = {src}")
                 axes.append(f"g{axis}")
-        lines += [f"        if not ({grid.runnable_source(axes)}):", "            return False",
-                  f"        g = ({', '.join(axes)})"]
+        lines += [f"        bad = not ({grid.runnable_source(axes)})",
+                  "    except Exception:",   # a division by zero, a scalar that is not a number
+                  "        bad = True",
+                  "    if bad:",
+                  f"        {checked}",
+                  f"    g = ({', '.join(axes)})"]
+        maps = [i for i, p in enumerate(self.params) if p[1] == TMAP]
+        for i in maps:
+            lines += [f"    m{i} = b.maps[{self._tmap_index[self.params[i][0]]}].get(p{i})",
+                      f"    if m{i} is None:",
+                      f"        {checked}"]
+        writes = []
         for i, (name, kind, dtype, rank) in enumerate(self.params):
             off = offsets[first_slot[i]]
             if kind == TENSOR:
-                lines.append(f"        b.u64[{off // 8}] = p{i}")
+                writes.append(f"        b.u64[{off // 8}] = p{i}")
             elif kind == TMAP:
-                lines += [f"        m = b.maps[{self._tmap_index[name]}].get(p{i})",
-                          "        if m is None:",
-                          "            return False",
-                          f"        b.bytes[{off}:{off + TMAP_BYTES}] = m"]
+                writes.append(f"        b.bytes[{off}:{off + TMAP_BYTES}] = m{i}")
             else:
-                lines.append("        " + _scalar_write(f"v{i}" if i in integers else f"a{i}", dtype, off))
-        lines += ["    except Exception:",   # a value that does not fit its slot, a division by zero: checked path
-                  "        return False",
-                  "    if g != b.grid or stream is not b.stream:",
+                writes.append("        " + _scalar_write(f"v{i}" if i in integers else f"a{i}", dtype, off))
+        if writes:
+            lines += ["    try:", *writes,
+                      "    except Exception:",   # a value that does not fit its slot
+                      "        bad = True",
+                      "    if bad:",
+                      f"        {checked}"]
+        lines += ["    if g != b.grid or stream is not b.stream:",
                   "        b.launch(g, stream)",
                   "    else:",
                   "        err = b.cu_launch(b.cfg, b.handle, b.address, 0)[0]",
                   "        if err:",
-                  "            b.failed(err)",
-                  "    return True"]
+                  "            b.failed(err)"]
         return "\n".join(lines) + "\n"
 
 

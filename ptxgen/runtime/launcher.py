@@ -31,6 +31,8 @@ JitKernel).
 from __future__ import annotations
 
 import hashlib
+import operator
+import weakref
 
 from .binding import SCALAR, TENSOR, TMAP, ArgumentBinder
 from .call_site import BoundLaunch
@@ -115,8 +117,13 @@ class JitKernel:
                                     LaunchShape(self.abi, self.block, self.cluster, self.smem_bytes,
                                                 self.non_portable_cluster))
         self._loaded = self._kernels.loaded  # Specialization -> CompiledKernel
-        self._binder = ArgumentBinder(self.name, self.params, self.tmaps, self._grid, argument_layout(self.abi)[1])
-        self._fast_call = self._binder.fast_call
+        me = weakref.ref(self)  # the entry reaches back for the checked path without keeping the kernel alive
+
+        def checked(kwargs, stream):
+            return me()._call(kwargs, stream)
+        self._binder = ArgumentBinder(self.name, self.params, self.tmaps, self._grid, argument_layout(self.abi)[1],
+                                      checked)
+        self._entry = self._binder.entry
         self._by_key = {}      # tuple of per-tensor spec keys -> CompiledKernel
 
     # -- compilation -----------------------------------------------------------------------------------------
@@ -172,13 +179,11 @@ class JitKernel:
             stream = getattr(stream, "cuda_stream", stream)
         return BoundLaunch(self, ck, bound, grid, stream, kwargs)
 
-    def __call__(self, *args, stream=0, **kwargs) -> None:
-        if args:
-            kwargs = self._binder.positional(args, kwargs)
-        if stream:
-            stream = getattr(stream, "cuda_stream", stream)  # a torch.cuda.Stream: its handle
-        if not self._fast_call(kwargs, stream):
-            self._call(kwargs, stream)
+    # ``k(x=..., z=..., n=...)`` runs the kernel's generated entry (``binding.ArgumentBinder.entry``: parameters
+    # named as the kernel's, ``stream=`` a CUstream, its handle or a torch.cuda.Stream) with no frame in between: a
+    # ``def __call__(self, *args, **kwargs)`` would rebuild the keywords into a dict and look each one up again,
+    # ≈ 15% of a cached call's host time
+    __call__ = property(operator.attrgetter("_entry"), doc="The kernel's entry: k(x=..., n=..., stream=0) launches.")
 
     def _call(self, kwargs, stream) -> None:
         """The checked path of a call: bind and check every argument, evaluate and check the grid, load the
