@@ -425,6 +425,14 @@ def test_any_parameter_list_gets_a_fast_path(driver, monkeypatch):
     assert len(checked) == 1
 
 
+def test_the_entry_is_what_k_calls_and_what_inspect_shows():
+    import inspect
+
+    k = jit(example("sqrt_sin.tile"))
+    assert callable(k) and k.__call__ is k._entry
+    assert str(inspect.signature(k)) == "(x=MISSING, z=MISSING, n=MISSING, *args, stream=0, **extra)"
+
+
 def test_dlpack_is_read_once_per_call(driver):
     """A DLPack-only tensor has no cheaper reading: one capsule per call, none kept."""
     k = jitted(driver, example("sqrt_sin.tile"))

@@ -185,6 +185,14 @@ class JitKernel:
     # ≈ 15% of a cached call's host time
     __call__ = property(operator.attrgetter("_entry"), doc="The kernel's entry: k(x=..., n=..., stream=0) launches.")
 
+    @property
+    def __signature__(self):
+        """What ``inspect.signature(k)`` shows (it cannot see through the ``__call__`` property): the entry's, the
+        kernel's parameters then ``*args, stream=0, **extra``."""
+        import inspect
+
+        return inspect.signature(self._entry)
+
     def _call(self, kwargs, stream) -> None:
         """The checked path of a call: bind and check every argument, evaluate and check the grid, load the
         specialization, launch (through the signature's binding, made or refreshed here, or — with host arrays —
