@@ -431,6 +431,12 @@ def test_the_entry_is_what_k_calls_and_what_inspect_shows():
     k = jit(example("sqrt_sin.tile"))
     assert callable(k) and k.__call__ is k._entry
     assert str(inspect.signature(k)) == "(x=MISSING, z=MISSING, n=MISSING, *args, stream=0, **extra)"
+    entry, alive = k.__call__, weakref.ref(k)
+    del k
+    gc.collect()
+    assert alive() is None  # the entry does not keep its kernel (nor its loaded modules) alive
+    with pytest.raises(LaunchError, match=r"^@sqrt_sin: this entry outlived its JitKernel; call the JitKernel$"):
+        entry(x=np.zeros(4, np.float32), z=np.zeros(4, np.float32), n=4)
 
 
 def test_dlpack_is_read_once_per_call(driver):

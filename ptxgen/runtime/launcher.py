@@ -120,7 +120,11 @@ class JitKernel:
         me = weakref.ref(self)  # the entry reaches back for the checked path without keeping the kernel alive
 
         def checked(kwargs, stream):
-            return me()._call(kwargs, stream)
+            kernel = me()
+            if kernel is None:  # k.__call__ kept, k itself dropped
+                raise LaunchError(f"@{kernel_name}: this entry outlived its JitKernel; call the JitKernel")
+            return kernel._call(kwargs, stream)
+        kernel_name = self.name
         self._binder = ArgumentBinder(self.name, self.params, self.tmaps, self._grid, argument_layout(self.abi)[1],
                                       checked)
         self._entry = self._binder.entry
