@@ -117,14 +117,13 @@ class JitKernel:
                                     LaunchShape(self.abi, self.block, self.cluster, self.smem_bytes,
                                                 self.non_portable_cluster))
         self._loaded = self._kernels.loaded  # Specialization -> CompiledKernel
-        me = weakref.ref(self)  # the entry reaches back for the checked path without keeping the kernel alive
+        me, name = weakref.ref(self), self.name  # the entry's way back, not keeping the kernel alive
 
         def checked(kwargs, stream):
-            kernel = me()
-            if kernel is None:  # k.__call__ kept, k itself dropped
-                raise LaunchError(f"@{kernel_name}: this entry outlived its JitKernel; call the JitKernel")
-            return kernel._call(kwargs, stream)
-        kernel_name = self.name
+            jk = me()
+            if jk is None:  # k.__call__ kept, k itself dropped
+                raise LaunchError(f"@{name}: this entry outlived its JitKernel; call the JitKernel")
+            return jk._call(kwargs, stream)
         self._binder = ArgumentBinder(self.name, self.params, self.tmaps, self._grid, argument_layout(self.abi)[1],
                                       checked)
         self._entry = self._binder.entry
