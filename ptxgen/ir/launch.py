@@ -156,6 +156,8 @@ def check_grid_fits_cluster(kernel, grid) -> None:
     """Raise LaunchAttributeError unless every entry of the launch's ``grid`` (x, y, z) is a multiple of the
     kernel's cluster: with ``cluster = (2, 1, 1)`` a grid of (3, 1, 1) CTAs cannot form whole clusters."""
     cluster = cluster_dims(kernel)
+    if cluster == (1, 1, 1):
+        return
     for axis, n, c in zip(AXES, grid, cluster):
         if n % c:
             raise LaunchAttributeError(
@@ -172,24 +174,29 @@ def evaluate_grid(kernel, env) -> tuple:
     cluster; otherwise (also for a division by zero) LaunchAttributeError names the attribute and the expression:
     ``@k: grid = (cdiv(%n, %m), 1, 1): cdiv(%n, %m) divides by %m = 0``."""
     exprs = grid_exprs(kernel)
-    attr = f"@{kernel.name}: grid = {show(exprs)}"
     grid = []
     for axis, e, limit in zip(AXES, exprs, GRID_LIMITS):
         try:
             n = e.evaluate(env)
         except HostExprError as err:
-            raise LaunchAttributeError(f"{attr}: {err}") from None
+            raise LaunchAttributeError(f"{_grid_attr(kernel, exprs)}: {err}") from None
         except (TypeError, ValueError, OverflowError) as err:  # an argument that is not a number
-            raise LaunchAttributeError(f"{attr}: {axis} = {e} cannot be evaluated for these arguments: {err}") from None
+            raise LaunchAttributeError(f"{_grid_attr(kernel, exprs)}: {axis} = {e} cannot be evaluated for these "
+                                       f"arguments: {err}") from None
         if n < 0:
-            raise LaunchAttributeError(f"{attr}: {axis} = {e} is {n} for these arguments; a grid cannot have a "
-                                       "negative number of CTAs")
+            raise LaunchAttributeError(f"{_grid_attr(kernel, exprs)}: {axis} = {e} is {n} for these arguments; a grid "
+                                       "cannot have a negative number of CTAs")
         if n > limit:
-            raise LaunchAttributeError(f"{attr}: {axis} = {e} is {n} for these arguments, more than the {limit} CTAs "
-                                       f"a grid can have along {axis}")
+            raise LaunchAttributeError(f"{_grid_attr(kernel, exprs)}: {axis} = {e} is {n} for these arguments, more "
+                                       f"than the {limit} CTAs a grid can have along {axis}")
         grid.append(n)
     check_grid_fits_cluster(kernel, grid)
     return tuple(grid)
+
+
+def _grid_attr(kernel, exprs) -> str:
+    # printed only for an error: a launch that is fine pays nothing for the text
+    return f"@{kernel.name}: grid = {show(exprs)}"
 
 
 # -- the verifier's rule ---------------------------------------------------------------------------------------------

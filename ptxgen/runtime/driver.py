@@ -15,7 +15,8 @@ import ctypes
 import threading
 
 __all__ = [
-    "CudaError", "gpu_available", "device_count", "compute_capability", "device_name", "context", "synchronize",
+    "CudaError", "gpu_available", "device_count", "compute_capability", "device_name", "context", "current_device",
+    "synchronize",
     "Module", "Function", "set_max_dynamic_smem", "allow_non_portable_cluster", "launch", "pack_args", "DeviceBuffer",
 ]
 
@@ -127,6 +128,13 @@ def context(device: int = 0):
 def _device():
     context()
     return _STATE["device"]
+
+
+def current_device() -> int:
+    """The ordinal of the device whose primary context ``context()`` made current: 0 unless ``context(device)``
+    chose another. It is the index torch and DLPack give that device (both count the visible devices in the same
+    order), so a tensor on ``cuda:1`` is not this context's memory when this returns 0."""
+    return int(_device())
 
 
 def compute_capability() -> tuple:

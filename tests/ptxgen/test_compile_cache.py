@@ -22,7 +22,7 @@ import layoutc as lc
 from layoutc import strategies
 from ptxgen.ir.text import IRSyntaxError, parse_module, print_module, structurally_equal
 from ptxgen.lower import Specialization, TensorSpec
-from ptxgen.runtime import cache, jit, jit_text, launcher, parse_verified
+from ptxgen.runtime import cache, jit, jit_text, kernel_cache, launcher, parse_verified
 from ptxgen.verify import VerifyError, verify
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -37,7 +37,7 @@ def cdir(tmp_path, monkeypatch):
     d = tmp_path / "cache"
     monkeypatch.setenv("PTXGEN_CACHE_DIR", str(d))
     monkeypatch.delenv("PTXGEN_CACHE", raising=False)
-    monkeypatch.setattr(launcher, "_COMPILED", {})
+    monkeypatch.setattr(kernel_cache, "_COMPILED", {})
     return d
 
 
@@ -84,7 +84,7 @@ def test_miss_then_hit_without_compiling(cdir, monkeypatch):
     assert len(_entries(cdir, ".kernel")) == 1
     assert (cdir.stat().st_mode & 0o777) == 0o700 or os.name != "posix"  # made by us: private
 
-    monkeypatch.setattr(launcher, "_COMPILED", {})  # as a new process would start
+    monkeypatch.setattr(kernel_cache, "_COMPILED", {})  # as a new process would start
     _no_compiling(monkeypatch)
     before = cache.stats()["hits"]
     again = jit(parse_module(SQRT_SIN, "examples/sqrt_sin.tile")).compile(ALIGNED)
@@ -169,7 +169,7 @@ def test_corrupt_entries_are_misses_and_rewritten(cdir, monkeypatch):
         assert cache.lookup(key) is None
         assert cache.stats()["corrupt"] == corrupt + 1
     path.write_bytes(b"junk")
-    monkeypatch.setattr(launcher, "_COMPILED", {})
+    monkeypatch.setattr(kernel_cache, "_COMPILED", {})
     again = jit(parse_module(SQRT_SIN)).compile()
     assert not again.from_cache and again.ptx == good.ptx  # recompiled ...
     back = cache.lookup(key)                                   # ... and the entry rewritten whole
@@ -181,14 +181,14 @@ def test_unreadable_directory_is_a_miss_not_an_error(tmp_path, monkeypatch):
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
     monkeypatch.setenv("PTXGEN_CACHE_DIR", str(blocker / "cache"))
-    monkeypatch.setattr(launcher, "_COMPILED", {})
+    monkeypatch.setattr(kernel_cache, "_COMPILED", {})
     monkeypatch.setattr(cache, "_WARNED", False)
     with pytest.warns(RuntimeWarning, match="compile cache: cannot write"):
         c = jit(parse_module(SQRT_SIN)).compile()
     assert c.ptx and not c.from_cache
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # one warning per process, not one per kernel
-        monkeypatch.setattr(launcher, "_COMPILED", {})
+        monkeypatch.setattr(kernel_cache, "_COMPILED", {})
         jit(parse_module(SQRT_SIN)).compile(ALIGNED)
 
 
@@ -257,7 +257,7 @@ def test_concurrent_writer_never_shows_a_torn_entry(cdir):
 def test_disabled_cache_writes_nothing(tmp_path, monkeypatch):
     monkeypatch.setenv("PTXGEN_CACHE_DIR", str(tmp_path / "c"))
     monkeypatch.setenv("PTXGEN_CACHE", "0")
-    monkeypatch.setattr(launcher, "_COMPILED", {})
+    monkeypatch.setattr(kernel_cache, "_COMPILED", {})
     c = jit(parse_module(SQRT_SIN)).compile()
     assert not c.from_cache
     assert not cache.store("00" * 32, c) and cache.lookup("00" * 32) is None
@@ -322,7 +322,7 @@ def test_text_errors_are_the_uncached_errors_and_never_cached(cdir):
 def test_jit_text_second_time_compiles_nothing(cdir, monkeypatch):
     k = jit_text(SQRT_SIN, "examples/sqrt_sin.tile")
     c = k.compile(ALIGNED)
-    monkeypatch.setattr(launcher, "_COMPILED", {})
+    monkeypatch.setattr(kernel_cache, "_COMPILED", {})
     _no_compiling(monkeypatch)
     k2 = jit(SQRT_SIN)  # a str goes through jit_text (file "<text>": another text entry, the same kernel entry)
     assert k2.ir_hash == k.ir_hash and k2.compile(ALIGNED).from_cache
@@ -426,11 +426,11 @@ def test_setmaxnreg_kernel_defers_nvjitlink_and_stores_the_cubin_once_read(cdir,
     k = jit_text(text, "examples/gemm_hopper.tile")
     c = k.compile()
     assert launcher.load_image(c) == "ptx" and not c.assembled and calls == []
-    launcher._COMPILED.clear()
+    kernel_cache._COMPILED.clear()
     stored = jit_text(text, "examples/gemm_hopper.tile").compile()
     assert stored.from_cache and not stored.assembled and stored.ptx == c.ptx
     assert stored.registers is not None and stored.assembled and calls == [1]   # ptxas -v: the info log
-    launcher._COMPILED.clear()
+    kernel_cache._COMPILED.clear()
     again = jit_text(text, "examples/gemm_hopper.tile").compile()
     assert again.assembled and bytes(again.cubin) == bytes(stored.cubin) and calls == [1]
 

@@ -385,7 +385,7 @@ def test_launcher_packs_one_argument_block_per_call(monkeypatch):
     per specialization; a prepared call site rewrites only pointer slots."""
     from types import SimpleNamespace
 
-    from ptxgen.runtime import launcher
+    from ptxgen.runtime import launch
 
     launches = []
     abi = ["Q", "i", "q", "Q", "i", "q", "i"]  # sqrt_sin: x (ptr, extent, stride), z (...), n
@@ -413,9 +413,10 @@ def test_launcher_packs_one_argument_block_per_call(monkeypatch):
         def function(self, name):
             return SimpleNamespace(handle=f"{name}@{id(self)}")
 
-    monkeypatch.setattr(launcher, "_cu", lambda: FakeCU)
-    monkeypatch.setattr(launcher, "Module", FakeModule)
-    monkeypatch.setattr(launcher, "context", lambda: None)
+    monkeypatch.setattr(launch, "_cu", lambda: FakeCU)
+    monkeypatch.setattr(launch, "Module", FakeModule)
+    monkeypatch.setattr(launch, "context", lambda: None)
+    monkeypatch.setattr(launch, "current_device", lambda: 0)
     k = jit(parse_module((EXAMPLES / "sqrt_sin.tile").read_text()))
     x, z = FakeCudaArray(0x10000, (1000,)), FakeCudaArray(0x20000, (1000,))
     k(x=x, z=z, n=1000)

@@ -359,7 +359,7 @@ def test_the_launcher_names_the_grid_the_arguments_break():
 def test_the_launcher_opts_in_to_non_portable_clusters(monkeypatch):
     """A kernel with non_portable_cluster = true sets CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED on its
     function before launching in clusters of 16 (the driver replaced by a recorder)."""
-    from ptxgen.runtime import launcher
+    from ptxgen.runtime import launch
 
     calls = []
 
@@ -380,10 +380,11 @@ def test_the_launcher_opts_in_to_non_portable_clusters(monkeypatch):
         def function(self, name):
             return SimpleNamespace(handle=name)
 
-    monkeypatch.setattr(launcher, "_cu", lambda: FakeCU)
-    monkeypatch.setattr(launcher, "Module", FakeModule)
-    monkeypatch.setattr(launcher, "context", lambda: None)
-    monkeypatch.setattr(launcher, "allow_non_portable_cluster", lambda f: calls.append(("non-portable", f.handle)))
+    monkeypatch.setattr(launch, "_cu", lambda: FakeCU)
+    monkeypatch.setattr(launch, "Module", FakeModule)
+    monkeypatch.setattr(launch, "context", lambda: None)
+    monkeypatch.setattr(launch, "current_device", lambda: 0)
+    monkeypatch.setattr(launch, "allow_non_portable_cluster", lambda f: calls.append(("non-portable", f.handle)))
     text = SQRT_SIN.replace("(256, 1, 1)}", "(256, 1, 1), cluster = (16, 1, 1), non_portable_cluster = true}")
     k = jit(parse_module(text.replace("cdiv(%n, 1024), 1, 1", "16, 1, 1")))
     x, z = FakeCudaArray(0x10000, (64,)), FakeCudaArray(0x20000, (64,))
