@@ -210,7 +210,8 @@ def cpu(args) -> dict:
 
     from ptxgen.ir.text import parse_module
     from ptxgen.runtime import binding as binding_module
-    from ptxgen.runtime import jit, launch
+    from ptxgen.runtime import jit
+    from ptxgen.runtime import kernel_launch as launch
 
     class Stub:
         """cuda.bindings.driver with cuLaunchKernelEx returning success at once."""

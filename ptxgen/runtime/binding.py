@@ -32,7 +32,7 @@ import struct
 
 from .dlpack import DL_CUDA, DL_CUDA_MANAGED, DLPACK_DTYPE, c_strides, dlpack_view
 from .driver import DeviceBuffer
-from .launch import TMAP_BYTES, LaunchError
+from .kernel_launch import TMAP_BYTES, LaunchError
 from .tensor_map import encode_tensor_map
 
 __all__ = ["ArgumentBinder", "BoundArguments", "ITEMSIZE", "read_device_tensor", "read_tensor",

@@ -8,7 +8,7 @@ and every parameter packed once into the site's own argument block.
 from __future__ import annotations
 
 from .binding import ITEMSIZE, SCALAR, TMAP, read_tensor
-from .launch import TMAP_BYTES, LaunchError
+from .kernel_launch import TMAP_BYTES, LaunchError
 
 __all__ = ["BoundLaunch"]
 

@@ -10,7 +10,7 @@ attribute and the expression: ``@k: grid = (cdiv(%n, %m), 1, 1): cdiv(%n, %m) di
 """
 from __future__ import annotations
 
-from .launch import LaunchError
+from .kernel_launch import LaunchError
 
 __all__ = ["LaunchGrid", "host_expr_source"]
 

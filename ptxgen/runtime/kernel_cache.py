@@ -11,7 +11,7 @@ a loaded kernel is kept per ``KernelCache`` (per JitKernel), so the module is lo
 """
 from __future__ import annotations
 
-from .launch import CompiledKernel, load_image
+from .kernel_launch import CompiledKernel, load_image
 
 __all__ = ["KernelCache", "LaunchShape"]
 

@@ -16,7 +16,7 @@
   %m = 0``); a zero entry launches nothing;
 - ``kernel_cache``: specialization → compiled kernel (process memory, the disk cache ``cache.py``, else lowering
   and nvJitLink; cache key: hash of the printed IR, specialization, arch, options, toolchain) → loaded kernel;
-- ``launch``: the loaded ``CompiledKernel``, its argument blocks and ``cuLaunchKernelEx`` (cluster attribute,
+- ``kernel_launch``: the loaded ``CompiledKernel``, its argument blocks and ``cuLaunchKernelEx`` (cluster attribute,
   dynamic shared memory above 48 KiB opted in, the plan's bytes plus 1 KiB slack for the window's alignment);
   ``call_site``: ``prepare()``'s ``BoundLaunch``.
 
@@ -39,12 +39,12 @@ from .call_site import BoundLaunch
 from .driver import CudaError
 from .grid import LaunchGrid
 from .kernel_cache import KernelCache, LaunchShape
-from .launch import CompiledKernel, LaunchError, argument_layout, dynamic_smem_bytes
+from .kernel_launch import CompiledKernel, LaunchError, argument_layout, dynamic_smem_bytes
 
 # defined here before the launcher was split by concern: importers of ptxgen.runtime.launcher still find them
 from .dlpack import dlpack_view  # noqa: F401,E402
 from .kernel_cache import _COMPILED  # noqa: F401,E402
-from .launch import load_image  # noqa: F401,E402
+from .kernel_launch import load_image  # noqa: F401,E402
 from .tensor_map import encode_tensor_map  # noqa: F401,E402
 
 __all__ = ["BoundLaunch", "LaunchError", "JitKernel", "CompiledKernel", "jit", "jit_text", "parse_verified"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ctypes
 
 from .driver import _cu, _error_string, _result_name, context
-from .launch import TMAP_BYTES, LaunchError
+from .kernel_launch import TMAP_BYTES, LaunchError
 
 __all__ = ["encode_tensor_map"]
 

@@ -23,8 +23,9 @@ import pytest
 from lower_cases import copy_scale
 from ptxgen.ir.text import parse_module
 from ptxgen.runtime import LaunchError, jit
-from ptxgen.runtime import binding, launch
-from ptxgen.runtime.launch import ArgumentLayout
+from ptxgen.runtime import binding
+from ptxgen.runtime import kernel_launch as launch
+from ptxgen.runtime.kernel_launch import ArgumentLayout
 from ptxgen.runtime.tensor_map import encode_tensor_map
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"

@@ -385,7 +385,7 @@ def test_launcher_packs_one_argument_block_per_call(monkeypatch):
     per specialization; a prepared call site rewrites only pointer slots."""
     from types import SimpleNamespace
 
-    from ptxgen.runtime import launch
+    from ptxgen.runtime import kernel_launch as launch
 
     launches = []
     abi = ["Q", "i", "q", "Q", "i", "q", "i"]  # sqrt_sin: x (ptr, extent, stride), z (...), n

@@ -359,7 +359,7 @@ def test_the_launcher_names_the_grid_the_arguments_break():
 def test_the_launcher_opts_in_to_non_portable_clusters(monkeypatch):
     """A kernel with non_portable_cluster = true sets CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED on its
     function before launching in clusters of 16 (the driver replaced by a recorder)."""
-    from ptxgen.runtime import launch
+    from ptxgen.runtime import kernel_launch as launch
 
     calls = []
 
