@@ -118,3 +118,16 @@ kernel @copy_scale_{dtype}(%x: gtensor<{dtype}, 1>, %z: gtensor<{dtype}, 1>, %n:
 
 
 DTYPES = ("f32", "f16", "bf16", "i32", "u32", "i64", "u64", "e4m3", "e5m2", "i1")
+
+
+class HostLX:
+    """The piece of a lowering context emit_layout and the swizzle helpers use, over a builder of a host-JIT function."""
+
+    def __init__(self, builder):
+        from llvmlite import ir
+
+        self.b = builder
+        self._ir = ir
+
+    def i32(self, n):
+        return self._ir.Constant(self._ir.IntType(32), int(n))

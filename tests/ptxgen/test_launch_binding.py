@@ -24,6 +24,7 @@ from lower_cases import copy_scale
 from ptxgen.ir.text import parse_module
 from ptxgen.runtime import LaunchError, jit
 from ptxgen.runtime import binding
+from test_dlpack import OnlyDLPack
 from ptxgen.runtime import kernel_launch as launch
 from ptxgen.runtime.kernel_launch import ArgumentLayout
 from ptxgen.runtime.tensor_map import encode_tensor_map
@@ -618,19 +619,6 @@ class OnlyInterface:
         self.__cuda_array_interface__ = t.__cuda_array_interface__
 
 
-class OnlyDLPackOf:
-    """A torch CUDA tensor seen only through DLPack (as a JAX array is)."""
-
-    def __init__(self, t):
-        self._t = t
-
-    def __dlpack__(self, stream=None):
-        return self._t.__dlpack__()
-
-    def __dlpack_device__(self):
-        return self._t.__dlpack_device__()
-
-
 @pytest.mark.gpu
 def test_gpu_cached_calls_with_torch_tensors_match_numpy(torch_cuda, monkeypatch):
     """sqrt_sin: several calls with different tensors of one signature (the cached path rewrites the pointers),
@@ -682,7 +670,7 @@ def test_gpu_every_framework_path_on_the_cache(torch_cuda):
     torch = torch_cuda
     k = jit(example("sqrt_sin.tile"))
     n = 2048
-    for wrap in (lambda t: t, OnlyInterface, OnlyDLPackOf) * 2:
+    for wrap in (lambda t: t, OnlyInterface, OnlyDLPack) * 2:
         x = torch.rand(n, device="cuda") * 3.0
         z = torch.zeros(n, device="cuda")
         k(x=wrap(x), z=wrap(z), n=n)

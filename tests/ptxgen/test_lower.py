@@ -29,7 +29,7 @@ from ptxgen.lower.plans import ReducePlanError, plan_access, plan_reduce, tile_c
 from ptxgen.lower.sourcemap import source_of
 from ptxgen.runtime import LaunchError, jit
 
-from lower_cases import ALLOPS, DTYPES, copy_scale
+from lower_cases import ALLOPS, DTYPES, HostLX, copy_scale
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 V4_LOAD = re.compile(r"ld\.global(\.\w+)*\.v4\.(f32|b32)")
@@ -262,17 +262,6 @@ def test_plan_reduce_rejects_rows_that_are_not_a_lane_coset():
 # -- emit_layout, executed on the host through LLVM's JIT ------------------------------------------------------
 
 
-class _HostLX:
-    def __init__(self, builder):
-        from llvmlite import ir
-
-        self.b = builder
-        self._ir = ir
-
-    def i32(self, n):
-        return self._ir.Constant(self._ir.IntType(32), int(n))
-
-
 @pytest.mark.parametrize("text", ["(256,4):(4,1)", "((32,4),8):((32,1),4)", "((3,5),(2,7)):((14,1),(7,70))",
                                   "(6,10):(10,1)", "((2,3),4):((0,8),1)", "7:3", "1:0"])
 def test_emit_layout_matches_the_layout(text):
@@ -286,7 +275,7 @@ def test_emit_layout_matches_the_layout(text):
     i32 = ir.IntType(32)
     fn = ir.Function(mod, ir.FunctionType(i32, [i32]), "f")
     b = ir.IRBuilder(fn.append_basic_block())
-    b.ret(emit_layout(_HostLX(b), layout, fn.args[0]))
+    b.ret(emit_layout(HostLX(b), layout, fn.args[0]))
     target._initialized()
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
@@ -296,7 +285,7 @@ def test_emit_layout_matches_the_layout(text):
     engine.finalize_object()
     f = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int32)(engine.get_function_address("f"))
     assert [f(i) for i in range(lc.size(layout))] == [layout(i) for i in range(lc.size(layout))]
-    assert emit_layout(_HostLX(b), layout, ir.Constant(i32, lc.size(layout) - 1)).constant == \
+    assert emit_layout(HostLX(b), layout, ir.Constant(i32, lc.size(layout) - 1)).constant == \
         layout(lc.size(layout) - 1)
 
 

@@ -28,6 +28,7 @@ from ptxgen.lower.plans import layout_table, plan_smem_access
 from ptxgen.runtime import LaunchError, jit
 from ptxgen.runtime.launcher import argument_layout, dynamic_smem_bytes
 from ptxgen.verify import VerifyError
+from lower_cases import HostLX
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 BOX = "Sw<3,4,3> o 0 o (64,32):(32,1)"
@@ -178,17 +179,6 @@ def test_window_is_relocated_not_assumed():
 # -- the swizzle and the access plans ----------------------------------------------------------------------------
 
 
-class _HostLX:
-    def __init__(self, builder):
-        from llvmlite import ir
-
-        self.b = builder
-        self._ir = ir
-
-    def i32(self, n):
-        return self._ir.Constant(self._ir.IntType(32), int(n))
-
-
 def _host_function(build):
     import llvmlite.binding as llvm
     from llvmlite import ir
@@ -197,7 +187,7 @@ def _host_function(build):
     i32 = ir.IntType(32)
     fn = ir.Function(mod, ir.FunctionType(i32, [i32]), "f")
     b = ir.IRBuilder(fn.append_basic_block())
-    b.ret(build(_HostLX(b), fn.args[0]))
+    b.ret(build(HostLX(b), fn.args[0]))
     target._initialized()
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
