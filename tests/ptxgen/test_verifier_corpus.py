@@ -231,6 +231,16 @@ CORPUS_TMA = [
 ]
 
 
+def assert_reported_at(module, message: str, line: int) -> None:
+    """verify(module) raises, and the first error holding ``message`` is at ``bad.tile:<line>:``."""
+    with pytest.raises(VerifyError) as info:
+        verify(module)
+    errors = str(info.value).splitlines()
+    hit = [e for e in errors if message in e]
+    assert hit, errors
+    assert hit[0].startswith(f"bad.tile:{line}:"), hit[0]
+
+
 @pytest.mark.parametrize("case", CORPUS_TMA, ids=[c[0] for c in CORPUS_TMA])
 def test_bad_tma_kernel_is_reported_at_its_op(case):
     _name, body, message, *line = case
@@ -239,12 +249,7 @@ def test_bad_tma_kernel_is_reported_at_its_op(case):
                              if "%p" in body else "")
     line += 2 if "%p" in body else 0
     module = parse_module(TMA_HEADER + prelude + body + "\n}\n", file="bad.tile")
-    with pytest.raises(VerifyError) as info:
-        verify(module)
-    errors = str(info.value).splitlines()
-    hit = [e for e in errors if message in e]
-    assert hit, errors
-    assert hit[0].startswith(f"bad.tile:{line}:"), hit[0]
+    assert_reported_at(module, message, line)
 
 
 @pytest.mark.parametrize("box, message", [
@@ -359,12 +364,7 @@ def test_bad_wgmma_roles_pipeline_kernel_is_reported_at_its_op(case):
     _name, body, message, *line = case
     line = line[0] if line else WG_LINE
     module = parse_module(WG_HEADER + WG_PRELUDE + body + "\n}\n", file="bad.tile")
-    with pytest.raises(VerifyError) as info:
-        verify(module)
-    errors = str(info.value).splitlines()
-    hit = [e for e in errors if message in e]
-    assert hit, errors
-    assert hit[0].startswith(f"bad.tile:{line}:"), hit[0]
+    assert_reported_at(module, message, line)
 
 
 def test_a_k_half_inside_the_swizzle_row_verifies():
@@ -433,12 +433,7 @@ def test_bad_wgmma_rs_kernel_is_reported_at_its_op(case):
     _name, body, message, *line = case
     line = line[0] if line else RS_LINE
     module = parse_module(WG_HEADER + WG_PRELUDE + body + "\n}\n", file="bad.tile")
-    with pytest.raises(VerifyError) as info:
-        verify(module)
-    errors = str(info.value).splitlines()
-    hit = [e for e in errors if message in e]
-    assert hit, errors
-    assert hit[0].startswith(f"bad.tile:{line}:"), hit[0]
+    assert_reported_at(module, message, line)
 
 
 def test_the_wgmma_rs_prelude_alone_verifies():
@@ -493,12 +488,7 @@ def test_bad_stmatrix_kernel_is_reported_at_its_op(case):
     _name, body, message, *line = case
     line = line[0] if line else ST_LINE
     module = parse_module(WG_HEADER + ST_PRELUDE + body + "\n}\n", file="bad.tile")
-    with pytest.raises(VerifyError) as info:
-        verify(module)
-    errors = str(info.value).splitlines()
-    hit = [e for e in errors if message in e]
-    assert hit, errors
-    assert hit[0].startswith(f"bad.tile:{line}:"), hit[0]
+    assert_reported_at(module, message, line)
 
 
 def test_the_stmatrix_prelude_alone_verifies():
