@@ -22,6 +22,7 @@ from .tiling import (
     blocked_product, flat_divide, flat_product, logical_divide, logical_product, raked_product, tile_to_shape,
     tiled_divide, tiled_product, zipped_divide, zipped_product,
 )
+from .partition import make_layout_tv
 from .recast import downcast, recast_layout, upcast
 from .notation import parse, parse_layout, parse_tiler, tiler_to_str, to_str
 from .memo import clear_caches
