@@ -244,6 +244,17 @@ def _acts_on_inner(fn):
     return wrapper
 
 
+def require_integer_strides(op: str, layout, operands=None) -> None:
+    """Refuse a layout with basis strides (``(4,8):(1@0,1@1)``) in an operation CuTe defines for integer strides
+    only (it orders, divides or inverts strides): ``right_inverse((4,8):(1@0,1@1))`` raises LayoutError
+    ``right_inverse((4,8):(1@0,1@1)): defined for integer strides; (1@0,1@1) has basis strides``.
+    Post: returns only when every stride leaf of a plain Layout is an int."""
+    if type(layout) is Layout and has_basis(layout.stride):
+        raise LayoutError(op, (layout,) if operands is None else operands,
+                          f"defined for integer strides; {operand_text(layout.stride)} has basis strides (a layout of "
+                          "coordinates, like make_identity_layout's)")
+
+
 def _plain_only(op: str, layout) -> None:
     if type(layout) is not Layout:
         raise LayoutError(op, (layout,), "defined for plain layouts only: a ComposedLayout has no stride; "
@@ -703,6 +714,7 @@ def make_layout_like(layout: Layout) -> Layout:
     Post: stride-0 and size-1 leaves get stride 0; equal original strides get equal new strides.
     """
     _plain_only("make_layout_like", layout)
+    require_integer_strides("make_layout_like", layout)
     return Layout._make(layout.shape, compact_order(filter_zeros(layout.stride, layout.shape), layout.stride))
 
 
