@@ -249,6 +249,8 @@ def crd2idx(coord: IntTuple, shape: IntTuple, stride: IntTuple | None = None) ->
 
     Without ``stride`` the coordinate is linearised colexicographically in ``shape`` (an int is returned as is).
     The split uses C++ division, so a negative coordinate goes where CuTe sends it: ``crd2idx(-1, (4,2), (1,10))`` → -1.
+    Basis strides (``1@0``) make the result a coordinate, summed as CuTe's arithmetic tuples:
+    ``crd2idx((2,5), (4,8), (1@0,1@1))`` → (2,5).
     Pre: at every tuple level the coordinate, shape and stride have equal ranks ("Mismatched Ranks"); a tuple
     coordinate needs a tuple shape ("Invalid parameters").
     """

@@ -89,6 +89,8 @@ class Layout:
 
     ``Layout((4,2),(1,4))`` prints ``(4,2):(1,4)``; ``Layout((4,2))`` is column-major ``(4,2):(1,4)``.
     ``L(5)`` → 5 (index of the 1-D coordinate 5), ``L(1,1)`` → 5, ``L(_,1)`` → ``4:1`` (a slice), ``L[1]`` → ``2:4``.
+    Stride leaves may be CuTe's basis elements (``Layout((4,8), (basis(0), basis(1)))`` is ``(4,8):(1@0,1@1)``);
+    such a layout maps coordinates to coordinates (arithmetic tuples).
     Post: shape has positive leaves and stride is congruent to it, else LayoutError.
     """
 
@@ -168,7 +170,8 @@ class Layout:
         return Layout._make(self.shape[index], self.stride[index])
 
     def __call__(self, *coord):
-        """Index of a coordinate, or a slice when the coordinate contains ``_``."""
+        """Index of a coordinate, or a slice when the coordinate contains ``_``; with basis strides a coordinate:
+        ``(4,8):(1@0,1@1)`` at 13 → (1,3)."""
         if len(coord) == 1:
             coord = coord[0]
         elif len(coord) == 0:
