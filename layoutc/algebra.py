@@ -289,6 +289,8 @@ def max_common_vector(a, b) -> int:
     With a swizzled side the result is capped at 2^M (no cap when both share the same swizzle).
     Post: ``a(i) - a(0) == b(i) - b(0) == i`` for i < result, on the inner layouts.
     """
+    require_integer_strides("max_common_vector", _inner(a), (a, b))
+    require_integer_strides("max_common_vector", _inner(b), (a, b))
     c = coalesce(composition(_inner(a), right_inverse(_inner(b))))
     first = modes(c)[0]
     result = first.shape if first.stride == 1 and is_int(first.shape) else 1
@@ -300,6 +302,8 @@ def max_common_vector(a, b) -> int:
 def max_common_layout(a, b) -> Layout:
     """The layout of b's indices where a and b agree contiguously: ``max_common_layout((8,4):(4,1), (8,4):(4,1))`` →
     ``(4,8):(8,1)``; none → ``1:0``. Post: composing a and b with it gives the same contiguous run."""
+    require_integer_strides("max_common_layout", _inner(a), (a, b))
+    require_integer_strides("max_common_layout", _inner(b), (a, b))
     ai, bi = _inner(a), _inner(b)
     inv_b = right_inverse(bi)
     c = coalesce(composition(ai, inv_b))

@@ -167,3 +167,15 @@ def test_dividing_the_identity_divides_the_coordinates(data):
         assert divided.shape == reference.shape
         for i in range(lc.size(shp)):
             assert gapped(coordinate(divided(i), shp)) == reference(i)
+
+
+def test_pictures_and_the_command_line_show_coordinates_in_cute_notation(capsys):
+    from layoutc.cli import main
+    svg = lc.make_identity_layout((4, 8))._repr_svg_()
+    assert ">(1,3)</text>" in svg and "(1, 3)" not in svg
+    main(["show", "(4,8):(1@0,1@1)"])
+    out = capsys.readouterr().out
+    assert "   1 (1,0) (1,1) (1,2) (1,3) (1,4) (1,5) (1,6) (1,7)" in out
+    with pytest.raises(lc.LayoutError) as info:
+        lc.max_common_vector(lc.make_identity_layout((4, 8)), Layout((4, 8)))
+    assert str(info.value).startswith("max_common_vector((4,8):(1@0,1@1), (4,8):(1,4)): defined for integer strides")
