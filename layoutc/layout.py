@@ -304,7 +304,7 @@ def cosize(layout) -> int:
 def coshape(layout):
     """CuTe's coshape, the shape of L's codomain: one past L's largest value per coordinate mode (absolute strides):
     ``coshape((4,2):(1,8))`` → 12, ``coshape((4,8):(1@0,1@1))`` → (4,8) (an identity layout's codomain is its
-    shape), ``coshape((4,8):(8@1,1@0))`` → (8,32).
+    shape), ``coshape((4,8):(8@1,1@0))`` → (8,25).
 
     Post: ``size(coshape(L)) == cosize(L)``; ``elem_less(L(c), coshape(L))`` for every coordinate c of a layout with
     non-negative strides. Pre: a plain Layout.
@@ -521,7 +521,7 @@ def slice_and_offset(coord, layout):
     its layout and its pointer: ``slice_and_offset((_,1), (4,2):(1,4))`` → ``(4:1, 4)``;
     ``slice_and_offset((_,3), (4,8):(1@0,1@1))`` → ``(4:1@0, (0,3))``. A ComposedLayout keeps the offset inside
     (added before its swizzle) and returns 0: ``slice_and_offset((_,3), Sw<3,4,3> o 0 o (8,64):(64,1))`` →
-    ``(Sw<3,4,3> o 3 o 8:64, 0)``.
+    ``(Sw<3,4,3> o 3 o (8):(64), 0)``.
 
     Post: ``L(c) == offset + sliced(c')`` (arithmetic sum for coordinates) for every c agreeing with ``coord`` on
     its fixed part, c' the ``_`` part of c. Pre: ``coord`` holds at least one ``_``.

@@ -1,7 +1,12 @@
-"""CuTe's partitioning: how a tile is split over threads (CUTLASS 4.x semantics, structurally identical).
+"""CuTe's partitioning: how a layout is split into tiles and a tile over threads (CUTLASS 4.x semantics,
+structurally identical).
 
-A thread–value (TV) layout maps ``(thread, value)`` to an index of a tile; kernels get TV layouts from these
-functions instead of writing them by hand.
+- ``local_tile`` / ``inner_partition``: the tile at a coordinate (a CTA's tile); ``local_partition`` /
+  ``outer_partition``: one element of every tile (a thread's share). They return ``(layout, offset)``, what CuTe's
+  tensor versions do to a tensor's layout and pointer.
+- ``make_layout_tv``: a thread–value (TV) layout, mapping ``(thread, value)`` to an index of a tile; kernels get TV
+  layouts from these functions instead of writing them by hand. Composed with ``make_identity_layout`` of the tile
+  it gives each value's coordinate.
 """
 from .errors import LayoutError, within
 from .int_tuple import crd2crd, dice_tuple, idx2crd_strided, is_tuple, product_each
@@ -149,7 +154,7 @@ def local_partition(layout, thread_layout: Layout, index: int, proj=None) -> tup
 
     ``local_partition((16,64):(64,1), (2,16):(16,1), 17)`` → ``((8,4):(128,16), 65)``: thread 17 is at (1,1) of the
     2×16 threads, so it owns rows 1, 3, …, 15 and columns 1, 17, 33, 49.
-    ``local_partition((8,8):(1@0,1@1), (4,2), 5)`` → ``((2,4):(4@0,2@1), (1,1))``.
+    ``local_partition((8,8):(1@0,1@1), (4,2):(1,4), 5)`` → ``((2,4):(4@0,2@1), (1,1))``.
 
     Pre: ``thread_layout`` is a compact Layout (every thread index has one coordinate); its shape tiles L's modes
     as a tiler (the divides' conditions); ``0 <= index < size(thread_layout)``.
@@ -172,9 +177,11 @@ def local_partition(layout, thread_layout: Layout, index: int, proj=None) -> tup
 def flat_coord(layout: Layout, index: int):
     """CuTe's ``Layout::get_flat_coord``: the coordinate of index ``index`` in a compact layout, one int per top mode
     (each mode's coordinate linearised colexicographically); an int for a rank-1 layout:
-    ``flat_coord((2,(4,2)):(8,(1,4)), 13)`` → (1,(5)) flattened to (1,5); ``flat_coord((2,16):(16,1), 17)`` → (1,1).
+    ``flat_coord((2,(4,2)):(8,(1,4)), 13)`` → (1,5) (its coordinate is (1,(1,1)), mode 1 linearised);
+    ``flat_coord((2,16):(16,1), 17)`` → (1,1).
 
-    Pre: a compact Layout with integer strides. Post: ``layout(unflattened result) == index`` for index < size.
+    Pre: a compact Layout with integer strides. Post: ``layout(result) == index`` for index < size (one int per top
+    mode is a coordinate of the layout).
     """
     hier = idx2crd_strided(index, layout.shape, layout.stride)
     r = rank(layout)
