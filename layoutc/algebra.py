@@ -1,10 +1,13 @@
 """Composition, complement, right/left inverse and max_common_* — CuTe's exact rules (static integers)."""
 from __future__ import annotations
 
+from .basis import has_basis
 from .errors import LayoutError
 from .memo import pure
 from .int_tuple import ceil_div, cpp_mod, is_int, is_tuple, leaves, product, signum
-from .layout import Layout, _, _validate_shape, coalesce, coalesce_x, cosize, filter, make_layout, modes
+from .layout import (
+    Layout, _, _validate_shape, coalesce, coalesce_x, cosize, filter, make_layout, modes, require_integer_strides,
+)
 from .swizzle import ComposedLayout, Swizzle, composed, make_swizzle
 
 
@@ -115,6 +118,10 @@ def composition(lhs, rhs, *more):
         if rhs.offset != 0:
             raise LayoutError("composition", (lhs, rhs), f"Require offset == 0: the rhs offset is {rhs.offset}")
         return composition(composition(lhs, rhs.outer), rhs.inner)
+    if isinstance(rhs, Layout) and has_basis(rhs.stride):
+        # the lhs may map to coordinates (basis strides); the rhs must map to the lhs's indices
+        raise LayoutError("composition", (lhs, rhs), "the rhs has basis strides: it must map to indices of the lhs "
+                          "(only the lhs of a composition may map to coordinates)")
     if isinstance(rhs, Swizzle):
         # CuTe: composition(make_swizzle<L(Y), L(Z)>, L), so a swizzle whose bits L maps to 0 leaves L itself
         return composed(make_swizzle(lhs(rhs.yyy_mask), lhs(rhs.zzz_mask)), 0, lhs)
@@ -139,6 +146,7 @@ def complement(layout, cotarget=None) -> Layout:
         return complement(layout.inner, cotarget)
     if not isinstance(layout, Layout):
         raise LayoutError("complement", (layout,), "complement takes a Layout")
+    require_integer_strides("complement", layout, (layout,) if cotarget is None else (layout, cotarget))
     if isinstance(cotarget, Layout):
         cotarget = cotarget.shape
     elif cotarget is not None:
@@ -211,6 +219,7 @@ def right_inverse(layout):
     if isinstance(layout, ComposedLayout):
         raise LayoutError("right_inverse", (layout,), "the inverse of a ComposedLayout is not a layout; "
                           "invert its inner layout and compose with the outer function instead")
+    require_integer_strides("right_inverse", layout)
     shapes, strides, prefix = _coalesced_lists(layout)
     out_s, out_d = [1], [0]
     current = 1
@@ -234,6 +243,7 @@ def left_inverse(layout):
     if isinstance(layout, ComposedLayout):
         raise LayoutError("left_inverse", (layout,), "the inverse of a ComposedLayout is not a layout; "
                           "invert its inner layout and compose with the outer function instead")
+    require_integer_strides("left_inverse", layout)
     if any(d < 0 for d in leaves(layout.stride)):
         raise LayoutError("left_inverse", (layout,), "negative strides have no left inverse layout")
     shapes, strides, prefix = _coalesced_lists(layout)
@@ -279,6 +289,8 @@ def max_common_vector(a, b) -> int:
     With a swizzled side the result is capped at 2^M (no cap when both share the same swizzle).
     Post: ``a(i) - a(0) == b(i) - b(0) == i`` for i < result, on the inner layouts.
     """
+    require_integer_strides("max_common_vector", _inner(a), (a, b))
+    require_integer_strides("max_common_vector", _inner(b), (a, b))
     c = coalesce(composition(_inner(a), right_inverse(_inner(b))))
     first = modes(c)[0]
     result = first.shape if first.stride == 1 and is_int(first.shape) else 1
@@ -290,6 +302,8 @@ def max_common_vector(a, b) -> int:
 def max_common_layout(a, b) -> Layout:
     """The layout of b's indices where a and b agree contiguously: ``max_common_layout((8,4):(4,1), (8,4):(4,1))`` →
     ``(4,8):(8,1)``; none → ``1:0``. Post: composing a and b with it gives the same contiguous run."""
+    require_integer_strides("max_common_layout", _inner(a), (a, b))
+    require_integer_strides("max_common_layout", _inner(b), (a, b))
     ai, bi = _inner(a), _inner(b)
     inv_b = right_inverse(bi)
     c = coalesce(composition(ai, inv_b))

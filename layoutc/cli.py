@@ -55,6 +55,7 @@ def _index_grid(layout, element=None) -> str:
     """
     from .layout import rank, size
     from .int_tuple import product
+    from .notation import to_str
     if element is not None:
         from .hopper.dtypes import dtype
         from .hopper.smem import byte_address
@@ -76,7 +77,8 @@ def _index_grid(layout, element=None) -> str:
         def at(r, c):
             return value(r + rows * c)
     rows_shown, cols_shown = min(rows, 64), min(cols, 32)
-    cells = [[str(at(r, c)) for c in range(cols_shown)] for r in range(rows_shown)]
+    # to_str: a layout of coordinates (basis strides) shows CuTe's (1,3), not Python's (1, 3)
+    cells = [[to_str(at(r, c)) for c in range(cols_shown)] for r in range(rows_shown)]
     width = max(len(x) for row in cells for x in row)
     lines = ["     " + " ".join(f"{c:>{width}}" for c in range(cols_shown))]
     for r, row in enumerate(cells):

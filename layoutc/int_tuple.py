@@ -7,7 +7,8 @@ from __future__ import annotations
 from functools import reduce
 from typing import Union
 
-from .errors import LayoutError
+from .basis import arithmetic_sum
+from .errors import LayoutError, operand_text
 
 IntTuple = Union[int, tuple]
 
@@ -181,6 +182,27 @@ def _fold_by_int(a: tuple, divisor: int, divide) -> tuple:
     return tuple(out)
 
 
+def round_up(a: IntTuple, b: IntTuple) -> IntTuple:
+    """CuTe's round_up: ``a`` rounded up to a multiple of ``b``, elementwise for tuples (missing modes of ``b`` are
+    1): ``round_up(7, 4)`` → 8, ``round_up((7,5,3), (4,2))`` → (8,6,3).
+
+    Pre: positive divisors; an int with an int or a tuple with a tuple of no larger rank ("Mismatched ranks").
+    Post: every leaf of the result is the least multiple of its divisor that is >= the leaf of ``a``.
+    """
+    if is_tuple(a):
+        if is_tuple(b):
+            if len(a) < len(b):
+                raise LayoutError("round_up", (a, b), f"Mismatched ranks: rank(a) = {len(a)} < rank(b) = {len(b)}")
+            b = b + (1,) * (len(a) - len(b))
+            return tuple(round_up(x, y) for x, y in zip(a, b))
+    if is_tuple(a) or is_tuple(b):
+        raise LayoutError("round_up", (a, b), "Mismatched ranks: an integer and a tuple (CuTe rounds an int to an "
+                          "int, or a tuple to a tuple by mode)")
+    if b <= 0:
+        raise LayoutError("round_up", (a, b), f"the divisor {b} is not positive")
+    return cpp_div(a + b - 1, b) * b
+
+
 def shape_div(a: IntTuple, b: IntTuple) -> IntTuple:
     """CuTe shape_div: ``shape_div((4,5,6), 40)`` → (1,1,3); ``shape_div(3, 6)`` → 1.
 
@@ -227,6 +249,8 @@ def crd2idx(coord: IntTuple, shape: IntTuple, stride: IntTuple | None = None) ->
 
     Without ``stride`` the coordinate is linearised colexicographically in ``shape`` (an int is returned as is).
     The split uses C++ division, so a negative coordinate goes where CuTe sends it: ``crd2idx(-1, (4,2), (1,10))`` → -1.
+    Basis strides (``1@0``) make the result a coordinate, summed as CuTe's arithmetic tuples:
+    ``crd2idx((2,5), (4,8), (1@0,1@1))`` → (2,5).
     Pre: at every tuple level the coordinate, shape and stride have equal ranks ("Mismatched Ranks"); a tuple
     coordinate needs a tuple shape ("Invalid parameters").
     """
@@ -242,19 +266,25 @@ def crd2idx(coord: IntTuple, shape: IntTuple, stride: IntTuple | None = None) ->
         if len(coord) != len(shape):
             raise LayoutError("crd2idx", (coord, shape), f"Mismatched Ranks: coordinate rank {len(coord)} "
                               f"but shape rank {len(shape)}")
-        return sum(crd2idx(c, s, d) for c, s, d in zip(coord, shape, stride))
+        result = 0
+        for c, s, d in zip(coord, shape, stride):
+            term = crd2idx(c, s, d)
+            # basis strides give coordinates, which add as CuTe's arithmetic tuples
+            result = result + term if type(term) is int and type(result) is int else arithmetic_sum(result, term)
+        return result
     if is_tuple(shape):
         result = 0
         last = len(shape) - 1
         for i, (s, d) in enumerate(zip(shape, stride)):
             if i == last:
-                result += crd2idx(coord, s, d)
+                term = crd2idx(coord, s, d)
             else:
                 n = product(s)
                 if n == 0:
                     raise LayoutError("crd2idx", (coord, shape, stride), "division by zero: a shape mode has size 0")
-                result += crd2idx(cpp_mod(coord, n), s, d)
+                term = crd2idx(cpp_mod(coord, n), s, d)
                 coord = cpp_div(coord, n)
+            result = result + term if type(term) is int and type(result) is int else arithmetic_sum(result, term)
         return result
     if is_tuple(stride):
         raise LayoutError("crd2idx", (coord, shape, stride), "Mismatched Ranks: a tuple stride for an integral shape")
@@ -367,3 +397,124 @@ def replace_leaves(t: IntTuple, fn) -> IntTuple:
 def prod(values) -> int:
     """Product of an iterable of ints (1 when empty)."""
     return reduce(lambda x, y: x * y, values, 1)
+
+
+def idx2crd_strided(index: int, shape: IntTuple, stride: IntTuple) -> IntTuple:
+    """CuTe's three-argument ``idx2crd(i, shape, stride)``: the coordinate of index ``i`` in a *compact* layout, each
+    leaf ``(i / d) % s`` (a size-1 leaf gives 0): ``idx2crd_strided(17, (2,16), (16,1))`` → (1,1), the row-major
+    thread 17 of a 2×16 thread layout. An int stride against a tuple shape is the start of its column-major strides.
+
+    Pre: the layout is compact (else the result is not L's preimage); ranks match ("Mismatched Ranks"); a stride
+    0 only on size-1 leaves. Post: for compact L, ``crd2idx(result, shape, stride) == i`` for i < size(shape).
+    """
+    if is_tuple(index):
+        if not is_tuple(shape):
+            raise LayoutError("idx2crd", (index, shape, stride), "Invalid parameters: a tuple index for an integral shape")
+        if len(index) != len(shape) or not is_tuple(stride) or len(stride) != len(shape):
+            raise LayoutError("idx2crd", (index, shape, stride), "Mismatched Ranks")
+        return tuple(idx2crd_strided(i, s, d) for i, s, d in zip(index, shape, stride))
+    if is_tuple(shape):
+        if not is_tuple(stride):
+            stride = compact_col_major(shape, stride)
+        if len(stride) != len(shape):
+            raise LayoutError("idx2crd", (index, shape, stride), "Mismatched Ranks")
+        return tuple(idx2crd_strided(index, s, d) for s, d in zip(shape, stride))
+    if is_tuple(stride):
+        raise LayoutError("idx2crd", (index, shape, stride), "Mismatched Ranks: a tuple stride for an integral shape")
+    if shape == 1:
+        return 0
+    if type(stride) is not int or stride == 0:
+        raise LayoutError("idx2crd", (index, shape, stride), f"the stride {stride} of a mode of size {shape} cannot "
+                          "be inverted (a compact layout has nonzero integer strides)")
+    return cpp_mod(cpp_div(index, stride), shape)
+
+
+def crd2crd(coord: IntTuple, src_shape: IntTuple, dst_shape: IntTuple) -> IntTuple:
+    """CuTe's crd2crd: a coordinate of ``src_shape`` as the coordinate of the same colexicographic position in
+    ``dst_shape``, mode by mode where all three are tuples: ``crd2crd((1,(1,2)), (3,(2,3)), (3,6))`` → (1,5),
+    ``crd2crd(5, 6, (2,3))`` → (1,2).
+
+    Pre: where all three are tuples their ranks are equal ("Mismatched Ranks"). Post: ``crd2idx(result, dst_shape)
+    == crd2idx(coord, src_shape)`` whenever the sizes agree.
+    """
+    if is_tuple(coord) and is_tuple(src_shape) and is_tuple(dst_shape):
+        if not len(coord) == len(src_shape) == len(dst_shape):
+            raise LayoutError("crd2crd", (coord, src_shape, dst_shape), f"Mismatched Ranks: the coordinate has rank "
+                              f"{len(coord)}, the shapes {len(src_shape)} and {len(dst_shape)}")
+        return tuple(crd2crd(c, s, d) for c, s, d in zip(coord, src_shape, dst_shape))
+    return idx2crd(crd2idx(coord, src_shape), dst_shape)
+
+
+def elem_less(a: IntTuple, b: IntTuple) -> bool:
+    """CuTe's elem_less: every leaf of ``a`` is below the matching leaf of ``b`` (the bounds check of a coordinate
+    against a shape): ``elem_less((1,7), (4,8))`` → True, ``elem_less((1,8), (4,8))`` → False. A shorter ``a`` is
+    compared on its modes only (``elem_less((1,), (4,8))`` → True); a longer one is never less.
+
+    Pre: an int is compared with an int, a tuple with a tuple. Post: ``elem_less(c, shape)`` holds exactly for the
+    natural coordinates ``c`` inside ``shape``.
+    """
+    if is_tuple(a) and is_tuple(b):
+        if len(a) > len(b):
+            return False
+        return all(elem_less(x, y) for x, y in zip(a, b))
+    if is_tuple(a) or is_tuple(b):
+        raise LayoutError("elem_less", (a, b), "an integer and a tuple cannot be compared element by element")
+    return a < b
+
+
+def elem_leq(a: IntTuple, b: IntTuple) -> bool:
+    """CuTe's elem_leq, ``not elem_less(b, a)``: ``elem_leq((4,8), (4,8))`` → True, ``elem_leq((1,9), (4,8))`` → True
+    (9 > 8 but 1 < 4: CuTe's definition is the negation, not "every leaf <="). Post: ``elem_leq(a, b) == not
+    elem_less(b, a)``."""
+    return not elem_less(b, a)
+
+
+def _is_underscore(c) -> bool:
+    # Local import: the Underscore type lives with the Layout type, which builds on this module.
+    from .layout import _
+    return c is _
+
+
+def slice_tuple(coord, t):
+    """CuTe's ``slice`` on a plain tuple: keep the elements of ``t`` paired with ``_`` in ``coord``, splicing the ones
+    found inside a nested coordinate into the parent: ``slice_tuple((_,(1,_)), (2,(3,4)))`` → (2,4),
+    ``slice_tuple(_, (2,3))`` → (2,3), ``slice_tuple(1, (2,3))`` → ().
+
+    Pre: at every tuple level of ``coord``, ``t`` is a tuple of the same rank ("Mismatched Ranks").
+    Post: the result holds the kept elements of ``t`` left to right (``slice_tuple(c, shape(L)) == shape(L(c))``).
+    """
+    if _is_underscore(coord):
+        return t
+    if not is_tuple(coord):
+        return ()
+    return tuple(_lift(coord, t, keep_underscore=True, whole=(coord, t), op="slice"))
+
+
+def dice_tuple(coord, t):
+    """CuTe's ``dice`` on a plain tuple, the dual of slice: keep the elements of ``t`` paired with an int (or any
+    non-``_`` value) in ``coord``: ``dice_tuple((1,_,1), (32,64,4))`` → (32,4) (CuTe's projection ``Step<_1,X,_1>``),
+    ``dice_tuple(1, (2,3))`` → (2,3), ``dice_tuple(_, (2,3))`` → ().
+
+    Pre: at every tuple level of ``coord``, ``t`` is a tuple of the same rank ("Mismatched Ranks").
+    Post: ``dice_tuple(c, t)`` and ``slice_tuple(c, t)`` together hold every element of ``t`` once.
+    """
+    if _is_underscore(coord):
+        return ()
+    if not is_tuple(coord):
+        return t
+    return tuple(_lift(coord, t, keep_underscore=False, whole=(coord, t), op="dice"))
+
+
+def _lift(coord, t, keep_underscore: bool, whole, op: str) -> list:
+    if is_tuple(coord):
+        if not is_tuple(t) or len(t) != len(coord):
+            raise LayoutError(op, whole, f"Mismatched Ranks: the coordinate {operand_text(coord)} does not match "
+                              f"{operand_text(t)}")
+        out = []
+        for c, x in zip(coord, t):
+            out.extend(_lift(c, x, keep_underscore, whole, op))
+        return out
+    if _is_underscore(coord) == keep_underscore:
+        return [t]
+    return []
+

@@ -5,11 +5,12 @@ Integral layouts (``8:1``) have int shape and stride; tuple layouts (``(8):(1)``
 """
 from __future__ import annotations
 
-from .errors import LayoutError
+from .basis import ScaledBasis, arithmetic_sum, as_arithmetic_tuple, has_basis, make_basis_like
+from .errors import LayoutError, operand_text
 from .memo import pure
 from .int_tuple import (
     MAX_DEPTH, IntTuple, compact_col_major, compact_row_major, congruent, crd2idx, depth as tuple_depth, filter_zeros,
-    flatten as flatten_tuple, is_int, is_tuple, leaves, product, product_like, rank as tuple_rank,
+    flatten as flatten_tuple, is_int, is_tuple, leaves, product, product_like, rank as tuple_rank, replace_leaves,
 )
 
 
@@ -58,7 +59,7 @@ def _validate_shape(shape, op, operands) -> None:
     while stack:
         node, level = stack.pop()
         if not is_tuple(node):
-            raise LayoutError(op, operands, f"shape {node!r} is neither an int nor a tuple of ints")
+            raise LayoutError(op, operands, f"shape {operand_text(node)} is neither an int nor a tuple of ints")
         if len(node) == 0:
             raise LayoutError(op, operands, "empty tuple in shape: CuTe has no empty layouts")
         if level > MAX_DEPTH:
@@ -78,8 +79,9 @@ def _validate_stride(stride, op, operands) -> None:
         node = stack.pop()
         if is_tuple(node):
             stack.extend(node)
-        elif not is_int(node):
-            raise LayoutError(op, operands, f"stride {node!r} is neither an int nor a tuple of ints")
+        elif not (is_int(node) or type(node) is ScaledBasis):
+            raise LayoutError(op, operands, f"stride {node!r} is neither an int, a basis stride like 1@0 nor a tuple "
+                              "of those")
 
 
 class Layout:
@@ -87,6 +89,8 @@ class Layout:
 
     ``Layout((4,2),(1,4))`` prints ``(4,2):(1,4)``; ``Layout((4,2))`` is column-major ``(4,2):(1,4)``.
     ``L(5)`` → 5 (index of the 1-D coordinate 5), ``L(1,1)`` → 5, ``L(_,1)`` → ``4:1`` (a slice), ``L[1]`` → ``2:4``.
+    Stride leaves may be CuTe's basis elements (``Layout((4,8), (basis(0), basis(1)))`` is ``(4,8):(1@0,1@1)``);
+    such a layout maps coordinates to coordinates (arithmetic tuples).
     Post: shape has positive leaves and stride is congruent to it, else LayoutError.
     """
 
@@ -166,7 +170,8 @@ class Layout:
         return Layout._make(self.shape[index], self.stride[index])
 
     def __call__(self, *coord):
-        """Index of a coordinate, or a slice when the coordinate contains ``_``."""
+        """Index of a coordinate, or a slice when the coordinate contains ``_``; with basis strides a coordinate:
+        ``(4,8):(1@0,1@1)`` at 13 → (1,3)."""
         if len(coord) == 1:
             coord = coord[0]
         elif len(coord) == 0:
@@ -174,7 +179,9 @@ class Layout:
         if has_underscore(coord):
             return slice_layout(coord, self)
         _validate_coordinate(coord, self)
-        return crd2idx(coord, self.shape, self.stride)
+        index = crd2idx(coord, self.shape, self.stride)
+        # a basis-stride layout maps to a coordinate, given as an arithmetic tuple even when only one basis is hit
+        return index if type(index) is int else as_arithmetic_tuple(index)
 
     # -- convenience properties --------------------------------------------------------------------
     @property
@@ -240,6 +247,17 @@ def _acts_on_inner(fn):
     return wrapper
 
 
+def require_integer_strides(op: str, layout, operands=None) -> None:
+    """Refuse a layout with basis strides (``(4,8):(1@0,1@1)``) in an operation CuTe defines for integer strides
+    only (it orders, divides or inverts strides): ``right_inverse((4,8):(1@0,1@1))`` raises LayoutError
+    ``right_inverse((4,8):(1@0,1@1)): defined for integer strides; (1@0,1@1) has basis strides``.
+    Post: returns only when every stride leaf of a plain Layout is an int."""
+    if type(layout) is Layout and has_basis(layout.stride):
+        raise LayoutError(op, (layout,) if operands is None else operands,
+                          f"defined for integer strides; {operand_text(layout.stride)} has basis strides (a layout of "
+                          "coordinates, like make_identity_layout's)")
+
+
 def _plain_only(op: str, layout) -> None:
     if type(layout) is not Layout:
         raise LayoutError(op, (layout,), "defined for plain layouts only: a ComposedLayout has no stride; "
@@ -277,8 +295,40 @@ def cosize(layout) -> int:
     Post: Σ (s-1)·|d| + 1 over leaves (absolute strides, as CuTe).
     """
     if isinstance(layout, Layout):
+        if has_basis(layout.stride):
+            return product(coshape(layout))
         return sum((s - 1) * abs(d) for s, d in zip(leaves(layout.shape), leaves(layout.stride))) + 1
     return layout.cosize
+
+
+def coshape(layout):
+    """CuTe's coshape, the shape of L's codomain: one past L's largest value per coordinate mode (absolute strides):
+    ``coshape((4,2):(1,8))`` → 12, ``coshape((4,8):(1@0,1@1))`` → (4,8) (an identity layout's codomain is its
+    shape), ``coshape((4,8):(8@1,1@0))`` → (8,25).
+
+    Post: ``size(coshape(L)) == cosize(L)``; ``elem_less(L(c), coshape(L))`` for every coordinate c of a layout with
+    non-negative strides. Pre: a plain Layout.
+    """
+    _plain_only("coshape", layout)
+    top = 0
+    for s, d in zip(leaves(layout.shape), leaves(layout.stride)):
+        term = (s - 1) * abs(d)
+        top = top + term if type(term) is int and type(top) is int else arithmetic_sum(top, term)
+    return replace_leaves(as_arithmetic_tuple(top), lambda c: c + 1)
+
+
+def make_identity_layout(shp) -> Layout:
+    """CuTe's make_identity_layout: the layout sending each coordinate of ``shp`` to itself, with basis strides:
+    ``make_identity_layout((4,8))`` → ``(4,8):(1@0,1@1)``, whose value at (2,5) is (2,5) (and at the index 13 is
+    (1,3)); ``make_identity_layout(((2,3),4))`` → ``((2,3),4):((1@0@0,1@1@0),1@1)``.
+
+    Post: ``L(c) == c`` for every natural coordinate c of ``shp`` (``L(i) == idx2crd(i, shp)`` for an index);
+    ``coshape(L) == shp``. Composing it with a layout ``A`` into ``shp``'s indices gives each of ``A``'s coordinates
+    as a coordinate of ``shp``: ``composition(make_identity_layout((M,N)), tv)(t, v)`` is (row, col) of (t, v).
+    Pre: ``shp`` is a shape (positive int leaves).
+    """
+    _validate_shape(shp, "make_identity_layout", (shp,))
+    return Layout._make(shp, make_basis_like(shp))
 
 
 def make_layout(*args) -> Layout:
@@ -451,7 +501,8 @@ def slice_layout(coord, layout: Layout) -> Layout:
 
 
 def slice_offset(coord, layout: Layout) -> int:
-    """Index of the sliced coordinate's fixed part (``_`` read as 0): ``slice_offset((_,1), (4,2):(1,4))`` → 4."""
+    """Index of the sliced coordinate's fixed part (``_`` read as 0): ``slice_offset((_,1), (4,2):(1,4))`` → 4; for
+    basis strides a coordinate: ``slice_offset((_,3), (4,8):(1@0,1@1))`` → (0,3)."""
     _plain_only("slice_offset", layout)
 
     def zeroed(c):
@@ -461,7 +512,42 @@ def slice_offset(coord, layout: Layout) -> int:
             return tuple(zeroed(e) for e in c)
         return c
 
-    return crd2idx(zeroed(coord), layout.shape, layout.stride)
+    offset = crd2idx(zeroed(coord), layout.shape, layout.stride)
+    return offset if type(offset) is int else as_arithmetic_tuple(offset)
+
+
+def slice_and_offset(coord, layout):
+    """CuTe's slice_and_offset: ``(L(coord) with _ kept, offset of the fixed part)``, what slicing a tensor does to
+    its layout and its pointer: ``slice_and_offset((_,1), (4,2):(1,4))`` → ``(4:1, 4)``;
+    ``slice_and_offset((_,3), (4,8):(1@0,1@1))`` → ``(4:1@0, (0,3))``. A ComposedLayout keeps the offset inside
+    (added before its swizzle) and returns 0: ``slice_and_offset((_,3), Sw<3,4,3> o 0 o (8,64):(64,1))`` →
+    ``(Sw<3,4,3> o 3 o (8):(64), 0)``.
+
+    Post: ``L(c) == offset + sliced(c')`` (arithmetic sum for coordinates) for every c agreeing with ``coord`` on
+    its fixed part, c' the ``_`` part of c. Pre: ``coord`` holds at least one ``_``.
+    """
+    if type(layout) is not Layout:
+        return layout(coord), 0
+    return slice_layout(coord, layout), slice_offset(coord, layout)
+
+
+def domain_offset(coord, layout):
+    """CuTe's domain_offset: the layout whose domain starts at ``coord``, as ``(layout, offset)``: a plain layout is
+    kept and the offset is ``L(coord)``: ``domain_offset((1,1), (4,2):(1,4))`` → ``((4,2):(1,4), 5)``; a
+    ComposedLayout takes the offset into itself (before its swizzle) and returns 0:
+    ``domain_offset((0,1), Sw<3,4,3> o 0 o (8,64):(64,1))`` → ``(Sw<3,4,3> o 1 o (8,64):(64,1), 0)``.
+
+    Post: ``offset + result(c) == L(coord + c)`` for a layout whose strides are its function's slopes (every
+    plain layout, on coordinates whose sum stays in the shape). Pre: ``coord`` is a coordinate of L (no ``_``).
+    """
+    if has_underscore(coord):
+        raise LayoutError("domain_offset", (coord, layout), "the coordinate has a _: domain_offset takes a point")
+    if type(layout) is Layout:
+        return layout, layout(coord)
+    from .swizzle import ComposedLayout
+    if isinstance(layout, ComposedLayout):
+        return layout.with_inner(layout.inner, layout.offset + layout.inner(coord)), 0
+    raise LayoutError("domain_offset", (coord, layout), "expected a Layout or a ComposedLayout")
 
 
 def dice(coord, layout: Layout) -> Layout:
@@ -631,6 +717,7 @@ def make_layout_like(layout: Layout) -> Layout:
     Post: stride-0 and size-1 leaves get stride 0; equal original strides get equal new strides.
     """
     _plain_only("make_layout_like", layout)
+    require_integer_strides("make_layout_like", layout)
     return Layout._make(layout.shape, compact_order(filter_zeros(layout.stride, layout.shape), layout.stride))
 
 

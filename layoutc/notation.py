@@ -51,6 +51,7 @@ _COMMA, _COLON, _O, _LPAR, _RPAR = _Text(","), _Text(":"), _Text(" o "), _Text("
 def _print(obj, open_bracket: str, close_bracket: str) -> str:
     """Print with an explicit stack, so that nesting depth is bounded by memory, not by Python's recursion limit.
     Tuples that are not a layout's shape or stride use ``open_bracket``/``close_bracket`` (``<>`` for tilers)."""
+    from .basis import ScaledBasis
     from .layout import Layout, Underscore
     from .swizzle import ComposedLayout, Swizzle
     opening, closing = _Text(open_bracket), _Text(close_bracket)
@@ -82,7 +83,7 @@ def _print(obj, open_bracket: str, close_bracket: str) -> str:
             stack.append((x.offset, _LPAR, _RPAR))
             stack.append(_O)
             stack.append((x.outer, _LPAR, _RPAR))
-        elif isinstance(x, Swizzle):
+        elif isinstance(x, (Swizzle, ScaledBasis)):
             out.append(str(x))
         elif isinstance(x, Underscore):
             out.append("_")
@@ -150,12 +151,18 @@ def _make_builder():
     """The callbacks lark runs at each reduction (inline, so no parse tree is ever built)."""
     from lark import Transformer
 
+    from .basis import ScaledBasis
     from .layout import Layout, _
     from .swizzle import ComposedLayout, Swizzle
 
     class Build(Transformer):
         def integer(self, c):
             return _int(c[0])
+
+        def basis(self, c):
+            # CuTe prints v·E<n0,n1,...> as v@...@n1@n0: the mode path read right to left
+            value, *path = c[0].split("@")
+            return ScaledBasis(_int(value), tuple(int(m) for m in reversed(path)))
 
         def underscore(self, c):
             return _
@@ -280,6 +287,7 @@ _TERMINAL_WORDS = {
     "MORETHAN": "'>'",
     "COLON": "':'",
     "INT": "an integer",
+    "BASIS": "a basis stride like 1@0",
     "UNDERSCORE": "'_'",
     "LPAR": "'('",
     "LESSTHAN": "'<'",
@@ -293,7 +301,11 @@ _TERMINAL_ORDER = {name: i for i, name in enumerate(_TERMINAL_WORDS)}
 
 def _words(names) -> str:
     # ITUPLE (a whole shallow int tuple) is only ever expected together with '(', and would only repeat it.
-    names = sorted(set(names) - {"ITUPLE"}, key=lambda n: (_TERMINAL_ORDER.get(n, len(_TERMINAL_ORDER)), n))
+    names = set(names) - {"ITUPLE"}
+    if "INT" in names:
+        # a basis stride (1@0) starts with an integer: "an integer" already says where it may come
+        names.discard("BASIS")
+    names = sorted(names, key=lambda n: (_TERMINAL_ORDER.get(n, len(_TERMINAL_ORDER)), n))
     words = [_TERMINAL_WORDS.get(n, n) for n in names]
     if not words:
         return "nothing"
@@ -387,7 +399,9 @@ def parse(text: str):
     ``((2,4),3):((1,2),8)`` → ``Layout(((2,4),3), ((1,2),8))``; ``(3):(236)`` → ``Layout((3,), (236,))`` (rank-1 tuple
     layout) while ``3:236`` → ``Layout(3, 236)``; ``Sw<3,4,3>`` → ``Swizzle(3,4,3)``;
     ``Sw<3,4,3> o 0 o (8,64):(64,1)``, ``Sw<3,4,3> o (8,64):(64,1)`` and
-    ``Sw<3,4,3> o smem_ptr[16b](unset) o (8,64):(64,1)`` → ``ComposedLayout(Swizzle(3,4,3), 0, Layout((8,64),(64,1)))``;
+    ``Sw<3,4,3> o smem_ptr[16b](unset) o (8,64):(64,1)`` and CuTe DSL's spelling ``S<3,4,3> o 0 o (8,64):(64,1)`` →
+    ``ComposedLayout(Swizzle(3,4,3), 0, Layout((8,64),(64,1)))``; basis strides as CuTe prints them:
+    ``(4,8):(1@0,1@1)`` → the identity layout (``1@1@0`` is ``E<0,1>``), a lone ``3@1`` → ``ScaledBasis(3, (1,))``;
     ``<3:4,(2,4):(1,8)>`` and ``(3:4,(2,4):(1,8))`` → ``(Layout(3,4), Layout((2,4),(1,8)))``; ``(3,8)`` → ``(3, 8)``;
     ``7`` → ``7``; ``_`` → ``layoutc._``. CuTe's static markers are optional: ``(_8,_64):(_64,_1)``, ``_-1``.
 
@@ -445,8 +459,11 @@ def parse_tiler(text: str):
 
 
 def _kind(obj) -> str:
+    from .basis import ScaledBasis
     from .layout import Layout, Underscore
     from .swizzle import ComposedLayout, Swizzle
+    if isinstance(obj, ScaledBasis):
+        return "the basis stride"
     if isinstance(obj, ComposedLayout):
         return "the composed layout"
     if isinstance(obj, Swizzle):

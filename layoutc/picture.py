@@ -25,7 +25,7 @@ import xml.etree.ElementTree as ET
 from xml.sax.saxutils import escape
 
 from .errors import LayoutError
-from .int_tuple import idx2crd, is_int, product
+from .int_tuple import idx2crd, is_int, leaves, product
 from .layout import Layout
 from .swizzle import ComposedLayout
 
@@ -255,7 +255,9 @@ def layout_svg(layout, *, color_by="index", block=None, max_cells=DEFAULT_MAX_CE
             k = color_by(c, v)
             return k if isinstance(k, str) else PALETTE[k % len(PALETTE)]
         if color_by == "index":
-            return PALETTE[(v // block) % len(PALETTE)]
+            # a layout of coordinates (basis strides) is coloured by the sum of the coordinate's entries
+            key = v if type(v) is int else sum(leaves(v))
+            return PALETTE[(key // block) % len(PALETTE)]
         raise LayoutError("layout_svg", (layout,), f"color_by must be 'index' or a callable, not {color_by!r}")
 
     cells = {}
@@ -264,7 +266,7 @@ def layout_svg(layout, *, color_by="index", block=None, max_cells=DEFAULT_MAX_CE
             for j in range(cols_s):
                 c = coord(i, j, p)
                 v = value(c)
-                cells[p, i, j] = (colour(c, v), str(v), None)
+                cells[p, i, j] = (colour(c, v), str(v) if type(v) is int else _notation(v), None)
 
     text = title if title is not None else _notation(layout)
     caps = [n for n in (_cap_note(rows_s, rows, "rows"), _cap_note(cols_s, cols, "columns"),

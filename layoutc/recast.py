@@ -2,11 +2,14 @@
 from __future__ import annotations
 
 from fractions import Fraction
+from math import gcd
 
 from .errors import LayoutError
 from .memo import pure
 from .int_tuple import ceil_div, is_tuple, leaves, signum
-from .layout import Layout
+from .layout import Layout, coalesce, require_integer_strides, size
+from .algebra import right_inverse
+from .tiling import logical_divide
 from .swizzle import ComposedLayout, Swizzle
 
 
@@ -47,6 +50,7 @@ def upcast(layout, n: int):
                               f"Static safe_div requires t % u == 0: offset {layout.offset} is not a multiple of {n}")
         outer = upcast(layout.outer, n)
         return ComposedLayout(outer, layout.offset // n, upcast(layout.inner, n))
+    require_integer_strides("upcast", layout, (layout, n))
     for d in leaves(layout.stride):
         if d != 0 and not (d % n == 0 or n % abs(d) == 0):
             raise LayoutError("upcast", (layout, n),
@@ -77,6 +81,7 @@ def downcast(layout, n: int):
         return _downcast_swizzle(layout, n)
     if isinstance(layout, ComposedLayout):
         return ComposedLayout(downcast(layout.outer, n), layout.offset * n, downcast(layout.inner, n))
+    require_integer_strides("downcast", layout, (layout, n))
     if 1 not in leaves(layout.stride):
         raise LayoutError("downcast", (layout, n), "Downcast requires adjacent elements: no stride is +1")
 
@@ -111,3 +116,28 @@ def recast_layout(layout, old_bits: int, new_bits: int):
     if den == 1:
         return upcast(layout, num)
     return downcast(upcast(layout, num), den)
+
+
+@pure
+def max_alignment(layout) -> int:
+    """CuTe's max_alignment: how many consecutive elements L keeps together at aligned positions, computed as CuTe
+    does: ``gcd(size<0>(P), stride<1>(P))`` for ``P = logical_divide(F, right_inverse(F))``, ``F = coalesce(L)``.
+    ``max_alignment((4,8):(1,4))`` → 32, ``max_alignment((4,8):(1,8))`` → 4, ``max_alignment((8,4):(4,1))`` → 32,
+    ``max_alignment(Sw<3,4,3>)`` → 16 (2^M), ``max_alignment(Sw<3,4,3> o 0 o (8,64):(64,1))`` → 16 (the gcd of the
+    swizzle's, the offset's and the inner layout's); any other ComposedLayout → 1 (CuTe does not attempt it).
+
+    Post: the result divides size(L) (or 2^M); ``upcast(L, result)`` satisfies upcast's divisibility condition.
+    Pre: integer strides.
+    """
+    if isinstance(layout, Swizzle):
+        return 1 << layout.base
+    if isinstance(layout, ComposedLayout):
+        if not isinstance(layout.outer, Swizzle):
+            return 1
+        return gcd(max_alignment(layout.outer), layout.offset, max_alignment(layout.inner))
+    if not isinstance(layout, Layout):
+        raise LayoutError("max_alignment", (layout,), "expected a Layout, a Swizzle or a ComposedLayout")
+    require_integer_strides("max_alignment", layout)
+    flat = coalesce(layout)
+    permuted = logical_divide(flat, right_inverse(flat))
+    return gcd(size(permuted[0]), *leaves(permuted[1].stride))
