@@ -33,7 +33,7 @@ from ..ir.ops import OPS, SMEM_BASE, fp8_encode, round_to, smem_plan
 from ..ir.ops.tma import map_params
 from ..ir.types import FragmentType, GlobalTensorType, ScalarType, SCALARS, TensorMapType
 from . import gmem, mathlib, ptx_table, shared
-from .plans import ReducePlanError, flat, plan_reduce, plan_smem_access
+from .plans import ReducePlanError, ThreadMap, flat, plan_reduce, plan_smem_access, tv_split
 from .specialize import Specialization, kernel_abi
 from .values import BIG_MULTIPLE, F16, F32, GPTR, GView, I1, I8, I16, I32, I64, TensorArg, llvm_type, pack_pair, \
     unpack_pair
@@ -255,6 +255,13 @@ class LoweringContext:
         """
         return emit_layout(self, layout, coord)
 
+    def emit_tv_index(self, tv, thread, value: int):
+        """The i32 tile index ``tv(t, value)`` of thread ``thread`` (an i32) at a constant value index, for a TV
+        layout or a swizzled one (``Sw o offset o TV``: ``Sw(offset + TV0(t) + TV1(value))``, the XOR at run time)."""
+        sw, offset, inner = tv_split(tv)
+        idx = self.b.add(self.emit_layout(inner[0], thread), self.i32(offset + inner[1](value)))
+        return shared.swizzle_address(self, sw, idx)
+
     # -- regions and control flow ----------------------------------------------------------------------------
     def lower_ops(self, ops) -> None:
         for op in ops:
@@ -404,7 +411,19 @@ def _as_int(x):
 
 
 def emit_layout(lx, layout, coord):
-    """See ``LoweringContext.emit_layout``."""
+    """See ``LoweringContext.emit_layout``; a ``plans.ThreadMap`` (a swizzled TV map's thread part) or a swizzled
+    layout ``Sw o offset o L`` is emitted as its stages: ``L``, ``+ offset``, the XOR, then the map's ``then``."""
+    if isinstance(layout, ThreadMap):
+        index = emit_layout(lx, lc.ComposedLayout(layout.swizzle, layout.offset, layout.first), coord)
+        return index if layout.then is None else emit_layout(lx, layout.then, index)
+    if isinstance(layout, lc.ComposedLayout):
+        static = _as_int(coord)
+        if static is not None:
+            return lx.i32(layout(static))
+        index = emit_layout(lx, layout.inner, coord)
+        if layout.offset:
+            index = lx.b.add(index, lx.i32(layout.offset))
+        return shared.swizzle_address(lx, layout.outer, index)
     static = _as_int(coord)
     if static is not None:
         return lx.i32(layout(static))

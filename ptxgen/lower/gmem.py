@@ -59,8 +59,7 @@ class GmemAddresses:
                 offset = term if offset is None else b.add(offset, term)
             self.thread_ptr = b.gep(tensor.ptr, [offset], source_etype=self.mem_t)
         else:  # decode each value's tile index at run time
-            self.tindex = lx.emit_layout(tv[0], thread)
-            self.value_index = [tv[1](v) for v in range(lc.size(tv[1]))]
+            self.thread = thread
             self.cl = [coordinate_layout(view.shape, m) for m in range(self.rank)]
 
     def coords(self, v) -> list:
@@ -69,7 +68,7 @@ class GmemAddresses:
         if plan.coords is not None:
             return [b.add(self.base[m], lx.i32(plan.coords[m].values[v])) if plan.coords[m].values[v] else self.base[m]
                     for m in range(self.rank)]
-        idx = b.add(self.tindex, lx.i32(self.value_index[v]))
+        idx = lx.emit_tv_index(self.tv, self.thread, v)
         return [b.add(view.origin[m], lx.emit_layout(self.cl[m], idx)) for m in range(self.rank)]
 
     def pointer(self, v):

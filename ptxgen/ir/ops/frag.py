@@ -8,7 +8,7 @@ import layoutc as lc
 from ..text import attribute_text
 from ..types import F32, I32, FragmentType
 from . import (
-    NUM_TYPES, OpDef, convert, numpy_dtype, register, round_to, tv_rows, tv_table,
+    NUM_TYPES, OpDef, convert, numpy_dtype, register, round_to, tv_attr, tv_rows, tv_table,
     layout_values, verify_tv,
 )
 from .arith import division_problem
@@ -210,7 +210,7 @@ class Reduce(OpDef):
         v.word(op, "kind", tuple(self.KINDS))
         mode = v.attr(op, "mode", int)
         tile = v.shape_attr(op, "tile")
-        tv = v.attr(op, "tv", lc.Layout)
+        tv = tv_attr(op, v)
         if tile is None or tv is None:
             return
         if lc.rank(tile) != 2:
