@@ -33,7 +33,10 @@ from ..ir.ops import OPS, SMEM_BASE, fp8_encode, round_to, smem_plan
 from ..ir.ops.tma import map_params
 from ..ir.types import FragmentType, GlobalTensorType, ScalarType, SCALARS, TensorMapType
 from . import gmem, mathlib, ptx_table, shared
-from .plans import ReducePlanError, ThreadMap, flat, plan_reduce, plan_smem_access, tv_split
+from .plans import (
+    ReducePlanError, ThreadMap, coordinate_layout, flat, layout_table, mode_sizes, plan_reduce, plan_smem_access,
+    tile_coordinates, tv_split,
+)
 from .specialize import Specialization, kernel_abi
 from .values import BIG_MULTIPLE, F16, F32, GPTR, GView, I1, I8, I16, I32, I64, TensorArg, llvm_type, pack_pair, \
     unpack_pair
@@ -254,6 +257,25 @@ class LoweringContext:
         redundant (LLVM folds it from the range metadata). Pre: coord ≥ 0.
         """
         return emit_layout(self, layout, coord)
+
+    def frag_coords(self, thread, tv, tile) -> list:
+        """frag.coords: per tile mode, the i32 coordinate of each of the thread's values. From
+        ``plans.tile_coordinates``: the thread part emitted once plus a constant per value, and only constants where
+        no thread moves the mode (``tv = ((4,8),(2,4)):((16,1),(64,8))`` over (8, 64): the row is t%8's, the column
+        t//8·16 + constants); when the map does not split so, each value's tile index is decoded at run time."""
+        coords = tile_coordinates(tv, tile)
+        if coords is not None:
+            out = []
+            for mode in coords:
+                table = layout_table(mode.thread)
+                if np.all(table == table[0]):   # thread-independent: constants
+                    out.append([self.i32(int(table[0]) + c) for c in mode.values])
+                    continue
+                base = self.emit_layout(mode.thread, thread)
+                out.append([self.b.add(base, self.i32(c)) if c else base for c in mode.values])
+            return out
+        index = [self.emit_tv_index(tv, thread, v) for v in range(lc.size(tv[1]))]
+        return [[self.emit_layout(coordinate_layout(tile, m), i) for i in index] for m in range(len(mode_sizes(tile)))]
 
     def emit_tv_index(self, tv, thread, value: int):
         """The i32 tile index ``tv(t, value)`` of thread ``thread`` (an i32) at a constant value index, for a TV
