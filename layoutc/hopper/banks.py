@@ -225,7 +225,7 @@ def vector_groups(offsets, max_elements: int) -> tuple:
     ``k = 1`` (every value alone) when none does, or when two values share an element.
 
     ``vector_groups([[0, 1, 2, 3], [4, 5, 6, 7]], 4)`` → ``(4, ((0, 1, 2, 3),))``;
-    ``vector_groups([[1, 0, 3, 2]], 4)`` → ``(2, ((1, 0), (3, 2)))`` (vectors need not follow the value order).
+    ``vector_groups([[1, 0, 5, 4]], 4)`` → ``(2, ((1, 0), (3, 2)))`` (vectors need not follow the value order).
     Post: every group of the result is one aligned k-element run in every thread.
     """
     values = len(offsets[0]) if offsets else 0
@@ -257,7 +257,8 @@ def lowering_access(tv_layout, smem_layout, dtype, base: int = 0) -> tuple:
     smem layout (``vector_groups`` of every thread's element offsets, at most min(16 bytes, the swizzle's chunk, the
     base's alignment)) — what ``bank_conflicts`` counts by default, so the analysis and the PTX agree.
 
-    ``lowering_access(((8,32),8):((512,1),32)... )``-style: a thread's 8 bf16 values along a 128-byte row → (16, ...).
+    ``lowering_access(((8,4),(2,4)):((1,64),(32,8)), (8,64):(64,1), 'bf16')`` → ``(16, ((0, 2, 4, 6, 1, 3, 5, 7),))``
+    (a thread's 8 columns of one row, two runs interleaved in value order: one 16-byte vector).
     Post: ``access_bytes == k·esize`` for the k of ``vector_groups``; sub-byte element types give (None, None).
     """
     bits = _dtype(dtype).bits
