@@ -174,8 +174,8 @@ def kernel(config: TransposeConfig):
 
 
 def transpose(x, out=None, *, config: TransposeConfig | None = None):
-    """``x.T`` as a new contiguous (N, M) array (or into ``out``): a torch CUDA tensor runs on the GPU (current
-    stream), a numpy array (``ml_dtypes.bfloat16`` for bf16) in the CPU interpreter. The configuration defaults to
+    """``x.T`` as a new contiguous (N, M) array (or into ``out``, row-major): a torch CUDA tensor runs on the GPU
+    (torch's current stream), a numpy array (``ml_dtypes.bfloat16`` for bf16) in the CPU interpreter. The configuration defaults to
     ``TransposeConfig(x's dtype)``. Raises TypeError for another dtype, ValueError for a rank other than 2 or an
     ``out`` of the wrong shape."""
     import numpy as np
@@ -202,6 +202,17 @@ def transpose(x, out=None, *, config: TransposeConfig | None = None):
         from ptxgen.interp import interpret
         interpret(kernel(config), {"x": np.ascontiguousarray(x), "out": out})
         return out
-    from ptxgen.runtime import jit
-    jit(kernel(config))(x=x, out=out)
+    import torch
+    jit_kernel(config)(x=x, out=out, stream=torch.cuda.current_stream().cuda_stream)
     return out
+
+
+_JITTED: dict = {}
+
+
+def jit_kernel(config: TransposeConfig):
+    """The launchable kernel of ``config`` (``ptxgen.runtime.jit`` of ``kernel(config)``), made once per process."""
+    if config not in _JITTED:
+        from ptxgen.runtime import jit
+        _JITTED[config] = jit(kernel(config))
+    return _JITTED[config]
