@@ -246,17 +246,18 @@ def tv_parts(tv) -> tuple:
 
 
 def tv_attr(op, v, name: str = "tv"):
-    """The op's TV attribute, which must be a layout or a swizzled one (``is_tv``); reported and None otherwise
-    (``attribute 'tv' must be a layout (threads, values) or Sw<B,M,S> o offset o layout, not 4``)."""
-    if name not in op.attrs:
-        v.error(op, f"missing attribute '{name}'")
-        return None
-    value = op.attrs[name]
-    if not is_tv(value):
+    """The op's TV attribute, which must be a layout or a swizzled one (``is_tv``); reported and None otherwise:
+    a non-layout as by ``v.attr`` (``attribute 'tv' must be a layout like [(4,2):(2,1)], not (4, 2)``), a composed
+    layout whose outer function is no swizzle as ``attribute 'tv' must be a layout (threads, values) or Sw<B,M,S> o
+    offset o layout, not [(4,8):(8,1) o 0 o (32,4):(4,1)]``."""
+    value = op.attrs.get(name)
+    if isinstance(value, lc.ComposedLayout) and not is_tv(value):
         v.error(op, f"attribute '{name}' must be a layout (threads, values) or Sw<B,M,S> o offset o layout, not "
                     f"{attribute_text(value)}")
         return None
-    return value
+    if isinstance(value, lc.ComposedLayout):
+        return value
+    return v.attr(op, name, lc.Layout)
 
 
 MAX_TV_THREADS = 1024  # a TV layout's thread mode: at most the threads of a CTA
