@@ -65,7 +65,8 @@ def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shapes", default="8192x8192,16384x16384,8191x12289")
     ap.add_argument("--dtypes", default="bf16,f32")
-    ap.add_argument("--threads", default="256,128", help="TransposeConfig.threads variants to time")
+    ap.add_argument("--variants", default="256/2,128/2,256/1",
+                    help="TransposeConfig threads/pair variants to time (those invalid for a dtype are skipped)")
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
@@ -75,8 +76,14 @@ def main(argv=None) -> dict:
     print(f"{'dtype':<6}{'shape':>13}{'kernel':>22}{'sep ms':>9}{'sep GB/s':>10}{'of copy':>9}{'int ms':>9}"
           f"{'int GB/s':>10}{'of copy':>9}{'vs torch':>9}")
     for dtype in args.dtypes.split(","):
-        for threads in (int(t) for t in args.threads.split(",")):
-            config = TransposeConfig(dtype, threads).validate()
+        configs = []
+        for variant in args.variants.split(","):
+            threads, pair = (int(x) for x in variant.split("/"))
+            try:
+                configs.append(TransposeConfig(dtype, threads, pair).validate())
+            except ValueError:
+                continue
+        for config in configs:
             reports = bank_reports(config)
             ways = max(r.ways for rs in reports.values() for r in rs)
             if ways != 1:
@@ -90,11 +97,11 @@ def main(argv=None) -> dict:
             torch_out = {}
             candidates["torch x.t().contiguous()"] = lambda: torch_out.__setitem__("y", x.t().contiguous())
             outs = {}
-            for threads in (int(t) for t in args.threads.split(",")):
+            for config in configs:
                 out = torch.full((n, m), -7.0, device="cuda", dtype=x.dtype)
-                site = jit_kernel(TransposeConfig(dtype, threads)).prepare(x=x, out=out)
-                outs[threads] = out
-                candidates[f"ptxgen t{threads}"] = site
+                label = f"ptxgen t{config.threads}/p{config.pair}"
+                outs[label] = out
+                candidates[label] = jit_kernel(config).prepare(x=x, out=out)
             # results first
             for fn in candidates.values():
                 fn()
@@ -104,10 +111,10 @@ def main(argv=None) -> dict:
                 raise SystemExit(f"{dtype} {shape}: the copy differs from its input")
             if not torch.equal(torch_out["y"], want):
                 raise SystemExit(f"{dtype} {shape}: torch's transpose differs from x.t()")
-            for threads, out in outs.items():
+            for label, out in outs.items():
                 if not torch.equal(out, want):
                     bad = (out != want).nonzero()[:3].tolist()
-                    raise SystemExit(f"{dtype} {shape}: ptxgen t{threads} differs from x.t() at {bad}")
+                    raise SystemExit(f"{dtype} {shape}: {label} differs from x.t() at {bad}")
             sep = {name: separate(torch, fn, args.runs) for name, fn in candidates.items()}
             inter = interleaved(torch, candidates, args.runs)
             for name in candidates:

@@ -27,7 +27,7 @@ Example (post-condition: ``out == x.T`` exactly)::
     >>> from ptxgen.interp import interpret
     >>> x = np.arange(70 * 45, dtype=np.float32).reshape(70, 45)
     >>> out = np.zeros((45, 70), np.float32)
-    >>> interpret(build(TransposeConfig("f32")), {"x": x, "out": out})
+    >>> interpret(build(TransposeConfig.default("f32")), {"x": x, "out": out})
     >>> bool(np.array_equal(out, x.T))
     True
 """
@@ -47,11 +47,20 @@ CHUNKS = 8          # 16-byte chunks of a 128-byte row: the XOR's 3 bits
 
 @dataclass(frozen=True)
 class TransposeConfig:
-    """``dtype`` (f32, bf16, f16); ``threads`` per CTA (a multiple of 32 dividing the tile's vectors, at most 8 warps).
-    ``validate()`` names the field that breaks a rule."""
+    """``dtype`` (f32, bf16, f16); ``threads`` per CTA (a multiple of 32 dividing the tile's vectors, at most 8 warps);
+    ``pair``: rows per thread's value block (1 or 2; ``tile_tv``): with 2 the transposed smem read takes two elements
+    per access. ``validate()`` names the field that breaks a rule."""
 
     dtype: str = "bf16"
     threads: int = 256
+    pair: int = 2
+
+    @staticmethod
+    def default(dtype: str) -> "TransposeConfig":
+        """The configuration ``transpose`` uses: 8 warps for 16-bit types (64 x 64 tiles: 2 vectors per thread), 4 for
+        f32 (32 x 32 tiles), each thread a (2, V) block. ``TransposeConfig.default("f32")`` →
+        ``TransposeConfig(dtype='f32', threads=128, pair=2)``."""
+        return TransposeConfig(dtype, 128 if dtype == "f32" else 256, 2)
 
     @property
     def vector(self) -> int:
@@ -66,33 +75,40 @@ class TransposeConfig:
     def validate(self) -> "TransposeConfig":
         if self.dtype not in ELEMENT_BYTES:
             raise ValueError(f"TransposeConfig.dtype must be one of {', '.join(ELEMENT_BYTES)}, not {self.dtype!r}")
+        if self.pair not in (1, 2):
+            raise ValueError(f"TransposeConfig.pair must be 1 or 2, not {self.pair!r}")
         bm, bn = self.tile
         vectors = bm * bn // self.vector
-        if self.threads % 32 or vectors % self.threads or self.threads > vectors or self.threads > 32 * 8:
-            raise ValueError(f"TransposeConfig.threads = {self.threads} must be a multiple of 32 dividing the "
-                             f"{vectors} 16-byte vectors of a {bm} x {bn} tile, at most 256 (8 warps)")
+        if (self.threads % 32 or vectors % (self.threads * self.pair) or self.threads > vectors
+                or self.threads > 32 * 8):
+            raise ValueError(f"TransposeConfig.threads = {self.threads} must be a multiple of 32, at most 256 (8 warps), "
+                             f"whose product with pair = {self.pair} divides the {vectors} 16-byte vectors of a "
+                             f"{bm} x {bn} tile")
         return self
 
 
-def tile_tv(rows: int, cols: int, vector: int, threads: int):
+def tile_tv(rows: int, cols: int, vector: int, threads: int, pair: int = 1):
     """The TV layout of a (rows, cols) tile (cols = 8·vector) over ``threads`` threads, each holding 16-byte vectors
-    of ``vector`` consecutive columns: ``make_layout_tv`` of one warp — 4 rows × 8 threads, a (1, vector) value block
-    each, so a warp covers 4 whole 128-byte row segments per value — placed in the tile, then ``passes`` (the value
-    mode's outer part) of 4 rows each inside a warp's band of 4·passes rows, the warps stacked below each other.
+    of ``vector`` consecutive columns on ``pair`` consecutive rows: ``make_layout_tv`` of one warp — 4·pair rows × 8
+    threads, a (pair, vector) value block each, so a warp covers 4 whole 128-byte row segments per value — placed in
+    the tile, then ``passes`` (the value mode's outer part) of 4·pair rows each inside a warp's band, the warps stacked
+    below each other.
 
-    Row bits 2 … of a value come from the pass, and the bits above them (those the swizzles XOR: ``in_swizzle``,
-    ``out_swizzle``) from the warp, so each swizzled map is a thread part plus a constant per value (one address per
-    thread, vectors kept).
-    ``tile_tv(64, 64, 8, 256)`` = ``((8,4,8),(8,2)):((256,1,8),(64,4))``: thread t, value (i, p) → row
-    (t//8)%4 + 4p + 8·(t//32), column 8·(t%8) + i. Post: a bijection of threads × (vector·passes) onto the tile
+    The row bits the swizzles XOR (``in_swizzle``, ``out_swizzle``: bits 3-5 of the row for 16-bit types, 2-4 for f32)
+    come from the thread when there is one pass, so each swizzled map is a thread part plus a constant per value (one
+    address per thread); with more passes the smem accesses compute their addresses per vector (still vectors).
+    With ``pair = 2`` the transposed read takes the two rows' elements of a column as one 2-element vector.
+    ``tile_tv(64, 64, 8, 256)`` = ``(((8,4),8),(8,2)):(((512,1),8),(64,4))``: thread t, value (i, p) → row
+    (t//8)%4 + 4p + 8·(t//32), column 8·(t%8) + i; ``tile_tv(64, 64, 8, 256, 2)`` =
+    ``(((8,4),8),(2,8)):(((512,2),8),(1,64))``. Post: a bijection of threads × (pair·vector·passes) onto the tile
     (column-major index)."""
     warps = threads // 32
     tiler, warp_tv = lc.make_layout_tv(lc.Layout((4, cols // vector), (cols // vector, 1)),
-                                       lc.Layout((1, vector), (1, 1)))
+                                       lc.Layout((pair, vector), (1, pair)))
     passes = rows // (tiler[0] * warps)
     in_tile = lc.composition(lc.Layout(tiler, (1, rows)), warp_tv)   # the warp tiler's indices in the whole tile
-    return lc.make_layout(lc.make_layout(in_tile[0], lc.Layout(warps, tiler[0] * passes)),
-                          lc.make_layout(in_tile[1], lc.Layout(passes, tiler[0])))
+    values = in_tile[1] if passes == 1 else lc.make_layout(in_tile[1], lc.Layout(passes, tiler[0]))
+    return lc.make_layout(lc.make_layout(in_tile[0], lc.Layout(warps, tiler[0] * passes)), values)
 
 
 def in_swizzle(rows: int, cols: int, vector: int):
@@ -115,8 +131,8 @@ def layouts(config: TransposeConfig) -> dict:
     store), ``store`` (out tile), ``smem`` (the x tile in shared memory, row-major) and ``smem_t`` (its transpose)."""
     bm, bn = config.tile
     v = config.vector
-    load = tile_tv(bm, bn, v, config.threads)
-    store = tile_tv(bn, bm, v, config.threads)
+    load = tile_tv(bm, bn, v, config.threads, config.pair)
+    store = tile_tv(bn, bm, v, config.threads, config.pair)
     tile = lc.Layout((bm, bn), (bn, 1))
     return {"load": load, "store": store, "smem": tile, "smem_t": lc.Layout((bn, bm), (1, bn)),
             "store_smem": lc.ComposedLayout(in_swizzle(bm, bn, v), 0, load),
@@ -176,7 +192,7 @@ def kernel(config: TransposeConfig):
 def transpose(x, out=None, *, config: TransposeConfig | None = None):
     """``x.T`` as a new contiguous (N, M) array (or into ``out``, row-major): a torch CUDA tensor runs on the GPU
     (torch's current stream), a numpy array (``ml_dtypes.bfloat16`` for bf16) in the CPU interpreter. The configuration defaults to
-    ``TransposeConfig(x's dtype)``. Raises TypeError for another dtype, ValueError for a rank other than 2 or an
+    ``TransposeConfig.default(x's dtype)``. Raises TypeError for another dtype, ValueError for a rank other than 2 or an
     ``out`` of the wrong shape."""
     import numpy as np
 
@@ -191,7 +207,7 @@ def transpose(x, out=None, *, config: TransposeConfig | None = None):
     if len(x.shape) != 2:
         raise ValueError(f"transpose: x has rank {len(x.shape)} (shape {tuple(x.shape)}); the kernel takes a matrix")
     m, n = (int(s) for s in x.shape)
-    config = config or TransposeConfig(dtype)
+    config = config or TransposeConfig.default(dtype)
     if out is None:
         out = np.empty((n, m), x.dtype) if isinstance(x, np.ndarray) else x.new_empty((n, m))
     if tuple(out.shape) != (n, m):

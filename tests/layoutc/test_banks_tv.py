@@ -71,12 +71,13 @@ def _lowering_plan(tv, view, dtype_bytes):
 def test_the_transpose_lowering_and_analysis_agree(dtype):
     from ptxgen.kernels.transpose import TransposeConfig, bank_reports, layouts
 
-    config = TransposeConfig(dtype)
+    config = TransposeConfig.default(dtype)
     ls = layouts(config)
     esize = 4 if dtype == "f32" else 2
     for tv, view, name in ((ls["store_smem"], ls["smem"], "store"), (ls["load_smem"], ls["smem_t"], "load")):
         plan = _lowering_plan(tv, view, esize)
         assert lowering_access(tv, view, dtype) == (plan.width * esize, plan.groups)
+        assert plan.thread is not None       # a thread part plus constants: one address per thread
         for report in bank_reports(config)[name]:
             assert report.access_bytes == plan.width * esize and report.ways == 1
 

@@ -23,9 +23,10 @@ NUMPY = {"f32": np.float32, "bf16": ml_dtypes.bfloat16, "f16": np.float16}
 
 def test_layouts_come_from_make_layout_tv_and_a_swizzle():
     assert str(tile_tv(64, 64, 8, 256)) == "(((8,4),8),(8,2)):(((512,1),8),(64,4))"
+    assert str(tile_tv(64, 64, 8, 256, 2)) == "(((8,4),8),(2,8)):(((512,2),8),(1,64))"
     assert str(in_swizzle(64, 64, 8)) == "Sw<3,3,-6>" and str(out_swizzle(64, 64, 8)) == "Sw<3,3,6>"
     ls = layouts(TransposeConfig("bf16"))
-    assert str(ls["store_smem"]) == "Sw<3,3,-6> o 0 o (((8,4),8),(8,2)):(((512,1),8),(64,4))"
+    assert str(ls["store_smem"]) == "Sw<3,3,-6> o 0 o (((8,4),8),(2,8)):(((512,2),8),(1,64))"
     for tv in (ls["load"], ls["store"]):     # a bijection onto the (64, 64) tile
         values = sorted(tv(i) for i in range(lc.size(tv)))
         assert values == list(range(64 * 64))
@@ -39,15 +40,18 @@ def test_layouts_come_from_make_layout_tv_and_a_swizzle():
             assert (si % 64, si // 64) == (so // 64, so % 64)
 
 
-@pytest.mark.parametrize("dtype", ["bf16", "f16", "f32"])
-@pytest.mark.parametrize("threads", [256, 128])
-def test_zero_bank_conflicts(dtype, threads):
-    """layoutc's report for every warp: the smem store as 16-byte vectors, the smem load as one element per lane,
-    1-way each (no replays)."""
-    reports = bank_reports(TransposeConfig(dtype, threads))
-    esize = 4 if dtype == "f32" else 2
+CONFIGS = [TransposeConfig(dtype, threads, pair) for dtype in ("bf16", "f16", "f32") for threads in (256, 128)
+           for pair in (1, 2) if (dtype, threads, pair) != ("f32", 256, 2)]
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=str)
+def test_zero_bank_conflicts(config):
+    """layoutc's report for every warp: the smem store as 16-byte vectors, the smem load as ``pair`` elements per
+    lane (the two rows of a column), 1-way each (no replays)."""
+    reports = bank_reports(config.validate())
+    esize = 4 if config.dtype == "f32" else 2
     assert {(r.access_bytes, r.ways, r.replays) for r in reports["store"]} == {(16, 1, 0)}
-    assert {(r.access_bytes, r.ways, r.replays) for r in reports["load"]} == {(esize, 1, 0)}
+    assert {(r.access_bytes, r.ways, r.replays) for r in reports["load"]} == {(esize * config.pair, 1, 0)}
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "f16", "f32"])
@@ -60,30 +64,31 @@ def test_interpreter_matches_numpy(dtype, m, n):
 
 
 def test_verified_and_into_out():
-    module = build(TransposeConfig("f32", 128))
+    config = TransposeConfig("f32", 256, 1)
+    module = build(config)
     verify(module)
     x = np.arange(40 * 50, dtype=np.float32).reshape(40, 50)
     out = np.full((50, 40), -1, np.float32)
-    assert transpose(x, out, config=TransposeConfig("f32", 128)) is out
+    assert transpose(x, out, config=config) is out
     assert np.array_equal(out, x.T)
 
 
-@pytest.mark.parametrize("dtype, threads, shared_loads", [("bf16", 256, "ld.shared.b16"), ("f32", 256, "ld.shared.b32"),
-                                                          ("f16", 128, "ld.shared.b16")])
-def test_ptx_accesses(dtype, threads, shared_loads):
+@pytest.mark.parametrize("config, shared_loads", [
+    (TransposeConfig.default("bf16"), "ld.shared.v2.b16"), (TransposeConfig.default("f32"), "ld.shared.v2.b32"),
+    (TransposeConfig("f16", 128, 1), "ld.shared.b16"), (TransposeConfig("f32", 256, 1), "ld.shared.b32")], ids=str)
+def test_ptx_accesses(config, shared_loads):
     """Per thread: 16-byte global loads and stores and shared stores (one per vector), and one shared load per
-    element — the widths layoutc's bank report counts."""
-    config = TransposeConfig(dtype, threads)
+    ``pair`` elements (the two rows of a column) — the widths and counts layoutc's bank report has."""
     spec = Specialization.of(x=TensorSpec(1, True, 16), out=TensorSpec(1, True, 16))
     ptx = compile_kernel(build(config).kernels[0], spec).ptx
-    vectors = 64 * 64 // 8 // threads if dtype != "f32" else 32 * 32 // 4 // threads
-    elements = vectors * config.vector
+    bm, bn = config.tile
+    vectors = bm * bn // config.vector // config.threads
+    loads = vectors * config.vector // config.pair
     assert Counter(re.findall(r"(?:ld|st)\.(?:global|shared)\S*", ptx)) == Counter({
-        "ld.global.v4.b32": vectors, "st.shared.v4.b32": vectors, shared_loads: elements,
-        "st.global.v4.b32": vectors})
+        "ld.global.v4.b32": vectors, "st.shared.v4.b32": vectors, shared_loads: loads, "st.global.v4.b32": vectors})
     reports = bank_reports(config)
     assert reports["store"][0].access_bytes == 16 and len(reports["store"][0].per_access) == vectors
-    assert len(reports["load"][0].per_access) == elements
+    assert len(reports["load"][0].per_access) == loads
 
 
 def test_bad_arguments():
@@ -93,8 +98,12 @@ def test_bad_arguments():
         transpose(np.zeros(4, np.float32))
     with pytest.raises(ValueError, match=r"transpose: out has shape \(4, 4\), but x.T has shape \(5, 4\)"):
         transpose(np.zeros((4, 5), np.float32), np.zeros((4, 4), np.float32))
-    with pytest.raises(ValueError, match="TransposeConfig.threads = 96 must be a multiple of 32 dividing"):
+    with pytest.raises(ValueError, match="TransposeConfig.threads = 96 must be a multiple of 32, at most 256"):
         TransposeConfig("bf16", 96).validate()
+    with pytest.raises(ValueError, match="whose product with pair = 2 divides the 256 16-byte vectors of a 32 x 32"):
+        TransposeConfig("f32", 256, 2).validate()
+    with pytest.raises(ValueError, match="TransposeConfig.pair must be 1 or 2, not 4"):
+        TransposeConfig("bf16", 256, 4).validate()
     with pytest.raises(ValueError, match="TransposeConfig.dtype must be one of f32, bf16, f16, not 'e4m3'"):
         TransposeConfig("e4m3").validate()
     assert transpose(np.zeros((0, 3), np.float32)).shape == (3, 0)
