@@ -229,3 +229,38 @@ def test_frag_reduce_with_a_swizzled_map_on_the_gpu():
     torch.cuda.synchronize()
     got = x.cpu().numpy()
     assert np.linalg.norm(got - want) / np.linalg.norm(want) < 1e-6
+
+
+STMATRIX = """
+kernel @st(%x: gtensor<bf16, 2>, %y: gtensor<bf16, 2>) {grid = (1, 1, 1), block = (128, 1, 1)} {
+  %s = smem.alloc {align = 1024} : smem<bf16>[Sw<3,4,3> o 0 o (64,64):(64,1)]
+  %t = gpu.thread_id {dim = x} : i32
+  %c0 = arith.const {value = 0} : i32
+  %gx = gmem.tile %x, %c0, %c0 {shape = [(64,64)]} : gview<bf16>[(64,64)]
+  %gy = gmem.tile %y, %c0, %c0 {shape = [(64,64)]} : gview<bf16>[(64,64)]
+  %f = gmem.load %gx, %t {tv = [TV]} : frag<bf16>[32]
+  smem.stmatrix %s, %t, %f {tv = [TV], num = 4, trans = false}
+  barrier.cta
+  %g = smem.load %s, %t {tv = [(128,32):(32,1)]} : frag<bf16>[32]
+  gmem.store %gy, %t, %g {tv = [(128,32):(32,1)]}
+}
+"""
+
+
+def test_stmatrix_takes_a_swizzled_map():
+    """The wgmma accumulator's TV with its rows XOR-permuted inside each 64 (Sw<3,0,3> on the (64, 64) tile's index:
+    row bits 0-2 ^= row bits 3-5): every stmatrix row is still 16 contiguous bytes, so it verifies, stores what
+    smem.store would, and lowers to 4 stmatrix.x4 per thread."""
+    from layoutc.hopper import accumulator_tv
+
+    tv = "Sw<3,0,3> o 0 o " + lc.to_str(accumulator_tv(64))
+    module = parse_module(STMATRIX.replace("TV", tv), file="st.tile")
+    verify(module)
+    import ml_dtypes
+    x = np.random.default_rng(3).standard_normal((64, 64)).astype(ml_dtypes.bfloat16)
+    y = np.zeros_like(x)
+    interpret(module, {"x": x, "y": y})
+    assert np.array_equal(x, y)
+    spec = Specialization.of(x=TensorSpec(1, True, 16), y=TensorSpec(1, True, 16))
+    ptx = compile_kernel(module.kernels[0], spec).ptx
+    assert len(re.findall(r"stmatrix\.sync\.aligned\.m8n8\.x4\.shared\.b16", ptx)) == 4
