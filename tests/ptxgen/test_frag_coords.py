@@ -64,16 +64,19 @@ def coords_kernel(tv: str, m: int, n: int, block: int):
     ("((4,8),4):((32,1),8)", 8, 16, 32),            # make_layout_tv((8,4):(4,1), (1,4)): 16-byte vectors
     ("Sw<3,3,6> o 0 o (((8,4),8),(8,2)):(((512,1),8),(64,4))", 64, 64, 256),   # the transpose's swizzled read
     ("(32,(2,2)):(1,(32,64))", 64, 2, 32),                        # columns from the values only
+    ("Sw<2,0,5> o 0 o ((4,8),(4,4)):((128,1),(32,8))", 32, 16, 32),  # no thread part + constants: decoded per value
 ])
 def test_coords_are_each_values_tile_coordinate(tv, m, n, block):
     """Written through the same TV layout, the row fragment fills the tile with its row indices and the column
-    fragment with its column indices: every (thread, value) names the element it holds."""
+    fragment with its column indices: every (thread, value) names the element it holds. The kernel lowers (and
+    assembles) too."""
     module = coords_kernel(tv, m, n, block)
     verify(module)
     r, c = np.full((m, n), -1, np.int32), np.full((m, n), -1, np.int32)
     interpret(module, {"r": r, "c": c})
     rows, cols = np.indices((m, n))
     assert np.array_equal(r, rows) and np.array_equal(c, cols)
+    _compiled_ir(coords_text(tv, m, n, block))
 
 
 def test_coords_agree_with_the_tv_table():
@@ -183,16 +186,20 @@ def test_mask_on_the_gpu_matches_the_interpreter(n):
 
 
 @pytest.mark.gpu
-def test_coords_on_the_gpu():
+@pytest.mark.parametrize("tv, m, n, block", [
+    ("Sw<3,3,6> o 0 o (((8,4),8),(8,2)):(((512,1),8),(64,4))", 64, 64, 256),
+    ("Sw<2,0,5> o 0 o ((4,8),(4,4)):((128,1),(32,8))", 32, 16, 32),
+    (TV, 8, 64, 32),
+])
+def test_coords_on_the_gpu(tv, m, n, block):
     import torch
 
     from ptxgen.runtime import jit
 
-    tv = "Sw<3,3,6> o 0 o (((8,4),8),(8,2)):(((512,1),8),(64,4))"
-    module = coords_kernel(tv, 64, 64, 256)
-    r = torch.full((64, 64), -1, device="cuda", dtype=torch.int32)
-    c = torch.full((64, 64), -1, device="cuda", dtype=torch.int32)
+    module = coords_kernel(tv, m, n, block)
+    r = torch.full((m, n), -1, device="cuda", dtype=torch.int32)
+    c = torch.full((m, n), -1, device="cuda", dtype=torch.int32)
     jit(module)(r=r, c=c)
     torch.cuda.synchronize()
-    rows, cols = np.indices((64, 64))
+    rows, cols = np.indices((m, n))
     assert np.array_equal(r.cpu().numpy(), rows) and np.array_equal(c.cpu().numpy(), cols)
