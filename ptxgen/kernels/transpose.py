@@ -128,7 +128,10 @@ def out_swizzle(rows: int, cols: int, vector: int):
 
 def layouts(config: TransposeConfig) -> dict:
     """The kernel's layouts: ``load`` (x tile), ``store_smem`` (Sw_in o 0 o load), ``load_smem`` (Sw_out o 0 o
-    store), ``store`` (out tile), ``smem`` (the x tile in shared memory, row-major) and ``smem_t`` (its transpose)."""
+    store), ``store`` (out tile), ``smem`` (the x tile in shared memory, row-major) and ``smem_t`` (its transpose).
+    For ``TransposeConfig("bf16")``: ``smem`` = ``(64,64):(64,1)``, ``smem_t`` = ``(64,64):(1,64)``, ``load_smem`` =
+    ``Sw<3,3,6> o 0 o (((8,4),8),(2,8)):(((512,2),8),(1,64))``. Post: ``load`` and ``store`` are bijections onto
+    their tiles, and ``store_smem``, ``load_smem`` name the same smem element for x's (r, c) and out's (c, r)."""
     bm, bn = config.tile
     v = config.vector
     load = tile_tv(bm, bn, v, config.threads, config.pair)
@@ -183,7 +186,8 @@ _BUILT: dict = {}
 
 
 def kernel(config: TransposeConfig):
-    """``build(config)``, built once per process."""
+    """``build(config)``, built once per process (``kernel(TransposeConfig())`` is the bf16 module). Post: the same
+    Module for equal configurations."""
     if config not in _BUILT:
         _BUILT[config] = build(config)
     return _BUILT[config]

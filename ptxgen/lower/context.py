@@ -279,7 +279,9 @@ class LoweringContext:
 
     def emit_tv_index(self, tv, thread, value: int):
         """The i32 tile index ``tv(t, value)`` of thread ``thread`` (an i32) at a constant value index, for a TV
-        layout or a swizzled one (``Sw o offset o TV``: ``Sw(offset + TV0(t) + TV1(value))``, the XOR at run time)."""
+        layout or a swizzled one (``Sw o offset o TV``: ``Sw(offset + TV0(t) + TV1(value))``, the XOR at run time):
+        ``Sw<2,0,5> o 0 o ((4,8),(4,4)):((128,1),(32,8))`` at value 5 → ``x ^ ((x & 3) << 5)`` with
+        ``x = 128·(t%4) + t/4 + 40``. Post: equals ``tv((t, value))`` for every thread of the TV layout."""
         sw, offset, inner = tv_split(tv)
         idx = self.b.add(self.emit_layout(inner[0], thread), self.i32(offset + inner[1](value)))
         return shared.swizzle_address(self, sw, idx)

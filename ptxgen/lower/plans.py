@@ -70,7 +70,8 @@ class ThreadMap:
 
 def tv_index_table(tv) -> np.ndarray:
     """(threads, values) array of the tile index ``tv(t, v)`` of a TV layout or a swizzled one
-    (``Sw o offset o TV``: the swizzle of ``offset + TV(t, v)``)."""
+    (``Sw o offset o TV``: the swizzle of ``offset + TV(t, v)``). ``Sw<1,0,-2> o 0 o (2,2):(1,2)`` → [[0, 2], [5, 7]]
+    (thread 1's index 1 and 3 get bit 2 from their bit 0). Post: shape (size(TV[0]), size(TV[1]))."""
     sw, offset, inner = tv_split(tv)
     index = layout_table(inner[0])[:, None] + layout_table(inner[1])[None, :]
     return index if sw is None else sw(offset + index)

@@ -236,7 +236,8 @@ class Cmp(OpDef):
 
 def compare(lx, pred: str, x, y, t):
     """The i1 ``x pred y`` of two LLVM values of scalar type ``t`` (arith.cmp's meaning; frag.cmp per value): floats
-    ordered except ``ne`` (NaN != anything, as numpy), signed or unsigned integers by the type."""
+    ordered except ``ne`` (NaN != anything, as numpy), signed or unsigned integers by the type; fp8 compared as f32.
+    ``compare(lx, "lt", a, b, I32)`` → ``icmp slt`` (PTX ``setp.lt.s32``). Post: an LLVM i1."""
     symbol = Cmp.SYMBOLS[pred]
     if t.is_float and t.bits == 8:  # fp8 is a storage type in LLVM (i8): compare as f32, exactly
         x, y = (lx.convert(value, t, F32) for value in (x, y))
