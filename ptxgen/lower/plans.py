@@ -149,7 +149,7 @@ def tile_coordinates(tv, tile_shape):
 class AccessPlan:
     """How one thread's values are accessed: ``groups`` of value indices (lane order), each a vector of ``width``
     consecutive elements along the contiguous mode (``width == 1``: scalar accesses). ``coords`` as in
-    ``tile_coordinates`` (None: decode the tile index at run time)."""
+    ``tile_coordinates`` (None: decode the tile index at run time, of each group's first value)."""
 
     coords: tuple | None
     groups: tuple
@@ -166,7 +166,12 @@ def plan_access(tv, tile_shape, contiguous, max_width: int) -> AccessPlan:
     nv = lc.size(tv[1])
     coords = tile_coordinates(tv, tile_shape)
     singles = AccessPlan(coords, tuple((v,) for v in range(nv)), 1)
-    if coords is None or contiguous is None or max_width <= 1:
+    if contiguous is None or max_width <= 1:
+        return singles
+    if coords is None:
+        if isinstance(tv, lc.ComposedLayout):   # a swizzled map that does not split: vectors from its table
+            width, groups = _table_vectors(tv, tile_shape, contiguous, max_width)
+            return AccessPlan(None, groups, width)
         return singles
     c = contiguous
     others = [m for m in range(len(coords)) if m != c]
@@ -201,6 +206,27 @@ def plan_access(tv, tile_shape, contiguous, max_width: int) -> AccessPlan:
                 return AccessPlan(coords, tuple(groups), width)
         width //= 2
     return singles
+
+
+def _table_vectors(tv, tile_shape, contiguous: int, max_width: int) -> tuple:
+    """(width, groups) of a TV map whose coordinates are computed per access at run time: ``vector_groups`` of each
+    value's position along the contiguous mode, the other modes' coordinates spaced a row of ``max_width``-rounded
+    length apart (so a run of k never crosses into another row). ``Sw<2,3,-4> o 0 o ((4,8),(4,4)):((128,1),(32,8))``
+    over (32, 16), contiguous mode 1: (4, four groups of 4 columns)."""
+    index = tv_index_table(tv)
+    sizes = mode_sizes(tile_shape)
+    coords, prefix = [], 1
+    for s in sizes:
+        coords.append((index // prefix) % s)
+        prefix *= s
+    row = -(-sizes[contiguous] // max_width) * max_width
+    offset = coords[contiguous].copy()
+    scale = row
+    for m, s in enumerate(sizes):
+        if m != contiguous:
+            offset += scale * coords[m]
+            scale *= s
+    return vector_groups(offset.tolist(), max_width)
 
 
 class ReducePlanError(ValueError):

@@ -144,6 +144,27 @@ def test_a_map_mixing_value_bits_into_thread_bits_still_lowers():
     assert accesses == Counter({"ld.global.b32": 16, "st.global.b32": 16})
 
 
+def test_a_map_that_does_not_split_still_keeps_whole_vectors():
+    """Sw<2,3,-4> XORs the rows' value bits (3-4: the thread's row + 8k) into the column block: the coordinates are
+    no thread part plus constants (each vector's address is computed at run time), but each thread's 4 columns stay
+    one aligned run, so the accesses stay 16-byte vectors."""
+    tv = "Sw<2,3,-4> o 0 o ((4,8),(4,4)):((128,1),(32,8))"
+    assert tile_coordinates(lc.parse(tv), (32, 16)) is None
+    plan = plan_access(lc.parse(tv), (32, 16), 1, 4)
+    assert (plan.width, len(plan.groups)) == (4, 4)
+    module = parse_module(COPY.replace("LOAD", tv).replace("STORE", PLAIN), file="copy.tile")
+    verify(module)
+    x = np.arange(512, dtype=np.float32).reshape(32, 16)
+    y = np.full_like(x, -1)
+    interpret(module, {"x": x, "y": y})
+    want = np.full(512, -1, np.float32)
+    want[table(PLAIN).ravel()] = x.ravel(order="F")[table(tv).ravel()]
+    assert np.array_equal(y.ravel(order="F"), want)
+    spec = Specialization.of(x=TensorSpec(1, True, 16), y=TensorSpec(1, True, 16))
+    accesses = Counter(re.findall(r"(?:ld|st)\.global\S*", compile_kernel(module.kernels[0], spec).ptx))
+    assert accesses == Counter({"ld.global.v4.b32": 4, "st.global.v4.b32": 4})
+
+
 REDUCE = """
 kernel @rowsum(%x: gtensor<f32, 2>) {grid = (1, 1, 1), block = (32, 1, 1)} {
   %t = gpu.thread_id {dim = x} : i32
@@ -200,7 +221,8 @@ def test_swizzled_smem_round_trip_on_the_gpu():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("load, store", [(PLAIN, SWIZZLED), ("Sw<2,0,5> o 0 o " + PLAIN, PLAIN)])
+@pytest.mark.parametrize("load, store", [(PLAIN, SWIZZLED), ("Sw<2,0,5> o 0 o " + PLAIN, PLAIN),
+                                         ("Sw<2,3,-4> o 0 o " + PLAIN, SWIZZLED)])
 def test_swizzled_copy_on_the_gpu_matches_the_interpreter(load, store):
     import torch
 
