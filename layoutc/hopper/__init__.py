@@ -21,8 +21,8 @@ from .fragments import (
     tv_coord, tv_coords, tv_owners, tv_table, wgmma_n_values,
 )
 from .banks import (
-    BankReport, bank_conflicts, bank_conflicts_addresses, ldmatrix_access, max_vector_bytes, stmatrix_access,
-    thread_addresses,
+    BankReport, bank_conflicts, bank_conflicts_addresses, ldmatrix_access, lowering_access, max_vector_bytes,
+    stmatrix_access, swizzle_chunk_bytes, thread_addresses, vector_groups,
 )
 from .tma import (
     TmaBox, TmaBoxes, TmaDataType, TmaError, TmaInterleave, TmaL2Promotion, TmaOobFill, TmaParams, TmaSwizzle,

@@ -34,6 +34,7 @@ from ..algebra import composition
 from ..errors import LayoutError
 from ..int_tuple import is_int, product
 from ..layout import Layout
+from ..swizzle import ComposedLayout, Swizzle
 from .dtypes import dtype as _dtype
 from .smem import split_smem_layout
 
@@ -182,14 +183,97 @@ def bank_conflicts_addresses(accesses, access_bytes: int) -> BankReport:
 # -- TV layouts over smem layouts ------------------------------------------------------------------------------
 
 def _tv_modes(tv_layout):
-    """(threads, values) of a TV layout; a rank-1 layout is one value per thread."""
-    if not isinstance(tv_layout, Layout):
-        raise LayoutError("bank_conflicts", (tv_layout,), "the thread→smem mapping must be a Layout (thread, value)")
+    """(threads, values) of a TV layout — a Layout or one composed with a swizzle (``Sw o off o TV``: thread t's
+    value v is element ``Sw(off + TV(t, v))``, an XOR thread map); a rank-1 layout is one value per thread."""
+    swizzled = (isinstance(tv_layout, ComposedLayout) and isinstance(tv_layout.outer, Swizzle)
+                and isinstance(tv_layout.inner, Layout))
+    if not isinstance(tv_layout, Layout) and not swizzled:
+        raise LayoutError("bank_conflicts", (tv_layout,),
+                          "the thread→smem mapping must be a Layout (thread, value) or Sw<B,M,S> o offset o Layout")
     if tv_layout.rank == 1 or is_int(tv_layout.shape):
         return tv_layout.size, 1
     if tv_layout.rank != 2:
         raise LayoutError("bank_conflicts", (tv_layout,), "a TV layout has two top-level modes: (thread, value)")
     return product(tv_layout.shape[0]), product(tv_layout.shape[1])
+
+
+def _groups_of(offsets, k: int):
+    """The partition of the value indices into groups of ``k`` that every thread's ``offsets`` (one list per thread)
+    place at k consecutive offsets starting at a multiple of k — ordered by thread 0's offsets — or None."""
+    first = offsets[0]
+    values = len(first)
+    if values % k:
+        return None
+    order = sorted(range(values), key=lambda v: first[v])
+    groups = [tuple(order[i:i + k]) for i in range(0, values, k)]
+    for row in offsets:
+        for g in groups:
+            start = row[g[0]]
+            if start % k or any(row[v] != start + j for j, v in enumerate(g)):
+                return None
+    return tuple(groups)
+
+
+def vector_groups(offsets, max_elements: int) -> tuple:
+    """How a thread's values group into vector accesses — THE rule of ptxgen's smem.load/store lowering
+    (``ptxgen.lower.plans.plan_smem_access`` calls it) and of ``bank_conflicts``' default access width.
+
+    ``offsets[t][v]``: the element offset of thread t's value v before the smem layout's swizzle (a swizzle that keeps
+    aligned blocks of ``max_elements`` whole moves each vector whole). Returns ``(k, groups)``: the widest power of
+    two ``k ≤ max_elements`` such that one partition of the value indices into groups of k (in increasing offset of
+    thread 0) puts, in EVERY thread, each group's values at k consecutive offsets starting at a multiple of k;
+    ``k = 1`` (every value alone) when none does, or when two values share an element.
+
+    ``vector_groups([[0, 1, 2, 3], [4, 5, 6, 7]], 4)`` → ``(4, ((0, 1, 2, 3),))``;
+    ``vector_groups([[1, 0, 5, 4]], 4)`` → ``(2, ((1, 0), (3, 2)))`` (vectors need not follow the value order).
+    Post: every group of the result is one aligned k-element run in every thread.
+    """
+    values = len(offsets[0]) if offsets else 0
+    singles = tuple((v,) for v in range(values))
+    if not values or len(set(offsets[0])) != values:
+        return 1, singles
+    k = 1
+    while k * 2 <= max_elements:
+        k *= 2
+    while k > 1:
+        groups = _groups_of(offsets, k)
+        if groups is not None:
+            return k, groups
+        k //= 2
+    return 1, singles
+
+
+def swizzle_chunk_bytes(sw) -> int:
+    """Bytes of an aligned block whose addresses a swizzle moves whole (to one contiguous block): 2^(lowest bit it
+    reads or writes); 16 (the widest vector) without one. ``Sw<3,4,3>`` → 16, ``Sw<2,1,3>`` → 2."""
+    if sw is None or sw.bits == 0:
+        return 16
+    masks = sw.yyy_mask | sw.zzz_mask
+    return masks & -masks
+
+
+def lowering_access(tv_layout, smem_layout, dtype, base: int = 0) -> tuple:
+    """``(access_bytes, groups)``: the vectors ptxgen's smem.load/store lowering emits for this TV layout over this
+    smem layout (``vector_groups`` of every thread's element offsets, at most min(16 bytes, the swizzle's chunk, the
+    base's alignment)) — what ``bank_conflicts`` counts by default, so the analysis and the PTX agree.
+
+    ``lowering_access(((8,4),(2,4)):((1,64),(32,8)), (8,64):(64,1), 'bf16')`` → ``(16, ((0, 2, 4, 6, 1, 3, 5, 7),))``
+    (a thread's 8 columns of one row, two runs interleaved in value order: one 16-byte vector).
+    Post: ``access_bytes == k·esize`` for the k of ``vector_groups``; sub-byte element types give (None, None).
+    """
+    bits = _dtype(dtype).bits
+    if bits % 8:
+        return None, None
+    esize = bits // 8
+    sw, offset, inner = split_smem_layout(smem_layout)
+    threads, values = _tv_modes(tv_layout)
+    rank1 = tv_layout.rank == 1 or is_int(tv_layout.shape)
+    offsets = [[inner(tv_layout(t) if rank1 else tv_layout((t, v))) for v in range(values)] for t in range(threads)]
+    base_align = (base & -base) if base else 1024
+    elem_offset_align = ((offset * esize) & -(offset * esize)) if offset else 1024
+    limit = min(16, swizzle_chunk_bytes(sw), base_align, elem_offset_align) // esize
+    k, groups = vector_groups(offsets, max(1, limit))
+    return k * esize, groups
 
 
 def _thread_smem_map(tv_layout, smem_layout):
@@ -201,6 +285,8 @@ def _thread_smem_map(tv_layout, smem_layout):
     sw, offset, inner = split_smem_layout(smem_layout)
     rank1 = tv_layout.rank == 1 or is_int(tv_layout.shape)
     try:
+        if not isinstance(tv_layout, Layout):   # a swizzled thread map composes with no layout: pointwise
+            raise LayoutError("composition", (inner, tv_layout), "a swizzled thread map")
         composed = composition(inner, tv_layout)
         if not isinstance(composed, Layout):
             raise LayoutError("composition", (inner, tv_layout), "unexpected composed type")
@@ -269,12 +355,14 @@ def max_vector_bytes(tv_layout, smem_layout, dtype, base: int = 0, warp: int = 0
 def bank_conflicts(tv_layout, smem_layout, dtype, access_bytes=None, base: int = 0, warp: int = 0) -> BankReport:
     """Bank conflicts of one warp running a TV layout over a smem layout.
 
-    ``tv_layout``: (thread, value) → 1-D coordinate of the smem tile (``smem_layout``'s domain); ``smem_layout``: a
-    Layout or ``Sw o off o L`` (swizzle on absolute bytes, see ``smem.py``); ``warp``: which 32 threads (``32·warp``
-    onwards); ``base``: the tile's byte address (it matters: the swizzle sees absolute addresses);
-    ``access_bytes``: bytes per lane per instruction, default ``max_vector_bytes`` (the widest vector the layout
-    allows, ≤ 16). Each lane's values are cut into vectors of ``access_bytes``: instruction ``k`` has lane ``l`` touch
-    the vector starting at value ``k·n`` (``n`` values per vector).
+    ``tv_layout``: (thread, value) → 1-D coordinate of the smem tile (``smem_layout``'s domain), a Layout or a
+    swizzled thread map ``Sw o off o TV``; ``smem_layout``: a Layout or ``Sw o off o L`` (swizzle on absolute bytes,
+    see ``smem.py``); ``warp``: which 32 threads (``32·warp`` onwards); ``base``: the tile's byte address (it matters:
+    the swizzle sees absolute addresses); ``access_bytes``: bytes per lane per instruction, default the width
+    ptxgen's smem.load/store lowering emits (``lowering_access``: the same rule, so the report counts the PTX's
+    instructions). Each lane's values are cut into vectors of ``access_bytes``: the groups of ``vector_groups``
+    (values at consecutive addresses, in any value order), else runs of consecutive values; instruction ``k`` has
+    lane ``l`` touch vector ``k``.
 
     >>> from layoutc import Layout
     >>> from layoutc.hopper import gmma_atom
@@ -288,8 +376,11 @@ def bank_conflicts(tv_layout, smem_layout, dtype, access_bytes=None, base: int =
     """
     bits = _dtype(dtype).bits
     threads, values = _tv_modes(tv_layout)
+    groups = None
     if access_bytes is None:
-        access_bytes = max_vector_bytes(tv_layout, smem_layout, dtype, base, warp)
+        access_bytes, groups = lowering_access(tv_layout, smem_layout, dtype, base)
+        if access_bytes is None:   # sub-byte elements: the widest byte-aligned vector
+            access_bytes = max_vector_bytes(tv_layout, smem_layout, dtype, base, warp)
     _check_access_bytes(access_bytes)
     if (access_bytes * 8) % bits:
         raise LayoutError("bank_conflicts", (tv_layout, smem_layout, str(dtype)),
@@ -303,25 +394,36 @@ def bank_conflicts(tv_layout, smem_layout, dtype, access_bytes=None, base: int =
     if not 0 <= first < threads:
         raise LayoutError("bank_conflicts", (tv_layout, warp), f"warp {warp} has no threads: {threads} threads")
     lanes = range(first, min(first + WARP, threads))
+    if groups is None and n > 1:
+        groups = _groups_of([[elem(t, v) for v in range(values)] for t in lanes], n)
+    if groups is None:
+        groups = tuple(tuple(range(g, g + n)) for g in range(0, values, n))
     accesses = []
-    for g in range(0, values, n):
+    for g in groups:
         lane_addr = []
         for t in lanes:
-            start = _bit_address(sw, elem(t, g), bits, base)
+            start = _bit_address(sw, elem(t, g[0]), bits, base)
             for k in range(1, n):
-                if _bit_address(sw, elem(t, g + k), bits, base) != start + k * bits:
+                if _bit_address(sw, elem(t, g[k]), bits, base) != start + k * bits:
                     raise LayoutError("bank_conflicts", (tv_layout, smem_layout, str(dtype)),
-                                      f"thread {t} values {g}..{g + n - 1} are not contiguous in bytes: "
+                                      f"thread {t} values {_values_text(g)} are not contiguous in bytes: "
                                       f"no {access_bytes}-byte vector (try access_bytes="
                                       f"{max_vector_bytes(tv_layout, smem_layout, dtype, base, warp)})")
             if start % (8 * access_bytes):
                 raise LayoutError("bank_conflicts", (tv_layout, smem_layout, str(dtype)),
-                                  f"thread {t} value {g} at bit {start} (byte {start / 8:g}) is not aligned to a "
+                                  f"thread {t} value {g[0]} at bit {start} (byte {start / 8:g}) is not aligned to a "
                                   f"{access_bytes}-byte access (try access_bytes="
                                   f"{max_vector_bytes(tv_layout, smem_layout, dtype, base, warp)})")
             lane_addr.append(start // 8)
         accesses.append(lane_addr)
     return bank_conflicts_addresses(accesses, access_bytes)
+
+
+def _values_text(group) -> str:
+    """``0..7`` for a run of consecutive value indices, else the list: ``(1, 0, 3)`` → ``1, 0, 3``."""
+    if all(b == a + 1 for a, b in zip(group, group[1:])):
+        return f"{group[0]}..{group[-1]}"
+    return ", ".join(str(v) for v in group)
 
 
 # -- typical access patterns as TV layouts -----------------------------------------------------------------------

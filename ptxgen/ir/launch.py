@@ -364,7 +364,7 @@ def _check_thread_modes(h, block) -> None:
     run-time rule: a branch or a role may mask the others.) Reported at the op."""
     for op in walk(h.kernel.body):
         tv = op.attrs.get("tv")
-        if not isinstance(tv, lc.Layout) or lc.rank(tv) != 2:
+        if not isinstance(tv, (lc.Layout, lc.ComposedLayout)) or lc.rank(tv) != 2:
             continue
         for x in op.operands:
             owner = getattr(x, "owner", None)

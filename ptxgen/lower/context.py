@@ -33,7 +33,10 @@ from ..ir.ops import OPS, SMEM_BASE, fp8_encode, round_to, smem_plan
 from ..ir.ops.tma import map_params
 from ..ir.types import FragmentType, GlobalTensorType, ScalarType, SCALARS, TensorMapType
 from . import gmem, mathlib, ptx_table, shared
-from .plans import ReducePlanError, flat, plan_reduce, plan_smem_access
+from .plans import (
+    ReducePlanError, ThreadMap, coordinate_layout, flat, layout_table, mode_sizes, plan_reduce, plan_smem_access,
+    tile_coordinates, tv_split,
+)
 from .specialize import Specialization, kernel_abi
 from .values import BIG_MULTIPLE, F16, F32, GPTR, GView, I1, I8, I16, I32, I64, TensorArg, llvm_type, pack_pair, \
     unpack_pair
@@ -255,6 +258,34 @@ class LoweringContext:
         """
         return emit_layout(self, layout, coord)
 
+    def frag_coords(self, thread, tv, tile) -> list:
+        """frag.coords: per tile mode, the i32 coordinate of each of the thread's values. From
+        ``plans.tile_coordinates``: the thread part emitted once plus a constant per value, and only constants where
+        no thread moves the mode (``tv = ((4,8),(2,4)):((16,1),(64,8))`` over (8, 64): the row is t%8's, the column
+        t//8·16 + constants); when the map does not split so, each value's tile index is decoded at run time."""
+        coords = tile_coordinates(tv, tile)
+        if coords is not None:
+            out = []
+            for mode in coords:
+                table = layout_table(mode.thread)
+                if np.all(table == table[0]):   # thread-independent: constants
+                    out.append([self.i32(int(table[0]) + c) for c in mode.values])
+                    continue
+                base = self.emit_layout(mode.thread, thread)
+                out.append([self.b.add(base, self.i32(c)) if c else base for c in mode.values])
+            return out
+        index = [self.emit_tv_index(tv, thread, v) for v in range(lc.size(tv[1]))]
+        return [[self.emit_layout(coordinate_layout(tile, m), i) for i in index] for m in range(len(mode_sizes(tile)))]
+
+    def emit_tv_index(self, tv, thread, value: int):
+        """The i32 tile index ``tv(t, value)`` of thread ``thread`` (an i32) at a constant value index, for a TV
+        layout or a swizzled one (``Sw o offset o TV``: ``Sw(offset + TV0(t) + TV1(value))``, the XOR at run time):
+        ``Sw<2,0,5> o 0 o ((4,8),(4,4)):((128,1),(32,8))`` at value 5 → ``x ^ ((x & 3) << 5)`` with
+        ``x = 128·(t%4) + t/4 + 40``. Post: equals ``tv((t, value))`` for every thread of the TV layout."""
+        sw, offset, inner = tv_split(tv)
+        idx = self.b.add(self.emit_layout(inner[0], thread), self.i32(offset + inner[1](value)))
+        return shared.swizzle_address(self, sw, idx)
+
     # -- regions and control flow ----------------------------------------------------------------------------
     def lower_ops(self, ops) -> None:
         for op in ops:
@@ -404,7 +435,19 @@ def _as_int(x):
 
 
 def emit_layout(lx, layout, coord):
-    """See ``LoweringContext.emit_layout``."""
+    """See ``LoweringContext.emit_layout``; a ``plans.ThreadMap`` (a swizzled TV map's thread part) or a swizzled
+    layout ``Sw o offset o L`` is emitted as its stages: ``L``, ``+ offset``, the XOR, then the map's ``then``."""
+    if isinstance(layout, ThreadMap):
+        index = emit_layout(lx, lc.ComposedLayout(layout.swizzle, layout.offset, layout.first), coord)
+        return index if layout.then is None else emit_layout(lx, layout.then, index)
+    if isinstance(layout, lc.ComposedLayout):
+        static = _as_int(coord)
+        if static is not None:
+            return lx.i32(layout(static))
+        index = emit_layout(lx, layout.inner, coord)
+        if layout.offset:
+            index = lx.b.add(index, lx.i32(layout.offset))
+        return shared.swizzle_address(lx, layout.outer, index)
     static = _as_int(coord)
     if static is not None:
         return lx.i32(layout(static))

@@ -45,6 +45,8 @@ class GmemAddresses:
             max_width = min(16 // self.esize, pow2_divisor(view.multiples[c]))
         plan = plan_access(tv, view.shape, c, max_width)
         self.plan = plan
+        # stride-0 modes (an expanded view) move no address: their coordinates only decide "inside"
+        self.broadcast = tuple(spec.broadcast) if plan.coords is not None else ()
         self.width = plan.width
         self.exact = self.width > 1 and spec.extent_multiple % self.width == 0
         self.groups = plan.groups
@@ -53,14 +55,15 @@ class GmemAddresses:
             self.base = [b.add(view.origin[m], lx.emit_layout(plan.coords[m].thread, thread)) for m in range(self.rank)]
             offset = None
             for m in range(self.rank):
+                if m in self.broadcast:
+                    continue
                 term = b.sext(self.base[m], I64)
                 if m != c:
                     term = b.mul(term, tensor.stride(m))
                 offset = term if offset is None else b.add(offset, term)
-            self.thread_ptr = b.gep(tensor.ptr, [offset], source_etype=self.mem_t)
+            self.thread_ptr = tensor.ptr if offset is None else b.gep(tensor.ptr, [offset], source_etype=self.mem_t)
         else:  # decode each value's tile index at run time
-            self.tindex = lx.emit_layout(tv[0], thread)
-            self.value_index = [tv[1](v) for v in range(lc.size(tv[1]))]
+            self.thread = thread
             self.cl = [coordinate_layout(view.shape, m) for m in range(self.rank)]
 
     def coords(self, v) -> list:
@@ -69,7 +72,7 @@ class GmemAddresses:
         if plan.coords is not None:
             return [b.add(self.base[m], lx.i32(plan.coords[m].values[v])) if plan.coords[m].values[v] else self.base[m]
                     for m in range(self.rank)]
-        idx = b.add(self.tindex, lx.i32(self.value_index[v]))
+        idx = lx.emit_tv_index(self.tv, self.thread, v)
         return [b.add(view.origin[m], lx.emit_layout(self.cl[m], idx)) for m in range(self.rank)]
 
     def pointer(self, v):
@@ -79,7 +82,7 @@ class GmemAddresses:
             off = None
             for m in range(self.rank):
                 val = plan.coords[m].values[v]
-                if not val:
+                if not val or m in self.broadcast:
                     continue
                 term = lx.i64(val) if m == c else b.mul(lx.i64(val), tensor.stride(m))
                 off = term if off is None else b.add(off, term)
@@ -93,22 +96,22 @@ class GmemAddresses:
             off = term if off is None else b.add(off, term)
         return b.gep(tensor.ptr, [off], source_etype=self.mem_t)
 
-    def inside(self, cs, lane_offset: int = 0):
+    def inside(self, cs, lane_offset: int = 0, modes=None):
         """The i1 "inside the tensor" of the element at coordinates ``cs``, ``lane_offset`` further along the
-        contiguous mode."""
+        contiguous mode (along ``modes`` only, default all)."""
         b, c, tensor = self.lx.b, self.c, self.view.tensor
         preds = []
-        for m in range(self.rank):
+        for m in (range(self.rank) if modes is None else modes):
             cm = cs[m] if not (m == c and lane_offset) else b.add(cs[m], self.lx.i32(lane_offset))
             preds.append(b.icmp_unsigned("<", cm, tensor.extents[m]))
         return _and_all(b, preds)
 
-    def vector_inside(self, cs):
+    def vector_inside(self, cs, modes=None):
         """The i1 "the whole vector starting at ``cs`` is inside" (its first and last lane, or the first alone where
-        the extent is a multiple of the width)."""
+        the extent is a multiple of the width), along ``modes`` only (default all)."""
         if self.exact:
-            return self.inside(cs)
-        return _and_all(self.lx.b, [self.inside(cs), self.inside(cs, self.width - 1)])
+            return self.inside(cs, modes=modes)
+        return _and_all(self.lx.b, [self.inside(cs, modes=modes), self.inside(cs, self.width - 1, modes=modes)])
 
     def to_mem(self, x):
         return self.lx.b.zext(x, I8) if self.dtype.name == "i1" else x
@@ -119,46 +122,71 @@ class GmemAddresses:
 
 def load(lx, view: GView, thread, tv, dtype: ScalarType, other=0.0) -> list:
     """gmem.load: the thread's values (value order), ``other`` where an element is outside the tensor.
-    Post: one LLVM value of ``dtype``'s register type per value of ``tv``."""
+
+    A view with stride-0 modes (``TensorSpec.broadcast``: a bias row expanded over the tile's rows) is read once per
+    distinct address: the groups whose coordinates differ only along those modes share one (vector) load, guarded by
+    the other modes' bounds, and each value is ``other`` where its own broadcast coordinate is outside. The GEMM
+    epilogue's bias through the accumulator's TV layout: one ``bf16x2`` load per column pair instead of one per
+    column pair and row. Post: one LLVM value of ``dtype``'s register type per value of ``tv``."""
     b = lx.b
     at = GmemAddresses(lx, view, thread, tv, dtype)
-    k, mem_t, esize = at.width, at.mem_t, at.esize
     other_c = lx.const(dtype, other)
     results = [None] * lc.size(tv[1])
+    kept = [m for m in range(at.rank) if m not in at.broadcast]
+    loaded = {}
     for group in at.groups:
         v0 = group[0]
         cs = at.coords(v0)
-        ptr = at.pointer(v0)
-        if k == 1:
-            results[v0] = _guarded_load(lx, at.inside(cs), ptr, mem_t, esize, other_c, at.from_mem)
+        if not at.broadcast:
+            lanes = _load_group(lx, at, group, cs, at.pointer(v0), other_c)
+            for v, x in zip(group, lanes):
+                results[v] = x
             continue
-        vt = ir.VectorType(mem_t, k)
-        full = at.vector_inside(cs)
-        fast, slow, done = lx.block("vec"), lx.block("vec.edge"), lx.block("vec.done")
-        b.cbranch(full, fast, slow)
-        b.position_at_end(fast)
-        vec = b.load(ptr, typ=vt, align=k * esize)
-        fast_vals = [at.from_mem(b.extract_element(vec, lx.i32(j))) for j in range(k)]
-        fast_end = b.block
-        b.branch(done)
-        b.position_at_end(slow)
-        if not at.exact:
-            slow_vals = []
-            for j in range(len(group)):
-                pj = at.inside(cs, j)
-                lane_ptr = ptr if j == 0 else b.gep(ptr, [lx.i64(j)], source_etype=mem_t)
-                slow_vals.append(_guarded_load(lx, pj, lane_ptr, mem_t, esize, other_c, at.from_mem))
-        else:
-            slow_vals = [other_c] * k
-        slow_end = b.block
-        b.branch(done)
-        b.position_at_end(done)
-        for j, v in enumerate(group):
-            phi = b.phi(fast_vals[j].type)
-            phi.add_incoming(fast_vals[j], fast_end)
-            phi.add_incoming(slow_vals[j], slow_end)
-            results[v] = phi
+        key = tuple(at.plan.coords[m].values[v0] for m in kept)
+        if key not in loaded:
+            loaded[key] = _load_group(lx, at, group, cs, at.pointer(v0), other_c, kept)
+        own = at.inside(cs, modes=at.broadcast)
+        for v, x in zip(group, loaded[key]):
+            results[v] = b.select(own, x, other_c)
     return results
+
+
+def _load_group(lx, at: GmemAddresses, group, cs, ptr, other_c, modes=None) -> list:
+    """The values of one access group (``at.width`` lanes from ``ptr``, coordinates ``cs`` of its first), ``other``
+    where outside the tensor along ``modes`` (default all): one vector load where the whole vector is inside, element
+    by element at the edge."""
+    b = lx.b
+    k, mem_t, esize = at.width, at.mem_t, at.esize
+    if k == 1:
+        return [_guarded_load(lx, at.inside(cs, modes=modes), ptr, mem_t, esize, other_c, at.from_mem)]
+    vt = ir.VectorType(mem_t, k)
+    full = at.vector_inside(cs, modes)
+    fast, slow, done = lx.block("vec"), lx.block("vec.edge"), lx.block("vec.done")
+    b.cbranch(full, fast, slow)
+    b.position_at_end(fast)
+    vec = b.load(ptr, typ=vt, align=k * esize)
+    fast_vals = [at.from_mem(b.extract_element(vec, lx.i32(j))) for j in range(k)]
+    fast_end = b.block
+    b.branch(done)
+    b.position_at_end(slow)
+    if not at.exact:
+        slow_vals = []
+        for j in range(len(group)):
+            pj = at.inside(cs, j, modes=modes)
+            lane_ptr = ptr if j == 0 else b.gep(ptr, [lx.i64(j)], source_etype=mem_t)
+            slow_vals.append(_guarded_load(lx, pj, lane_ptr, mem_t, esize, other_c, at.from_mem))
+    else:
+        slow_vals = [other_c] * k
+    slow_end = b.block
+    b.branch(done)
+    b.position_at_end(done)
+    out = []
+    for j in range(k):
+        phi = b.phi(fast_vals[j].type)
+        phi.add_incoming(fast_vals[j], fast_end)
+        phi.add_incoming(slow_vals[j], slow_end)
+        out.append(phi)
+    return out
 
 
 def store(lx, view: GView, thread, tv, dtype: ScalarType, values) -> None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import layoutc as lc
+from layoutc.hopper import vector_groups
 
 
 def flat(t) -> list:
@@ -36,7 +37,10 @@ def mode_sizes(shape) -> list:
 
 
 def layout_table(layout) -> np.ndarray:
-    """``[layout(i) for i in range(size(layout))]`` as an int64 array, evaluated mode by mode."""
+    """``[layout(i) for i in range(size(layout))]`` as an int64 array, evaluated mode by mode (a ThreadMap:
+    its value per thread)."""
+    if isinstance(layout, ThreadMap):
+        return layout.table()
     shapes, strides = flat(lc.shape(layout)), flat(lc.stride(layout))
     n = int(np.prod(shapes)) if shapes else 1
     idx = np.arange(n, dtype=np.int64)
@@ -45,6 +49,53 @@ def layout_table(layout) -> np.ndarray:
         out += (idx % s) * d
         idx //= s
     return out
+
+
+@dataclass(frozen=True)
+class ThreadMap:
+    """The thread part of a swizzled TV map (``Sw o offset o TV``), which no layout expresses:
+    ``t ↦ then(swizzle(offset + first(t)))`` (``then`` None: the tile index itself). The lowering emits it at run
+    time (``LoweringContext.emit_layout``); ``layout_table`` tabulates it.
+    ``ThreadMap((8,32):(512,1), 0, Sw<3,3,-6>, (64,64):(1,0))``: the row of thread t's first value."""
+
+    first: object
+    offset: int
+    swizzle: object
+    then: object = None
+
+    def table(self) -> np.ndarray:
+        index = self.swizzle(self.offset + layout_table(self.first))
+        return index if self.then is None else layout_table(self.then)[index]
+
+
+def tv_index_table(tv) -> np.ndarray:
+    """(threads, values) array of the tile index ``tv(t, v)`` of a TV layout or a swizzled one
+    (``Sw o offset o TV``: the swizzle of ``offset + TV(t, v)``). ``Sw<1,0,-2> o 0 o (2,2):(1,2)`` → [[0, 2], [5, 7]]
+    (thread 1's index 1 and 3 get bit 2 from their bit 0). Post: shape (size(TV[0]), size(TV[1]))."""
+    sw, offset, inner = tv_split(tv)
+    index = layout_table(inner[0])[:, None] + layout_table(inner[1])[None, :]
+    return index if sw is None else sw(offset + index)
+
+
+def tv_split(tv) -> tuple:
+    """(swizzle or None, offset, Layout) of a TV map: ``Sw<3,3,-6> o 0 o L`` → (Sw, 0, L); ``L`` → (None, 0, L)."""
+    if isinstance(tv, lc.ComposedLayout):
+        return tv.outer, tv.offset, tv.inner
+    return None, 0, tv
+
+
+def split_by_thread(table: np.ndarray, tv, then=None):
+    """``table[t, v] == thread(t) + values[v]`` for every thread and value of the swizzled map ``tv``, with
+    ``thread`` the ThreadMap of the value-0 column (``then`` applied): (ThreadMap, values) or None when the table
+    does not split so (the swizzle mixes value bits with thread bits; then the lowering computes every value's
+    index at run time). Example: a transpose's smem read ``Sw<3,3,6> o 0 o TV`` whose swizzle XORs only bits
+    the thread picks splits; one XORing a value bit into a thread bit does not."""
+    sw, offset, inner = tv_split(tv)
+    values = table[0] - table[0, 0]
+    if not np.array_equal(table, table[:, :1] + values[None, :]):
+        return None
+    thread = ThreadMap(inner[0], offset + int(inner[1](0)), sw, then)
+    return thread, tuple(int(x) for x in values)
 
 
 def coordinate_layout(tile_shape, m: int) -> lc.Layout:
@@ -64,15 +115,23 @@ class ModeCoords:
 @functools.lru_cache(maxsize=512)
 def tile_coordinates(tv, tile_shape):
     """Per tile mode, ``ModeCoords`` from ``composition(C_m, tv)``; None when a composition is not admissible or
-    disagrees with the tables (then the lowering decodes coordinates from the tile index at run time)."""
+    disagrees with the tables (then the lowering decodes coordinates from the tile index at run time). A swizzled
+    map's thread part is a ``ThreadMap`` (``split_by_thread``): e.g. ``Sw<3,3,-6> o 0 o TV`` over (64, 64) gives each
+    row the thread's swizzled row and each value a constant column offset."""
     nt, nv = lc.size(tv[0]), lc.size(tv[1])
-    index = layout_table(tv[0])[:, None] + layout_table(tv[1])[None, :]
+    index = tv_index_table(tv)
     sizes = mode_sizes(tile_shape)
     out = []
     prefix = 1
     for m, s in enumerate(sizes):
         want = (index // prefix) % s
         prefix *= s
+        if isinstance(tv, lc.ComposedLayout):   # a swizzled map: split its table (no layout composes with it)
+            split = split_by_thread(want, tv, coordinate_layout(tile_shape, m))
+            if split is None:
+                return None
+            out.append(ModeCoords(*split))
+            continue
         try:
             g = lc.composition(coordinate_layout(tile_shape, m), tv)
         except lc.LayoutError:
@@ -90,7 +149,7 @@ def tile_coordinates(tv, tile_shape):
 class AccessPlan:
     """How one thread's values are accessed: ``groups`` of value indices (lane order), each a vector of ``width``
     consecutive elements along the contiguous mode (``width == 1``: scalar accesses). ``coords`` as in
-    ``tile_coordinates`` (None: decode the tile index at run time)."""
+    ``tile_coordinates`` (None: decode the tile index at run time, of each group's first value)."""
 
     coords: tuple | None
     groups: tuple
@@ -107,7 +166,12 @@ def plan_access(tv, tile_shape, contiguous, max_width: int) -> AccessPlan:
     nv = lc.size(tv[1])
     coords = tile_coordinates(tv, tile_shape)
     singles = AccessPlan(coords, tuple((v,) for v in range(nv)), 1)
-    if coords is None or contiguous is None or max_width <= 1:
+    if contiguous is None or max_width <= 1:
+        return singles
+    if coords is None:
+        if isinstance(tv, lc.ComposedLayout):   # a swizzled map that does not split: vectors from its table
+            width, groups = _table_vectors(tv, tile_shape, contiguous, max_width)
+            return AccessPlan(None, groups, width)
         return singles
     c = contiguous
     others = [m for m in range(len(coords)) if m != c]
@@ -144,6 +208,27 @@ def plan_access(tv, tile_shape, contiguous, max_width: int) -> AccessPlan:
     return singles
 
 
+def _table_vectors(tv, tile_shape, contiguous: int, max_width: int) -> tuple:
+    """(width, groups) of a TV map whose coordinates are computed per access at run time: ``vector_groups`` of each
+    value's position along the contiguous mode, the other modes' coordinates spaced a row of ``max_width``-rounded
+    length apart (so a run of k never crosses into another row). ``Sw<2,3,-4> o 0 o ((4,8),(4,4)):((128,1),(32,8))``
+    over (32, 16), contiguous mode 1: (4, four groups of 4 columns)."""
+    index = tv_index_table(tv)
+    sizes = mode_sizes(tile_shape)
+    coords, prefix = [], 1
+    for s in sizes:
+        coords.append((index // prefix) % s)
+        prefix *= s
+    row = -(-sizes[contiguous] // max_width) * max_width
+    offset = coords[contiguous].copy()
+    scale = row
+    for m, s in enumerate(sizes):
+        if m != contiguous:
+            offset += scale * coords[m]
+            scale *= s
+    return vector_groups(offset.tolist(), max_width)
+
+
 class ReducePlanError(ValueError):
     """The TV layout's rows (columns) are not a butterfly over lane bits (message says why)."""
 
@@ -163,7 +248,7 @@ def plan_reduce(tv, tile_shape, mode: int) -> ReducePlan:
     element ``tv(t, v)``. Raises ReducePlanError when the threads sharing a line do not form one coset
     ``t ⊕ span(lane bits)`` contributing the same value group (then shuffles cannot compute it)."""
     nt, nv = lc.size(tv[0]), lc.size(tv[1])
-    index = layout_table(tv[0])[:, None] + layout_table(tv[1])[None, :]
+    index = tv_index_table(tv)
     rows = mode_sizes(tile_shape)[0]
     line = index % rows if mode == 1 else index // rows
     first = line[0]
@@ -201,8 +286,9 @@ def plan_reduce(tv, tile_shape, mode: int) -> ReducePlan:
 @dataclass(frozen=True)
 class SmemAccessPlan:
     """How a thread's values of a smem.load/store are addressed: element offset (before the layout's ``offset`` and
-    swizzle) ``thread(t) + values[v]`` (``thread`` a layout, None: decode at run time), and ``groups`` of ``width``
-    value indices at consecutive addresses (one vector access each; ``width == 1``: scalars)."""
+    swizzle) ``thread(t) + values[v]`` (``thread`` a layout or a ``ThreadMap``; None: each group's first value is
+    decoded at run time, ``values`` then being thread 0's offsets), and ``groups`` of ``width`` value indices at
+    consecutive addresses in every thread (one vector access each; ``width == 1``: scalars)."""
 
     thread: object
     values: tuple
@@ -212,53 +298,37 @@ class SmemAccessPlan:
 
 @functools.lru_cache(maxsize=512)
 def plan_smem_access(tv, inner, esize: int, chunk_bytes: int, base_align: int) -> SmemAccessPlan:
-    """The plan for view layout ``inner`` (element offsets over the view's shape) and TV layout ``tv``:
-    ``G = composition(inner, tv)`` checked against the tables (``inner(tv(t, v)) == G0(t) + G1(v)`` for all t, v).
-    The vector width k is the largest power of two with k·esize ≤ min(16, ``chunk_bytes`` (the aligned block a
-    swizzle keeps contiguous), ``base_align``) such that every G0(t) is a multiple of k and the values' G1
-    partition into runs of k consecutive offsets starting at multiples of k.
+    """The plan for view layout ``inner`` (element offsets over the view's shape) and TV map ``tv`` (a layout, or a
+    swizzled one: ``Sw o offset o TV``): ``G = composition(inner, tv)`` checked against the tables
+    (``inner(tv(t, v)) == G0(t) + G1(v)`` for all t, v); for a swizzled map the table itself split into a
+    ``ThreadMap`` plus a constant per value (``split_by_thread``). The vectors are
+    ``layoutc.hopper.vector_groups`` of the table — the one rule the bank-conflict analysis uses too — at most
+    min(16, ``chunk_bytes`` (the aligned block a swizzle keeps contiguous), ``base_align``) bytes.
 
     Example: ``inner = (64,32):(32,1)``, ``tv = (128,16):(16,1)``, f32, chunk 16, base 1024 → G0 = (128):(16),
     values 0..15, width 4, groups ((0,1,2,3), ..., (12,13,14,15)).
     """
     nt, nv = lc.size(tv[0]), lc.size(tv[1])
-    index = layout_table(tv[0])[:, None] + layout_table(tv[1])[None, :]
-    want = layout_table(inner)[index]
-    singles = tuple((v,) for v in range(nv))
-    try:
-        g = lc.composition(inner, tv)
-        ok = lc.rank(g) == 2 and lc.size(g[0]) == nt and lc.size(g[1]) == nv
-    except lc.LayoutError:
-        ok = False
-    if ok:
-        gt, gv = layout_table(g[0]), layout_table(g[1])
-        ok = bool(np.array_equal(gt[:, None] + gv[None, :], want))
-    if not ok:
-        return SmemAccessPlan(None, tuple(int(x) for x in want[0]), singles, 1)
-    values = tuple(int(x) for x in gv)
-    limit = min(16, chunk_bytes, base_align) // esize
-    width = 1
-    while width * 2 <= limit:
-        width *= 2
-    at = {}
-    for v, o in enumerate(values):
-        if o in at:  # two values at one element: keep them scalar
-            return SmemAccessPlan(g[0], values, singles, 1)
-        at[o] = v
-    while width > 1:
-        if not np.any(gt % width):
-            groups, used, good = [], set(), True
-            for o in sorted(at):
-                v = at[o]
-                if v in used:
-                    continue
-                lanes = [at.get(o + j) for j in range(width)]
-                if o % width or any(x is None for x in lanes):
-                    good = False
-                    break
-                used.update(lanes)
-                groups.append(tuple(lanes))
-            if good:
-                return SmemAccessPlan(g[0], values, tuple(groups), width)
-        width //= 2
-    return SmemAccessPlan(g[0], values, singles, 1)
+    want = layout_table(inner)[tv_index_table(tv)]
+    limit = max(1, min(16, chunk_bytes, base_align) // esize)
+    width, groups = vector_groups(want.tolist(), limit)
+    # without a split, each group's first address is computed at run time (the groups hold in every thread)
+    unsplit = SmemAccessPlan(None, tuple(int(x) for x in want[0]), groups, width)
+    if isinstance(tv, lc.ComposedLayout):
+        split = split_by_thread(want, tv, inner)
+        if split is None:
+            return unsplit
+        thread, values = split
+    else:
+        try:
+            g = lc.composition(inner, tv)
+            ok = lc.rank(g) == 2 and lc.size(g[0]) == nt and lc.size(g[1]) == nv
+        except lc.LayoutError:
+            ok = False
+        if ok:
+            gt, gv = layout_table(g[0]), layout_table(g[1])
+            ok = bool(np.array_equal(gt[:, None] + gv[None, :], want))
+        if not ok:
+            return unsplit
+        thread, values = g[0], tuple(int(x) for x in gv)
+    return SmemAccessPlan(thread, values, groups, width)

@@ -18,7 +18,7 @@
 from __future__ import annotations
 
 import layoutc as lc
-from layoutc.hopper import split_smem_layout
+from layoutc.hopper import split_smem_layout, swizzle_chunk_bytes
 from llvmlite import ir
 
 from . import ptx_table
@@ -112,7 +112,7 @@ def smem_access(lx, ref: SmemRef, thread, tv, store=None):
     sw, offset, inner = split_smem_layout(ref.layout)
     esize = max(1, ref.dtype.bits // 8)
     base_align = ref.align if not offset else min(ref.align, lowbit(offset * esize))
-    plan = plan_smem_access(tv, inner, esize, _chunk_bytes(sw), base_align)
+    plan = plan_smem_access(tv, inner, esize, swizzle_chunk_bytes(sw), base_align)
     mem_t = memory_type(ref.dtype)
     origin = ref.base if not offset else b.add(ref.base, lx.i32(offset * esize))
     nv = lc.size(tv[1])
@@ -124,10 +124,8 @@ def smem_access(lx, ref: SmemRef, thread, tv, store=None):
             c = plan.values[v] * esize
             return b.add(thread_addr, lx.i32(c)) if c else thread_addr
     else:  # composition not admissible: decode each value's view index at run time
-        tindex = lx.emit_layout(tv[0], thread)
-
         def address(v):
-            idx = b.add(tindex, lx.i32(tv[1](v)))
+            idx = lx.emit_tv_index(tv, thread, v)
             off = lx.emit_layout(inner, idx)
             return b.add(origin, b.mul(off, lx.i32(esize)) if esize != 1 else off)
 
@@ -153,15 +151,6 @@ def smem_access(lx, ref: SmemRef, thread, tv, store=None):
                 vec = b.insert_element(vec, store[v], lx.i32(j))
             b.store(vec, ptr, align=k * esize)
     return results if store is None else None
-
-
-def _chunk_bytes(sw) -> int:
-    """Bytes of an aligned block whose addresses a swizzle maps to one contiguous block (it moves whole blocks):
-    ``2^(lowest bit the swizzle reads or writes)``; 16 (the widest vector) without a swizzle."""
-    if sw is None or sw.bits == 0:
-        return 16
-    masks = sw.yyy_mask | sw.zzz_mask
-    return masks & -masks
 
 
 def view_origin(lx, ref: SmemRef):

@@ -9,7 +9,9 @@ Like Triton's specialization on pointer alignment and divisibility, a kernel is 
   so an access whose contiguous-mode coordinate is a multiple of k is (k × element size)-byte aligned;
 - ``extent_multiple``: the largest power of two ≤ 16 dividing the contiguous mode's extent: a vector of k elements
   (k | extent_multiple) starting at a multiple of k is either wholly inside or wholly outside the tensor, so one
-  predicate per vector is exact even for ragged sizes.
+  predicate per vector is exact even for ragged sizes;
+- ``broadcast``: the modes of extent > 1 whose stride is 0 (an expanded view: a bias row repeated down the rows): a
+  gmem.load reads each distinct element of such a view once per thread (``lower.gmem``).
 
 ``Specialization.generic()`` (every field unknown) compiles a kernel correct for any arguments (scalar accesses).
 """
@@ -27,6 +29,7 @@ class TensorSpec:
     contiguous: int | None = None
     aligned: bool = False
     extent_multiple: int = 1
+    broadcast: tuple = ()
 
     @staticmethod
     def of(address: int, shape, strides, itemsize: int) -> "TensorSpec":
@@ -44,12 +47,14 @@ class TensorSpec:
         multiple = 1
         while multiple < MAX_VECTOR_BYTES and extent % (multiple * 2) == 0:
             multiple *= 2
-        return TensorSpec(contiguous, aligned, multiple)
+        broadcast = tuple(m for m in range(len(shape)) if shape[m] > 1 and strides[m] == 0)
+        return TensorSpec(contiguous, aligned, multiple, broadcast)
 
     def __str__(self) -> str:
         if self.contiguous is None:
             return "generic"
-        return f"c{self.contiguous}{'a' if self.aligned else 'u'}{self.extent_multiple}"
+        text = f"c{self.contiguous}{'a' if self.aligned else 'u'}{self.extent_multiple}"
+        return text + "".join(f"b{m}" for m in self.broadcast)
 
 
 _GENERIC = TensorSpec()

@@ -103,8 +103,9 @@ def _cached_scalar_bits(value, dtype: str) -> int:
 
 
 def spec_key(ptr, shape, strides, itemsize):
-    """``TensorSpec.of`` as a plain tuple (contiguous mode, aligned, extent multiple), or None for generic: a
-    (1000,) f32 tensor at 0x10000 with stride 1 → ``(0, True, 8)``."""
+    """``TensorSpec.of`` as a plain tuple (contiguous mode, aligned, extent multiple, broadcast modes), or None for
+    generic: a (1000,) f32 tensor at 0x10000 with stride 1 → ``(0, True, 8, ())``; a bias row expanded to (64, 1000)
+    (strides (0, 1)) → ``(1, True, 8, (0,))``."""
     c = -1
     for m in range(len(shape)):
         if shape[m] > 1 and strides[m] == 1:
@@ -119,7 +120,8 @@ def spec_key(ptr, shape, strides, itemsize):
                 break
     e = shape[c]
     low = e & -e
-    return c, aligned, (16 if low == 0 or low > 16 else low)
+    broadcast = tuple(m for m in range(len(shape)) if shape[m] > 1 and strides[m] == 0)
+    return c, aligned, (16 if low == 0 or low > 16 else low), broadcast
 
 
 def _is_torch_like(a) -> bool:

@@ -16,6 +16,7 @@ import numpy as np
 import layoutc as lc
 
 from ..suggest import did_you_mean
+from ..text import attribute_text
 from ..types import SCALARS, ScalarType
 
 OPS: dict = {}
@@ -200,9 +201,10 @@ def tile_coordinates(shape, indices=None) -> np.ndarray:
 TABLE_LIMIT = 1 << 22  # the interpreter tabulates a layout over its whole domain up to this size, else evaluates per use
 
 
-def tv_table(tv: lc.Layout, threads: int) -> np.ndarray:
+def tv_table(tv, threads: int) -> np.ndarray:
     """(threads, values) array of ``tv(t, v)``: the tile index of each thread's values (``layout_values`` of tv,
-    whose 1-D coordinate of (t, v) is t + T·v with T = size(tv[0]))."""
+    whose 1-D coordinate of (t, v) is t + T·v with T = size(tv[0])). ``tv`` is a TV layout or a swizzled one
+    (``Sw<B,M,S> o offset o TV``: the swizzle acts on the tile index, ``is_tv``)."""
     nthreads, nvals = lc.size(tv[0]), lc.size(tv[1])
     if threads > nthreads:   # coordinates outside the thread mode: tv raises as it would for the caller
         return np.array([[tv((t, v)) for v in range(nvals)] for t in range(threads)], dtype=np.int64)
@@ -227,23 +229,55 @@ def is_layout(x) -> bool:
     return isinstance(x, lc.Layout)
 
 
+def is_tv(x) -> bool:
+    """Whether ``x`` can be a thread-value map: a Layout ``(threads, values)``, or one composed with a swizzle,
+    ``Sw<B,M,S> o offset o TV`` (thread t's value v is tile element ``Sw(offset + TV(t, v))``: an XOR of index bits,
+    e.g. a conflict-free transpose's thread map). ``Sw<3,3,-6> o 0 o ((8,32),8):((512,1),32)`` → True."""
+    return isinstance(x, lc.Layout) or (isinstance(x, lc.ComposedLayout) and isinstance(x.outer, lc.Swizzle)
+                                        and isinstance(x.inner, lc.Layout))
+
+
+def tv_parts(tv) -> tuple:
+    """(swizzle or None, offset, TV Layout) of a thread-value map (``is_tv``): ``Sw<3,3,-6> o 0 o L`` → (Sw, 0, L),
+    ``L`` → (None, 0, L). Post: ``tv(t, v) == sw(offset + L(t, v))`` (without the swizzle where it is None)."""
+    if isinstance(tv, lc.ComposedLayout):
+        return tv.outer, tv.offset, tv.inner
+    return None, 0, tv
+
+
+def tv_attr(op, v, name: str = "tv"):
+    """The op's TV attribute, which must be a layout or a swizzled one (``is_tv``); reported and None otherwise:
+    a non-layout as by ``v.attr`` (``attribute 'tv' must be a layout like [(4,2):(2,1)], not (4, 2)``), a composed
+    layout whose outer function is no swizzle as ``attribute 'tv' must be a layout (threads, values) or Sw<B,M,S> o
+    offset o layout, not [(4,8):(8,1) o 0 o (32,4):(4,1)]``."""
+    value = op.attrs.get(name)
+    if isinstance(value, lc.ComposedLayout) and not is_tv(value):
+        v.error(op, f"attribute '{name}' must be a layout (threads, values) or Sw<B,M,S> o offset o layout, not "
+                    f"{attribute_text(value)}")
+        return None
+    if isinstance(value, lc.ComposedLayout):
+        return value
+    return v.attr(op, name, lc.Layout)
+
+
 MAX_TV_THREADS = 1024  # a TV layout's thread mode: at most the threads of a CTA
 
 
 def verify_tv(op, v, tv, fragment_shape, tile_size, what="tile"):
-    """The rules shared by every op that distributes a tile over threads with a TV layout."""
-    if not is_layout(tv):
+    """The rules shared by every op that distributes a tile over threads with a TV layout (plain or swizzled)."""
+    if not is_tv(tv):
         v.error(op, "tv must be a layout (threads, values)")
         return False
     if lc.rank(tv) != 2:
         v.error(op, f"tv {lc.to_str(tv)} must have rank 2: (threads, values)")
         return False
+    _sw, _offset, modes = tv_parts(tv)
     if lc.size(tv[0]) > MAX_TV_THREADS:
-        v.error(op, f"tv's thread mode {lc.to_str(tv[0])} has {lc.size(tv[0])} threads; a CTA has at most "
+        v.error(op, f"tv's thread mode {lc.to_str(modes[0])} has {lc.size(tv[0])} threads; a CTA has at most "
                     f"{MAX_TV_THREADS}")
         return False
     if lc.size(tv[1]) != lc.product(fragment_shape):
-        v.error(op, f"tv's value mode {lc.to_str(tv[1])} has {lc.size(tv[1])} values but the fragment "
+        v.error(op, f"tv's value mode {lc.to_str(modes[1])} has {lc.size(tv[1])} values but the fragment "
                     f"{lc.to_str(fragment_shape)} has {lc.product(fragment_shape)}")
         return False
     low, high = layout_image_bounds(tv)
@@ -254,11 +288,15 @@ def verify_tv(op, v, tv, fragment_shape, tile_size, what="tile"):
     return True
 
 
-def layout_values(layout: lc.Layout, indices=None) -> np.ndarray:
+def layout_values(layout, indices=None) -> np.ndarray:
     """``[layout(i) for i in range(size(layout))]`` as an int64 array, computed mode by mode with numpy (the verifier
     checks TV layouts of 16K points, too many to evaluate point by point). ``(4,2):(2,1)`` → [0 2 4 6 1 3 5 7].
     With ``indices`` (an int array of 1-D coordinates), ``layout`` at those only, in their shape: what a large layout
-    needs (a table of all its values would not fit in memory). Post: equal to the point-by-point evaluation."""
+    needs (a table of all its values would not fit in memory). A swizzled map ``Sw o offset o L`` is the swizzle of
+    ``offset + L``'s values. Post: equal to the point-by-point evaluation."""
+    if isinstance(layout, lc.ComposedLayout):
+        sw, offset, inner = tv_parts(layout)
+        return sw(offset + layout_values(inner, indices))
     flat = lc.flatten(layout)
     shapes = flat.shape if isinstance(flat.shape, tuple) else (flat.shape,)
     strides = flat.stride if isinstance(flat.stride, tuple) else (flat.stride,)
@@ -271,10 +309,14 @@ def layout_values(layout: lc.Layout, indices=None) -> np.ndarray:
     return out
 
 
-def layout_image_bounds(layout: lc.Layout) -> tuple:
+def layout_image_bounds(layout) -> tuple:
     """(min, max) of ``layout(i)`` over its domain, from the flattened modes: Σ (s−1)·min(d, 0), Σ (s−1)·max(d, 0).
     ``((4,8,4),(2,2,32)):((128,1,16),(64,8,512))`` → (0, 16383). Exact for any affine layout (the image is every
-    Σ cᵢ·dᵢ with 0 ≤ cᵢ < sᵢ), without evaluating the layout point by point."""
+    Σ cᵢ·dᵢ with 0 ≤ cᵢ < sᵢ), without evaluating the layout point by point. A swizzled map (``is_tv``) is
+    evaluated (a TV map has at most 1024 threads' values)."""
+    if isinstance(layout, lc.ComposedLayout):
+        values = layout_values(layout)
+        return int(values.min()), int(values.max())
     flat = lc.flatten(layout)
     shapes = flat.shape if isinstance(flat.shape, tuple) else (flat.shape,)
     strides = flat.stride if isinstance(flat.stride, tuple) else (flat.stride,)

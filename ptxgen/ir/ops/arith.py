@@ -231,17 +231,21 @@ class Cmp(OpDef):
 
     def lower(self, op, lx):
         a, b = op.operands
-        pred = self.SYMBOLS[str(op.attrs["pred"])]
-        x, y = lx.get(a), lx.get(b)
-        if a.type.is_float and a.type.bits == 8:  # fp8 is a storage type in LLVM (i8): compare as f32, exactly
-            x, y = (lx.convert(value, a.type, F32) for value in (x, y))
-        if a.type.is_float:  # ordered, except ne (NaN != anything), as numpy
-            r = lx.b.fcmp_unordered(pred, x, y) if pred == "!=" else lx.b.fcmp_ordered(pred, x, y)
-        elif a.type.kind == "int":
-            r = lx.b.icmp_signed(pred, x, y)
-        else:
-            r = lx.b.icmp_unsigned(pred, x, y)
-        lx.set(op.results[0], r)
+        lx.set(op.results[0], compare(lx, str(op.attrs["pred"]), lx.get(a), lx.get(b), a.type))
+
+
+def compare(lx, pred: str, x, y, t):
+    """The i1 ``x pred y`` of two LLVM values of scalar type ``t`` (arith.cmp's meaning; frag.cmp per value): floats
+    ordered except ``ne`` (NaN != anything, as numpy), signed or unsigned integers by the type; fp8 compared as f32.
+    ``compare(lx, "lt", a, b, I32)`` → ``icmp slt`` (PTX ``setp.lt.s32``). Post: an LLVM i1."""
+    symbol = Cmp.SYMBOLS[pred]
+    if t.is_float and t.bits == 8:  # fp8 is a storage type in LLVM (i8): compare as f32, exactly
+        x, y = (lx.convert(value, t, F32) for value in (x, y))
+    if t.is_float:
+        return lx.b.fcmp_unordered(symbol, x, y) if symbol == "!=" else lx.b.fcmp_ordered(symbol, x, y)
+    if t.kind == "int":
+        return lx.b.icmp_signed(symbol, x, y)
+    return lx.b.icmp_unsigned(symbol, x, y)
 
 
 @register

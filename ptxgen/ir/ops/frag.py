@@ -1,4 +1,5 @@
-"""frag: register fragments: elementwise math, casts, slices, splats and row/column reductions."""
+"""frag: register fragments: elementwise math, casts, slices, splats, row/column reductions, each value's tile
+coordinates, comparisons and selects (masking)."""
 from __future__ import annotations
 
 import numpy as np
@@ -6,12 +7,12 @@ import numpy as np
 import layoutc as lc
 
 from ..text import attribute_text
-from ..types import F32, I32, FragmentType
+from ..types import F32, I1, I32, FragmentType
 from . import (
-    NUM_TYPES, OpDef, convert, numpy_dtype, register, round_to, tv_rows, tv_table,
-    layout_values, verify_tv,
+    NUM_TYPES, OpDef, convert, numpy_dtype, register, round_to, tv_attr, tv_rows, tv_table,
+    layout_values, tile_coordinates, verify_tv,
 )
-from .arith import division_problem
+from .arith import Cmp, compare, division_problem
 
 
 class _FragElementwise(OpDef):
@@ -210,7 +211,7 @@ class Reduce(OpDef):
         v.word(op, "kind", tuple(self.KINDS))
         mode = v.attr(op, "mode", int)
         tile = v.shape_attr(op, "tile")
-        tv = v.attr(op, "tv", lc.Layout)
+        tv = tv_attr(op, v)
         if tile is None or tv is None:
             return
         if lc.rank(tile) != 2:
@@ -270,3 +271,146 @@ class Reduce(OpDef):
         x, thread = op.operands
         lx.set(op.results[0], lx.frag_reduce(lx.get(x), thread, op.attrs["tv"], op.attrs["tile"],
                                              op.attrs["mode"], str(op.attrs["kind"]), x.type.dtype))
+
+
+# -- coordinates and masking ---------------------------------------------------------------------------------------
+
+@register
+class Coords(OpDef):
+    name = "frag.coords"
+    summary = "each value's tile coordinate, one i32 fragment per tile mode, from the TV layout"
+    required_attrs = ("tv", "tile")
+    num_operands = 1
+    num_results = None   # one per mode of the tile (checked by the rule)
+
+    def verify(self, op, v):
+        (thread,) = op.operands
+        if thread.type != I32:
+            v.error(op, f"the thread operand must be i32, not {thread.type}")
+        tile = v.shape_attr(op, "tile")
+        tv = tv_attr(op, v)
+        if tile is None or tv is None:
+            return
+        modes = lc.rank(tile) if isinstance(tile, tuple) else 1
+        if len(op.results) != modes:
+            v.error(op, f"tile {lc.to_str(tile)} has {modes} mode{'s' if modes != 1 else ''}, so frag.coords gives "
+                        f"{modes} fragment{'s' if modes != 1 else ''} (one per mode), not {len(op.results)}")
+            return
+        for r in op.results:
+            if not isinstance(r.type, FragmentType) or r.type.dtype != I32:
+                v.error(op, f"every result is an i32 fragment (frag<i32>[S]), not {r.type}")
+                return
+        shape = op.results[0].type.shape
+        if any(r.type.shape != shape for r in op.results):
+            v.error(op, f"the results' shapes differ: {', '.join(str(r.type) for r in op.results)}")
+            return
+        verify_tv(op, v, tv, shape, lc.product(tile))
+
+    def result_types(self, operand_types, attrs):
+        tile, tv = attrs["tile"], attrs["tv"]
+        modes = lc.rank(tile) if isinstance(tile, tuple) else 1
+        return [FragmentType(I32, lc.shape(tv[1]))] * modes
+
+    def interpret(self, op, ix):
+        (thread,) = op.operands
+        tv = op.attrs["tv"]
+        table = ix.cached(("tv", tv), lambda: tv_table(tv, lc.size(tv[0])))
+        coords = tile_coordinates(op.attrs["tile"], tv_rows(ix, op, thread, table))   # (threads, values, modes)
+        for m, r in enumerate(op.results):
+            ix.set(r, coords[:, :, m].astype(np.int32))
+
+    def lower(self, op, lx):
+        """Per mode, the coordinate's thread part once plus a constant per value (``plans.tile_coordinates``; a
+        mode no thread moves is constants only), else each value's tile index decoded at run time."""
+        (thread,) = op.operands
+        for r, values in zip(op.results, lx.frag_coords(lx.get(thread), op.attrs["tv"], op.attrs["tile"])):
+            lx.set(r, values)
+
+
+@register
+class FragCmp(OpDef):
+    name = "frag.cmp"
+    summary = "elementwise comparison of fragments (a scalar operand broadcasts): an i1 fragment"
+    required_attrs = ("pred",)
+    num_operands = 2
+    num_results = 1
+
+    def verify(self, op, v):
+        a, b = op.operands
+        t = op.results[0].type
+        frags = [x.type for x in (a, b) if isinstance(x.type, FragmentType)]
+        if not frags:
+            v.error(op, "at least one operand must be a frag")
+            return
+        ref = frags[0]
+        for x in (a, b):
+            if isinstance(x.type, FragmentType) and x.type != ref:
+                v.error(op, f"fragment operands differ: {ref} and {x.type}")
+                return
+            if not isinstance(x.type, FragmentType) and x.type != ref.dtype:
+                v.error(op, f"a scalar operand must have the fragment's element type {ref.dtype}, not {x.type}")
+                return
+        v.word(op, "pred", tuple(Cmp.PREDICATES))
+        want = FragmentType(I1, ref.shape)
+        if t != want:
+            v.error(op, f"result type must be {want}, not {t}")
+
+    def result_types(self, operand_types, attrs):
+        ref = next(t for t in operand_types if isinstance(t, FragmentType))
+        return [FragmentType(I1, ref.shape)]
+
+    def interpret(self, op, ix):
+        a, b = (ix.get(x) if isinstance(x.type, FragmentType) else ix.get(x)[:, None] for x in op.operands)
+        r = Cmp.PREDICATES[str(op.attrs["pred"])](a, b)
+        ix.set(op.results[0], np.broadcast_to(r, (ix.nthreads, op.results[0].type.size)).copy())
+
+    def lower(self, op, lx):
+        t = op.results[0].type
+        a, b = op.operands
+        dtype = next(x.type for x in (a, b) if isinstance(x.type, FragmentType)).dtype
+        xs, ys = (lx.get(x) if isinstance(x.type, FragmentType) else [lx.get(x)] * t.size for x in (a, b))
+        pred = str(op.attrs["pred"])
+        lx.set(op.results[0], [compare(lx, pred, x, y, dtype) for x, y in zip(xs, ys)])
+
+
+@register
+class FragSelect(OpDef):
+    name = "frag.select"
+    summary = "per value, a where the i1 fragment (or scalar) holds, else b (fragments or scalars of one type)"
+    num_operands = 3
+    num_results = 1
+
+    def verify(self, op, v):
+        p, a, b = op.operands
+        t = op.results[0].type
+        frags = [x.type for x in (a, b) if isinstance(x.type, FragmentType)]
+        if not isinstance(t, FragmentType):
+            v.error(op, f"result must be a frag, not {t}")
+            return
+        if isinstance(p.type, FragmentType):
+            if p.type != FragmentType(I1, t.shape):
+                v.error(op, f"the condition must be frag<i1> of the result's shape ({FragmentType(I1, t.shape)}) "
+                            f"or an i1, not {p.type}")
+        elif p.type != I1:
+            v.error(op, f"the condition must be frag<i1> of the result's shape or an i1, not {p.type}")
+        for x in (a, b):
+            if isinstance(x.type, FragmentType) and x.type != t:
+                v.error(op, f"operand %{x.name} is {x.type} but the result is {t}")
+            elif not isinstance(x.type, FragmentType) and x.type != t.dtype:
+                v.error(op, f"a scalar operand must have the result's element type {t.dtype}, not {x.type}")
+        if not frags and not isinstance(p.type, FragmentType):
+            v.error(op, "at least one operand must be a frag (arith.select chooses between scalars)")
+
+    def result_types(self, operand_types, attrs):
+        _p, a, b = operand_types
+        return [a if isinstance(a, FragmentType) else b]
+
+    def interpret(self, op, ix):
+        t = op.results[0].type
+        p, a, b = (ix.get(x) if isinstance(x.type, FragmentType) else ix.get(x)[:, None] for x in op.operands)
+        ix.set(op.results[0], np.broadcast_to(np.where(p, a, b), (ix.nthreads, t.size)).copy())
+
+    def lower(self, op, lx):
+        t = op.results[0].type
+        p, a, b = (lx.get(x) if isinstance(x.type, FragmentType) else [lx.get(x)] * t.size for x in op.operands)
+        lx.set(op.results[0], [lx.b.select(c, x, y) for c, x, y in zip(p, a, b)])

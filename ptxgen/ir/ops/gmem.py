@@ -17,6 +17,7 @@ from . import (
     numpy_dtype,
     register,
     tile_coordinates,
+    tv_attr,
     tv_rows,
     tv_table,
     value_problem,
@@ -156,7 +157,7 @@ class GLoad(_GmemAccess):
             return
         if t.dtype != view.type.dtype:
             v.error(op, f"fragment element type {t.dtype} differs from the tile's {view.type.dtype}")
-        tv = v.attr(op, "tv", lc.Layout)
+        tv = tv_attr(op, v)
         if tv is not None:
             verify_tv(op, v, tv, t.shape, view.type.size)
         if "other" in op.attrs:
@@ -203,7 +204,7 @@ class GStore(_GmemAccess):
             return
         if frag.type.dtype != view.type.dtype:
             v.error(op, f"fragment element type {frag.type.dtype} differs from the tile's {view.type.dtype}")
-        tv = v.attr(op, "tv", lc.Layout)
+        tv = tv_attr(op, v)
         if tv is not None:
             verify_tv(op, v, tv, frag.type.shape, view.type.size)
 

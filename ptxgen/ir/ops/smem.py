@@ -13,7 +13,7 @@ from ..text import attribute_text
 from ..types import I32, FragmentType, TensorType
 from . import (
     OPS, SMEM_BASE, SMEM_LIMIT, TABLE_LIMIT, OpDef, const_int, describe_threads, element_bytes, from_bytes, kernel_rule,
-    layout_values, numpy_dtype, register, smem_plan, to_bytes, tv_table, verify_tv,
+    layout_values, numpy_dtype, register, smem_plan, to_bytes, tv_attr, tv_table, verify_tv,
 )
 
 MIN_ALIGN = 128       # default alignment of an allocation (what TMA needs of a destination)
@@ -552,7 +552,7 @@ class Load(_SmemAccess):
             return
         if t.dtype != view.type.dtype:
             v.error(op, f"fragment element type {t.dtype} differs from the view's {view.type.dtype}")
-        tv = v.attr(op, "tv", lc.Layout)
+        tv = tv_attr(op, v)
         if tv is not None:
             verify_tv(op, v, tv, t.shape, view.type.size, what="view")
 
@@ -590,7 +590,7 @@ class Store(_SmemAccess):
             return
         if frag.type.dtype != view.type.dtype:
             v.error(op, f"fragment element type {frag.type.dtype} differs from the view's {view.type.dtype}")
-        tv = v.attr(op, "tv", lc.Layout)
+        tv = tv_attr(op, v)
         if tv is not None:
             verify_tv(op, v, tv, frag.type.shape, view.type.size, what="view")
 
@@ -710,7 +710,7 @@ class Stmatrix(_SmemAccess):
             return
         num = v.attr(op, "num", int)
         trans = v.attr(op, "trans", bool)
-        tv = v.attr(op, "tv", lc.Layout)
+        tv = tv_attr(op, v)
         if num is None or trans is None or tv is None:
             return
         if num not in (1, 2, 4):

@@ -1,0 +1,238 @@
+"""2-D transpose ``out = x.T`` (x (M, N) row-major, out (N, M) row-major) through shared memory, with every TV layout
+derived from layoutc and a swizzled thread map that makes both shared-memory accesses conflict-free.
+
+One CTA moves one (BM, BN) = (8·V, 8·V) tile of x (V = 16 bytes of elements: 8 for bf16/f16, 4 for f32; a row of
+the tile is 128 bytes, 8 chunks of 16):
+
+1. ``gmem.load`` of the x tile with ``tile_tv(BM, BN)`` — ``layoutc.make_layout_tv`` of threads 8·k per row
+   holding V consecutive columns each (one 16-byte vector; a warp reads 4 whole 128-byte row segments), repeated
+   over the tile's rows in passes;
+2. ``smem.store`` of that fragment into a plain row-major (BM, BN) tile through ``Sw_in o 0 o tile_tv`` (the same TV
+   layout composed with a swizzle of the tile index, ``in_swizzle``): row r's 16-byte chunks are XORed by
+   ``(r / V) % 8`` — vectors stay whole, so each thread still stores one ``st.shared.v4`` per pass;
+3. ``barrier.cta``; ``smem.load`` of the OUT tile (BN, BM) from the transposed view (``smem.permute``) through
+   ``Sw_out o 0 o tile_tv(BN, BM)``, ``out_swizzle``: the same physical permutation seen from the transposed
+   index. Each thread reads the V elements of one 16-byte output vector — V rows of one column of x, one
+   element each — and at every instruction a warp's 8 threads of a row read 8 different chunks: no bank conflict
+   (``bank_reports``, asserted by the tests);
+4. ``gmem.store`` of that fragment into the out tile with ``tile_tv(BN, BM)``: 16-byte vectors along out's rows.
+
+Ragged edges need nothing more: gmem.load reads 0 and gmem.store skips the elements outside the tensors (each
+16-byte vector wholly inside goes as a vector, the edge element by element). Any M, N; vectors need rows whose
+byte pitch is a multiple of 16 (else the launcher's specialization picks narrower accesses).
+
+Example (post-condition: ``out == x.T`` exactly)::
+
+    >>> import numpy as np
+    >>> from ptxgen.interp import interpret
+    >>> x = np.arange(70 * 45, dtype=np.float32).reshape(70, 45)
+    >>> out = np.zeros((45, 70), np.float32)
+    >>> interpret(build(TransposeConfig.default("f32")), {"x": x, "out": out})
+    >>> bool(np.array_equal(out, x.T))
+    True
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import layoutc as lc
+from layoutc.hopper import bank_conflicts
+
+from ptxgen.ir.builder import KernelBuilder, cdiv, dim, frag, gtensor, i32, smem
+
+ELEMENT_BYTES = {"f32": 4, "bf16": 2, "f16": 2}
+VECTOR_BYTES = 16
+CHUNKS = 8          # 16-byte chunks of a 128-byte row: the XOR's 3 bits
+
+
+@dataclass(frozen=True)
+class TransposeConfig:
+    """``dtype`` (f32, bf16, f16); ``threads`` per CTA (a multiple of 32 dividing the tile's vectors, at most 8 warps);
+    ``pair``: rows per thread's value block (1 or 2; ``tile_tv``): with 2 the transposed smem read takes two elements
+    per access. ``validate()`` names the field that breaks a rule."""
+
+    dtype: str = "bf16"
+    threads: int = 256
+    pair: int = 2
+
+    @staticmethod
+    def default(dtype: str) -> "TransposeConfig":
+        """The configuration ``transpose`` uses: 8 warps for 16-bit types (64 x 64 tiles: 2 vectors per thread), 4 for
+        f32 (32 x 32 tiles), each thread a (2, V) block. ``TransposeConfig.default("f32")`` →
+        ``TransposeConfig(dtype='f32', threads=128, pair=2)``."""
+        return TransposeConfig(dtype, 128 if dtype == "f32" else 256, 2)
+
+    @property
+    def vector(self) -> int:
+        return VECTOR_BYTES // ELEMENT_BYTES[self.dtype]
+
+    @property
+    def tile(self) -> tuple:
+        """(BM, BN): rows and columns of x one CTA moves, 8 16-byte vectors square (64 x 64 bf16, 32 x 32 f32)."""
+        v = self.vector
+        return CHUNKS * v, CHUNKS * v
+
+    def validate(self) -> "TransposeConfig":
+        if self.dtype not in ELEMENT_BYTES:
+            raise ValueError(f"TransposeConfig.dtype must be one of {', '.join(ELEMENT_BYTES)}, not {self.dtype!r}")
+        if self.pair not in (1, 2):
+            raise ValueError(f"TransposeConfig.pair must be 1 or 2, not {self.pair!r}")
+        bm, bn = self.tile
+        vectors = bm * bn // self.vector
+        if (self.threads % 32 or vectors % (self.threads * self.pair) or self.threads > vectors
+                or self.threads > 32 * 8):
+            raise ValueError(f"TransposeConfig.threads = {self.threads} must be a multiple of 32, at most 256 (8 warps), "
+                             f"whose product with pair = {self.pair} divides the {vectors} 16-byte vectors of a "
+                             f"{bm} x {bn} tile")
+        return self
+
+
+def tile_tv(rows: int, cols: int, vector: int, threads: int, pair: int = 1):
+    """The TV layout of a (rows, cols) tile (cols = 8·vector) over ``threads`` threads, each holding 16-byte vectors
+    of ``vector`` consecutive columns on ``pair`` consecutive rows: ``make_layout_tv`` of one warp — 4·pair rows × 8
+    threads, a (pair, vector) value block each, so a warp covers 4 whole 128-byte row segments per value — placed in
+    the tile, then ``passes`` (the value mode's outer part) of 4·pair rows each inside a warp's band, the warps stacked
+    below each other.
+
+    The row bits the swizzles XOR (``in_swizzle``, ``out_swizzle``: bits 3-5 of the row for 16-bit types, 2-4 for f32)
+    come from the thread when there is one pass, so each swizzled map is a thread part plus a constant per value (one
+    address per thread); with more passes the smem accesses compute their addresses per vector (still vectors).
+    With ``pair = 2`` the transposed read takes the two rows' elements of a column as one 2-element vector.
+    ``tile_tv(64, 64, 8, 256)`` = ``(((8,4),8),(8,2)):(((512,1),8),(64,4))``: thread t, value (i, p) → row
+    (t//8)%4 + 4p + 8·(t//32), column 8·(t%8) + i; ``tile_tv(64, 64, 8, 256, 2)`` =
+    ``(((8,4),8),(2,8)):(((512,2),8),(1,64))``. Post: a bijection of threads × (pair·vector·passes) onto the tile
+    (column-major index)."""
+    warps = threads // 32
+    tiler, warp_tv = lc.make_layout_tv(lc.Layout((4, cols // vector), (cols // vector, 1)),
+                                       lc.Layout((pair, vector), (1, pair)))
+    passes = rows // (tiler[0] * warps)
+    in_tile = lc.composition(lc.Layout(tiler, (1, rows)), warp_tv)   # the warp tiler's indices in the whole tile
+    values = in_tile[1] if passes == 1 else lc.make_layout(in_tile[1], lc.Layout(passes, tiler[0]))
+    return lc.make_layout(lc.make_layout(in_tile[0], lc.Layout(warps, tiler[0] * passes)), values)
+
+
+def in_swizzle(rows: int, cols: int, vector: int):
+    """The XOR on x-tile indices (column-major over (rows, cols): r + rows·c) that moves column chunk c/V of row r to
+    chunk (c/V) ^ ((r/V) % 8): source bits log2 V … (bits 3-5 of r/V·V), target the chunk bits of c.
+    ``in_swizzle(64, 64, 8)`` = ``Sw<3,3,-6>``."""
+    lv = vector.bit_length() - 1
+    return lc.Swizzle(3, lv, -(rows.bit_length() - 1))
+
+
+def out_swizzle(rows: int, cols: int, vector: int):
+    """``in_swizzle`` seen from the transposed tile (cols, rows), index c + cols·r: the same element permutation.
+    ``out_swizzle(64, 64, 8)`` = ``Sw<3,3,6>``."""
+    lv = vector.bit_length() - 1
+    return lc.Swizzle(3, lv, cols.bit_length() - 1)
+
+
+def layouts(config: TransposeConfig) -> dict:
+    """The kernel's layouts: ``load`` (x tile), ``store_smem`` (Sw_in o 0 o load), ``load_smem`` (Sw_out o 0 o
+    store), ``store`` (out tile), ``smem`` (the x tile in shared memory, row-major) and ``smem_t`` (its transpose).
+    For ``TransposeConfig("bf16")``: ``smem`` = ``(64,64):(64,1)``, ``smem_t`` = ``(64,64):(1,64)``, ``load_smem`` =
+    ``Sw<3,3,6> o 0 o (((8,4),8),(2,8)):(((512,2),8),(1,64))``. Post: ``load`` and ``store`` are bijections onto
+    their tiles, and ``store_smem``, ``load_smem`` name the same smem element for x's (r, c) and out's (c, r)."""
+    bm, bn = config.tile
+    v = config.vector
+    load = tile_tv(bm, bn, v, config.threads, config.pair)
+    store = tile_tv(bn, bm, v, config.threads, config.pair)
+    tile = lc.Layout((bm, bn), (bn, 1))
+    return {"load": load, "store": store, "smem": tile, "smem_t": lc.Layout((bn, bm), (1, bn)),
+            "store_smem": lc.ComposedLayout(in_swizzle(bm, bn, v), 0, load),
+            "load_smem": lc.ComposedLayout(out_swizzle(bm, bn, v), 0, store)}
+
+
+def bank_reports(config: TransposeConfig) -> dict:
+    """layoutc's bank-conflict reports of the smem store and the smem load, every warp, at the widths the lowering
+    emits (``bank_conflicts``' default). Post: ``ways == 1`` for both (the tests assert it)."""
+    ls = layouts(config)
+    dtype = config.dtype
+    warps = config.threads // 32
+    return {name: [bank_conflicts(ls[tv], ls[view], dtype, warp=w) for w in range(warps)]
+            for name, tv, view in (("store", "store_smem", "smem"), ("load", "load_smem", "smem_t"))}
+
+
+def build(config: TransposeConfig = TransposeConfig()):
+    """The transpose kernel ``@transpose(%x: gtensor<T, 2>, %out: gtensor<T, 2>)``: grid (⌈N/BN⌉, ⌈M/BM⌉)."""
+    config.validate()
+    dtype = config.dtype
+    bm, bn = config.tile
+    ls = layouts(config)
+    values = lc.size(ls["load"][1])
+    kb = KernelBuilder("transpose", grid=(cdiv(dim("x", 1), bn), cdiv(dim("x", 0), bm), 1),
+                       block=(config.threads, 1, 1), x=gtensor(dtype, 2), out=gtensor(dtype, 2))
+    b = kb.b
+    x, out = kb["x"], kb["out"]
+    tile = b.smem.alloc(type=smem(dtype, ls["smem"]), name="tile")
+    thread = b.gpu.thread_id(dim="x", name="thread")
+    col_block = b.gpu.block_id(dim="x", name="col_block")
+    row_block = b.gpu.block_id(dim="y", name="row_block")
+    m0 = b.arith.mul(row_block, b.const(bm, i32, name="bm"), name="m0")
+    n0 = b.arith.mul(col_block, b.const(bn, i32, name="bn"), name="n0")
+    x_tile = b.gmem.tile(x, m0, n0, shape=(bm, bn), name="x_tile")
+    values_t = frag(dtype, lc.shape(ls["load"][1]))
+    xs = b.gmem.load(x_tile, thread, tv=ls["load"], type=values_t, name="xs")
+    b.smem.store(tile, thread, xs, tv=ls["store_smem"])
+    b.barrier.cta()
+    tile_t = b.smem.permute(tile, order=(1, 0), name="tile_t")
+    ys = b.smem.load(tile_t, thread, tv=ls["load_smem"], type=frag(dtype, lc.shape(ls["store"][1])), name="ys")
+    out_tile = b.gmem.tile(out, n0, m0, shape=(bn, bm), name="out_tile")
+    b.gmem.store(out_tile, thread, ys, tv=ls["store"])
+    assert values == lc.size(ls["store"][1])
+    return kb.module("ptxgen/kernels/transpose")
+
+
+_BUILT: dict = {}
+
+
+def kernel(config: TransposeConfig):
+    """``build(config)``, built once per process (``kernel(TransposeConfig())`` is the bf16 module). Post: the same
+    Module for equal configurations."""
+    if config not in _BUILT:
+        _BUILT[config] = build(config)
+    return _BUILT[config]
+
+
+def transpose(x, out=None, *, config: TransposeConfig | None = None):
+    """``x.T`` as a new contiguous (N, M) array (or into ``out``, row-major): a torch CUDA tensor runs on the GPU
+    (torch's current stream), a numpy array (``ml_dtypes.bfloat16`` for bf16) in the CPU interpreter. The configuration defaults to
+    ``TransposeConfig.default(x's dtype)``. Raises TypeError for another dtype, ValueError for a rank other than 2 or an
+    ``out`` of the wrong shape."""
+    import numpy as np
+
+    if isinstance(x, np.ndarray):
+        import ml_dtypes
+        names = {np.dtype(np.float32): "f32", np.dtype(ml_dtypes.bfloat16): "bf16", np.dtype(np.float16): "f16"}
+        dtype = names.get(x.dtype)
+    else:
+        dtype = {"torch.float32": "f32", "torch.bfloat16": "bf16", "torch.float16": "f16"}.get(str(x.dtype))
+    if dtype is None:
+        raise TypeError(f"transpose: x has dtype {x.dtype}; the kernel takes f32, bf16 or f16")
+    if len(x.shape) != 2:
+        raise ValueError(f"transpose: x has rank {len(x.shape)} (shape {tuple(x.shape)}); the kernel takes a matrix")
+    m, n = (int(s) for s in x.shape)
+    config = config or TransposeConfig.default(dtype)
+    if out is None:
+        out = np.empty((n, m), x.dtype) if isinstance(x, np.ndarray) else x.new_empty((n, m))
+    if tuple(out.shape) != (n, m):
+        raise ValueError(f"transpose: out has shape {tuple(out.shape)}, but x.T has shape {(n, m)}")
+    if m == 0 or n == 0:
+        return out
+    if isinstance(x, np.ndarray):
+        from ptxgen.interp import interpret
+        interpret(kernel(config), {"x": np.ascontiguousarray(x), "out": out})
+        return out
+    import torch
+    jit_kernel(config)(x=x, out=out, stream=torch.cuda.current_stream().cuda_stream)
+    return out
+
+
+_JITTED: dict = {}
+
+
+def jit_kernel(config: TransposeConfig):
+    """The launchable kernel of ``config`` (``ptxgen.runtime.jit`` of ``kernel(config)``), made once per process."""
+    if config not in _JITTED:
+        from ptxgen.runtime import jit
+        _JITTED[config] = jit(kernel(config))
+    return _JITTED[config]
