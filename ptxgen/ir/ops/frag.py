@@ -1,4 +1,5 @@
-"""frag: register fragments: elementwise math, casts, slices, splats and row/column reductions."""
+"""frag: register fragments: elementwise math, casts, slices, splats, row/column reductions (within a warp or across
+the warps of the CTA), single values as scalars and reciprocals."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,7 +9,7 @@ import layoutc as lc
 from ..core import walk
 from ..reduce_plan import ReducePlanError, line_table, plan_reduce
 from ..text import attribute_text
-from ..types import F32, I32, FragmentType, ScalarType
+from ..types import F32, I32, FragmentType
 from . import (
     NUM_TYPES, OpDef, convert, describe_threads, kernel_rule, numpy_dtype, register, round_to, tv_rows, tv_table,
     layout_values, verify_tv,
@@ -367,3 +368,86 @@ def _reductions_across_warps(kernel, v):
             for region in op.regions:
                 visit(region.ops, around if op.name == "scf.for" else (around or op))
     visit(kernel.body.ops, None)
+
+
+@register
+class Extract(OpDef):
+    name = "frag.extract"
+    summary = "one value of a fragment (its flat value order) as a per-thread scalar"
+    required_attrs = ("index",)
+    num_operands = 1
+    num_results = 1
+
+    def verify(self, op, v):
+        (x,) = op.operands
+        t = op.results[0].type
+        if not isinstance(x.type, FragmentType):
+            v.error(op, f"the operand must be a frag, not {x.type}")
+            return
+        if t != x.type.dtype:
+            v.error(op, f"result type must be the fragment's element type {x.type.dtype}, not {t}")
+        index = v.attr(op, "index", int)
+        if index is not None and not 0 <= index < x.type.size:
+            v.error(op, f"index {index} is outside the fragment's {x.type.size} values (0 … {x.type.size - 1})")
+
+    def result_types(self, operand_types, attrs):
+        return [operand_types[0].dtype]
+
+    def interpret(self, op, ix):
+        ix.set(op.results[0], ix.get(op.operands[0])[:, op.attrs["index"]].copy())
+
+    def lower(self, op, lx):
+        """No code: the value's register."""
+        lx.set(op.results[0], lx.get(op.operands[0])[op.attrs["index"]])
+
+
+@register
+class Rcp(OpDef):
+    name = "frag.rcp"
+    summary = "elementwise reciprocal 1/x of an f32 fragment, approximate (rcp.approx.ftz.f32) or IEEE (rcp.rn.f32)"
+    required_attrs = ("rounding",)
+    ROUNDINGS = ("approx", "rn")
+    num_operands = 1
+    num_results = 1
+
+    def verify(self, op, v):
+        (x,) = op.operands
+        t = op.results[0].type
+        if not isinstance(x.type, FragmentType):
+            v.error(op, f"the operand must be a frag, not {x.type}")
+            return
+        if x.type.dtype != F32:
+            v.error(op, f"frag.rcp is defined for f32 fragments, not {x.type.dtype}: frag.cast to f32 first")
+        if t != x.type:
+            v.error(op, f"result type must be {x.type}, not {t}")
+        v.word(op, "rounding", self.ROUNDINGS)
+
+    def result_types(self, operand_types, attrs):
+        return [operand_types[0]]
+
+    def interpret(self, op, ix):
+        """``rn``: 1/x correctly rounded. ``approx``: subnormal inputs and results flushed to signed zero (ftz),
+        otherwise the correctly rounded 1/x (the hardware's is within 1 ulp of it)."""
+        x = ix.get(op.operands[0]).astype(np.float32)
+        tiny = np.finfo(np.float32).tiny
+        if str(op.attrs["rounding"]) == "approx":
+            x = np.where(np.abs(x) < tiny, np.copysign(np.float32(0), x), x)
+        with np.errstate(divide="ignore", over="ignore"):
+            r = (np.float32(1) / x).astype(np.float32)
+        if str(op.attrs["rounding"]) == "approx":
+            r = np.where(np.abs(r) < tiny, np.copysign(np.float32(0), r), r).astype(np.float32)
+        ix.set(op.results[0], r)
+
+    def lower(self, op, lx):
+        """``llvm.nvvm.rcp.approx.ftz.f`` (``rcp.approx.ftz.f32``) or ``llvm.nvvm.rcp.rn.f`` (``rcp.rn.f32``), one
+        per distinct register: a reduction's result is one register per line, so a row's reciprocal is computed
+        once (LLVM merges the calls on one value)."""
+        name = "llvm.nvvm.rcp.approx.ftz.f" if str(op.attrs["rounding"]) == "approx" else "llvm.nvvm.rcp.rn.f"
+        f32 = lx.llvm_type(F32)
+        done = {}
+        out = []
+        for x in lx.get(op.operands[0]):
+            if id(x) not in done:
+                done[id(x)] = lx.call(name, f32, [x])
+            out.append(done[id(x)])
+        lx.set(op.results[0], out)
