@@ -23,6 +23,7 @@ from .tiling import (
     tiled_divide, tiled_product, zipped_divide, zipped_product,
 )
 from .partition import make_layout_tv
+from .broadcast import broadcast_tv
 from .recast import downcast, recast_layout, upcast
 from .notation import parse, parse_layout, parse_tiler, tiler_to_str, to_str
 from .memo import clear_caches

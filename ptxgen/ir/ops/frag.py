@@ -254,6 +254,9 @@ class Reduce(OpDef):
             v.error(op, f"{spread}: a reduction across warps synchronizes the whole CTA, so tv's thread mode "
                         f"{lc.to_str(tv[0])} must have the block's {block} threads, not {threads}")
 
+    def result_types(self, operand_types, attrs):
+        return [operand_types[0]]
+
     def smem_scratch(self, op):
         """(bytes, align) of the partials of a reduction across warps (``ReducePlan.scratch_slots`` slots of the
         combining type: f32 for f16/bf16, else the element's), None for one within warps or a malformed op."""
