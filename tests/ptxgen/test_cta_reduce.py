@@ -56,7 +56,7 @@ def test_plan_of_columns_across_warps_keeps_lane_bits():
 
 
 def test_plan_refuses_lines_that_are_no_coset_of_thread_bits():
-    # rows of a (3, 128) tile held by 96 threads split 32/64: the warp bits do not form a coset
+    # thread t holds elements 2t, 2t+1 of a (3,4) tile: row 0 is value 0 of some threads, value 1 of others
     with pytest.raises(ReducePlanError, match="line 0 is held by threads"):
         plan_reduce(lc.parse("(6,2):(2,1)"), (3, 4), 1)
 
