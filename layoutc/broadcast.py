@@ -28,14 +28,11 @@ def broadcast_tv(tv: Layout, tile_shape, mode: int) -> Layout:
     coordinate of ``tv(t, v)``; raises LayoutError when the composition is not admissible.
     """
     if not isinstance(tile_shape, tuple) or len(tile_shape) != 2:
-        raise LayoutError(f"broadcast_tv({to_str(tv)}, {to_str(tile_shape)}, {mode}): the tile must have rank 2 "
-                          "(rows, columns)")
+        raise LayoutError("broadcast_tv", (tv, tile_shape, mode), "the tile must have rank 2 (rows, columns)")
     if mode not in (0, 1):
-        raise LayoutError(f"broadcast_tv({to_str(tv)}, {to_str(tile_shape)}, {mode}): mode must be 0 (rows) or 1 "
-                          "(columns)")
+        raise LayoutError("broadcast_tv", (tv, tile_shape, mode), "mode must be 0 (rows) or 1 (columns)")
     if rank(tv) != 2:
-        raise LayoutError(f"broadcast_tv({to_str(tv)}, {to_str(tile_shape)}, {mode}): tv must have rank 2 "
-                          "(threads, values)")
+        raise LayoutError("broadcast_tv", (tv, tile_shape, mode), "tv must have rank 2 (threads, values)")
     rows, cols = product(tile_shape[0]), product(tile_shape[1])
     projection = Layout((rows, cols), (1, 0) if mode == 0 else (0, 1))
     out = composition(projection, tv)  # distributes over tv's two modes: (P ∘ tv[0], P ∘ tv[1])
@@ -53,7 +50,7 @@ def broadcast_tv(tv: Layout, tile_shape, mode: int) -> Layout:
             if not ok:
                 break
     if not ok:
-        raise LayoutError(f"broadcast_tv({to_str(tv)}, {to_str(tile_shape)}, {mode}): the projection "
-                          f"{to_str(projection)} ∘ tv is no layout of tv's (threads, values) shape giving each "
-                          "value's coordinate (the composition is not admissible)")
+        raise LayoutError("broadcast_tv", (tv, tile_shape, mode),
+                          f"the projection {to_str(projection)} ∘ tv is no layout of tv's (threads, values) shape "
+                          "giving each value's coordinate (the composition is not admissible)")
     return out
