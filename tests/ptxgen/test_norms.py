@@ -217,3 +217,31 @@ def test_norms_on_the_gpu(m, n, dtype):
     want = torch.nn.functional.rms_norm(x.double(), (n,), w.double(), 1e-6)
     got = rms_norm(x, w, 1e-6)
     assert float((got.double() - want).norm() / want.norm()) < TOLERANCE[dtype]
+
+
+# -- the examples -------------------------------------------------------------------------------------------------------
+
+def _example(name):
+    import importlib.util
+    import pathlib
+    path = pathlib.Path(__file__).resolve().parents[2] / "examples" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"example_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_softmax_example(capsys):
+    y = _example("softmax").main(300, 3)
+    np.testing.assert_allclose(y.sum(1), 1.0, rtol=1e-5)
+    assert "kernel @softmax" in capsys.readouterr().out
+
+
+def test_the_layernorm_example():
+    example = _example("layernorm")
+    rng = np.random.default_rng(0)   # main's own inputs, seed 0
+    y = example.main(200, 3)
+    assert y.shape == (3, 200)
+    x = (rng.standard_normal((3, 200)) + 1).astype(np.float32)
+    w, b, g = (rng.uniform(0.5, 1.5, 200).astype(np.float32) for _ in range(3))
+    assert relative(y, example.reference(x, w, b, g)) < 1e-6
