@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 from ptxgen.kernels.norms import layer_norm, rms_norm  # noqa: E402
 from ptxgen.kernels.rowwise import choose_row_config  # noqa: E402
-from ptxgen.kernels.softmax import softmax  # noqa: E402
+from ptxgen.kernels.softmax import MAX_VALUES as SOFTMAX_VALUES, softmax  # noqa: E402
 
 TOLERANCE = {"bf16": 8e-3, "f32": 1e-5}
 INNER = 5
@@ -110,7 +110,7 @@ def main(argv=None):
                              args.warmup, args.reps)
             nbytes = 2 * m * n * esize
             run = {"op": op, "dtype": dtype, "m": m, "n": n, "bytes": nbytes, "rel_err": err,
-                   "config": repr(choose_row_config(n, dtype))}
+                   "config": repr(choose_row_config(n, dtype, SOFTMAX_VALUES if op == "softmax" else 16))}
             for schedule in ("interleaved", "separate"):
                 t = {k: v[f"{schedule}_ms"] for k, v in times.items()}
                 run[schedule] = {

@@ -51,7 +51,7 @@ def build(config: RowConfig, kind: str, weight: bool, bias: bool = False):
     if bias:
         vectors["b"] = gtensor(dtype, 1)
     kb = KernelBuilder(f"{kind}_norm", grid=(cdiv("m", config.rows), 1, 1), block=(config.block, 1, 1),
-                       **vectors, m=i32, eps=f32)
+                       min_ctas_per_sm=config.ctas_per_sm, **vectors, m=i32, eps=f32)
     b = kb.b
     f32_frag, io_frag = frag("f32", values), frag(dtype, values)
 
@@ -75,18 +75,20 @@ def build(config: RowConfig, kind: str, weight: bool, bias: bool = False):
     else:
         total = b.frag.reduce(x32, thread, **reduce, name="total")
         mean = b.frag.mul(total, inverse_n, name="mean")
-        centred = b.frag.sub(x32, mean, name="centred")
         padded = b.arith.cmp(n, b.const(config.cols, i32, name="cols"), pred="lt", name="padded")
         branch = b.scf.if_(padded, types=(f32_frag,), names=("squares",))
+        # x - mean is formed in each branch and again for y (not kept across the reductions: fewer live registers)
         with branch.then:  # the tile is wider than the row: mask the columns past its end out of the variance
             ones = b.gmem.load(x_tile, thread, tv=tv, other=1.0, type=io_frag, name="ones")
             outside = b.frag.sub(to_f32(ones, "ones32"), x32, name="outside")
             inside = b.frag.sub(b.const(1.0, f32, name="one_f32"), outside, name="inside")
-            masked = b.frag.mul(centred, inside, name="masked")
+            masked = b.frag.mul(b.frag.sub(x32, mean, name="deviation"), inside, name="masked")
             b.scf.yield_(b.frag.mul(masked, masked, name="masked_squares"))
         with branch.otherwise:
-            b.scf.yield_(b.frag.mul(centred, centred, name="all_squares"))
+            deviation = b.frag.sub(x32, mean, name="deviation_all")
+            b.scf.yield_(b.frag.mul(deviation, deviation, name="all_squares"))
         squares = branch.results[0]
+        centred = b.frag.sub(x32, mean, name="centred")
     sum_squares = b.frag.reduce(squares, thread, **reduce, name="sum_squares")
     mean_square = b.frag.mul(sum_squares, inverse_n, name="mean_square")
     scale = b.frag.rsqrt(b.frag.add(mean_square, kb["eps"], name="shifted"), name="scale")

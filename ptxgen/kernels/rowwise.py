@@ -8,8 +8,8 @@ consecutive threads on consecutive vectors) repeated ``vectors`` times along the
 covers 512 contiguous bytes. A row is read once and written once; its reductions are ``frag.reduce`` over the row
 (across warps when ``threads > 32``: shared memory and a named barrier).
 
-Example: ``choose_row_config(16384, "bf16")`` → ``RowConfig(dtype="bf16", threads=1024, vectors=2, rows=1)``: a
-(1, 16384) tile, TV ``(1024,(8,2)):(8,(1,8192))``.
+Example: ``choose_row_config(16384, "bf16")`` → ``RowConfig(dtype="bf16", threads=1024, vectors=2, rows=1,
+ctas_per_sm=1)``: a (1, 16384) tile, TV ``(1024,(8,2)):(8,(1,8192))``.
 """
 from __future__ import annotations
 
@@ -21,10 +21,11 @@ import layoutc as lc
 
 ELEMENT_BYTES = {"bf16": 2, "f16": 2, "f32": 4}
 VECTOR_BYTES = 16
-MAX_VALUES = 16        # values a thread holds per row: 16 f32 registers for the row keep a 1024-thread CTA within
-                       # the 64 registers a thread may have there (32 values made the softmax take 95 registers)
+MAX_VALUES = 32        # values a thread holds per row (the register budget: see choose_row_config)
 MAX_THREADS = 1024     # a CTA's threads
 MIN_BLOCK = 256        # short rows: several per CTA, so that a CTA has at least this many threads
+SM_THREADS = 2048      # threads one SM holds
+LONGEST_ROW = 16384    # the longest row the ops take
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,7 @@ class RowConfig:
     threads: int
     vectors: int
     rows: int = 1
+    ctas_per_sm: int = 1
 
     @property
     def vec(self) -> int:
@@ -55,8 +57,8 @@ class RowConfig:
         return (self.rows, self.cols)
 
     def validate(self) -> None:
-        """The rules: a known dtype; threads a power of two from 1 to 1024 (whole warps across warps: a multiple of 32
-        then); the block at most 1024 threads; at most MAX_VALUES values per thread."""
+        """The rules: a known dtype; threads a power of two from 1 to 1024; the block at most 1024 threads; at most
+        MAX_VALUES values per thread; ctas_per_sm CTAs fit an SM's 2048 threads."""
         if self.dtype not in ELEMENT_BYTES:
             raise ValueError(f"RowConfig: dtype must be one of {', '.join(ELEMENT_BYTES)}, not {self.dtype!r}")
         if self.threads < 1 or self.threads & (self.threads - 1) or self.threads > MAX_THREADS:
@@ -66,6 +68,9 @@ class RowConfig:
         if self.vectors < 1 or self.vectors * self.vec > MAX_VALUES:
             raise ValueError(f"RowConfig: vectors must be 1 to {MAX_VALUES // self.vec} for {self.dtype} (at most "
                              f"{MAX_VALUES} values per thread), not {self.vectors}")
+        if self.ctas_per_sm < 1 or self.ctas_per_sm * self.block > SM_THREADS:
+            raise ValueError(f"RowConfig: ctas_per_sm must be 1 to {SM_THREADS // self.block} (CTAs of {self.block} "
+                             f"threads in an SM's {SM_THREADS}), not {self.ctas_per_sm}")
 
     def layouts(self):
         """(tile, tv): the (rows, cols) tile and its TV layout ``(threads·rows, (vec, vectors))``, derived with
@@ -78,23 +83,28 @@ class RowConfig:
 
 
 def longest_row(dtype: str) -> int:
-    """The longest row a CTA holds for ``dtype``: 1024 threads × 16 values = 16384."""
-    return MAX_THREADS * MAX_VALUES
+    """The longest row the row-wise ops take: 16384 elements (a CTA of 1024 threads × 16 values, or 512 × 32)."""
+    return LONGEST_ROW
 
 
-def choose_row_config(n: int, dtype: str) -> RowConfig:
+def choose_row_config(n: int, dtype: str, max_values: int = 16) -> RowConfig:
     """The configuration for rows of ``n`` elements: the fewest threads per row (a power of two, at least a warp)
-    that hold the row with at most MAX_VALUES values each, vectors = ⌈n / (vec · threads)⌉, and rows per CTA so the
-    CTA has MIN_BLOCK threads when a row needs fewer. ``choose_row_config(1000, "f32")`` →
-    ``RowConfig("f32", threads=64, vectors=4, rows=4)`` (tile (4, 1024)). Pre: 1 ≤ n ≤ longest_row(dtype)."""
+    that hold the row with at most ``max_values`` values each, vectors = ⌈n / (vec · threads)⌉, rows per CTA so the
+    CTA has MIN_BLOCK threads when a row needs fewer, and ``ctas_per_sm`` = max(1, 1024 / block): the register budget
+    of 64 per thread (1024 threads per SM), which the kernels fit without spilling (softmax with 32 values per
+    thread, the norms with 16 — their default ``max_values``), so that a 512-thread softmax CTA still has a second
+    one on its SM loading while it reduces. ``choose_row_config(1000, "f32")`` →
+    ``RowConfig("f32", threads=64, vectors=4, rows=4, ctas_per_sm=4)`` (tile (4, 1024)); ``choose_row_config(16384,
+    "bf16", 32)`` → ``RowConfig("bf16", 512, 4, 1, 2)``. Pre: 1 ≤ n ≤ longest_row(dtype)."""
     vec = VECTOR_BYTES // ELEMENT_BYTES[dtype]
     vectors_per_row = -(-n // vec)
-    per_thread = MAX_VALUES // vec
+    per_thread = max(1, max_values // vec)
     threads = 32
     while threads * per_thread < vectors_per_row:
         threads *= 2
     vectors = -(-vectors_per_row // threads)
-    return RowConfig(dtype, threads, vectors, max(1, MIN_BLOCK // threads))
+    rows = max(1, MIN_BLOCK // threads)
+    return RowConfig(dtype, threads, vectors, rows, max(1, 1024 // (threads * rows)))
 
 
 def check_config(op: str, config: RowConfig, dtype: str, n: int) -> None:

@@ -25,6 +25,7 @@ from ptxgen.ir.builder import KernelBuilder, cdiv, f32, frag, gtensor, i32
 from .rowwise import Operand, RowConfig, check_config, choose_row_config, empty_like, rows_of, run
 
 LOG2E = 1.4426950408889634
+MAX_VALUES = 32   # values per thread: softmax fits them in 64 registers, so 16384 bf16 takes 2 CTAs of 512 per SM
 
 
 def build(config: RowConfig):
@@ -35,7 +36,7 @@ def build(config: RowConfig):
     dtype = config.dtype
     values = lc.shape(tv[1])
     kb = KernelBuilder("softmax", grid=(cdiv("m", config.rows), 1, 1), block=(config.block, 1, 1),
-                       x=gtensor(dtype, 2), y=gtensor(dtype, 2), m=i32)
+                       min_ctas_per_sm=config.ctas_per_sm, x=gtensor(dtype, 2), y=gtensor(dtype, 2), m=i32)
     b = kb.b
     block = b.gpu.block_id(dim="x", name="block")
     thread = b.gpu.thread_id(dim="x", name="thread")
@@ -74,7 +75,7 @@ def softmax(x, dim: int = -1, *, config: RowConfig | None = None):
         raise ValueError(f"softmax: dim must be the last dimension (-1 or {rank - 1}), not {dim}")
     x2d, m, n = rows_of("softmax", arg)
     dtype = arg.dtype
-    config = config or choose_row_config(n, dtype)
+    config = config or choose_row_config(n, dtype, MAX_VALUES)
     check_config("softmax", config, dtype, n)
     y2d = empty_like(x2d, arg.kind)
     if m:

@@ -83,6 +83,8 @@ class LoweringContext:
         self.fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [_ABI[s.abi] for s in abi]), kernel.name)
         self.fn.calling_convention = "ptx_kernel"
         set.add(self.fn.attributes, '"nvvm.reqntid"="{},{},{}"'.format(*self.block_dim))
+        if launch.min_ctas_per_sm(kernel) is not None:  # .minnctapersm: registers for that many CTAs per SM
+            set.add(self.fn.attributes, f'"nvvm.minctasm"="{launch.min_ctas_per_sm(kernel)}"')
         self.b = ir.IRBuilder(self.fn.append_basic_block("entry"))
         self.values = {}
         self.multiples = {}

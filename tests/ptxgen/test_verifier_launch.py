@@ -86,8 +86,8 @@ CORPUS = [
     ("block 2048", "grid = (1, 1, 1), block = (2048, 1, 1)", "block",
      "block = (2048, 1, 1) has 2048 threads; a CTA has 1 to 1024"),
     ("misspelt block", "grid = (1, 1, 1), blokc = (128, 1, 1)", "blokc",
-     "unknown kernel attribute 'blokc' (did you mean 'block'?): a kernel takes grid, block, cluster and "
-     "non_portable_cluster"),
+     "unknown kernel attribute 'blokc' (did you mean 'block'?): a kernel takes grid, block, cluster, "
+     "non_portable_cluster and min_ctas_per_sm"),
     # the rules' boundaries and the other forms
     ("block 1025", "grid = (1, 1, 1), block = (1025, 1, 1)", "block",
      "block = (1025, 1, 1) has 1025 threads; a CTA has 1 to 1024"),
@@ -136,7 +136,11 @@ CORPUS = [
     ("non-portable not a boolean", "grid = (1, 1, 1), block = (128, 1, 1), non_portable_cluster = yes", "yes",
      "non_portable_cluster must be true or false, not yes"),
     ("unknown attribute", "grid = (1, 1, 1), block = (128, 1, 1), smem = 4096", "smem",
-     "unknown kernel attribute 'smem': a kernel takes grid, block, cluster and non_portable_cluster"),
+     "unknown kernel attribute 'smem': a kernel takes grid, block, cluster, non_portable_cluster and min_ctas_per_sm"),
+    ("min CTAs per SM not an integer", "grid = (1, 1, 1), block = (128, 1, 1), min_ctas_per_sm = 0", "0",
+     "min_ctas_per_sm must be an integer >= 1, not 0"),
+    ("min CTAs per SM over the SM", "grid = (1, 1, 1), block = (1024, 1, 1), min_ctas_per_sm = 3", "3",
+     "min_ctas_per_sm = 3 CTAs of 1024 threads is 3072 threads; an SM holds 2048"),
     ("misspelt cluster", "grid = (2, 1, 1), block = (128, 1, 1), clustr = (2, 1, 1)", "clustr",
      "unknown kernel attribute 'clustr' (did you mean 'cluster'?)"),
 ]
