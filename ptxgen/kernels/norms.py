@@ -25,6 +25,8 @@ Example (the CPU interpreter)::
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 import layoutc as lc
@@ -32,6 +34,8 @@ from ptxgen.ir.builder import KernelBuilder, cdiv, f32, frag, gtensor, i32
 
 from .rowwise import (Operand, RowConfig, check_config, choose_row_config, empty_like, rows_of, run, vector_of)
 
+MAX_VALUES = 16        # values per thread: 32 would spill at 64 registers (the softmax holds 32)
+EPILOGUE_VALUES = 16   # values per thread of one epilogue chunk (see build)
 FLOAT_EPS = {"bf16": 2.0 ** -7, "f16": 2.0 ** -10, "f32": 2.0 ** -23}  # torch.finfo(dtype).eps
 
 
@@ -65,7 +69,6 @@ def build(config: RowConfig, kind: str, weight: bool, bias: bool = False):
     n = b.gtensor.dim(kb["x"], mode=1, name="n")
     inverse_n = b.arith.div(b.const(1.0, f32, name="one"), b.arith.cast(n, type=f32, name="n_f32"), name="inverse_n")
     x_tile = b.gmem.tile(kb["x"], row0, zero, shape=tile, name="x_tile")
-    y_tile = b.gmem.tile(kb["y"], row0, zero, shape=tile, name="y_tile")
     loaded = b.gmem.load(x_tile, thread, tv=tv, type=io_frag, name="loaded")   # columns past the row read 0
     x32 = to_f32(loaded, "x32")
     reduce = {"tv": tv, "tile": tile, "mode": 1, "kind": "add"}
@@ -92,16 +95,31 @@ def build(config: RowConfig, kind: str, weight: bool, bias: bool = False):
     sum_squares = b.frag.reduce(squares, thread, **reduce, name="sum_squares")
     mean_square = b.frag.mul(sum_squares, inverse_n, name="mean_square")
     scale = b.frag.rsqrt(b.frag.add(mean_square, kb["eps"], name="shifted"), name="scale")
-    y32 = b.frag.mul(centred, scale, name="normalized")
-    line_tv = lc.broadcast_tv(tv, tile, 1)   # value (t, v) → its column: the weight and bias broadcast over rows
-    for name in ("w", "b"):
-        if name not in vectors:
-            continue
-        view = b.gmem.tile(kb[name], zero, shape=(config.cols,), name=f"{name}_tile")
-        entry = to_f32(b.gmem.load(view, thread, tv=line_tv, type=io_frag, name=f"{name}s"), f"{name}32")
-        y32 = b.frag.mul(y32, entry, name="weighted") if name == "w" else b.frag.add(y32, entry, name="biased")
-    ys = y32 if dtype == "f32" else b.frag.cast(y32, type=io_frag, name="ys")
-    b.gmem.store(y_tile, thread, ys, tv=tv)
+    # the epilogue in chunks of at most EPILOGUE_VALUES values per thread (vectors j·per … j·per + per - 1 of the
+    # row: columns j·chunk … of the tile, the same TV over a narrower tile): each chunk's stores come before the next
+    # chunk's weight loads (y may alias w for all LLVM knows), so at most one chunk of weights is live at a time
+    per = max(1, min(config.vectors, EPILOGUE_VALUES // config.vec))
+    chunk = replace(config, vectors=per)
+    chunk_tile, chunk_tv = chunk.layouts()
+    line_tv = lc.broadcast_tv(chunk_tv, chunk_tile, 1)   # value (t, v) → its column: weight and bias over the rows
+    chunk_values = lc.shape(chunk_tv[1])
+    size = lc.size(chunk_tv[1])
+    for j in range(config.vectors // per):
+        col = b.const(j * chunk.cols, i32, name=f"col{j}")
+        part = b.frag.slice(centred, offset=j * size, type=frag("f32", chunk_values), name=f"centred{j}")
+        y32 = b.frag.mul(part, b.frag.slice(scale, offset=j * size, type=frag("f32", chunk_values),
+                                           name=f"scale{j}"), name=f"normalized{j}")
+        for name in ("w", "b"):
+            if name not in vectors:
+                continue
+            view = b.gmem.tile(kb[name], col, shape=(chunk.cols,), name=f"{name}_tile{j}")
+            entry = b.gmem.load(view, thread, tv=line_tv, type=frag(dtype, chunk_values), name=f"{name}s{j}")
+            entry = entry if dtype == "f32" else b.frag.cast(entry, type=frag("f32", chunk_values), name=f"{name}32_{j}")
+            y32 = (b.frag.mul(y32, entry, name=f"weighted{j}") if name == "w"
+                   else b.frag.add(y32, entry, name=f"biased{j}"))
+        ys = y32 if dtype == "f32" else b.frag.cast(y32, type=frag(dtype, chunk_values), name=f"ys{j}")
+        y_chunk = b.gmem.tile(kb["y"], row0, col, shape=chunk_tile, name=f"y_tile{j}")
+        b.gmem.store(y_chunk, thread, ys, tv=chunk_tv)
     flags = ("w" if weight else "") + ("b" if bias else "")
     return kb.module(f"ptxgen/kernels/norms[{kind},{dtype},{config.threads}x{config.vectors}x{config.rows},{flags}]")
 
@@ -119,7 +137,7 @@ def _norm(op: str, kind: str, x, weight, bias, eps, config):
         args["w"] = vector_of(op, "weight", weight, n, dtype, arg.kind)
     if bias is not None:
         args["b"] = vector_of(op, "bias", bias, n, dtype, arg.kind)
-    config = config or choose_row_config(n, dtype)
+    config = config or choose_row_config(n, dtype, MAX_VALUES)
     check_config(op, config, dtype, n)
     y2d = empty_like(x2d, arg.kind)
     args.update(y=y2d, m=m, eps=float(eps))

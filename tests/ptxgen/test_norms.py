@@ -110,6 +110,23 @@ def test_a_forced_config():
     assert relative(y, softmax_reference(x)) < 1e-6
 
 
+@pytest.mark.parametrize("dtype", ["f32", "bf16"])
+def test_norms_with_32_values_per_thread_store_in_chunks(dtype):
+    # 32 values per thread: the epilogue runs in two chunks of 16 (columns 0 … 511 and 512 … 1023 of each row)
+    config = RowConfig(dtype, 32, 32 // (16 // np.dtype(DTYPES[dtype]).itemsize), 2, 1)
+    assert config.cols == 1024
+    x = inputs(3, 1000, dtype, offset=1.0)
+    rng = np.random.default_rng()
+    w = rng.uniform(0.5, 1.5, 1000).astype(DTYPES[dtype])
+    b = rng.standard_normal(1000).astype(DTYPES[dtype])
+    got = layer_norm(x, w, b, 1e-5, config=config)
+    assert relative(got, layer_reference(x, w, b, 1e-5)) < TOLERANCE[dtype]
+    assert relative(rms_norm(x, w, 1e-6, config=config), rms_reference(x, w, 1e-6)) < TOLERANCE[dtype]
+    module = norms.build(config, "layer", True, True)
+    stores = [op for op in module.kernels[0].body.ops if op.name == "gmem.store"]
+    assert len(stores) == 2
+
+
 # -- argument errors ----------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("call, error, message", [
