@@ -130,7 +130,7 @@ class Operand:
     """One array argument of a row-wise op: ``kind`` "numpy" or "torch", ``dtype`` (our name, or None), ``shape``."""
 
     def __init__(self, op: str, name: str, x):
-        self.op, self.name, self.value = op, name, x
+        self.op, self.name, self.value, self.producer = op, name, x, None
         if isinstance(x, np.ndarray):
             self.kind, self.dtype, self.shown = "numpy", _NUMPY_NAMES.get(x.dtype.name), f"numpy {x.dtype}"
             self.shape = tuple(x.shape)
@@ -139,6 +139,7 @@ class Operand:
         if not module.startswith("torch") and hasattr(x, "__dlpack__"):
             import torch
 
+            self.producer = module.split(".")[0]
             x = torch.from_dlpack(x)
             module = "torch"
         if not (module.startswith("torch") and hasattr(x, "data_ptr")):
@@ -190,6 +191,18 @@ def vector_of(op: str, name: str, v, n: int, dtype: str, kind: str):
         raise ValueError(f"{op}: {name} must have shape ({n},) (x's last dimension), not {arg.shape}")
     value = arg.value
     return value.contiguous() if arg.kind == "torch" else np.ascontiguousarray(value)
+
+
+def as_callers(result, arg: Operand):
+    """The result in the caller's kind: a CUDA array of another framework (cupy, JAX: passed through DLPack) goes back
+    through that framework's ``from_dlpack``; numpy and torch as they are."""
+    if arg.producer:
+        import sys
+
+        convert = getattr(sys.modules.get(arg.producer), "from_dlpack", None)
+        if convert is not None:
+            return convert(result)
+    return result
 
 
 def empty_like(x2d, kind: str):
