@@ -115,7 +115,8 @@ def build(config: RowConfig, kind: str, weight: bool, bias: bool = False):
                 continue
             view = b.gmem.tile(kb[name], col, shape=(chunk.cols,), name=f"{name}_tile{j}")
             entry = b.gmem.load(view, thread, tv=line_tv, type=frag(dtype, chunk_values), name=f"{name}s{j}")
-            entry = entry if dtype == "f32" else b.frag.cast(entry, type=frag("f32", chunk_values), name=f"{name}32_{j}")
+            if dtype != "f32":
+                entry = b.frag.cast(entry, type=frag("f32", chunk_values), name=f"{name}32_{j}")
             y32 = (b.frag.mul(y32, entry, name=f"weighted{j}") if name == "w"
                    else b.frag.add(y32, entry, name=f"biased{j}"))
         ys = y32 if dtype == "f32" else b.frag.cast(y32, type=frag(dtype, chunk_values), name=f"ys{j}")
