@@ -61,6 +61,39 @@ def test_plan_refuses_lines_that_are_no_coset_of_thread_bits():
         plan_reduce(lc.parse("(6,2):(2,1)"), (3, 4), 1)
 
 
+@pytest.mark.parametrize("tv, tile, mode", [
+    ("(256,8):(1,256)", (1, 2048), 1), ("(128,8):(8,1)", (8, 128), 1), ("((64,2),4):((2,1),128)", (2, 256), 1),
+    ("((64,4),4):((16,1),4)", (4, 256), 0),            # columns: 4 groups, all lane bits kept, warp masks 2, 4
+    ("((8,32),(2,2)):((2,32),(1,16))", (16, 64), 1),   # rows: 2 groups, lanes 8, 16 moved, warp masks 1, 2, 4
+])
+def test_the_scratch_scheme_combines_exactly_the_warps_of_each_line(tv, tile, mode):
+    """The lowering's scheme, step 3, on the plan: the writer of each (warp, group, lane coset) has its own slot, and
+    every thread reads, for each of its groups, the slots of exactly the warps holding its line (in the same order
+    in every warp of the line)."""
+    from ptxgen.ir.reduce_plan import line_table
+    tv = lc.parse(tv)
+    plan = plan_reduce(tv, tile, mode)
+    assert plan.across_warps
+    line = line_table(tv, tile, mode)
+    moved_lanes, moved_warps = sum(plan.lane_masks), sum(plan.warp_masks)
+    span = [s for s in range(moved_warps + 1) if s & ~moved_warps == 0]
+    written = {}
+    for t in range(plan.threads):
+        warp, lane = t // 32, t % 32
+        if lane & moved_lanes == 0:
+            for g, group in enumerate(plan.groups):
+                slot = plan.slot(warp, g, lane)
+                assert slot not in written and 0 <= slot < plan.scratch_slots
+                written[slot] = int(line[t, group[0]])
+    for t in range(plan.threads):
+        warp, lane = t // 32, t % 32
+        for g, group in enumerate(plan.groups):
+            reads = [plan.slot((warp & ~moved_warps) | s, g, lane & ~moved_lanes) for s in span]
+            assert all(written.get(slot) == line[t, group[0]] for slot in reads)
+            holders = {u // 32 for u in range(plan.threads) for v in group if line[u, v] == line[t, group[0]]}
+            assert {((warp & ~moved_warps) | s) for s in span} == holders
+
+
 # -- the interpreter and the PTX --------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("kind, reference", [("add", np.sum), ("max", np.max), ("min", np.min)])
@@ -255,3 +288,54 @@ def test_a_row_across_warps_on_the_gpu(kind):
     jit(module)(x=x, y=y, n=2)
     want = x.astype(np.float64).sum(1, keepdims=True) if kind == "add" else x.max(1, keepdims=True)
     assert np.abs(y - want).max() <= 1e-5 * np.abs(x).sum(1).max()
+
+
+def tile_kernel(tv: str, tile, mode: int, kind: str = "add") -> str:
+    """A kernel reducing one (rows, cols) tile of x into y with ``tv`` (block = tv's threads)."""
+    layout = lc.parse(tv)
+    values = lc.size(layout[1])
+    shape = f"({tile[0]},{tile[1]})"
+    return f"""kernel @t(%x: gtensor<f32, 2>, %y: gtensor<f32, 2>) {{grid = (1, 1, 1), block = ({lc.size(layout[0])}, 1, 1)}} {{
+  %t = gpu.thread_id {{dim = x}} : i32
+  %c0 = arith.const {{value = 0}} : i32
+  %v = gmem.tile %x, %c0, %c0 {{shape = [{shape}]}} : gview<f32>[{shape}]
+  %w = gmem.tile %y, %c0, %c0 {{shape = [{shape}]}} : gview<f32>[{shape}]
+  %f = gmem.load %v, %t {{tv = [{tv}]}} : frag<f32>[{values}]
+  %s = frag.reduce %f, %t {{tv = [{tv}], tile = [{shape}], mode = {mode}, kind = {kind}}} : frag<f32>[{values}]
+  gmem.store %w, %t, %s {{tv = [{tv}]}}
+}}
+"""
+
+
+MULTI = [("((64,4),4):((16,1),4)", (4, 256), 0), ("((8,32),(2,2)):((2,32),(1,16))", (16, 64), 1)]
+
+
+def tile_reference(x, mode, kind):
+    reduce = {"add": np.sum, "max": np.max}[kind]
+    axis = 0 if mode == 0 else 1
+    return np.broadcast_to(reduce(x.astype(np.float64), axis=axis, keepdims=True), x.shape)
+
+
+@pytest.mark.parametrize("tv, tile, mode", MULTI)
+def test_several_lines_per_thread_across_warps(tv, tile, mode):
+    module = parse_module(tile_kernel(tv, tile, mode), file="multi.tile")
+    x = np.random.default_rng().standard_normal(tile).astype(np.float32)
+    y = np.zeros_like(x)
+    interpret(module, {"x": x, "y": y})
+    np.testing.assert_allclose(y, tile_reference(x, mode, "add"), rtol=1e-5, atol=1e-5)
+    ptx = compile_kernel(module).ptx
+    assert re.findall(r"bar\.sync\s+(\d+), (\d+);", ptx) == [("15", "256")]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kind", ["add", "max"])
+@pytest.mark.parametrize("tv, tile, mode", MULTI)
+def test_several_lines_per_thread_across_warps_on_the_gpu(tv, tile, mode, kind):
+    from ptxgen.runtime import gpu_available, jit
+    if not gpu_available():
+        pytest.skip("needs a CUDA GPU")
+    module = parse_module(tile_kernel(tv, tile, mode, kind), file="multi.tile")
+    x = np.random.default_rng().standard_normal(tile).astype(np.float32)
+    y = np.zeros_like(x)
+    jit(module)(x=x, y=y)
+    np.testing.assert_allclose(y, tile_reference(x, mode, kind), rtol=1e-5, atol=1e-5)
