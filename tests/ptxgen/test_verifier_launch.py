@@ -172,7 +172,8 @@ def test_the_boundaries_verify():
                   "grid = (2, 1, 1), block = (128, 1, 1), cluster = (2, 1, 1), non_portable_cluster = false",
                   "grid = (2147483647, 65535, 65535), block = (128, 1, 1)",
                   "grid = (cdiv(%n, 4) * 2, dim(%x, 1), min(%u, %m + 1)), block = (128, 1, 1), cluster = (2, 1, 1)",
-                  "grid = (dim(%y, 0), 1, 1), block = (128, 1, 1)"):
+                  "grid = (dim(%y, 0), 1, 1), block = (128, 1, 1)",
+                  "grid = (1, 1, 1), block = (512, 1, 1), min_ctas_per_sm = 4"):
         verify(parse_module(PREFIX + attrs + BODY, "h.tile"))
 
 
@@ -518,3 +519,15 @@ def test_a_block_smaller_than_the_tv_is_reported_at_the_op():
             "from 0 to 127 (block = (128, 1, 1)): the elements of threads 128 to 255 would never be touched")
     assert str(e.value).split("\n") == [f"s.tile:11:3: gmem.load: {tail}", f"s.tile:14:3: gmem.store: {tail}"]
     verify(parse_module(SQRT_SIN.replace("block = (256, 1, 1)", "block = (256, 2, 1)"), "s.tile"))
+
+
+def test_min_ctas_per_sm_prints_back_and_reaches_the_ptx():
+    from ptxgen.ir.text import print_module
+    from ptxgen.lower import compile_kernel
+    text = PREFIX + "grid = (1, 1, 1), block = (256, 1, 1), min_ctas_per_sm = 4" + BODY
+    module = parse_module(text, "h.tile")
+    assert "min_ctas_per_sm = 4}" in print_module(module)
+    assert print_module(parse_module(print_module(module))) == print_module(module)
+    assert ".minnctapersm 4" in compile_kernel(module).ptx
+    assert ".minnctapersm" not in compile_kernel(parse_module(PREFIX + "grid = (1, 1, 1), block = (256, 1, 1)" + BODY,
+                                                              "h.tile")).ptx
