@@ -185,6 +185,15 @@ def test_a_reduction_across_warps_needs_the_whole_block():
         "tv's thread mode 256:1 must have the block's 512 threads, not 256")
 
 
+def test_a_reduction_across_warps_needs_each_threads_own_index():
+    # the lane as thread operand: every warp would claim warp 0's scratch slots
+    body = "  %l = gpu.lane_id : i32\n" + ROW.replace("KIND", "add").replace(
+        "%s = frag.reduce %f, %t", "%s = frag.reduce %f, %l")
+    assert verify_error(kernel(body)) == (
+        "bad.tile:10:3: frag.reduce: a reduction across warps indexes its scratch by the thread operand, which must "
+        "be gpu.thread_id {dim = x} of a block (N, 1, 1): each thread's own index")
+
+
 def test_a_layout_no_butterfly_reduces_is_a_verifier_error():
     body = ("  %a = arith.const {value = 1.0} : f32\n  %f = frag.splat %a : frag<f32>[2]\n"
             "  %s = frag.reduce %f, %t {tv = [(6,2):(2,1)], tile = [(3,4)], mode = 1, kind = add} : frag<f32>[2]")

@@ -6,6 +6,7 @@ import numpy as np
 
 import layoutc as lc
 
+from .. import launch
 from ..core import walk
 from ..reduce_plan import ReducePlanError, line_table, plan_reduce
 from ..text import attribute_text
@@ -239,8 +240,7 @@ class Reduce(OpDef):
 
     def _verify_across_warps(self, op, v, tv, tile, mode, plan):
         """A line spanning warps is combined through shared memory behind a named barrier that counts every thread
-        of the CTA: the TV's thread mode must be the CTA (whole warps), and the element 32 bits wide at most after
-        widening (the scratch slots)."""
+        of the CTA: the TV's thread mode must be the CTA (whole warps)."""
         what = "row" if mode == 1 else "column"
         line = line_table(tv, tile, mode)
         warps = sorted(set((np.nonzero(line == line[0, 0])[0] // 32).tolist()))
@@ -357,11 +357,22 @@ def _reductions_across_warps(kernel, v):
     be reached by all of them, so it sits at the top level of the body or in scf.for loops (whose trip counts must
     then agree between threads: the interpreter checks that every thread reaches it), never in a branch
     (scf.if) or a warpgroup role (gpu.roles); and a named barrier id must be free for it."""
+    try:
+        block = launch.block_dims(kernel)
+    except launch.LaunchAttributeError:
+        block = None
+
     def visit(ops, around):
         for op in ops:
             if op.name == "frag.reduce":
                 plan = _plan_of(op)
-                if plan is not None and plan.across_warps and around:
+                thread = op.operands[1].owner if len(op.operands) == 2 else None
+                if plan is not None and plan.across_warps and not (
+                        thread is not None and thread.name == "gpu.thread_id" and str(thread.attrs.get("dim")) == "x"
+                        and block is not None and block[1] == block[2] == 1):
+                    v.error(op, "a reduction across warps indexes its scratch by the thread operand, which must be "
+                                "gpu.thread_id {dim = x} of a block (N, 1, 1): each thread's own index")
+                elif plan is not None and plan.across_warps and around:
                     v.error(op, f"a reduction across warps synchronizes the whole CTA, but it is inside "
                                 f"{around.name} at {around.loc}, where not every thread of the CTA reaches it (its "
                                 "barrier would wait forever)")
