@@ -236,9 +236,9 @@ class Reduce(OpDef):
                         f"{lc.to_str(tile)} tile: {exc}")
             return
         if plan.across_warps:
-            self._verify_across_warps(op, v, tv, tile, mode, plan)
+            self._verify_across_warps(op, v, tv, tile, mode)
 
-    def _verify_across_warps(self, op, v, tv, tile, mode, plan):
+    def _verify_across_warps(self, op, v, tv, tile, mode):
         """A line spanning warps is combined through shared memory behind a named barrier that counts every thread
         of the CTA: the TV's thread mode must be the CTA (whole warps)."""
         what = "row" if mode == 1 else "column"
