@@ -26,6 +26,7 @@ from .tiling import (
 from .partition import (
     flat_coord, inner_partition, local_partition, local_tile, make_layout_tv, outer_partition,
 )
+from .broadcast import broadcast_tv
 from .recast import downcast, max_alignment, recast_layout, upcast
 from .notation import parse, parse_layout, parse_tiler, tiler_to_str, to_str
 from .memo import clear_caches

@@ -271,14 +271,15 @@ class _Branch:
 
 class KernelBuilder:
     """Builds one kernel: ``KernelBuilder(name, grid=..., block=..., cluster=..., non_portable_cluster=...,
-    **params)``; parameters are reachable as ``kb.params['x']`` or ``kb['x']``; ``kb.b`` is the Builder of the body;
+    min_ctas_per_sm=..., **params)``; parameters are reachable as ``kb.params['x']`` or ``kb['x']``; ``kb.b`` is the Builder of the body;
     ``finish()`` returns the Kernel (``module()`` a one-kernel Module).
 
     The launch attributes are kept as given (lists become tuples; grid entries that are ints or parameter names
     become host expressions), so that the verifier judges them exactly as it judges the text form's:
     ``block=(256.0, 1, 1)`` verifies to ``<builder>:0:0: @k: block = (256.0, 1, 1): x is the float 256.0, ...``."""
 
-    def __init__(self, name: str, grid=None, block=None, cluster=None, non_portable_cluster=None, **params):
+    def __init__(self, name: str, grid=None, block=None, cluster=None, non_portable_cluster=None, min_ctas_per_sm=None,
+                 **params):
         self.params = {p: Value(p, t) for p, t in params.items()}
         attrs = {}
         if grid is not None:
@@ -289,6 +290,8 @@ class KernelBuilder:
                 attrs[key] = tuple(value) if isinstance(value, list) else value
         if non_portable_cluster is not None:
             attrs["non_portable_cluster"] = non_portable_cluster
+        if min_ctas_per_sm is not None:
+            attrs["min_ctas_per_sm"] = min_ctas_per_sm
         self.kernel = Kernel(name, list(self.params.values()), attrs, Region())
         self.b = Builder(self.kernel.body, taken=self.params)
 

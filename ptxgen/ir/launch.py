@@ -8,7 +8,9 @@ the grid's evaluation at launch.
 - ``block = (x, y, z)`` (required): the CTA's threads, three integer literals (static: compiled in as ``.reqntid``);
 - ``cluster = (x, y, z)``: CTAs per cluster, three integer literals; default ``(1, 1, 1)``;
 - ``non_portable_cluster = true``: allows clusters of 9 to 16 CTAs (CUDA's non-portable cluster sizes; the launcher
-  sets ``CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED``); default ``false``.
+  sets ``CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED``); default ``false``;
+- ``min_ctas_per_sm = k``: the compiler keeps the registers low enough for k CTAs per SM (PTX ``.minnctapersm k``,
+  CUDA's ``__launch_bounds__`` second argument): an integer literal with k · block threads ≤ 2048 (an SM's threads).
 
 ``check(kernel, v)`` is the verifier's rule for the header; the interpreter, the lowering and the launcher read a
 verified kernel through ``block_dims``, ``cluster_dims``, ``non_portable_cluster`` and ``evaluate_grid``.
@@ -26,7 +28,8 @@ from .hostexpr import HOST_EXPRS, CDiv, Const, Dim, HostExpr, HostExprError, Par
 from .suggest import did_you_mean
 from .types import GlobalTensorType, ScalarType, TensorMapType
 
-ATTRIBUTES = ("grid", "block", "cluster", "non_portable_cluster")
+ATTRIBUTES = ("grid", "block", "cluster", "non_portable_cluster", "min_ctas_per_sm")
+SM_THREADS = 2048  # threads one Hopper SM holds at once
 AXES = "xyz"
 MAX_BLOCK_THREADS = 1024                    # threads per CTA
 WARPGROUP = 128                             # threads per warpgroup (gpu.roles assigns whole ones)
@@ -133,6 +136,12 @@ def cluster_dims(kernel) -> tuple:
 def non_portable_cluster(kernel) -> bool:
     """Whether the kernel opts in to clusters of more than 8 CTAs (``non_portable_cluster = true``)."""
     return kernel.attrs.get("non_portable_cluster", False) is True
+
+
+def min_ctas_per_sm(kernel) -> int | None:
+    """The CTAs per SM the kernel asks the compiler to fit (``min_ctas_per_sm = k``), None when it does not ask."""
+    value = kernel.attrs.get("min_ctas_per_sm")
+    return value if type(value) is int else None
 
 
 def grid_exprs(kernel) -> tuple:
@@ -244,7 +253,7 @@ def check(kernel, v):
     for key in attrs:
         if key not in ATTRIBUTES:
             h.error(h.key(key), f"unknown kernel attribute '{key}'{did_you_mean(key, ATTRIBUTES)}: a kernel takes "
-                                "grid, block, cluster and non_portable_cluster")
+                                "grid, block, cluster, non_portable_cluster and min_ctas_per_sm")
     for key, example in (("grid", "grid = (cdiv(%n, 256), 1, 1)"), ("block", "block = (128, 1, 1)")):
         if key not in attrs:
             what = "the CTAs to launch" if key == "grid" else "the threads of a CTA"
@@ -263,6 +272,8 @@ def check(kernel, v):
     if "non_portable_cluster" in attrs and not isinstance(attrs["non_portable_cluster"], bool):
         h.error(h.entry("non_portable_cluster", 0), "non_portable_cluster must be true or false, not "
                                                     f"{show(attrs['non_portable_cluster'])}")
+    if "min_ctas_per_sm" in attrs:
+        _check_min_ctas(h, attrs["min_ctas_per_sm"], block if block is not None and _block_ok(block) else None)
     if grid is not None and cluster is not None:
         for i, (axis, n, c) in enumerate(zip(AXES, grid, cluster)):
             if n is not None and n % c:
@@ -270,6 +281,17 @@ def check(kernel, v):
                                             f"{show(attrs['cluster'])}: {_ctas(n)} along {axis} cannot form "
                                             f"whole clusters of {c}")
     return (block if block is not None and _block_ok(block) else None), cluster
+
+
+def _check_min_ctas(h, value, block) -> None:
+    """``min_ctas_per_sm``: an integer k ≥ 1 whose k CTAs of the block fit one SM's 2048 threads."""
+    if type(value) is not int or value < 1:
+        h.error(h.entry("min_ctas_per_sm", 0), f"min_ctas_per_sm must be an integer >= 1, not {show(value)}")
+        return
+    if block is not None and value * block[0] * block[1] * block[2] > SM_THREADS:
+        threads = block[0] * block[1] * block[2]
+        h.error(h.entry("min_ctas_per_sm", 0), f"min_ctas_per_sm = {value} CTAs of {threads} threads is "
+                                                f"{value * threads} threads; an SM holds {SM_THREADS}")
 
 
 def _check_name(kernel, h) -> None:
@@ -473,4 +495,4 @@ def _param(name, params: dict, e, problems: list):
 
 
 __all__ = ["ATTRIBUTES", "LaunchAttributeError", "block_dims", "check", "check_grid_fits_cluster", "cluster_dims",
-           "evaluate_grid", "grid_exprs", "non_portable_cluster", "show", "static_triple"]
+           "evaluate_grid", "grid_exprs", "min_ctas_per_sm", "non_portable_cluster", "show", "static_triple"]

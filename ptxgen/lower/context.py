@@ -86,6 +86,8 @@ class LoweringContext:
         self.fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [_ABI[s.abi] for s in abi]), kernel.name)
         self.fn.calling_convention = "ptx_kernel"
         set.add(self.fn.attributes, '"nvvm.reqntid"="{},{},{}"'.format(*self.block_dim))
+        if launch.min_ctas_per_sm(kernel) is not None:  # .minnctapersm: registers for that many CTAs per SM
+            set.add(self.fn.attributes, f'"nvvm.minctasm"="{launch.min_ctas_per_sm(kernel)}"')
         self.b = ir.IRBuilder(self.fn.append_basic_block("entry"))
         self.values = {}
         self.multiples = {}
@@ -378,8 +380,11 @@ class LoweringContext:
         """gmem.store: write the thread's ``values`` where they are inside the tensor; see ``ptxgen.lower.gmem``."""
         gmem.store(self, view, thread, tv, dtype, values)
 
-    def frag_reduce(self, values, thread_value, tv, tile, mode: int, kind: str, dtype: ScalarType) -> list:
-        return frag_reduce(self, values, thread_value, tv, tile, mode, kind, dtype)
+    def frag_reduce(self, values, thread_value, tv, tile, mode: int, kind: str, dtype: ScalarType,
+                    scratch=None) -> list:
+        """frag.reduce's values (see ``frag_reduce``); ``scratch``: (i32 shared address of the op's planned scratch,
+        named barrier id, whether the op is inside a loop) for a reduction across warps, else None."""
+        return frag_reduce(self, values, thread_value, tv, tile, mode, kind, dtype, scratch)
 
     def lane_is_thread_mod_32(self, thread_value) -> bool:
         """Whether the IR value ``thread_value`` gives each thread's hardware lane as ``thread % 32`` (what warp
@@ -604,7 +609,13 @@ def lane_is_thread_mod_32(lx, thread_value) -> bool:
     return False
 
 
-def frag_reduce(lx, values, thread_value, tv, tile, mode, kind, dtype):
+def frag_reduce(lx, values, thread_value, tv, tile, mode, kind, dtype, scratch=None):
+    """Per thread, a pairwise tree over each group of values in one line; a shfl.sync.bfly butterfly over the plan's
+    lane masks; for a line spanning warps (``plan.warp_masks``), the lane of each warp whose moved lane bits are 0
+    stores the warp's partial in its scratch slot, ``bar.sync id, threads`` (every thread of the CTA), and every
+    thread loads the partials of the warps ``w & ~moved | s`` (s over the span of the warp masks, ascending: the same
+    order in every warp, so every thread of a line gets the same bits) and combines them pairwise; inside a loop a
+    second ``bar.sync`` keeps the next iteration's stores behind this one's loads."""
     b = lx.b
     if not lane_is_thread_mod_32(lx, thread_value):
         lx.error("lowers to warp shuffles: its thread operand must be gpu.thread_id {dim = x} (or gpu.lane_id), "
@@ -622,9 +633,16 @@ def frag_reduce(lx, values, thread_value, tv, tile, mode, kind, dtype):
     work_t = f32 if widen else dtype
     if dtype.name in ("e4m3", "e5m2", "i1"):
         lx.error(f"reductions of {dtype} fragments are not supported")
+    if plan.across_warps and scratch is None:
+        lx.error("spans warps but has no scratch in the shared-memory plan")
 
     def combine(a, c):
         return scalar_op(lx, kind, [a, c], work_t)
+
+    def tree(xs):
+        while len(xs) > 1:  # pairwise, for ILP (and the same order wherever the same list is combined)
+            xs = [combine(xs[i], xs[i + 1]) if i + 1 < len(xs) else xs[i] for i in range(0, len(xs), 2)]
+        return xs[0]
 
     def shuffle(x, mask):
         if work_t.bits == 64:
@@ -637,16 +655,74 @@ def frag_reduce(lx, values, thread_value, tv, tile, mode, kind, dtype):
         out = ptx_table.emit(lx, "shfl.bfly", [bits, mask, member])
         return b.bitcast(out, F32) if work_t.is_float else out
 
-    out = list(values)
+    partials = []
     for group in plan.groups:
-        xs = [convert(lx, values[v], dtype, work_t) if widen else values[v] for v in group]
-        while len(xs) > 1:  # pairwise tree for ILP
-            xs = [combine(xs[i], xs[i + 1]) if i + 1 < len(xs) else xs[i] for i in range(0, len(xs), 2)]
-        acc = xs[0]
+        acc = tree([convert(lx, values[v], dtype, work_t) if widen else values[v] for v in group])
         for mask in plan.lane_masks:
             acc = combine(acc, shuffle(acc, mask))
+        partials.append(acc)
+    if plan.across_warps:
+        partials = _combine_across_warps(lx, plan, partials, thread_value, work_t, scratch, tree)
+    out = list(values)
+    for group, acc in zip(plan.groups, partials):
         if widen:
             acc = convert(lx, acc, work_t, dtype)
         for v in group:
             out[v] = acc
+    return out
+
+
+def _combine_across_warps(lx, plan, partials, thread_value, work_t, scratch, tree):
+    """Step 3 of ``frag_reduce``: the warps' partials of each group through the scratch (``ReducePlan.slot``)."""
+    b = lx.b
+    base, barrier_id, looping = scratch
+    slot_bytes = 8 if work_t.bits == 64 else 4
+    ty = llvm_type(work_t)
+    t = lx.get(thread_value)
+    lane = b.and_(t, lx.i32(31))
+    warp = b.lshr(t, lx.i32(5))
+    moved_lanes = sum(plan.lane_masks)
+    moved_warps = sum(plan.warp_masks)
+    # the packed kept lane bits, the slot's lane part (the same for the writer and the readers of a line)
+    packed = lx.i32(0)
+    for i, bit in enumerate(plan.kept_lane_bits):
+        one = b.and_(b.lshr(lane, lx.i32(bit)) if bit else lane, lx.i32(1))
+        packed = b.or_(packed, b.shl(one, lx.i32(i)) if i else one)
+    groups = len(plan.groups)
+    lane_slots = 1 << len(plan.kept_lane_bits)
+
+    def address(warp_value, group):
+        slot = b.add(b.mul(b.add(b.mul(warp_value, lx.i32(groups)), lx.i32(group)), lx.i32(lane_slots)), packed)
+        return shared.smem_pointer(lx, b.add(base, b.mul(slot, lx.i32(slot_bytes))))
+
+    writer = b.icmp_unsigned("==", b.and_(lane, lx.i32(moved_lanes)), lx.i32(0))
+    store, stored = lx.block("reduce.publish"), lx.block("reduce.published")
+    b.cbranch(writer, store, stored)
+    b.position_at_end(store)
+    for g, acc in enumerate(partials):
+        b.store(acc, address(warp, g), align=slot_bytes)
+    b.branch(stored)
+    b.position_at_end(stored)
+    threads = plan.warps * 32
+    ptx_table.emit(lx, "bar.named", [barrier_id, threads])
+    first = b.and_(warp, lx.i32(~moved_warps))
+    offsets = [s for s in range(moved_warps + 1) if s & ~moved_warps == 0]  # the span of the warp masks, ascending
+    # one warp's slots are consecutive when a warp writes one slot and the warp masks are the low warp bits: the
+    # partials of a line are then read as 16-byte vectors (the scratch is 16-aligned, ``first`` a multiple of them)
+    width = 16 // slot_bytes if groups * lane_slots == 1 and moved_warps & (moved_warps + 1) == 0 else 1
+    width = min(width, len(offsets))
+    out = []
+    for g in range(len(partials)):
+        loaded = []
+        for k in range(0, len(offsets), width):
+            s = offsets[k]
+            pointer = address(b.or_(first, lx.i32(s)) if s else first, g)
+            if width == 1:
+                loaded.append(b.load(pointer, typ=ty, align=slot_bytes))
+                continue
+            vec = b.load(pointer, typ=ir.VectorType(ty, width), align=width * slot_bytes)
+            loaded.extend(b.extract_element(vec, lx.i32(j)) for j in range(width))
+        out.append(tree(loaded))
+    if looping:
+        ptx_table.emit(lx, "bar.named", [barrier_id, threads])
     return out

@@ -7,7 +7,8 @@ layouts' own tables (``layout_table``), so a plan is never hand-written index ar
   mode-m coordinate. A layout is additive over its modes, so the coordinate of (t, v) is ``G_m[0](t) + G_m[1](v)``:
   the thread part is evaluated at run time (``emit_layout``), the value part is a constant per value.
 - ``plan_access``: how a thread's values of a gmem.load/store group into vectors along the contiguous mode.
-- ``plan_reduce``: which of a thread's values share a row (column), and the xor lane masks of the butterfly.
+- ``plan_reduce`` (defined in ``ptxgen.ir.reduce_plan``, where the verifier and the shared-memory plan use it too):
+  which of a thread's values share a row (column), the xor lane and warp masks of the butterflies.
 """
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ import numpy as np
 
 import layoutc as lc
 from layoutc.hopper import vector_groups
+
+from ..ir.reduce_plan import ReducePlan, ReducePlanError, plan_reduce  # noqa: F401  (the lowering's plans in one place)
 
 
 def flat(t) -> list:
@@ -227,60 +230,6 @@ def _table_vectors(tv, tile_shape, contiguous: int, max_width: int) -> tuple:
             offset += scale * coords[m]
             scale *= s
     return vector_groups(offset.tolist(), max_width)
-
-
-class ReducePlanError(ValueError):
-    """The TV layout's rows (columns) are not a butterfly over lane bits (message says why)."""
-
-
-@dataclass(frozen=True)
-class ReducePlan:
-    """``groups``: a thread's values that lie in one line (the same for every thread); ``lane_masks``: xor masks
-    (powers of two < 32) of the lane bits that move along a line without changing it, in butterfly order."""
-
-    groups: tuple
-    lane_masks: tuple
-
-
-@functools.lru_cache(maxsize=256)
-def plan_reduce(tv, tile_shape, mode: int) -> ReducePlan:
-    """The reduction of ``frag.reduce``: the line of (t, v) is the row (mode = 1) or column (mode = 0) of tile
-    element ``tv(t, v)``. Raises ReducePlanError when the threads sharing a line do not form one coset
-    ``t ⊕ span(lane bits)`` contributing the same value group (then shuffles cannot compute it)."""
-    nt, nv = lc.size(tv[0]), lc.size(tv[1])
-    index = tv_index_table(tv)
-    rows = mode_sizes(tile_shape)[0]
-    line = index % rows if mode == 1 else index // rows
-    first = line[0]
-    groups = {}
-    for v in range(nv):
-        groups.setdefault(int(first[v]), []).append(v)
-    groups = [tuple(g) for g in groups.values()]
-    for g in groups:  # the same partition for every thread
-        if not np.all(line[:, list(g)] == line[:, [g[0]]]):
-            raise ReducePlanError(f"values {list(g)} share a line in thread 0 but not in every thread")
-    heads = [g[0] for g in groups]
-    if any(len(np.unique(line[t, heads])) != len(heads) for t in range(nt)):
-        raise ReducePlanError("two value groups of one thread lie in the same line")
-    masks = []
-    t = np.arange(nt)
-    for bit in range(5):
-        m = 1 << bit
-        if nt % (2 * m):
-            continue
-        if np.array_equal(line[t ^ m], line):
-            masks.append(m)
-    holders = {}
-    for tt in range(nt):
-        for h in heads:
-            holders.setdefault(int(line[tt, h]), set()).add(tt)
-    want = 1 << len(masks)
-    for ln, ts in holders.items():
-        if len(ts) != want:
-            raise ReducePlanError(
-                f"line {ln} is held by threads {sorted(ts)[:8]}{'...' if len(ts) > 8 else ''}, which are not one "
-                f"coset of the lane bits {[m.bit_length() - 1 for m in masks]} that keep the line")
-    return ReducePlan(tuple(groups), tuple(masks))
 
 
 @dataclass(frozen=True)

@@ -86,9 +86,10 @@ CORPUS = [
      "the result's element type bf16 differs from the operand's f32", BODY_LINE + 1),
     ("slice offset", "  %a = frag.splat %s : frag<f32>[8]\n  %b = frag.slice %a : frag<f32>[4]",
      "missing attribute 'offset'", BODY_LINE + 1),
-    ("reduce across warps", "  %a = frag.splat %s : frag<f32>[8]\n"
-                            "  %r = frag.reduce %a, %t {tv = [(128,8):(1,128)], tile = [(8,128)], mode = 1, kind = add} : frag<f32>[8]",
-     "row 0 is spread over warps [0, 1, 2, 3]", BODY_LINE + 1),
+    ("reduce across warps in a branch", "  %a = frag.splat %s : frag<f32>[8]\n  scf.if %p {\n"
+                            "    %r = frag.reduce %a, %t {tv = [(128,8):(1,128)], tile = [(8,128)], mode = 1, kind = add} : frag<f32>[8]\n"
+                            "    scf.yield\n  }",
+     "a reduction across warps synchronizes the whole CTA, but it is inside scf.if at", BODY_LINE + 2),
     ("reduce coverage", "  %a = frag.splat %s : frag<f32>[4]\n"
                         "  %r = frag.reduce %a, %t {tv = [(128,4):(0,1)], tile = [(4,128)], mode = 1, kind = add} : frag<f32>[4]",
      "must hold every element of the (4,128) tile exactly once", BODY_LINE + 1),

@@ -86,8 +86,8 @@ CORPUS = [
     ("block 2048", "grid = (1, 1, 1), block = (2048, 1, 1)", "block",
      "block = (2048, 1, 1) has 2048 threads; a CTA has 1 to 1024"),
     ("misspelt block", "grid = (1, 1, 1), blokc = (128, 1, 1)", "blokc",
-     "unknown kernel attribute 'blokc' (did you mean 'block'?): a kernel takes grid, block, cluster and "
-     "non_portable_cluster"),
+     "unknown kernel attribute 'blokc' (did you mean 'block'?): a kernel takes grid, block, cluster, "
+     "non_portable_cluster and min_ctas_per_sm"),
     # the rules' boundaries and the other forms
     ("block 1025", "grid = (1, 1, 1), block = (1025, 1, 1)", "block",
      "block = (1025, 1, 1) has 1025 threads; a CTA has 1 to 1024"),
@@ -136,7 +136,11 @@ CORPUS = [
     ("non-portable not a boolean", "grid = (1, 1, 1), block = (128, 1, 1), non_portable_cluster = yes", "yes",
      "non_portable_cluster must be true or false, not yes"),
     ("unknown attribute", "grid = (1, 1, 1), block = (128, 1, 1), smem = 4096", "smem",
-     "unknown kernel attribute 'smem': a kernel takes grid, block, cluster and non_portable_cluster"),
+     "unknown kernel attribute 'smem': a kernel takes grid, block, cluster, non_portable_cluster and min_ctas_per_sm"),
+    ("min CTAs per SM not an integer", "grid = (1, 1, 1), block = (128, 1, 1), min_ctas_per_sm = 0", "0",
+     "min_ctas_per_sm must be an integer >= 1, not 0"),
+    ("min CTAs per SM over the SM", "grid = (1, 1, 1), block = (1024, 1, 1), min_ctas_per_sm = 3", "3",
+     "min_ctas_per_sm = 3 CTAs of 1024 threads is 3072 threads; an SM holds 2048"),
     ("misspelt cluster", "grid = (2, 1, 1), block = (128, 1, 1), clustr = (2, 1, 1)", "clustr",
      "unknown kernel attribute 'clustr' (did you mean 'cluster'?)"),
 ]
@@ -168,7 +172,8 @@ def test_the_boundaries_verify():
                   "grid = (2, 1, 1), block = (128, 1, 1), cluster = (2, 1, 1), non_portable_cluster = false",
                   "grid = (2147483647, 65535, 65535), block = (128, 1, 1)",
                   "grid = (cdiv(%n, 4) * 2, dim(%x, 1), min(%u, %m + 1)), block = (128, 1, 1), cluster = (2, 1, 1)",
-                  "grid = (dim(%y, 0), 1, 1), block = (128, 1, 1)"):
+                  "grid = (dim(%y, 0), 1, 1), block = (128, 1, 1)",
+                  "grid = (1, 1, 1), block = (512, 1, 1), min_ctas_per_sm = 4"):
         verify(parse_module(PREFIX + attrs + BODY, "h.tile"))
 
 
@@ -514,3 +519,15 @@ def test_a_block_smaller_than_the_tv_is_reported_at_the_op():
             "from 0 to 127 (block = (128, 1, 1)): the elements of threads 128 to 255 would never be touched")
     assert str(e.value).split("\n") == [f"s.tile:11:3: gmem.load: {tail}", f"s.tile:14:3: gmem.store: {tail}"]
     verify(parse_module(SQRT_SIN.replace("block = (256, 1, 1)", "block = (256, 2, 1)"), "s.tile"))
+
+
+def test_min_ctas_per_sm_prints_back_and_reaches_the_ptx():
+    from ptxgen.ir.text import print_module
+    from ptxgen.lower import compile_kernel
+    text = PREFIX + "grid = (1, 1, 1), block = (256, 1, 1), min_ctas_per_sm = 4" + BODY
+    module = parse_module(text, "h.tile")
+    assert "min_ctas_per_sm = 4}" in print_module(module)
+    assert print_module(parse_module(print_module(module))) == print_module(module)
+    assert ".minnctapersm 4" in compile_kernel(module).ptx
+    assert ".minnctapersm" not in compile_kernel(parse_module(PREFIX + "grid = (1, 1, 1), block = (256, 1, 1)" + BODY,
+                                                              "h.tile")).ptx

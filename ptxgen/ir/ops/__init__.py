@@ -366,11 +366,15 @@ class SmemPlan:
 def smem_plan(body_ops) -> SmemPlan:
     """Offsets of the allocations among ``body_ops`` (a kernel body's top-level ops), in program order, each at
     the next address that is a multiple of its alignment. An op allocates when its definition has
-    ``smem_request(op) -> (bytes, align)``; None means the op is malformed (the verifier says why)."""
+    ``smem_request(op) -> (bytes, align)``; None means the op is malformed (the verifier says why). After them, the
+    scratch of the ops at any depth whose definition has ``smem_scratch(op) -> (bytes, align) | None`` (a
+    ``frag.reduce`` across warps: its partials), in program order, so that the budget rule and every address count
+    it. Post: the allocations' addresses do not depend on the scratch."""
     plan = SmemPlan()
     cursor = SMEM_BASE
-    for op in body_ops:
-        request = getattr(OPS.get(op.name), "smem_request", None)
+    requests = [(op, getattr(OPS.get(op.name), "smem_request", None)) for op in body_ops]
+    requests += [(op, getattr(OPS.get(op.name), "smem_scratch", None)) for op in _nested(body_ops)]
+    for op, request in requests:
         got = request(op) if request else None
         if got is None:
             continue
@@ -382,6 +386,19 @@ def smem_plan(body_ops) -> SmemPlan:
         cursor += nbytes
     plan.total = cursor - SMEM_BASE
     return plan
+
+
+def _nested(ops):
+    """Every op of ``ops`` and of their regions, in program order (an explicit stack: any depth)."""
+    stack = [iter(ops)]
+    while stack:
+        op = next(stack[-1], None)
+        if op is None:
+            stack.pop()
+            continue
+        yield op
+        for region in reversed(op.regions):
+            stack.append(iter(region.ops))
 
 
 def element_bytes(t: ScalarType) -> int:

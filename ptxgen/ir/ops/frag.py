@@ -1,16 +1,20 @@
-"""frag: register fragments: elementwise math, casts, slices, splats, row/column reductions, each value's tile
-coordinates, comparisons and selects (masking)."""
+"""frag: register fragments: elementwise math, casts, slices, splats, row/column reductions (within a warp or across
+the warps of the CTA), single values as scalars, reciprocals, each value's tile coordinates, comparisons and
+selects (masking)."""
 from __future__ import annotations
 
 import numpy as np
 
 import layoutc as lc
 
+from .. import launch
+from ..core import walk
+from ..reduce_plan import ReducePlanError, line_table, plan_reduce
 from ..text import attribute_text
 from ..types import F32, I1, I32, FragmentType
 from . import (
-    NUM_TYPES, OpDef, convert, numpy_dtype, register, round_to, tv_attr, tv_rows, tv_table,
-    layout_values, tile_coordinates, verify_tv,
+    NUM_TYPES, OpDef, convert, describe_threads, is_tv, kernel_rule, numpy_dtype, register, round_to, tv_attr, tv_parts, tv_rows,
+    tv_table, layout_values, tile_coordinates, verify_tv,
 )
 from .arith import Cmp, compare, division_problem
 
@@ -226,30 +230,53 @@ class Reduce(OpDef):
         if values.size != lc.product(tile) or not np.array_equal(np.sort(values), np.arange(values.size)):
             v.error(op, f"tv {lc.to_str(tv)} must hold every element of the {lc.to_str(tile)} tile exactly once")
             return
-        rows = lc.product(tile[0])
-        threads = lc.size(tv[0])
-        table = values.reshape(-1, threads).T            # (thread, value) → tile index, tv's colexicographic order
-        lines = table % rows if mode == 1 else table // rows
-        warps = np.broadcast_to((np.arange(threads) // 32)[:, None], lines.shape)
-        # a line is one warp's when its smallest and largest warp agree
-        order = np.argsort(lines, axis=None, kind="stable")
-        line_sorted, warp_sorted = lines.ravel()[order], warps.ravel()[order]
-        starts = np.r_[0, np.nonzero(np.diff(line_sorted))[0] + 1]
-        lo, hi = np.minimum.reduceat(warp_sorted, starts), np.maximum.reduceat(warp_sorted, starts)
-        spread = np.nonzero(lo != hi)[0]
-        if spread.size:
-            k = int(spread[0])
-            line = int(line_sorted[starts[k]])
-            end = starts[k + 1] if k + 1 < len(starts) else len(line_sorted)
-            what = "row" if mode == 1 else "column"
-            v.error(op, f"{what} {line} is spread over warps {sorted(set(warp_sorted[starts[k]:end].tolist()))}: a "
-                        "reduction must stay inside one warp (it lowers to shuffles)")
+        try:
+            plan = plan_reduce(tv, tile, mode)
+        except ReducePlanError as exc:
+            v.error(op, f"tv {lc.to_str(tv)} cannot be reduced over {'rows' if mode == 1 else 'columns'} of the "
+                        f"{lc.to_str(tile)} tile: {exc}")
             return
+        if plan.across_warps:
+            self._verify_across_warps(op, v, tv, tile, mode)
+
+    def _verify_across_warps(self, op, v, tv, tile, mode):
+        """A line spanning warps is combined through shared memory behind a named barrier that counts every thread
+        of the CTA: the TV's thread mode must be the CTA (whole warps)."""
+        what = "row" if mode == 1 else "column"
+        line = line_table(tv, tile, mode)
+        warps = sorted(set((np.nonzero(line == line[0, 0])[0] // 32).tolist()))
+        spread = f"{what} {int(line[0, 0])} spans warps {_ranges(warps)}"
+        threads = lc.size(tv[0])
+        block = getattr(v, "kernel_block", None)
+        if threads % 32:
+            v.error(op, f"{spread}, so every warp must be whole, but tv's thread mode {lc.to_str(tv[0])} has "
+                        f"{threads} threads, not a multiple of 32")
+        elif block is not None and threads != block:
+            v.error(op, f"{spread}: a reduction across warps synchronizes the whole CTA, so tv's thread mode "
+                        f"{lc.to_str(tv[0])} must have the block's {block} threads, not {threads}")
+
+    def result_types(self, operand_types, attrs):
+        return [operand_types[0]]
+
+    def smem_scratch(self, op):
+        """(bytes, align) of the partials of a reduction across warps (``ReducePlan.scratch_slots`` slots of the
+        combining type: f32 for f16/bf16, else the element's), None for one within warps or a malformed op."""
+        plan = _plan_of(op)
+        if plan is None or not plan.across_warps:
+            return None
+        dtype = op.operands[0].type.dtype
+        slot = 8 if dtype.bits == 64 else 4
+        return plan.scratch_slots * slot, 16
 
     def interpret(self, op, ix):
         x, thread = op.operands
         tv = op.attrs["tv"]
         tile = op.attrs["tile"]
+        if not ix.mask.all():
+            plan = ix.cached(("reduce-plan", tv, tile, op.attrs["mode"]), lambda: _plan_of(op))
+            if plan is not None and plan.across_warps:
+                ix.fail(op, f"a reduction across warps needs every thread of the CTA, but only "
+                            f"{describe_threads(np.nonzero(ix.mask)[0])} reach it (its barrier would wait forever)")
         rows = lc.product(tile[0])
         table = ix.cached(("tv", tv), lambda: tv_table(tv, lc.size(tv[0])))
         idx = tv_rows(ix, op, thread, table)
@@ -265,12 +292,180 @@ class Reduce(OpDef):
                else acc[line].astype(numpy_dtype(x.type.dtype)))
 
     def lower(self, op, lx):
-        """Per thread, reduce the values of each line (plans.plan_reduce groups them, from tv and the tile); then a
-        butterfly of shfl.sync.bfly over exactly the lane bits that move along the line without leaving it;
-        every value of the line gets the result. Must be reached by whole warps (no divergent scf.if around it)."""
+        """Per thread, reduce the values of each line (``reduce_plan.plan_reduce`` groups them, from tv and the
+        tile); then a butterfly of shfl.sync.bfly over exactly the lane bits that move along the line without leaving
+        it; a line spanning warps then goes through the op's shared-memory scratch: one lane per warp and line
+        stores its partial, ``bar.sync id, threads`` (the CTA), every thread combines its line's partials (and,
+        inside an scf.for, a second ``bar.sync`` before the next iteration may overwrite them). Every value of the
+        line gets the result. Must be reached by whole warps (no divergent scf.if around it)."""
         x, thread = op.operands
+        scratch = None
+        if lx.smem_plan.address.get(id(op)) is not None:
+            address, _align = lx.smem_address(op)
+            scratch = (address, reduce_barrier_id(lx.kernel), in_loop(lx.kernel, op))
         lx.set(op.results[0], lx.frag_reduce(lx.get(x), thread, op.attrs["tv"], op.attrs["tile"],
-                                             op.attrs["mode"], str(op.attrs["kind"]), x.type.dtype))
+                                             op.attrs["mode"], str(op.attrs["kind"]), x.type.dtype, scratch))
+
+
+def _plan_of(op):
+    """The ReducePlan of a well-formed frag.reduce (None when its attributes are not what the verifier accepts)."""
+    tv, tile, mode = op.attrs.get("tv"), op.attrs.get("tile"), op.attrs.get("mode")
+    if not is_tv(tv) or lc.rank(tv_parts(tv)[2]) != 2 or not isinstance(tile, tuple) or len(tile) != 2 \
+            or mode not in (0, 1) or isinstance(mode, bool):
+        return None
+    try:
+        return plan_reduce(tv, tile, mode)
+    except (ReducePlanError, lc.LayoutError, ValueError, TypeError):
+        return None
+
+
+def _ranges(ids) -> str:
+    """``0-15`` for consecutive ids, else a comma list: the warps of a message."""
+    ids = sorted(ids)
+    if len(ids) > 1 and ids[-1] - ids[0] + 1 == len(ids):
+        return f"{ids[0]}-{ids[-1]}"
+    return ", ".join(map(str, ids))
+
+
+def reduce_barrier_id(kernel) -> int | None:
+    """The named barrier (bar.sync id) the kernel's reductions across warps use: the highest id from 1 to 15 that
+    no ``barrier.named`` of the kernel uses (a reduction's barrier counts the whole CTA, so all of them can share
+    it: every thread reaches them in the same order). None when every id is taken."""
+    from .roles import NAMED_BARRIERS
+
+    taken = {op.attrs.get("id") for op in walk(kernel.body) if op.name == "barrier.named"}
+    free = [i for i in range(NAMED_BARRIERS - 1, 0, -1) if i not in taken]
+    return free[0] if free else None
+
+
+def in_loop(kernel, target) -> bool:
+    """Whether op ``target`` is nested (at any depth) in an ``scf.for`` of ``kernel``."""
+    def visit(ops, looping):
+        for op in ops:
+            if op is target:
+                return looping
+            for region in op.regions:
+                found = visit(region.ops, looping or op.name == "scf.for")
+                if found is not None:
+                    return found
+        return None
+    return bool(visit(kernel.body.ops, False))
+
+
+@kernel_rule
+def _reductions_across_warps(kernel, v):
+    """A frag.reduce whose lines span warps synchronizes the CTA (a named barrier counting every thread): it must
+    be reached by all of them, so it sits at the top level of the body or in scf.for loops (whose trip counts must
+    then agree between threads: the interpreter checks that every thread reaches it), never in a branch
+    (scf.if) or a warpgroup role (gpu.roles); and a named barrier id must be free for it."""
+    try:
+        block = launch.block_dims(kernel)
+    except launch.LaunchAttributeError:
+        block = None
+
+    def visit(ops, around):
+        for op in ops:
+            if op.name == "frag.reduce":
+                plan = _plan_of(op)
+                thread = op.operands[1].owner if len(op.operands) == 2 else None
+                if plan is not None and plan.across_warps and not (
+                        thread is not None and thread.name == "gpu.thread_id" and str(thread.attrs.get("dim")) == "x"
+                        and block is not None and block[1] == block[2] == 1):
+                    v.error(op, "a reduction across warps indexes its scratch by the thread operand, which must be "
+                                "gpu.thread_id {dim = x} of a block (N, 1, 1): each thread's own index")
+                elif plan is not None and plan.across_warps and around:
+                    v.error(op, f"a reduction across warps synchronizes the whole CTA, but it is inside "
+                                f"{around.name} at {around.loc}, where not every thread of the CTA reaches it (its "
+                                "barrier would wait forever)")
+                elif plan is not None and plan.across_warps and reduce_barrier_id(kernel) is None:
+                    v.error(op, "a reduction across warps needs a named barrier, but barrier.named uses every id "
+                                "from 1 to 15")
+            for region in op.regions:
+                visit(region.ops, around if op.name == "scf.for" else (around or op))
+    visit(kernel.body.ops, None)
+
+
+@register
+class Extract(OpDef):
+    name = "frag.extract"
+    summary = "one value of a fragment (its flat value order) as a per-thread scalar"
+    required_attrs = ("index",)
+    num_operands = 1
+    num_results = 1
+
+    def verify(self, op, v):
+        (x,) = op.operands
+        t = op.results[0].type
+        if not isinstance(x.type, FragmentType):
+            v.error(op, f"the operand must be a frag, not {x.type}")
+            return
+        if t != x.type.dtype:
+            v.error(op, f"result type must be the fragment's element type {x.type.dtype}, not {t}")
+        index = v.attr(op, "index", int)
+        if index is not None and not 0 <= index < x.type.size:
+            v.error(op, f"index {index} is outside the fragment's {x.type.size} values (0 … {x.type.size - 1})")
+
+    def result_types(self, operand_types, attrs):
+        return [operand_types[0].dtype]
+
+    def interpret(self, op, ix):
+        ix.set(op.results[0], ix.get(op.operands[0])[:, op.attrs["index"]].copy())
+
+    def lower(self, op, lx):
+        """No code: the value's register."""
+        lx.set(op.results[0], lx.get(op.operands[0])[op.attrs["index"]])
+
+
+@register
+class Rcp(OpDef):
+    name = "frag.rcp"
+    summary = "elementwise reciprocal 1/x of an f32 fragment, approximate (rcp.approx.ftz.f32) or IEEE (rcp.rn.f32)"
+    required_attrs = ("rounding",)
+    ROUNDINGS = ("approx", "rn")
+    num_operands = 1
+    num_results = 1
+
+    def verify(self, op, v):
+        (x,) = op.operands
+        t = op.results[0].type
+        if not isinstance(x.type, FragmentType):
+            v.error(op, f"the operand must be a frag, not {x.type}")
+            return
+        if x.type.dtype != F32:
+            v.error(op, f"frag.rcp is defined for f32 fragments, not {x.type.dtype}: frag.cast to f32 first")
+        if t != x.type:
+            v.error(op, f"result type must be {x.type}, not {t}")
+        v.word(op, "rounding", self.ROUNDINGS)
+
+    def result_types(self, operand_types, attrs):
+        return [operand_types[0]]
+
+    def interpret(self, op, ix):
+        """``rn``: 1/x correctly rounded. ``approx``: subnormal inputs and results flushed to signed zero (ftz),
+        otherwise the correctly rounded 1/x (the hardware's is within 1 ulp of it)."""
+        x = ix.get(op.operands[0]).astype(np.float32)
+        tiny = np.finfo(np.float32).tiny
+        if str(op.attrs["rounding"]) == "approx":
+            x = np.where(np.abs(x) < tiny, np.copysign(np.float32(0), x), x)
+        with np.errstate(divide="ignore", over="ignore"):
+            r = (np.float32(1) / x).astype(np.float32)
+        if str(op.attrs["rounding"]) == "approx":
+            r = np.where(np.abs(r) < tiny, np.copysign(np.float32(0), r), r).astype(np.float32)
+        ix.set(op.results[0], r)
+
+    def lower(self, op, lx):
+        """``llvm.nvvm.rcp.approx.ftz.f`` (``rcp.approx.ftz.f32``) or ``llvm.nvvm.rcp.rn.f`` (``rcp.rn.f32``), one
+        per distinct register: a reduction's result is one register per line, so a row's reciprocal is computed
+        once (LLVM merges the calls on one value)."""
+        name = "llvm.nvvm.rcp.approx.ftz.f" if str(op.attrs["rounding"]) == "approx" else "llvm.nvvm.rcp.rn.f"
+        f32 = lx.llvm_type(F32)
+        done = {}
+        out = []
+        for x in lx.get(op.operands[0]):
+            if id(x) not in done:
+                done[id(x)] = lx.call(name, f32, [x])
+            out.append(done[id(x)])
+        lx.set(op.results[0], out)
 
 
 # -- coordinates and masking ---------------------------------------------------------------------------------------

@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""Bandwidth of ptxgen.kernels' row softmax, RMSNorm and LayerNorm forward on the GPU, against a device-to-device copy
+of the same bytes and against torch's own ops, in one run.
+
+    python benchmarks/bench_norms.py [--mbytes 512] [--cols 1024,2048,4096,8192,16384] [--reps 30] [--json out.json]
+
+For each op, dtype (softmax: bf16 and f32; the norms: bf16) and row length N, the tensor is (M, N) with M chosen so x
+is about ``--mbytes`` MB (fresh ``torch.randn`` inputs). Each result is checked against torch first (float64
+reference, relative norm; the run stops on a wrong result), then timed with CUDA events: medians of ``--reps``
+repetitions after warm-up, each repetition a window of 5 back-to-back calls. Two schedules: *interleaved* (ours, torch,
+copy in turn within each repetition) and *separate* (all repetitions of one, then the next). The bandwidth counts the
+compulsory bytes (x read once, y written once; the weight and bias are N elements, negligible); ``copy`` is
+``y.copy_(x)`` of the same tensors (read + write: the ceiling). Goals (issue 18): ≥ 90% of copy, ≥ 1.5× torch.
+Writes JSON (default ``$OUT/bench_norms.json`` or ``./bench_norms.json``); the short table comes last.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import statistics
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from ptxgen.kernels.norms import layer_norm, rms_norm  # noqa: E402
+from ptxgen.kernels.rowwise import choose_row_config  # noqa: E402
+from ptxgen.kernels.softmax import MAX_VALUES as SOFTMAX_VALUES, softmax  # noqa: E402
+
+TOLERANCE = {"bf16": 8e-3, "f32": 1e-5}
+INNER = 5
+
+
+def window_ms(torch, fn) -> float:
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(INNER):
+        fn()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / INNER
+
+
+def time_all(torch, fns: dict, warmup: int, reps: int) -> dict:
+    """{name: {"interleaved_ms", "separate_ms"}}: medians over ``reps`` windows of each schedule."""
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
+    torch.cuda.synchronize()
+    inter = {name: [] for name in fns}
+    for _ in range(reps):
+        for name, fn in fns.items():
+            inter[name].append(window_ms(torch, fn))
+    out = {}
+    for name, fn in fns.items():
+        separate = [window_ms(torch, fn) for _ in range(reps)]
+        out[name] = {"interleaved_ms": statistics.median(inter[name]), "separate_ms": statistics.median(separate)}
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--mbytes", type=int, default=512, help="size of x in MB (256 to 1024 in the issue)")
+    ap.add_argument("--cols", default="1024,2048,4096,8192,16384")
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args(argv)
+    out_path = args.json or os.path.join(os.environ.get("OUT", "."), "bench_norms.json")
+    import torch
+    import torch.nn.functional as F
+
+    dtypes = {"bf16": torch.bfloat16, "f32": torch.float32}
+    cases = [("softmax", "bf16"), ("softmax", "f32"), ("rms_norm", "bf16"), ("layer_norm", "bf16")]
+    results = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "mbytes": args.mbytes,
+               "runs": []}
+    for op, dtype in cases:
+        for n in (int(c) for c in args.cols.split(",")):
+            tdtype = dtypes[dtype]
+            esize = torch.empty(0, dtype=tdtype).element_size()
+            m = max(1, args.mbytes * 2 ** 20 // (n * esize))
+            x = torch.randn(m, n, device="cuda", dtype=tdtype)
+            w = (torch.rand(n, device="cuda") + 0.5).to(tdtype)
+            b = torch.randn(n, device="cuda").to(tdtype)
+            y = torch.empty_like(x)
+            if op == "softmax":
+                ours = lambda: softmax(x)                                      # noqa: E731
+                theirs = lambda: torch.softmax(x, dim=-1)                      # noqa: E731
+                reference = lambda rows: torch.softmax(rows.double(), dim=-1)  # noqa: E731
+            elif op == "rms_norm":
+                ours = lambda: rms_norm(x, w, 1e-6)                            # noqa: E731
+                theirs = lambda: F.rms_norm(x, (n,), w, 1e-6)                  # noqa: E731
+                reference = lambda rows: F.rms_norm(rows.double(), (n,), w.double(), 1e-6)  # noqa: E731
+            else:
+                ours = lambda: layer_norm(x, w, b, 1e-5)                       # noqa: E731
+                theirs = lambda: F.layer_norm(x, (n,), w, b, 1e-5)             # noqa: E731
+                reference = lambda rows: F.layer_norm(rows.double(), (n,), w.double(), b.double(), 1e-5)  # noqa: E731
+            # correctness first, on these inputs (a float64 reference of the first rows)
+            got = ours()
+            torch.cuda.synchronize()
+            rows = min(m, 4096)
+            want = reference(x[:rows])
+            err = float((got[:rows].double() - want).norm() / want.norm())
+            if not err < TOLERANCE[dtype]:
+                raise SystemExit(f"{op} {dtype} N={n}: relative error {err:.3g} vs torch (float64)")
+            del got, want
+            times = time_all(torch, {"ours": ours, "torch": theirs, "copy": lambda: y.copy_(x)},
+                             args.warmup, args.reps)
+            nbytes = 2 * m * n * esize
+            run = {"op": op, "dtype": dtype, "m": m, "n": n, "bytes": nbytes, "rel_err": err,
+                   "config": repr(choose_row_config(n, dtype, SOFTMAX_VALUES if op == "softmax" else 16))}
+            for schedule in ("interleaved", "separate"):
+                t = {k: v[f"{schedule}_ms"] for k, v in times.items()}
+                run[schedule] = {
+                    "ms": t, "gbps": {k: nbytes / (v * 1e-3) / 1e9 for k, v in t.items()},
+                    "ratio_to_copy": t["copy"] / t["ours"], "speedup_vs_torch": t["torch"] / t["ours"]}
+            results["runs"].append(run)
+            print(f"{op:<10} {dtype:<4} N={n:<6} M={m:<7} ours {run['interleaved']['gbps']['ours']:7.0f} GB/s  "
+                  f"copy {run['interleaved']['gbps']['copy']:7.0f}  torch {run['interleaved']['gbps']['torch']:7.0f}"
+                  f"  err {err:.1e}", flush=True)
+            del x, y, w, b
+            torch.cuda.empty_cache()
+    pathlib.Path(out_path).parent.mkdir(parents=True, exist_ok=True)
+    with open(out_path, "w") as f:
+        json.dump(results, f, indent=2)
+    print(f"\ndevice: {results['device']}   torch {results['torch']}   x ≈ {args.mbytes} MB   (wrote {out_path})")
+    print(f"{'op':<10} {'dtype':<5} {'N':>6} {'GB/s':>7} {'of copy':>8} {'vs torch':>9} "
+          f"{'of copy (sep)':>14} {'vs torch (sep)':>15}")
+    for r in results["runs"]:
+        i, s = r["interleaved"], r["separate"]
+        print(f"{r['op']:<10} {r['dtype']:<5} {r['n']:>6} {i['gbps']['ours']:>7.0f} {i['ratio_to_copy']:>8.1%} "
+              f"{i['speedup_vs_torch']:>8.2f}x {s['ratio_to_copy']:>14.1%} {s['speedup_vs_torch']:>14.2f}x")
+    return results
+
+
+if __name__ == "__main__":
+    main()

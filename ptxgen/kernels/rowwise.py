@@ -1,0 +1,239 @@
+"""Row-wise kernels (softmax, RMSNorm, LayerNorm): the tiling of rows over a CTA, the rule that chooses it, the checks
+of the users' arguments and the launch — what ``ptxgen.kernels.softmax`` and ``ptxgen.kernels.norms`` share.
+
+A CTA holds ``rows`` rows of at most ``cols`` columns in registers: ``threads`` threads per row, each with
+``vectors`` 16-byte vectors of the row (8 bf16/f16 or 4 f32 values each). The TV layout comes from
+``layoutc.make_layout_tv`` (threads ``(rows, threads)`` row-major, values ``(1, vec)``: one 16-byte vector per thread,
+consecutive threads on consecutive vectors) repeated ``vectors`` times along the columns, so each of a warp's loads
+covers 512 contiguous bytes. A row is read once and written once; its reductions are ``frag.reduce`` over the row
+(across warps when ``threads > 32``: shared memory and a named barrier).
+
+Example: ``choose_row_config(16384, "bf16")`` → ``RowConfig(dtype="bf16", threads=1024, vectors=2, rows=1,
+ctas_per_sm=1)``: a (1, 16384) tile, TV ``(1024,(8,2)):(8,(1,8192))``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+import layoutc as lc
+
+ELEMENT_BYTES = {"bf16": 2, "f16": 2, "f32": 4}
+VECTOR_BYTES = 16
+MAX_VALUES = 32        # values a thread holds per row (the register budget: see choose_row_config)
+MAX_THREADS = 1024     # a CTA's threads
+MIN_BLOCK = 256        # short rows: several per CTA, so that a CTA has at least this many threads
+SM_THREADS = 2048      # threads one SM holds
+LONGEST_ROW = 16384    # the longest row the ops take
+
+
+@dataclass(frozen=True)
+class RowConfig:
+    """A CTA of ``rows`` × ``threads`` threads holding ``rows`` rows of up to ``cols`` elements of ``dtype``."""
+
+    dtype: str
+    threads: int
+    vectors: int
+    rows: int = 1
+    ctas_per_sm: int = 1
+
+    @property
+    def vec(self) -> int:
+        """Elements per 16-byte vector."""
+        return VECTOR_BYTES // ELEMENT_BYTES[self.dtype]
+
+    @property
+    def cols(self) -> int:
+        """The longest row the CTA holds: threads · vectors · vec."""
+        return self.threads * self.vectors * self.vec
+
+    @property
+    def block(self) -> int:
+        return self.threads * self.rows
+
+    @property
+    def tile(self) -> tuple:
+        return (self.rows, self.cols)
+
+    def validate(self) -> None:
+        """The rules: a known dtype; threads a power of two from 1 to 1024; the block at most 1024 threads; at most
+        MAX_VALUES values per thread; ctas_per_sm CTAs fit an SM's 2048 threads."""
+        if self.dtype not in ELEMENT_BYTES:
+            raise ValueError(f"RowConfig: dtype must be one of {', '.join(ELEMENT_BYTES)}, not {self.dtype!r}")
+        if self.threads < 1 or self.threads & (self.threads - 1) or self.threads > MAX_THREADS:
+            raise ValueError(f"RowConfig: threads must be a power of two from 1 to {MAX_THREADS}, not {self.threads}")
+        if self.rows < 1 or self.block > MAX_THREADS:
+            raise ValueError(f"RowConfig: rows · threads = {self.rows} · {self.threads} must be 1 to {MAX_THREADS}")
+        if self.vectors < 1 or self.vectors * self.vec > MAX_VALUES:
+            raise ValueError(f"RowConfig: vectors must be 1 to {MAX_VALUES // self.vec} for {self.dtype} (at most "
+                             f"{MAX_VALUES} values per thread), not {self.vectors}")
+        if self.ctas_per_sm < 1 or self.ctas_per_sm * self.block > SM_THREADS:
+            raise ValueError(f"RowConfig: ctas_per_sm must be 1 to {SM_THREADS // self.block} (CTAs of {self.block} "
+                             f"threads in an SM's {SM_THREADS}), not {self.ctas_per_sm}")
+
+    def layouts(self):
+        """(tile, tv): the (rows, cols) tile and its TV layout ``(threads·rows, (vec, vectors))``, derived with
+        ``make_layout_tv`` and repeated ``vectors`` times along the columns (copy j at column offset j·threads·vec,
+        i.e. tile index offset j·rows·threads·vec)."""
+        tiler, tv = lc.make_layout_tv(lc.Layout((self.rows, self.threads), (self.threads, 1)),
+                                      lc.Layout((1, self.vec)))
+        repeat = lc.Layout(self.vectors, lc.product(tiler))
+        return self.tile, lc.make_layout(tv[0], lc.make_layout(tv[1], repeat))
+
+
+def longest_row(dtype: str) -> int:
+    """The longest row the row-wise ops take: 16384 elements (a CTA of 1024 threads × 16 values, or 512 × 32)."""
+    return LONGEST_ROW
+
+
+def choose_row_config(n: int, dtype: str, max_values: int = 16) -> RowConfig:
+    """The configuration for rows of ``n`` elements: the fewest threads per row (a power of two, at least a warp)
+    that hold the row with at most ``max_values`` values each, vectors = ⌈n / (vec · threads)⌉, rows per CTA so the
+    CTA has MIN_BLOCK threads when a row needs fewer, and ``ctas_per_sm`` = max(1, 1024 / block): the register budget
+    of 64 per thread (1024 threads per SM), which the kernels fit without spilling (softmax with 32 values per
+    thread, the norms with 16 — their default ``max_values``), so that a 512-thread softmax CTA still has a second
+    one on its SM loading while it reduces. ``choose_row_config(1000, "f32")`` →
+    ``RowConfig("f32", threads=64, vectors=4, rows=4, ctas_per_sm=4)`` (tile (4, 1024)); ``choose_row_config(16384,
+    "bf16", 32)`` → ``RowConfig("bf16", 512, 4, 1, 2)``. Pre: 1 ≤ n ≤ longest_row(dtype)."""
+    vec = VECTOR_BYTES // ELEMENT_BYTES[dtype]
+    vectors_per_row = -(-n // vec)
+    per_thread = max(1, max_values // vec)
+    threads = 32
+    while threads * per_thread < vectors_per_row:
+        threads *= 2
+    vectors = -(-vectors_per_row // threads)
+    rows = max(1, MIN_BLOCK // threads)
+    return RowConfig(dtype, threads, vectors, rows, max(1, 1024 // (threads * rows)))
+
+
+def check_config(op: str, config: RowConfig, dtype: str, n: int) -> None:
+    """A forced configuration fits the call: valid, of x's dtype, holding rows of n elements."""
+    if not isinstance(config, RowConfig):
+        raise TypeError(f"{op}: config must be a RowConfig, not {type(config).__name__}")
+    config.validate()
+    if config.dtype != dtype:
+        raise ValueError(f"{op}: config is for {config.dtype} but x is {dtype}")
+    if config.cols < n:
+        raise ValueError(f"{op}: config holds rows of up to {config.cols} elements but x's have {n}")
+
+
+# -- the users' arguments ------------------------------------------------------------------------------------------
+
+_NUMPY_NAMES = {"bfloat16": "bf16", "float16": "f16", "float32": "f32"}
+_TORCH_NAMES = {"torch.bfloat16": "bf16", "torch.float16": "f16", "torch.float32": "f32"}
+SPELLED = "bf16 (torch.bfloat16, ml_dtypes.bfloat16), f16 (torch.float16, numpy.float16) or f32 (torch.float32, " \
+          "numpy.float32)"
+
+
+class Operand:
+    """One array argument of a row-wise op: ``kind`` "numpy" or "torch", ``dtype`` (our name, or None), ``shape``."""
+
+    def __init__(self, op: str, name: str, x):
+        self.op, self.name, self.value, self.producer = op, name, x, None
+        if isinstance(x, np.ndarray):
+            self.kind, self.dtype, self.shown = "numpy", _NUMPY_NAMES.get(x.dtype.name), f"numpy {x.dtype}"
+            self.shape = tuple(x.shape)
+            return
+        module = type(x).__module__
+        if not module.startswith("torch") and hasattr(x, "__dlpack__"):
+            import torch
+
+            self.producer = module.split(".")[0]
+            x = torch.from_dlpack(x)
+            module = "torch"
+        if not (module.startswith("torch") and hasattr(x, "data_ptr")):
+            raise TypeError(f"{op}: {name} must be a CUDA tensor (torch, or any DLPack array) or a numpy array, not "
+                            f"{type(x).__name__}")
+        if not x.is_cuda:
+            raise TypeError(f"{op}: {name} is a CPU torch tensor; pass CUDA tensors (or numpy arrays, run in the CPU "
+                            "interpreter)")
+        self.kind, self.value = "torch", x
+        self.dtype, self.shown = _TORCH_NAMES.get(str(x.dtype)), str(x.dtype)
+        self.shape = tuple(x.shape)
+
+    def check_dtype(self, want: str | None = None) -> str:
+        """The element type, which must be one of ours (and ``want`` when given)."""
+        if self.dtype is None:
+            raise TypeError(f"{self.op}: {self.name} has dtype {self.shown}; {self.op} takes {SPELLED}")
+        if want is not None and self.dtype != want:
+            raise TypeError(f"{self.op}: {self.name} has dtype {self.shown} but x is {want}: pass it in x's dtype")
+        return self.dtype
+
+
+def rows_of(op: str, x: Operand, n_name: str = "the last dimension"):
+    """x as a 2-D (M, N) array over its last dimension (a view where possible), checked: at least 1-D, N from 1 to
+    ``longest_row``. → (x2d, M, N)."""
+    if len(x.shape) == 0:
+        raise ValueError(f"{op}: x must have at least one dimension, not shape ()")
+    n = x.shape[-1]
+    dtype = x.check_dtype()
+    if n < 1:
+        raise ValueError(f"{op}: x has {n} elements in {n_name}; a row needs at least 1")
+    if n > longest_row(dtype):
+        raise ValueError(f"{op}: x's rows have {n} elements; {op} holds a row in one CTA's registers: at most "
+                         f"{longest_row(dtype)}")
+    m = int(np.prod(x.shape[:-1], dtype=np.int64)) if len(x.shape) > 1 else 1
+    value = x.value
+    if x.kind == "torch" and value.stride(-1) != 1:
+        value = value.contiguous()
+    return value.reshape(m, n), m, n
+
+
+def vector_of(op: str, name: str, v, n: int, dtype: str, kind: str):
+    """An (N,) weight or bias of x's dtype and kind (numpy with numpy, CUDA with CUDA), as a contiguous 1-D array."""
+    arg = Operand(op, name, v)
+    if arg.kind != kind:
+        raise TypeError(f"{op}: {name} is a {'numpy array' if arg.kind == 'numpy' else 'CUDA tensor'} but x is "
+                        f"{'a numpy array' if kind == 'numpy' else 'a CUDA tensor'}: pass both the same way")
+    arg.check_dtype(dtype)
+    if arg.shape != (n,):
+        raise ValueError(f"{op}: {name} must have shape ({n},) (x's last dimension), not {arg.shape}")
+    value = arg.value
+    return value.contiguous() if arg.kind == "torch" else np.ascontiguousarray(value)
+
+
+def as_callers(result, arg: Operand):
+    """The result in the caller's kind: a CUDA array of another framework (cupy, JAX: passed through DLPack) goes back
+    through that framework's ``from_dlpack``; numpy and torch as they are."""
+    if arg.producer:
+        import sys
+
+        convert = getattr(sys.modules.get(arg.producer), "from_dlpack", None)
+        if convert is not None:
+            return convert(result)
+    return result
+
+
+def empty_like(x2d, kind: str):
+    if kind == "numpy":
+        return np.empty(x2d.shape, x2d.dtype)
+    import torch
+
+    return torch.empty(x2d.shape, dtype=x2d.dtype, device=x2d.device)
+
+
+# -- building once, running ---------------------------------------------------------------------------------------
+
+_JIT = {}
+
+
+def run(build, key, args: dict, kind: str) -> None:
+    """Run the kernel ``build()`` (built, verified and compiled once per ``key``): in the CPU interpreter for numpy
+    arguments, else on the GPU on torch's current stream."""
+    if kind == "numpy":
+        from ptxgen.interp import interpret
+
+        module = _JIT.get(("module",) + key)
+        if module is None:
+            module = _JIT[("module",) + key] = build()
+        interpret(module, args)
+        return
+    import torch
+
+    kern = _JIT.get(key)
+    if kern is None:
+        from ptxgen.runtime import jit
+
+        kern = _JIT[key] = jit(build())
+    kern(**args, stream=torch.cuda.current_stream().cuda_stream)

@@ -1,0 +1,84 @@
+"""Row softmax with torch's semantics: ``softmax(x)`` = ``torch.softmax(x, dim=-1)`` for bf16, f16 and f32, computed in
+f32 and rounded once to x's dtype.
+
+One CTA holds ``config.rows`` rows in registers (``rowwise.RowConfig``; rows up to 16384 elements): each row is read
+once, its maximum and the sum of ``exp(x - max)`` are ``frag.reduce``s over the row (across the CTA's warps for long
+rows), the reciprocal of the sum is taken once per row (``frag.rcp``), and the row is written once.
+``exp(x - max)`` is ``exp2(x·log2 e - max·log2 e)``: one fma and one ``ex2.approx.f32`` per value.
+
+Example (the CPU interpreter; post-condition ``y == softmax(x)`` to f32 rounding, each row summing to 1)::
+
+    >>> import numpy as np
+    >>> x = np.random.default_rng(0).standard_normal((3, 100)).astype(np.float32)
+    >>> y = softmax(x)
+    >>> want = np.exp(x - x.max(1, keepdims=True)); want /= want.sum(1, keepdims=True)
+    >>> bool(np.abs(y - want).max() < 1e-6), y.shape
+    (True, (3, 100))
+"""
+from __future__ import annotations
+
+import math
+
+import layoutc as lc
+from ptxgen.ir.builder import KernelBuilder, cdiv, f32, frag, gtensor, i32
+
+from .rowwise import Operand, RowConfig, as_callers, check_config, choose_row_config, empty_like, rows_of, run
+
+LOG2E = 1.4426950408889634
+MAX_VALUES = 32   # values per thread: softmax fits them in 64 registers, so 16384 bf16 takes 2 CTAs of 512 per SM
+
+
+def build(config: RowConfig):
+    """The softmax kernel of ``config``: ``@softmax(%x, %y: gtensor<T, 2>, %m: i32)``, grid ⌈m / rows⌉ CTAs.
+    Post: ``y[r] = exp(x[r] - max x[r]) / Σ exp(x[r] - max x[r])`` for r < m, columns < dim(x, 1) ≤ config.cols."""
+    config.validate()
+    tile, tv = config.layouts()
+    dtype = config.dtype
+    values = lc.shape(tv[1])
+    kb = KernelBuilder("softmax", grid=(cdiv("m", config.rows), 1, 1), block=(config.block, 1, 1),
+                       min_ctas_per_sm=config.ctas_per_sm, x=gtensor(dtype, 2), y=gtensor(dtype, 2), m=i32)
+    b = kb.b
+    block = b.gpu.block_id(dim="x", name="block")
+    thread = b.gpu.thread_id(dim="x", name="thread")
+    zero = b.const(0, i32, name="zero")
+    rows = b.const(config.rows, i32, name="rows")
+    row0 = b.arith.mul(block, rows, name="row0")
+    x_tile = b.gmem.tile(kb["x"], row0, zero, shape=tile, name="x_tile")
+    y_tile = b.gmem.tile(kb["y"], row0, zero, shape=tile, name="y_tile")
+    # columns past the row's end read -inf: they change neither the maximum nor (exp(-inf) = 0) the sum
+    xs = b.gmem.load(x_tile, thread, tv=tv, other=-math.inf, type=frag(dtype, values), name="xs")
+    x32 = xs if dtype == "f32" else b.frag.cast(xs, type=frag("f32", values), name="x32")
+    reduce = {"tv": tv, "tile": tile, "mode": 1}
+    top = b.frag.reduce(x32, thread, kind="max", **reduce, name="top")
+    log2e = b.const(LOG2E, f32, name="log2e")
+    shift = b.frag.mul(top, b.const(-LOG2E, f32, name="minus_log2e"), name="shift")
+    exps = b.frag.exp2(b.frag.fma(x32, log2e, shift, name="scaled"), name="exps")
+    total = b.frag.reduce(exps, thread, kind="add", **reduce, name="total")
+    inverse = b.frag.rcp(total, rounding="rn", name="inverse")
+    y32 = b.frag.mul(exps, inverse, name="y32")
+    ys = y32 if dtype == "f32" else b.frag.cast(y32, type=frag(dtype, values), name="ys")
+    b.gmem.store(y_tile, thread, ys, tv=tv)
+    return kb.module(f"ptxgen/kernels/softmax[{config.dtype},{config.threads}x{config.vectors}x{config.rows}]")
+
+
+def softmax(x, dim: int = -1, *, config: RowConfig | None = None):
+    """``torch.softmax(x, dim=-1)``: x of any shape (bf16, f16 or f32; its last dimension the row, up to 16384
+    elements), the result of x's shape and dtype (a new array or tensor of x's kind). ``dim`` must be the last
+    dimension. ``config`` forces a RowConfig (its dtype x's, its cols ≥ the row length).
+
+    Errors (before anything runs): TypeError for an array of another dtype or kind (``softmax: x has dtype
+    numpy float64; softmax takes bf16 (...), f16 (...) or f32 (...)``), ValueError for another ``dim`` or a row too
+    long (``softmax: x's rows have 40000 elements; softmax holds a row in one CTA's registers: at most 16384``)."""
+    arg = Operand("softmax", "x", x)
+    rank = len(arg.shape)
+    if dim not in (-1, rank - 1) or rank == 0:
+        raise ValueError(f"softmax: dim must be the last dimension (-1 or {rank - 1}), not {dim}")
+    x2d, m, n = rows_of("softmax", arg)
+    dtype = arg.dtype
+    config = config or choose_row_config(n, dtype, MAX_VALUES)
+    check_config("softmax", config, dtype, n)
+    y2d = empty_like(x2d, arg.kind)
+    if m:
+        run(lambda: build(config), ("softmax", config), {"x": x2d, "y": y2d, "m": m}, arg.kind)
+    return as_callers(y2d.reshape(arg.shape), arg)
+
