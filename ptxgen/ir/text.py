@@ -59,7 +59,7 @@ from .types import (SCALARS, BarrierType, FragmentType, GlobalTensorType, Global
 
 __all__ = [
     "IRSyntaxError", "parse_module", "print_module", "parse_type", "print_type", "print_kernel",
-    "structurally_equal", "first_difference", "Word", "TupleAttr", "attribute_text",
+    "structurally_equal", "first_difference", "Word", "TupleAttr", "attribute_text", "value_text",
 ]
 
 
@@ -719,7 +719,9 @@ def _uses(spellings) -> tuple:
 
 
 def _content_text(value) -> str:
-    return attribute_text(value)
+    """CuTe notation of a bracket's content (a name's value may be no CuTe value: then as an attribute)."""
+    text = _cute_text(value) if not isinstance(value, (bool, TupleAttr)) else None
+    return text if text is not None else attribute_text(value)
 
 
 def _printable(value) -> bool:
@@ -817,6 +819,12 @@ def attribute_text(value, kernel: bool = False) -> str:
     except ValueError:
         text = f"<{type(value).__name__} value>"
     return text if len(text) <= 120 else text[:119] + "…"
+
+
+def value_text(value) -> str:
+    """An op attribute value's canonical text, in full (``attribute_text`` shortens for messages):
+    ``value_text(TupleAttr((32, 8)))`` → ``(32, 8)``. Raises ValueError for a value the text form cannot write."""
+    return _print_value(value, False)
 
 
 def _print_value(v, kernel: bool, top: bool = True) -> str:
