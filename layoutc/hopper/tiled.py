@@ -13,7 +13,8 @@ its band. So:
 
 - **thread** ``t = t_atom + T_atom·(gm + Gm·gn)`` (the atom's threads fastest, then the groups along M, then N);
 - **value** ``v = v_atom + V_atom·(pm + Pm·pn)`` (the atom's values fastest, then the repeats down M, then along
-  N) — CuTe's ``((ThrV,(ThrM,ThrN)),(FrgV,(RestM,RestN)))`` order, with size-1 group and repeat modes left out.
+  N) — CuTe's ``((ThrV,(ThrM,ThrN)),(FrgV,(RestM,RestN)))`` order, with size-1 modes (one group, one repeat, an
+  atom of one value) left out.
 
 CuTe's ``TiledMMA`` with the default permutation *interleaves* repeats instead (block ``g + G·p``); the blocked
 order here is what the tile IR's per-warpgroup views give (``wgmma.mma`` on warpgroup ``w``'s rows), so the
@@ -96,9 +97,16 @@ def tiled_tv(atom_tv: Layout, atom_shape, tile, groups=(1, 1), op: str = "tiled_
     blocks = zipped_divide(divided[1], (pm, pn))             # ((Pm,Pn) repeats, (Gm,Gn) groups)
     group_mode = _mode(blocks[1], (gm > 1, gn > 1))
     repeat_mode = _mode(blocks[0], (pm > 1, pn > 1))
-    threads = atom[0] if size(group_mode) == 1 else make_layout(atom[0], group_mode)
-    values = atom[1] if size(repeat_mode) == 1 else make_layout(atom[1], repeat_mode)
-    return make_layout(threads, values)
+    return make_layout(_joined(atom[0], group_mode), _joined(atom[1], repeat_mode))
+
+
+def _joined(atom_mode: Layout, more: Layout) -> Layout:
+    """``(atom_mode, more)`` without a size-1 side (one thread per atom or one value: the other side alone)."""
+    if size(more) == 1:
+        return atom_mode
+    if size(atom_mode) == 1:
+        return more
+    return make_layout(atom_mode, more)
 
 
 def _thread_layout(op, threads, operands) -> Layout:

@@ -61,18 +61,17 @@ def test_accumulator_exact_layout():
 
 
 def test_accumulator_per_warpgroup_is_the_ir_fragment():
-    """Warpgroup w's slice of the tiled TV, re-read in its own (m/W, n) band, is the tile IR's wgmma.mma fragment
-    (ptxgen.kernels.gemm.epilogue.accumulator_block_tv: CLayout_64xN stacked over the warpgroup's m-blocks)."""
-    from ptxgen.kernels.gemm.epilogue import accumulator_block_tv
+    """Warpgroup w's slice of the tiled TV, re-read in its own (m/W, n) band, is the tile IR's wgmma.mma fragment:
+    value v + (n/2)·p of thread t is element accumulator_tv(n)(t, v) of m-block p (spec/tile-ir.md §4.10)."""
     m, n, w = 256, 128, 2
     tv = wgmma_accumulator_tv(m, n, warpgroups=w)
-    mine = accumulator_block_tv(m // w, n)
+    atom, half = accumulator_tv(n), n // 2
     for g in range(w):
         for t in range(128):
             for v in range(lc.size(tv[1])):
                 row, col = idx2crd(tv(t + 128 * g, v), (m, n))
-                r, c = idx2crd(mine(t, v), (m // w, n))
-                assert (row, col) == (r + g * m // w, c)
+                r, c = idx2crd(atom(t, v % half), (64, n))
+                assert (row, col) == (m // w * g + 64 * (v // half) + r, c)
 
 
 # -- RS A fragment; the FA3 P-in-registers fact ---------------------------------------------------------------------
