@@ -87,8 +87,11 @@ def _bool(value):
     return value if isinstance(value, bool) else None
 
 
-def _element(value):
-    return value.name if isinstance(value, Word) else None
+_A_ELEMENTS = ("f16", "bf16", "e4m3", "e5m2", "s8", "u8", "tf32")
+
+
+def _a_element(value):
+    return value.name if isinstance(value, Word) and value.name in _A_ELEMENTS else None
 
 
 # kind → (reader, what it must be, as the message says it)
@@ -98,7 +101,7 @@ _KINDS = {
     "pair|layout": (_pair_or_layout, "a pair of positive integers like (32, 8) or a thread layout like [(32,8):(8,1)]"),
     "int|layout": (_int_or_layout, "a positive integer (elements per vector) or a value layout like [(1,8):(1,1)]"),
     "bool": (_bool, "true or false"),
-    "element": (_element, "an element type like bf16"),
+    "a_element": (_a_element, f"an element type wgmma takes in registers: {', '.join(_A_ELEMENTS)}"),
 }
 
 
@@ -134,7 +137,7 @@ PARTITIONS = {f.name: f for f in (
         lambda a: wgmma_accumulator_tv(a["m"], a["n"], a["warpgroups"], a["warpgroups_n"]),
         "the wgmma accumulator of an (m, n) tile over warpgroups (layoutc.hopper.wgmma_accumulator_tv)"),
     PartitionFunction(
-        "wgmma_a", (("type", "element", _REQUIRED), ("m", "int", _REQUIRED), ("k", "int", _REQUIRED),
+        "wgmma_a", (("type", "a_element", _REQUIRED), ("m", "int", _REQUIRED), ("k", "int", _REQUIRED),
                     ("warpgroups", "int", 1)),
         lambda a: wgmma_a_tv(a["type"], a["m"], a["k"], a["warpgroups"]),
         "the RS-form A fragment of an (m, k) tile over warpgroups (layoutc.hopper.wgmma_a_tv)"),
@@ -203,7 +206,8 @@ def partition_value(name: str, arguments: dict, shown=None) -> lc.Layout:
         got = read(plain)
         if got is None:
             text = shown.get(key, _default_text(value))
-            raise PartitionError(f"{name}: argument {key} = {text} must be {wanted}", key)
+            hint = did_you_mean(value.name, _A_ELEMENTS) if kind == "a_element" and isinstance(value, Word) else ""
+            raise PartitionError(f"{name}: argument {key} = {text} must be {wanted}{hint}", key)
         resolved[key] = got
     try:
         return function.derive(resolved)

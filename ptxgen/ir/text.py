@@ -328,17 +328,19 @@ class _Reader:
         uses = spelled.uses if spelled is not None else ()
         self.definitions[name] = Definition(name, value, text, uses, self.loc(token))
 
-    def lookup(self, token, name: str | None = None) -> Definition:
-        """The Definition a ``#name`` refers to; IRSyntaxError at the token when it is not defined above it."""
+    def lookup(self, token, name: str | None = None, shift: int = 0) -> Definition:
+        """The Definition a ``#name`` refers to; IRSyntaxError at the name (``shift`` columns into ``token``) when it
+        is not defined above it."""
         name = str(token)[1:] if name is None else name
         if name in self.definitions:
             return self.definitions[name]
+        line, column = self._line_col(token)
         if name in self.later:
             d = self.later[name]
-            raise self.error_at(token, f"#{name} is used before its definition at {d.line}:{d.column} (a name is "
-                                       f"defined above its first use)")
+            raise self.error(line, column + shift, f"#{name} is used before its definition at {d.line}:{d.column} "
+                                                   f"(a name is defined above its first use)")
         hint = did_you_mean(f"#{name}", [f"#{n}" for n in self.definitions])
-        raise self.error_at(token, f"undefined name #{name}{hint}")
+        raise self.error(line, column + shift, f"undefined name #{name}{hint}")
 
     def spelled(self, tree, depth: int = 0) -> tuple:
         """(value, Spelled or None) of an op attribute value: None when it names nothing (no ``#name``, no
@@ -395,7 +397,7 @@ class _Reader:
         if not re.fullmatch(r"#[A-Za-z_][A-Za-z0-9_]*", content):
             raise self.error(token.line, token.column + 1, f"bad name [{content}]: brackets hold CuTe notation or "
                                                            f"one name (#name) alone")
-        return self.lookup(token, content[1:])
+        return self.lookup(token, content[1:], str(token).index("#"))
 
     def kernel(self, tree) -> Kernel:
         keyword, name_token, params_tree, *rest = tree.children
