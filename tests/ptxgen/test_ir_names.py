@@ -7,6 +7,7 @@ import pathlib
 import ml_dtypes
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import layoutc as lc
 from layoutc.hopper import copy_tv, ldmatrix_tiled_tv, stmatrix_tiled_tv, wgmma_a_tv, wgmma_accumulator_tv
@@ -230,3 +231,24 @@ def test_gemm_tile_stores_through_the_tiled_mma_partition():
     hopper = parse_module((EXAMPLES / "gemm_hopper.tile").read_text(), file="examples/gemm_hopper.tile")
     stmatrix = ops(hopper)["smem.stmatrix"]
     assert stmatrix.attrs["tv"] == wgmma_accumulator_tv(64, 128)
+
+
+# -- property: any definitions, used anywhere an attribute value goes, print back as written ----------------------------
+
+
+_leaf = st.one_of(st.integers(-5, 300), st.sampled_from(["[(64,64)]", "[(4,2):(2,1)]", "x", "true", "1.5"]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(values=st.lists(_leaf, min_size=1, max_size=5), picks=st.lists(st.integers(0, 4), min_size=1, max_size=6))
+def test_any_names_round_trip(values, picks):
+    definitions = "".join(f"#n{i} = {v}\n" for i, v in enumerate(values))
+    uses = [f"#n{p % len(values)}" for p in picks]
+    attrs = ", ".join(f"a{i} = {u}" for i, u in enumerate(uses[:-1])) or "a0 = 1"
+    text = (f"{definitions}\nkernel @k() {{grid = (1, 1, 1), block = (32, 1, 1)}} {{\n"
+            f"  gpu.marker {{{attrs}, t = ({', '.join(uses)})}}\n}}\n")
+    module = parse_module(text, file="p.tile")
+    assert print_module(module) == text
+    op = module.kernels[0].body.ops[0]
+    resolved = {d.name: d.value for d in module.definitions}
+    assert tuple(op.attrs["t"]) == tuple(resolved[u[1:]] for u in uses)
