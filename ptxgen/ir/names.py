@@ -52,12 +52,14 @@ class Definition:
 
 class PartitionError(ValueError):
     """A partition call that cannot be resolved. ``argument`` names the argument at fault (None: the call as a
-    whole), so the reader can point at it."""
+    whole) and ``at_key`` whether its key (an unknown one) rather than its value is wrong, so the reader can point
+    at it."""
 
-    def __init__(self, message: str, argument: str | None = None):
+    def __init__(self, message: str, argument: str | None = None, at_key: bool = False):
         super().__init__(message)
         self.message = message
         self.argument = argument
+        self.at_key = at_key
 
 
 # -- the partition functions ------------------------------------------------------------------------------------------
@@ -192,7 +194,7 @@ def partition_value(name: str, arguments: dict, shown=None) -> lc.Layout:
     for key in arguments:
         if key not in known:
             hint = did_you_mean(key, sorted(known - set(arguments)))
-            raise PartitionError(f"{name} takes no argument '{key}'{hint}: {function.signature()}", key)
+            raise PartitionError(f"{name} takes no argument '{key}'{hint}: {function.signature()}", key, True)
     resolved = {}
     for key, kind, default in function.params:
         if key not in arguments:

@@ -369,24 +369,23 @@ class _Reader:
     def partition(self, tree, depth: int) -> tuple:
         fn, *args = tree.children
         name = str(fn)
-        values, shown, spelled, keys = {}, {}, [], {}
+        values, shown, spelled = {}, {}, []
         for arg in args:
             key_token, value_tree = arg.children
             key = str(key_token)
             if key in values:
                 raise self.error_at(key_token, f"duplicate argument '{key}' of {name}")
             value, sp = self.spelled(value_tree, depth + 1)
-            values[key], keys[key] = value, key_token
+            values[key] = value
             shown[key] = sp.text if sp is not None else _print_value(value, False, False)
             spelled.append(sp)
         try:
             layout = partition_value(name, values, shown)
         except PartitionError as e:
-            at = keys.get(e.argument, fn)
+            at = fn
             if e.argument is not None:
-                at = next(a.children[1] for a in args if str(a.children[0]) == e.argument)
-                if "takes no argument" in e.message:
-                    at = keys[e.argument]
+                key_token, value_tree = next(a.children for a in args if str(a.children[0]) == e.argument)
+                at = key_token if e.at_key else value_tree
             raise self.error_at(at, e.message) from None
         text = f"{name}(" + ", ".join(f"{k} = {shown[k]}" for k in canonical_arguments(name, values)) + ")"
         return layout, Spelled(text, layout, _uses(spelled))
