@@ -23,7 +23,7 @@ from .fragments import (
     tv_coord, tv_coords, tv_owners, tv_table, wgmma_n_values,
 )
 from .tiled import (
-    copy_tv, ldmatrix_tiled_tv, stmatrix_tiled_tv, tiled_tv, wgmma_a_tv, wgmma_accumulator_tv,
+    copy_tv, ldmatrix_tiled_tv, stmatrix_tiled_tv, tiled_tv, vector_elements, wgmma_a_tv, wgmma_accumulator_tv,
 )
 from .banks import (
     BankReport, bank_conflicts, bank_conflicts_addresses, ldmatrix_access, max_vector_bytes, stmatrix_access,

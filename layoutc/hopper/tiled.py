@@ -34,11 +34,12 @@ from ..layout import Layout, LayoutRight, make_layout, size
 from ..algebra import composition
 from ..tiling import zipped_divide
 from ..partition import make_layout_tv
+from .dtypes import dtype as _dtype
 from .fragments import (_check_n, a_fragment_k, a_fragment_tv, accumulator_tv,
                         ldmatrix_tile_shape, ldmatrix_tv)
 
 __all__ = [
-    "tiled_tv", "copy_tv", "ldmatrix_tiled_tv", "stmatrix_tiled_tv", "wgmma_accumulator_tv", "wgmma_a_tv",
+    "tiled_tv", "copy_tv", "vector_elements", "ldmatrix_tiled_tv", "stmatrix_tiled_tv", "wgmma_accumulator_tv", "wgmma_a_tv",
 ]
 
 
@@ -116,12 +117,29 @@ def _thread_layout(op, threads, operands) -> Layout:
     return make_layout((tm, tn), LayoutRight)
 
 
+def vector_elements(vector_bytes: int, element) -> int:
+    """Elements of ``element`` in one vector access of ``vector_bytes`` bytes: ``vector_elements(16, 'bf16')`` → 8,
+    ``vector_elements(16, 'f32')`` → 4 (the ``vector`` of ``copy_tv``).
+
+    Pre: ``vector_bytes`` is a power of two from 1 to 16 (the widths of ld/st.global and ld/st.shared) and a whole
+    number of elements. Post: ``result · bits(element) == 8 · vector_bytes``.
+    """
+    t = _dtype(element)
+    if (not isinstance(vector_bytes, int) or isinstance(vector_bytes, bool) or vector_bytes not in (1, 2, 4, 8, 16)):
+        raise LayoutError("vector_elements", (vector_bytes, t.name), "a vector access is 1, 2, 4, 8 or 16 bytes")
+    if (8 * vector_bytes) % t.bits:
+        raise LayoutError("vector_elements", (vector_bytes, t.name), f"{vector_bytes} bytes are no whole number of "
+                                                                     f"{t.bits}-bit {t.name} elements")
+    return 8 * vector_bytes // t.bits
+
+
 def copy_tv(threads, vector, tile) -> tuple:
     """A vectorized copy of a row-major (N-contiguous) (M, N) tile: (tiler, TV over the whole tile).
 
     ``threads``: a thread Layout over (M, N) positions, or a pair (Tm, Tn) meaning ``(Tm,Tn):(Tn,1)`` (thread index
     running along N first, so consecutive threads touch consecutive vectors: coalesced). ``vector``: elements per
-    vector along N (an int v means the value Layout ``(1,v):(1,1)``; 8 bf16 = 16 bytes), or a value Layout.
+    vector along N (an int v means the value Layout ``(1,v):(1,1)``; ``vector_elements(16, 'bf16')`` = 8 for 16-byte
+    accesses), or a value Layout.
     One pass of the threads covers ``tiler`` (``make_layout_tv(threads, value)``, CuTe's); it is repeated over the
     tile as a TiledCopy partitions a larger tile, so each thread owns several vectors. **Value order**: the v
     elements of a vector first, then the repeats down M, then along N.

@@ -15,7 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import layoutc as lc
-from layoutc.hopper import copy_tv, ldmatrix_tiled_tv, stmatrix_tiled_tv, wgmma_a_tv, wgmma_accumulator_tv
+from layoutc.hopper import (copy_tv, ldmatrix_tiled_tv, stmatrix_tiled_tv, vector_elements, wgmma_a_tv,
+                            wgmma_accumulator_tv)
 
 from .core import UNKNOWN, Location
 from .hostexpr import TupleAttr, Word
@@ -85,11 +86,16 @@ def _int_or_layout(value):
     return value if isinstance(value, lc.Layout) else _int(value)
 
 
+def _element(value):
+    return value.name if isinstance(value, Word) and value.name in _ELEMENTS else None
+
+
 def _bool(value):
     return value if isinstance(value, bool) else None
 
 
 _A_ELEMENTS = ("f16", "bf16", "e4m3", "e5m2", "s8", "u8", "tf32")
+_ELEMENTS = ("i32", "u32", "i64", "u64", "f16", "bf16", "f32", "e4m3", "e5m2")   # the tile IR's element types
 
 
 def _a_element(value):
@@ -103,6 +109,7 @@ _KINDS = {
     "pair|layout": (_pair_or_layout, "a pair of positive integers like (32, 8) or a thread layout like [(32,8):(8,1)]"),
     "int|layout": (_int_or_layout, "a positive integer (elements per vector) or a value layout like [(1,8):(1,1)]"),
     "bool": (_bool, "true or false"),
+    "element": (_element, f"an element type of the tile IR: {', '.join(_ELEMENTS)}"),
     "a_element": (_a_element, f"an element type wgmma takes in registers: {', '.join(_A_ELEMENTS)}"),
 }
 
@@ -120,7 +127,10 @@ class PartitionFunction:
     def signature(self) -> str:
         parts = []
         for key, kind, default in self.params:
-            parts.append(f"{key} = {kind}" if default is _REQUIRED else f"[{key} = {_default_text(default)}]")
+            if default is _REQUIRED:
+                parts.append(f"{key} = {kind}")
+            else:
+                parts.append(f"[{key} = {kind if default is None else _default_text(default)}]")
         return f"{self.name}({', '.join(parts)})"
 
 
@@ -130,6 +140,20 @@ def _default_text(value) -> str:
     if isinstance(value, tuple):
         return "(" + ", ".join(str(x) for x in value) + ")"
     return str(value)
+
+
+def _copy_vector(arguments: dict):
+    """copy's vector: ``vector`` elements, or ``bytes`` of ``type`` (``layoutc.hopper.vector_elements``)."""
+    by_bytes = arguments["bytes"] is not None or arguments["type"] is not None
+    if arguments["vector"] is not None and by_bytes:
+        raise PartitionError("copy: give the vector in elements (vector = 8) or in bytes of a type (bytes = 16, "
+                             "type = bf16), not both")
+    if arguments["vector"] is not None:
+        return arguments["vector"]
+    if arguments["bytes"] is None or arguments["type"] is None:
+        raise PartitionError("copy: missing the vector: vector = elements, or bytes = B and type = T")
+    return vector_elements(arguments["bytes"], {"i32": "s32", "i64": "s64"}.get(arguments["type"],
+                                                                                arguments["type"]))
 
 
 PARTITIONS = {f.name: f for f in (
@@ -144,10 +168,10 @@ PARTITIONS = {f.name: f for f in (
         lambda a: wgmma_a_tv(a["type"], a["m"], a["k"], a["warpgroups"]),
         "the RS-form A fragment of an (m, k) tile over warpgroups (layoutc.hopper.wgmma_a_tv)"),
     PartitionFunction(
-        "copy", (("threads", "pair|layout", _REQUIRED), ("vector", "int|layout", _REQUIRED),
-                 ("tile", "pair", _REQUIRED)),
-        lambda a: copy_tv(a["threads"], a["vector"], a["tile"])[1],
-        "a vectorized copy of a row-major tile (layoutc.hopper.copy_tv)"),
+        "copy", (("threads", "pair|layout", _REQUIRED), ("vector", "int|layout", None), ("tile", "pair", _REQUIRED),
+                 ("bytes", "int", None), ("type", "element", None)),
+        lambda a: copy_tv(a["threads"], _copy_vector(a), a["tile"])[1],
+        "a vectorized copy of a row-major tile (layoutc.hopper.copy_tv); the vector in elements, or bytes of a type"),
     PartitionFunction(
         "ldmatrix", (("num", "int", _REQUIRED), ("tile", "pair", _REQUIRED), ("warps", "pair", (1, 1)),
                      ("trans", "bool", False)),

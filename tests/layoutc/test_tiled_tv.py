@@ -7,8 +7,8 @@ import pytest
 import layoutc as lc
 from layoutc import LayoutError, idx2crd
 from layoutc.hopper import a_fragment_tv, accumulator_tv, ldmatrix_tile_shape, ldmatrix_tv
-from layoutc.hopper.tiled import (copy_tv, ldmatrix_tiled_tv, stmatrix_tiled_tv, tiled_tv, wgmma_a_tv,
-                                  wgmma_accumulator_tv)
+from layoutc.hopper.tiled import (copy_tv, ldmatrix_tiled_tv, stmatrix_tiled_tv, tiled_tv, vector_elements,
+                                  wgmma_a_tv, wgmma_accumulator_tv)
 from ptxgen.ir.ops.wgmma import rs_a_tv
 from ptxgen.ir.types import BF16, F16
 
@@ -166,6 +166,15 @@ def test_copy_tv_value_order(threads, vector, tile):
         e, rep = v % vector, v // vector
         rm, rn = rep % reps_m, rep // reps_m
         assert (row, col) == (t // tn + tm * rm, vector * (t % tn) + e + tn * vector * rn)
+
+
+def test_vector_elements():
+    assert [vector_elements(16, t) for t in ("bf16", "f32", "e4m3", "f64")] == [8, 4, 16, 2]
+    assert vector_elements(4, "f16") == 2
+    with pytest.raises(LayoutError, match=r"vector_elements\(12, 'f32'\): a vector access is 1, 2, 4, 8 or 16 bytes"):
+        vector_elements(12, "f32")
+    with pytest.raises(LayoutError, match=r"vector_elements\(2, 'f32'\): 2 bytes are no whole number of 32-bit f32"):
+        vector_elements(2, "f32")
 
 
 def test_copy_tv_takes_layouts():

@@ -88,6 +88,8 @@ def test_the_copy_kernel_runs():
     ("wgmma_acc(m = 256, n = 256, warpgroups = 2, warpgroups_n = 2)", wgmma_accumulator_tv(256, 256, 2, 2)),
     ("wgmma_a(type = bf16, m = 128, k = 64, warpgroups = 2)", wgmma_a_tv("bf16", 128, 64, 2)),
     ("copy(threads = [(32,8):(1,32)], vector = 8, tile = (64, 64))", copy_tv(lc.Layout((32, 8), (1, 32)), 8, (64, 64))[1]),
+    ("copy(threads = (32, 8), tile = (64, 64), bytes = 16, type = bf16)", copy_tv((32, 8), 8, (64, 64))[1]),
+    ("copy(threads = (16, 16), tile = (64, 64), bytes = 16, type = f32)", copy_tv((16, 16), 4, (64, 64))[1]),
     ("ldmatrix(num = 4, tile = (64, 16), warps = (4, 1))", ldmatrix_tiled_tv(4, (64, 16), (4, 1))),
     ("stmatrix(num = 2, tile = (16, 16), trans = true)", stmatrix_tiled_tv(2, (16, 16), (1, 1), True)),
 ])
@@ -137,6 +139,12 @@ SIG = "wgmma_acc(m = int, n = int, [warpgroups = 1], [warpgroups_n = 1])"
     (KERNEL.replace("TV", "copy(threads = (32, 8), vector = 8, tile = (48, 64))"),
      "n.tile:5:31: copy(threads = (32, 8), vector = 8, tile = (48, 64)): one pass of the threads covers (32,64), "
      "which does not divide the 48x64 tile"),
+    (KERNEL.replace("TV", "copy(threads = (32, 8), vector = 8, tile = (64, 64), bytes = 16, type = bf16)"),
+     "n.tile:5:31: copy: give the vector in elements (vector = 8) or in bytes of a type (bytes = 16, type = bf16), "
+     "not both"),
+    (KERNEL.replace("TV", "copy(threads = (32, 8), tile = (64, 64), bytes = 12, type = f32)"),
+     "n.tile:5:31: copy(threads = (32, 8), tile = (64, 64), bytes = 12, type = f32): a vector access is 1, 2, 4, 8 or "
+     "16 bytes"),
     (KERNEL.replace("TV", "copy(threads = (32, 8), vector = 8, vector = 4, tile = (64, 64))"),
      "n.tile:5:67: duplicate argument 'vector' of copy"),
     (KERNEL.replace("TV", "wgmma_a(type = bf61, m = 64, k = 16)"),
