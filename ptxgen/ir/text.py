@@ -542,8 +542,12 @@ class _Reader:
             else:
                 content = self.cute(bracket)
             if want_bracket == "shape" and not _is_int_tuple(content):
+                hint = ""
+                if named and isinstance(content, TupleAttr) and _is_int_tuple(tuple(content)):
+                    hint = f" (#{d.name} is a tuple attribute; a shape is written in brackets: #{d.name} = " \
+                           f"[{to_str(tuple(content))}])"
                 raise self.error(bracket.line, bracket.column + 1,
-                                 f"the shape of {name} must be an int tuple, not {_content_text(content)}")
+                                 f"the shape of {name} must be an int tuple, not {_content_text(content)}{hint}")
             if want_bracket == "layout" and not isinstance(content, (lc.Layout, lc.ComposedLayout)):
                 raise self.error(bracket.line, bracket.column + 1,
                                  f"{name} needs a layout (shape:stride), not {_content_text(content)}")

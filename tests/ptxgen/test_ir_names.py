@@ -155,6 +155,9 @@ SIG = "wgmma_acc(m = int, n = int, [warpgroups = 1], [warpgroups_n = 1])"
     (KERNEL.replace("gview<bf16>[(64,64)]", "gview<bf16>[#tl]"), "n.tile:4:63: undefined name #tl"),
     ("#s = [Sw<3,4,3> o 0 o (8,64):(64,1)]\n" + KERNEL.replace("gview<bf16>[(64,64)]", "gview<bf16>[#s]"),
      "n.tile:5:63: the shape of gview must be an int tuple, not Sw<3,4,3> o 0 o (8,64):(64,1)"),
+    ("#t = (64, 64)\n" + KERNEL.replace("gview<bf16>[(64,64)]", "gview<bf16>[#t]"),
+     "n.tile:5:63: the shape of gview must be an int tuple, not (64, 64) (#t is a tuple attribute; a shape is "
+     "written in brackets: #t = [(64,64)])"),
     ("#s = 2\n" + KERNEL.replace("{grid = (1, 1, 1)", "{grid = (#s, 1, 1)"),
      "n.tile:2:42: #s: a kernel attribute is written out, not named (names stand for op attribute values and type "
      "parameters)"),
