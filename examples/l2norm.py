@@ -13,12 +13,11 @@ Example (post-condition: ``y[r] = x[r] / sqrt(sum(x[r]**2) + eps)`` for every ro
     >>> bool(np.allclose(y, x / np.linalg.norm(x, axis=1, keepdims=True)))
     True
 """
-from ptxgen.ir.builder import KernelBuilder, f32, frag, gtensor, i32, smem
+from ptxgen.ir.builder import KernelBuilder, f32, frag, gtensor, i32, partition, smem
 
 THREADS = 512                 # 16 warps, one row per CTA
 HALF = 8192                   # columns of one half tile: 512 threads x 16 values
 WIDTH = 2 * HALF              # the register tile: rows up to this long are read once
-TV = "(512,(4,4)):(4,(1,2048))"                # thread t: columns 4t + 2048j + i of a half, 4 16-byte vectors
 WARP_TV = "((32,16),(4,4)):((256,1),(16,64))"  # the same values, warp w = row w of an abstract (16, 512) tile
 PARTS_TV = "(512,(4,4)):(0,(1,4))"             # every thread reads all 16 warp totals
 OWN_TV = "(512,(4,4)):(1,(512,2048))"          # thread t = row t of an abstract (512, 16) tile: a per-thread sum
@@ -27,7 +26,9 @@ LEAD_TV = "((32,16),(4,4)):((0,1),(0,0))"      # warp w's (equal) values all go 
 
 def build():
     import layoutc as lc
-    tv, warp_tv = lc.parse(TV), lc.parse(WARP_TV)
+    # thread t: columns 4t + 2048j + i of a half, 4 16-byte vectors: (512,(4,4)):(4,(1,2048))
+    tv = partition("copy", threads=(1, THREADS), vector=4, tile=(1, HALF))
+    warp_tv = lc.parse(WARP_TV)
     half = frag("f32", (4, 4))
     kb = KernelBuilder("l2norm", grid=("m", 1, 1), block=(THREADS, 1, 1),
                        x=gtensor("f32", 2), y=gtensor("f32", 2), m=i32, eps=f32)

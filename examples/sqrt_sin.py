@@ -1,12 +1,10 @@
 """z = sqrt(sin(x)): the Python-builder twin of examples/sqrt_sin.tile (the same IR, op for op)."""
-from ptxgen.ir.builder import KernelBuilder, cdiv, frag, gtensor, i32
-
-TV = "(256,4):(4,1)"   # 256 threads × 4 contiguous values over a 1024-element tile
+from ptxgen.ir.builder import KernelBuilder, cdiv, frag, gtensor, i32, partition
 
 
 def build():
-    import layoutc as lc
-    tv = lc.parse(TV)
+    # 256 threads × 4 contiguous values over a 1024-element tile: (256,4):(4,1)
+    tv = partition("copy", threads=(1, 256), vector=4, tile=(1, 1024))
     kb = KernelBuilder("sqrt_sin", grid=(cdiv("n", 1024), 1, 1), block=(256, 1, 1),
                        x=gtensor("f32", 1), z=gtensor("f32", 1), n=i32)
     b = kb.b

@@ -14,6 +14,12 @@ floats given as operands become ``arith.const`` values of the other operands' ty
 managers: ``with b.scf.for_(lo, hi, step, acc0) as (i, acc): ... b.scf.yield_(acc2)``; ``b.scf.if_`` returns a
 branch object with ``then`` and ``otherwise`` context managers. Trailing underscores (``for_``, ``if_``,
 ``yield_``) stand for Python keywords.
+
+Names (spec/tile-ir.md §3.1): ``define("rows", 64)`` is the module-level ``#rows = 64`` and
+``partition("wgmma_acc", m=128, n=128, warpgroups=2)`` the partition call; either is given wherever an attribute
+value goes (``tv=acc``, ``value=rows``) and a definition wherever a type takes a layout, shape or count
+(``smem("bf16", stage)``, ``pipeline(stages)``). The op gets the resolved value, and the printer writes the name
+(the definitions a kernel uses are printed before it).
 """
 from __future__ import annotations
 
@@ -21,6 +27,8 @@ import contextlib
 
 from .core import Kernel, Module, Op, Region, Value
 from .hostexpr import Add, CDiv, Const, Dim, Min, Mul, ParamRef, TupleAttr, Word
+from .names import Definition, Spelled, canonical_arguments, partition_value
+from .text import value_text
 from .ops import OPS
 from .types import (SCALARS, BarrierType, PipelineType, FragmentType, GlobalTensorType, GlobalViewType, ScalarType, TensorMapType,
                     TensorType)
@@ -29,19 +37,97 @@ i1, i32, u32, i64, u64 = (SCALARS[n] for n in ("i1", "i32", "u32", "i64", "u64")
 f16, bf16, f32 = (SCALARS[n] for n in ("f16", "bf16", "f32"))
 
 
+def _as_attribute(value):
+    """A partition argument as the text form writes it: a tuple is a TupleAttr ``(32, 8)``, a str a bare word
+    (``type = bf16``); Layouts, ints, bools, Definitions and Spelled values stay."""
+    if isinstance(value, str):
+        return Word(value)
+    if type(value) is tuple or type(value) is list:
+        return TupleAttr(_as_attribute(v) for v in value)
+    return value
+
+
+def _resolved(value):
+    """(value, Spelled or None) of a builder attribute value that may be or hold Definitions and partitions."""
+    if isinstance(value, Definition):
+        return value.value, value.spelled
+    if isinstance(value, Spelled):
+        return value.value, value
+    if isinstance(value, TupleAttr):
+        parts = [_resolved(v) for v in value]
+        plain = TupleAttr(v for v, _ in parts)
+        if all(sp is None for _, sp in parts):
+            return plain, None
+        text = "(" + ", ".join(sp.text if sp is not None else value_text(v) for v, sp in parts) + ")"
+        uses = []
+        for _, sp in parts:
+            uses.extend(d for d in (sp.uses if sp is not None else ()) if d not in uses)
+        return plain, Spelled(text, plain, tuple(uses))
+    return value, None
+
+
+def define(name: str, value) -> Definition:
+    """The module-level ``#name = value``: ``define("rows", 64)``, ``define("acc", partition("wgmma_acc", m=64,
+    n=128))``, ``define("stage", layout)``, ``define("tile", (64, 64))`` (a CuTe shape ``[(64,64)]``, as any tuple
+    attribute value of the builder). Post: ``.value`` is the resolved value; the printer writes
+    ``#name = <value's text>`` once before the kernels that use it."""
+    plain, spelled = _resolved(Word(value) if isinstance(value, str) else value)
+    text = spelled.text if spelled is not None else value_text(plain)
+    return Definition(name, plain, text, spelled.uses if spelled is not None else ())
+
+
+def partition(function: str, **arguments) -> Spelled:
+    """A TV layout named by its partition function, as the text form's ``wgmma_acc(m = 128, n = 128, warpgroups =
+    2)``: ``partition("wgmma_acc", m=128, n=128, warpgroups=2)``, ``partition("copy", threads=(32, 8), vector=8,
+    tile=(64, 64))``. Arguments may be Definitions. Post: ``.value`` is the layoutc Layout
+    (``ptxgen.ir.names.partition_value``); raises ``ptxgen.ir.names.PartitionError`` as the reader does."""
+    values, shown, spellings = {}, {}, []
+    for key, value in arguments.items():
+        plain, spelled = _resolved(_as_attribute(value))
+        values[key] = plain
+        shown[key] = spelled.text if spelled is not None else value_text(plain)
+        spellings.append(spelled)
+    layout = partition_value(function, values, shown)
+    text = f"{function}(" + ", ".join(f"{k} = {shown[k]}" for k in canonical_arguments(function, values)) + ")"
+    uses = []
+    for sp in spellings:
+        uses.extend(d for d in (sp.uses if sp is not None else ()) if d not in uses)
+    return Spelled(text, layout, tuple(uses))
+
+
+def _named_type(make, name: str, params: list, bracket=None):
+    """``make(*values)``, or a Spelled type when a parameter or the bracket is a Definition."""
+    values = [p.value if isinstance(p, Definition) else p for p in params]
+    content = bracket.value if isinstance(bracket, Definition) else bracket
+    t = make(*values, content) if bracket is not None else make(*values)
+    named = [p for p in list(params) + [bracket] if isinstance(p, Definition)]
+    if not named:
+        return t
+    texts = [f"#{p.name}" if isinstance(p, Definition) else str(p) for p in params]
+    text = name + "<" + ", ".join(texts) + ">"
+    if bracket is not None:
+        text += f"[#{bracket.name}]" if isinstance(bracket, Definition) else str(t)[str(t).index("["):]
+    return Spelled(text, t, tuple(named))
+
+
+def _unspelled(t):
+    """(type, Spelled or None) of a builder type argument."""
+    return (t.value, t) if isinstance(t, Spelled) else (t, None)
+
+
 def gtensor(dtype: str, rank: int) -> GlobalTensorType:
     """A global tensor parameter type: ``gtensor('f32', 2)`` prints ``gtensor<f32, 2>``."""
     return GlobalTensorType(SCALARS[dtype], rank)
 
 
 def frag(dtype: str, shape) -> FragmentType:
-    """A fragment type: ``frag('f32', (4,))`` prints ``frag<f32>[(4)]``."""
-    return FragmentType(SCALARS[dtype], shape)
+    """A fragment type: ``frag('f32', (4,))`` prints ``frag<f32>[(4)]`` (a Definition shape: ``frag<f32>[#n]``)."""
+    return _named_type(lambda d, sh: FragmentType(SCALARS[d], sh), "frag", [dtype], shape)
 
 
 def gview(dtype: str, shape) -> GlobalViewType:
-    """A global tile view type: ``gview('f32', (64, 64))``."""
-    return GlobalViewType(SCALARS[dtype], shape)
+    """A global tile view type: ``gview('f32', (64, 64))`` (a Definition shape: ``gview<f32>[#tile]``)."""
+    return _named_type(lambda d, sh: GlobalViewType(SCALARS[d], sh), "gview", [dtype], shape)
 
 
 def _layout(layout):
@@ -52,23 +138,24 @@ def _layout(layout):
 
 
 def smem(dtype: str, layout) -> TensorType:
-    """A shared-memory tensor type: ``smem('f32', 'Sw<3,4,3> o 0 o (64,32):(32,1)')`` (a layout or its CuTe text)."""
-    return TensorType("smem", SCALARS[dtype], _layout(layout))
+    """A shared-memory tensor type: ``smem('f32', 'Sw<3,4,3> o 0 o (64,32):(32,1)')`` (a layout or its CuTe text;
+    a Definition: ``smem<f32>[#stage]``)."""
+    return _named_type(lambda d, lay: TensorType("smem", SCALARS[d], _layout(lay)), "smem", [dtype], layout)
 
 
 def tmap(dtype: str, rank: int, box) -> TensorMapType:
-    """A TMA tensor-map parameter type: ``tmap('f32', 2, 'Sw<3,4,3> o 0 o (64,32):(32,1)')``."""
-    return TensorMapType(SCALARS[dtype], rank, _layout(box))
+    """A TMA tensor-map parameter type: ``tmap('f32', 2, 'Sw<3,4,3> o 0 o (64,32):(32,1)')`` (or a Definition box)."""
+    return _named_type(lambda d, r, lay: TensorMapType(SCALARS[d], r, _layout(lay)), "tmap", [dtype, rank], box)
 
 
 def pipeline(stages: int) -> PipelineType:
-    """``pipeline<stages>``."""
-    return PipelineType(stages)
+    """``pipeline<stages>`` (a Definition: ``pipeline<#stages>``)."""
+    return _named_type(PipelineType, "pipeline", [stages])
 
 
 def mbarrier(count: int) -> BarrierType:
     """An mbarrier array type: ``mbarrier(2)`` prints ``mbarrier<2>``."""
-    return BarrierType(count)
+    return _named_type(BarrierType, "mbarrier", [count])
 
 
 def _host(e):
@@ -173,18 +260,23 @@ class Builder:
         names = result_name if isinstance(result_name, (list, tuple)) else None
         like = next((x.type for x in operands if isinstance(x, Value)), None)
         values = [self._operand(x, like) for x in operands]
+        spelling = {}
+        for k, v in list(attrs.items()):
+            attrs[k], spelled = _resolved(v)
+            if spelled is not None:
+                spelling[k] = spelled
         attrs = {k: (Word(v) if isinstance(v, str) else v) for k, v in attrs.items()}
         if type is None:
             definition = OPS[op_name]
             infer = getattr(definition, "result_types", None)
-            types = infer([v.type for v in values], attrs) if infer else []
+            types = [(t, None) for t in infer([v.type for v in values], attrs)] if infer else []
         else:
-            types = list(type) if isinstance(type, (list, tuple)) else [type]
+            types = [_unspelled(t) for t in (list(type) if isinstance(type, (list, tuple)) else [type])]
         results = []
-        for k, t in enumerate(types):
+        for k, (t, spelled) in enumerate(types):
             n = names[k] if names else (result_name if len(types) == 1 else None)
-            results.append(Value(self._fresh(n), t))
-        op = Op(op_name, values, attrs, results)
+            results.append(Value(self._fresh(n), t, spelling=spelled))
+        op = Op(op_name, values, attrs, results, spelling=spelling)
         self._stack[-1].ops.append(op)
         if not results:
             return op
@@ -280,7 +372,7 @@ class KernelBuilder:
 
     def __init__(self, name: str, grid=None, block=None, cluster=None, non_portable_cluster=None, min_ctas_per_sm=None,
                  **params):
-        self.params = {p: Value(p, t) for p, t in params.items()}
+        self.params = {p: Value(p, *_unspelled(t)[:1], spelling=_unspelled(t)[1]) for p, t in params.items()}
         attrs = {}
         if grid is not None:
             attrs["grid"] = (tuple(_host_or_same(e) for e in grid) if isinstance(grid, (tuple, list))

@@ -52,15 +52,18 @@ class Site:
 
 
 class Value:
-    """An SSA value: a kernel parameter, a region argument or an op result. ``name`` is its text name (no ``%``)."""
+    """An SSA value: a kernel parameter, a region argument or an op result. ``name`` is its text name (no ``%``).
+    ``spelling`` (a ``ptxgen.ir.names.Spelled`` or None) is how its type was written when that used names
+    (``smem<bf16>[#stage]``); it is printed back while it still stands for ``type``."""
 
-    __slots__ = ("name", "type", "owner", "loc")
+    __slots__ = ("name", "type", "owner", "loc", "spelling")
 
-    def __init__(self, name: str, type, owner=None, loc: Location = UNKNOWN):
+    def __init__(self, name: str, type, owner=None, loc: Location = UNKNOWN, spelling=None):
         self.name = name
         self.type = type
         self.owner = owner
         self.loc = loc
+        self.spelling = spelling
 
     def __repr__(self) -> str:
         return f"%{self.name}: {self.type}"
@@ -75,17 +78,21 @@ class Region:
 
 
 class Op:
-    """One operation: ``%r = arith.add %a, %b : i32``. ``name`` selects its definition in ``ptxgen.ir.ops``."""
+    """One operation: ``%r = arith.add %a, %b : i32``. ``name`` selects its definition in ``ptxgen.ir.ops``.
+    ``attrs`` hold resolved values; ``spelling`` maps an attribute key to how it was written where that used names
+    or a partition call (``ptxgen.ir.names.Spelled``: ``tv = wgmma_acc(m = 64, n = 128)``), for the printer."""
 
-    __slots__ = ("name", "operands", "attrs", "results", "regions", "loc")
+    __slots__ = ("name", "operands", "attrs", "results", "regions", "loc", "spelling")
 
-    def __init__(self, name: str, operands=(), attrs=None, results=(), regions=(), loc: Location = UNKNOWN):
+    def __init__(self, name: str, operands=(), attrs=None, results=(), regions=(), loc: Location = UNKNOWN,
+                 spelling=None):
         self.name = name
         self.operands = list(operands)
         self.attrs = dict(attrs or {})
         self.results = list(results)
         self.regions = list(regions)
         self.loc = loc
+        self.spelling = dict(spelling or {})
         for r in self.results:
             r.owner = self
 
@@ -117,10 +124,12 @@ class Kernel:
 
 @dataclass
 class Module:
-    """A text file's kernels, in order."""
+    """A text file's kernels, in order, and its module-level name definitions (``ptxgen.ir.names.Definition``, in
+    text order; the printer adds those the kernels' spellings use)."""
 
     kernels: list
     file: str = "<builder>"
+    definitions: list = field(default_factory=list, compare=False, repr=False)
 
     def kernel(self, name: str | None = None) -> Kernel:
         """The kernel named ``name`` (``"gemm"`` for ``@gemm``), or the first one when ``name`` is None.

@@ -52,12 +52,14 @@ from layoutc.notation import to_str
 from ..gc_pause import gc_paused
 from .core import MAX_NESTING, Kernel, Location, Module, Op, Region, Value, too_deep
 from .hostexpr import Add, CDiv, Const, Dim, HostExpr, Min, Mul, ParamRef, TupleAttr, Word
+from .names import Definition, PartitionError, Spelled, canonical_arguments, partition_value
+from .suggest import did_you_mean
 from .types import (SCALARS, BarrierType, FragmentType, GlobalTensorType, GlobalViewType, PipelineType, ScalarType,
                     TensorMapType, TensorType)
 
 __all__ = [
     "IRSyntaxError", "parse_module", "print_module", "parse_type", "print_type", "print_kernel",
-    "structurally_equal", "first_difference", "Word", "TupleAttr", "attribute_text",
+    "structurally_equal", "first_difference", "Word", "TupleAttr", "attribute_text", "value_text",
 ]
 
 
@@ -99,6 +101,7 @@ _TERMINAL_WORDS = {
     "VALUE": "a value name (%x)",
     "KERNEL": "'kernel'",
     "KERNEL_NAME": "a kernel name (@name)",
+    "NAME_REF": "a name (#name)",
     "IDENT": "an identifier",
     "INT": "an integer",
     "FLOAT": "a float",
@@ -106,9 +109,9 @@ _TERMINAL_WORDS = {
     "BRACKET": "CuTe notation in brackets",
     "$END": "end of input",
 }
-_VALUE_STARTS = {"INT", "FLOAT", "STRING", "BRACKET", "IDENT", "LPAR"}
+_VALUE_STARTS = {"INT", "FLOAT", "STRING", "BRACKET", "IDENT", "LPAR", "NAME_REF"}
 _VALUE_KEYWORDS = {"'inf'", "'-inf'", "'nan'", "'true'", "'false'"}
-_ORDER = ["RESULTS", "OPNAME", "KERNEL", "KERNEL_NAME", "VALUE", "IDENT", "INT", "FLOAT", "STRING", "BRACKET"]
+_ORDER = ["RESULTS", "OPNAME", "KERNEL", "NAME_REF", "KERNEL_NAME", "VALUE", "IDENT", "INT", "FLOAT", "STRING", "BRACKET"]
 
 
 def _terminal_word(name: str) -> str:
@@ -243,6 +246,8 @@ class _Reader:
         self.defined = {}       # value name → Location of its definition (per kernel)
         self.scopes = [{}]      # visible values, innermost last
         self.params = {}        # the current kernel's parameters, for host expressions
+        self.definitions = {}   # module-level names defined so far: name → Definition
+        self.later = {}         # every module-level name of the text → Location of its definition
 
     # -- positions and errors ------------------------------------------------------------------------------------
     def loc(self, node) -> Location:
@@ -295,7 +300,13 @@ class _Reader:
     # -- structure -------------------------------------------------------------------------------------------------
     def module(self, tree) -> Module:
         kernels, seen = [], {}
+        definitions = [c for c in tree.children if c.data == "definition"]
+        for d in definitions:
+            self.later.setdefault(str(d.children[0])[1:], self.loc(d.children[0]))
         for child in tree.children:
+            if child.data == "definition":
+                self.definition(child)
+                continue
             kernel = self.kernel(child)
             if kernel.name in seen:
                 first = seen[kernel.name]
@@ -303,7 +314,89 @@ class _Reader:
                                  f"redefinition of kernel @{kernel.name} (first defined at {first.line}:{first.column})")
             seen[kernel.name] = kernel.loc
             kernels.append(kernel)
-        return Module(kernels, self.file)
+        return Module(kernels, self.file, list(self.definitions.values()))
+
+    # -- module-level names ----------------------------------------------------------------------------------------
+    def definition(self, tree) -> None:
+        token, value_tree = tree.children
+        name = str(token)[1:]
+        if name in self.definitions:
+            first = self.definitions[name].loc
+            raise self.error_at(token, f"redefinition of #{name} (first defined at {first.line}:{first.column})")
+        value, spelled = self.spelled(value_tree)
+        text = spelled.text if spelled is not None else _print_value(value, False)
+        uses = spelled.uses if spelled is not None else ()
+        self.definitions[name] = Definition(name, value, text, uses, self.loc(token))
+
+    def lookup(self, token, name: str | None = None, shift: int = 0) -> Definition:
+        """The Definition a ``#name`` refers to; IRSyntaxError at the name (``shift`` columns into ``token``) when it
+        is not defined above it."""
+        name = str(token)[1:] if name is None else name
+        if name in self.definitions:
+            return self.definitions[name]
+        line, column = self._line_col(token)
+        if name in self.later:
+            d = self.later[name]
+            raise self.error(line, column + shift, f"#{name} is used before its definition at {d.line}:{d.column} "
+                                                   f"(a name is defined above its first use)")
+        hint = did_you_mean(f"#{name}", [f"#{n}" for n in self.definitions])
+        raise self.error(line, column + shift, f"undefined name #{name}{hint}")
+
+    def spelled(self, tree, depth: int = 0) -> tuple:
+        """(value, Spelled or None) of an op attribute value: None when it names nothing (no ``#name``, no
+        partition call), else its canonical text with the names kept."""
+        kind = tree.data
+        if kind == "tuple":
+            if depth >= MAX_NESTING:
+                raise self.nesting_error(tree)
+            parts = [self.spelled(c, depth + 1) for c in tree.children]
+            value = TupleAttr(v for v, _ in parts)
+            if all(sp is None for _, sp in parts):
+                return value, None
+            text = "(" + ", ".join(sp.text if sp is not None else _print_value(v, False, False)
+                                   for v, sp in parts) + ")"
+            return value, Spelled(text, value, _uses(sp for _, sp in parts))
+        if kind == "name_ref":
+            d = self.lookup(tree.children[0])
+            return d.value, d.spelled
+        if kind == "cute" and str(tree.children[0])[1:-1].strip().startswith("#"):
+            d = self.bracket_name(tree.children[0])
+            return d.value, d.spelled
+        if kind == "partition":
+            return self.partition(tree, depth)
+        return self.literal(tree), None
+
+    def partition(self, tree, depth: int) -> tuple:
+        fn, *args = tree.children
+        name = str(fn)
+        values, shown, spelled = {}, {}, []
+        for arg in args:
+            key_token, value_tree = arg.children
+            key = str(key_token)
+            if key in values:
+                raise self.error_at(key_token, f"duplicate argument '{key}' of {name}")
+            value, sp = self.spelled(value_tree, depth + 1)
+            values[key] = value
+            shown[key] = sp.text if sp is not None else _print_value(value, False, False)
+            spelled.append(sp)
+        try:
+            layout = partition_value(name, values, shown)
+        except PartitionError as e:
+            at = fn
+            if e.argument is not None:
+                key_token, value_tree = next(a.children for a in args if str(a.children[0]) == e.argument)
+                at = key_token if e.at_key else value_tree
+            raise self.error_at(at, e.message) from None
+        text = f"{name}(" + ", ".join(f"{k} = {shown[k]}" for k in canonical_arguments(name, values)) + ")"
+        return layout, Spelled(text, layout, _uses(spelled))
+
+    def bracket_name(self, token) -> Definition:
+        """``[#name]``: the bracket holds a name alone (CuTe notation has no names)."""
+        content = str(token)[1:-1].strip()
+        if not re.fullmatch(r"#[A-Za-z_][A-Za-z0-9_]*", content):
+            raise self.error(token.line, token.column + 1, f"bad name [{content}]: brackets hold CuTe notation or "
+                                                           f"one name (#name) alone")
+        return self.lookup(token, content[1:], str(token).index("#"))
 
     def kernel(self, tree) -> Kernel:
         keyword, name_token, params_tree, *rest = tree.children
@@ -317,7 +410,13 @@ class _Reader:
         return Kernel(str(name_token)[1:], params, attrs, body, self.loc(keyword), attr_locs)
 
     def params_of(self, tree) -> list:
-        return [self.define(p.children[0], self.type(p.children[1])) for p in tree.children]
+        values = []
+        for p in tree.children:
+            t, spelled = self.typed(p.children[1])
+            value = self.define(p.children[0], t)
+            value.spelling = spelled
+            values.append(value)
+        return values
 
     def ops(self, trees) -> list:
         return [self.op(t) for t in trees]
@@ -328,15 +427,15 @@ class _Reader:
         results_token = children.pop(0) if isinstance(children[0], Token) and children[0].type == "RESULTS" else None
         name_token = children.pop(0)
         operands = [self.use(t) for t in children.pop(0).children]
-        attrs, types, regions = {}, None, []
+        attrs, spelling, types, regions = {}, {}, None, []
         for child in children:
             if child.data == "attrs":
-                attrs = self.attrs(child)
+                attrs, spelling = self.attrs(child)
             elif child.data == "types":
                 types = child
             else:
                 regions.append(child)
-        result_types = [self.type(t) for t in types.children] if types is not None else []
+        result_types = [self.typed(t) for t in types.children] if types is not None else []
         names = self.result_names(results_token) if results_token is not None else []
         loc = self.loc(results_token if results_token is not None else name_token)
         if len(names) != len(result_types):
@@ -347,10 +446,10 @@ class _Reader:
         for name, nloc in names:
             self.declare(name, nloc)
         region_objects = [self.region(r) for r in regions]
-        results = [Value(name, t, None, nloc) for (name, nloc), t in zip(names, result_types)]
+        results = [Value(name, t, None, nloc, sp) for (name, nloc), (t, sp) in zip(names, result_types)]
         for r in results:
             self.bind(r)
-        return Op(str(name_token), operands, attrs, results, region_objects, loc)
+        return Op(str(name_token), operands, attrs, results, region_objects, loc, spelling)
 
     def result_names(self, token) -> list:
         text = str(token)
@@ -379,6 +478,11 @@ class _Reader:
 
     # -- types -----------------------------------------------------------------------------------------------------
     def type(self, tree):
+        return self.typed(tree)[0]
+
+    def typed(self, tree) -> tuple:
+        """(type, Spelled or None): the Spelled when a parameter or the bracket is a name (``pipeline<#stages>``,
+        ``smem<bf16>[#stage]``), whose text is the type as the printer writes it with those names kept."""
         from lark import Token
         name_token = tree.children[0]
         name = str(name_token)
@@ -389,7 +493,7 @@ class _Reader:
             if params or bracket is not None:
                 raise self.error_at(params_tree if params_tree is not None else bracket,
                                     f"scalar type {name} takes no parameters")
-            return SCALARS[name]
+            return SCALARS[name], None
         # name → (the kinds inside <...>, what the brackets hold or None, how it is written)
         forms = {
             "gtensor": (("dtype", "int"), None, "gtensor<T, rank>"),
@@ -407,9 +511,18 @@ class _Reader:
         want_params, want_bracket, written = forms[name]
         if len(params) != len(want_params) or (bracket is None) != (want_bracket is None):
             raise self.error_at(name_token, f"type {name} is written {written}")
-        values = []
+        values, texts, uses = [], [], []
         for kind, p in zip(want_params, params):
             text = str(p.children[0])
+            if p.data == "tparam_ref":
+                d = self.lookup(p.children[0])
+                if kind != "int" or type(d.value) is not int:
+                    raise self.error_at(p, f"#{d.name} = {d.text} cannot stand for the {'element type' if kind == 'dtype' else 'integer'} "
+                                           f"of {name}<...>: {written}")
+                values.append(d.value)
+                texts.append(f"#{d.name}")
+                uses.append(d)
+                continue
             if kind == "dtype":
                 if p.data != "tparam_name" or text not in SCALARS:
                     raise self.error_at(p, f"unknown element type '{text}' in {name}<...>")
@@ -418,15 +531,38 @@ class _Reader:
                 if p.data != "tparam_int":
                     raise self.error_at(p, f"expected an integer in {name}<...> but found '{text}'")
                 values.append(int(text))
+            texts.append(str(values[-1]))
         if want_bracket is not None:
-            content = self.cute(bracket)
+            named = str(bracket)[1:-1].strip().startswith("#")
+            if named:
+                d = self.bracket_name(bracket)
+                content = d.value
+                texts.append(f"[#{d.name}]")
+                uses.append(d)
+            else:
+                content = self.cute(bracket)
             if want_bracket == "shape" and not _is_int_tuple(content):
+                hint = ""
+                if named and isinstance(content, TupleAttr) and _is_int_tuple(tuple(content)):
+                    hint = f" (#{d.name} is a tuple attribute; a shape is written in brackets: #{d.name} = " \
+                           f"[{to_str(tuple(content))}])"
                 raise self.error(bracket.line, bracket.column + 1,
-                                 f"the shape of {name} must be an int tuple, not {to_str(content)}")
+                                 f"the shape of {name} must be an int tuple, not {_content_text(content)}{hint}")
             if want_bracket == "layout" and not isinstance(content, (lc.Layout, lc.ComposedLayout)):
                 raise self.error(bracket.line, bracket.column + 1,
-                                 f"{name} needs a layout (shape:stride), not {to_str(content)}")
+                                 f"{name} needs a layout (shape:stride), not {_content_text(content)}")
             values.append(content)
+            if not named:
+                texts.append(f"[{to_str(content)}]")
+        t = self._make_type(name, values)
+        if not uses:
+            return t, None
+        params_text = texts[:len(params)]
+        text = name + ("<" + ", ".join(params_text) + ">" if params_text else "") + "".join(texts[len(params):])
+        return t, Spelled(text, t, tuple(uses))
+
+    @staticmethod
+    def _make_type(name: str, values: list):
         if name == "gtensor":
             return GlobalTensorType(*values)
         if name == "tmap":
@@ -458,14 +594,17 @@ class _Reader:
                 condition = condition[m.end():]
             raise self.error(token.line, column, f"bad CuTe notation [{content}]: {condition}") from None
 
-    def attrs(self, tree) -> dict:
-        out = {}
+    def attrs(self, tree) -> tuple:
+        """(attribute values, their spellings where they name something)."""
+        out, spelling = {}, {}
         for attr in tree.children:
             key, value = attr.children
             if str(key) in out:
                 raise self.error_at(key, f"duplicate attribute '{key}'")
-            out[str(key)] = self.value(value)
-        return out
+            out[str(key)], spelled = self.spelled(value)
+            if spelled is not None:
+                spelling[str(key)] = spelled
+        return out, spelling
 
     def literal(self, tree):
         kind = tree.data
@@ -487,7 +626,13 @@ class _Reader:
         if kind == "word":
             return Word(str(token))
         if kind == "cute":
+            if str(token)[1:-1].strip().startswith("#"):
+                raise self.error_at(token, f"{str(token)[1:-1].strip()}: a kernel attribute is written out, not "
+                                           "named (names stand for op attribute values and type parameters)")
             return self.cute(token)
+        if kind == "name_ref":
+            raise self.error_at(token, f"{token}: a kernel attribute is written out, not named (names stand for op "
+                                       "attribute values and type parameters)")
         if kind == "string":
             try:
                 value = json.loads(str(token), strict=False)
@@ -497,11 +642,7 @@ class _Reader:
         raise AssertionError(kind)  # pragma: no cover
 
     def value(self, tree, depth: int = 0):
-        if tree.data == "tuple":
-            if depth >= MAX_NESTING:
-                raise self.nesting_error(tree)
-            return TupleAttr(self.value(c, depth + 1) for c in tree.children)
-        return self.literal(tree)
+        return self.spelled(tree, depth)[0]
 
     def nesting_error(self, tree) -> IRSyntaxError:
         """``nesting deeper than 64 levels`` at ``tree``: a region, a tuple, or a long chain of ``+`` or ``*`` in a host
@@ -570,6 +711,22 @@ class _Reader:
             return self.host(value[0], node)
         raise self.error_at(node, "expected a host expression (an integer, %param, dim(...), cdiv(...), * or +)"
                                   f" but found {_print_value(value, True) if _printable(value) else repr(value)}")
+
+
+def _uses(spellings) -> tuple:
+    """The Definitions the spellings use, each once, in order (None entries name nothing)."""
+    out = []
+    for sp in spellings:
+        for d in (sp.uses if sp is not None else ()):
+            if d not in out:
+                out.append(d)
+    return tuple(out)
+
+
+def _content_text(value) -> str:
+    """CuTe notation of a bracket's content (a name's value may be no CuTe value: then as an attribute)."""
+    text = _cute_text(value) if not isinstance(value, (bool, TupleAttr)) else None
+    return text if text is not None else attribute_text(value)
 
 
 def _printable(value) -> bool:
@@ -669,6 +826,12 @@ def attribute_text(value, kernel: bool = False) -> str:
     return text if len(text) <= 120 else text[:119] + "…"
 
 
+def value_text(value) -> str:
+    """An op attribute value's canonical text, in full (``attribute_text`` shortens for messages):
+    ``value_text(TupleAttr((32, 8)))`` → ``(32, 8)``. Raises ValueError for a value the text form cannot write."""
+    return _print_value(value, False)
+
+
 def _print_value(v, kernel: bool, top: bool = True) -> str:
     if top and too_deep(v):
         raise ValueError(f"cannot print an attribute value nested deeper than {MAX_NESTING} levels")
@@ -716,22 +879,46 @@ def _check_name(name) -> str:
     return name
 
 
-def _print_attrs(attrs: dict, kernel: bool) -> str:
+def _stands_for(spelled, value) -> bool:
+    """Whether a spelling still stands for ``value`` (an IR pass may have replaced the value since)."""
+    if not isinstance(spelled, Spelled):
+        return False
+    try:
+        return _canon(spelled.value, False) == _canon(value, False)
+    except ValueError:
+        return False
+
+
+def _print_attrs(attrs: dict, kernel: bool, spelling=None, uses=None) -> str:
     if not attrs:
         return ""
     items = []
     for k, v in attrs.items():
         if not isinstance(k, str) or not _IDENT.match(k):
             raise ValueError(f"cannot print attribute key {k!r}")
-        items.append(f"{k} = {_print_value(v, kernel)}")
+        spelled = (spelling or {}).get(k)
+        if uses is not None and _stands_for(spelled, v):
+            uses.extend(spelled.uses)
+            items.append(f"{k} = {spelled.text}")
+        else:
+            items.append(f"{k} = {_print_value(v, kernel)}")
     return " {" + ", ".join(items) + "}"
 
 
-def _print_params(values) -> str:
-    return ", ".join(f"%{_check_name(v.name)}: {print_type(v.type)}" for v in values)
+def _value_type_text(value, uses) -> str:
+    spelled = getattr(value, "spelling", None)
+    if (uses is not None and isinstance(spelled, Spelled) and type(spelled.value) is type(value.type)
+            and spelled.value == value.type):
+        uses.extend(spelled.uses)
+        return spelled.text
+    return print_type(value.type)
 
 
-def _print_ops(ops, depth: int, out: list, names: dict) -> None:
+def _print_params(values, uses=None) -> str:
+    return ", ".join(f"%{_check_name(v.name)}: {_value_type_text(v, uses)}" for v in values)
+
+
+def _print_ops(ops, depth: int, out: list, names: dict, uses=None) -> None:
     if depth > MAX_NESTING + 1:  # the kernel body is depth 1
         raise ValueError(f"cannot print regions nested deeper than {MAX_NESTING} levels")
     pad = "  " * depth
@@ -746,18 +933,18 @@ def _print_ops(ops, depth: int, out: list, names: dict) -> None:
         line += op.name
         if op.operands:
             line += " " + ", ".join(f"%{_check_name(v.name)}" for v in op.operands)
-        line += _print_attrs(op.attrs, False)
+        line += _print_attrs(op.attrs, False, getattr(op, "spelling", None), uses)
         if op.results:
-            line += " : " + ", ".join(print_type(r.type) for r in op.results)
+            line += " : " + ", ".join(_value_type_text(r, uses) for r in op.results)
         for region in op.regions:
             line += " "
             if region.args:
                 for a in region.args:
                     _define_name(names, a)
-                line += f"({_print_params(region.args)}) "
+                line += f"({_print_params(region.args, uses)}) "
             line += "{"
             out.append(line + "\n")
-            _print_ops(region.ops, depth + 1, out, names)
+            _print_ops(region.ops, depth + 1, out, names, uses)
             line = pad + "}"
         out.append(line + "\n")
 
@@ -769,8 +956,10 @@ def _define_name(names: dict, value) -> None:
     names[value.name] = value
 
 
-def print_kernel(kernel: Kernel) -> str:
-    """One kernel's canonical text (ends with a newline)."""
+def print_kernel(kernel: Kernel, uses: list | None = None) -> str:
+    """One kernel's canonical text (ends with a newline). With ``uses`` (a list) the names the kernel's spellings
+    use are kept (``tv = #acc``) and their Definitions appended to ``uses``; without, every value is written out
+    (the text then stands alone, without the module's definitions)."""
     if not isinstance(kernel.name, str) or not _VALUE_NAME.match(kernel.name):
         raise ValueError(f"cannot print kernel name {kernel.name!r}")
     if kernel.body.args:
@@ -778,8 +967,8 @@ def print_kernel(kernel: Kernel) -> str:
     names = {}
     for p in kernel.params:
         _define_name(names, p)
-    out = [f"kernel @{kernel.name}({_print_params(kernel.params)}){_print_attrs(kernel.attrs, True)} {{\n"]
-    _print_ops(kernel.body.ops, 1, out, names)
+    out = [f"kernel @{kernel.name}({_print_params(kernel.params, uses)}){_print_attrs(kernel.attrs, True)} {{\n"]
+    _print_ops(kernel.body.ops, 1, out, names, uses)
     out.append("}\n")
     return "".join(out)
 
@@ -788,8 +977,35 @@ def print_module(module: Module) -> str:
     """Canonical text: one op per line, two spaces per region level, attributes in insertion order (empty dicts
     omitted), floats with repr, layouts with layoutc.to_str, kernels separated by a blank line. Post:
     ``print_module(parse_module(print_module(m))) == print_module(m)`` and the parse is structurally equal to ``m``.
-    Raises ValueError for IR the text form cannot write (bad names, a name defined twice, unknown value kinds)."""
-    return "\n".join(print_kernel(k) for k in module.kernels)
+    Module-level definitions come first, one per line (``#acc = wgmma_acc(m = 64, n = 128)``), then a blank line:
+    the module's own (text order) and then any other that the kernels' spellings use (builder names), each after
+    the names it uses. Raises ValueError for IR the text form cannot write (bad names, a value name defined twice,
+    two different definitions of one #name, unknown value kinds)."""
+    uses = []
+    kernels = "\n".join(print_kernel(k, uses) for k in module.kernels)
+    ordered = []
+    for d in list(getattr(module, "definitions", None) or []) + uses:
+        _add_definition(d, ordered, 0)
+    if not ordered:
+        return kernels
+    lines = "".join(f"#{d.name} = {d.text}\n" for d in ordered)
+    return lines + ("\n" + kernels if kernels else "")
+
+
+def _add_definition(d, ordered: list, depth: int) -> None:
+    """Append Definition ``d`` to ``ordered`` after the definitions it uses; one per name."""
+    if depth > MAX_NESTING:
+        raise ValueError(f"cannot print definitions nested deeper than {MAX_NESTING} levels")
+    if not isinstance(d, Definition) or not isinstance(d.name, str) or not _IDENT.match(d.name):
+        raise ValueError(f"cannot print definition {d!r}")
+    for other in ordered:
+        if other.name == d.name:
+            if other is not d and (other.text != d.text or _canon(other.value, False) != _canon(d.value, False)):
+                raise ValueError(f"cannot print: #{d.name} is defined twice, as {other.text} and as {d.text}")
+            return
+    for used in d.uses:
+        _add_definition(used, ordered, depth + 1)
+    ordered.append(d)
 
 
 # ----------------------------------------------------------------------------------------------------------------

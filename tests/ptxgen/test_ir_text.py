@@ -444,7 +444,7 @@ ERRORS = [
      "dim is written dim(%tensor_param, mode)"),
     ("dangling operator", "kernel @k(%n: i32) {grid = (%n * , 1, 1)} {\n}\n", "1:34", "expected an attribute value"),
     ("duplicate kernel", "kernel @k() {\n}\nkernel @k() {\n}\n", "3:1", "redefinition of kernel @k (first defined at 1:1)"),
-    ("not a kernel", "hello\n", "1:1", "expected 'kernel' or end of input but found 'hello'"),
+    ("not a kernel", "hello\n", "1:1", "expected 'kernel', a name (#name) or end of input but found 'hello'"),
 ]
 
 

@@ -201,8 +201,8 @@ def test_mixed_operand_types_say_what_ptx_allows():
      "gemm.tile:59:7: wgmma.fence: unknown attribute 'pending' (wgmma.fence takes no attributes)"),
     ("      wgmma.commit\n", "      wgmma.comit\n",
      "gemm.tile:61:7: wgmma.comit: unknown op 'wgmma.comit' (did you mean 'wgmma.commit'?)"),
-    ("{tv = [((4,8,4),(2,2,16)):((128,1,16),(64,8,512))]}", "{tvv = [((4,8,4),(2,2,16)):((128,1,16),(64,8,512))]}",
-     "gemm.tile:71:5: gmem.store: unknown attribute 'tvv' (did you mean 'tv'?)"),
+    ("{tv = wgmma_acc(m = 128, n = 128, warpgroups = 2)}", "{tvv = wgmma_acc(m = 128, n = 128, warpgroups = 2)}",
+     "gemm.tile:70:5: gmem.store: unknown attribute 'tvv' (did you mean 'tv'?)"),
 ])
 def test_a_misspelt_key_is_named_at_the_typo_and_nothing_else(old, new, message):
     assert GEMM.count(old) == 1

@@ -5,30 +5,27 @@ from __future__ import annotations
 
 from layoutc.hopper import gmma_smem_layout
 
-from ptxgen.ir.builder import frag, gtensor, i32, tmap
+from ptxgen.ir.builder import frag, gtensor, i32, partition, tmap
 from ptxgen.ir.ops.smem import tile_split
 
 from .config import GemmConfig
 
 
 def accumulator_block_tv(rows: int, bn: int):
-    """The TV layout of a consumer's (rows, BN) accumulator tile, rows = 64·P: thread t of the warpgroup, value
-    v + (BN/2)·p → element m + rows·n of the tile (CLayout_64xN of each m64 block p, stacked along M).
-    ``accumulator_block_tv(64, 8)`` = ((4,8,4),((2,2,1),1)):((128,1,16),((64,8,512),64))."""
-    import layoutc as lc
-
-    p = rows // 64
-    return lc.Layout(((4, 8, 4), ((2, 2, bn // 8), p)), ((2 * rows, 1, 16), ((rows, 8, 8 * rows), 64)))
+    """The TV layout of a consumer's (rows, BN) accumulator tile, rows = 64·P, named by its partition function:
+    ``wgmma_acc(m = rows, n = BN)`` (thread t of the warpgroup, value v + (BN/2)·p → element m + rows·n: CLayout_64xN
+    of each m64 block p, stacked along M; ``layoutc.hopper.wgmma_accumulator_tv``). Post: a ``Spelled`` partition
+    call whose ``.value`` is that Layout, ``((4,8,4),(2,2,1)):((128,1,16),(64,8,512))`` for (64, 8)."""
+    return partition("wgmma_acc", m=rows, n=bn)
 
 
 def row_tv(rows: int, cols: int):
-    """A warpgroup's TV layout of a (rows, cols) tile whose warps each cover 32 consecutive columns of one row: thread
-    t → column t % 64 (+64·j for value block j), row t // 64 (+2 per value), element m + rows·n of the tile.
-    ``row_tv(64, 64)`` = ((64,2),(32,1)):((64,1),(2,4096)); post: a bijection of 128 threads × rows·cols/128 values
-    onto the tile (cols a multiple of 64, rows even)."""
-    import layoutc as lc
-
-    return lc.Layout(((64, 2), (rows // 2, cols // 64)), ((rows, 1), (2, 64 * rows)))
+    """A warpgroup's TV layout of a (rows, cols) tile whose warps each cover 32 consecutive columns of one row, named by
+    its partition function ``copy(threads = (2, 64), vector = 1, tile = (rows, cols))``: thread t → row t // 64,
+    column t % 64; its values step 2 rows, then 64 columns (``layoutc.hopper.copy_tv``; the ``.value`` of
+    ``row_tv(64, 64)`` is ((64,2),32):((64,1),2)). Post: a bijection of 128 threads × rows·cols/128 values onto the
+    tile (cols a multiple of 64, rows even)."""
+    return partition("copy", threads=(2, 64), vector=1, tile=(rows, cols))
 
 
 def staged_c_layout(config: GemmConfig):

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from layoutc.hopper import accumulator_tv, gmma_smem_layout
+from layoutc.hopper import gmma_smem_layout
 
-from ptxgen.ir.builder import KernelBuilder, cdiv, f32, frag, gtensor, i32, pipeline, smem, tmap
+from ptxgen.ir.builder import KernelBuilder, cdiv, f32, frag, gtensor, i32, partition, pipeline, smem, tmap
 from ptxgen.ir.ops.smem import stage_sliced, tile_split
 
 BM, BK = 128, 64   # two consumer warpgroups × 64 rows; one 128-byte SW128 row of 16-bit K per k-tile
+CONSUMERS = 2      # consumer warpgroups (warpgroups 1 and 2, after the producer's warpgroup 0)
+WARPGROUP = 128    # threads of a warpgroup
 
 
 @dataclass(frozen=True)
@@ -104,9 +106,10 @@ def build(config: SimpleGemmConfig = SimpleGemmConfig()):
             b.scf.yield_(acc_done)
         (acc,) = loop.results
         out = b.frag.cast(acc, type=frag(dtype, acc_values), name="out")
-        row = b.arith.mul(cw, bk, name="row")
-        r0 = b.arith.add(m0, row, name="r0")
-        c_tile = b.gmem.tile(kb["c"], r0, n0, shape=(64, bn), name="c_tile")
-        lt = b.arith.rem(thread, bm, name="lt")
-        b.gmem.store(c_tile, lt, out, tv=accumulator_tv(bn))
+        # the CTA's whole C tile, distributed over both consumer warpgroups by the TiledMMA's accumulator layout:
+        # consumer thread ct = thread - 128 (warpgroup 0 is the producer) holds wgmma_acc's values of thread ct
+        c_tile = b.gmem.tile(kb["c"], m0, n0, shape=(BM, bn), name="c_tile")
+        producer_threads = b.const(WARPGROUP, i32, name="producer_threads")
+        ct = b.arith.sub(thread, producer_threads, name="ct")
+        b.gmem.store(c_tile, ct, out, tv=partition("wgmma_acc", m=BM, n=bn, warpgroups=CONSUMERS))
     return kb.module("ptxgen/kernels/gemm/simple")
