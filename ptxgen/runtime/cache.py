@@ -18,8 +18,8 @@ Keys (sha256, hex):
   and layoutc sources, llvmlite's, nvJitLink's and cuda-bindings' versions, Python's major.minor);
 - IR text: the text itself, the file name its locations carry, lark's version, ptxgen's sources, Python's.
 
-Hashing ptxgen's own sources (≈ 2 ms once per process; versions come from the dist-info names on ``sys.path``) means a changed lowering never reads a stale cubin, in an
-editable checkout as in an install. Values are pickles framed by a magic and the sha256 of the payload, so a
+Hashing ptxgen's own sources (once per process; versions come from the dist-info names on ``sys.path``) means a
+changed lowering never reads a stale cubin, in an editable checkout as in an install. Values are pickles framed by a magic and the sha256 of the payload, so a
 corrupt or truncated entry (a crash, a full disk, a hand-edited file) is detected and treated as a miss — never an
 exception — and rewritten by the next store. Entries are written to a temporary file in the same directory and
 renamed over the final name (``os.replace``, atomic on POSIX and Windows), so concurrent processes read either the
@@ -85,7 +85,7 @@ def _path(root: Path, key: str, kind: str) -> Path:
 def _dist_versions() -> dict:
     """{normalized distribution name: version} from the ``*.dist-info`` / ``*.egg-info`` directory names on
     ``sys.path`` (first one wins, as imports do). importlib.metadata would give the same answers but importing it
-    costs a cached process ≈ 30 ms; listing the site directories costs ≈ 0.3 ms."""
+    costs a cached process many times what listing the site directories does."""
     found = {}
     for entry in sys.path:
         try:
@@ -146,7 +146,7 @@ def _nvjitlink_version(dists: dict) -> str:
 
 
 def toolchain() -> dict:
-    """What a cached artifact depends on besides its input, computed once per process (≈ 3 ms):
+    """What a cached artifact depends on besides its input, computed once per process:
     ``{"python": "3.11", "ptxgen": "0.1.0", "sources": <sha256>, "lark": "1.3.1", "llvmlite": "0.50.0",
     "nvjitlink": "13.5.37", "cuda-bindings": "13.4.4"}``. ``sources`` (ptxgen's and layoutc's .py and .lark files)
     is what makes an edited lowering miss even when the version number did not move. Nothing here imports lark,
