@@ -92,15 +92,28 @@ def variant_kernel(variant: str, dtype: str):
     return build_simple(config), False
 
 
-def variant_buffers(torch, variant: str, ctas: int) -> dict:
+def variant_buffers(torch, variant: str, ctas: int, dtype: str = "bf16") -> dict:
     """The extra tensor arguments of a variant launched on at most ``ctas`` CTAs: stream-K's workspace and its flags
     (zero; every launch leaves them zero), none otherwise."""
-    kind, config = variant_config(variant)
+    kind, config = variant_config(variant, dtype)
     if kind != "h" or not config.streamk:
         return {}
     shapes = streamk_buffers(config, ctas)
     return {"work": torch.empty(shapes["work"], device="cuda", dtype=torch.float32),
             "flags": torch.zeros(shapes["flags"], device="cuda", dtype=torch.int32)}
+
+
+def variant_arguments(variant: str, dtype: str, a, b, c, m: int, n: int, k: int) -> dict:
+    """The kernel arguments of a variant for C (m, n) = A·Bᵀ, A (m, k) and B (n, k) row-major: exactly what the
+    library passes for its config (``ptxgen.kernels.gemm.run.kernel_arguments``), so that a swap-AB variant (``…x``)
+    runs swapped — its kernel's A is B, its B is A, its C is Cᵀ (a transposed view), its M is n and its N is m — as
+    ``matmul`` runs it, not as the unswapped kernel of the same tile on the problem as given."""
+    from ptxgen.kernels.gemm.run import kernel_arguments
+
+    kind, config = variant_config(variant, dtype)
+    if kind != "h":
+        return {"a": a, "b": b, "c": c, "m": m, "n": n, "k": k}
+    return kernel_arguments(config, a, b, c, None, m, n, k, lambda x: x.t() if hasattr(x, "t") else x.T, None)
 
 
 def prepare_persistent(kern, extra: dict, **args):
@@ -300,11 +313,11 @@ def sweep(args):
                 del runners["torch"]
             for name, (kern, needs_sms) in kernels.items():
                 c.fill_(-7.0)
-                extra = {"sms": sms, **variant_buffers(torch, name, sms)} if needs_sms else {}
+                extra = {"sms": sms, **variant_buffers(torch, name, sms, dtype)} if needs_sms else {}
                 if fp8:
                     extra.update(scale_a=scale_a, scale_b=scale_b)
                 try:
-                    site = prepare_persistent(kern, extra, a=a, b=b, c=c, m=m, n=n, k=k)
+                    site = prepare_persistent(kern, extra, **variant_arguments(name, dtype, a, b, c, m, n, k))
                 except LaunchError as exc:   # e.g. a TMA-store epilogue for a C whose rows are not 16-byte aligned
                     row[f"ours_{name}_err"] = float("nan")
                     row[f"ours_{name}_skipped"] = str(exc)
