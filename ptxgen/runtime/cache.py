@@ -44,12 +44,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-__all__ = ["cache_dir", "clear", "enabled", "kernel_key", "lookup", "lookup_module", "stats", "store",
-           "store_module", "text_key", "toolchain"]
+__all__ = ["cache_dir", "choice_key", "clear", "enabled", "kernel_key", "lookup", "lookup_choice", "lookup_module",
+           "stats", "store", "store_choice", "store_module", "text_key", "toolchain"]
 
 MAGIC = b"PTXGENC1"  # the entry format; a new format gets a new magic, and old entries read as misses
 FORMAT = 1
-_SUFFIX = {"kernel": ".kernel", "module": ".module"}
+_SUFFIX = {"kernel": ".kernel", "module": ".module", "choice": ".choice"}
 _STATS = {"hits": 0, "misses": 0, "stores": 0, "corrupt": 0, "errors": 0}
 _TOOLCHAIN = None
 _WARNED = False
@@ -192,6 +192,16 @@ def text_key(text: str, file: str) -> str:
     lark's version, ptxgen's sources and Python's version. Post: as ``kernel_key``."""
     tc = toolchain()
     return _digest("module", FORMAT, text, file, tc["python"], tc["ptxgen"], tc["sources"], tc["lark"])
+
+
+def choice_key(problem, device) -> str:
+    """The key of a tuned choice (an autotuner's winner, ``ptxgen.kernels.gemm.autotune``): sha256 over ``problem``
+    (what the choice is for, e.g. ``("gemm", 16, 4096, 4096, "bf16", ...)``), ``device`` (what it was timed on: the
+    device's name, SM count and driver version) and ``toolchain()`` — so that another device, driver, compiler or
+    ptxgen source tree (a kernel that changed) times again instead of trusting an old winner.
+    Post: as ``kernel_key``."""
+    tc = toolchain()
+    return _digest("choice", FORMAT, repr(tuple(problem)), repr(tuple(device)), *(f"{k}={tc[k]}" for k in sorted(tc)))
 
 
 # -- entries -----------------------------------------------------------------------------------------------------
@@ -341,6 +351,25 @@ def store_module(key: str, module, ir_hashes: dict) -> bool:
     its kernels' printed-IR hashes under ``key``. Returns False when disabled or unwritable. Post: on True,
     ``lookup_module(key)`` gives a Module structurally equal to ``module`` with the same locations."""
     return _write(key, "module", {"module": module, "ir_hashes": dict(ir_hashes)})
+
+
+def lookup_choice(key: str):
+    """The value stored under ``key`` (a ``choice_key``) by ``store_choice``, or None: absent, disabled, corrupt.
+    Never raises for a bad entry."""
+    value = _read(key, "choice")
+    if value is None:
+        return None
+    if "choice" not in value:
+        _STATS["corrupt"] += 1
+        return None
+    return value["choice"]
+
+
+def store_choice(key: str, choice) -> bool:
+    """Write ``choice`` (plain data: dicts, lists, strings, numbers) under ``key``, atomically. Returns False when
+    disabled or unwritable (one RuntimeWarning per process for the latter). Post: on True, ``lookup_choice(key)``
+    in any process gives an equal value."""
+    return _write(key, "choice", {"choice": choice})
 
 
 def clear() -> int:
