@@ -308,6 +308,8 @@ def lookup(key: str):
         _STATS["corrupt"] += 1
         return None
     compiled.from_cache = True
+    widths = value.get("vector_widths")
+    compiled.vector_widths = dict(widths) if isinstance(widths, dict) else None
     return compiled
 
 
@@ -320,7 +322,7 @@ def store(key: str, compiled, options=()) -> bool:
     value = {"name": compiled.name, "spec": compiled.spec, "arch": compiled.arch, "llvm_ir": compiled.llvm_ir,
              "ptx": compiled.ptx, "options": tuple(options),
              "cubin": None if cubin is None else bytes(cubin), "info_log": getattr(cubin, "info_log", ""),
-             "cubin_arch": getattr(cubin, "arch", compiled.arch)}
+             "cubin_arch": getattr(cubin, "arch", compiled.arch), "vector_widths": compiled.vector_widths}
     return _write(key, "kernel", value)
 
 
