@@ -14,8 +14,9 @@ synchronization inside; the median over ``--rounds`` rounds, the cases interleav
 - ``site()`` and ``site(x=, z=)``: a prepared call site (``k.prepare``), as is and with its tensors swapped;
 - ``cuLaunchKernelEx``: the driver call alone (cuda-bindings) with the binding's pre-packed ``void**`` — the floor;
 - ``cuLaunchKernelEx (ctypes)``: the same call through ctypes on libcuda, for comparison with cuda-bindings;
-- with ``ptxgen.kernels`` present: ``matmul(a, b)`` against ``torch.matmul(a, b)`` and ``linear(x, w)`` against
-  ``torch.nn.functional.linear`` on small bf16 shapes (where the GPU finishes each call before the host issues
+- with ``ptxgen.kernels`` present: ``matmul(a, b)`` against ``torch.matmul(a, b)``, ``linear(x, w)`` against
+  ``torch.nn.functional.linear`` and ``linear(x, weight, bias)`` (an ``nn.Parameter`` weight) against the same, on
+  small bf16 shapes (where the GPU finishes each call before the host issues
   the next, so host time is what is measured; ``device_us`` says how long the GPU took per call).
 
 Results are checked against torch first (sqrt_sin, matmul, linear; float64 references). It prints each case's µs
@@ -183,9 +184,14 @@ def gemm_shape(args, torch, kernels, m, n_, kk) -> dict:
         cases["torch.matmul"] = lambda: torch.matmul(a, b)
         checks.append(("matmul", kernels.matmul(a, b), a.double() @ b.double()))
     if hasattr(kernels, "linear"):
+        bias = torch.randn(n_, device="cuda", dtype=torch.bfloat16)
+        weight = torch.nn.Parameter(w, requires_grad=False)   # a layer's weight, as callers pass it
         cases["linear"] = lambda: kernels.linear(a, w)
         cases["torch linear"] = lambda: torch.nn.functional.linear(a, w)
+        cases["linear bias"] = lambda: kernels.linear(a, weight, bias)
+        cases["torch linear bias"] = lambda: torch.nn.functional.linear(a, weight, bias)
         checks.append(("linear", kernels.linear(a, w), a.double() @ w.double().T))
+        checks.append(("linear bias", kernels.linear(a, weight, bias), a.double() @ w.double().T + bias.double()))
     torch.cuda.synchronize()
     entry = {"rel_errors": {}}
     for name, got, want in checks:
@@ -201,6 +207,7 @@ def gemm_shape(args, torch, kernels, m, n_, kk) -> dict:
         entry["ratios"]["matmul / torch.matmul"] = h["matmul"] / h["torch.matmul"]
     if "linear" in h:
         entry["ratios"]["linear / torch linear"] = h["linear"] / h["torch linear"]
+        entry["ratios"]["linear bias / torch linear bias"] = h["linear bias"] / h["torch linear bias"]
     return entry
 
 

@@ -74,8 +74,8 @@ class _Arg:
         if x.device.index not in (None, 0):
             raise ValueError(f"{op}: {name} is on {x.device}; the ptxgen runtime runs on cuda:0")
         self.kind, self.value = "torch", x
-        if _TORCH[0] is None and type(x).__name__ == "Tensor":
-            _remember_torch(type(x))
+        if not _TORCH[0]:
+            _remember_torch()
         self.dtype, self.shown = _TORCH_NAMES.get(str(x.dtype)), str(x.dtype)
         self.shape, self.strides = tuple(x.shape), tuple(x.stride())
         self.aligned = x.data_ptr() % 16 == 0
@@ -289,18 +289,21 @@ def _kernel_major(config: GemmConfig, operand: str) -> str:
 
 _FAST = {}          # (op, autotune, each tensor's signature, extras, stream) -> _FastCall
 _FAST_LIMIT = 1024
-# torch.Tensor, torch.empty and the current raw CUDA stream's getter, once a call has seen a torch tensor (torch is
-# imported by the caller, never here); None before: no call can take the fast path then
-_TORCH = [None, None, None]
+# the tensor types of the fast path (torch.Tensor, torch.nn.Parameter), torch.empty and the current raw CUDA stream's
+# getter, once a call has seen a torch tensor (torch is imported by the caller, never here); empty before: no call can
+# take the fast path then
+_TORCH = [frozenset(), None, None]
 
 
-def _remember_torch(tensor_type) -> None:
+def _remember_torch() -> None:
     import torch
 
     raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
     _TORCH[1] = torch.empty
     _TORCH[2] = raw if raw is not None else (lambda device: torch.cuda.current_stream(device).cuda_stream)
-    _TORCH[0] = tensor_type
+    nn = getattr(torch, "nn", None)
+    # a weight is usually an nn.Parameter: a Tensor whose data_ptr, shape, stride, dtype and device are the tensor's
+    _TORCH[0] = frozenset(t for t in (torch.Tensor, getattr(nn, "Parameter", None)) if t is not None)
 
 
 class _FastCall:
@@ -360,10 +363,10 @@ _MAPS_PER_CALL = 64   # tensor maps remembered per parameter of a fast call (per
 
 def _fast_key(op: str, autotune: bool, tensors, extra=()) -> tuple | None:
     """The signature of a call (without its stream) as the ops' fast path spells it: per tensor its shape, strides,
-    dtype, device index and address mod 16, then ``extra``; None unless every tensor is a plain torch tensor. Every
-    check of the ops depends on these only (and on ``extra``: fp8's scales and output type), so a call of a known
-    signature passes the checks of its first call."""
-    if _TORCH[0] is None or any(type(t) is not _TORCH[0] for t in tensors):
+    dtype, device index and address mod 16, then ``extra``; None unless every tensor is a torch Tensor or Parameter.
+    Every check of the ops depends on these only (and on ``extra``: fp8's scales and output type), so a call of a
+    known signature passes the checks of its first call."""
+    if any(type(t) not in _TORCH[0] for t in tensors):
         return None
     key = [op, autotune]
     for t in tensors:
@@ -409,9 +412,7 @@ def _device_sms() -> int:
 def _stream() -> int:
     """torch's current CUDA stream on cuda:0 (its raw handle; the getter the fast path's keys use)."""
     if _TORCH[2] is None:
-        import torch
-
-        _remember_torch(torch.Tensor)
+        _remember_torch()
     return _TORCH[2](0)
 
 
@@ -442,8 +443,8 @@ def matmul(a, b, out=None, *, config: GemmConfig | None = None, sm_count: int | 
 
     Post: the result equals ``a @ b`` up to f32 accumulation and one rounding to C's type."""
     op = "matmul"
-    tensor = _TORCH[0]
-    if type(a) is tensor and type(b) is tensor and out is None and config is None and sm_count is None:
+    tensors = _TORCH[0]
+    if type(a) in tensors and type(b) in tensors and out is None and config is None and sm_count is None:
         pa, pb = a.data_ptr(), b.data_ptr()
         fast = _FAST.get((op, autotune, a.shape, a.stride(), a.dtype, a.get_device(), pa & 15, b.shape, b.stride(),
                           b.dtype, b.get_device(), pb & 15, _TORCH[2](0)))
@@ -477,15 +478,15 @@ def linear(x, w, bias=None, *, config: GemmConfig | None = None, sm_count: int |
 
     Post: the result equals ``x @ w.T + bias`` up to f32 accumulation and one rounding."""
     op = "linear"
-    tensor = _TORCH[0]
-    if type(x) is tensor and type(w) is tensor and config is None and sm_count is None:
+    tensors = _TORCH[0]
+    if type(x) in tensors and type(w) in tensors and config is None and sm_count is None:
         px, pw = x.data_ptr(), w.data_ptr()
         if bias is None:
             fast = _FAST.get((op, autotune, x.shape, x.stride(), x.dtype, x.get_device(), px & 15, w.shape, w.stride(),
                               w.dtype, w.get_device(), pw & 15, _TORCH[2](0)))
             if fast is not None:
                 return fast(px, pw, 0)
-        elif type(bias) is tensor:
+        elif type(bias) in tensors:
             pbias = bias.data_ptr()
             fast = _FAST.get((op, autotune, x.shape, x.stride(), x.dtype, x.get_device(), px & 15, w.shape, w.stride(),
                               w.dtype, w.get_device(), pw & 15, bias.shape, bias.stride(), bias.dtype,
