@@ -255,14 +255,22 @@ def _autotuned(pick: GemmConfig, a: _Arg, a_t: bool, b: _Arg, b_t: bool, m: int,
     c = torch.empty((m, n), device=a.value.device, dtype=_torch_dtype(out_dtype))
     stream = _stream()
 
+    sites = []
+
     def launcher(config):
         a_view = _operand(fresh_a, a_t, _kernel_major(config, "a"))
         b_view = _operand(fresh_b, b_t, _kernel_major(config, "b"))
-        return run.prepared_site(config, a_view, b_view, c, m, n, k,
+        site = run.prepared_site(config, a_view, b_view, c, m, n, k,
                                  bias=fresh_bias.value if fresh_bias is not None else None, scales=scales,
                                  stream=stream, sm_count=sm_count)
+        sites.append(site)
+        return site
 
-    chosen, times = tuner.time_candidates(tuner.candidates(pick, m, n, k, c_row_ok), launcher, torch)
+    try:
+        chosen, times = tuner.time_candidates(tuner.candidates(pick, m, n, k, c_row_ok), launcher, torch)
+    finally:
+        for site in sites:   # the cached sites need not keep the timing's operands alive
+            run.release(site, ("a", "b", "c", "bias"))
     tuner.remember(problem, device, chosen, times)
     return chosen
 
