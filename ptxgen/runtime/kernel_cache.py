@@ -128,17 +128,18 @@ class KernelCache:
 
     def load(self, spec) -> CompiledKernel:
         """The ``CompiledKernel`` of ``spec``, compiled (``compile``) and loaded into the current context on first
-        use. Post: the same object for the same spec for the life of this cache."""
+        use (``loaded`` is keyed by canonical specializations). Post: the same object for specializations of one
+        canonical form for the life of this cache."""
         ck = self.loaded.get(spec)
         if ck is None:
             compiled = self.compile(spec)
             widths = self.vector_widths(spec)
-            canonical = spec.canonical(widths) if widths is not None else spec
-            ck = self.loaded.get(canonical)
+            if widths is not None:
+                spec = spec.canonical(widths)   # loaded once per canonical form
+            ck = self.loaded.get(spec)
             if ck is None:
                 s = self.shape
                 ck = CompiledKernel(self.kernel.name, compiled, s.abi, s.block, s.cluster, s.smem_bytes,
                                     s.non_portable_cluster)
-                self.loaded[canonical] = ck
-            self.loaded[spec] = ck
+                self.loaded[spec] = ck
         return ck
