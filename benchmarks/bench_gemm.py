@@ -105,9 +105,9 @@ def variant_buffers(torch, variant: str, ctas: int, dtype: str = "bf16") -> dict
 
 def variant_arguments(variant: str, dtype: str, a, b, c, m: int, n: int, k: int) -> dict:
     """The kernel arguments of a variant for C (m, n) = A·Bᵀ, A (m, k) and B (n, k) row-major: exactly what the
-    library passes for its config (``ptxgen.kernels.gemm.run.kernel_arguments``), so that a swap-AB variant (``…x``)
-    runs swapped — its kernel's A is B, its B is A, its C is Cᵀ (a transposed view), its M is n and its N is m — as
-    ``matmul`` runs it, not as the unswapped kernel of the same tile on the problem as given."""
+    library passes for its config (``ptxgen.kernels.gemm.run.kernel_arguments``), so that a swap-AB variant
+    (``…x``) runs swapped — its kernel's A is B, its B is A, its C is Cᵀ (a transposed view), its M is n and its N
+    is m — as ``matmul`` runs it, not as the unswapped kernel of the same tile on the problem as given."""
     from ptxgen.kernels.gemm.run import kernel_arguments
 
     kind, config = variant_config(variant, dtype)

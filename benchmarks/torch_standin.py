@@ -199,9 +199,10 @@ def install() -> types.ModuleType:
 def stub_driver(launches=None, patch=setattr) -> None:
     """Replace the CUDA driver calls of ``ptxgen.runtime`` by stubs that succeed at once (no GPU needed): loading a
     module, the device's SM count (132) and resident CTAs, the dynamic shared memory opt-in, tensor-map encoding
-    (checked; its bytes the address, shape and strides) and ``cuLaunchKernelEx`` — which, with ``launches`` a list, appends the
-    address of the launched ``void*`` parameter array (a ``BlockLaunch.address``) to it. ``patch(module, name,
-    value)`` makes each replacement (a test passes ``monkeypatch.setattr``, which undoes them afterwards)."""
+    (checked; its bytes the address, shape and strides) and ``cuLaunchKernelEx`` — which, with ``launches`` a list,
+    appends the address of the launched ``void*`` parameter array (a ``BlockLaunch.address``) to it.
+    ``patch(module, name, value)`` makes each replacement (a test passes ``monkeypatch.setattr``, which undoes them
+    afterwards)."""
     from types import SimpleNamespace
 
     import ptxgen.runtime as runtime

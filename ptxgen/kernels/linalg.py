@@ -1,14 +1,15 @@
 """The GEMM ops users call, with torch's semantics: ``matmul(a, b)`` = ``a @ b``, ``linear(x, w, bias)`` =
 ``x @ w.T + bias``, ``scaled_mm(a, b, scale_a, scale_b)`` = ``torch._scaled_mm``'s per-tensor-scaled fp8 product.
 
-Arguments are torch CUDA tensors (other frameworks' CUDA arrays through DLPack: cupy, JAX, …), run on the GPU on
-torch's current stream, or numpy arrays (bf16 and fp8 as ``ml_dtypes`` arrays), run in the CPU interpreter (small
-sizes: what CI tests); the result is of the same kind. The configuration is ``choose_config``'s for the shape (or
-``config=``, forced; or, with ``autotune=True`` on the GPU, the fastest of the heuristic's pick and its neighbours,
-timed once per problem and device and kept in memory and the disk cache: ``ptxgen.kernels.gemm.autotune``); the kernel of a configuration is built and compiled once per process (and kept in the disk
-cache), so a new shape of a configuration already used compiles nothing. Every check happens before anything
-launches: a wrong dtype or device is a TypeError, a wrong rank, shape or stride a ValueError, each naming the
-argument, e.g. ``matmul: b has 300 rows but a has 200 columns: a (M, K) @ b (K, N) needs b.shape[0] == K``.
+Arguments are torch CUDA tensors (other frameworks' CUDA arrays through DLPack: cupy, JAX, …), run on the GPU on torch's
+current stream, or numpy arrays (bf16 and fp8 as ``ml_dtypes`` arrays), run in the CPU interpreter (small sizes: what CI
+tests); the result is of the same kind. The configuration is ``choose_config``'s for the shape (or ``config=``, forced;
+or, with ``autotune=True`` on the GPU, the fastest of the heuristic's pick and its neighbours, timed once per problem
+and device and kept in memory and the disk cache: ``ptxgen.kernels.gemm.autotune``); the kernel of a configuration is
+built and compiled once per process (and kept in the disk cache), so a new shape of a configuration already used
+compiles nothing. Every check happens before anything launches: a wrong dtype or device is a TypeError, a wrong rank,
+shape or stride a ValueError, each naming the argument, e.g. ``matmul: b has 300 rows but a has 200 columns: a (M, K) @
+b (K, N) needs b.shape[0] == K``.
 
 Any M, N, K runs: an operand whose layout TMA cannot describe (a row pitch that is not a multiple of 16 bytes,
 an unaligned base, no unit stride) is copied first into a padded K-major buffer; a C whose rows TMA cannot store
@@ -527,7 +528,8 @@ def linear(x, w, bias=None, *, config: GemmConfig | None = None, sm_count: int |
     if x_arg.producer:
         x2.producer = x_arg.producer
     fast_key = None
-    if config is None and sm_count is None and k and m and kind == "torch" and flat.data_ptr() == x_arg.value.data_ptr():
+    if config is None and sm_count is None and k and m and kind == "torch" and \
+            flat.data_ptr() == x_arg.value.data_ptr():
         # the flattened x is a view of x (a copy would have another address): the kernel reads x itself
         fast_key = _fast_key(op, autotune, (x, w) if bias is None else (x, w, bias))
     c = _gemm(op, x2, False, w_arg, False, m, n, k, dtype, dtype, None, bias_arg, (1.0, 1.0), config, sm_count,

@@ -176,7 +176,8 @@ def compile_kernel(kernel, specialization: Specialization | None = None, arch: s
     except target.InvalidModule as e:
         raise _invalid_module(kernel, llvm_ir, e) from None
     if defer_assembly:
-        compiled = Compiled(kernel.name, spec, arch, llvm_ir, ptx, assembler=lambda: assemble(ptx, kernel, arch, options))
+        compiled = Compiled(kernel.name, spec, arch, llvm_ir, ptx,
+                            assembler=lambda: assemble(ptx, kernel, arch, options))
     else:
         compiled = Compiled(kernel.name, spec, arch, llvm_ir, ptx, assemble(ptx, kernel, arch, options))
     compiled.vector_widths = widths

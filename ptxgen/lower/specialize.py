@@ -90,8 +90,8 @@ class Specialization:
         ``vector_widths`` (``Compiled.vector_widths`` of any specialization of this ``pattern``): each extent
         multiple capped at the tensor's widest access (1 without one). The lowering reads an extent multiple only
         through "is it a multiple of this access's width" (a power of two no wider than the widest), which the cap
-        keeps. ``c:c1a16`` with ``{"c": 2}`` → ``c:c1a2``; with ``{}`` → ``c:c1a1``. Post: compiling the result gives
-        the same code as compiling ``self``."""
+        keeps. ``c:c1a16`` with ``{"c": 2}`` → ``c:c1a2``; with ``{}`` → ``c:c1a1``. Post: compiling the result
+        gives the same code as compiling ``self``."""
         return Specialization(tuple(
             (n, TensorSpec(s.contiguous, s.aligned, min(s.extent_multiple, vector_widths.get(n, 1))))
             for n, s in self.tensors))

@@ -18,13 +18,13 @@ Keys (sha256, hex):
   and layoutc sources, llvmlite's, nvJitLink's and cuda-bindings' versions, Python's major.minor);
 - IR text: the text itself, the file name its locations carry, lark's version, ptxgen's sources, Python's.
 
-Hashing ptxgen's own sources (once per process; versions come from the dist-info names on ``sys.path``) means a
-changed lowering never reads a stale cubin, in an editable checkout as in an install. Values are pickles framed by a magic and the sha256 of the payload, so a
-corrupt or truncated entry (a crash, a full disk, a hand-edited file) is detected and treated as a miss — never an
-exception — and rewritten by the next store. Entries are written to a temporary file in the same directory and
-renamed over the final name (``os.replace``, atomic on POSIX and Windows), so concurrent processes read either the
-whole old entry, the whole new one or none; no fsync: after a power loss a short file fails the checksum. The same
-holds between threads (every writer has its own temporary file), so no lock is taken.
+Hashing ptxgen's own sources (once per process; versions come from the dist-info names on ``sys.path``) means a changed
+lowering never reads a stale cubin, in an editable checkout as in an install. Values are pickles framed by a magic and
+the sha256 of the payload, so a corrupt or truncated entry (a crash, a full disk, a hand-edited file) is detected and
+treated as a miss — never an exception — and rewritten by the next store. Entries are written to a temporary file in the
+same directory and renamed over the final name (``os.replace``, atomic on POSIX and Windows), so concurrent processes
+read either the whole old entry, the whole new one or none; no fsync: after a power loss a short file fails the
+checksum. The same holds between threads (every writer has its own temporary file), so no lock is taken.
 
 Location: ``$PTXGEN_CACHE_DIR``, else ``$XDG_CACHE_HOME/ptxgen``, else ``~/.cache/ptxgen``; ``PTXGEN_CACHE=0``
 disables the cache (``cache_dir()`` is then None, lookups miss, stores do nothing). The environment is read on

@@ -29,9 +29,9 @@ def standin_torch(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", torch)
     launches = []
     torch_standin.stub_driver(launches, patch=monkeypatch.setattr)
-    for module, name, empty in ((linalg, "_FAST", {}), (linalg, "_TORCH", [frozenset(), None, None]), (linalg, "_SMS", []),
-                                (run, "_JIT", {}), (run, "_SITES", {}), (run, "_CTAS", {}), (run, "_WORKSPACES", {}),
-                                (autotune, "_CHOICES", {})):
+    for module, name, empty in ((linalg, "_FAST", {}), (linalg, "_TORCH", [frozenset(), None, None]),
+                                (linalg, "_SMS", []), (run, "_JIT", {}), (run, "_SITES", {}), (run, "_CTAS", {}),
+                                (run, "_WORKSPACES", {}), (autotune, "_CHOICES", {})):
         monkeypatch.setattr(module, name, empty)
     monkeypatch.setattr(binding, "_TORCH_TYPES", set(binding._TORCH_TYPES))
     return torch, torch_standin, launches
