@@ -13,6 +13,9 @@ host overhead is measured by benchmarks/bench_compile.py's launch section), ``--
 shapes are transformer-layer GEMMs (Llama/Qwen/DeepSeek q/k/v/o, gate/up/down, vocabulary projections; M from 16
 (decode) to 16384); ``--more`` adds more.
 
+``--autotune`` times, per shape, the configuration ``autotune=True`` chooses (the heuristic's pick and its
+neighbours timed on the op's first call, ``ptxgen.kernels.gemm.autotune``) instead of the pick itself.
+
 ``--sweep``: every variant of ``SWEEP_VARIANTS`` (or ``--variants``) per shape, the best reported — the table the
 heuristic's rules were read from. Variant names are ``GemmConfig.name``'s (``h128x256s4t2o1``…); ``s128x256s3`` is the
 simple one-tile-per-CTA GEMM (ptxgen.kernels.gemm.simple) with BN = 256 and 3 stages.
@@ -260,6 +263,9 @@ def main(argv=None):
                          "--heuristic default; --sweep: interleaved)")
     ap.add_argument("--call", choices=("site", "op"), default="site",
                     help="--heuristic: launch the op's prepared call site (the kernel) or call matmul/scaled_mm")
+    ap.add_argument("--autotune", action="store_true",
+                    help="--heuristic: time the configuration autotune=True chooses (its candidates timed on the first "
+                         "call) instead of the heuristic's")
     ap.add_argument("--no-overhead", action="store_true",
                     help="--heuristic: skip the host time per call of matmul/linear against torch's (small shapes)")
     args = ap.parse_args(argv)
@@ -445,12 +451,12 @@ def heuristic(args):
             want = a.double() @ w.double().T * (scale_a * scale_b if fp8 else 1.0)
             c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16 if fp8 else torch_dtype[dtype])
             if fp8:
-                op = lambda: scaled_mm(a, w.T, scale_a, scale_b, out=c)   # noqa: E731
+                op = lambda: scaled_mm(a, w.T, scale_a, scale_b, out=c, autotune=args.autotune)   # noqa: E731
                 sa_t, sb_t = torch.tensor(scale_a, device="cuda"), torch.tensor(scale_b, device="cuda")
                 cublas = lambda: torch._scaled_mm(a, w.T, scale_a=sa_t, scale_b=sb_t,   # noqa: E731
                                                   out_dtype=torch.bfloat16, out=c)
             else:
-                op = lambda: matmul(a, w.T, out=c)   # noqa: E731
+                op = lambda: matmul(a, w.T, out=c, autotune=args.autotune)   # noqa: E731
                 cublas = lambda: torch.matmul(a, w.T, out=c)   # noqa: E731
             runners = {}
             # ours first: the op's first call (the kernel built, compiled or read from the disk cache, loaded)
@@ -459,6 +465,13 @@ def heuristic(args):
             op()
             torch.cuda.synchronize()
             row["first_call_s"] = time.perf_counter() - start
+            if args.autotune:   # the configuration the first call's timing chose (its first_call_s includes it)
+                from ptxgen.kernels.gemm import autotune as tuner
+
+                out_dtype = "bf16" if fp8 else dtype
+                problem = tuner.problem_key(m, n, k, dtype, out_dtype, "K", "K", False, n * 2 % 16 == 0)
+                config = tuner.stored(problem, tuner.device_key()) or config
+                row["heuristic_config"], row["config"] = row["config"], config.name
             row["ours_err"] = rel_err(torch, c, want)
             if row["ours_err"] > 1e-2:
                 wrong = True
