@@ -13,6 +13,9 @@ host overhead is measured by benchmarks/bench_compile.py's launch section), ``--
 shapes are transformer-layer GEMMs (Llama/Qwen/DeepSeek q/k/v/o, gate/up/down, vocabulary projections; M from 16
 (decode) to 16384); ``--more`` adds more.
 
+``--autotune`` times, per shape, the configuration ``autotune=True`` chooses (the heuristic's pick and its
+neighbours timed on the op's first call, ``ptxgen.kernels.gemm.autotune``) instead of the pick itself.
+
 ``--sweep``: every variant of ``SWEEP_VARIANTS`` (or ``--variants``) per shape, the best reported — the table the
 heuristic's rules were read from. Variant names are ``GemmConfig.name``'s (``h128x256s4t2o1``…); ``s128x256s3`` is the
 simple one-tile-per-CTA GEMM (ptxgen.kernels.gemm.simple) with BN = 256 and 3 stages.
@@ -92,15 +95,28 @@ def variant_kernel(variant: str, dtype: str):
     return build_simple(config), False
 
 
-def variant_buffers(torch, variant: str, ctas: int) -> dict:
+def variant_buffers(torch, variant: str, ctas: int, dtype: str = "bf16") -> dict:
     """The extra tensor arguments of a variant launched on at most ``ctas`` CTAs: stream-K's workspace and its flags
     (zero; every launch leaves them zero), none otherwise."""
-    kind, config = variant_config(variant)
+    kind, config = variant_config(variant, dtype)
     if kind != "h" or not config.streamk:
         return {}
     shapes = streamk_buffers(config, ctas)
     return {"work": torch.empty(shapes["work"], device="cuda", dtype=torch.float32),
             "flags": torch.zeros(shapes["flags"], device="cuda", dtype=torch.int32)}
+
+
+def variant_arguments(variant: str, dtype: str, a, b, c, m: int, n: int, k: int) -> dict:
+    """The kernel arguments of a variant for C (m, n) = A·Bᵀ, A (m, k) and B (n, k) row-major: exactly what the
+    library passes for its config (``ptxgen.kernels.gemm.run.kernel_arguments``), so that a swap-AB variant
+    (``…x``) runs swapped — its kernel's A is B, its B is A, its C is Cᵀ (a transposed view), its M is n and its N
+    is m — as ``matmul`` runs it, not as the unswapped kernel of the same tile on the problem as given."""
+    from ptxgen.kernels.gemm.run import kernel_arguments
+
+    kind, config = variant_config(variant, dtype)
+    if kind != "h":
+        return {"a": a, "b": b, "c": c, "m": m, "n": n, "k": k}
+    return kernel_arguments(config, a, b, c, None, m, n, k, lambda x: x.t() if hasattr(x, "t") else x.T, None)
 
 
 def prepare_persistent(kern, extra: dict, **args):
@@ -247,6 +263,9 @@ def main(argv=None):
                          "--heuristic default; --sweep: interleaved)")
     ap.add_argument("--call", choices=("site", "op"), default="site",
                     help="--heuristic: launch the op's prepared call site (the kernel) or call matmul/scaled_mm")
+    ap.add_argument("--autotune", action="store_true",
+                    help="--heuristic: time the configuration autotune=True chooses (its candidates timed on the first "
+                         "call) instead of the heuristic's")
     ap.add_argument("--no-overhead", action="store_true",
                     help="--heuristic: skip the host time per call of matmul/linear against torch's (small shapes)")
     args = ap.parse_args(argv)
@@ -300,11 +319,11 @@ def sweep(args):
                 del runners["torch"]
             for name, (kern, needs_sms) in kernels.items():
                 c.fill_(-7.0)
-                extra = {"sms": sms, **variant_buffers(torch, name, sms)} if needs_sms else {}
+                extra = {"sms": sms, **variant_buffers(torch, name, sms, dtype)} if needs_sms else {}
                 if fp8:
                     extra.update(scale_a=scale_a, scale_b=scale_b)
                 try:
-                    site = prepare_persistent(kern, extra, a=a, b=b, c=c, m=m, n=n, k=k)
+                    site = prepare_persistent(kern, extra, **variant_arguments(name, dtype, a, b, c, m, n, k))
                 except LaunchError as exc:   # e.g. a TMA-store epilogue for a C whose rows are not 16-byte aligned
                     row[f"ours_{name}_err"] = float("nan")
                     row[f"ours_{name}_skipped"] = str(exc)
@@ -432,12 +451,12 @@ def heuristic(args):
             want = a.double() @ w.double().T * (scale_a * scale_b if fp8 else 1.0)
             c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16 if fp8 else torch_dtype[dtype])
             if fp8:
-                op = lambda: scaled_mm(a, w.T, scale_a, scale_b, out=c)   # noqa: E731
+                op = lambda: scaled_mm(a, w.T, scale_a, scale_b, out=c, autotune=args.autotune)   # noqa: E731
                 sa_t, sb_t = torch.tensor(scale_a, device="cuda"), torch.tensor(scale_b, device="cuda")
                 cublas = lambda: torch._scaled_mm(a, w.T, scale_a=sa_t, scale_b=sb_t,   # noqa: E731
                                                   out_dtype=torch.bfloat16, out=c)
             else:
-                op = lambda: matmul(a, w.T, out=c)   # noqa: E731
+                op = lambda: matmul(a, w.T, out=c, autotune=args.autotune)   # noqa: E731
                 cublas = lambda: torch.matmul(a, w.T, out=c)   # noqa: E731
             runners = {}
             # ours first: the op's first call (the kernel built, compiled or read from the disk cache, loaded)
@@ -446,6 +465,13 @@ def heuristic(args):
             op()
             torch.cuda.synchronize()
             row["first_call_s"] = time.perf_counter() - start
+            if args.autotune:   # the configuration the first call's timing chose (its first_call_s includes it)
+                from ptxgen.kernels.gemm import autotune as tuner
+
+                out_dtype = "bf16" if fp8 else dtype
+                problem = tuner.problem_key(m, n, k, dtype, out_dtype, "K", "K", False, n * 2 % 16 == 0)
+                config = tuner.stored(problem, tuner.device_key()) or config
+                row["heuristic_config"], row["config"] = row["config"], config.name
             row["ours_err"] = rel_err(torch, c, want)
             if row["ours_err"] > 1e-2:
                 wrong = True

@@ -14,8 +14,9 @@ synchronization inside; the median over ``--rounds`` rounds, the cases interleav
 - ``site()`` and ``site(x=, z=)``: a prepared call site (``k.prepare``), as is and with its tensors swapped;
 - ``cuLaunchKernelEx``: the driver call alone (cuda-bindings) with the binding's pre-packed ``void**`` — the floor;
 - ``cuLaunchKernelEx (ctypes)``: the same call through ctypes on libcuda, for comparison with cuda-bindings;
-- with ``ptxgen.kernels`` present: ``matmul(a, b)`` against ``torch.matmul(a, b)`` and ``linear(x, w)`` against
-  ``torch.nn.functional.linear`` on small bf16 shapes (where the GPU finishes each call before the host issues
+- with ``ptxgen.kernels`` present: ``matmul(a, b)`` against ``torch.matmul(a, b)``, ``linear(x, w)`` against
+  ``torch.nn.functional.linear`` and ``linear(x, weight, bias)`` (an ``nn.Parameter`` weight) against the same, on
+  small bf16 shapes (where the GPU finishes each call before the host issues
   the next, so host time is what is measured; ``device_us`` says how long the GPU took per call).
 
 Results are checked against torch first (sqrt_sin, matmul, linear; float64 references). It prints each case's µs
@@ -25,7 +26,10 @@ per call and its ratio to torch's op (``k(...)`` / ``torch.add``, ``matmul`` / `
 ``--cpu`` (no GPU needed): the launcher's binding path with the driver replaced by a stub that returns at once,
 with stand-in tensors (torch-like, ``__cuda_array_interface__``, DLPack-only; a real CPU torch tensor on the fast
 path when torch is importable) — the µs the launcher spends before the driver call (the minimum over the rounds:
-on a shared machine other processes only ever add time).
+on a shared machine other processes only ever add time). Then, in a process of its own, ``matmul``/``linear``
+called the natural way on stand-in CUDA tensors (benchmarks/torch_standin.py: metadata only, whose ``empty`` is a
+Python object rather than torch's allocator) for an unswapped and a swapped (small-M) configuration: the ops' host
+path per call after the first (their fast path), everything before the driver call.
 """
 from __future__ import annotations
 
@@ -42,6 +46,7 @@ sys.path.insert(0, str(ROOT))
 
 SQRT_SIN = ROOT / "examples" / "sqrt_sin.tile"
 SMALL_GEMMS = [(64, 64, 64), (128, 256, 128), (256, 256, 256), (16, 1024, 1024)]  # (M, N, K)
+CPU_GEMMS = [(128, 256, 128), (16, 1024, 1024)]   # an unswapped and a swapped (small-M) configuration
 
 
 def per_call_us(cases: dict, calls: int, rounds: int, sync, statistic=statistics.median) -> dict:
@@ -179,9 +184,14 @@ def gemm_shape(args, torch, kernels, m, n_, kk) -> dict:
         cases["torch.matmul"] = lambda: torch.matmul(a, b)
         checks.append(("matmul", kernels.matmul(a, b), a.double() @ b.double()))
     if hasattr(kernels, "linear"):
+        bias = torch.randn(n_, device="cuda", dtype=torch.bfloat16)
+        weight = torch.nn.Parameter(w, requires_grad=False)   # a layer's weight, as callers pass it
         cases["linear"] = lambda: kernels.linear(a, w)
         cases["torch linear"] = lambda: torch.nn.functional.linear(a, w)
+        cases["linear bias"] = lambda: kernels.linear(a, weight, bias)
+        cases["torch linear bias"] = lambda: torch.nn.functional.linear(a, weight, bias)
         checks.append(("linear", kernels.linear(a, w), a.double() @ w.double().T))
+        checks.append(("linear bias", kernels.linear(a, weight, bias), a.double() @ w.double().T + bias.double()))
     torch.cuda.synchronize()
     entry = {"rel_errors": {}}
     for name, got, want in checks:
@@ -197,6 +207,7 @@ def gemm_shape(args, torch, kernels, m, n_, kk) -> dict:
         entry["ratios"]["matmul / torch.matmul"] = h["matmul"] / h["torch.matmul"]
     if "linear" in h:
         entry["ratios"]["linear / torch linear"] = h["linear"] / h["torch linear"]
+        entry["ratios"]["linear bias / torch linear bias"] = h["linear bias"] / h["torch linear bias"]
     return entry
 
 
@@ -303,8 +314,47 @@ def cpu(args) -> dict:
         k._binder.bindings[key] = bound
         cases["k(x=, z=, n=) torch CPU tensors"] = lambda: k(x=tx, z=tz, n=n)
         cases["torch.add (CPU, 1024)"] = lambda: torch.add(tx, tz, out=tx)
-    return {"launch_us": per_call_us(cases, args.calls, args.rounds, lambda: None, min), "statistic": "min",
-            "torch": getattr(torch, "__version__", None)}
+    results = {"launch_us": per_call_us(cases, args.calls, args.rounds, lambda: None, min), "statistic": "min",
+               "torch": getattr(torch, "__version__", None)}
+    results["gemm"] = gemm_cpu_subprocess(args)
+    return results
+
+
+def gemm_cpu_subprocess(args) -> dict:
+    """``gemm_cpu`` in a process of its own (the stand-in torch must be the only torch it imports)."""
+    import subprocess
+
+    run = subprocess.run([sys.executable, __file__, "--cpu-gemm", "--calls", str(args.calls), "--rounds",
+                          str(args.rounds)], capture_output=True, text=True)
+    if run.returncode:
+        return {"skipped": f"the CPU gemm run failed: {run.stderr.strip().splitlines()[-1:]}"}
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+def gemm_cpu(args) -> dict:
+    """The host path of ``matmul``/``linear`` per call on the CPU: the ops called the natural way with stand-in CUDA
+    tensors (benchmarks/torch_standin.py: metadata only; its ``empty`` is a Python object, not torch's allocator)
+    and a stub driver, after a first call per signature (which compiles the configuration's kernel, or reads it
+    from the disk cache). What is timed is everything the ops do in Python before the driver would launch."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import torch_standin
+
+    torch = torch_standin.install()
+    torch_standin.stub_driver()
+    from ptxgen import kernels
+
+    out = {}
+    for m, n_, kk in CPU_GEMMS:
+        a = torch.empty((m, kk), dtype=torch.bfloat16)
+        b = torch.empty((kk, n_), dtype=torch.bfloat16)
+        w = torch.empty((n_, kk), dtype=torch.bfloat16)
+        bias = torch.empty((n_,), dtype=torch.bfloat16)
+        x3 = torch.empty((1, m, kk), dtype=torch.bfloat16)
+        cases = {"matmul(a, b)": lambda: kernels.matmul(a, b), "matmul(a, w.T)": lambda: kernels.matmul(a, w.t()),
+                 "linear(x, w)": lambda: kernels.linear(a, w),
+                 "linear(x3, w, bias)": lambda: kernels.linear(x3, w, bias)}
+        out[f"{m}x{n_}x{kk}"] = per_call_us(cases, args.calls, args.rounds, lambda: None, min)
+    return out
 
 
 def main(argv=None):
@@ -313,7 +363,11 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--cpu", action="store_true", help="the binding path with a stub driver (no GPU needed)")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--cpu-gemm", action="store_true", help=argparse.SUPPRESS)  # gemm_cpu_subprocess's child
     args = ap.parse_args(argv)
+    if args.cpu_gemm:
+        print(json.dumps(gemm_cpu(args)))
+        return None
     results = cpu(args) if args.cpu else gpu(args)
     results["mode"] = "cpu" if args.cpu else "gpu"
     if "device" in results:
@@ -323,7 +377,13 @@ def main(argv=None):
         print(f"  {name:<36} {us:8.2f}")
     for name, r in results.get("ratios", {}).items():
         print(f"  {name:<36} {r:8.2f}")
-    for shape, entry in (results.get("gemm") or {}).items():
+    for shape, entry in (results.get("gemm") or {}).items() if results["mode"] == "cpu" else ():
+        if shape == "skipped":
+            print(f"gemm: skipped ({entry})")
+            continue
+        print(f"gemm {shape} (stand-in tensors, stub driver): "
+              + ", ".join(f"{name} {us:.2f}" for name, us in entry.items()))
+    for shape, entry in (results.get("gemm") or {}).items() if results["mode"] == "gpu" else ():
         if shape == "skipped":
             print(f"gemm: skipped ({entry})")
             continue

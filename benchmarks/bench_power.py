@@ -100,10 +100,11 @@ def main(argv=None):
         for variant in (args.variants or DEFAULT_VARIANTS[dtype]).split(","):
             module, needs_sms = bg.variant_kernel(variant, dtype)
             kern = jit(module)
-            extra = {"sms": sms, **bg.variant_buffers(torch, variant, sms)} if needs_sms else {}
+            extra = {"sms": sms, **bg.variant_buffers(torch, variant, sms, dtype)} if needs_sms else {}
             if fp8:
                 extra.update(scale_a=0.5, scale_b=0.25)
-            candidates[f"{variant} {dtype}"] = bg.prepare_persistent(kern, extra, a=a, b=b, c=c, m=m, n=n, k=k)
+            candidates[f"{variant} {dtype}"] = bg.prepare_persistent(
+                kern, extra, **bg.variant_arguments(variant, dtype, a, b, c, m, n, k))
         bg.check_all(torch, candidates, c, want)
         runners.update(candidates)
 

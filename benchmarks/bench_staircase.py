@@ -73,9 +73,9 @@ def main(argv=None):
         kern, needs_sms = kernels[variant]
         if needs_sms:
             tiles = -(-m // 128) * -(-n // 256)
-            extra = {"sms": tiles if per_tile else sms, **bg.variant_buffers(torch, variant, sms)}
-            site = (kern.prepare(a=a, b=b, c=c, m=m, n=n, k=k, **extra) if per_tile
-                    else bg.prepare_persistent(kern, extra, a=a, b=b, c=c, m=m, n=n, k=k))
+            extra = {"sms": tiles if per_tile else sms, **bg.variant_buffers(torch, variant, sms, args.dtype)}
+            operands = bg.variant_arguments(variant, args.dtype, a, b, c, m, n, k)
+            site = (kern.prepare(**operands, **extra) if per_tile else bg.prepare_persistent(kern, extra, **operands))
             ctas[step] = extra["sms"]
         else:
             site = kern.prepare(a=a, b=b, c=c, m=m, n=n, k=k)

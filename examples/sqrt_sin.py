@@ -1,26 +1,35 @@
-"""z = sqrt(sin(x)): the Python-builder twin of examples/sqrt_sin.tile (the same IR, op for op)."""
-from ptxgen.ir.builder import KernelBuilder, cdiv, frag, gtensor, i32, partition
+"""z = sqrt(sin(x)) from the library (examples/sqrt_sin.tile is ``ptxgen.kernels.elementwise.build()`` printed):
+run in the CPU interpreter, or on the GPU when one is present (post-condition: ``z = sqrt(sin(x))``).
 
+    python examples/sqrt_sin.py            # 1000 elements, interpreter (or GPU), checked against numpy
+    python examples/sqrt_sin.py --print    # the kernel's IR, as examples/sqrt_sin.tile spells it
+"""
+import sys
 
-def build():
-    # 256 threads × 4 contiguous values over a 1024-element tile: (256,4):(4,1)
-    tv = partition("copy", threads=(1, 256), vector=4, tile=(1, 1024))
-    kb = KernelBuilder("sqrt_sin", grid=(cdiv("n", 1024), 1, 1), block=(256, 1, 1),
-                       x=gtensor("f32", 1), z=gtensor("f32", 1), n=i32)
-    b = kb.b
-    block = b.gpu.block_id(dim="x", name="block")
-    thread = b.gpu.thread_id(dim="x", name="thread")
-    tile_size = b.const(1024, i32, name="tile_size")
-    origin = b.arith.mul(block, tile_size, name="origin")
-    x_tile = b.gmem.tile(kb["x"], origin, shape=1024, name="x_tile")
-    z_tile = b.gmem.tile(kb["z"], origin, shape=1024, name="z_tile")
-    xs = b.gmem.load(x_tile, thread, tv=tv, type=frag("f32", 4), name="xs")
-    sines = b.frag.sin(xs, name="sines")
-    roots = b.frag.sqrt(sines, name="roots")
-    b.gmem.store(z_tile, thread, roots, tv=tv)
-    return kb.module("examples/sqrt_sin.py")
+import numpy as np
 
+from ptxgen.ir.text import print_module
+from ptxgen.kernels.elementwise import build
 
 if __name__ == "__main__":
-    from ptxgen.ir.text import print_module
-    print(print_module(build()))
+    if "--print" in sys.argv:
+        print(print_module(build()))
+        sys.exit(0)
+    n = 1000
+    x = np.random.default_rng().uniform(0.0, 3.14159, n).astype(np.float32)
+    z = np.zeros_like(x)
+    from ptxgen.runtime import gpu_available
+
+    if gpu_available():
+        from ptxgen.runtime import jit
+
+        jit(build())(x=x, z=z, n=n)
+        where = "GPU"
+    else:
+        from ptxgen.interp import interpret
+
+        interpret(build(), {"x": x, "z": z, "n": n})
+        where = "CPU interpreter"
+    err = float(np.max(np.abs(z - np.sqrt(np.sin(x.astype(np.float64))))))
+    print(f"sqrt(sin(x)) on the {where}: max abs error {err:.2e}")
+    sys.exit(0 if err < 1e-6 else 1)

@@ -1,17 +1,24 @@
 """The GEMM ops users call, with torch's semantics: ``matmul(a, b)`` = ``a @ b``, ``linear(x, w, bias)`` =
 ``x @ w.T + bias``, ``scaled_mm(a, b, scale_a, scale_b)`` = ``torch._scaled_mm``'s per-tensor-scaled fp8 product.
 
-Arguments are torch CUDA tensors (other frameworks' CUDA arrays through DLPack: cupy, JAX, …), run on the GPU on
-torch's current stream, or numpy arrays (bf16 and fp8 as ``ml_dtypes`` arrays), run in the CPU interpreter (small
-sizes: what CI tests); the result is of the same kind. The configuration is ``choose_config``'s for the shape (or
-``config=``, forced); the kernel of a configuration is built and compiled once per process (and kept in the disk
-cache), so a new shape of a configuration already used compiles nothing. Every check happens before anything
-launches: a wrong dtype or device is a TypeError, a wrong rank, shape or stride a ValueError, each naming the
-argument, e.g. ``matmul: b has 300 rows but a has 200 columns: a (M, K) @ b (K, N) needs b.shape[0] == K``.
+Arguments are torch CUDA tensors (other frameworks' CUDA arrays through DLPack: cupy, JAX, …), run on the GPU on torch's
+current stream, or numpy arrays (bf16 and fp8 as ``ml_dtypes`` arrays), run in the CPU interpreter (small sizes: what CI
+tests); the result is of the same kind. The configuration is ``choose_config``'s for the shape (or ``config=``, forced;
+or, with ``autotune=True`` on the GPU, the fastest of the heuristic's pick and its neighbours, timed once per problem
+and device and kept in memory and the disk cache: ``ptxgen.kernels.gemm.autotune``); the kernel of a configuration is
+built and compiled once per process (and kept in the disk cache), so a new shape of a configuration already used
+compiles nothing. Every check happens before anything launches: a wrong dtype or device is a TypeError, a wrong rank,
+shape or stride a ValueError, each naming the argument, e.g. ``matmul: b has 300 rows but a has 200 columns: a (M, K) @
+b (K, N) needs b.shape[0] == K``.
 
 Any M, N, K runs: an operand whose layout TMA cannot describe (a row pitch that is not a multiple of 16 bytes,
 an unaligned base, no unit stride) is copied first into a padded K-major buffer; a C whose rows TMA cannot store
 gets a configuration that stores it without TMA; M = 0 or N = 0 returns an empty result, K = 0 zeros (plus the bias).
+
+A repeated GPU call of torch tensors with the signature of an earlier one (each tensor's shape, strides, dtype, device
+and address mod 16, the stream, fp8's scales and output type) takes the fast path (``_FastCall``): no checks (its
+first call passed them, and they depend on nothing else), no choice, only C allocated, the addresses written into the
+prepared call site's argument block, and the launch.
 """
 from __future__ import annotations
 
@@ -22,6 +29,7 @@ import numpy as np
 
 from .gemm.config import ELEMENT_BYTES, FP8, GemmConfig
 from .gemm.heuristic import H100_SMS, choose_config
+from .gemm import autotune as tuner
 from .gemm import run
 
 _NUMPY_NAMES = {np.dtype(ml_dtypes.bfloat16): "bf16", np.dtype(np.float16): "f16",
@@ -67,8 +75,8 @@ class _Arg:
         if x.device.index not in (None, 0):
             raise ValueError(f"{op}: {name} is on {x.device}; the ptxgen runtime runs on cuda:0")
         self.kind, self.value = "torch", x
-        if not _TORCH_TENSOR and type(x).__name__ == "Tensor":
-            _TORCH_TENSOR.append(type(x))
+        if not _TORCH[0]:
+            _remember_torch()
         self.dtype, self.shown = _TORCH_NAMES.get(str(x.dtype)), str(x.dtype)
         self.shape, self.strides = tuple(x.shape), tuple(x.stride())
         self.aligned = x.data_ptr() % 16 == 0
@@ -166,10 +174,12 @@ def _scale(op: str, name: str, s, kind: str) -> float:
 # -- the shared path ---------------------------------------------------------------------------------------------------
 
 def _gemm(op: str, a: _Arg, a_t: bool, b: _Arg, b_t: bool, m: int, n: int, k: int, dtype: str, out_dtype: str,
-          out, bias: _Arg | None, scales, config, sm_count, fp8_majors: bool = False, plan_key=None):
+          out, bias: _Arg | None, scales, config, sm_count, fp8_majors: bool = False, fast_key=None,
+          c_shape=None, autotune: bool = False):
     """C (m, n) = A·Bᵀ (+ bias) with A the logical (m, k) form of ``a`` (its transpose if ``a_t``) and B the (n, k)
-    form of ``b`` (``b_t``) → C (``out`` if given), every argument already checked but C's stride. ``plan_key``: the
-    signature under which a GPU call whose operands need no copy is remembered (``_Plan``)."""
+    form of ``b`` (``b_t``) → C (``out`` if given), every argument already checked but C's stride. ``fast_key``: the
+    signature (``_fast_key``) under which a GPU call whose operands need no copy is remembered as a ``_FastCall``
+    allocating C of ``c_shape`` (default (m, n))."""
     kind = a.kind
     if out is None:
         if kind == "numpy":
@@ -203,7 +213,13 @@ def _gemm(op: str, a: _Arg, a_t: bool, b: _Arg, b_t: bool, m: int, n: int, k: in
                                out_dtype=out_dtype)
         if config.epilogue == "tma" and not c_row_ok:
             config = _without_tma_store(config)
+        if autotune and kind == "torch":
+            config = _autotuned(config, a, a_t, b, b_t, m, n, k, out_dtype, bias, scales, c_row_ok, a_major, b_major,
+                                sm_count)
     else:
+        if autotune:
+            raise ValueError(f"{op}: config={config.name} forces a configuration; autotune=True would choose one: "
+                             "pass one of them")
         config = _forced(op, config, dtype, out_dtype, bias is not None, c_row_ok)
     a_view = _operand(a, a_t, config.a_major if not config.swap_ab else config.b_major)
     b_view = _operand(b, b_t, config.b_major if not config.swap_ab else config.a_major)
@@ -214,13 +230,61 @@ def _gemm(op: str, a: _Arg, a_t: bool, b: _Arg, b_t: bool, m: int, n: int, k: in
         stream = _stream()
         site = run.run_device(config, a_view, b_view, c, m, n, k, bias=bias_value, scales=scales, stream=stream,
                               sm_count=sm_count)
-        if plan_key is not None and _in_place(a, a_t, _kernel_major(config, "a")) and \
+        if fast_key is not None and _in_place(a, a_t, _kernel_major(config, "a")) and \
                 _in_place(b, b_t, _kernel_major(config, "b")):
-            if len(_PLANS) >= _PLAN_LIMIT:
-                _PLANS.clear()
-            _PLANS[plan_key + (stream,)] = _Plan(config, a_t != (_kernel_major(config, "a") == "MN"),
-                                                 b_t != (_kernel_major(config, "b") == "MN"), c, site)
+            if len(_FAST) >= _FAST_LIMIT:
+                _FAST.clear()
+            _FAST[fast_key + (stream,)] = _FastCall(site, config.swap_ab, bias is not None, c_shape or (m, n),
+                                                    c.dtype, c.device)
     return c
+
+
+def _autotuned(pick: GemmConfig, a: _Arg, a_t: bool, b: _Arg, b_t: bool, m: int, n: int, k: int, out_dtype: str,
+               bias: _Arg | None, scales, c_row_ok: bool, a_major: str, b_major: str, sm_count) -> GemmConfig:
+    """The configuration ``autotune`` chose for this problem on this device (``ptxgen.kernels.gemm.autotune``): the
+    stored one, or — the first time — the fastest of the candidates around ``pick``, timed here on fresh random
+    operands of the call's shapes, strides and dtypes, and stored."""
+    problem = tuner.problem_key(m, n, k, pick.dtype, out_dtype, a_major, b_major, bias is not None, c_row_ok)
+    device = tuner.device_key()
+    chosen = tuner.stored(problem, device)
+    if chosen is not None:
+        return chosen
+    import torch
+
+    fresh_a, fresh_b = _fresh(a, torch), _fresh(b, torch)
+    fresh_bias = _fresh(bias, torch) if bias is not None else None
+    c = torch.empty((m, n), device=a.value.device, dtype=_torch_dtype(out_dtype))
+    stream = _stream()
+
+    sites = []
+
+    def launcher(config):
+        a_view = _operand(fresh_a, a_t, _kernel_major(config, "a"))
+        b_view = _operand(fresh_b, b_t, _kernel_major(config, "b"))
+        site = run.prepared_site(config, a_view, b_view, c, m, n, k,
+                                 bias=fresh_bias.value if fresh_bias is not None else None, scales=scales,
+                                 stream=stream, sm_count=sm_count)
+        sites.append(site)
+        return site
+
+    try:
+        chosen, times = tuner.time_candidates(tuner.candidates(pick, m, n, k, c_row_ok), launcher, torch)
+    finally:
+        for site in sites:   # the cached sites need not keep the timing's operands alive
+            run.release(site, ("a", "b", "c", "bias"))
+    tuner.remember(problem, device, chosen, times)
+    return chosen
+
+
+def _fresh(arg: _Arg, torch) -> _Arg:
+    """An operand like ``arg`` (shape, strides, dtype, device) holding fresh random values, for timing; a broadcast
+    operand (a stride 0), which no random tensor can share, is the caller's own (the timed kernels only read it)."""
+    x = arg.value
+    if arg.strides is None or 0 in arg.strides:
+        return arg
+    fresh = torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device=x.device)
+    fresh.copy_(torch.randn(x.shape, device=x.device))
+    return _Arg("autotune", arg.name, fresh)
 
 
 def _kernel_major(config: GemmConfig, operand: str) -> str:
@@ -232,58 +296,91 @@ def _kernel_major(config: GemmConfig, operand: str) -> str:
 
 # -- the repeated GPU call ---------------------------------------------------------------------------------------------
 
-_PLANS = {}        # (op, the arguments' signature, stream) -> _Plan
-_PLAN_LIMIT = 1024
-_TORCH_TENSOR = []  # torch.Tensor, once a call has seen one (torch is imported by the caller, never here)
+_FAST = {}          # (op, autotune, each tensor's signature, extras, stream) -> _FastCall
+_FAST_LIMIT = 1024
+# the tensor types of the fast path (torch.Tensor, torch.nn.Parameter), torch.empty and the current raw CUDA stream's
+# getter, once a call has seen a torch tensor (torch is imported by the caller, never here); empty before: no call can
+# take the fast path then
+_TORCH = [frozenset(), None, None]
 
 
-class _Plan:
-    """A GPU call of one argument signature after its first call: the checks passed, the configuration chosen and
-    its call site prepared, so that a repeated call only allocates C, forms the kernel's views and launches (the
-    issue's host time per call). Only calls whose operands run in place (no padded copy) and without ``out``,
-    ``config`` or ``sm_count`` are remembered."""
+def _remember_torch() -> None:
+    import torch
 
-    __slots__ = ("swap", "a_flip", "b_flip", "shape", "dtype", "device", "site")
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    _TORCH[1] = torch.empty
+    _TORCH[2] = raw if raw is not None else (lambda device: torch.cuda.current_stream(device).cuda_stream)
+    nn = getattr(torch, "nn", None)
+    # a weight is usually an nn.Parameter: a Tensor whose data_ptr, shape, stride, dtype and device are the tensor's
+    _TORCH[0] = frozenset(t for t in (torch.Tensor, getattr(nn, "Parameter", None)) if t is not None)
 
-    def __init__(self, config: GemmConfig, a_flip: bool, b_flip: bool, c, site):
-        self.swap, self.a_flip, self.b_flip, self.site = config.swap_ab, a_flip, b_flip, site
-        self.shape, self.dtype, self.device = tuple(c.shape), c.dtype, c.device
 
-    def __call__(self, torch, a, b, bias):
-        """C for operands of the plan's signature (``a`` (M, K)-form, ``b`` as the op takes it, ``bias`` or None)."""
-        c = torch.empty(self.shape, device=self.device, dtype=self.dtype)
-        a = a.t() if self.a_flip else a
-        b = b.t() if self.b_flip else b
-        if self.swap:
-            tensors = {"a": b, "b": a, "c": c.t()}
-            if bias is not None:
-                tensors["bias"] = bias.unsqueeze(1).expand(self.shape[1], self.shape[0])
-        else:
-            tensors = {"a": a, "b": b, "c": c}
-            if bias is not None:
-                tensors["bias"] = bias.unsqueeze(0).expand(*self.shape)
-        run.launch(self.site, tensors)
+class _FastCall:
+    """A GPU call of one signature after its first call: every check passed, the configuration chosen, its call site
+    prepared with every parameter packed. A repeated call only allocates C (``torch.empty`` of the remembered shape,
+    dtype and device), writes the operands' addresses into the site's argument block — a pointer slot, or a tensor
+    map's 128 bytes remembered per address — and launches. The operands' kernel views (a transpose, a swap of A and
+    B, C's transposed view, the bias's broadcast view) all start at the tensors' own addresses, so the addresses are
+    all a repeated call needs: their shapes and strides are the signature's.
+
+    ``fast(pa, pb, pbias)`` → C, with ``pa``/``pb`` the problem's A and B tensors' addresses (``data_ptr()``) and
+    ``pbias`` the bias's (0 without one)."""
+
+    __slots__ = ("empty", "shape", "dtype", "device", "block", "maps", "pointers", "site")
+
+    def __init__(self, site, swap: bool, bias: bool, shape, dtype, device):
+        self.site, self.empty = site, _TORCH[1]
+        self.shape, self.dtype, self.device = tuple(shape), dtype, device
+        self.block = site.block_launch
+        # kernel parameter -> which address it takes: 0 the problem's A, 1 its B, 2 C, 3 the bias
+        sources = {"a": 1 if swap else 0, "b": 0 if swap else 1, "c": 2}
+        if bias:
+            sources["bias"] = 3
+        self.maps, self.pointers = [], []
+        for name, index in sources.items():
+            kind, offset = site.tensor_slot(name)
+            if kind == "tmap":
+                self.maps.append((index, offset, name, {}))
+            else:
+                self.pointers.append((index, offset // 8))
+
+    def __call__(self, pa: int, pb: int, pbias: int):
+        c = self.empty(self.shape, dtype=self.dtype, device=self.device)
+        # torch's allocator hands out blocks aligned far beyond the 16 bytes the site's C was specialized for
+        addresses = (pa, pb, c.data_ptr(), pbias)
+        block = self.block
+        data = block.bytes
+        for index, offset, name, maps in self.maps:
+            ptr = addresses[index]
+            blob = maps.get(ptr)
+            if blob is None:
+                if len(maps) >= _MAPS_PER_CALL:
+                    maps.clear()
+                blob = maps[ptr] = self.site.tensor_map(name, ptr)
+            data[offset:offset + 128] = blob
+        u64 = block.u64
+        for index, slot in self.pointers:
+            u64[slot] = addresses[index]
+        err = block.cu_launch(block.cfg, block.handle, block.address, 0)[0]
+        if err:
+            block.failed(err)
         return c
 
 
-def _signature(*tensors) -> tuple:
-    """What a repeated call must share with the first for its plan to hold: per tensor its shape, strides, dtype,
-    16-byte alignment and device."""
-    key = []
+_MAPS_PER_CALL = 64   # tensor maps remembered per parameter of a fast call (per address: torch reuses a few)
+
+
+def _fast_key(op: str, autotune: bool, tensors, extra=()) -> tuple | None:
+    """The signature of a call (without its stream) as the ops' fast path spells it: per tensor its shape, strides,
+    dtype, device index and address mod 16, then ``extra``; None unless every tensor is a torch Tensor or Parameter.
+    Every check of the ops depends on these only (and on ``extra``: fp8's scales and output type), so a call of a
+    known signature passes the checks of its first call."""
+    if any(type(t) not in _TORCH[0] for t in tensors):
+        return None
+    key = [op, autotune]
     for t in tensors:
-        key += (t.shape, t.stride(), t.dtype, t.data_ptr() & 15, t.get_device())
-    return tuple(key)
-
-
-def _planned(op: str, tensors, extra=()):
-    """(the plan of a repeated GPU call of ``op`` on ``tensors`` or None, its key, torch); only for plain torch
-    tensors."""
-    if not _TORCH_TENSOR or any(type(t) is not _TORCH_TENSOR[0] for t in tensors):
-        return None, None, None
-    import torch
-
-    key = (op,) + _signature(*tensors) + tuple(extra)
-    return _PLANS.get(key + (_stream(),)), key, (torch,)
+        key += (t.shape, t.stride(), t.dtype, t.get_device(), t.data_ptr() & 15)
+    return tuple(key) + tuple(extra)
 
 
 def _without_tma_store(config: GemmConfig) -> GemmConfig:
@@ -322,11 +419,10 @@ def _device_sms() -> int:
 
 
 def _stream() -> int:
-    """torch's current CUDA stream on cuda:0 (its raw handle)."""
-    import torch
-
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    return raw(0) if raw is not None else torch.cuda.current_stream(0).cuda_stream
+    """torch's current CUDA stream on cuda:0 (its raw handle; the getter the fast path's keys use)."""
+    if _TORCH[2] is None:
+        _remember_torch()
+    return _TORCH[2](0)
 
 
 def _result(c, args):
@@ -341,11 +437,14 @@ def _result(c, args):
 
 # -- the ops -----------------------------------------------------------------------------------------------------------
 
-def matmul(a, b, out=None, *, config: GemmConfig | None = None, sm_count: int | None = None):
+def matmul(a, b, out=None, *, config: GemmConfig | None = None, sm_count: int | None = None,
+           autotune: bool = False):
     """``a @ b`` for 2-D bf16/f16 ``a`` (M, K) and ``b`` (K, N): ``b`` row-major (the MN-major B path) or the
     transposed view of an (N, K) row-major weight (``w.T``: K-major); f32 accumulation, C (M, N) of the inputs' type
     (into ``out`` if given: (M, N), the same dtype, unit stride along N). ``config`` forces a configuration;
-    ``sm_count`` the SMs the persistent grid assumes (numpy: the interpreter's CTAs, default 132).
+    ``sm_count`` the SMs the persistent grid assumes (numpy: the interpreter's CTAs, default 132); ``autotune``
+    (GPU): time the candidate configurations once for this problem and device and use the fastest (numpy arrays run
+    the heuristic's: the interpreter's time says nothing about a GPU's).
 
     >>> a = np.ones((3, 5), ml_dtypes.bfloat16); b = np.ones((5, 2), ml_dtypes.bfloat16)    # doctest: +SKIP
     >>> matmul(a, b, sm_count=1)                                                             # doctest: +SKIP
@@ -353,11 +452,13 @@ def matmul(a, b, out=None, *, config: GemmConfig | None = None, sm_count: int | 
 
     Post: the result equals ``a @ b`` up to f32 accumulation and one rounding to C's type."""
     op = "matmul"
-    plan_key = None
-    if out is None and config is None and sm_count is None:
-        plan, plan_key, ts = _planned(op, (a, b))
-        if plan is not None:
-            return plan(ts[0], a, b, None)
+    tensors = _TORCH[0]
+    if type(a) in tensors and type(b) in tensors and out is None and config is None and sm_count is None:
+        pa, pb = a.data_ptr(), b.data_ptr()
+        fast = _FAST.get((op, autotune, a.shape, a.stride(), a.dtype, a.get_device(), pa & 15, b.shape, b.stride(),
+                          b.dtype, b.get_device(), pb & 15, _TORCH[2](0)))
+        if fast is not None:
+            return fast(pa, pb, 0)
     args = [_Arg(op, "a", a), _Arg(op, "b", b)]
     a_arg, b_arg = args
     out_arg = _Arg(op, "out", out) if out is not None else None
@@ -371,25 +472,36 @@ def matmul(a, b, out=None, *, config: GemmConfig | None = None, sm_count: int | 
     if k2 != k:
         raise ValueError(f"{op}: b has {k2} rows but a has {k} columns: a (M, K) @ b (K, N) needs b.shape[0] == K")
     _check_out(op, out_arg, (m, n), dtype)
+    fast_key = _fast_key(op, autotune, (a, b)) if out is None and config is None and sm_count is None and k else None
     c = _gemm(op, a_arg, False, b_arg, True, m, n, k, dtype, dtype, out_arg, None, (1.0, 1.0), config, sm_count,
-              plan_key=plan_key if k else None)
+              fast_key=fast_key, autotune=autotune)
     return c if kind == "numpy" else _result(c, args)
 
 
-def linear(x, w, bias=None, *, config: GemmConfig | None = None, sm_count: int | None = None):
+def linear(x, w, bias=None, *, config: GemmConfig | None = None, sm_count: int | None = None,
+           autotune: bool = False):
     """``x @ w.T + bias`` (torch.nn.functional.linear): ``x`` (..., K) of any leading shape (flattened to M rows),
     ``w`` (N, K), ``bias`` (N,) or None, all bf16 or all f16; the bias is added to the f32 accumulator in the kernel's
-    epilogue, before the one rounding to the output type. → (..., N).
+    epilogue, before the one rounding to the output type. → (..., N). ``config``, ``sm_count``, ``autotune``: as
+    ``matmul``'s.
 
     Post: the result equals ``x @ w.T + bias`` up to f32 accumulation and one rounding."""
     op = "linear"
-    plan_key = None
-    if config is None and sm_count is None:
-        plan, plan_key, ts = _planned(op, (x, w) if bias is None else (x, w, bias))
-        if plan is not None:
-            k = x.shape[-1]
-            c = plan(ts[0], x.reshape(-1, k), w, bias)
-            return c.reshape(*x.shape[:-1], c.shape[1])
+    tensors = _TORCH[0]
+    if type(x) in tensors and type(w) in tensors and config is None and sm_count is None:
+        px, pw = x.data_ptr(), w.data_ptr()
+        if bias is None:
+            fast = _FAST.get((op, autotune, x.shape, x.stride(), x.dtype, x.get_device(), px & 15, w.shape, w.stride(),
+                              w.dtype, w.get_device(), pw & 15, _TORCH[2](0)))
+            if fast is not None:
+                return fast(px, pw, 0)
+        elif type(bias) in tensors:
+            pbias = bias.data_ptr()
+            fast = _FAST.get((op, autotune, x.shape, x.stride(), x.dtype, x.get_device(), px & 15, w.shape, w.stride(),
+                              w.dtype, w.get_device(), pw & 15, bias.shape, bias.stride(), bias.dtype,
+                              bias.get_device(), pbias & 15, _TORCH[2](0)))
+            if fast is not None:
+                return fast(px, pw, pbias)
     x_arg, w_arg = _Arg(op, "x", x), _Arg(op, "w", w)
     bias_arg = _Arg(op, "bias", bias) if bias is not None else None
     args = [x_arg, w_arg] + ([bias_arg] if bias_arg else [])
@@ -415,30 +527,39 @@ def linear(x, w, bias=None, *, config: GemmConfig | None = None, sm_count: int |
     x2 = _Arg(op, "x", flat)
     if x_arg.producer:
         x2.producer = x_arg.producer
+    fast_key = None
+    if config is None and sm_count is None and k and m and kind == "torch" and \
+            flat.data_ptr() == x_arg.value.data_ptr():
+        # the flattened x is a view of x (a copy would have another address): the kernel reads x itself
+        fast_key = _fast_key(op, autotune, (x, w) if bias is None else (x, w, bias))
     c = _gemm(op, x2, False, w_arg, False, m, n, k, dtype, dtype, None, bias_arg, (1.0, 1.0), config, sm_count,
-              plan_key=plan_key if k and m else None)
+              fast_key=fast_key, c_shape=tuple(lead) + (n,), autotune=autotune)
     c = c.reshape(*lead, n)
     return c if kind == "numpy" else _result(c, args)
 
 
 def scaled_mm(a, b, scale_a, scale_b, out_dtype="bf16", *, bias=None, out=None, config: GemmConfig | None = None,
-              sm_count: int | None = None):
+              sm_count: int | None = None, autotune: bool = False):
     """``torch._scaled_mm(a, b, scale_a, scale_b, out_dtype=...)`` with per-tensor scales: C = (a·scale_a) @
     (b·scale_b) (+ bias), ``a`` (M, K) row-major e4m3/e5m2, ``b`` (K, N) column-major (the transposed view of an
     (N, K) row-major tensor, as torch requires), ``scale_a``/``scale_b`` numbers or 1-element float32 tensors (a CUDA
     tensor is read with a synchronizing copy), ``out_dtype`` bf16 or f16 (a torch dtype or its name), ``bias`` (N,)
-    of ``out_dtype``. The scales multiply the f32 accumulator once, in the epilogue; the products of every 4
+    of ``out_dtype``; ``config``, ``sm_count``, ``autotune``: as ``matmul``'s. The scales multiply the f32
+    accumulator once, in the epilogue; the products of every 4
     k-tiles (512 deep) are promoted into an f32 total (see ``GemmConfig.promote``).
 
     Post: the result equals the float64 product of the fp8 values times the scales up to f32 accumulation, fp8
     wgmma's accumulation within a promotion interval, and one rounding to ``out_dtype``."""
     op = "scaled_mm"
-    plan_key = None
-    if out is None and config is None and sm_count is None and type(scale_a) is float and type(scale_b) is float:
-        tensors = (a, b) if bias is None else (a, b, bias)
-        plan, plan_key, ts = _planned(op, tensors, (scale_a, scale_b, str(out_dtype)))
-        if plan is not None:
-            return plan(ts[0], a, b, bias)
+    fast_key = None
+    repeatable = out is None and config is None and sm_count is None and type(scale_a) is float and \
+        type(scale_b) is float
+    if repeatable:
+        fast_key = _fast_key(op, autotune, (a, b) if bias is None else (a, b, bias), (scale_a, scale_b, str(out_dtype)))
+        if fast_key is not None:
+            fast = _FAST.get(fast_key + (_TORCH[2](0),))
+            if fast is not None:
+                return fast(a.data_ptr(), b.data_ptr(), bias.data_ptr() if bias is not None else 0)
     a_arg, b_arg = _Arg(op, "a", a), _Arg(op, "b", b)
     bias_arg = _Arg(op, "bias", bias) if bias is not None else None
     out_arg = _Arg(op, "out", out) if out is not None else None
@@ -468,8 +589,10 @@ def scaled_mm(a, b, scale_a, scale_b, out_dtype="bf16", *, bias=None, out=None, 
             raise ValueError(f"{op}: bias must have shape ({n},) (b's columns), not {bias_arg.shape}")
     _check_out(op, out_arg, (m, n), out_name)
     scales = (_scale(op, "scale_a", scale_a, kind), _scale(op, "scale_b", scale_b, kind))
+    if repeatable and fast_key is None:   # the first torch tensor this process has seen
+        fast_key = _fast_key(op, autotune, (a, b) if bias is None else (a, b, bias), (scale_a, scale_b, str(out_dtype)))
     c = _gemm(op, a_arg, False, b_arg, True, m, n, k, dtype, out_name, out_arg, bias_arg, scales, config, sm_count,
-              fp8_majors=True, plan_key=plan_key if k else None)
+              fp8_majors=True, fast_key=fast_key if k else None, autotune=autotune)
     return c if kind == "numpy" else _result(c, args)
 
 

@@ -33,10 +33,11 @@ def _kernel(ir, name=None) -> Kernel:
 
 
 def lower_kernel(kernel, specialization: Specialization | None = None, arch: str = DEFAULT_ARCH,
-                 verify: bool = True) -> str:
+                 verify: bool = True, vector_widths: dict | None = None) -> str:
     """The LLVM IR text (unoptimized) of ``kernel`` for ``specialization`` (default: generic, correct for any
     arguments). Pre: the kernel verifies (checked unless ``verify=False``: VerifyError). Raises LoweringError naming
-    the op; a Module without the kernel asked for is a ValueError."""
+    the op; a Module without the kernel asked for is a ValueError. ``vector_widths``: a dict that receives, per
+    gtensor parameter with a vector access, the widest one (elements), e.g. ``{"z": 4}`` for sqrt_sin aligned."""
     kernel = _kernel(kernel)
     if verify:
         from ..verify import verify as _verify
@@ -50,6 +51,8 @@ def lower_kernel(kernel, specialization: Specialization | None = None, arch: str
     lx.lower_ops(kernel.body.ops)
     lx.b.debug_metadata = None
     lx.b.ret_void()
+    if vector_widths is not None:
+        vector_widths.update(lx.vector_widths)
     return str(lx.module)
 
 
@@ -92,6 +95,8 @@ class Compiled:
     """A compiled kernel: ``ptx``, ``cubin`` (ptxgen.nvjitlink.Cubin), ``llvm_ir``, ``spec``, ``arch``, ``name``,
     ``info_log`` and ``registers``/``spill_bytes`` read from it (None when absent). Unpacks as ``(ptx, cubin)``.
     ``from_cache``: True when it was read from the disk cache (``ptxgen.runtime.cache``) instead of compiled.
+    ``vector_widths``: per gtensor parameter, its widest vector access (``lower_kernel``); None when unknown (an entry
+    cached before it was recorded).
 
     The cubin may be assembled on first use (``assembler``, a no-argument callable returning it): a kernel the driver
     loads from its PTX (``setmaxnreg``: see ``ptxgen.runtime.launcher.load_image``) then never waits for nvJitLink
@@ -99,6 +104,7 @@ class Compiled:
     has been."""
 
     from_cache = False
+    vector_widths = None
 
     def __init__(self, name, spec, arch, llvm_ir, ptx, cubin=None, *, assembler=None):
         if cubin is None and assembler is None:
@@ -163,15 +169,19 @@ def compile_kernel(kernel, specialization: Specialization | None = None, arch: s
     Post: ``ptx`` is the PTX of the lowered kernel; ``cubin`` (now or once read) is nvJitLink's assembly of it."""
     kernel = _kernel(kernel)
     spec = specialization or Specialization.generic()
-    llvm_ir = lower_kernel(kernel, spec, arch, verify=verify)
+    widths = {}
+    llvm_ir = lower_kernel(kernel, spec, arch, verify=verify, vector_widths=widths)
     try:
         ptx = target.emit_ptx(llvm_ir, arch)
     except target.InvalidModule as e:
         raise _invalid_module(kernel, llvm_ir, e) from None
     if defer_assembly:
-        return Compiled(kernel.name, spec, arch, llvm_ir, ptx,
-                        assembler=lambda: assemble(ptx, kernel, arch, options))
-    return Compiled(kernel.name, spec, arch, llvm_ir, ptx, assemble(ptx, kernel, arch, options))
+        compiled = Compiled(kernel.name, spec, arch, llvm_ir, ptx,
+                            assembler=lambda: assemble(ptx, kernel, arch, options))
+    else:
+        compiled = Compiled(kernel.name, spec, arch, llvm_ir, ptx, assemble(ptx, kernel, arch, options))
+    compiled.vector_widths = widths
+    return compiled
 
 
 __all__ = [

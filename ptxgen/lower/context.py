@@ -91,6 +91,9 @@ class LoweringContext:
         self.b = ir.IRBuilder(self.fn.append_basic_block("entry"))
         self.values = {}
         self.multiples = {}
+        # gtensor parameter -> the widest vector access lowered on it: what of its spec's extent_multiple the code
+        # can depend on (see ptxgen.lower.specialize.canonical)
+        self.vector_widths = {}
         self.yielded = None
         self.op = None
         self._intrinsics = {}

@@ -49,6 +49,8 @@ class GmemAddresses:
         self.broadcast = tuple(spec.broadcast) if plan.coords is not None else ()
         self.width = plan.width
         self.exact = self.width > 1 and spec.extent_multiple % self.width == 0
+        if self.width > lx.vector_widths.get(tensor.name, 1):
+            lx.vector_widths[tensor.name] = self.width
         self.groups = plan.groups
         # thread-dependent coordinates (i32) per mode, and the thread's base pointer
         if plan.coords is not None:

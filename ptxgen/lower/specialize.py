@@ -84,6 +84,23 @@ class Specialization:
     def __str__(self) -> str:
         return ",".join(f"{n}:{s}" for n, s in self.tensors) or "generic"
 
+    def pattern(self) -> "Specialization":
+        """This specialization without its extent multiples (each 1): what a kernel's vector accesses depend on. The
+        widest access on each tensor (``Compiled.vector_widths``) is the same for every specialization of one
+        pattern."""
+        return Specialization(tuple((n, TensorSpec(s.contiguous, s.aligned, 1)) for n, s in self.tensors))
+
+    def canonical(self, vector_widths: dict) -> "Specialization":
+        """The specialization whose code equals this one's for a kernel whose widest vector access per tensor is
+        ``vector_widths`` (``Compiled.vector_widths`` of any specialization of this ``pattern``): each extent
+        multiple capped at the tensor's widest access (1 without one). The lowering reads an extent multiple only
+        through "is it a multiple of this access's width" (a power of two no wider than the widest), which the cap
+        keeps. ``c:c1a16`` with ``{"c": 2}`` → ``c:c1a2``; with ``{}`` → ``c:c1a1``. Post: compiling the result
+        gives the same code as compiling ``self``."""
+        return Specialization(tuple(
+            (n, TensorSpec(s.contiguous, s.aligned, min(s.extent_multiple, vector_widths.get(n, 1))))
+            for n, s in self.tensors))
+
 
 @dataclass(frozen=True)
 class Slot:

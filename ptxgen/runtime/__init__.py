@@ -7,7 +7,8 @@ raises. ``jit_text(text, file)`` and ``JitKernel.compile`` go through the disk c
 from ..nvjitlink import CompileError, Cubin, compile_ptx, nvjitlink_version
 from .driver import (
     CudaError, DeviceBuffer, Function, Module, compute_capability, context, device_count, device_name,
-    gpu_available, launch, multiprocessor_count, pack_args, resident_ctas, set_max_dynamic_smem, synchronize,
+    driver_version, gpu_available, launch, multiprocessor_count, pack_args, resident_ctas, set_max_dynamic_smem,
+    synchronize,
 )
 from .launcher import BoundLaunch, CompiledKernel, JitKernel, LaunchError, jit, jit_text, parse_verified
 from . import cache
@@ -15,7 +16,7 @@ from . import cache
 __all__ = [
     "CompileError", "Cubin", "compile_ptx", "nvjitlink_version",
     "CudaError", "DeviceBuffer", "Function", "Module", "compute_capability", "context", "device_count",
-    "device_name", "gpu_available", "launch", "multiprocessor_count", "pack_args", "resident_ctas",
+    "device_name", "driver_version", "gpu_available", "launch", "multiprocessor_count", "pack_args", "resident_ctas",
     "set_max_dynamic_smem", "synchronize",
     "BoundLaunch", "CompiledKernel", "JitKernel", "LaunchError", "jit", "jit_text", "parse_verified", "cache",
 ]

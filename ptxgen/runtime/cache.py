@@ -18,13 +18,13 @@ Keys (sha256, hex):
   and layoutc sources, llvmlite's, nvJitLink's and cuda-bindings' versions, Python's major.minor);
 - IR text: the text itself, the file name its locations carry, lark's version, ptxgen's sources, Python's.
 
-Hashing ptxgen's own sources (≈ 2 ms once per process; versions come from the dist-info names on ``sys.path``) means a changed lowering never reads a stale cubin, in an
-editable checkout as in an install. Values are pickles framed by a magic and the sha256 of the payload, so a
-corrupt or truncated entry (a crash, a full disk, a hand-edited file) is detected and treated as a miss — never an
-exception — and rewritten by the next store. Entries are written to a temporary file in the same directory and
-renamed over the final name (``os.replace``, atomic on POSIX and Windows), so concurrent processes read either the
-whole old entry, the whole new one or none; no fsync: after a power loss a short file fails the checksum. The same
-holds between threads (every writer has its own temporary file), so no lock is taken.
+Hashing ptxgen's own sources (once per process; versions come from the dist-info names on ``sys.path``) means a changed
+lowering never reads a stale cubin, in an editable checkout as in an install. Values are pickles framed by a magic and
+the sha256 of the payload, so a corrupt or truncated entry (a crash, a full disk, a hand-edited file) is detected and
+treated as a miss — never an exception — and rewritten by the next store. Entries are written to a temporary file in the
+same directory and renamed over the final name (``os.replace``, atomic on POSIX and Windows), so concurrent processes
+read either the whole old entry, the whole new one or none; no fsync: after a power loss a short file fails the
+checksum. The same holds between threads (every writer has its own temporary file), so no lock is taken.
 
 Location: ``$PTXGEN_CACHE_DIR``, else ``$XDG_CACHE_HOME/ptxgen``, else ``~/.cache/ptxgen``; ``PTXGEN_CACHE=0``
 disables the cache (``cache_dir()`` is then None, lookups miss, stores do nothing). The environment is read on
@@ -44,12 +44,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-__all__ = ["cache_dir", "clear", "enabled", "kernel_key", "lookup", "lookup_module", "stats", "store",
-           "store_module", "text_key", "toolchain"]
+__all__ = ["cache_dir", "choice_key", "clear", "enabled", "kernel_key", "lookup", "lookup_choice", "lookup_module",
+           "stats", "store", "store_choice", "store_module", "text_key", "toolchain"]
 
 MAGIC = b"PTXGENC1"  # the entry format; a new format gets a new magic, and old entries read as misses
 FORMAT = 1
-_SUFFIX = {"kernel": ".kernel", "module": ".module"}
+_SUFFIX = {"kernel": ".kernel", "module": ".module", "choice": ".choice"}
 _STATS = {"hits": 0, "misses": 0, "stores": 0, "corrupt": 0, "errors": 0}
 _TOOLCHAIN = None
 _WARNED = False
@@ -85,7 +85,7 @@ def _path(root: Path, key: str, kind: str) -> Path:
 def _dist_versions() -> dict:
     """{normalized distribution name: version} from the ``*.dist-info`` / ``*.egg-info`` directory names on
     ``sys.path`` (first one wins, as imports do). importlib.metadata would give the same answers but importing it
-    costs a cached process ≈ 30 ms; listing the site directories costs ≈ 0.3 ms."""
+    costs a cached process many times what listing the site directories does."""
     found = {}
     for entry in sys.path:
         try:
@@ -146,7 +146,7 @@ def _nvjitlink_version(dists: dict) -> str:
 
 
 def toolchain() -> dict:
-    """What a cached artifact depends on besides its input, computed once per process (≈ 3 ms):
+    """What a cached artifact depends on besides its input, computed once per process:
     ``{"python": "3.11", "ptxgen": "0.1.0", "sources": <sha256>, "lark": "1.3.1", "llvmlite": "0.50.0",
     "nvjitlink": "13.5.37", "cuda-bindings": "13.4.4"}``. ``sources`` (ptxgen's and layoutc's .py and .lark files)
     is what makes an edited lowering miss even when the version number did not move. Nothing here imports lark,
@@ -192,6 +192,16 @@ def text_key(text: str, file: str) -> str:
     lark's version, ptxgen's sources and Python's version. Post: as ``kernel_key``."""
     tc = toolchain()
     return _digest("module", FORMAT, text, file, tc["python"], tc["ptxgen"], tc["sources"], tc["lark"])
+
+
+def choice_key(problem, device) -> str:
+    """The key of a tuned choice (an autotuner's winner, ``ptxgen.kernels.gemm.autotune``): sha256 over ``problem``
+    (what the choice is for, e.g. ``("gemm", 16, 4096, 4096, "bf16", ...)``), ``device`` (what it was timed on: the
+    device's name, SM count and driver version) and ``toolchain()`` — so that another device, driver, compiler or
+    ptxgen source tree (a kernel that changed) times again instead of trusting an old winner.
+    Post: as ``kernel_key``."""
+    tc = toolchain()
+    return _digest("choice", FORMAT, repr(tuple(problem)), repr(tuple(device)), *(f"{k}={tc[k]}" for k in sorted(tc)))
 
 
 # -- entries -----------------------------------------------------------------------------------------------------
@@ -298,6 +308,8 @@ def lookup(key: str):
         _STATS["corrupt"] += 1
         return None
     compiled.from_cache = True
+    widths = value.get("vector_widths")
+    compiled.vector_widths = dict(widths) if isinstance(widths, dict) else None
     return compiled
 
 
@@ -310,7 +322,7 @@ def store(key: str, compiled, options=()) -> bool:
     value = {"name": compiled.name, "spec": compiled.spec, "arch": compiled.arch, "llvm_ir": compiled.llvm_ir,
              "ptx": compiled.ptx, "options": tuple(options),
              "cubin": None if cubin is None else bytes(cubin), "info_log": getattr(cubin, "info_log", ""),
-             "cubin_arch": getattr(cubin, "arch", compiled.arch)}
+             "cubin_arch": getattr(cubin, "arch", compiled.arch), "vector_widths": compiled.vector_widths}
     return _write(key, "kernel", value)
 
 
@@ -341,6 +353,25 @@ def store_module(key: str, module, ir_hashes: dict) -> bool:
     its kernels' printed-IR hashes under ``key``. Returns False when disabled or unwritable. Post: on True,
     ``lookup_module(key)`` gives a Module structurally equal to ``module`` with the same locations."""
     return _write(key, "module", {"module": module, "ir_hashes": dict(ir_hashes)})
+
+
+def lookup_choice(key: str):
+    """The value stored under ``key`` (a ``choice_key``) by ``store_choice``, or None: absent, disabled, corrupt.
+    Never raises for a bad entry."""
+    value = _read(key, "choice")
+    if value is None:
+        return None
+    if "choice" not in value:
+        _STATS["corrupt"] += 1
+        return None
+    return value["choice"]
+
+
+def store_choice(key: str, choice) -> bool:
+    """Write ``choice`` (plain data: dicts, lists, strings, numbers) under ``key``, atomically. Returns False when
+    disabled or unwritable (one RuntimeWarning per process for the latter). Post: on True, ``lookup_choice(key)``
+    in any process gives an equal value."""
+    return _write(key, "choice", {"choice": choice})
 
 
 def clear() -> int:

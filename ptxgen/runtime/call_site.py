@@ -47,6 +47,29 @@ class BoundLaunch:
             slot += 1 if kind == TMAP else 1 + 2 * rank
         self._launch.configure(grid, stream)
 
+    @property
+    def block_launch(self):
+        """The site's ``BlockLaunch``: its argument block (``bytes``, ``u64``), launch config and ``cu_launch``. A
+        caller that rewrites slots itself (``tensor_slot``) launches with ``cu_launch(cfg, handle, address, 0)``."""
+        return self._launch
+
+    def tensor_slot(self, name: str) -> tuple:
+        """(kind, byte offset) of tensor parameter ``name`` in the argument block: kind ``"gtensor"`` (its 8-byte
+        pointer at the offset; extents and strides after it stay as bound) or ``"tmap"`` (its 128-byte map). E.g.
+        a GEMM site's ``tensor_slot("a")`` → ``("tmap", 0)``. Raises LaunchError for a name that is not one."""
+        try:
+            kind, _itemsize, offset, _bound, _aligned = self._slots[name]
+        except KeyError:
+            raise LaunchError(f"@{self.kernel.name}: {name} is not a tensor parameter") from None
+        return kind, offset
+
+    def tensor_map(self, name: str, ptr: int) -> bytes:
+        """The 128 bytes of tmap parameter ``name``'s map over the tensor the site was prepared with (its shape and
+        strides) moved to address ``ptr``: what ``site(name=t)`` writes for a tensor ``t`` at ``ptr`` of the same
+        signature (encoded once per address, the kernel's cache)."""
+        _kind, _itemsize, _offset, bound, _aligned = self._slots[name]
+        return self._binder.tensor_map(name, ptr, bound[0], bound[1], False)
+
     def __call__(self, **tensors) -> None:
         if not (self.grid[0] and self.grid[1] and self.grid[2]):  # an empty problem: nothing to launch
             return

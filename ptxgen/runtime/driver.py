@@ -15,7 +15,8 @@ import ctypes
 import threading
 
 __all__ = [
-    "CudaError", "gpu_available", "device_count", "compute_capability", "device_name", "context", "current_device",
+    "CudaError", "gpu_available", "device_count", "compute_capability", "device_name", "driver_version", "context",
+    "current_device",
     "synchronize",
     "Module", "Function", "set_max_dynamic_smem", "allow_non_portable_cluster", "launch", "pack_args", "DeviceBuffer",
 ]
@@ -151,6 +152,11 @@ def device_name() -> str:
     raw = _call("cuDeviceGetName", 256, _device())
     raw = bytes(raw) if not isinstance(raw, bytes) else raw
     return raw.split(b"\0", 1)[0].decode(errors="replace")
+
+
+def driver_version() -> int:
+    """The CUDA driver's version as ``cuDriverGetVersion`` gives it (major·1000 + minor·10): 13000 for CUDA 13.0."""
+    return int(_call("cuDriverGetVersion"))
 
 
 def multiprocessor_count() -> int:

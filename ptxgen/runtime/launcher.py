@@ -65,7 +65,7 @@ class JitKernel:
         from ..lower.specialize import Specialization, TensorSpec, kernel_abi
 
         # The verifier and the printer are imported only when needed: a cache hit through jit_text has neither to
-        # do, and importing the printer (json, importlib.resources, the grammar module) costs it ≈ 5 ms.
+        # do, and importing the printer (json, importlib.resources, the grammar module) would be a large part of it.
         if not _verified:  # jit_text's modules verified before they were cached; verifying is most of __init__
             from ..verify import verify
 
@@ -75,8 +75,8 @@ class JitKernel:
         self.name = kernel.name
         self.arch = arch
         self.options = tuple(options) if options is not None else DEFAULT_OPTIONS
-        # jit_text passes the hash stored with its cached Module: printing gemm.tile costs a fresh process ≈ 90 ms
-        # (the printer builds layoutc's CuTe parser to check layout attributes), the rest of a cache hit ≈ 3 ms
+        # jit_text passes the hash stored with its cached Module: printing a kernel costs a fresh process far more than
+        # the rest of a cache hit (the printer builds layoutc's CuTe parser to check layout attributes)
         if _ir_hash is None:
             from ..ir.text import print_kernel
 
@@ -184,8 +184,8 @@ class JitKernel:
 
     # ``k(x=..., z=..., n=...)`` runs the kernel's generated entry (``binding.ArgumentBinder.entry``: parameters
     # named as the kernel's, ``stream=`` a CUstream, its handle or a torch.cuda.Stream) with no frame in between: a
-    # ``def __call__(self, *args, **kwargs)`` would rebuild the keywords into a dict and look each one up again,
-    # ≈ 15% of a cached call's host time
+    # ``def __call__(self, *args, **kwargs)`` would rebuild the keywords into a dict and look each one up again, a
+    # noticeable part of a cached call's host time
     __call__ = property(operator.attrgetter("_entry"), doc="The kernel's entry: k(x=..., n=..., stream=0) launches.")
 
     @property
@@ -245,7 +245,7 @@ def jit(ir, kernel: str | None = None, arch: str = "sm_90a", options=None) -> Ji
 def parse_verified(text: str, file: str = "<text>"):
     """``parse_module(text, file)`` with every kernel verified, through the disk cache: a hit (the same text and
     file name, the same ptxgen sources) unpickles the Module stored after an earlier successful verify, skipping
-    lark and the verifier (gemm.tile: ≈ 1 ms instead of ≈ 90 ms).
+    lark and the verifier (most of a cold parse's time).
 
     >>> m = parse_verified(open("examples/sqrt_sin.tile").read(), "examples/sqrt_sin.tile")   # doctest: +SKIP
 

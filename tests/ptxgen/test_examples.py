@@ -1,15 +1,16 @@
 """Every example kernel: its text parses and verifies, its Python-builder twin builds the same IR, and the CPU
 interpreter's result matches numpy (float64 reference, relative error) on fresh random inputs, including ragged
 sizes that leave partial tiles (tma_copy's runs and planted bugs are in tests/ptxgen/test_tma_copy.py)."""
-import importlib.util
 import pathlib
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
 from ptxgen.interp import interpret
 from ptxgen.ir.text import parse_module, print_module, structurally_equal
-from ptxgen.kernels import tma_copy
+from ptxgen.kernels import elementwise, l2norm, tma_copy
 from ptxgen.kernels.gemm import TILE_FILE, build
 from ptxgen.kernels.gemm.simple import SimpleGemmConfig
 from ptxgen.kernels.gemm.simple import build as build_simple
@@ -24,16 +25,10 @@ def load(name):
 
 
 def builder_twin(name):
-    """The Python-built IR of examples/<name>.tile: the library's kernel (ptxgen.kernels) for the copy and the
-    GEMMs, the example's own ``build()`` for the others."""
+    """The Python-built IR of examples/<name>.tile: the library's kernel (ptxgen.kernels) of each example."""
     library = {"gemm": lambda: build_simple(SimpleGemmConfig()), "gemm_hopper": lambda: build(TILE_FILE),
-               "tma_copy": tma_copy.build}
-    if name in library:
-        return library[name]()
-    spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.build()
+               "tma_copy": tma_copy.build, "sqrt_sin": elementwise.build, "l2norm": l2norm.build}
+    return library[name]()
 
 
 def rel_err(got, want):
@@ -106,3 +101,19 @@ def test_l2norm_lowers_to_16_byte_vectors_in_at_most_64_registers():
     assert accesses.count("ld.global.v4.b32") == 12   # 8 in the first loop, 4 in the two-pass loop
     if compiled.registers is not None:                 # ptxas's count, where this nvJitLink's info log has it
         assert compiled.registers <= 64
+
+
+@pytest.mark.parametrize("name", ["sqrt_sin", "l2norm"])
+def test_example_scripts_run_and_check_their_result(name):
+    """examples/sqrt_sin.py and examples/l2norm.py are short callers of the library's kernels: each runs (the CPU
+    interpreter without a GPU), checks its result against numpy and prints the error; --print gives the .tile's IR."""
+    root = EXAMPLES.parent
+    env = {"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"}
+    run = subprocess.run([sys.executable, str(EXAMPLES / f"{name}.py")], capture_output=True, text=True, env=env,
+                         cwd=root, timeout=600)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "error" in run.stdout
+    printed = subprocess.run([sys.executable, str(EXAMPLES / f"{name}.py"), "--print"], capture_output=True,
+                             text=True, env=env, cwd=root, timeout=600)
+    assert printed.returncode == 0, printed.stderr
+    assert structurally_equal(parse_module(printed.stdout), load(name))

@@ -17,8 +17,8 @@ ELEMENT_BYTES = {"bf16": 2, "f16": 2, "e4m3": 1, "e5m2": 1}
 FP8 = ("e4m3", "e5m2")
 EPILOGUES = ("direct", "rows", "tma")
 MAJORS = ("K", "MN")
-# Stream-K's partial sums cost a launch about 10 us on the H100 (each CTA writes and reads 128 KiB of f32 and waits
-# on its flags), 15 k-tiles of a 128x256 tile (0.7 us each); it pays where it shortens the last wave by more
+# Stream-K's partial sums cost a launch the time of several k-tiles (each CTA writes and reads 128 KiB of f32 and
+# waits on its flags); it pays where it shortens the last wave by more
 # (docs/gpu-runs/2026-11-25-s8-streamk-timing.log, section 6).
 STREAMK_MIN_SAVING = 20
 SMEM_BYTES = 227 * 1024  # the dynamic shared memory a Hopper CTA can have

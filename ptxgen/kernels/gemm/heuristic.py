@@ -35,8 +35,8 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
    B needs BN a multiple of 64.
 
 ``choose_config(8192, 8192, 8192, "bf16", 132)`` = h128x256s4t2sk; ``choose_config(4096, 4096, 4096, "bf16")`` =
-h128x256s4t2o1; ``choose_config(16, 4096, 4096, "bf16")`` = h128x16s8ska1x (swapped, split over every SM). Autotuning
-(timing the candidates once per shape and caching the choice) is not implemented: the choice is this rule alone.
+h128x256s4t2o1; ``choose_config(16, 4096, 4096, "bf16")`` = h128x16s8ska1x (swapped, split over every SM). ``autotune``
+(``matmul(..., autotune=True)``) times this rule's pick and its neighbours once per problem and device instead.
 """
 from __future__ import annotations
 

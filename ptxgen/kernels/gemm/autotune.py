@@ -1,0 +1,173 @@
+"""Autotuning a GEMM (``matmul(..., autotune=True)``, ``linear``, ``scaled_mm``): the heuristic's pick and a few of
+its neighbours timed once per problem and device on the GPU, the fastest kept — in memory and in the disk cache beside
+the compiled kernels (``ptxgen.runtime.cache.store_choice``) — so that later calls, and later processes, use it with
+no timing at all.
+
+**Candidates** (``candidates``), in this order, each one validated (a neighbour the rules refuse, or whose C store the
+output cannot take, is left out) and the duplicates dropped:
+
+1. the heuristic's pick (``choose_config``; ties keep it);
+2. its tile N neighbours: BN halved and doubled (unswapped 64 to 256; swapped 16 to 128), the staged epilogue's column
+   blocks kept whole;
+3. its pipeline neighbours: one stage fewer and one more (where shared memory holds them);
+4. stream-K toggled (bf16/f16): on → off (with the TMA-store epilogue's overlap where the pick has that epilogue),
+   off → on (unswapped: the last wave shared out; swapped: every SM);
+5. swap-AB toggled where M ≤ ``SWAP_MAX_M`` = 128: the swapped form of an unswapped pick (BN = M rounded up to 16, 32,
+   64 or 128, 8 stages or as many as shared memory holds, direct epilogue), or the unswapped 128 × 128 tile of a
+   swapped pick (TMA-store epilogue, or the rows epilogue for a C whose rows TMA cannot store).
+
+E.g. ``candidates(choose_config(16, 4096, 4096), 16, 4096, 4096)`` starts ``h128x16s8ska1x`` (the pick), then
+``h128x32s8ska1x`` (BN doubled), ``h128x16s7ska1x``, ``h128x16s9ska1x`` (stages), ``h128x16s8x`` (no stream-K) and
+``h128x128s6t`` (unswapped).
+
+**Timing** (``time_candidates``): each candidate's prepared call site on fresh random inputs of the call's shapes,
+strides and dtypes, ``WARMUP`` launches, then ``REPEATS`` launches each between a pair of CUDA events; the median.
+A candidate that fails to compile or launch is left out (its error kept in the record).
+
+**Keys**: the problem (M, N, K, dtypes, operand majors, bias, whether C's rows take TMA stores) and the device (its
+name, SM count and driver version); the disk key adds ptxgen's toolchain and sources (``cache.choice_key``), so a new
+device, driver or kernel source tree times again.
+"""
+from __future__ import annotations
+
+import dataclasses
+import statistics
+
+from .config import SMEM_BYTES, GemmConfig
+
+SWAP_MAX_M = 128
+WARMUP = 5
+REPEATS = 25
+MAX_CANDIDATES = 8
+
+_CHOICES = {}   # (problem, device) -> GemmConfig, this process's
+
+
+def _swapped_bn(m: int) -> int:
+    return 16 if m <= 16 else 32 if m <= 32 else 64 if m <= 64 else 128
+
+
+def _fitting(config: GemmConfig) -> GemmConfig:
+    """``config`` with as many of its stages as shared memory holds (at least 1)."""
+    while config.stages > 1 and config.smem_bytes() > SMEM_BYTES:
+        config = config.replace(stages=config.stages - 1)
+    return config
+
+
+def _neighbours(pick: GemmConfig, m: int, c_row_ok: bool):
+    """Rules 2 to 5 of the module docstring, unvalidated."""
+    lo, hi = (16, 128) if pick.swap_ab else (64, 256)
+    for bn in (pick.bn * 2, pick.bn // 2):
+        if lo <= bn <= hi:
+            split = pick.epilogue_split if pick.staged and bn % (64 * pick.epilogue_split) == 0 else 1
+            yield _fitting(pick.replace(bn=bn, epilogue_split=split))
+    yield pick.replace(stages=pick.stages - 1)
+    yield pick.replace(stages=pick.stages + 1)
+    if not pick.fp8:
+        if pick.streamk:
+            yield pick.replace(streamk=False, streamk_every_sm=False,
+                               overlap=1 if pick.epilogue == "tma" and pick.pending == 1 else 0)
+        else:
+            yield pick.replace(streamk=True, streamk_every_sm=pick.swap_ab, overlap=0)
+    if pick.swap_ab:
+        yield GemmConfig(dtype=pick.dtype, bn=128, stages=4 if pick.fp8 else 6, epilogue="tma" if c_row_ok else "rows",
+                         promote=pick.promote, a_major=pick.b_major, b_major=pick.a_major, bias=pick.bias,
+                         out_dtype=pick.out_dtype)
+    elif m <= SWAP_MAX_M:
+        yield _fitting(GemmConfig(dtype=pick.dtype, bn=_swapped_bn(m), stages=8, promote=pick.promote, swap_ab=True,
+                                  a_major=pick.b_major, b_major=pick.a_major, bias=pick.bias, out_dtype=pick.out_dtype))
+
+
+def candidates(pick: GemmConfig, m: int, n: int, k: int, c_row_ok: bool = True) -> list:
+    """The configurations ``autotune`` times for the problem C (m, n) = A (m, k)·Bᵀ whose heuristic pick is ``pick``
+    (see the module docstring); ``c_row_ok``: C's rows take TMA stores (16-byte aligned base and pitch). Post: starts
+    with ``pick``; every entry validates, stores C as the output allows, and appears once; at most
+    ``MAX_CANDIDATES``."""
+    out = [pick]
+    for config in _neighbours(pick, m, c_row_ok):
+        if len(out) >= MAX_CANDIDATES:
+            break
+        if config.epilogue == "tma" and not c_row_ok:
+            continue
+        if config.swap_ab and config.epilogue != "direct":
+            continue
+        try:
+            config.validate()
+        except ValueError:
+            continue
+        if config not in out:
+            out.append(config)
+    return out
+
+
+def problem_key(m: int, n: int, k: int, dtype: str, out_dtype: str, a_major: str, b_major: str, bias: bool,
+                c_row_ok: bool) -> tuple:
+    """What a tuned choice is for: ``("gemm", m, n, k, dtype, out_dtype, a_major, b_major, bias, c_row_ok)``."""
+    return ("gemm", int(m), int(n), int(k), dtype, out_dtype, a_major, b_major, bool(bias), bool(c_row_ok))
+
+
+def device_key() -> tuple:
+    """What a choice was timed on: (the device's name, its SM count, the driver's version)."""
+    from ptxgen.runtime import device_name, driver_version, multiprocessor_count
+
+    return device_name(), multiprocessor_count(), driver_version()
+
+
+def stored(problem: tuple, device: tuple) -> GemmConfig | None:
+    """The choice for ``problem`` on ``device``: this process's, else the disk cache's (then remembered), else
+    None."""
+    config = _CHOICES.get((problem, device))
+    if config is not None:
+        return config
+    from ptxgen.runtime import cache
+
+    value = cache.lookup_choice(cache.choice_key(problem, device)) if cache.enabled() else None
+    if not isinstance(value, dict) or not isinstance(value.get("config"), dict):
+        return None
+    try:
+        config = GemmConfig(**value["config"]).validate()
+    except (TypeError, ValueError):   # a field renamed since: time again
+        return None
+    _CHOICES[(problem, device)] = config
+    return config
+
+
+def remember(problem: tuple, device: tuple, config: GemmConfig, times_ms: dict) -> None:
+    """Keep ``config`` as the choice for ``problem`` on ``device`` in memory and on disk, with the timings
+    (``times_ms``: config name → median ms, or the error of a candidate that failed) for the record."""
+    _CHOICES[(problem, device)] = config
+    from ptxgen.runtime import cache
+
+    if cache.enabled():
+        cache.store_choice(cache.choice_key(problem, device),
+                           {"config": dataclasses.asdict(config), "times_ms": dict(times_ms)})
+
+
+def time_candidates(configs, launcher, torch) -> tuple:
+    """Median ms of each of ``configs`` on the GPU: ``launcher(config)`` → a zero-argument callable that launches it
+    on fresh inputs (the site is prepared, compiled and loaded by that call); ``WARMUP`` launches, then ``REPEATS``
+    each between two CUDA events on the current stream. → (the fastest config, {name: ms or the error text}).
+    Raises RuntimeError when every candidate failed."""
+    times, best, best_ms = {}, None, None
+    for config in configs:
+        try:
+            launch = launcher(config)
+            for _ in range(WARMUP):
+                launch()
+            events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                      for _ in range(REPEATS)]
+            for start, end in events:
+                start.record()
+                launch()
+                end.record()
+            torch.cuda.synchronize()
+        except Exception as exc:   # a candidate that does not compile or launch: the others decide
+            times[config.name] = f"{type(exc).__name__}: {exc}"
+            continue
+        ms = statistics.median(start.elapsed_time(end) for start, end in events)
+        times[config.name] = ms
+        if best_ms is None or ms < best_ms:
+            best, best_ms = config, ms
+    if best is None:
+        raise RuntimeError("autotune: every candidate failed: " + "; ".join(f"{k}: {v}" for k, v in times.items()))
+    return best, times

@@ -1,0 +1,183 @@
+"""autotune=True (ptxgen.kernels.gemm.autotune): the candidate list, the keys, the disk round trip of a choice, and
+that only a GPU call with autotune=True ever times (CPU: the timing replaced by a spy; GPU: the real timing)."""
+import itertools
+import uuid
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from ptxgen.kernels import matmul
+from ptxgen.kernels.gemm import GemmConfig, autotune, choose_config
+from ptxgen.runtime import cache
+from standin_torch import standin_torch
+
+SHAPES = [(1, 4096, 4096), (16, 4096, 4096), (64, 28672, 4096), (100, 200, 300), (128, 7168, 18432),
+          (512, 4096, 4096), (3001, 2999, 2016), (4096, 4096, 4096), (8192, 8192, 8192)]
+
+
+@pytest.mark.parametrize("dtype, c_row_ok, majors", [
+    (dtype, ok, majors) for dtype, ok, majors in itertools.product(
+        ["bf16", "f16", "e4m3"], [True, False], [("K", "K"), ("K", "MN"), ("MN", "K")])
+    if dtype != "e4m3" or majors == ("K", "K")])   # fp8 wgmma reads K-major operands only
+def test_candidates_start_with_the_pick_validate_and_store_c_as_allowed(dtype, c_row_ok, majors):
+    for m, n, k in SHAPES:
+        pick = choose_config(m, n, k, dtype, a_major=majors[0], b_major=majors[1])
+        if pick.epilogue == "tma" and not c_row_ok:
+            pick = pick.replace(epilogue="rows", overlap=0)
+        found = autotune.candidates(pick, m, n, k, c_row_ok)
+        assert found[0] == pick
+        assert len(found) == len(set(found)) <= autotune.MAX_CANDIDATES
+        for config in found:
+            assert config.validate() is config
+            assert c_row_ok or config.epilogue != "tma", config.name
+            assert not config.swap_ab or config.epilogue == "direct"
+            assert config.dtype == pick.dtype and config.out_dtype == pick.out_dtype and config.bias == pick.bias
+        swapped = [c for c in found if c.swap_ab != pick.swap_ab]
+        assert (m <= autotune.SWAP_MAX_M) == bool(swapped) or pick.swap_ab, (m, [c.name for c in found])
+
+
+def test_candidates_of_a_decode_gemm_are_the_documented_ones():
+    pick = choose_config(16, 4096, 4096, "bf16")
+    assert [c.name for c in autotune.candidates(pick, 16, 4096, 4096)] == [
+        "h128x16s8ska1x", "h128x32s8ska1x", "h128x16s7ska1x", "h128x16s9ska1x", "h128x16s8x", "h128x128s6t"]
+    # a C whose rows TMA cannot store: the unswapped neighbour stores by rows
+    assert autotune.candidates(pick, 16, 4095, 4096, c_row_ok=False)[-1].name == "h128x128s6r"
+
+
+def test_choice_keys_change_with_the_problem_the_device_and_the_toolchain(monkeypatch):
+    problem = autotune.problem_key(16, 4096, 4096, "bf16", "bf16", "K", "K", False, True)
+    device = ("NVIDIA H100 80GB HBM3", 132, 13000)
+    key = cache.choice_key(problem, device)
+    assert key == cache.choice_key(problem, device) and len(key) == 64
+    assert cache.choice_key(autotune.problem_key(16, 4096, 4096, "bf16", "bf16", "K", "K", True, True), device) != key
+    assert cache.choice_key(problem, ("NVIDIA H200", 132, 13000)) != key
+    assert cache.choice_key(problem, ("NVIDIA H100 80GB HBM3", 132, 12080)) != key   # another driver
+    assert cache.choice_key(problem, ("NVIDIA H100 80GB HBM3", 114, 13000)) != key   # another SM count
+    monkeypatch.setattr(cache, "_TOOLCHAIN", {**cache.toolchain(), "sources": "0" * 64})   # edited kernel sources
+    assert cache.choice_key(problem, device) != key
+
+
+def test_a_choice_round_trips_through_the_disk_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("PTXGEN_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(autotune, "_CHOICES", {})
+    problem = autotune.problem_key(16, 4096, 4096, "bf16", "bf16", "K", "K", False, True)
+    device = ("stand-in GPU", 132, 13000)
+    assert autotune.stored(problem, device) is None
+    chosen = GemmConfig.from_name("h128x32s8ska1x")
+    autotune.remember(problem, device, chosen, {"h128x16s8ska1x": 0.031, "h128x32s8ska1x": 0.027})
+    autotune._CHOICES.clear()                        # a later process: only the disk knows
+    assert autotune.stored(problem, device) == chosen
+    assert autotune.stored(problem, ("another GPU", 132, 13000)) is None
+    (entry,) = tmp_path.glob("*/*.choice")
+    entry.write_bytes(entry.read_bytes()[:-3])       # truncated: a miss, never an exception
+    autotune._CHOICES.clear()
+    assert autotune.stored(problem, device) is None
+    assert cache.clear() == 1
+
+
+def _no_timing(*args, **kwargs):
+    raise AssertionError("timed")
+
+
+@pytest.mark.parametrize("tune", [False, True])
+def test_numpy_calls_never_time(monkeypatch, tune):
+    """The interpreter's time says nothing about a GPU's: numpy calls run the heuristic's configuration."""
+    monkeypatch.setattr(autotune, "time_candidates", _no_timing)
+    rng = np.random.default_rng()
+    a = rng.standard_normal((3, 64)).astype(ml_dtypes.bfloat16)
+    b = rng.standard_normal((64, 8)).astype(ml_dtypes.bfloat16)
+    c = matmul(a, b, sm_count=1, autotune=tune)
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    assert np.linalg.norm(c.astype(np.float64) - want) / np.linalg.norm(want) < 1e-2
+
+
+def test_config_and_autotune_exclude_each_other():
+    a = np.zeros((3, 64), ml_dtypes.bfloat16)
+    b = np.zeros((64, 8), ml_dtypes.bfloat16)
+    with pytest.raises(ValueError, match=r"matmul: config=h128x64s8t forces a configuration; autotune=True would "
+                                         r"choose one: pass one of them"):
+        matmul(a, b, config=GemmConfig.from_name("h128x64s8t"), autotune=True)
+
+
+def test_gpu_path_times_once_per_problem_and_device_then_reads_the_choice(monkeypatch, tmp_path):
+    """With the stand-in torch and a stub driver: autotune=False never times; autotune=True times on its first call,
+    runs the chosen configuration, and neither a repeated call nor a later process (memory cleared) times again."""
+    from ptxgen.kernels import linalg
+    from ptxgen.kernels.gemm import run
+
+    torch, standin, _ = standin_torch(monkeypatch)
+    monkeypatch.setenv("PTXGEN_CACHE_DIR", str(tmp_path / "choices"))
+    monkeypatch.setattr(autotune, "device_key", lambda: ("stand-in GPU", 132, 13000))
+    timed, ran = [], []
+
+    def time_candidates(configs, launcher, torch_module):
+        timed.append([c.name for c in configs])
+        chosen = configs[1]
+        launcher(chosen)()        # the candidate's site prepared and launched, as the real timing does
+        return chosen, {c.name: float(i) for i, c in enumerate(configs)}
+    monkeypatch.setattr(autotune, "time_candidates", time_candidates)
+    launch = run.run_device
+
+    def recording(config, *args, **kwargs):
+        ran.append(config.name)
+        return launch(config, *args, **kwargs)
+    monkeypatch.setattr(run, "run_device", recording)
+    t = standin.tensor
+    a = t((128, 128), (128, 1), torch.bfloat16, 0x10000000)
+    w = t((256, 128), (128, 1), torch.bfloat16, 0x20000000)
+    pick = choose_config(128, 256, 128, "bf16")
+    matmul(a, w.t())
+    assert timed == [] and ran == [pick.name]
+    matmul(a, w.t(), autotune=True)
+    second = autotune.candidates(pick, 128, 256, 128)[1]
+    assert timed == [[c.name for c in autotune.candidates(pick, 128, 256, 128)]]
+    assert ran[-1] == second.name
+    matmul(t(a.shape, a.stride(), a.dtype, 0x30000000), w.t(), autotune=True)     # the fast path: nothing chosen
+    linalg._FAST.clear()
+    autotune._CHOICES.clear()                        # a later process
+    matmul(a, w.t(), autotune=True)
+    assert len(timed) == 1 and ran[-1] == second.name
+
+
+@pytest.mark.gpu
+def test_gpu_autotune_times_the_candidates_once_and_stays_right():
+    """On the GPU: the first autotune=True call of a problem times every candidate with CUDA events (a positive
+    median each), the result is right, and a repeated call and a call after the in-memory choice is dropped (a later
+    process) time nothing."""
+    torch = pytest.importorskip("torch")
+    from ptxgen.runtime import gpu_available
+    if not gpu_available():
+        pytest.skip("needs a CUDA GPU")
+    from ptxgen.kernels import linalg
+
+    nonce = uuid.uuid4().hex          # a device key no earlier run stored a choice under
+    real_device, real_timing = autotune.device_key, autotune.time_candidates
+    records = []
+
+    def timing(configs, launcher, torch_module):
+        best, times = real_timing(configs, launcher, torch_module)
+        records.append(times)
+        return best, times
+    mp = pytest.MonkeyPatch()
+    try:
+        mp.setattr(autotune, "device_key", lambda: real_device() + (nonce,))
+        mp.setattr(autotune, "time_candidates", timing)
+        m, n, k = 16, 4096, 4096
+        for call in range(3):
+            a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+            w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
+            c = linalg.linear(a, w, autotune=True)
+            want = a.double() @ w.double().T
+            torch.cuda.synchronize()
+            assert float(torch.linalg.norm(c.double() - want) / torch.linalg.norm(want)) < 1e-2
+            if call == 1:
+                linalg._FAST.clear()
+                autotune._CHOICES.clear()
+        assert len(records) == 1
+        (times,) = records
+        pick = choose_config(m, n, k, "bf16")
+        assert set(times) == {cfg.name for cfg in autotune.candidates(pick, m, n, k)}
+        assert all(isinstance(ms, float) and ms > 0 for ms in times.values()), times
+    finally:
+        mp.undo()
