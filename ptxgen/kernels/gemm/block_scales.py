@@ -1,0 +1,114 @@
+"""DeepGEMM's fine-grained fp8 scales inside the GEMM (``GemmConfig(scales="block")``): which scale multiplies each
+value of a consumer's accumulator for one k-tile (one 128-deep scale block), read from global memory through TV
+layouts derived from the accumulator's.
+
+The problem is C (M, N) = A·Bᵀ with A scaled per (row, 128-wide K block) — ``a_scales`` (M, ⌈K/128⌉), any strides
+(row-major, or DeepGEMM's M-major TMA-aligned layout) — and B per 128 × 128 block, ``b_scales`` (⌈N/128⌉, ⌈K/128⌉).
+The kernel sees them as ``%row_scales`` (its rows' scales) and ``%col_scales`` (its columns'): unswapped, rows are A's
+(one scale per row) and columns B's (one per 128 columns); swapped (``swap_ab``: the kernel computes Cᵀ = B·Aᵀ),
+rows are B's (one per 128 rows: a tile of BM = 128 or 256 rows starts on a block, so each warpgroup's rows share
+one) and columns A's (one per column).
+
+A tile of BN columns that does not divide 128 (112, 160, 192, 224, …) starts at n0 = tn·BN, which lies
+``n0 % 128`` columns into a B scale block, and straddles two or three blocks: which block a column belongs to is not
+a layout of the column. The kernel then reads ``%col_scales`` as a rank-3 view (128, ⌈N/128⌉, ⌈K/128⌉) with strides
+(0, s_N, s_K) — scale block nb repeated for each of its 128 columns — through windows that start ``n0 % 128 - 128·i``
+columns into block ``n0 // 128 + i``: column c of the tile lies inside window i exactly when it is in the tile's i-th
+block, elsewhere the window reads 0, and the windows' sum is each column's scale.
+"""
+from __future__ import annotations
+
+import math
+
+import layoutc as lc
+
+from ptxgen.ir.builder import gtensor, i32
+
+from .config import SCALE_BLOCK, GemmConfig
+
+
+def _accumulator_modes(rows: int, bn: int):
+    """The accumulator's TV shape, ((4,8,4),((2,2,BN/8),P)) (see ``epilogue.accumulator_block_tv``)."""
+    return ((4, 8, 4), ((2, 2, bn // 8), rows // 64))
+
+
+def row_tv(rows: int, bn: int):
+    """Thread t, value v of the (rows, BN) accumulator → its ROW (an index into a (rows, 1) window).
+    ``row_tv(64, 16)`` = ((4,8,4),((2,2,2),1)):((0,1,16),((0,8,0),64))."""
+    return lc.Layout(_accumulator_modes(rows, bn), ((0, 1, 16), ((0, 8, 0), 64)))
+
+
+def column_tv(rows: int, bn: int):
+    """Thread t, value v of the (rows, BN) accumulator → its COLUMN (an index into a (BN, 1) window).
+    ``column_tv(64, 16)`` = ((4,8,4),((2,2,2),1)):((2,0,0),((1,0,8),0))."""
+    return lc.Layout(_accumulator_modes(rows, bn), ((2, 0, 0), ((1, 0, 8), 0)))
+
+
+def uniform_tv(rows: int, bn: int):
+    """Every (thread, value) → element 0 of a (1, 1) window: one scale for the whole accumulator."""
+    return lc.Layout(_accumulator_modes(rows, bn), ((0, 0, 0), ((0, 0, 0), 0)))
+
+
+def column_block_tv(rows: int, bn: int):
+    """BN a multiple of 128: thread t, value v → the 128-column block of its column (an index into a
+    (BN/128, 1) window); column 8j + … lies in block j // 16. ``column_block_tv(64, 256)`` =
+    ((4,8,4),((2,2,(16,2)),1)):((0,0,0),((0,0,(0,1)),0))."""
+    return lc.Layout(((4, 8, 4), ((2, 2, (16, bn // SCALE_BLOCK)), rows // 64)),
+                     ((0, 0, 0), ((0, 0, (0, 1)), 0)))
+
+
+def straddles(config: GemmConfig) -> bool:
+    """Whether a tile's columns may lie in different B scale blocks at offsets known only at run time: unswapped, BN
+    neither a divisor nor a multiple of 128."""
+    return not config.swap_ab and SCALE_BLOCK % config.bn != 0 and config.bn % SCALE_BLOCK != 0
+
+
+def column_windows(bn: int) -> int:
+    """The most B scale blocks a tile of BN columns touches: tiles start at multiples of BN, so ``n0 % 128`` is a
+    multiple of g = gcd(BN, 128), at most 128 - g. ``column_windows(192)`` = 2, ``column_windows(224)`` = 3."""
+    g = math.gcd(bn, SCALE_BLOCK)
+    return -(-(SCALE_BLOCK - g + bn) // SCALE_BLOCK)
+
+
+def parameters(config: GemmConfig) -> dict:
+    """The kernel's scale parameters: ``%row_scales`` (rank 2) and ``%col_scales`` (rank 2; rank 3, the stride-0
+    repeated view, where tiles straddle blocks). Post: the types ``build`` declares."""
+    return {"row_scales": gtensor("f32", 2), "col_scales": gtensor("f32", 3 if straddles(config) else 2)}
+
+
+def scale_fragment(g, kt, tm, tn):
+    """The f32 fragment, in the accumulator's shape, of the scale each value of this consumer warpgroup's
+    accumulator of tile (tm, tn) takes for k-tile ``kt``: row scale × column scale (0 outside the problem)."""
+    b, kb, config = g.b, g.kb, g.config
+    rows, bn = config.rows, config.bn
+    acc_t = g.acc_t
+    r0 = b.arith.add(b.arith.mul(tm, g.c_bm, name="sc_m0"), g.row_off, name="sc_r0")
+    n0 = b.arith.mul(tn, g.c_bn, name="sc_n0")
+    c_block = b.const(SCALE_BLOCK, i32, name="sc_block")
+    if config.swap_ab:
+        row_block = b.arith.div(r0, c_block, name="sc_rb")
+        window = b.gmem.tile(kb["row_scales"], row_block, kt, shape=(1, 1), name="sc_rows")
+        row = b.gmem.load(window, g.lt, tv=uniform_tv(rows, bn), type=acc_t, name="sc_row")
+        window = b.gmem.tile(kb["col_scales"], n0, kt, shape=(bn, 1), name="sc_cols")
+        col = b.gmem.load(window, g.lt, tv=column_tv(rows, bn), type=acc_t, name="sc_col")
+        return b.frag.mul(row, col, name="scale")
+    window = b.gmem.tile(kb["row_scales"], r0, kt, shape=(rows, 1), name="sc_rows")
+    row = b.gmem.load(window, g.lt, tv=row_tv(rows, bn), type=acc_t, name="sc_row")
+    col_block = b.arith.div(n0, c_block, name="sc_nb")
+    if not straddles(config):
+        if bn % SCALE_BLOCK:
+            window = b.gmem.tile(kb["col_scales"], col_block, kt, shape=(1, 1), name="sc_cols")
+            col = b.gmem.load(window, g.lt, tv=uniform_tv(rows, bn), type=acc_t, name="sc_col")
+        else:
+            window = b.gmem.tile(kb["col_scales"], col_block, kt, shape=(bn // SCALE_BLOCK, 1), name="sc_cols")
+            col = b.gmem.load(window, g.lt, tv=column_block_tv(rows, bn), type=acc_t, name="sc_col")
+        return b.frag.mul(row, col, name="scale")
+    into = b.arith.rem(n0, c_block, name="sc_into")
+    col = None
+    for i in range(column_windows(bn)):
+        shift = b.arith.sub(into, b.const(SCALE_BLOCK * i, i32, name=f"sc_back{i}"), name=f"sc_c{i}") if i else into
+        block_i = b.arith.add(col_block, b.const(i, i32, name=f"sc_i{i}"), name=f"sc_nb{i}") if i else col_block
+        window = b.gmem.tile(kb["col_scales"], shift, block_i, kt, shape=(bn, 1, 1), name=f"sc_cols{i}")
+        part = b.gmem.load(window, g.lt, tv=column_tv(rows, bn), type=acc_t, name=f"sc_col{i}")
+        col = part if col is None else b.frag.add(col, part, name=f"sc_sum{i}")
+    return b.frag.mul(row, col, name="scale")
