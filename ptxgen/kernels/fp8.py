@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .gemm.block_scales import straddles
+from .gemm.block_scales import GROUPS, straddles
 from .gemm.build import build
 from .gemm.config import SCALE_BLOCK, GemmConfig
 from .gemm.heuristic import H100_SMS, choose_block_scaled_config
@@ -181,14 +181,14 @@ def _forced(config) -> GemmConfig:
 
 def kernel_arguments(config: GemmConfig, a, a_scales, b, b_scales, c, m: int, n: int, k: int, kind: str) -> dict:
     """The kernel's arguments for C = A·Bᵀ: unswapped, rows are A's (``%row_scales`` = a_scales) and columns B's
-    (``%col_scales`` = b_scales, or its repeated rank-3 view (128, ⌈N/128⌉, ⌈K/128⌉) with strides (0, s_N, s_K) where
-    tiles straddle scale blocks); swapped (``swap_ab``), the kernel's A is B, its rows B's, its C Cᵀ."""
+    (``%col_scales`` = b_scales, or its repeated rank-3 view (16, ⌈N/128⌉, ⌈K/128⌉) with strides (0, s_N, s_K) where
+    tiles straddle scale blocks: ``gemm.block_scales``); swapped (``swap_ab``), the kernel's A is B, its rows B's, its C Cᵀ."""
     numpy = kind == "numpy"
 
     def repeated(x):
         if numpy:
-            return np.broadcast_to(x[None], (SCALE_BLOCK,) + x.shape)
-        return x.unsqueeze(0).expand(SCALE_BLOCK, *x.shape)
+            return np.broadcast_to(x[None], (GROUPS,) + x.shape)
+        return x.unsqueeze(0).expand(GROUPS, *x.shape)
 
     if config.swap_ab:
         return {"a": b, "b": a, "c": c.T if numpy else c.t(), "m": n, "n": m, "k": k,

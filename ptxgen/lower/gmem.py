@@ -125,8 +125,17 @@ def load(lx, view: GView, thread, tv, dtype: ScalarType, other=0.0) -> list:
     k, mem_t, esize = at.width, at.mem_t, at.esize
     other_c = lx.const(dtype, other)
     results = [None] * lc.size(tv[1])
+    # values at one element (a TV layout with stride-0 value modes: a per-row scale broadcast over a row's values)
+    # are loaded once: LLVM does not merge the guarded loads' diamonds
+    loaded = {}
     for group in at.groups:
         v0 = group[0]
+        if k == 1 and at.plan.coords is not None:
+            element = tuple(at.plan.coords[m].values[v0] for m in range(at.rank))
+            if element in loaded:
+                results[v0] = results[loaded[element]]
+                continue
+            loaded[element] = v0
         cs = at.coords(v0)
         ptr = at.pointer(v0)
         if k == 1:

@@ -11,10 +11,11 @@ one) and columns A's (one per column).
 
 A tile of BN columns that does not divide 128 (112, 160, 192, 224, …) starts at n0 = tn·BN, which lies
 ``n0 % 128`` columns into a B scale block, and straddles two or three blocks: which block a column belongs to is not
-a layout of the column. The kernel then reads ``%col_scales`` as a rank-3 view (128, ⌈N/128⌉, ⌈K/128⌉) with strides
-(0, s_N, s_K) — scale block nb repeated for each of its 128 columns — through windows that start ``n0 % 128 - 128·i``
-columns into block ``n0 // 128 + i``: column c of the tile lies inside window i exactly when it is in the tile's i-th
-block, elsewhere the window reads 0, and the windows' sum is each column's scale.
+a layout of the column. The kernel then reads ``%col_scales`` as a rank-3 view (16, ⌈N/128⌉, ⌈K/128⌉) with strides
+(0, s_N, s_K) — scale block nb repeated for each of its 16 groups of 8 columns (a tile starts on a multiple of 8
+columns: BN is) — through windows that start ``(n0 % 128)/8 - 16·i`` groups into block ``n0 // 128 + i``: the
+8-column group j of the tile lies inside window i exactly when it is in the tile's i-th block, elsewhere the window
+reads 0, and the windows' sum is each column's scale. A thread's values of one 8-column group share their load.
 """
 from __future__ import annotations
 
@@ -44,6 +45,12 @@ def column_tv(rows: int, bn: int):
     return lc.Layout(_accumulator_modes(rows, bn), ((2, 0, 0), ((1, 0, 8), 0)))
 
 
+def column_group_tv(rows: int, bn: int):
+    """Thread t, value v of the (rows, BN) accumulator → its column's group of 8 (an index into a (BN/8, 1, 1) window).
+    ``column_group_tv(64, 16)`` = ((4,8,4),((2,2,2),1)):((0,0,0),((0,0,1),0))."""
+    return lc.Layout(_accumulator_modes(rows, bn), ((0, 0, 0), ((0, 0, 1), 0)))
+
+
 def uniform_tv(rows: int, bn: int):
     """Every (thread, value) → element 0 of a (1, 1) window: one scale for the whole accumulator."""
     return lc.Layout(_accumulator_modes(rows, bn), ((0, 0, 0), ((0, 0, 0), 0)))
@@ -55,6 +62,9 @@ def column_block_tv(rows: int, bn: int):
     ((4,8,4),((2,2,(16,2)),1)):((0,0,0),((0,0,(0,1)),0))."""
     return lc.Layout(((4, 8, 4), ((2, 2, (16, bn // SCALE_BLOCK)), rows // 64)),
                      ((0, 0, 0), ((0, 0, (0, 1)), 0)))
+
+
+GROUPS = SCALE_BLOCK // 8   # 8-column groups per B scale block: the repeated view's first extent
 
 
 def straddles(config: GemmConfig) -> bool:
@@ -72,7 +82,7 @@ def column_windows(bn: int) -> int:
 
 def parameters(config: GemmConfig) -> dict:
     """The kernel's scale parameters: ``%row_scales`` (rank 2) and ``%col_scales`` (rank 2; rank 3, the stride-0
-    repeated view, where tiles straddle blocks). Post: the types ``build`` declares."""
+    repeated view (``GROUPS``, ⌈N/128⌉, ⌈K/128⌉), where tiles straddle blocks). Post: the types ``build`` declares."""
     return {"row_scales": gtensor("f32", 2), "col_scales": gtensor("f32", 3 if straddles(config) else 2)}
 
 
@@ -103,12 +113,12 @@ def scale_fragment(g, kt, tm, tn):
             window = b.gmem.tile(kb["col_scales"], col_block, kt, shape=(bn // SCALE_BLOCK, 1), name="sc_cols")
             col = b.gmem.load(window, g.lt, tv=column_block_tv(rows, bn), type=acc_t, name="sc_col")
         return b.frag.mul(row, col, name="scale")
-    into = b.arith.rem(n0, c_block, name="sc_into")
+    into = b.arith.div(b.arith.rem(n0, c_block, name="sc_into_cols"), b.const(8, i32, name="sc_c8"), name="sc_into")
     col = None
     for i in range(column_windows(bn)):
-        shift = b.arith.sub(into, b.const(SCALE_BLOCK * i, i32, name=f"sc_back{i}"), name=f"sc_c{i}") if i else into
+        shift = b.arith.sub(into, b.const(GROUPS * i, i32, name=f"sc_back{i}"), name=f"sc_c{i}") if i else into
         block_i = b.arith.add(col_block, b.const(i, i32, name=f"sc_i{i}"), name=f"sc_nb{i}") if i else col_block
-        window = b.gmem.tile(kb["col_scales"], shift, block_i, kt, shape=(bn, 1, 1), name=f"sc_cols{i}")
-        part = b.gmem.load(window, g.lt, tv=column_tv(rows, bn), type=acc_t, name=f"sc_col{i}")
+        window = b.gmem.tile(kb["col_scales"], shift, block_i, kt, shape=(bn // 8, 1, 1), name=f"sc_cols{i}")
+        part = b.gmem.load(window, g.lt, tv=column_group_tv(rows, bn), type=acc_t, name=f"sc_col{i}")
         col = part if col is None else b.frag.add(col, part, name=f"sc_sum{i}")
     return b.frag.mul(row, col, name="scale")
