@@ -111,6 +111,21 @@ def fp8_gemm_nt(a, a_scales, b, b_scales, out=None, *, config: GemmConfig | None
     Post: ``out`` equals the float64 product of the dequantized operands up to fp8 wgmma's accumulation within one
     128-deep block, f32 promotion and one rounding to bf16. Errors (before launch): TypeError for a wrong dtype or
     device, ValueError for a wrong rank, shape, stride or K, N not multiples of 16, each naming the argument."""
+    return _gemm(a, a_scales, b, b_scales, out, config, sm_count)[0]
+
+
+def prepared_site(a, a_scales, b, b_scales, out, *, config: GemmConfig | None = None, sm_count: int | None = None):
+    """GPU: compute ``fp8_gemm_nt(a, a_scales, b, b_scales, out)`` once and give the call site it launched
+    (``BoundLaunch``, holding these tensors): ``site()`` computes ``out`` again, exactly as the op does, with no host
+    work but the launch (what benchmarks time as the kernel). None for numpy arrays or an empty problem."""
+    _c, site, tensors = _gemm(a, a_scales, b, b_scales, out, config, sm_count)
+    if site is not None:
+        site.arguments.update(tensors)   # the site holds the tensors its packed addresses point at
+    return site
+
+
+def _gemm(a, a_scales, b, b_scales, out, config, sm_count):
+    """(C, the GPU call site or None, the kernel's tensors it launched with) of ``fp8_gemm_nt``'s arguments."""
     args = [_Arg(OP, "a", a), _Arg(OP, "a_scales", a_scales), _Arg(OP, "b", b), _Arg(OP, "b_scales", b_scales)]
     out_arg = _Arg(OP, "out", out) if out is not None else None
     a_arg, sa_arg, b_arg, sb_arg = args
@@ -147,10 +162,10 @@ def fp8_gemm_nt(a, a_scales, b, b_scales, out=None, *, config: GemmConfig | None
             c = torch.empty((m, n), device=a_arg.value.device, dtype=_torch_dtype("bf16"))
         c_row_ok = True
     if m == 0 or n == 0:
-        return c
+        return c, None, {}
     if k == 0:
         c[...] = 0
-        return c
+        return c, None, {}
     sms = sm_count or (H100_SMS if kind == "numpy" else _device_sms())
     if config is None:
         config = choose_block_scaled_config(m, n, k, sms)
@@ -165,9 +180,8 @@ def fp8_gemm_nt(a, a_scales, b, b_scales, out=None, *, config: GemmConfig | None
 
         arguments["sms"] = sms
         interpret(kernel_module(config), arguments)
-        return c
-    _launch(config, arguments, sm_count)
-    return c
+        return c, None, {}
+    return (c,) + _launch(config, arguments, sm_count)
 
 
 def _forced(config) -> GemmConfig:
@@ -220,18 +234,17 @@ def _signature(x) -> tuple:
     return tuple(x.shape), tuple(x.stride()), x.data_ptr() % 16 == 0
 
 
-def _launch(config: GemmConfig, arguments: dict, sm_count) -> None:
+def _launch(config: GemmConfig, arguments: dict, sm_count):
     """Launch on the GPU through the call site of the arguments' signature: a site's later calls only write the
-    tensors' addresses; the persistent grid is the CTAs the device holds at once."""
+    tensors' addresses; the persistent grid is the CTAs the device holds at once. → (the site, the tensors)."""
     stream = _stream()
     tensors = {name: arguments[name] for name in ("a", "b", "c", "row_scales", "col_scales")}
     key = (config, stream, tuple(_signature(t) for t in tensors.values()))
     site = _SITES.get(key)
     if site is not None:
         site(**tensors)
-        for name in tensors:
-            site.arguments.pop(name, None)
-        return
+        _release(site, tensors)
+        return site, tensors
     kern = jit_kernel(config)
     arguments["sms"] = sm_count or _device_sms()
     site = kern.prepare(**arguments, stream=stream)
@@ -243,5 +256,11 @@ def _launch(config: GemmConfig, arguments: dict, sm_count) -> None:
         _SITES.clear()
     _SITES[key] = site
     site()
+    _release(site, tensors)
+    return site, tensors
+
+
+def _release(site, tensors: dict) -> None:
+    """The site need not keep the call's tensors alive: every call swaps all of them in."""
     for name in tensors:
         site.arguments.pop(name, None)
