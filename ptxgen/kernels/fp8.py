@@ -196,7 +196,8 @@ def _forced(config) -> GemmConfig:
 def kernel_arguments(config: GemmConfig, a, a_scales, b, b_scales, c, m: int, n: int, k: int, kind: str) -> dict:
     """The kernel's arguments for C = A·Bᵀ: unswapped, rows are A's (``%row_scales`` = a_scales) and columns B's
     (``%col_scales`` = b_scales, or its repeated rank-3 view (16, ⌈N/128⌉, ⌈K/128⌉) with strides (0, s_N, s_K) where
-    tiles straddle scale blocks: ``gemm.block_scales``); swapped (``swap_ab``), the kernel's A is B, its rows B's, its C Cᵀ."""
+    tiles straddle scale blocks: ``gemm.block_scales``); swapped (``swap_ab``), the kernel's A is B, its rows B's, its
+    C Cᵀ."""
     numpy = kind == "numpy"
 
     def repeated(x):

@@ -149,7 +149,7 @@ FORCED = [
     GemmConfig("e4m3", bn=224, stages=3, scales="block"),                                    # up to 3 blocks
     GemmConfig("e4m3", bn=256, stages=3, scales="block"),                                    # 2 blocks, static
     GemmConfig("e4m3", bn=64, stages=8, epilogue="tma", scales="block"),
-    GemmConfig("e4m3", bm=256, bn=64, stages=4, scales="block"),                              # 2 m64 blocks per warpgroup
+    GemmConfig("e4m3", bm=256, bn=64, stages=4, scales="block"),                             # 2 m64 blocks each
     GemmConfig("e4m3", bn=128, cluster=2, epilogue="tma", scales="block"),                   # B multicast
     GemmConfig("e4m3", bn=16, stages=8, swap_ab=True, scales="block"),
     GemmConfig("e4m3", bn=64, stages=8, swap_ab=True, scales="block"),

@@ -36,7 +36,8 @@ def build(config: GemmConfig = GemmConfig()):
     Parameters: ``%a``, ``%b`` (TMA maps of A (M, K) / B (N, K), or (K, M) / (K, N) for MN-major operands), ``%c``
     (C (M, N): a TMA map for the ``tma`` epilogue, else a gtensor), ``%m``, ``%n``, ``%k``, ``%sms`` (the CTAs the
     device runs at once; the grid is ``min(tiles, %sms)``), then ``%scale_a``, ``%scale_b`` (fp8: C = (A·Bᵀ)·scale_a·
-    scale_b) or, for block scales, ``%row_scales``, ``%col_scales`` (``block_scales``), ``%work``, ``%flags`` (stream-K: ``schedule.streamk_buffers``), ``%bias`` (``bias``: added to C).
+    scale_b) or, for block scales, ``%row_scales``, ``%col_scales`` (``block_scales``), ``%work``, ``%flags``
+    (stream-K: ``schedule.streamk_buffers``), ``%bias`` (``bias``: added to C).
     ``build(TILE_FILE)`` prints as examples/gemm_hopper.tile; ``build()`` is the 128 × 256, 4-stage, direct-epilogue
     bf16 kernel. Post: the same IR, op for op and name for name, for the same config."""
     config.validate()

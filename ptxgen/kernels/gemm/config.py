@@ -350,7 +350,8 @@ def _shared_memory(c: GemmConfig):
     return None
 
 
-_RULES = (_dtypes, _tile, _majors, _cluster, _promotion, _scales, _registers, _epilogue, _streamk, _overlap, _shared_memory)
+_RULES = (_dtypes, _tile, _majors, _cluster, _promotion, _scales, _registers, _epilogue, _streamk, _overlap,
+          _shared_memory)
 
 # the configuration examples/gemm_hopper.tile spells out (bf16, 128 x 256, 4 stages, clusters of 2 sharing B by
 # multicast, C through stmatrix and TMA stores in two column halves)
