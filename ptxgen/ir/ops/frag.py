@@ -1,4 +1,4 @@
-"""frag: register fragments: elementwise math, casts, slices, splats and row/column reductions."""
+"""frag: register fragments: elementwise math, casts, slices, extracts, splats and row/column reductions."""
 from __future__ import annotations
 
 import numpy as np
@@ -158,6 +158,37 @@ class Slice(OpDef):
         """No code: the result is the operand's registers ``offset`` … ``offset + size - 1``."""
         start = op.attrs["offset"]
         lx.set(op.results[0], lx.get(op.operands[0])[start:start + op.results[0].type.size])
+
+
+@register
+class Extract(OpDef):
+    name = "frag.extract"
+    summary = "one value of a fragment (in its flat value order) as a scalar"
+    required_attrs = ("index",)
+    num_operands = 1
+    num_results = 1
+
+    def verify(self, op, v):
+        (x,) = op.operands
+        t = op.results[0].type
+        index = v.attr(op, "index", int)
+        if not isinstance(x.type, FragmentType):
+            v.error(op, f"the operand must be a frag, not {x.type}")
+            return
+        if t != x.type.dtype:
+            v.error(op, f"the result's type {t} differs from the fragment's element type {x.type.dtype}")
+        if index is not None and not 0 <= index < x.type.size:
+            v.error(op, f"index {index} is not inside the operand's {x.type.size} values")
+
+    def result_types(self, operand_types, attrs):
+        return [operand_types[0].dtype]
+
+    def interpret(self, op, ix):
+        ix.set(op.results[0], ix.get(op.operands[0])[:, op.attrs["index"]].copy())
+
+    def lower(self, op, lx):
+        """No code: the result is the operand's register ``index``."""
+        lx.set(op.results[0], lx.get(op.operands[0])[op.attrs["index"]])
 
 
 @register
