@@ -73,13 +73,13 @@ def get_mn_major_tma_aligned_tensor(x):
 get_col_major_tma_aligned_tensor = get_mn_major_tma_aligned_tensor
 
 
-def _check_scales(arg: _Arg, name: str, shape: tuple, what: str) -> None:
+def _check_scales(arg: _Arg, name: str, shape: tuple, what: str, op: str = OP) -> None:
     if arg.shown not in _F32:
-        raise TypeError(f"{OP}: {name} has dtype {arg.shown}; the scales are float32 (torch.float32, numpy.float32)")
+        raise TypeError(f"{op}: {name} has dtype {arg.shown}; the scales are float32 (torch.float32, numpy.float32)")
     if arg.shape != shape:
-        raise ValueError(f"{OP}: {name} must have shape {shape} ({what}), not {arg.shape}")
+        raise ValueError(f"{op}: {name} must have shape {shape} ({what}), not {arg.shape}")
     if arg.strides is None or any(s < 0 for s in arg.strides):
-        raise ValueError(f"{OP}: {name} must have non-negative strides that are whole elements, not "
+        raise ValueError(f"{op}: {name} must have non-negative strides that are whole elements, not "
                          f"{arg.strides}")
 
 
@@ -265,3 +265,204 @@ def _release(site, tensors: dict) -> None:
     """The site need not keep the call's tensors alive: every call swaps all of them in."""
     for name in tensors:
         site.arguments.pop(name, None)
+
+
+# -- the MoE grouped GEMMs ---------------------------------------------------------------------------------------------
+
+M_ALIGNMENT = 128   # the M block of every grouped configuration (BM)
+
+
+def get_m_alignment_for_contiguous_layout() -> int:
+    """DeepGEMM's query: the rows each group's segment of a contiguous grouped A is padded to (the kernel's M block),
+    128. Post: ``m_grouped_fp8_gemm_nt_contiguous`` takes M a multiple of it."""
+    return M_ALIGNMENT
+
+
+def _int32(arg: _Arg, op: str, name: str, shape: tuple, what: str) -> None:
+    if arg.shown not in ("numpy int32", "torch.int32"):
+        raise TypeError(f"{op}: {name} has dtype {arg.shown}; it is int32 (torch.int32, numpy.int32)")
+    if arg.shape != shape:
+        raise ValueError(f"{op}: {name} must have shape {shape} ({what}), not {arg.shape}")
+
+
+def _merged(op: str, arg: _Arg, name: str, what: str):
+    """A (G, R, C) array whose (G·R) rows are one (G·R, C) matrix (its group stride = R × its row stride), as that
+    matrix (a view)."""
+    g, r, c = arg.shape
+    s = arg.strides
+    if s is None or not ((s[2] == 1 or c <= 1) and (s[0] == r * s[1] or g <= 1)):
+        raise ValueError(f"{op}: {name} must be row-major {what} (its groups' rows one matrix), not strides {s}")
+    return arg.value.reshape(g * r, c)
+
+
+def _grouped_common(op, a_arg, b_arg, sb_arg, a_rank):
+    """The checks both grouped GEMMs share → (G, N, K, KB)."""
+    a_arg.check_dtype(op, ("e4m3",))
+    b_arg.check_dtype(op, ("e4m3",))
+    what = "(M, K)" if a_rank == 2 else "(G, M_max, K)"
+    a_arg.check_rank(op, a_rank, what)
+    b_arg.check_rank(op, 3, "(G, N, K)")
+    groups, n, k = b_arg.shape
+    if a_arg.shape[-1] != k:
+        raise ValueError(f"{op}: b has {k} columns but a has {a_arg.shape[-1]}: a and b (G, N, K) share K")
+    if k % 16:
+        raise ValueError(f"{op}: K = {k} must be a multiple of 16 (TMA reads rows of 16-byte multiples)")
+    if n % 16:
+        raise ValueError(f"{op}: N = {n} must be a multiple of 16 (b's rows, as DeepGEMM requires)")
+    kb = ceil_div(k, SCALE_BLOCK)
+    _check_scales(sb_arg, "b_scales", (groups, ceil_div(n, SCALE_BLOCK), kb),
+                  "G, ⌈N/128⌉, ⌈K/128⌉: one per group and 128 × 128 block", op)
+    return groups, n, k, kb
+
+
+def _grouped_out(op, out_arg, shape, kind, like):
+    if out_arg is None:
+        if kind == "numpy":
+            return np.zeros(shape, dtype=_NUMPY_TYPES["bf16"])
+        import torch
+
+        return torch.zeros(shape, device=like.device, dtype=_torch_dtype("bf16"))
+    if out_arg.dtype != "bf16":
+        raise TypeError(f"{op}: out has dtype {out_arg.shown}; the result is bf16 (torch.bfloat16, ml_dtypes.bfloat16)")
+    if out_arg.shape != shape:
+        raise ValueError(f"{op}: out must have shape {shape}, not {out_arg.shape}")
+    return out_arg.value
+
+
+def _grouped_run(op, config, arguments, kind, sms, sm_count, c_row_ok):
+    if config.epilogue == "tma" and not c_row_ok:
+        config = config.replace(epilogue="direct", epilogue_split=1).validate()
+    if kind == "numpy":
+        from ptxgen.interp import interpret
+
+        arguments["sms"] = sms
+        interpret(kernel_module(config), arguments)
+    else:
+        _launch(config, arguments, sm_count)
+
+
+def _c_row_ok(out_arg, rows_stride_index: int) -> bool:
+    return out_arg is None or (out_arg.aligned and out_arg.strides is not None
+                               and out_arg.strides[rows_stride_index] * 2 % 16 == 0)
+
+
+def _forced_grouped(op: str, config, grouped: str) -> GemmConfig:
+    if not isinstance(config, GemmConfig):
+        raise TypeError(f"{op}: config must be a GemmConfig, not {type(config).__name__}")
+    if config.dtype != "e4m3" or config.scales != "block" or config.grouped != grouped:
+        raise ValueError(f"{op}: config must be an e4m3 GEMM with scales='block' and grouped={grouped!r}, not "
+                         f"{config.name}")
+    return config.validate()
+
+
+def m_grouped_fp8_gemm_nt_contiguous(a, a_scales, b, b_scales, out, m_indices, *, config: GemmConfig | None = None,
+                                     sm_count: int | None = None):
+    """DeepGEMM's contiguous MoE GEMM: the tokens of all experts concatenated along M, ``out[i] = (A[i]·scale) @
+    (B[g]·scale)ᵀ`` with ``g = m_indices[i]``. ``a`` (M, K) e4m3 with ``a_scales`` (M, ⌈K/128⌉) float32 (any strides,
+    as ``fp8_gemm_nt``); ``b`` (G, N, K) e4m3 row-major with ``b_scales`` (G, ⌈N/128⌉, ⌈K/128⌉); ``out`` (M, N) bf16
+    (None: allocated); ``m_indices`` (M,) int32. Each group's segment starts on a multiple of
+    ``get_m_alignment_for_contiguous_layout()`` (128) rows, so M is one too: a 128-row tile belongs to the group of its
+    first row, padding rows (``m_indices`` -1, at the end of a segment or whole tiles) are written as ZEROS (their
+    rows' scale is 0: 0 · A's row, so a NaN code in a padding row of A gives NaN). One persistent launch for all
+    groups. Numpy arguments (the interpreter) are checked: an index outside -1 … G-1 or a tile mixing groups is a
+    ValueError before launch; on the GPU the indices are not read by the host (no synchronization): an index ≥ G
+    reads B past its end as TMA's zeros (zero rows), never other memory. → ``out``."""
+    op = "m_grouped_fp8_gemm_nt_contiguous"
+    names = ("a", "a_scales", "b", "b_scales", "m_indices")
+    args = [_Arg(op, name, x) for name, x in zip(names, (a, a_scales, b, b_scales, m_indices))]
+    out_arg = _Arg(op, "out", out) if out is not None else None
+    a_arg, sa_arg, b_arg, sb_arg, idx_arg = args
+    kind = _same_kind(op, args + ([out_arg] if out_arg else []))
+    groups, n, k, kb = _grouped_common(op, a_arg, b_arg, sb_arg, 2)
+    if a_arg.strides is None or not (a_arg.strides[1] == 1 or k <= 1):
+        raise ValueError(f"{op}: a must be row-major (unit stride along K), not strides {a_arg.strides}")
+    m = a_arg.shape[0]
+    if m % M_ALIGNMENT:
+        raise ValueError(f"{op}: a has {m} rows; each group's segment is padded to "
+                         f"get_m_alignment_for_contiguous_layout() = {M_ALIGNMENT} rows, so M is a multiple of it")
+    _check_scales(sa_arg, "a_scales", (m, kb), "M, ⌈K/128⌉: one per row and 128-wide K block", op)
+    _int32(idx_arg, op, "m_indices", (m,), "each row's group, -1 for padding")
+    if kind == "numpy":
+        _check_indices(op, np.asarray(m_indices), groups)
+    c = _grouped_out(op, out_arg, (m, n), kind, a_arg.value)
+    if out_arg is not None and (out_arg.strides is None or not (out_arg.strides[1] == 1 or n <= 1)):
+        raise ValueError(f"{op}: out must have unit stride along N, not strides {out_arg.strides}")
+    if m == 0 or n == 0 or groups == 0:
+        return c
+    sms = sm_count or (H100_SMS if kind == "numpy" else _device_sms())
+    config = choose_block_scaled_config(m, n, k, sms, grouped="contiguous") if config is None else \
+        _forced_grouped(op, config, "contiguous")
+    b2 = _merged(op, b_arg, "b", "(G, N, K)")
+    sb2 = sb_arg.value.reshape(-1, kb)
+    arguments = kernel_arguments(config, _operand(a_arg, False, "K"), sa_arg.value, b2, sb2, c, m, n, k, kind)
+    arguments["m_indices"] = idx_arg.value
+    _grouped_run(op, config, arguments, kind, sms, sm_count, _c_row_ok(out_arg, 0))
+    return c
+
+
+def _check_indices(op: str, indices, groups: int) -> None:
+    bad = np.nonzero((indices < -1) | (indices >= groups))[0]
+    if bad.size:
+        i = int(bad[0])
+        raise ValueError(f"{op}: m_indices[{i}] = {int(indices[i])} is neither -1 (padding) nor a group of b "
+                         f"(0 … {groups - 1})")
+    for t in range(0, indices.size, M_ALIGNMENT):
+        tile = indices[t:t + M_ALIGNMENT]
+        real = np.unique(tile[tile >= 0])
+        if real.size > 1 or (real.size == 1 and tile[0] < 0):
+            raise ValueError(f"{op}: rows {t} … {t + M_ALIGNMENT - 1} of m_indices hold groups "
+                             f"{', '.join(map(str, real.tolist()))}"
+                             f"{' after padding' if real.size == 1 else ''}: each group's segment starts on a "
+                             f"multiple of {M_ALIGNMENT} rows and its padding (-1) follows it")
+
+
+def m_grouped_fp8_gemm_nt_masked(a, a_scales, b, b_scales, out, masked_m, expected_m: int, *,
+                                 config: GemmConfig | None = None, sm_count: int | None = None):
+    """DeepGEMM's masked MoE GEMM (decode under CUDA graphs: the host does not know the counts): for each group g,
+    ``out[g, :masked_m[g]] = (A[g, :masked_m[g]]·scale) @ (B[g]·scale)ᵀ``. ``a`` (G, M_max, K) e4m3 with
+    ``a_scales`` (G, M_max, ⌈K/128⌉) float32 (any strides: DeepGEMM's M-major TMA-aligned layout too); ``b``
+    (G, N, K) with ``b_scales`` (G, ⌈N/128⌉, ⌈K/128⌉); ``out`` (G, M_max, N) bf16, row-major (None: allocated);
+    ``masked_m`` (G,) int32 on the device, read by the kernel only (no host synchronization); ``expected_m`` (an int
+    ≥ 0) the configuration's hint of the rows per group. M_max is a multiple of 128 (the M block). Rows ≥ masked_m[g]
+    of ``out`` are written as ZEROS; a tile wholly past them runs no k-tile. Numpy arguments are checked (a count
+    outside 0 … M_max is a ValueError); on the GPU a count > M_max computes M_max rows, a negative one none. → out."""
+    op = "m_grouped_fp8_gemm_nt_masked"
+    names = ("a", "a_scales", "b", "b_scales", "masked_m")
+    args = [_Arg(op, name, x) for name, x in zip(names, (a, a_scales, b, b_scales, masked_m))]
+    out_arg = _Arg(op, "out", out) if out is not None else None
+    a_arg, sa_arg, b_arg, sb_arg, mm_arg = args
+    kind = _same_kind(op, args + ([out_arg] if out_arg else []))
+    groups, n, k, kb = _grouped_common(op, a_arg, b_arg, sb_arg, 3)
+    if a_arg.shape[0] != groups:
+        raise ValueError(f"{op}: a has {a_arg.shape[0]} groups but b has {groups}")
+    m_max = a_arg.shape[1]
+    if m_max % M_ALIGNMENT:
+        raise ValueError(f"{op}: M_max = {m_max} (a.shape[1]) must be a multiple of {M_ALIGNMENT} (the M block)")
+    if isinstance(expected_m, bool) or not isinstance(expected_m, (int, np.integer)) or expected_m < 0:
+        raise ValueError(f"{op}: expected_m must be an int ≥ 0 (a hint of the rows per group), not {expected_m!r}")
+    _check_scales(sa_arg, "a_scales", (groups, m_max, kb), "G, M_max, ⌈K/128⌉: one per row and 128-wide K block", op)
+    _int32(mm_arg, op, "masked_m", (groups,), "each group's rows")
+    if kind == "numpy":
+        counts = np.asarray(masked_m)
+        bad = np.nonzero((counts < 0) | (counts > m_max))[0]
+        if bad.size:
+            g = int(bad[0])
+            raise ValueError(f"{op}: masked_m[{g}] = {int(counts[g])} is outside 0 … M_max = {m_max}")
+    c = _grouped_out(op, out_arg, (groups, m_max, n), kind, a_arg.value)
+    if groups == 0 or m_max == 0 or n == 0:
+        return c
+    c_arg = out_arg or _Arg(op, "out", c)
+    c2 = _merged(op, c_arg, "out", "(G, M_max, N)")
+    sms = sm_count or (H100_SMS if kind == "numpy" else _device_sms())
+    hint = groups * max(ceil_div(int(expected_m), M_ALIGNMENT), 1) * M_ALIGNMENT
+    config = choose_block_scaled_config(hint, n, k, sms, grouped="masked") if config is None else \
+        _forced_grouped(op, config, "masked")
+    a2 = _merged(op, a_arg, "a", "(G, M_max, K)")
+    b2 = _merged(op, b_arg, "b", "(G, N, K)")
+    sb2 = sb_arg.value.reshape(-1, kb)
+    arguments = kernel_arguments(config, a2, sa_arg.value, b2, sb2, c2, m_max, n, k, kind)
+    counts = mm_arg.value
+    window = np.broadcast_to(counts[:1], (m_max,)) if kind == "numpy" else counts[:1].expand(m_max)
+    arguments.update(groups=groups, masked_m=counts, m_window=window)
+    _grouped_run(op, config, arguments, kind, sms, sm_count, _c_row_ok(c_arg, 1))
+    return c

@@ -94,6 +94,11 @@ def build(config: GemmConfig = GemmConfig()):
     g.c_wg = b.const(128, i32, name="wgsize")
     g.tiles_m = b.arith.cdiv(kb["m"], b.const(bm * cluster, i32, name="bmc") if cluster > 1 else g.c_bm,
                              name="tiles_m")
+    if config.grouped == "masked":
+        # %m is M_max (a multiple of BM): tile row tm is tile tm % per_group of group tm / per_group, whose rows are
+        # tm·BM … of the flattened (G·M_max, K) A and (G·M_max, N) C
+        g.group_tiles_m = g.tiles_m
+        g.tiles_m = b.arith.mul(g.tiles_m, kb["groups"], name="all_tiles_m")
     g.tiles_n = b.arith.cdiv(kb["n"], g.c_bn, name="tiles_n")
     g.tiles = tiles = b.arith.mul(g.tiles_m, g.tiles_n, name="tiles")
     g.ktiles = ktiles = b.arith.cdiv(kb["k"], g.c_bk, name="ktiles")

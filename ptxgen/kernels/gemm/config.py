@@ -17,6 +17,8 @@ ELEMENT_BYTES = {"bf16": 2, "f16": 2, "e4m3": 1, "e5m2": 1}
 FP8 = ("e4m3", "e5m2")
 EPILOGUES = ("direct", "rows", "tma")
 SCALES = ("tensor", "block")
+GROUPINGS = ("none", "contiguous", "masked")
+GROUPINGS = ("none", "contiguous", "masked")
 SCALE_BLOCK = 128  # elements of K (and of B's N) per block scale: one e4m3 k-tile
 MAJORS = ("K", "MN")
 # Stream-K's partial sums cost a launch about 10 us on the H100 (each CTA writes and reads 128 KiB of f32 and waits
@@ -65,6 +67,9 @@ class GemmConfig:
       fine-grained scales: A per (row, 128-wide K block), B per 128 × 128 block, each k-tile's wgmma product
       promoted into the f32 total times its row's and column's scales (``ptxgen.kernels.fp8``). With ``swap_ab``
       the kernel's rows are B's (one scale per 128 rows) and its columns A's (one scale per column).
+    - ``grouped`` (block scales): DeepGEMM's MoE GEMMs, groups along M sharing N and K: ``"contiguous"`` (A's rows of
+      all groups concatenated, ``%m_indices`` giving each row's group, B (G·N, K)) or ``"masked"`` (A (G·M_max, K),
+      ``%masked_m`` the rows of each group; ``ptxgen.kernels.fp8``).
 
     Post (``validate``): the builder accepts the config; any violated rule is a ValueError naming the field."""
 
@@ -89,6 +94,7 @@ class GemmConfig:
     bias: bool = False
     swap_ab: bool = False
     scales: str = "tensor"
+    grouped: str = "none"
 
     def __post_init__(self):
         if self.out_dtype is None:
@@ -148,7 +154,7 @@ class GemmConfig:
         ``k<promote>``, ``t``/``r`` (TMA-store / rows epilogue) with ``<split>`` when > 1, ``o<overlap>``, ``sk``
         (stream-K; ``ska``: on every SM; a number after it: ``streamk_min_saving``), ``m<a><b>`` (majors, ``k`` or
         ``n`` each: ``mkn`` = A K-major, B MN-major), ``x`` (swap_ab), ``b`` (bias), ``B`` (block scales),
-        ``R<producer>-<consumer>`` (registers), ``_<out_dtype>`` (fp8 with an f16 C). The dtype is not part of the name.
+        ``Gc``/``Gm`` (grouped: contiguous / masked), ``R<producer>-<consumer>`` (registers), ``_<out_dtype>`` (fp8 with an f16 C). The dtype is not part of the name.
         ``GemmConfig(cluster=2, epilogue="tma", epilogue_split=2).name`` = ``h128x256s4c2t2``."""
         parts = [f"h{self.bm}x{self.bn}s{self.stages}"]
         if self.pending != 1:
@@ -175,6 +181,8 @@ class GemmConfig:
             parts.append("b")
         if self.scales == "block":
             parts.append("B")
+        if self.grouped != "none":
+            parts.append("G" + self.grouped[0])
         if tuple(self.registers) != (24, 240):
             parts.append(f"R{self.registers[0]}-{self.registers[1]}")
         if self.out_dtype != ("bf16" if self.fp8 else self.dtype):
@@ -189,7 +197,7 @@ class GemmConfig:
         m = _NAME.fullmatch(name)
         if not m:
             raise ValueError(f"unknown GEMM variant {name!r}: h<BM>x<BN>s<stages>[p<pending>][g<group>][c<cluster>]"
-                             "[k<promote>][t|r[<split>]][o<overlap>][sk[a][<min saving>]][m<a><b>][x][b][B]"
+                             "[k<promote>][t|r[<split>]][o<overlap>][sk[a][<min saving>]][m<a><b>][x][b][B][Gc|Gm]"
                              "[R<producer>-<consumer>][_<out dtype>]")
         g = m.groupdict()
         return cls(
@@ -202,13 +210,14 @@ class GemmConfig:
             a_major="MN" if g["majors"] and g["majors"][0] == "n" else "K",
             b_major="MN" if g["majors"] and g["majors"][1] == "n" else "K",
             swap_ab=bool(g["swap"]), bias=bool(g["bias"]), scales="block" if g["block"] else "tensor",
+            grouped={"c": "contiguous", "m": "masked", None: "none"}[g["grouped"]],
             registers=(int(g["rp"]), int(g["rc"])) if g["rp"] else (24, 240), out_dtype=g["out"])
 
 
 _NAME = re.compile(r"h(?P<bm>\d+)x(?P<bn>\d+)s(?P<stages>\d+)(?:p(?P<pending>\d+))?(?:g(?P<group>\d+))?"
                    r"(?:c(?P<cluster>\d+))?(?:k(?P<promote>\d+))?(?:(?P<epi>[tr])(?P<split>\d)?)?(?:o(?P<overlap>\d+))?"
                    r"(?:(?P<sk>sk)(?P<every>a)?(?P<saving>\d+)?)?(?:m(?P<majors>[kn]{2}))?(?P<swap>x)?(?P<bias>b)?"
-                   r"(?P<block>B)?(?:R(?P<rp>\d+)-(?P<rc>\d+))?(?:_(?P<out>bf16|f16))?")
+                   r"(?P<block>B)?(?:G(?P<grouped>[cm]))?(?:R(?P<rp>\d+)-(?P<rc>\d+))?(?:_(?P<out>bf16|f16))?")
 
 
 # -- the rules, in the order they are checked: each → None, or "field = value: what is wrong" --------------------------
@@ -286,6 +295,16 @@ def _scales(c: GemmConfig):
                     "sums are not built for them")
         if c.overlap:
             return "overlap = 1: the epilogue behind the next tile's wgmmas is not built for block scales"
+    if c.grouped not in GROUPINGS:
+        return f"grouped = {c.grouped!r}: the grouping is 'none', 'contiguous' or 'masked'"
+    if c.grouped != "none":
+        if c.scales != "block":
+            return f"grouped = {c.grouped!r}: the grouped GEMMs are block-scaled (scales = 'block')"
+        if c.swap_ab:
+            return f"swap_ab = True: a {c.grouped} grouped GEMM groups A's rows, which swapping would make columns"
+        if c.cluster != 1:
+            return (f"cluster = {c.cluster}: the CTAs of a cluster share B by multicast, but neighbouring tiles of a "
+                    "grouped GEMM may belong to different groups: cluster = 1")
     return None
 
 
