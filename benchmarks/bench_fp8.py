@@ -7,7 +7,9 @@ quantizers' bandwidth against a device copy.
                                    [--timing both|interleaved|windows] [--no-quantize]
 
 Shapes: DeepSeek-V3's, M ∈ {64, 128, 4096} × (N, K) ∈ {(2112, 7168), (24576, 1536), (32768, 512), (7168, 16384),
-(4096, 7168), (7168, 2048)}. Per shape: fresh bf16 activations and weights, quantized by our kernels (per token, the
+(4096, 7168), (7168, 2048)}; the grouped GEMMs on issue 19's MoE cases (contiguous 4 × 8192 and 8 × 4096 tokens,
+masked 1 × 1024, 2 × 512, 4 × 256 expected rows; N × K 4096 × 7168 and 7168 × 2048) against a loop of cuBLAS
+block-scaled calls per group and (contiguous) our dense GEMM of the same total M, interleaved. Per shape: fresh bf16 activations and weights, quantized by our kernels (per token, the
 scales in DeepGEMM's M-major TMA-aligned layout; weights per 128 × 128 block); the results of both GEMMs are CHECKED
 FIRST against float64 of the dequantized operands (relative Frobenius error; ours must be within 1e-2 or the shape is
 reported and not timed; the ratio of our error to cuBLAS's is printed: the issue asks ≤ 1.05). Timing (see
@@ -40,7 +42,8 @@ from bench_gemm import time_interleaved, time_ms  # noqa: E402
 
 from ptxgen.kernels import choose_block_scaled_config, fp8_gemm_nt  # noqa: E402
 from ptxgen.kernels import per_block_cast_to_fp8, per_token_cast_to_fp8  # noqa: E402
-from ptxgen.kernels.fp8 import prepared_site  # noqa: E402
+from ptxgen.kernels import get_mn_major_tma_aligned_tensor  # noqa: E402
+from ptxgen.kernels.fp8 import prepared_grouped_site, prepared_site  # noqa: E402
 
 NK = ((2112, 7168), (24576, 1536), (32768, 512), (7168, 16384), (4096, 7168), (7168, 2048))
 DEFAULT_SHAPES = ",".join(f"{m}x{n}x{k}" for m in (64, 128, 4096) for n, k in NK)
@@ -49,6 +52,12 @@ DEEPGEMM_4096 = {(2112, 7168): 1086, (24576, 1536): 1181, (32768, 512): 903, (71
                  (7168, 2048): 1050}
 CUBLAS_4096 = {(2112, 7168): 1000, (24576, 1536): 1021, (32768, 512): 779, (7168, 16384): 1130, (4096, 7168): 1149,
                (7168, 2048): 1079}
+# grouped: (layout, groups, tokens per group, N, K) -> DeepGEMM's TFLOP/s (issue 19's anchors; masked: expected M)
+GROUPED = {("contiguous", 4, 8192, 4096, 7168): 1232, ("contiguous", 4, 8192, 7168, 2048): 1103,
+           ("contiguous", 8, 4096, 4096, 7168): 1162, ("contiguous", 8, 4096, 7168, 2048): 1074,
+           ("masked", 1, 1024, 4096, 7168): 528, ("masked", 1, 1024, 7168, 2048): 498,
+           ("masked", 2, 512, 4096, 7168): 645, ("masked", 2, 512, 7168, 2048): 587,
+           ("masked", 4, 256, 4096, 7168): 509, ("masked", 4, 256, 7168, 2048): 343}
 BATCH = 200   # back-to-back launches of one kernel-time measurement
 
 
@@ -172,6 +181,70 @@ def bench_shape(torch, m, n, k, args) -> dict:
     return row
 
 
+def bench_grouped(torch, layout, groups, tokens, n, k, args) -> dict:
+    """One grouped case: ours (its prepared call site) against a loop of cuBLAS block-scaled calls, one per group, and
+    (contiguous) our dense GEMM of the same total M; checked first against float64 per group. Masked: each group's
+    count is ``tokens`` (the expected M), M_max = ⌈1.5·tokens/128⌉·128."""
+    row = {"layout": layout, "groups": groups, "tokens": tokens, "n": n, "k": k,
+           "deepgemm_anchor_tflops": GROUPED[(layout, groups, tokens, n, k)]}
+    bs = [per_block_cast_to_fp8(torch.randn(n, k, device="cuda", dtype=torch.bfloat16)) for _ in range(groups)]
+    b, sb = torch.stack([x[0] for x in bs]), torch.stack([x[1] for x in bs])
+    m_max = tokens if layout == "contiguous" else -(-(tokens * 3 // 2) // 128) * 128
+    x = torch.randn(groups * m_max, k, device="cuda", dtype=torch.bfloat16)
+    a, sa = per_token_cast_to_fp8(x, tma_aligned_scales=(layout == "contiguous"))
+    del x
+    if layout == "contiguous":
+        idx = torch.arange(groups, device="cuda", dtype=torch.int32).repeat_interleave(tokens)
+        out = torch.empty(groups * tokens, n, device="cuda", dtype=torch.bfloat16)
+        site = prepared_grouped_site("contiguous", a, sa, b, sb, out, idx)
+        segments = [(a[g * tokens:(g + 1) * tokens], get_mn_major_tma_aligned_tensor(sa[g * tokens:(g + 1) * tokens]),
+                     out[g * tokens:(g + 1) * tokens]) for g in range(groups)]
+    else:
+        a, sa = a.view(groups, m_max, k), sa.view(groups, m_max, -1)
+        counts = torch.full((groups,), tokens, device="cuda", dtype=torch.int32)
+        out = torch.empty(groups, m_max, n, device="cuda", dtype=torch.bfloat16)
+        site = prepared_grouped_site("masked", a, sa, b, sb, out, counts, tokens)
+        segments = [(a[g, :tokens], get_mn_major_tma_aligned_tensor(sa[g, :tokens].contiguous()), out[g, :tokens])
+                    for g in range(groups)]
+    torch.cuda.synchronize()
+    errors = []
+    for g, (ag, sag, og) in enumerate(segments):
+        want = dequantized(torch, ag, sag, 1) @ dequantized(torch, b[g], sb[g], 128).T
+        errors.append(rel_err(torch, og, want))
+    row["err_ours"] = max(errors)
+    if row["err_ours"] > 1e-2:
+        row["wrong"] = True
+        return row
+    scratch = torch.empty(tokens, n, device="cuda", dtype=torch.bfloat16)
+
+    def cublas_loop():
+        for g, (ag, sag, _og) in enumerate(segments):
+            torch._scaled_mm(ag, b[g].T, scale_a=sag, scale_b=sb[g].T, out_dtype=torch.bfloat16, out=scratch)
+
+    fns = {"ours": site}
+    try:
+        cublas_loop()
+        fns["cublas_loop"] = cublas_loop
+    except (RuntimeError, TypeError, ValueError) as exc:
+        row["cublas_error"] = str(exc).splitlines()[0][:200]
+    if layout == "contiguous":
+        dense_out = torch.empty(groups * tokens, n, device="cuda", dtype=torch.bfloat16)
+        fns["dense"] = prepared_site(a, sa, b[0], sb[0], dense_out)
+    flop = 2.0 * groups * tokens * n * k
+    timings = {}
+    for _ in range(args.rounds):
+        for name, ms in time_interleaved(torch, dict(fns), args.warmup_ms, args.rep_ms).items():
+            timings.setdefault(name, []).append(ms)
+    for name, values in timings.items():
+        row[f"{name}_tflops"] = flop / statistics.median(values) / 1e9
+    if "cublas_loop_tflops" in row:
+        row["ratio_cublas_loop"] = row["ours_tflops"] / row["cublas_loop_tflops"]
+    if "dense_tflops" in row:
+        row["of_dense"] = row["ours_tflops"] / row["dense_tflops"]
+    row["of_deepgemm"] = row["ours_tflops"] / row["deepgemm_anchor_tflops"]
+    return row
+
+
 def bench_quantizers(torch, args) -> list:
     """GB/s of the quantizers on DeepSeek-V3 activations/weights against a device copy of the same input
     (read + write of the input's bytes)."""
@@ -199,6 +272,7 @@ def main(argv=None):
     ap.add_argument("--warmup-ms", type=float, default=25.0)
     ap.add_argument("--timing", choices=("interleaved", "windows", "both"), default="both")
     ap.add_argument("--no-quantize", action="store_true", help="skip the quantizers' bandwidth")
+    ap.add_argument("--no-grouped", action="store_true", help="skip the grouped GEMMs")
     args = ap.parse_args(argv)
     import torch
 
@@ -211,6 +285,12 @@ def main(argv=None):
         rows.append(row)
         print(json.dumps(row), flush=True)
         torch.cuda.empty_cache()
+    grouped = []
+    if not args.no_grouped:
+        for key in GROUPED:
+            grouped.append(bench_grouped(torch, *key, args))
+            print(json.dumps(grouped[-1]), flush=True)
+            torch.cuda.empty_cache()
     quant = [] if args.no_quantize else bench_quantizers(torch, args)
     summary = {}
     for m in sorted({r["m"] for r in rows}):
@@ -223,7 +303,14 @@ def main(argv=None):
                    if "deepgemm_anchor_tflops" in r and "interleaved_ours_tflops" in r]
         if anchors:
             summary[f"M={m} vs DeepGEMM anchors"] = {"geomean": geomean(anchors), "min": min(anchors)}
-    result = {"device": torch.cuda.get_device_name(0), "rows": rows, "quantizers": quant, "summary": summary}
+    for layout in ("contiguous", "masked"):
+        group = [r for r in grouped if r["layout"] == layout and not r.get("wrong")]
+        for key in ("of_deepgemm", "ratio_cublas_loop", "of_dense"):
+            values = [r[key] for r in group if key in r]
+            if values:
+                summary[f"{layout} {key}"] = {"geomean": geomean(values), "min": min(values)}
+    result = {"device": torch.cuda.get_device_name(0), "rows": rows, "grouped": grouped, "quantizers": quant,
+              "summary": summary}
     out_dir = os.environ.get("OUT")
     path = pathlib.Path(out_dir) / "bench_fp8.json" if out_dir else pathlib.Path("bench_fp8.json")
     path.write_text(json.dumps(result, indent=1))
@@ -232,9 +319,15 @@ def main(argv=None):
         print(f"quantize {q['m']}x{q['k']} bf16: per token {q['per_token_gbps']:.0f} GB/s "
               f"({q['per_token_of_copy']:.2f} of copy), per block {q['per_block_gbps']:.0f} GB/s "
               f"({q['per_block_of_copy']:.2f}); copy {q['copy_gbps']:.0f} GB/s")
+    for r in grouped:
+        print(f"grouped {r['layout']} {r['groups']} x {r['tokens']}, N x K {r['n']} x {r['k']}: "
+              + ("WRONG (not timed)" if r.get("wrong") else
+                 f"ours {r['ours_tflops']:.0f} TFLOP/s, DeepGEMM {r['deepgemm_anchor_tflops']} "
+                 f"({r['of_deepgemm']:.2f}), cuBLAS loop {r.get('cublas_loop_tflops', float('nan')):.0f}, "
+                 f"dense {r.get('dense_tflops', float('nan')):.0f}; err {r['err_ours']:.2e}"))
     for name, s in summary.items():
-        print(f"{name}: ours/cuBLAS geomean {s['geomean']:.3f}, min {s['min']:.3f}"
-              if "DeepGEMM" not in name else f"{name}: ours/DeepGEMM geomean {s['geomean']:.3f}, min {s['min']:.3f}")
+        print(f"{name}: geomean {s['geomean']:.3f}, min {s['min']:.3f}"
+              + (" (ours/cuBLAS)" if name.startswith("M=") and "DeepGEMM" not in name else ""))
     header = (f"{'M':>5} {'N':>6} {'K':>6} {'config':>14} {'err ours':>9} {'err cuBLAS':>10} {'ours':>7} {'cuBLAS':>7} "
               f"{'ratio':>6} {'ours w':>7} {'cuBL w':>7} {'ratio w':>7} {'k ours':>7} {'k cuBL':>7} {'k ratio':>7} "
               f"{'host us':>8} {'cuBL us':>8} {'DG':>5} {'cuBL*':>5}")

@@ -239,7 +239,8 @@ def _launch(config: GemmConfig, arguments: dict, sm_count):
     """Launch on the GPU through the call site of the arguments' signature: a site's later calls only write the
     tensors' addresses; the persistent grid is the CTAs the device holds at once. → (the site, the tensors)."""
     stream = _stream()
-    tensors = {name: arguments[name] for name in ("a", "b", "c", "row_scales", "col_scales")}
+    tensors = {name: arguments[name] for name in ("a", "b", "c", "row_scales", "col_scales", "m_indices", "masked_m",
+                                                  "m_window") if name in arguments}
     key = (config, stream, tuple(_signature(t) for t in tensors.values()))
     site = _SITES.get(key)
     if site is not None:
@@ -330,6 +331,7 @@ def _grouped_out(op, out_arg, shape, kind, like):
 
 
 def _grouped_run(op, config, arguments, kind, sms, sm_count, c_row_ok):
+    """Run a grouped GEMM's kernel → (the GPU call site or None, its tensors)."""
     if config.epilogue == "tma" and not c_row_ok:
         config = config.replace(epilogue="direct", epilogue_split=1).validate()
     if kind == "numpy":
@@ -337,8 +339,8 @@ def _grouped_run(op, config, arguments, kind, sms, sm_count, c_row_ok):
 
         arguments["sms"] = sms
         interpret(kernel_module(config), arguments)
-    else:
-        _launch(config, arguments, sm_count)
+        return None, {}
+    return _launch(config, arguments, sm_count)
 
 
 def _c_row_ok(out_arg, rows_stride_index: int) -> bool:
@@ -367,6 +369,11 @@ def m_grouped_fp8_gemm_nt_contiguous(a, a_scales, b, b_scales, out, m_indices, *
     groups. Numpy arguments (the interpreter) are checked: an index outside -1 … G-1 or a tile mixing groups is a
     ValueError before launch; on the GPU the indices are not read by the host (no synchronization): an index ≥ G
     reads B past its end as TMA's zeros (zero rows), never other memory. → ``out``."""
+    return _contiguous(a, a_scales, b, b_scales, out, m_indices, config, sm_count)[0]
+
+
+def _contiguous(a, a_scales, b, b_scales, out, m_indices, config, sm_count):
+    """(C, the GPU call site or None, its tensors) of ``m_grouped_fp8_gemm_nt_contiguous``."""
     op = "m_grouped_fp8_gemm_nt_contiguous"
     names = ("a", "a_scales", "b", "b_scales", "m_indices")
     args = [_Arg(op, name, x) for name, x in zip(names, (a, a_scales, b, b_scales, m_indices))]
@@ -388,7 +395,7 @@ def m_grouped_fp8_gemm_nt_contiguous(a, a_scales, b, b_scales, out, m_indices, *
     if out_arg is not None and (out_arg.strides is None or not (out_arg.strides[1] == 1 or n <= 1)):
         raise ValueError(f"{op}: out must have unit stride along N, not strides {out_arg.strides}")
     if m == 0 or n == 0 or groups == 0:
-        return c
+        return c, None, {}
     sms = sm_count or (H100_SMS if kind == "numpy" else _device_sms())
     config = choose_block_scaled_config(m, n, k, sms, grouped="contiguous") if config is None else \
         _forced_grouped(op, config, "contiguous")
@@ -396,8 +403,7 @@ def m_grouped_fp8_gemm_nt_contiguous(a, a_scales, b, b_scales, out, m_indices, *
     sb2 = sb_arg.value.reshape(-1, kb)
     arguments = kernel_arguments(config, _operand(a_arg, False, "K"), sa_arg.value, b2, sb2, c, m, n, k, kind)
     arguments["m_indices"] = idx_arg.value
-    _grouped_run(op, config, arguments, kind, sms, sm_count, _c_row_ok(out_arg, 0))
-    return c
+    return (c,) + _grouped_run(op, config, arguments, kind, sms, sm_count, _c_row_ok(out_arg, 0))
 
 
 def _check_indices(op: str, indices, groups: int) -> None:
@@ -426,6 +432,11 @@ def m_grouped_fp8_gemm_nt_masked(a, a_scales, b, b_scales, out, masked_m, expect
     ≥ 0) the configuration's hint of the rows per group. M_max is a multiple of 128 (the M block). Rows ≥ masked_m[g]
     of ``out`` are written as ZEROS; a tile wholly past them runs no k-tile. Numpy arguments are checked (a count
     outside 0 … M_max is a ValueError); on the GPU a count > M_max computes M_max rows, a negative one none. → out."""
+    return _masked(a, a_scales, b, b_scales, out, masked_m, expected_m, config, sm_count)[0]
+
+
+def _masked(a, a_scales, b, b_scales, out, masked_m, expected_m, config, sm_count):
+    """(C, the GPU call site or None, its tensors) of ``m_grouped_fp8_gemm_nt_masked``."""
     op = "m_grouped_fp8_gemm_nt_masked"
     names = ("a", "a_scales", "b", "b_scales", "masked_m")
     args = [_Arg(op, name, x) for name, x in zip(names, (a, a_scales, b, b_scales, masked_m))]
@@ -450,7 +461,7 @@ def m_grouped_fp8_gemm_nt_masked(a, a_scales, b, b_scales, out, masked_m, expect
             raise ValueError(f"{op}: masked_m[{g}] = {int(counts[g])} is outside 0 … M_max = {m_max}")
     c = _grouped_out(op, out_arg, (groups, m_max, n), kind, a_arg.value)
     if groups == 0 or m_max == 0 or n == 0:
-        return c
+        return c, None, {}
     c_arg = out_arg or _Arg(op, "out", c)
     c2 = _merged(op, c_arg, "out", "(G, M_max, N)")
     sms = sm_count or (H100_SMS if kind == "numpy" else _device_sms())
@@ -464,5 +475,14 @@ def m_grouped_fp8_gemm_nt_masked(a, a_scales, b, b_scales, out, masked_m, expect
     counts = mm_arg.value
     window = np.broadcast_to(counts[:1], (m_max,)) if kind == "numpy" else counts[:1].expand(m_max)
     arguments.update(groups=groups, masked_m=counts, m_window=window)
-    _grouped_run(op, config, arguments, kind, sms, sm_count, _c_row_ok(c_arg, 1))
-    return c
+    return (c,) + _grouped_run(op, config, arguments, kind, sms, sm_count, _c_row_ok(c_arg, 1))
+
+
+def prepared_grouped_site(layout: str, *args, config: GemmConfig | None = None, sm_count: int | None = None):
+    """GPU: run ``m_grouped_fp8_gemm_nt_contiguous(*args)`` (``layout`` "contiguous") or ``…_masked(*args)``
+    ("masked") once and give its call site, holding the tensors: ``site()`` runs it again (benchmarks time it)."""
+    run = _contiguous if layout == "contiguous" else _masked
+    _c, site, tensors = run(*args, config, sm_count)
+    if site is not None:
+        site.arguments.update(tensors)
+    return site
