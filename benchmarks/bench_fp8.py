@@ -9,8 +9,9 @@ quantizers' bandwidth against a device copy.
 Shapes: DeepSeek-V3's, M ∈ {64, 128, 4096} × (N, K) ∈ {(2112, 7168), (24576, 1536), (32768, 512), (7168, 16384),
 (4096, 7168), (7168, 2048)}; the grouped GEMMs on issue 19's MoE cases (contiguous 4 × 8192 and 8 × 4096 tokens,
 masked 1 × 1024, 2 × 512, 4 × 256 expected rows; N × K 4096 × 7168 and 7168 × 2048) against a loop of cuBLAS
-block-scaled calls per group and (contiguous) our dense GEMM of the same total M, interleaved. Per shape: fresh bf16 activations and weights, quantized by our kernels (per token, the
-scales in DeepGEMM's M-major TMA-aligned layout; weights per 128 × 128 block); the results of both GEMMs are CHECKED
+block-scaled calls per group and (contiguous) our dense GEMM of the same total M, interleaved. Per shape: fresh bf16
+activations and weights, quantized by our kernels (per token, the scales in DeepGEMM's M-major TMA-aligned layout;
+weights per 128 × 128 block); the results of both GEMMs are CHECKED
 FIRST against float64 of the dequantized operands (relative Frobenius error; ours must be within 1e-2 or the shape is
 reported and not timed; the ratio of our error to cuBLAS's is printed: the issue asks ≤ 1.05). Timing (see
 benchmarks/bench_gemm.py's ``time_interleaved`` / ``time_ms``): CUDA events around every launch, medians after
