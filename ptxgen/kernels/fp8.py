@@ -187,9 +187,9 @@ def _gemm(a, a_scales, b, b_scales, out, config, sm_count):
 def _forced(config) -> GemmConfig:
     if not isinstance(config, GemmConfig):
         raise TypeError(f"{OP}: config must be a GemmConfig, not {type(config).__name__}")
-    if config.dtype != "e4m3" or config.out_dtype != "bf16" or config.scales != "block":
-        raise ValueError(f"{OP}: config must be an e4m3 → bf16 GEMM with scales='block', not {config.dtype} → "
-                         f"{config.out_dtype} with scales={config.scales!r} ({config.name})")
+    if config.dtype != "e4m3" or config.out_dtype != "bf16" or config.scales != "block" or config.grouped != "none":
+        raise ValueError(f"{OP}: config must be an e4m3 → bf16 GEMM with scales='block', not grouped, not "
+                         f"{config.dtype} → {config.out_dtype} with scales={config.scales!r} ({config.name})")
     return config.validate()
 
 

@@ -239,8 +239,10 @@ def test_bad_sizes_outputs_and_configs():
     with pytest.raises(ValueError, match=r"^fp8_gemm_nt: out must have shape \(17, 32\), not \(17, 31\)$"):
         fp8_gemm_nt(a, sa, b, sb, np.zeros((17, 31), BF16))
     with pytest.raises(ValueError, match=r"^fp8_gemm_nt: config must be an e4m3 → bf16 GEMM with scales='block', "
-                                         r"not e4m3 → bf16 with scales='tensor' \(h128x128s4k4\)$"):
+                                         r"not grouped, not e4m3 → bf16 with scales='tensor' \(h128x128s4k4\)$"):
         fp8_gemm_nt(a, sa, b, sb, config=GemmConfig("e4m3", bn=128, promote=4))
+    with pytest.raises(ValueError, match=r"\(h128x128s4BGc\)$"):
+        fp8_gemm_nt(a, sa, b, sb, config=GemmConfig("e4m3", bn=128, scales="block", grouped="contiguous"))
     with pytest.raises(TypeError, match="^fp8_gemm_nt: config must be a GemmConfig, not str$"):
         fp8_gemm_nt(a, sa, b, sb, config="h128x128s6tB")
     with pytest.raises(TypeError, match="^fp8_gemm_nt: a must be a CUDA tensor"):
