@@ -109,6 +109,8 @@ def test_heuristic_for_groups():
     (dict(grouped="masked", cluster=2), "GemmConfig.cluster = 2: the CTAs of a cluster share B by multicast, but "
                                         "neighbouring tiles of a grouped GEMM may belong to different groups: "
                                         "cluster = 1"),
+    (dict(grouped="masked", bm=256), "GemmConfig.bm = 256: a grouped GEMM's tiles are the 128-row M block its groups "
+                                     "are aligned to: bm = 128"),
 ])
 def test_grouped_rules(fields, message):
     base = dict(dtype="e4m3", bn=128, scales="block")

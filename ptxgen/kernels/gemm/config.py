@@ -305,6 +305,9 @@ def _scales(c: GemmConfig):
         if c.cluster != 1:
             return (f"cluster = {c.cluster}: the CTAs of a cluster share B by multicast, but neighbouring tiles of a "
                     "grouped GEMM may belong to different groups: cluster = 1")
+        if c.bm != 128:
+            return (f"bm = {c.bm}: a grouped GEMM's tiles are the 128-row M block its groups are aligned to: "
+                    "bm = 128")
     return None
 
 
