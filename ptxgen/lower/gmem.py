@@ -135,9 +135,18 @@ def load(lx, view: GView, thread, tv, dtype: ScalarType, other=0.0) -> list:
     other_c = lx.const(dtype, other)
     results = [None] * lc.size(tv[1])
     kept = [m for m in range(at.rank) if m not in at.broadcast]
+    # values at one element (a TV layout with stride-0 value modes: a per-row scale broadcast over a row's values)
+    # are loaded once: LLVM does not merge the guarded loads' diamonds
+    same_element = {}
     loaded = {}
     for group in at.groups:
         v0 = group[0]
+        if len(group) == 1 and at.plan.coords is not None:
+            element = tuple(at.plan.coords[m].values[v0] for m in range(at.rank))
+            if element in same_element:
+                results[v0] = results[same_element[element]]
+                continue
+            same_element[element] = v0
         cs = at.coords(v0)
         if not at.broadcast:
             lanes = _load_group(lx, at, group, cs, at.pointer(v0), other_c)

@@ -21,7 +21,7 @@ from __future__ import annotations
 from ptxgen.ir.builder import KernelBuilder, f32, frag, gtensor, i32, smem, tmap
 from ptxgen.ir.ops.smem import permute_layout, stage_sliced, tile_split
 
-from . import epilogue, mainloop, schedule
+from . import block_scales, epilogue, mainloop, schedule
 from .config import ELEMENT_BYTES, GemmConfig
 
 
@@ -36,7 +36,8 @@ def build(config: GemmConfig = GemmConfig()):
     Parameters: ``%a``, ``%b`` (TMA maps of A (M, K) / B (N, K), or (K, M) / (K, N) for MN-major operands), ``%c``
     (C (M, N): a TMA map for the ``tma`` epilogue, else a gtensor), ``%m``, ``%n``, ``%k``, ``%sms`` (the CTAs the
     device runs at once; the grid is ``min(tiles, %sms)``), then ``%scale_a``, ``%scale_b`` (fp8: C = (A·Bᵀ)·scale_a·
-    scale_b), ``%work``, ``%flags`` (stream-K: ``schedule.streamk_buffers``), ``%bias`` (``bias``: added to C).
+    scale_b) or, for block scales, ``%row_scales``, ``%col_scales`` (``block_scales``), ``%work``, ``%flags``
+    (stream-K: ``schedule.streamk_buffers``), ``%bias`` (``bias``: added to C).
     ``build(TILE_FILE)`` prints as examples/gemm_hopper.tile; ``build()`` is the 128 × 256, 4-stage, direct-epilogue
     bf16 kernel. Post: the same IR, op for op and name for name, for the same config."""
     config.validate()
@@ -58,7 +59,8 @@ def build(config: GemmConfig = GemmConfig()):
         cluster=(cluster, 1, 1) if cluster > 1 else None,
         a=tmap(dtype, 2, a_box), b=tmap(dtype, 2, b_part), c=epilogue.c_parameter(config), m=i32, n=i32, k=i32,
         sms=i32,
-        **({"scale_a": f32, "scale_b": f32} if config.fp8 else {}),
+        **({"scale_a": f32, "scale_b": f32} if config.fp8 and config.scales == "tensor" else {}),
+        **(block_scales.parameters(config) if config.scales == "block" else {}),
         **({"work": gtensor("f32", 2), "flags": gtensor("i32", 1)} if config.streamk else {}),
         **({"bias": gtensor(out_dtype, 2)} if config.bias else {}))
     g.kb, g.b = kb, kb.b
@@ -92,6 +94,11 @@ def build(config: GemmConfig = GemmConfig()):
     g.c_wg = b.const(128, i32, name="wgsize")
     g.tiles_m = b.arith.cdiv(kb["m"], b.const(bm * cluster, i32, name="bmc") if cluster > 1 else g.c_bm,
                              name="tiles_m")
+    if config.grouped == "masked":
+        # %m is M_max (a multiple of BM): tile row tm is tile tm % per_group of group tm / per_group, whose rows are
+        # tm·BM … of the flattened (G·M_max, K) A and (G·M_max, N) C
+        g.group_tiles_m = g.tiles_m
+        g.tiles_m = b.arith.mul(g.tiles_m, kb["groups"], name="all_tiles_m")
     g.tiles_n = b.arith.cdiv(kb["n"], g.c_bn, name="tiles_n")
     g.tiles = tiles = b.arith.mul(g.tiles_m, g.tiles_n, name="tiles")
     g.ktiles = ktiles = b.arith.cdiv(kb["k"], g.c_bk, name="ktiles")

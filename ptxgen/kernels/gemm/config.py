@@ -16,6 +16,10 @@ SWIZZLE_ROW = 128  # bytes of K per k-tile: one SW128 row (64 f16/bf16, 128 e4m3
 ELEMENT_BYTES = {"bf16": 2, "f16": 2, "e4m3": 1, "e5m2": 1}
 FP8 = ("e4m3", "e5m2")
 EPILOGUES = ("direct", "rows", "tma")
+SCALES = ("tensor", "block")
+GROUPINGS = ("none", "contiguous", "masked")
+GROUPINGS = ("none", "contiguous", "masked")
+SCALE_BLOCK = 128  # elements of K (and of B's N) per block scale: one e4m3 k-tile
 MAJORS = ("K", "MN")
 # Stream-K's partial sums cost a launch the time of several k-tiles (each CTA writes and reads 128 KiB of f32 and
 # waits on its flags); it pays where it shortens the last wave by more
@@ -57,7 +61,15 @@ class GemmConfig:
     - ``bias``: C = A·Bᵀ + bias, the kernel taking ``%bias`` (``out_dtype``, rank 2: an (M, N) addend, in practice a
       per-column vector seen through a stride-0 view) added to the f32 accumulator before the conversion.
     - ``swap_ab``: for the ops (``ptxgen.kernels.linalg``): the kernel computes Cᵀ = B·Aᵀ (its M is the problem's N),
-      storing C through its transposed view; the kernel itself is the unswapped one.
+      storing C through its transposed view; the kernel itself is the unswapped one (but with block scales, whose
+      granularity differs between A and B: see ``scales``).
+    - ``scales`` (fp8): ``"tensor"``, C = (A·Bᵀ)·scale_a·scale_b with two f32 parameters; ``"block"``, DeepGEMM's
+      fine-grained scales: A per (row, 128-wide K block), B per 128 × 128 block, each k-tile's wgmma product
+      promoted into the f32 total times its row's and column's scales (``ptxgen.kernels.fp8``). With ``swap_ab``
+      the kernel's rows are B's (one scale per 128 rows) and its columns A's (one scale per column).
+    - ``grouped`` (block scales): DeepGEMM's MoE GEMMs, groups along M sharing N and K: ``"contiguous"`` (A's rows of
+      all groups concatenated, ``%m_indices`` giving each row's group, B (G·N, K)) or ``"masked"`` (A (G·M_max, K),
+      ``%masked_m`` the rows of each group; ``ptxgen.kernels.fp8``).
 
     Post (``validate``): the builder accepts the config; any violated rule is a ValueError naming the field."""
 
@@ -81,6 +93,8 @@ class GemmConfig:
     out_dtype: str | None = None
     bias: bool = False
     swap_ab: bool = False
+    scales: str = "tensor"
+    grouped: str = "none"
 
     def __post_init__(self):
         if self.out_dtype is None:
@@ -139,8 +153,8 @@ class GemmConfig:
         """``h<BM>x<BN>s<stages>`` then, where not the default: ``p<pending>``, ``g<group>``, ``c<cluster>``,
         ``k<promote>``, ``t``/``r`` (TMA-store / rows epilogue) with ``<split>`` when > 1, ``o<overlap>``, ``sk``
         (stream-K; ``ska``: on every SM; a number after it: ``streamk_min_saving``), ``m<a><b>`` (majors, ``k`` or
-        ``n`` each: ``mkn`` = A K-major, B MN-major), ``x`` (swap_ab), ``b`` (bias), ``R<producer>-<consumer>``
-        (registers), ``_<out_dtype>`` (fp8 with an f16 C). The dtype is not part of the name.
+        ``n`` each: ``mkn`` = A K-major, B MN-major), ``x`` (swap_ab), ``b`` (bias), ``B`` (block scales),
+        ``Gc``/``Gm`` (grouped: contiguous / masked), ``R<producer>-<consumer>`` (registers), ``_<out_dtype>`` (fp8 with an f16 C). The dtype is not part of the name.
         ``GemmConfig(cluster=2, epilogue="tma", epilogue_split=2).name`` = ``h128x256s4c2t2``."""
         parts = [f"h{self.bm}x{self.bn}s{self.stages}"]
         if self.pending != 1:
@@ -165,6 +179,10 @@ class GemmConfig:
             parts.append("x")
         if self.bias:
             parts.append("b")
+        if self.scales == "block":
+            parts.append("B")
+        if self.grouped != "none":
+            parts.append("G" + self.grouped[0])
         if tuple(self.registers) != (24, 240):
             parts.append(f"R{self.registers[0]}-{self.registers[1]}")
         if self.out_dtype != ("bf16" if self.fp8 else self.dtype):
@@ -179,7 +197,7 @@ class GemmConfig:
         m = _NAME.fullmatch(name)
         if not m:
             raise ValueError(f"unknown GEMM variant {name!r}: h<BM>x<BN>s<stages>[p<pending>][g<group>][c<cluster>]"
-                             "[k<promote>][t|r[<split>]][o<overlap>][sk[a][<min saving>]][m<a><b>][x][b]"
+                             "[k<promote>][t|r[<split>]][o<overlap>][sk[a][<min saving>]][m<a><b>][x][b][B][Gc|Gm]"
                              "[R<producer>-<consumer>][_<out dtype>]")
         g = m.groupdict()
         return cls(
@@ -191,14 +209,15 @@ class GemmConfig:
             streamk_min_saving=int(g["saving"]) if g["saving"] else STREAMK_MIN_SAVING,
             a_major="MN" if g["majors"] and g["majors"][0] == "n" else "K",
             b_major="MN" if g["majors"] and g["majors"][1] == "n" else "K",
-            swap_ab=bool(g["swap"]), bias=bool(g["bias"]),
+            swap_ab=bool(g["swap"]), bias=bool(g["bias"]), scales="block" if g["block"] else "tensor",
+            grouped={"c": "contiguous", "m": "masked", None: "none"}[g["grouped"]],
             registers=(int(g["rp"]), int(g["rc"])) if g["rp"] else (24, 240), out_dtype=g["out"])
 
 
 _NAME = re.compile(r"h(?P<bm>\d+)x(?P<bn>\d+)s(?P<stages>\d+)(?:p(?P<pending>\d+))?(?:g(?P<group>\d+))?"
                    r"(?:c(?P<cluster>\d+))?(?:k(?P<promote>\d+))?(?:(?P<epi>[tr])(?P<split>\d)?)?(?:o(?P<overlap>\d+))?"
                    r"(?:(?P<sk>sk)(?P<every>a)?(?P<saving>\d+)?)?(?:m(?P<majors>[kn]{2}))?(?P<swap>x)?(?P<bias>b)?"
-                   r"(?:R(?P<rp>\d+)-(?P<rc>\d+))?(?:_(?P<out>bf16|f16))?")
+                   r"(?P<block>B)?(?:G(?P<grouped>[cm]))?(?:R(?P<rp>\d+)-(?P<rc>\d+))?(?:_(?P<out>bf16|f16))?")
 
 
 # -- the rules, in the order they are checked: each → None, or "field = value: what is wrong" --------------------------
@@ -257,6 +276,38 @@ def _promotion(c: GemmConfig):
     if not c.fp8 and c.promote != 1:
         return (f"promote = {c.promote}: promotion is fp8's ({c.dtype} wgmma accumulates in f32 throughout): "
                 "promote = 1")
+    return None
+
+
+def _scales(c: GemmConfig):
+    if c.scales not in SCALES:
+        return f"scales = {c.scales!r}: the scales are 'tensor' (one per operand) or 'block' (DeepGEMM's)"
+    if c.scales == "block":
+        if not c.fp8:
+            return f"scales = 'block': block scales are fp8's (e4m3, e5m2), not {c.dtype}'s"
+        if c.promote != 1:
+            return (f"promote = {c.promote}: block scales promote every k-tile (the {SCALE_BLOCK}-deep scale block): "
+                    "promote = 1")
+        if c.bias:
+            return "bias = True: the block-scaled GEMM (DeepGEMM's fp8_gemm_nt) has no bias"
+        if c.streamk:
+            return ("streamk = True: block scales promote whole k-tiles of one tile at a time; stream-K's partial "
+                    "sums are not built for them")
+        if c.overlap:
+            return "overlap = 1: the epilogue behind the next tile's wgmmas is not built for block scales"
+    if c.grouped not in GROUPINGS:
+        return f"grouped = {c.grouped!r}: the grouping is 'none', 'contiguous' or 'masked'"
+    if c.grouped != "none":
+        if c.scales != "block":
+            return f"grouped = {c.grouped!r}: the grouped GEMMs are block-scaled (scales = 'block')"
+        if c.swap_ab:
+            return f"swap_ab = True: a {c.grouped} grouped GEMM groups A's rows, which swapping would make columns"
+        if c.cluster != 1:
+            return (f"cluster = {c.cluster}: the CTAs of a cluster share B by multicast, but neighbouring tiles of a "
+                    "grouped GEMM may belong to different groups: cluster = 1")
+        if c.bm != 128:
+            return (f"bm = {c.bm}: a grouped GEMM's tiles are the 128-row M block its groups are aligned to: "
+                    "bm = 128")
     return None
 
 
@@ -321,7 +372,8 @@ def _shared_memory(c: GemmConfig):
     return None
 
 
-_RULES = (_dtypes, _tile, _majors, _cluster, _promotion, _registers, _epilogue, _streamk, _overlap, _shared_memory)
+_RULES = (_dtypes, _tile, _majors, _cluster, _promotion, _scales, _registers, _epilogue, _streamk, _overlap,
+          _shared_memory)
 
 # the configuration examples/gemm_hopper.tile spells out (bf16, 128 x 256, 4 stages, clusters of 2 sharing B by
 # multicast, C through stmatrix and TMA stores in two column halves)

@@ -55,10 +55,11 @@ def stage_column_block(b, c_mine, lt, out, h: int, split: int, rows: int, c_cols
 
 
 def c_values(g, acc, tm, tn):
-    """The finished f32 accumulator of tile (tm, tn) → C's values (``out_dtype``): fp8 times the scales, plus the
-    bias (``%bias`` read through the accumulator's TV layout at the warpgroup's rows of the tile, out of bounds 0)."""
+    """The finished f32 accumulator of tile (tm, tn) → C's values (``out_dtype``): fp8 times the per-tensor scales
+    (block scales were applied in the mainloop), plus the bias (``%bias`` read through the accumulator's TV layout
+    at the warpgroup's rows of the tile, out of bounds 0)."""
     b, kb, config = g.b, g.kb, g.config
-    if config.fp8:
+    if config.fp8 and config.scales == "tensor":
         scale = b.arith.mul(kb["scale_a"], kb["scale_b"], name="scale")
         acc = b.frag.mul(acc, scale, name="scaled")
     if config.bias:

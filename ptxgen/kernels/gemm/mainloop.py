@@ -9,6 +9,7 @@ from layoutc.hopper import gmma_smem_layout
 from ptxgen.ir.builder import i32
 from ptxgen.ir.ops.smem import permute_layout, stage_sliced, tile_split
 
+from . import block_scales
 from .config import k_tile
 from .schedule import tile_of
 
@@ -59,6 +60,12 @@ def produce(g, t, lo, hi, it):
     tm, tn = tile_of(g, t, ("tm", "tn", "tmc", "tm_own"))
     m0 = b.arith.mul(tm, g.c_bm, name="m0")
     n0 = b.arith.mul(tn, g.c_bn, name="n0")
+    if config.grouped != "none":
+        # B is (G·N, K): the group's rows start at group·N; a masked tile past its group's rows loads nothing
+        group, has_rows, _rows = block_scales.tile_group(g, tm, g.thread, 384, "p")
+        n0 = b.arith.add(n0, b.arith.mul(group, kb["n"], name="group_n0"), name="n0_grouped")
+        if has_rows is not None:
+            hi = b.arith.select(has_rows, hi, lo, name="hi_p")
     if config.cluster > 1:
         c_part = b.const(config.bn // config.cluster, i32, name="bpart")
         n_part = b.arith.add(n0, b.arith.mul(g.rank, c_part, name="part_off"), name="n_part")
@@ -220,13 +227,42 @@ def promote_every_k_tile(g, init, cit):
     return branch.results
 
 
+def promote_block_scaled(g, init, lo, hi, cit, tm, tn):
+    """The mainloop of block scales (``scales="block"``): each k-tile (one 128-deep scale block) is accumulated by
+    its wgmmas into a chunk from zero, waited for, and promoted on the CUDA cores, total += chunk · scale with the
+    scale of each value's row and column (``block_scales.scale_fragment``, read before the stage is waited for so that
+    its loads overlap the wgmmas). The two consumer warpgroups promote independently, so one's wgmmas run while the
+    other promotes. → (the f32 total, the iteration counter after k-tile hi-1)."""
+    b = g.b
+    group = valid = masked_rows = None
+    if g.config.grouped != "none":
+        # grouped: the tile's group picks B's scale blocks; rows outside their group get scale 0; a masked tile past
+        # its group's rows runs no k-tile (its C is written as zeros), as its producer loads none
+        group, has_rows, masked_rows = block_scales.tile_group(g, tm, g.lt, 128, "c")
+        if has_rows is not None:
+            hi = b.arith.select(has_rows, hi, lo, name="hi_c")
+        valid = block_scales.row_validity(g, tm, masked_rows)
+    with b.scf.for_(lo, hi, g.c1, init, cit, args=("kt_b", "total_in", "kit_b"), names=["total", "kit_done"]) as loop:
+        kt, total_in, kit = loop
+        scale = block_scales.scale_fragment(g, kt, tm, tn, group, valid, masked_rows)
+        zero = b.frag.splat(g.fzero, type=g.acc_t, name="zero")
+        chunk, s2 = issue(g, zero, kit, "_b")
+        chunk = b.wgmma.wait(chunk, pending=0, name="chunk")
+        b.pipeline.release(g.pipe, s2)
+        total_out = b.frag.fma(chunk, scale, total_in, name="total_out")
+        b.scf.yield_(total_out, b.arith.add(kit, g.c1, name="kit_b1"))
+    return loop.results
+
+
 def consume(g, ct, lo, hi, cit, hook=None):
     """The wgmmas of k-tiles lo … hi-1 of work item ct from the iteration counter cit on (``hook``: see
     ``k_tiles``); → (the f32 accumulator, completed; the counter after them; the tile's (m, n))."""
     b, config = g.b, g.config
     tm2, tn2 = tile_of(g, ct, ("tm2", "tn2", "tmc2", "tm2_own"))
     init = b.frag.splat(g.fzero, type=g.acc_t, name="init")
-    if config.fp8 and config.promote == 1:
+    if config.scales == "block":
+        acc, kit_end = promote_block_scaled(g, init, lo, hi, cit, tm2, tn2)
+    elif config.fp8 and config.promote == 1:
         acc, kit_end = promote_every_k_tile(g, init, cit)
     elif config.fp8:
         # promotion: the wgmmas of `promote` k-tiles sum into a chunk that starts from zero; the finished chunk

@@ -14,11 +14,14 @@ WORK_COLUMNS = 512
 
 def grid(config: GemmConfig) -> tuple:
     """The launch grid: ``min(tiles, %sms)`` CTAs (whole clusters: ``min(cluster tiles, ⌈%sms/cluster⌉)·cluster``);
-    with ``streamk_every_sm`` ``%sms`` CTAs (whole clusters) whatever the tile count.
+    with ``streamk_every_sm`` ``%sms`` CTAs (whole clusters) whatever the tile count; a masked grouped GEMM has
+    ``%groups`` times the tiles of one group.
     ``grid(GemmConfig())`` = (min(cdiv(%m, 128) * cdiv(%n, 256), %sms), 1, 1)."""
     if config.streamk_every_sm:
         return ("sms", 1, 1) if config.cluster == 1 else (mul(cdiv("sms", config.cluster), config.cluster), 1, 1)
     work = mul(cdiv("m", config.bm * config.cluster), cdiv("n", config.bn))
+    if config.grouped == "masked":   # %m is each group's M_max, the tiles of %groups groups
+        work = mul("groups", work)
     if config.cluster == 1:
         return hmin(work, "sms"), 1, 1
     return mul(hmin(work, cdiv("sms", config.cluster)), config.cluster), 1, 1

@@ -1,0 +1,196 @@
+"""DeepGEMM's fine-grained fp8 scales inside the GEMM (``GemmConfig(scales="block")``): which scale multiplies each
+value of a consumer's accumulator for one k-tile (one 128-deep scale block), read from global memory through TV
+layouts derived from the accumulator's.
+
+The problem is C (M, N) = A·Bᵀ with A scaled per (row, 128-wide K block) — ``a_scales`` (M, ⌈K/128⌉), any strides
+(row-major, or DeepGEMM's M-major TMA-aligned layout) — and B per 128 × 128 block, ``b_scales`` (⌈N/128⌉, ⌈K/128⌉).
+The kernel sees them as ``%row_scales`` (its rows' scales) and ``%col_scales`` (its columns'): unswapped, rows are A's
+(one scale per row) and columns B's (one per 128 columns); swapped (``swap_ab``: the kernel computes Cᵀ = B·Aᵀ),
+rows are B's (one per 128 rows: a tile of BM = 128 or 256 rows starts on a block, so each warpgroup's rows share
+one) and columns A's (one per column).
+
+A tile of BN columns that does not divide 128 (112, 160, 192, 224, …) starts at n0 = tn·BN, which lies
+``n0 % 128`` columns into a B scale block, and straddles two or three blocks: which block a column belongs to is not
+a layout of the column. The kernel then reads ``%col_scales`` as a rank-3 view (16, ⌈N/128⌉, ⌈K/128⌉) with strides
+(0, s_N, s_K) — scale block nb repeated for each of its 16 groups of 8 columns (a tile starts on a multiple of 8
+columns: BN is) — through windows that start ``(n0 % 128)/8 - 16·i`` groups into block ``n0 // 128 + i``: the
+8-column group j of the tile lies inside window i exactly when it is in the tile's i-th block, elsewhere the window
+reads 0, and the windows' sum is each column's scale. A thread's values of one 8-column group share their load.
+"""
+from __future__ import annotations
+
+import math
+
+import layoutc as lc
+
+from ptxgen.ir.builder import frag, gtensor, i32
+
+from .config import SCALE_BLOCK, GemmConfig
+
+
+def _accumulator_modes(rows: int, bn: int):
+    """The accumulator's TV shape, ((4,8,4),((2,2,BN/8),P)) (see ``epilogue.accumulator_block_tv``)."""
+    return ((4, 8, 4), ((2, 2, bn // 8), rows // 64))
+
+
+def row_tv(rows: int, bn: int):
+    """Thread t, value v of the (rows, BN) accumulator → its ROW (an index into a (rows, 1) window).
+    ``row_tv(64, 16)`` = ((4,8,4),((2,2,2),1)):((0,1,16),((0,8,0),64))."""
+    return lc.Layout(_accumulator_modes(rows, bn), ((0, 1, 16), ((0, 8, 0), 64)))
+
+
+def column_tv(rows: int, bn: int):
+    """Thread t, value v of the (rows, BN) accumulator → its COLUMN (an index into a (BN, 1) window).
+    ``column_tv(64, 16)`` = ((4,8,4),((2,2,2),1)):((2,0,0),((1,0,8),0))."""
+    return lc.Layout(_accumulator_modes(rows, bn), ((2, 0, 0), ((1, 0, 8), 0)))
+
+
+def column_group_tv(rows: int, bn: int):
+    """Thread t, value v of the (rows, BN) accumulator → its column's group of 8 (an index into a (BN/8, 1, 1) window).
+    ``column_group_tv(64, 16)`` = ((4,8,4),((2,2,2),1)):((0,0,0),((0,0,1),0))."""
+    return lc.Layout(_accumulator_modes(rows, bn), ((0, 0, 0), ((0, 0, 1), 0)))
+
+
+def uniform_tv(rows: int, bn: int):
+    """Every (thread, value) → element 0 of a (1, 1) window: one scale for the whole accumulator."""
+    return lc.Layout(_accumulator_modes(rows, bn), ((0, 0, 0), ((0, 0, 0), 0)))
+
+
+def column_block_tv(rows: int, bn: int):
+    """BN a multiple of 128: thread t, value v → the 128-column block of its column (an index into a
+    (BN/128, 1) window); column 8j + … lies in block j // 16. ``column_block_tv(64, 256)`` =
+    ((4,8,4),((2,2,(16,2)),1)):((0,0,0),((0,0,(0,1)),0))."""
+    return lc.Layout(((4, 8, 4), ((2, 2, (16, bn // SCALE_BLOCK)), rows // 64)),
+                     ((0, 0, 0), ((0, 0, (0, 1)), 0)))
+
+
+GROUPS = SCALE_BLOCK // 8   # 8-column groups per B scale block: the repeated view's first extent
+
+
+def straddles(config: GemmConfig) -> bool:
+    """Whether a tile's columns may lie in different B scale blocks at offsets known only at run time: unswapped, BN
+    neither a divisor nor a multiple of 128."""
+    return not config.swap_ab and SCALE_BLOCK % config.bn != 0 and config.bn % SCALE_BLOCK != 0
+
+
+def column_windows(bn: int) -> int:
+    """The most B scale blocks a tile of BN columns touches: tiles start at multiples of BN, so ``n0 % 128`` is a
+    multiple of g = gcd(BN, 128), at most 128 - g. ``column_windows(192)`` = 2, ``column_windows(224)`` = 3."""
+    g = math.gcd(bn, SCALE_BLOCK)
+    return -(-(SCALE_BLOCK - g + bn) // SCALE_BLOCK)
+
+
+def parameters(config: GemmConfig) -> dict:
+    """The kernel's scale parameters: ``%row_scales`` (rank 2; masked: (G, M_max, ⌈K/128⌉)) and ``%col_scales`` (rank 2; rank 3, the stride-0
+    repeated view (``GROUPS``, ⌈N/128⌉, ⌈K/128⌉), where tiles straddle blocks); grouped GEMMs (``grouped``): contiguous
+    ``%m_indices`` (i32 (M,): each row's group, -1 padding); masked ``%masked_m`` (i32 (G,): each group's rows),
+    ``%m_window`` (i32 (M_max,), stride 0: any i32 values; its extent bounds a group's rows, see ``row_validity``),
+    ``%groups``. Post: the types ``build`` declares."""
+    params = {"row_scales": gtensor("f32", 3 if config.grouped == "masked" else 2),
+              "col_scales": gtensor("f32", 3 if straddles(config) else 2)}
+    if config.grouped == "contiguous":
+        params["m_indices"] = gtensor("i32", 1)
+    elif config.grouped == "masked":
+        params.update(masked_m=gtensor("i32", 1), m_window=gtensor("i32", 1), groups=i32)
+    return params
+
+
+def _first_value(b, tensor, origin, thread, threads: int, name: str):
+    """tensor[origin] (an i32 gtensor of rank 1) as a scalar of every thread of the ``threads`` that ``thread``
+    numbers: a one-element window read by each (the same element), its value extracted."""
+    window = b.gmem.tile(tensor, origin, shape=(1,), name=f"{name}_at")
+    value = b.gmem.load(window, thread, tv=lc.Layout((threads, 1), (0, 0)), type=frag("i32", 1), name=f"{name}_frag")
+    return b.frag.extract(value, index=0, name=name)
+
+
+def tile_group(g, tm, thread, threads: int, tag: str):
+    """The group of tile row ``tm`` of a grouped GEMM and whether the tile has rows to compute: contiguous — the
+    group of the tile's first row (``%m_indices[tm·BM]``; a padding row's -1 reads as group 0: its rows compute
+    zeros, see ``row_validity``), every tile computed; masked — tm / tiles per group, computed when its first row
+    lies below ``%masked_m`` of the group. → (group i32, i1 or None, the masked tile's (first local row, rows))."""
+    b, kb, config = g.b, g.kb, g.config
+    if config.grouped == "contiguous":
+        m0 = b.arith.mul(tm, g.c_bm, name=f"gm0_{tag}")
+        raw = _first_value(b, kb["m_indices"], m0, thread, threads, f"group_raw_{tag}")
+        return b.arith.max(raw, g.c0, name=f"group_{tag}"), None, None
+    group = b.arith.div(tm, g.group_tiles_m, name=f"group_{tag}")
+    local0 = b.arith.mul(b.arith.rem(tm, g.group_tiles_m, name=f"gtm_{tag}"), g.c_bm, name=f"local0_{tag}")
+    count = _first_value(b, kb["masked_m"], group, thread, threads, f"group_rows_{tag}")
+    return group, b.arith.cmp(local0, count, pred="lt", name=f"has_rows_{tag}"), (local0, count)
+
+
+def row_validity(g, tm, masked_rows):
+    """The f32 fragment, in the accumulator's shape, that is 1 for this warpgroup's rows that belong to their group
+    and 0 for the others (their C rows are written as zeros): contiguous, rows whose ``%m_indices`` is ≥ 0 (min(index
+    + 1, 1)); masked, rows below ``%masked_m[group]`` — read through a window of ``%m_window`` (extent M_max) placed so
+    that exactly those rows are inside: out of bounds a load gives its ``other``, so 1 - (load other 1 - load other 0)
+    is 1 inside, 0 outside."""
+    b, kb, config = g.b, g.kb, g.config
+    rows, bn = config.rows, config.bn
+    tv = row_tv(rows, bn)
+    ints = frag("i32", g.acc_t.shape)
+    one = b.const(1, i32, name="v_one")
+    if config.grouped == "contiguous":
+        r0 = b.arith.add(b.arith.mul(tm, g.c_bm, name="v_m0"), g.row_off, name="v_r0")
+        index = b.gmem.load(b.gmem.tile(kb["m_indices"], r0, shape=(rows,), name="v_rows"), g.lt, tv=tv, type=ints,
+                            name="v_index")
+        valid = b.frag.min(b.frag.add(index, one, name="v_index1"), one, name="v_valid")
+    else:
+        local0, count = masked_rows
+        m_max = b.gtensor.dim(kb["m_window"], mode=0, name="v_m_max")
+        origin = b.arith.add(b.arith.add(local0, g.row_off, name="v_local"),
+                             b.arith.sub(m_max, count, name="v_spare"), name="v_origin")
+        window = b.gmem.tile(kb["m_window"], origin, shape=(rows,), name="v_rows")
+        inside0 = b.gmem.load(window, g.lt, tv=tv, type=ints, other=0, name="v_other0")
+        inside1 = b.gmem.load(window, g.lt, tv=tv, type=ints, other=1, name="v_other1")
+        valid = b.frag.sub(one, b.frag.sub(inside1, inside0, name="v_outside"), name="v_valid")
+    return b.frag.cast(valid, type=g.acc_t, name="v_valid_f32")
+
+
+def scale_fragment(g, kt, tm, tn, group=None, valid=None, masked_rows=None):
+    """The f32 fragment, in the accumulator's shape, of the scale each value of this consumer warpgroup's
+    accumulator of tile (tm, tn) takes for k-tile ``kt``: row scale × column scale (0 outside the problem); grouped,
+    B's scale blocks of ``group`` (its ⌈N/128⌉ rows of ``%col_scales``), the row scales times ``valid``
+    (``row_validity``), masked ones from the group's rows (``masked_rows``: the tile's first local row) of A's."""
+    b, kb, config = g.b, g.kb, g.config
+    rows, bn = config.rows, config.bn
+    acc_t = g.acc_t
+    r0 = b.arith.add(b.arith.mul(tm, g.c_bm, name="sc_m0"), g.row_off, name="sc_r0")
+    n0 = b.arith.mul(tn, g.c_bn, name="sc_n0")
+    c_block = b.const(SCALE_BLOCK, i32, name="sc_block")
+    if config.swap_ab:
+        row_block = b.arith.div(r0, c_block, name="sc_rb")
+        window = b.gmem.tile(kb["row_scales"], row_block, kt, shape=(1, 1), name="sc_rows")
+        row = b.gmem.load(window, g.lt, tv=uniform_tv(rows, bn), type=acc_t, name="sc_row")
+        window = b.gmem.tile(kb["col_scales"], n0, kt, shape=(bn, 1), name="sc_cols")
+        col = b.gmem.load(window, g.lt, tv=column_tv(rows, bn), type=acc_t, name="sc_col")
+        return b.frag.mul(row, col, name="scale")
+    if masked_rows is not None:
+        local = b.arith.add(masked_rows[0], g.row_off, name="sc_local")
+        window = b.gmem.tile(kb["row_scales"], group, local, kt, shape=(1, rows, 1), name="sc_rows")
+    else:
+        window = b.gmem.tile(kb["row_scales"], r0, kt, shape=(rows, 1), name="sc_rows")
+    row = b.gmem.load(window, g.lt, tv=row_tv(rows, bn), type=acc_t, name="sc_row")
+    if valid is not None:
+        row = b.frag.mul(row, valid, name="sc_row_valid")
+    col_block = b.arith.div(n0, c_block, name="sc_nb")
+    if group is not None:
+        blocks = b.arith.cdiv(kb["n"], c_block, name="sc_blocks")
+        col_block = b.arith.add(b.arith.mul(group, blocks, name="sc_group_nb"), col_block, name="sc_nb_grouped")
+    if not straddles(config):
+        if bn % SCALE_BLOCK:
+            window = b.gmem.tile(kb["col_scales"], col_block, kt, shape=(1, 1), name="sc_cols")
+            col = b.gmem.load(window, g.lt, tv=uniform_tv(rows, bn), type=acc_t, name="sc_col")
+        else:
+            window = b.gmem.tile(kb["col_scales"], col_block, kt, shape=(bn // SCALE_BLOCK, 1), name="sc_cols")
+            col = b.gmem.load(window, g.lt, tv=column_block_tv(rows, bn), type=acc_t, name="sc_col")
+        return b.frag.mul(row, col, name="scale")
+    into = b.arith.div(b.arith.rem(n0, c_block, name="sc_into_cols"), b.const(8, i32, name="sc_c8"), name="sc_into")
+    col = None
+    for i in range(column_windows(bn)):
+        shift = b.arith.sub(into, b.const(GROUPS * i, i32, name=f"sc_back{i}"), name=f"sc_c{i}") if i else into
+        block_i = b.arith.add(col_block, b.const(i, i32, name=f"sc_i{i}"), name=f"sc_nb{i}") if i else col_block
+        window = b.gmem.tile(kb["col_scales"], shift, block_i, kt, shape=(bn // 8, 1, 1), name=f"sc_cols{i}")
+        part = b.gmem.load(window, g.lt, tv=column_group_tv(rows, bn), type=acc_t, name=f"sc_col{i}")
+        col = part if col is None else b.frag.add(col, part, name=f"sc_sum{i}")
+    return b.frag.mul(row, col, name="scale")
