@@ -1,0 +1,105 @@
+"""The attention kernel's configuration: one frozen dataclass naming every choice the builder makes, and the rules that
+hold between them (``AttentionConfig.validate``), so that a bad combination is refused before any IR is built.
+
+out = softmax(scale · Q·Kᵀ (+ causal mask)) · V per (batch, query head), Q (Sq, D), K and V (Sk, D) of the query
+head's KV head (GQA: query head h reads KV head h / (Hq/Hkv)); lse = the rows' log-sum-exp of the scaled scores.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ELEMENT_BYTES = {"bf16": 2, "f16": 2}
+HEAD_DIMS = (64, 128)
+BM = 128                 # query rows per CTA: two consumer warpgroups of 64 rows (one m64 wgmma block each)
+CONSUMER_ROWS = 64
+SMEM_BYTES = 227 * 1024  # the dynamic shared memory a Hopper CTA can have
+REGISTER_FILE = 64 * 1024
+BOX_COLUMNS = 64         # head-dim columns per TMA box: one 128-byte SW128 row of 16-bit elements
+
+
+@dataclass(frozen=True)
+class AttentionConfig:
+    """Every choice of the FA3-structured forward kernel (``ptxgen.kernels.attention.build``).
+
+    - ``dtype``: Q's, K's, V's and the output's element type, ``bf16`` or ``f16`` (f32 accumulation, f32 lse).
+    - ``head_dim``: D, 64 or 128 (the wgmma K of S = Q·Kᵀ and the N of O += P·V).
+    - ``bn``: key/value rows per KV tile (the wgmma N of S, the K of P·V), a multiple of 16 from D to 256: the
+      running row statistics live in S's accumulator layout, whose first D/2 values hold the rows of O's (a value's
+      row depends only on its index mod 4), so O takes them by ``frag.slice``.
+    - ``stages``: depth of each of the K and V pipelines.
+    - ``causal``: the bottom-right-aligned causal mask (FlashAttention's for Sq ≠ Sk): KV tiles entirely above the
+      diagonal are never loaded, the tiles crossing it are masked.
+    - ``registers``: the (producer, consumer) setmaxnreg budgets.
+
+    Post (``validate``): the builder accepts the config; a violated rule is a ValueError naming the field."""
+
+    dtype: str = "bf16"
+    head_dim: int = 128
+    bn: int = 128
+    stages: int = 2
+    causal: bool = False
+    registers: tuple = (24, 240)
+
+    def __post_init__(self):
+        if isinstance(self.registers, list):
+            object.__setattr__(self, "registers", tuple(self.registers))
+
+    @property
+    def element_bytes(self) -> int:
+        return ELEMENT_BYTES[self.dtype]
+
+    def smem_bytes(self) -> int:
+        """Q's tile, the K and V rings and the barriers (one Q barrier, 16 bytes per pipeline stage).
+        ``AttentionConfig().smem_bytes()`` = 128·128·2 + 2·2·128·128·2 + 8 + 2·2·16 = 163912."""
+        tile = self.head_dim * self.element_bytes
+        return BM * tile + 2 * self.stages * self.bn * tile + 8 + 2 * 16 * self.stages
+
+    def validate(self) -> "AttentionConfig":
+        """Raise ValueError naming the field of the first rule the config breaks; → the config. E.g.
+        ``AttentionConfig(head_dim=96).validate()`` raises ``AttentionConfig.head_dim = 96: the kernel is built for
+        head dims 64 and 128``."""
+        for rule in _RULES:
+            message = rule(self)
+            if message:
+                raise ValueError(f"AttentionConfig.{message}")
+        return self
+
+
+def _dtype(c: AttentionConfig):
+    if c.dtype not in ELEMENT_BYTES:
+        return f"dtype = {c.dtype!r}: Q, K and V are bf16 or f16"
+    return None
+
+
+def _shape(c: AttentionConfig):
+    if c.head_dim not in HEAD_DIMS:
+        return f"head_dim = {c.head_dim}: the kernel is built for head dims {' and '.join(map(str, HEAD_DIMS))}"
+    if not (isinstance(c.bn, int) and c.bn % 16 == 0 and c.head_dim <= c.bn <= 256):
+        return (f"bn = {c.bn}: a KV tile has a multiple of 16 rows (the k16 steps of P·V) from head_dim = "
+                f"{c.head_dim} (O's rows take the statistics from S's accumulator) to 256 (wgmma's largest N)")
+    if c.stages < 1:
+        return f"stages = {c.stages}: each pipeline needs at least 1 stage"
+    return None
+
+
+def _registers(c: AttentionConfig):
+    if len(c.registers) != 2:
+        return f"registers = {c.registers}: (producer, consumer) setmaxnreg budgets"
+    for role, count in zip(("producer", "consumer"), c.registers):
+        if not (isinstance(count, int) and 24 <= count <= 256 and count % 8 == 0):
+            return f"registers = {c.registers}: the {role}'s {count} is not a multiple of 8 from 24 to 256 (setmaxnreg)"
+    if 128 * c.registers[0] + 256 * c.registers[1] > REGISTER_FILE:
+        return (f"registers = {c.registers}: 128 × {c.registers[0]} + 256 × {c.registers[1]} registers exceed the "
+                f"SM's {REGISTER_FILE}")
+    return None
+
+
+def _shared_memory(c: AttentionConfig):
+    need = c.smem_bytes()
+    if need > SMEM_BYTES:
+        return (f"stages = {c.stages}: Q's tile and {c.stages} stages of K and V tiles ({c.bn} × {c.head_dim}) need "
+                f"{need} bytes of shared memory, over the {SMEM_BYTES} a Hopper CTA can have")
+    return None
+
+
+_RULES = (_dtype, _shape, _registers, _shared_memory)

@@ -1,0 +1,57 @@
+"""The consumers' epilogue: O / l converted to the output type and stored, and the rows' log-sum-exp.
+
+O is stored from the registers through the accumulator's TV layout (rows past Sq skipped by the store's bounds).
+lse = m·scale + ln l (natural log, f32) is written once per row by the first thread of each quad (the 4 threads
+sharing a row): its values 0 and 2 are rows r and r + 8 of the warpgroup's 64 (``accumulator_tv``: row = 16·warp +
+lane/4 + 8·((v/2) mod 2)). A row no key is visible to (causal with Sq > Sk: query rows above the first key) has
+l = 0: its O is 0 (O / max(l, 1)) and its lse +inf (FlashAttention's convention), without a branch:
+1/min(l, 1) − 2^100 is +inf for l = 0 and −2^100 (below any lse) for l ≥ 1 — and l ≥ 1 for every row that sees a
+key, since its maximum contributes exp2(0) = 1.
+"""
+from __future__ import annotations
+
+import layoutc as lc
+from layoutc.hopper import accumulator_tv
+
+from ptxgen.ir.builder import frag, i32
+
+from .config import CONSUMER_ROWS
+
+NO_LSE = 2.0 ** 100
+
+
+def quad_row_tv():
+    """The TV layout of a quad leader's one value (row r = 16·warp + lane/4) over the warpgroup's 64 rows, thread
+    ``lt / 4``: ``((8,4),1):((1,16),0)``. Post: a bijection of 32 quads onto rows {16w + i : i < 8}."""
+    return lc.Layout(((8, 4), 1), ((1, 16), 0))
+
+
+def store(g, o, m, l):
+    """Store O / l and lse for the warpgroup's 64 rows."""
+    b, kb, config = g.b, g.kb, g.config
+    d = config.head_dim
+    o_t = frag("f32", d // 2)
+    l_one = b.frag.max(l, 1.0, name="l_one")
+    l_o = l_one if d == config.bn else b.frag.slice(l_one, offset=0, type=o_t, name="l_o")
+    o_norm = b.frag.div(o, l_o, name="o_norm")
+    o16 = b.frag.cast(o_norm, type=frag(config.dtype, d // 2), name="o16")
+    out_tile = b.gmem.tile(kb["out"], g.batch, g.head, g.row0, g.c0, shape=(1, 1, CONSUMER_ROWS, d),
+                           name="out_tile")
+    b.gmem.store(out_tile, g.lt, o16, tv=accumulator_tv(d))
+
+    lse_real = b.frag.fma(m, kb["scale"], b.frag.log(l, name="log_l"), name="lse_real")
+    empty = b.frag.sub(b.frag.div(1.0, b.frag.min(l, 1.0, name="l_min1"), name="inv_l"), NO_LSE, name="empty_row")
+    lse = b.frag.max(lse_real, empty, name="lse_rows")
+    one_t = frag("f32", 1)
+    upper = b.frag.slice(lse, offset=0, type=one_t, name="lse_upper")
+    lower = b.frag.slice(lse, offset=2, type=one_t, name="lse_lower")
+    c4 = b.const(4, i32, name="quad")
+    quad_leader = b.arith.cmp(b.arith.rem(g.lt, c4, name="quad_lane"), g.c0, pred="eq", name="quad_leader")
+    quad = b.arith.div(g.lt, c4, name="quad_index")
+    with b.scf.if_(quad_leader).then:
+        lse_tile = b.gmem.tile(kb["lse"], g.batch, g.head, g.row0, shape=(1, 1, CONSUMER_ROWS), name="lse_tile")
+        row8 = b.arith.add(g.row0, b.const(8, i32, name="c8"), name="row8")
+        lse_tile8 = b.gmem.tile(kb["lse"], g.batch, g.head, row8, shape=(1, 1, CONSUMER_ROWS), name="lse_tile8")
+        b.gmem.store(lse_tile, quad, upper, tv=quad_row_tv())
+        b.gmem.store(lse_tile8, quad, lower, tv=quad_row_tv())
+        b.scf.yield_()
