@@ -103,3 +103,10 @@ def _shared_memory(c: AttentionConfig):
 
 
 _RULES = (_dtype, _shape, _registers, _shared_memory)
+
+
+def choose_config(dtype: str, head_dim: int, causal: bool) -> AttentionConfig:
+    """The configuration the op runs for a problem (deterministic): KV tiles of 128 rows (FA3's for D = 64 and 128:
+    S's accumulator then holds 64 f32 values per thread), a 2-stage K and a 2-stage V pipeline.
+    ``choose_config("bf16", 64, True)`` = AttentionConfig("bf16", 64, 128, 2, True)."""
+    return AttentionConfig(dtype=dtype, head_dim=head_dim, bn=128, stages=2, causal=causal)

@@ -1,0 +1,137 @@
+"""The attention op users call, with FlashAttention's conventions: ``attention(q, k, v, causal, softmax_scale)`` →
+``(out, lse)`` for q (B, Sq, Hq, D), k and v (B, Sk, Hkv, D).
+
+Arguments are torch CUDA tensors (other frameworks' CUDA arrays through DLPack), run on the GPU on torch's current
+stream, or numpy arrays (``ml_dtypes.bfloat16`` / ``numpy.float16``), run in the CPU interpreter (small sizes: what CI
+tests); the results are of the same kind. Every check happens before anything launches: a wrong dtype or device is
+a TypeError, a wrong rank, shape or head count a ValueError, each naming the argument, e.g. ``attention: q has 6
+heads, not a multiple of k's 4: each KV head serves Hq/Hkv query heads (GQA), so Hq must be a multiple of Hkv``.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..linalg import _Arg, _same_kind, _stream
+from . import run
+from .config import ELEMENT_BYTES, HEAD_DIMS, AttentionConfig, choose_config
+
+_LAYOUT = "(batch, seqlen, heads, head_dim)"
+
+
+def _check_tensors(op: str, q: _Arg, k: _Arg, v: _Arg) -> str:
+    """The checks shared by the dense op: dtypes, ranks, head dims, batch, heads. → the dtype name."""
+    dtype = q.check_dtype(op, tuple(ELEMENT_BYTES))
+    for arg in (k, v):
+        if arg.dtype != dtype:
+            raise TypeError(f"{op}: {arg.name} has dtype {arg.shown} but q has {q.shown}: q, k and v must have one "
+                            "dtype")
+    for arg in (q, k, v):
+        arg.check_rank(op, 4, _LAYOUT)
+    d = q.shape[3]
+    for arg in (k, v):
+        if arg.shape[3] != d:
+            raise ValueError(f"{op}: {arg.name} has head dim {arg.shape[3]} but q has {d}: q, k and v must have one "
+                             "head dim")
+    if d not in HEAD_DIMS:
+        raise ValueError(f"{op}: q has head dim {d}; the kernel supports head dims "
+                         f"{' and '.join(map(str, HEAD_DIMS))}")
+    if v.shape != k.shape:
+        raise ValueError(f"{op}: v has shape {v.shape} but k has {k.shape}: k and v are both {_LAYOUT} of the keys")
+    if k.shape[0] != q.shape[0]:
+        raise ValueError(f"{op}: k has batch {k.shape[0]} but q has {q.shape[0]}: q, k and v must have one batch size")
+    hq, hkv = q.shape[2], k.shape[2]
+    if hkv == 0 or hq % hkv:
+        raise ValueError(f"{op}: q has {hq} heads, not a multiple of k's {hkv}: each KV head serves Hq/Hkv query "
+                         "heads (GQA), so Hq must be a multiple of Hkv")
+    for arg in (q, k, v):
+        if arg.strides is None or (arg.strides[3] != 1 and d > 1):
+            raise ValueError(f"{op}: {arg.name} must have unit stride along head_dim (the last dimension), not "
+                             f"strides {arg.strides}")
+    return dtype
+
+
+def _scale(op: str, softmax_scale, d: int) -> float:
+    if softmax_scale is None:
+        return 1.0 / math.sqrt(d)
+    if isinstance(softmax_scale, bool) or not isinstance(softmax_scale, (int, float, np.floating, np.integer)):
+        raise TypeError(f"{op}: softmax_scale must be a number or None (1/sqrt(head_dim)), not "
+                        f"{type(softmax_scale).__name__}")
+    scale = float(softmax_scale)
+    if not math.isfinite(scale):
+        raise ValueError(f"{op}: softmax_scale must be finite, not {scale}")
+    return scale
+
+
+def _tma_view(arg: _Arg):
+    """A torch tensor TMA describes in place (16-byte aligned base and strides), else a contiguous copy."""
+    x = arg.value
+    if arg.aligned and all((s * ELEMENT_BYTES[arg.dtype]) % 16 == 0 for s in arg.strides[:3]):
+        return x
+    return x.contiguous()
+
+
+def attention(q, k, v, causal: bool = False, softmax_scale=None, out=None, *, config: AttentionConfig | None = None):
+    """Attention forward, FlashAttention's ``flash_attn_func`` convention: q (B, Sq, Hq, D), k and v (B, Sk, Hkv, D),
+    all bf16 or all f16, D ∈ {64, 128}, Hq a multiple of Hkv (query head h reads KV head h / (Hq/Hkv)); ``causal``
+    masks key j for query i where j > i + Sk − Sq (aligned to the bottom-right corner, as FlashAttention for Sq ≠ Sk);
+    ``softmax_scale`` defaults to 1/√D. → ``(out, lse)``: out (B, Sq, Hq, D) of q's dtype (into ``out`` if given:
+    that shape and dtype, unit stride along D), lse (B, Hq, Sq) float32, the natural-log log-sum-exp of each query
+    row's scaled scores. A query row that sees no key (causal, Sq > Sk) gets out 0 and lse +inf. Any strides with unit
+    stride along D (torch's (B, H, S, D) tensors passed as ``x.transpose(1, 2)``); ``config`` forces a configuration.
+
+    >>> q = np.ones((1, 3, 2, 64), ml_dtypes.bfloat16); k = v = np.ones((1, 5, 1, 64), ml_dtypes.bfloat16)  # doctest: +SKIP
+    >>> out, lse = attention(q, k, v)                       # doctest: +SKIP
+    >>> float(out[0, 0, 0, 0]), float(lse[0, 0, 0])         # doctest: +SKIP
+    (1.0, 9.609...)                                         # 64/8 + ln 5
+
+    Post: out = softmax(scale·Q·Kᵀ + mask)·V up to f32 accumulation, exp2 and P's rounding to 16 bits, and one
+    rounding to the output type; lse = log Σ_j exp(scale·q·k_j) in f32."""
+    op = "attention"
+    q_arg, k_arg, v_arg = _Arg(op, "q", q), _Arg(op, "k", k), _Arg(op, "v", v)
+    out_arg = _Arg(op, "out", out) if out is not None else None
+    args = [q_arg, k_arg, v_arg] + ([out_arg] if out_arg else [])
+    kind = _same_kind(op, args)
+    dtype = _check_tensors(op, q_arg, k_arg, v_arg)
+    if not isinstance(causal, (bool, np.bool_)):
+        raise TypeError(f"{op}: causal must be a bool, not {type(causal).__name__}")
+    b, sq, hq, d = q_arg.shape
+    sk = k_arg.shape[1]
+    scale = _scale(op, softmax_scale, d)
+    if out_arg is not None:
+        if out_arg.dtype != dtype:
+            raise TypeError(f"{op}: out has dtype {out_arg.shown} but q has {q_arg.shown}: out has q's dtype")
+        if out_arg.shape != q_arg.shape:
+            raise ValueError(f"{op}: out must have q's shape {q_arg.shape}, not {out_arg.shape}")
+        if out_arg.strides is None or (out_arg.strides[3] != 1 and d > 1):
+            raise ValueError(f"{op}: out must have unit stride along head_dim, not strides {out_arg.strides}")
+    if config is None:
+        config = choose_config(dtype, d, bool(causal))
+    elif not isinstance(config, AttentionConfig):
+        raise TypeError(f"{op}: config must be an AttentionConfig, not {type(config).__name__}")
+    else:
+        config.validate()
+        if (config.dtype, config.head_dim, config.causal) != (dtype, d, bool(causal)):
+            raise ValueError(f"{op}: config is for {config.dtype}, head_dim {config.head_dim}, causal "
+                             f"{config.causal}, but the call is {dtype}, head_dim {d}, causal {bool(causal)}")
+    if kind == "numpy":
+        o = out if out is not None else np.empty((b, sq, hq, d), dtype=q.dtype)
+        lse = np.empty((b, hq, sq), dtype=np.float32)
+    else:
+        import torch
+
+        o = out_arg.value if out_arg is not None else torch.empty((b, sq, hq, d), device=q_arg.value.device,
+                                                                  dtype=q_arg.value.dtype)
+        lse = torch.empty((b, hq, sq), device=q_arg.value.device, dtype=torch.float32)
+    if b == 0 or sq == 0 or hq == 0:
+        return o, lse
+    if sk == 0:
+        o[...] = 0
+        lse[...] = float("inf")
+        return o, lse
+    if kind == "numpy":
+        run.run_numpy(config, q, k, v, o, lse, scale)
+        return o, lse
+    run.run_device(config, _tma_view(q_arg), _tma_view(k_arg), _tma_view(v_arg), o, lse, scale, stream=_stream())
+    return o, lse
