@@ -46,7 +46,7 @@ def _check_tensors(op: str, q: _Arg, k: _Arg, v: _Arg) -> str:
         raise ValueError(f"{op}: q has {hq} heads, not a multiple of k's {hkv}: each KV head serves Hq/Hkv query "
                          "heads (GQA), so Hq must be a multiple of Hkv")
     for arg in (q, k, v):
-        if arg.strides is None or (arg.strides[3] != 1 and d > 1):
+        if arg.strides is None or (arg.strides[3] != 1 and d > 1 and 0 not in arg.shape):
             raise ValueError(f"{op}: {arg.name} must have unit stride along head_dim (the last dimension), not "
                              f"strides {arg.strides}")
     return dtype
