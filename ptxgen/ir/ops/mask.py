@@ -49,7 +49,7 @@ class Fill(OpDef):
         value = v.attr(op, "value", (int, float))
         problem = value_problem(value, x.type.dtype) if value is not None else None
         if problem:
-            v.error(op, f"value: {problem}")
+            v.error(op, problem)
         tile = v.shape_attr(op, "tile")
         tv = v.attr(op, "tv", lc.Layout)
         if tile is None or tv is None:
