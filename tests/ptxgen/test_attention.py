@@ -306,3 +306,20 @@ def test_gpu_torch_bhsd_views_and_out():
     want, want_lse = torch_reference(torch, q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), True,
                                      128 ** -0.5)
     assert (torch.linalg.norm(out.double() - want) / torch.linalg.norm(want)).item() < 1e-2
+
+
+def test_example_prints_the_kernel_and_runs(capsys):
+    import importlib.util
+    import pathlib
+
+    from ptxgen.ir.text import print_module
+
+    path = pathlib.Path(__file__).resolve().parents[2] / "examples" / "attention.py"
+    spec = importlib.util.spec_from_file_location("example_attention", path)
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    assert example.main([]) == 0
+    printed = capsys.readouterr().out
+    assert print_module(build(AttentionConfig(causal=True))) in printed
+    assert example.main(["--run"]) == 0
+    assert "relative error against float64" in capsys.readouterr().out
