@@ -29,6 +29,8 @@ class AttentionConfig:
     - ``stages``: depth of each of the K and V pipelines.
     - ``causal``: the bottom-right-aligned causal mask (FlashAttention's for Sq ≠ Sk): KV tiles entirely above the
       diagonal are never loaded, the tiles crossing it are masked.
+    - ``overlap``: FA3's intra-warpgroup overlap — the next tile's S = Q·Kᵀ and this tile's P·V are queued together
+      and the softmax runs while P·V is on the tensor cores (``wgmma.wait {pending = 1}``).
     - ``registers``: the (producer, consumer) setmaxnreg budgets.
 
     Post (``validate``): the builder accepts the config; a violated rule is a ValueError naming the field."""
@@ -38,6 +40,7 @@ class AttentionConfig:
     bn: int = 128
     stages: int = 2
     causal: bool = False
+    overlap: bool = False
     registers: tuple = (24, 240)
 
     def __post_init__(self):

@@ -5,8 +5,9 @@ lse = m·scale + ln l (natural log, f32) is written once per row by the first th
 sharing a row): its values 0 and 2 are rows r and r + 8 of the warpgroup's 64 (``accumulator_tv``: row = 16·warp +
 lane/4 + 8·((v/2) mod 2)). A row no key is visible to (causal with Sq > Sk: query rows above the first key) has
 l = 0: its O is 0 (O / max(l, 1)) and its lse +inf (FlashAttention's convention), without a branch:
-1/min(l, 1) − 2^100 is +inf for l = 0 and −2^100 (below any lse) for l ≥ 1 — and l ≥ 1 for every row that sees a
-key, since its maximum contributes exp2(0) = 1.
+rsqrt(min(l, 1)) − 2^100 is +inf for l = 0 and 1 − 2^100 (below any lse) for l ≥ 1 — and l ≥ 1 for every row that
+sees a key, since its maximum contributes exp2(0) = 1. No division: ``div.rn.f32`` is a subroutine call in ptxas,
+which would serialize every wgmma of the kernel.
 """
 from __future__ import annotations
 
@@ -31,16 +32,20 @@ def store(g, o, m, l):
     b, kb, config = g.b, g.kb, g.config
     d = config.head_dim
     o_t = frag("f32", d // 2)
-    l_one = b.frag.max(l, 1.0, name="l_one")
-    l_o = l_one if d == config.bn else b.frag.slice(l_one, offset=0, type=o_t, name="l_o")
-    o_norm = b.frag.div(o, l_o, name="o_norm")
+    # 1/l as rsqrt(l)² (rsqrt.approx, ≈ 2^-22 relative): div.rn.f32 is a subroutine call in ptxas, and a call in the
+    # kernel makes ptxas serialize every wgmma (C7509)
+    root = b.frag.rsqrt(b.frag.max(l, 1.0, name="l_one"), name="l_rsqrt")
+    inv_l = b.frag.mul(root, root, name="inv_l")
+    inv_o = inv_l if d == config.bn else b.frag.slice(inv_l, offset=0, type=o_t, name="inv_l_o")
+    o_norm = b.frag.mul(o, inv_o, name="o_norm")
     o16 = b.frag.cast(o_norm, type=frag(config.dtype, d // 2), name="o16")
     out_tile = b.gmem.tile(kb["out"], g.batch, g.head, g.row0, g.c0, shape=(1, 1, CONSUMER_ROWS, d),
                            name="out_tile")
     b.gmem.store(out_tile, g.lt, o16, tv=accumulator_tv(d))
 
     lse_real = b.frag.fma(m, kb["scale"], b.frag.log(l, name="log_l"), name="lse_real")
-    empty = b.frag.sub(b.frag.div(1.0, b.frag.min(l, 1.0, name="l_min1"), name="inv_l"), NO_LSE, name="empty_row")
+    empty = b.frag.sub(b.frag.rsqrt(b.frag.min(l, 1.0, name="l_min1"), name="l_min1_rsqrt"), NO_LSE,
+                       name="empty_row")
     lse = b.frag.max(lse_real, empty, name="lse_rows")
     one_t = frag("f32", 1)
     upper = b.frag.slice(lse, offset=0, type=one_t, name="lse_upper")

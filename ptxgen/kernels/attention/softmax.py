@@ -36,27 +36,76 @@ def score_layout(config):
     return accumulator_tv(config.bn), (CONSUMER_ROWS, config.bn)
 
 
-def mask_scores(g, s, k0, s_t):
+def mask_scores(g, s, k0, tag: str = ""):
     """S with the key columns past Sk and (causal) the query-key pairs above the diagonal set to −inf — only on the
     tiles that hold any (``scf.if``): the ragged last tile and, causal, the tiles crossing the diagonal."""
     b, kb, config = g.b, g.kb, g.config
     tv, tile = score_layout(config)
-    bound = b.arith.sub(kb["sk"], k0, name="col_bound")
-    ragged = b.arith.cmp(bound, g.c_bn, pred="lt", name="ragged")
+    bound = b.arith.sub(kb["sk"], k0, name=f"col_bound{tag}")
+    ragged = b.arith.cmp(bound, g.c_bn, pred="lt", name=f"ragged{tag}")
     if config.causal:
         # query row r of the warpgroup's rows (row0 + r) sees key column c of the tile (k0 + c) iff
         # k0 + c <= row0 + r + Sk - Sq, i.e. c - r <= diag
-        diag = b.arith.add(b.arith.sub(g.row0, k0, name="diag0"), g.diag_shift, name="diag")
-        crossing = b.arith.cmp(diag, b.const(config.bn - 1, i32, name="widest"), pred="lt", name="crossing")
-        need = b.arith.or_(ragged, crossing, name="need_mask")
+        diag = b.arith.add(b.arith.sub(g.row0, k0, name=f"diag0{tag}"), g.diag_shift, name=f"diag{tag}")
+        crossing = b.arith.cmp(diag, g.c_widest, pred="lt", name=f"crossing{tag}")
+        need = b.arith.or_(ragged, crossing, name=f"need_mask{tag}")
     else:
-        diag, need = b.const(NO_DIAGONAL, i32, name="no_diag"), ragged
-    branch = b.scf.if_(need, types=(s_t,), names=["s_masked"])
+        diag, need = g.c_no_diag, ragged
+    branch = b.scf.if_(need, types=(s.type,), names=[f"s_masked{tag}"])
     with branch.then:
-        b.scf.yield_(b.mask.fill(s, g.lt, diag, bound, tv=tv, tile=tile, value=float("-inf"), name="s_fill"))
+        b.scf.yield_(b.mask.fill(s, g.lt, diag, bound, tv=tv, tile=tile, value=float("-inf"), name=f"s_fill{tag}"))
     with branch.otherwise:
         b.scf.yield_(s)
     return branch.results[0]
+
+
+def issue_scores(g, kt, tag: str = ""):
+    """Wait for KV tile ``kt``'s K stage and queue S = Q·Kᵀ (from zero) as one wgmma group; → (S in flight, the
+    stage). The caller fences before it."""
+    b = g.b
+    ks = b.pipeline.wait(g.pk, kt, name=f"cks{tag}")
+    k_view = operand_view(b, b.smem.slice(g.sk_ring, ks, name=f"k_stage{tag}"), (2, 3), f"k_nk{tag}")
+    s = b.wgmma.mma(g.q_rows, k_view, g.zero_s, name=f"s_issued{tag}")
+    b.wgmma.commit()
+    return s, ks
+
+
+def issue_pv(g, p16, o, kt, tag: str = ""):
+    """Wait for KV tile ``kt``'s V stage and queue O += P·V (RS: P in registers, V seen (D, rows) MN-major) as one
+    wgmma group; → (O in flight, the stage). The caller fences before it."""
+    b = g.b
+    vs = b.pipeline.wait(g.pv, kt, name=f"cvs{tag}")
+    v_view = operand_view(b, b.smem.slice(g.sv_ring, vs, name=f"v_stage{tag}"), (3, 2), f"v_nk{tag}")
+    o_issued = b.wgmma.mma_rs(p16, v_view, o, name=f"o_issued{tag}")
+    b.wgmma.commit()
+    return o_issued, vs
+
+
+def softmax_step(g, s, m, l, kt, tag: str = ""):
+    """The online softmax of KV tile ``kt``'s scores S (completed) under the running (m, l): masks, m' = max(m,
+    rowmax S), P = exp2(S·c − m'·c), α = exp2(m·c − m'·c), l' = l·α + rowsum P. → (P in 16 bits: the RS A fragment,
+    m', l', α)."""
+    b, config = g.b, g.config
+    tv, tile = score_layout(config)
+    s = mask_scores(g, s, b.arith.mul(kt, g.c_bn, name=f"ck0{tag}"), tag)
+    row_max = b.frag.reduce(s, g.lt, tv=tv, tile=tile, mode=1, kind="max", type=s.type, name=f"row_max{tag}")
+    m_new = b.frag.max(m, row_max, name=f"m_new{tag}")
+    neg_mc = b.frag.mul(m_new, g.neg_scale_log2, name=f"neg_mc{tag}")
+    p = b.frag.exp2(b.frag.fma(s, g.scale_log2, neg_mc, name=f"p_log2{tag}"), name=f"p{tag}")
+    alpha = b.frag.exp2(b.frag.fma(m, g.scale_log2, neg_mc, name=f"alpha_log2{tag}"), name=f"alpha{tag}")
+    row_sum = b.frag.reduce(p, g.lt, tv=tv, tile=tile, mode=1, kind="add", type=s.type, name=f"row_sum{tag}")
+    l_new = b.frag.fma(l, alpha, row_sum, name=f"l_new{tag}")
+    p16 = b.frag.cast(p, type=frag(config.dtype, config.bn // 2), name=f"p16{tag}")
+    return p16, m_new, l_new, alpha
+
+
+def rescale(g, o, alpha, tag: str = ""):
+    """O·α: O's D/2 values take the first D/2 of α's (the same rows)."""
+    b, config = g.b, g.config
+    d = config.head_dim
+    alpha_o = alpha if d == config.bn else b.frag.slice(alpha, offset=0, type=frag("f32", d // 2),
+                                                        name=f"alpha_o{tag}")
+    return b.frag.mul(o, alpha_o, name=f"o_scaled{tag}")
 
 
 def consume(g):
@@ -64,48 +113,82 @@ def consume(g):
     completed)."""
     b, kb, config = g.b, g.kb, g.config
     bn, d = config.bn, config.head_dim
-    s_t, o_t, p_t = frag("f32", bn // 2), frag("f32", d // 2), frag(config.dtype, bn // 2)
-    tv, tile = score_layout(config)
+    s_t, o_t = frag("f32", bn // 2), frag("f32", d // 2)
     b.mbarrier.wait(g.qbar, g.c0, g.c0)
-    q_rows = b.smem.tile(operand_view(b, g.sq_tile, (2, 3), "q_mk"), g.cw, mode=0, size=CONSUMER_ROWS,
-                         name="q_rows")
+    g.q_rows = b.smem.tile(operand_view(b, g.sq_tile, (2, 3), "q_mk"), g.cw, mode=0, size=CONSUMER_ROWS,
+                           name="q_rows")
     fzero = b.const(0.0, f32, name="fzero")
-    g.scale_log2 = c = b.arith.mul(kb["scale"], b.const(math.log2(math.e), f32, name="log2e"), name="scale_log2")
-    neg_c = b.arith.sub(fzero, c, name="neg_scale_log2")
-    zero_s = b.frag.splat(fzero, type=s_t, name="zero_s")
+    g.scale_log2 = b.arith.mul(kb["scale"], b.const(math.log2(math.e), f32, name="log2e"), name="scale_log2")
+    g.neg_scale_log2 = b.arith.sub(fzero, g.scale_log2, name="neg_scale_log2")
+    if config.causal:
+        g.c_widest = b.const(bn - 1, i32, name="widest")
+    else:
+        g.c_no_diag = b.const(NO_DIAGONAL, i32, name="no_diag")
+    g.zero_s = b.frag.splat(fzero, type=s_t, name="zero_s")
     o0 = b.frag.splat(fzero, type=o_t, name="o0")
     m0 = b.frag.splat(b.const(M_INIT, f32, name="m_init"), type=s_t, name="m0")
     l0 = b.frag.splat(fzero, type=s_t, name="l0")
+    if config.overlap:
+        return consume_overlapped(g, o0, m0, l0)
     with b.scf.for_(g.c0, g.n_end, g.c1, o0, m0, l0, args=("ct", "o", "m", "l"),
                     names=["o_end", "m_end", "l_end"]) as loop:
         ct, o, m, l = loop
-        k0 = b.arith.mul(ct, g.c_bn, name="ck0")
-        ks = b.pipeline.wait(g.pk, ct, name="cks")
-        k_view = operand_view(b, b.smem.slice(g.sk_ring, ks, name="k_stage"), (2, 3), "k_nk")
         b.wgmma.fence()
-        s = b.wgmma.mma(q_rows, k_view, zero_s, name="s_issued")
-        b.wgmma.commit()
-        s = b.wgmma.wait(s, pending=0, name="s")
+        s_issued, ks = issue_scores(g, ct)
+        s = b.wgmma.wait(s_issued, pending=0, name="s")
         b.pipeline.release(g.pk, ks)
-        s = mask_scores(g, s, k0, s_t)
-
-        row_max = b.frag.reduce(s, g.lt, tv=tv, tile=tile, mode=1, kind="max", type=s_t, name="row_max")
-        m_new = b.frag.max(m, row_max, name="m_new")
-        neg_mc = b.frag.mul(m_new, neg_c, name="neg_mc")
-        p = b.frag.exp2(b.frag.fma(s, c, neg_mc, name="p_log2"), name="p")
-        alpha = b.frag.exp2(b.frag.fma(m, c, neg_mc, name="alpha_log2"), name="alpha")
-        row_sum = b.frag.reduce(p, g.lt, tv=tv, tile=tile, mode=1, kind="add", type=s_t, name="row_sum")
-        l_new = b.frag.fma(l, alpha, row_sum, name="l_new")
-        alpha_o = alpha if d == bn else b.frag.slice(alpha, offset=0, type=o_t, name="alpha_o")
-        o_scaled = b.frag.mul(o, alpha_o, name="o_scaled")
-        p16 = b.frag.cast(p, type=p_t, name="p16")
-
-        vs = b.pipeline.wait(g.pv, ct, name="cvs")
-        v_view = operand_view(b, b.smem.slice(g.sv_ring, vs, name="v_stage"), (3, 2), "v_nk")
+        p16, m_new, l_new, alpha = softmax_step(g, s, m, l, ct)
+        o_scaled = rescale(g, o, alpha)
         b.wgmma.fence()
-        o_issued = b.wgmma.mma_rs(p16, v_view, o_scaled, name="o_issued")
-        b.wgmma.commit()
+        o_issued, vs = issue_pv(g, p16, o_scaled, ct)
         o_new = b.wgmma.wait(o_issued, pending=0, name="o_new")
         b.pipeline.release(g.pv, vs)
         b.scf.yield_(o_new, m_new, l_new)
     return tuple(loop.results)
+
+
+def consume_overlapped(g, o0, m0, l0):
+    """The intra-warpgroup overlap (FA3's Algorithm 2): tile 0's softmax first; then per tile j ≥ 1 S_j = Q·K_jᵀ and
+    O += P_{j-1}·V_{j-1} are queued back to back, the wait for S_j leaves the P·V group in flight (``pending = 1``),
+    the softmax of S_j runs while the tensor cores work on P_{j-1}·V_{j-1}, and only then is O waited for and
+    rescaled by α_j; the last P·V after the loop. P_{j-1} is carried in 16 bits. Tile 0 and the last P·V are in
+    branches on ``n_end > 0`` (causal CTAs may see no tile), each branch waiting for its own wgmmas: no accumulator
+    in flight crosses a branch or the loop's back edge."""
+    b, config = g.b, g.config
+    p_t = frag(config.dtype, config.bn // 2)
+    any_tile = b.arith.cmp(g.n_end, g.c0, pred="gt", name="any_tile")
+    first = b.scf.if_(any_tile, types=(p_t, m0.type, l0.type), names=["p_tile0", "m_tile0", "l_tile0"])
+    with first.then:
+        b.wgmma.fence()
+        s_issued, ks = issue_scores(g, g.c0, "_first")
+        s = b.wgmma.wait(s_issued, pending=0, name="s_first")
+        b.pipeline.release(g.pk, ks)
+        p16, m1, l1, _alpha = softmax_step(g, s, m0, l0, g.c0, "_first")
+        b.scf.yield_(p16, m1, l1)
+    with first.otherwise:
+        b.scf.yield_(b.frag.cast(g.zero_s, type=p_t, name="p_none"), m0, l0)
+    with b.scf.for_(g.c1, g.n_end, g.c1, o0, *first.results, args=("ct", "o", "p_prev", "m", "l"),
+                    names=["o_loop", "p_last", "m_end", "l_end"]) as loop:
+        ct, o, p_prev, m, l = loop
+        b.wgmma.fence()
+        s_issued, ks = issue_scores(g, ct)
+        prev = b.arith.sub(ct, g.c1, name="prev_tile")
+        o_issued, vs_prev = issue_pv(g, p_prev, o, prev)
+        s = b.wgmma.wait(s_issued, pending=1, name="s")   # S_j done, O += P_{j-1}·V_{j-1} still in flight
+        b.pipeline.release(g.pk, ks)
+        p16, m_new, l_new, alpha = softmax_step(g, s, m, l, ct)
+        o_done = b.wgmma.wait(o_issued, pending=0, name="o_done")
+        b.pipeline.release(g.pv, vs_prev)
+        b.scf.yield_(rescale(g, o_done, alpha), p16, m_new, l_new)
+    o_loop, p_last, m_end, l_end = loop.results
+    last = b.scf.if_(any_tile, types=(o0.type,), names=["o_end"])
+    with last.then:
+        b.wgmma.fence()
+        last_tile = b.arith.sub(g.n_end, g.c1, name="last_tile")
+        o_issued, vs = issue_pv(g, p_last, o_loop, last_tile, "_last")
+        o_last = b.wgmma.wait(o_issued, pending=0, name="o_last")
+        b.pipeline.release(g.pv, vs)
+        b.scf.yield_(o_last)
+    with last.otherwise:
+        b.scf.yield_(o_loop)
+    return last.results[0], m_end, l_end
