@@ -93,6 +93,25 @@ def test_interpreter_matches_float64(b, hq, hkv, sq, sk, d, causal, bn, dtype, o
     assert_matches(out, lse, *reference(q, k, v, causal, 1 / np.sqrt(d)), dtype)
 
 
+@pytest.mark.parametrize("case", OVERLAP_CASES[:3])
+@pytest.mark.parametrize("schedule", ["lazy", 11])
+def test_interpreter_pingpong_matches_float64(case, schedule):
+    """overlap + pingpong: the consumer warpgroups' wgmma sections alternate through named barriers; with a random
+    schedule of the copies (``schedule = 11``) and races reported, the result is still the reference's."""
+    from ptxgen.interp import interpret
+    from ptxgen.kernels.attention import run
+
+    b, hq, hkv, sq, sk, d, causal, bn, dtype = case
+    q, k, v = random_problem(b, hq, hkv, sq, sk, d, dtype, seed=5)
+    out = np.zeros(q.shape, q.dtype)
+    lse = np.zeros((b, hq, sq), np.float32)
+    config = AttentionConfig(dtype, d, bn, 2, causal, overlap=True, pingpong=True)
+    interpret(run.kernel_module(config), run.kernel_arguments(q, k, v, out, lse, d ** -0.5,
+                                                              lambda x: x.transpose(0, 2, 1, 3)),
+              schedule=schedule)
+    assert_matches(out, lse, *reference(q, k, v, causal, d ** -0.5), dtype)
+
+
 def test_interpreter_scale_out_and_transposed_inputs():
     """A given softmax_scale and ``out``, and q, k, v that are (B, H, S, D) arrays seen as (B, S, H, D)."""
     rng = np.random.default_rng(7)
@@ -193,6 +212,20 @@ def test_overlap_ptx_keeps_the_pv_group_in_flight():
     assert " call" not in compiled.ptx
 
 
+def test_pingpong_ptx():
+    """D = 64 with ping-pong: within the launch budget even for nvJitLink (no spill, no wgmma serialized); the
+    named barriers 1 and 2 over 256 threads (warpgroup 0 passes on 1 and takes back on 2, warpgroup 1 the other
+    way round), next to the CTA barrier."""
+    from ptxgen.lower import compile_kernel
+
+    compiled = compile_kernel(build(AttentionConfig(head_dim=64, overlap=True, pingpong=True)))
+    ptx = compiled.ptx
+    assert len(re.findall(r"bar\.sync\s+1, 256;", ptx)) == 2 and len(re.findall(r"bar\.sync\s+2, 256;", ptx)) == 2
+    assert compiled.spill_bytes in (0, None)
+    for code in ("C7509", "C7512", "C7514"):
+        assert code not in compiled.info_log, code
+
+
 def test_choose_config():
     assert choose_config("bf16", 64, True) == AttentionConfig("bf16", 64, 128, 2, True)
     for d in (64, 128):
@@ -206,6 +239,8 @@ def test_choose_config():
     (AttentionConfig(stages=4, bn=256), "AttentionConfig.stages = 4: Q's tile and 4 stages of K and V tiles "
                                         r"\(256 × 128\) need 557192 bytes"),
     (AttentionConfig(registers=(24, 248)), r"AttentionConfig.registers = \(24, 248\): 128 × 24 \+ 256 × 248"),
+    (AttentionConfig(pingpong=True), r"AttentionConfig.pingpong = True: the ping-pong alternates the sections that "
+                                     r"queue S_j and P_\{j-1\}·V_\{j-1\} together: it needs overlap = True"),
 ])
 def test_config_rules(config, message):
     with pytest.raises(ValueError, match=message):

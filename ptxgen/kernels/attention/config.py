@@ -31,6 +31,8 @@ class AttentionConfig:
       diagonal are never loaded, the tiles crossing it are masked.
     - ``overlap``: FA3's intra-warpgroup overlap — the next tile's S = Q·Kᵀ and this tile's P·V are queued together
       and the softmax runs while P·V is on the tensor cores (``wgmma.wait {pending = 1}``).
+    - ``pingpong``: FA3's inter-warpgroup ping-pong (with ``overlap``): the two consumer warpgroups' wgmma sections
+      alternate through named barriers, one's softmax under the other's GEMMs.
     - ``registers``: the (producer, consumer) setmaxnreg budgets.
 
     Post (``validate``): the builder accepts the config; a violated rule is a ValueError naming the field."""
@@ -41,6 +43,7 @@ class AttentionConfig:
     stages: int = 2
     causal: bool = False
     overlap: bool = False
+    pingpong: bool = False
     registers: tuple = (24, 240)
 
     def __post_init__(self):
@@ -82,6 +85,9 @@ def _shape(c: AttentionConfig):
                 f"{c.head_dim} (O's rows take the statistics from S's accumulator) to 256 (wgmma's largest N)")
     if c.stages < 1:
         return f"stages = {c.stages}: each pipeline needs at least 1 stage"
+    if c.pingpong and not c.overlap:
+        return ("pingpong = True: the ping-pong alternates the sections that queue S_j and P_{j-1}·V_{j-1} together: "
+                "it needs overlap = True")
     return None
 
 

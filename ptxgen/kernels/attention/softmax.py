@@ -170,16 +170,23 @@ def consume_overlapped(g, o0, m0, l0):
     with b.scf.for_(g.c1, g.n_end, g.c1, o0, *first.results, args=("ct", "o", "p_prev", "m", "l"),
                     names=["o_loop", "p_last", "m_end", "l_end"]) as loop:
         ct, o, p_prev, m, l = loop
+        if config.pingpong:
+            pingpong_turn(g, "take")
         b.wgmma.fence()
         s_issued, ks = issue_scores(g, ct)
         prev = b.arith.sub(ct, g.c1, name="prev_tile")
         o_issued, vs_prev = issue_pv(g, p_prev, o, prev)
+        if config.pingpong:
+            pingpong_turn(g, "pass")
         s = b.wgmma.wait(s_issued, pending=1, name="s")   # S_j done, O += P_{j-1}·V_{j-1} still in flight
         b.pipeline.release(g.pk, ks)
         p16, m_new, l_new, alpha = softmax_step(g, s, m, l, ct)
         o_done = b.wgmma.wait(o_issued, pending=0, name="o_done")
         b.pipeline.release(g.pv, vs_prev)
-        b.scf.yield_(rescale(g, o_done, alpha), p16, m_new, l_new)
+        o_next = rescale(g, o_done, alpha)
+        if config.pingpong:
+            pingpong_turn(g, "end")
+        b.scf.yield_(o_next, p16, m_new, l_new)
     o_loop, p_last, m_end, l_end = loop.results
     last = b.scf.if_(any_tile, types=(o0.type,), names=["o_end"])
     with last.then:
@@ -192,3 +199,33 @@ def consume_overlapped(g, o0, m0, l0):
     with last.otherwise:
         b.scf.yield_(o_loop)
     return last.results[0], m_end, l_end
+
+
+# the named barriers of the ping-pong: warpgroup 0 hands the tensor cores to warpgroup 1 on TO_SECOND, back on TO_FIRST
+TO_SECOND, TO_FIRST = 1, 2
+
+
+def pingpong_turn(g, point: str):
+    """FA3's inter-warpgroup ping-pong, with rendezvous barriers (``barrier.named`` over both consumer warpgroups, 256
+    threads): the two warpgroups' wgmma sections (S_j and P_{j-1}·V_{j-1} queued) strictly alternate, warpgroup 0
+    first, so that one's softmax runs while the other's GEMMs occupy the tensor cores. Per KV tile, warpgroup 0:
+    section, TO_SECOND, softmax, TO_FIRST; warpgroup 1: TO_SECOND, section, TO_FIRST, softmax. Both meet at each
+    barrier once per tile (the loop's trip count is the CTA's), so neither can run two sections in a row. ``point``:
+    "take" (before the section), "pass" (after it), "end" (after the softmax)."""
+    b = g.b
+    first = b.arith.cmp(g.cw, g.c0, pred="eq", name=f"first_wg_{point}")
+    branch = b.scf.if_(first)
+    if point == "take":
+        with branch.otherwise:
+            b.barrier.named(id=TO_SECOND, threads=256)
+            b.scf.yield_()
+        with branch.then:
+            b.scf.yield_()
+        return
+    with branch.then:
+        b.barrier.named(id=TO_SECOND if point == "pass" else TO_FIRST, threads=256)
+        b.scf.yield_()
+    if point == "pass":
+        with branch.otherwise:
+            b.barrier.named(id=TO_FIRST, threads=256)
+            b.scf.yield_()
