@@ -112,6 +112,18 @@ def test_interpreter_pingpong_matches_float64(case, schedule):
     assert_matches(out, lse, *reference(q, k, v, causal, d ** -0.5), dtype)
 
 
+@pytest.mark.parametrize("case", OVERLAP_CASES)
+@pytest.mark.parametrize("overlap", [False, True])
+def test_interpreter_tma_epilogue_matches_float64(case, overlap):
+    """epilogue = "tma": O staged by stmatrix in the warpgroup's rows of Q's tile and stored by TMA (rows past Sq
+    clipped), alone and with overlap + ping-pong."""
+    b, hq, hkv, sq, sk, d, causal, bn, dtype = case
+    q, k, v = random_problem(b, hq, hkv, sq, sk, d, dtype, seed=9)
+    config = AttentionConfig(dtype, d, bn, 2, causal, overlap=overlap, pingpong=overlap, epilogue="tma")
+    out, lse = attention(q, k, v, causal=causal, config=config)
+    assert_matches(out, lse, *reference(q, k, v, causal, d ** -0.5), dtype)
+
+
 def test_interpreter_scale_out_and_transposed_inputs():
     """A given softmax_scale and ``out``, and q, k, v that are (B, H, S, D) arrays seen as (B, S, H, D)."""
     rng = np.random.default_rng(7)
@@ -221,6 +233,21 @@ def test_pingpong_ptx():
     compiled = compile_kernel(build(AttentionConfig(head_dim=64, overlap=True, pingpong=True)))
     ptx = compiled.ptx
     assert len(re.findall(r"bar\.sync\s+1, 256;", ptx)) == 2 and len(re.findall(r"bar\.sync\s+2, 256;", ptx)) == 2
+    assert compiled.spill_bytes in (0, None)
+    for code in ("C7509", "C7512", "C7514"):
+        assert code not in compiled.info_log, code
+
+
+def test_tma_epilogue_ptx():
+    """epilogue = "tma", D = 128: 8 stmatrix.x4 per thread (64 values), two 64-column TMA stores (one per
+    warpgroup's leader, the loop unrolled), the proxy fence and the consumers' barrier 3 between them."""
+    from ptxgen.lower import compile_kernel
+
+    compiled = compile_kernel(build(AttentionConfig(head_dim=128, epilogue="tma")))
+    ptx = compiled.ptx
+    assert len(re.findall(r"stmatrix\.sync\.aligned\.m8n8\.x4\.shared\.b16", ptx)) == 128 // 16
+    assert len(re.findall(r"cp\.async\.bulk\.tensor\.4d\.global\.shared::cta", ptx)) == 2
+    assert "fence.proxy.async.shared::cta" in ptx and re.search(r"bar\.sync\s+3, 256;", ptx)
     assert compiled.spill_bytes in (0, None)
     for code in ("C7509", "C7512", "C7514"):
         assert code not in compiled.info_log, code

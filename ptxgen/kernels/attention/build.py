@@ -43,7 +43,8 @@ def build(config: AttentionConfig = AttentionConfig()):
     kb = KernelBuilder(
         "attention_fwd", grid=(cdiv("sq", BM), dim("q", 1), dim("q", 0)), block=(384, 1, 1),
         q=tmap(dtype, 4, box_layout(q_tile)), k=tmap(dtype, 4, ring_box(ring)), v=tmap(dtype, 4, ring_box(ring)),
-        out=gtensor(dtype, 4), lse=gtensor("f32", 3), sq=i32, sk=i32, group=i32, scale=f32)
+        out=tmap(dtype, 4, epilogue.out_box(config)) if config.epilogue == "tma" else gtensor(dtype, 4),
+        lse=gtensor("f32", 3), sq=i32, sk=i32, group=i32, scale=f32)
     g.kb, g.b = kb, kb.b
     b = kb.b
     g.sq_tile = b.smem.alloc(type=smem(dtype, q_tile), align=1024, name="sq_tile")

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 ELEMENT_BYTES = {"bf16": 2, "f16": 2}
 HEAD_DIMS = (64, 128)
+EPILOGUES = ("direct", "tma")
 BM = 128                 # query rows per CTA: two consumer warpgroups of 64 rows (one m64 wgmma block each)
 CONSUMER_ROWS = 64
 SMEM_BYTES = 227 * 1024  # the dynamic shared memory a Hopper CTA can have
@@ -33,6 +34,8 @@ class AttentionConfig:
       and the softmax runs while P·V is on the tensor cores (``wgmma.wait {pending = 1}``).
     - ``pingpong``: FA3's inter-warpgroup ping-pong (with ``overlap``): the two consumer warpgroups' wgmma sections
       alternate through named barriers, one's softmax under the other's GEMMs.
+    - ``epilogue``: ``"direct"`` (O stored from the registers) or ``"tma"`` (O staged by stmatrix in the warpgroup's
+      rows of Q's tile, stored by TMA boxes: the output's rows 16-byte aligned, as TMA needs).
     - ``registers``: the (producer, consumer) setmaxnreg budgets.
 
     Post (``validate``): the builder accepts the config; a violated rule is a ValueError naming the field."""
@@ -44,6 +47,7 @@ class AttentionConfig:
     causal: bool = False
     overlap: bool = False
     pingpong: bool = False
+    epilogue: str = "direct"
     registers: tuple = (24, 240)
 
     def __post_init__(self):
@@ -85,6 +89,8 @@ def _shape(c: AttentionConfig):
                 f"{c.head_dim} (O's rows take the statistics from S's accumulator) to 256 (wgmma's largest N)")
     if c.stages < 1:
         return f"stages = {c.stages}: each pipeline needs at least 1 stage"
+    if c.epilogue not in EPILOGUES:
+        return f"epilogue = {c.epilogue!r}: O is stored 'direct' (from the registers) or by 'tma' (through smem)"
     if c.pingpong and not c.overlap:
         return ("pingpong = True: the ping-pong alternates the sections that queue S_j and P_{j-1}·V_{j-1} together: "
                 "it needs overlap = True")

@@ -1,6 +1,7 @@
 """The consumers' epilogue: O / l converted to the output type and stored, and the rows' log-sum-exp.
 
-O is stored from the registers through the accumulator's TV layout (rows past Sq skipped by the store's bounds).
+O is stored from the registers through the accumulator's TV layout (``direct``: rows past Sq skipped by the store's
+bounds), or (``tma``) staged by stmatrix in the warpgroup's rows of Q's tile and stored by TMA.
 lse = m·scale + ln l (natural log, f32) is written once per row by the first thread of each quad (the 4 threads
 sharing a row): its values 0 and 2 are rows r and r + 8 of the warpgroup's 64 (``accumulator_tv``: row = 16·warp +
 lane/4 + 8·((v/2) mod 2)). A row no key is visible to (causal with Sq > Sk: query rows above the first key) has
@@ -16,7 +17,10 @@ from layoutc.hopper import accumulator_tv
 
 from ptxgen.ir.builder import frag, i32
 
-from .config import CONSUMER_ROWS
+from ptxgen.ir.ops.smem import tile_split
+
+from .config import BM, BOX_COLUMNS, CONSUMER_ROWS
+from .layouts import tile_layout
 
 NO_LSE = 2.0 ** 100
 
@@ -25,6 +29,36 @@ def quad_row_tv():
     """The TV layout of a quad leader's one value (row r = 16·warp + lane/4) over the warpgroup's 64 rows, thread
     ``lt / 4``: ``((8,4),1):((1,16),0)``. Post: a bijection of 32 quads onto rows {16w + i : i < 8}."""
     return lc.Layout(((8, 4), 1), ((1, 16), 0))
+
+
+EPILOGUE_BARRIER = 3   # named barrier of both consumer warpgroups (1 and 2 are the ping-pong's)
+
+
+def out_box(config):
+    """The TMA box of the ``tma`` epilogue's stores: 64 rows × 64 columns of a warpgroup's part of Q's tile."""
+    return tile_split(tile_split(tile_layout(config.dtype, BM, config.head_dim), 2, CONSUMER_ROWS)[0], 3,
+                      BOX_COLUMNS)[0]
+
+
+def store_through_smem(g, o16):
+    """The ``tma`` epilogue: the warpgroup's O (16-bit) written by stmatrix into its own 64 rows of Q's tile (Q is
+    no longer read: every wgmma retired), made visible to the async proxy, then stored by its first thread as
+    64 × 64 TMA boxes; rows past Sq are clipped by TMA. The thread waits until the stores have read shared memory
+    (the CTA must not end before)."""
+    b, kb, config = g.b, g.kb, g.config
+    d = config.head_dim
+    b.smem.stmatrix(g.q_rows, g.lt, o16, tv=accumulator_tv(d), num=4, trans=False)
+    b.fence.proxy_async()   # the generic smem writes before the async-proxy (TMA) reads
+    b.barrier.named(id=EPILOGUE_BARRIER, threads=256)
+    rows = b.smem.tile(g.sq_tile, g.cw, mode=2, size=CONSUMER_ROWS, name="o_rows")
+    with b.scf.if_(b.arith.cmp(g.lt, g.c0, pred="eq", name="wg_leader")).then:
+        for j in range(d // BOX_COLUMNS):
+            cj = b.const(j, i32, name=f"o_block{j}")
+            box = b.smem.tile(rows, cj, mode=3, size=BOX_COLUMNS, name=f"o_box{j}")
+            b.tma.store(kb["out"], box, g.batch, g.head, g.row0, b.arith.mul(cj, g.c_box, name=f"o_col{j}"))
+        b.tma.store_commit()
+        b.tma.store_wait(pending=0, read=True)
+        b.scf.yield_()
 
 
 def store(g, o, m, l):
@@ -39,9 +73,12 @@ def store(g, o, m, l):
     inv_o = inv_l if d == config.bn else b.frag.slice(inv_l, offset=0, type=o_t, name="inv_l_o")
     o_norm = b.frag.mul(o, inv_o, name="o_norm")
     o16 = b.frag.cast(o_norm, type=frag(config.dtype, d // 2), name="o16")
-    out_tile = b.gmem.tile(kb["out"], g.batch, g.head, g.row0, g.c0, shape=(1, 1, CONSUMER_ROWS, d),
-                           name="out_tile")
-    b.gmem.store(out_tile, g.lt, o16, tv=accumulator_tv(d))
+    if config.epilogue == "tma":
+        store_through_smem(g, o16)
+    else:
+        out_tile = b.gmem.tile(kb["out"], g.batch, g.head, g.row0, g.c0, shape=(1, 1, CONSUMER_ROWS, d),
+                               name="out_tile")
+        b.gmem.store(out_tile, g.lt, o16, tv=accumulator_tv(d))
 
     lse_real = b.frag.fma(m, kb["scale"], b.frag.log(l, name="log_l"), name="lse_real")
     empty = b.frag.sub(b.frag.rsqrt(b.frag.min(l, 1.0, name="l_min1"), name="l_min1_rsqrt"), NO_LSE,
