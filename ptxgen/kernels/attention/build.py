@@ -30,21 +30,33 @@ class AttentionValues:
 def build(config: AttentionConfig = AttentionConfig()):
     """The kernel module of ``config`` (validated first: a ValueError names the field of a broken rule).
 
-    Parameters: ``%q`` (B, Hq, Sq, D), ``%k``, ``%v`` (B, Hkv, Sk, D) as TMA maps (rank 4, unit stride along D),
-    ``%out`` (B, Hq, Sq, D) and ``%lse`` (B, Hq, Sq) f32 as global tensors, ``%sq``, ``%sk``, ``%group`` (= Hq/Hkv),
-    ``%scale`` (the softmax scale). Post: the same IR, op for op and name for name, for the same config."""
+    Dense parameters: ``%q`` (B, Hq, Sq, D), ``%k``, ``%v`` (B, Hkv, Sk, D) as TMA maps (rank 4, unit stride along
+    D), ``%out`` (B, Hq, Sq, D) (a TMA map for the ``tma`` epilogue, else a gtensor) and ``%lse`` (B, Hq, Sq) f32,
+    ``%sq``, ``%sk``, ``%group`` (= Hq/Hkv), ``%scale`` (the softmax scale). Varlen (``config.varlen``): ``%q``
+    (Hq, total_q, D), ``%k``, ``%v`` (Hkv, total_k, D) (rank 3), ``%out`` (Hq, total_q, D), ``%lse`` (Hq, total_q),
+    ``%cu_q``, ``%cu_k`` (B + 1 sequence offsets, i32), ``%max_sq`` (the grid's query tiles), ``%batch`` (B),
+    ``%group``, ``%scale``. Post: the same IR, op for op and name for name, for the same config."""
     config.validate()
     g = AttentionValues()
     g.config = config
     dtype, d, bn, stages = config.dtype, config.head_dim, config.bn, config.stages
-    q_tile = tile_layout(dtype, BM, d)
-    ring = ring_layout(dtype, bn, d, stages)
+    g.lead = lead = 1 if config.varlen else 2
+    rank = lead + 2
+    q_tile = tile_layout(dtype, BM, d, lead)
+    ring = ring_layout(dtype, bn, d, stages, lead)
     g.tile_bytes = bn * d * config.element_bytes
-    kb = KernelBuilder(
-        "attention_fwd", grid=(cdiv("sq", BM), dim("q", 1), dim("q", 0)), block=(384, 1, 1),
-        q=tmap(dtype, 4, box_layout(q_tile)), k=tmap(dtype, 4, ring_box(ring)), v=tmap(dtype, 4, ring_box(ring)),
-        out=tmap(dtype, 4, epilogue.out_box(config)) if config.epilogue == "tma" else gtensor(dtype, 4),
-        lse=gtensor("f32", 3), sq=i32, sk=i32, group=i32, scale=f32)
+    maps = {"q": tmap(dtype, rank, box_layout(q_tile, lead)), "k": tmap(dtype, rank, ring_box(ring, lead)),
+            "v": tmap(dtype, rank, ring_box(ring, lead))}
+    if config.varlen:
+        kb = KernelBuilder(
+            "attention_varlen_fwd", grid=(cdiv("max_sq", BM), dim("q", 0), "batch"), block=(384, 1, 1), **maps,
+            out=gtensor(dtype, 3), lse=gtensor("f32", 2), cu_q=gtensor("i32", 1), cu_k=gtensor("i32", 1),
+            max_sq=i32, batch=i32, group=i32, scale=f32)
+    else:
+        kb = KernelBuilder(
+            "attention_fwd", grid=(cdiv("sq", BM), dim("q", 1), dim("q", 0)), block=(384, 1, 1), **maps,
+            out=tmap(dtype, 4, epilogue.out_box(config)) if config.epilogue == "tma" else gtensor(dtype, 4),
+            lse=gtensor("f32", 3), sq=i32, sk=i32, group=i32, scale=f32)
     g.kb, g.b = kb, kb.b
     b = kb.b
     g.sq_tile = b.smem.alloc(type=smem(dtype, q_tile), align=1024, name="sq_tile")
@@ -64,6 +76,7 @@ def build(config: AttentionConfig = AttentionConfig()):
     g.batch = b.gpu.block_id(dim="z", name="batch")
     g.kv_head = b.arith.div(g.head, kb["group"], name="kv_head")
     g.q0 = b.arith.mul(g.m_tile, b.const(BM, i32, name="bm"), name="q0")
+    sequence_bounds(g)
     g.n_end = kv_tiles(g)
     leader = b.arith.cmp(thread, c0, pred="eq", name="leader")
     with b.scf.if_(leader).then:
@@ -89,28 +102,50 @@ def build(config: AttentionConfig = AttentionConfig()):
     return kb.module("ptxgen/kernels/attention")
 
 
+def sequence_bounds(g) -> None:
+    """The CTA's sequence lengths ``g.sq``, ``g.sk`` and (varlen) the first rows ``g.q_start``, ``g.k_start`` of its
+    batch's sequences in the packed tensors: ``cu[batch]`` and ``cu[batch + 1] − cu[batch]`` (``scalar.load``)."""
+    b, kb = g.b, g.kb
+    if not g.config.varlen:
+        g.sq, g.sk = kb["sq"], kb["sk"]
+        return
+    next_batch = b.arith.add(g.batch, g.c1, name="next_batch")
+    g.q_start = b.scalar.load(kb["cu_q"], g.batch, name="q_start")
+    g.k_start = b.scalar.load(kb["cu_k"], g.batch, name="k_start")
+    g.sq = b.arith.sub(b.scalar.load(kb["cu_q"], next_batch, name="q_stop"), g.q_start, name="sq")
+    g.sk = b.arith.sub(b.scalar.load(kb["cu_k"], next_batch, name="k_stop"), g.k_start, name="sk")
+
+
 def kv_tiles(g):
     """The KV tiles the CTA's query rows see: all ⌈Sk/bn⌉, or (causal) those up to the one holding the last query
     row's last visible key column min(q0 + 128, Sq) − 1 + Sk − Sq (none when that is negative)."""
-    b, kb = g.b, g.kb
-    tiles = b.arith.cdiv(kb["sk"], g.c_bn, name="kv_tiles")
-    if not g.config.causal:
+    b = g.b
+    tiles = b.arith.cdiv(g.sk, g.c_bn, name="kv_tiles")
+    if g.config.causal:
+        rows_end = b.arith.min(b.arith.add(g.q0, b.const(BM, i32, name="bm_end"), name="q_end0"), g.sq, name="q_end")
+        g.diag_shift = b.arith.sub(g.sk, g.sq, name="diag_shift")
+        visible = b.arith.max(b.arith.add(rows_end, g.diag_shift, name="visible0"), g.c0, name="visible")
+        tiles = b.arith.min(tiles, b.arith.cdiv(visible, g.c_bn, name="causal_tiles"), name="seen_tiles")
+    if not g.config.varlen:
         return tiles
-    rows_end = b.arith.min(b.arith.add(g.q0, b.const(BM, i32, name="bm_end"), name="q_end0"), kb["sq"], name="q_end")
-    g.diag_shift = b.arith.sub(kb["sk"], kb["sq"], name="diag_shift")
-    visible = b.arith.max(b.arith.add(rows_end, g.diag_shift, name="visible0"), g.c0, name="visible")
-    return b.arith.min(tiles, b.arith.cdiv(visible, g.c_bn, name="causal_tiles"), name="n_end")
+    # the grid covers the longest sequence: a CTA past its own sequence's rows computes nothing
+    has_rows = b.arith.cmp(g.q0, g.sq, pred="lt", name="has_rows")
+    return b.arith.select(has_rows, tiles, g.c0, name="n_end")
 
 
 def load_tile(g, tmap_v, dst, bars, index, head, row, tag: str):
-    """The TMA loads of one (rows, D) tile into ``dst`` (a (1, 1, rows, D) view): one box per 64 columns (values
-    named ``…_{tag}{j}``)."""
+    """The TMA loads of one (rows, D) tile into ``dst`` (a (1, …, rows, D) view): one box per 64 columns (values
+    named ``…_{tag}{j}``). Varlen boxes past the sequence read the next sequence's rows: the masks and the stores'
+    row bounds keep them out of the result."""
     b = g.b
+    if g.config.varlen:
+        row = b.arith.add(g.q_start if tag == "q" else g.k_start, row, name=f"{tag}_packed_row")
     for j in range(g.config.head_dim // BOX_COLUMNS):
         cj = b.const(j, i32, name=f"{tag}_block{j}")
-        box = b.smem.tile(dst, cj, mode=3, size=BOX_COLUMNS, name=f"{tag}_box{j}")
+        box = b.smem.tile(dst, cj, mode=g.lead + 1, size=BOX_COLUMNS, name=f"{tag}_box{j}")
         col = b.arith.mul(cj, g.c_box, name=f"{tag}_col{j}")
-        b.tma.load(tmap_v, box, bars, index, g.batch, head, row, col)
+        coords = [head, row, col] if g.config.varlen else [g.batch, head, row, col]
+        b.tma.load(tmap_v, box, bars, index, *coords)
 
 
 def produce(g):

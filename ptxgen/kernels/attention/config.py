@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 ELEMENT_BYTES = {"bf16": 2, "f16": 2}
 HEAD_DIMS = (64, 128)
-EPILOGUES = ("direct", "tma")
+EPILOGUES = ("direct", "tma", "rows")
 BM = 128                 # query rows per CTA: two consumer warpgroups of 64 rows (one m64 wgmma block each)
 CONSUMER_ROWS = 64
 SMEM_BYTES = 227 * 1024  # the dynamic shared memory a Hopper CTA can have
@@ -34,8 +34,11 @@ class AttentionConfig:
       and the softmax runs while P·V is on the tensor cores (``wgmma.wait {pending = 1}``).
     - ``pingpong``: FA3's inter-warpgroup ping-pong (with ``overlap``): the two consumer warpgroups' wgmma sections
       alternate through named barriers, one's softmax under the other's GEMMs.
-    - ``epilogue``: ``"direct"`` (O stored from the registers) or ``"tma"`` (O staged by stmatrix in the warpgroup's
-      rows of Q's tile, stored by TMA boxes: the output's rows 16-byte aligned, as TMA needs).
+    - ``epilogue``: ``"direct"`` (O stored from the registers), ``"tma"`` (O staged by stmatrix in the warpgroup's
+      rows of Q's tile, stored by TMA boxes: the output's rows 16-byte aligned, as TMA needs) or ``"rows"`` (staged
+      the same way, read back by rows and stored by threads whose row lies in the sequence: varlen's).
+    - ``varlen``: the packed variable-length batch (FlashAttention's ``cu_seqlens`` convention): Q, K, V, the output
+      (total, H, D) and lse (H, total_q), each sequence's rows found through ``cu_q``/``cu_k``.
     - ``registers``: the (producer, consumer) setmaxnreg budgets.
 
     Post (``validate``): the builder accepts the config; a violated rule is a ValueError naming the field."""
@@ -48,6 +51,7 @@ class AttentionConfig:
     overlap: bool = False
     pingpong: bool = False
     epilogue: str = "direct"
+    varlen: bool = False
     registers: tuple = (24, 240)
 
     def __post_init__(self):
@@ -90,7 +94,11 @@ def _shape(c: AttentionConfig):
     if c.stages < 1:
         return f"stages = {c.stages}: each pipeline needs at least 1 stage"
     if c.epilogue not in EPILOGUES:
-        return f"epilogue = {c.epilogue!r}: O is stored 'direct' (from the registers) or by 'tma' (through smem)"
+        return (f"epilogue = {c.epilogue!r}: O is stored 'direct' (from the registers), by 'tma' or by 'rows' "
+                "(through smem)")
+    if c.varlen and c.epilogue != "rows":
+        return (f"epilogue = {c.epilogue!r}: a varlen sequence's rows end inside the packed output, where no tensor "
+                "bound stops a store: varlen takes epilogue = 'rows'")
     if c.pingpong and not c.overlap:
         return ("pingpong = True: the ping-pong alternates the sections that queue S_j and P_{j-1}·V_{j-1} together: "
                 "it needs overlap = True")
@@ -120,8 +128,9 @@ def _shared_memory(c: AttentionConfig):
 _RULES = (_dtype, _shape, _registers, _shared_memory)
 
 
-def choose_config(dtype: str, head_dim: int, causal: bool) -> AttentionConfig:
+def choose_config(dtype: str, head_dim: int, causal: bool, varlen: bool = False) -> AttentionConfig:
     """The configuration the op runs for a problem (deterministic): KV tiles of 128 rows (FA3's for D = 64 and 128:
-    S's accumulator then holds 64 f32 values per thread), a 2-stage K and a 2-stage V pipeline.
-    ``choose_config("bf16", 64, True)`` = AttentionConfig("bf16", 64, 128, 2, True)."""
-    return AttentionConfig(dtype=dtype, head_dim=head_dim, bn=128, stages=2, causal=causal)
+    S's accumulator then holds 64 f32 values per thread), a 2-stage K and a 2-stage V pipeline; varlen with the
+    ``rows`` epilogue. ``choose_config("bf16", 64, True)`` = AttentionConfig("bf16", 64, 128, 2, True)."""
+    return AttentionConfig(dtype=dtype, head_dim=head_dim, bn=128, stages=2, causal=causal,
+                           epilogue="rows" if varlen else "direct", varlen=varlen)

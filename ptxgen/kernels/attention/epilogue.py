@@ -1,7 +1,8 @@
 """The consumers' epilogue: O / l converted to the output type and stored, and the rows' log-sum-exp.
 
 O is stored from the registers through the accumulator's TV layout (``direct``: rows past Sq skipped by the store's
-bounds), or (``tma``) staged by stmatrix in the warpgroup's rows of Q's tile and stored by TMA.
+bounds), or staged by stmatrix in the warpgroup's rows of Q's tile and stored by TMA (``tma``) or by rows, each
+thread's store predicated on its row lying in the sequence (``rows``: varlen's).
 lse = m·scale + ln l (natural log, f32) is written once per row by the first thread of each quad (the 4 threads
 sharing a row): its values 0 and 2 are rows r and r + 8 of the warpgroup's 64 (``accumulator_tv``: row = 16·warp +
 lane/4 + 8·((v/2) mod 2)). A row no key is visible to (causal with Sq > Sk: query rows above the first key) has
@@ -50,14 +51,43 @@ def store_through_smem(g, o16):
     b.smem.stmatrix(g.q_rows, g.lt, o16, tv=accumulator_tv(d), num=4, trans=False)
     b.fence.proxy_async()   # the generic smem writes before the async-proxy (TMA) reads
     b.barrier.named(id=EPILOGUE_BARRIER, threads=256)
-    rows = b.smem.tile(g.sq_tile, g.cw, mode=2, size=CONSUMER_ROWS, name="o_rows")
+    rows = b.smem.tile(g.sq_tile, g.cw, mode=g.lead, size=CONSUMER_ROWS, name="o_rows")
     with b.scf.if_(b.arith.cmp(g.lt, g.c0, pred="eq", name="wg_leader")).then:
         for j in range(d // BOX_COLUMNS):
             cj = b.const(j, i32, name=f"o_block{j}")
-            box = b.smem.tile(rows, cj, mode=3, size=BOX_COLUMNS, name=f"o_box{j}")
+            box = b.smem.tile(rows, cj, mode=g.lead + 1, size=BOX_COLUMNS, name=f"o_box{j}")
             b.tma.store(kb["out"], box, g.batch, g.head, g.row0, b.arith.mul(cj, g.c_box, name=f"o_col{j}"))
         b.tma.store_commit()
         b.tma.store_wait(pending=0, read=True)
+        b.scf.yield_()
+
+
+def row_tv(head_dim: int):
+    """The ``rows`` epilogue's TV layout of a warpgroup's (64, D) tile: thread t holds half t % 2 of row t / 2 (D/2
+    consecutive columns), so each thread's values share one row and one predicate. ``row_tv(64)`` =
+    ``((2,64),32):((2048,1),64)``; post: a bijection of 128 threads × D/2 values onto the tile."""
+    return lc.Layout(((2, CONSUMER_ROWS), head_dim // 2), ((CONSUMER_ROWS * head_dim // 2, 1), CONSUMER_ROWS))
+
+
+def store_rows(g, o16):
+    """The ``rows`` epilogue (varlen's): O staged by stmatrix in the warpgroup's rows of Q's tile, read back by rows
+    (``row_tv``), and stored by each thread only if its row lies inside its sequence — a packed varlen tensor's next
+    rows belong to the next sequence, which no tensor bound protects."""
+    b, kb, config = g.b, g.kb, g.config
+    d = config.head_dim
+    b.smem.stmatrix(g.q_rows, g.lt, o16, tv=accumulator_tv(d), num=4, trans=False)
+    b.barrier.named(id=EPILOGUE_BARRIER, threads=256)
+    rows = b.smem.load(g.q_rows, g.lt, tv=row_tv(d), type=frag(config.dtype, d // 2), name="o_by_rows")
+    my_row = b.arith.add(g.row0, b.arith.div(g.lt, b.const(2, i32, name="c2"), name="lt_half"), name="o_row")
+    inside = b.arith.cmp(my_row, g.sq, pred="lt", name="o_row_inside")
+    with b.scf.if_(inside).then:
+        if config.varlen:
+            start = b.arith.add(g.q_start, g.row0, name="out_row0")
+            tile = b.gmem.tile(kb["out"], g.head, start, g.c0, shape=(1, CONSUMER_ROWS, d), name="out_tile")
+        else:
+            tile = b.gmem.tile(kb["out"], g.batch, g.head, g.row0, g.c0, shape=(1, 1, CONSUMER_ROWS, d),
+                               name="out_tile")
+        b.gmem.store(tile, g.lt, rows, tv=row_tv(d))
         b.scf.yield_()
 
 
@@ -75,6 +105,8 @@ def store(g, o, m, l):
     o16 = b.frag.cast(o_norm, type=frag(config.dtype, d // 2), name="o16")
     if config.epilogue == "tma":
         store_through_smem(g, o16)
+    elif config.epilogue == "rows":
+        store_rows(g, o16)
     else:
         out_tile = b.gmem.tile(kb["out"], g.batch, g.head, g.row0, g.c0, shape=(1, 1, CONSUMER_ROWS, d),
                                name="out_tile")
@@ -85,15 +117,32 @@ def store(g, o, m, l):
                        name="empty_row")
     lse = b.frag.max(lse_real, empty, name="lse_rows")
     one_t = frag("f32", 1)
-    upper = b.frag.slice(lse, offset=0, type=one_t, name="lse_upper")
-    lower = b.frag.slice(lse, offset=2, type=one_t, name="lse_lower")
+    halves = (b.frag.slice(lse, offset=0, type=one_t, name="lse_upper"),
+              b.frag.slice(lse, offset=2, type=one_t, name="lse_lower"))
     c4 = b.const(4, i32, name="quad")
     quad_leader = b.arith.cmp(b.arith.rem(g.lt, c4, name="quad_lane"), g.c0, pred="eq", name="quad_leader")
     quad = b.arith.div(g.lt, c4, name="quad_index")
-    with b.scf.if_(quad_leader).then:
-        lse_tile = b.gmem.tile(kb["lse"], g.batch, g.head, g.row0, shape=(1, 1, CONSUMER_ROWS), name="lse_tile")
-        row8 = b.arith.add(g.row0, b.const(8, i32, name="c8"), name="row8")
-        lse_tile8 = b.gmem.tile(kb["lse"], g.batch, g.head, row8, shape=(1, 1, CONSUMER_ROWS), name="lse_tile8")
-        b.gmem.store(lse_tile, quad, upper, tv=quad_row_tv())
-        b.gmem.store(lse_tile8, quad, lower, tv=quad_row_tv())
-        b.scf.yield_()
+    c8 = b.const(8, i32, name="c8")
+    if not config.varlen:
+        with b.scf.if_(quad_leader).then:
+            for h, values in enumerate(halves):
+                first = g.row0 if h == 0 else b.arith.add(g.row0, c8, name="row8")
+                tile = b.gmem.tile(kb["lse"], g.batch, g.head, first, shape=(1, 1, CONSUMER_ROWS),
+                                   name=f"lse_tile{h}")
+                b.gmem.store(tile, quad, values, tv=quad_row_tv())
+            b.scf.yield_()
+        return
+    # varlen: each row stored only inside its sequence (row r = 16·warp + lane/4 of the quad, and r + 8)
+    local = b.arith.add(b.arith.rem(quad, c8, name="quad_row0"),
+                        b.arith.mul(b.arith.div(quad, c8, name="quad_warp"), b.const(16, i32, name="c16"),
+                                    name="quad_warp_rows"), name="quad_row")
+    for h, values in enumerate(halves):
+        first = g.row0 if h == 0 else b.arith.add(g.row0, c8, name="row8")
+        row = b.arith.add(first, local, name=f"lse_row{h}")
+        keep = b.arith.and_(quad_leader, b.arith.cmp(row, g.sq, pred="lt", name=f"lse_inside{h}"),
+                            name=f"lse_store{h}")
+        with b.scf.if_(keep).then:
+            start = b.arith.add(g.q_start, first, name=f"lse_row0_{h}")
+            tile = b.gmem.tile(kb["lse"], g.head, start, shape=(1, CONSUMER_ROWS), name=f"lse_tile{h}")
+            b.gmem.store(tile, quad, values, tv=quad_row_tv())
+            b.scf.yield_()

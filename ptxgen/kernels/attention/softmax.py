@@ -41,7 +41,7 @@ def mask_scores(g, s, k0, tag: str = ""):
     tiles that hold any (``scf.if``): the ragged last tile and, causal, the tiles crossing the diagonal."""
     b, kb, config = g.b, g.kb, g.config
     tv, tile = score_layout(config)
-    bound = b.arith.sub(kb["sk"], k0, name=f"col_bound{tag}")
+    bound = b.arith.sub(g.sk, k0, name=f"col_bound{tag}")
     ragged = b.arith.cmp(bound, g.c_bn, pred="lt", name=f"ragged{tag}")
     if config.causal:
         # query row r of the warpgroup's rows (row0 + r) sees key column c of the tile (k0 + c) iff
@@ -64,7 +64,7 @@ def issue_scores(g, kt, tag: str = ""):
     stage). The caller fences before it."""
     b = g.b
     ks = b.pipeline.wait(g.pk, kt, name=f"cks{tag}")
-    k_view = operand_view(b, b.smem.slice(g.sk_ring, ks, name=f"k_stage{tag}"), (2, 3), f"k_nk{tag}")
+    k_view = operand_view(b, b.smem.slice(g.sk_ring, ks, name=f"k_stage{tag}"), (0, 1), f"k_nk{tag}", g.lead)
     s = b.wgmma.mma(g.q_rows, k_view, g.zero_s, name=f"s_issued{tag}")
     b.wgmma.commit()
     return s, ks
@@ -75,7 +75,7 @@ def issue_pv(g, p16, o, kt, tag: str = ""):
     wgmma group; → (O in flight, the stage). The caller fences before it."""
     b = g.b
     vs = b.pipeline.wait(g.pv, kt, name=f"cvs{tag}")
-    v_view = operand_view(b, b.smem.slice(g.sv_ring, vs, name=f"v_stage{tag}"), (3, 2), f"v_nk{tag}")
+    v_view = operand_view(b, b.smem.slice(g.sv_ring, vs, name=f"v_stage{tag}"), (1, 0), f"v_nk{tag}", g.lead)
     o_issued = b.wgmma.mma_rs(p16, v_view, o, name=f"o_issued{tag}")
     b.wgmma.commit()
     return o_issued, vs
@@ -115,7 +115,7 @@ def consume(g):
     bn, d = config.bn, config.head_dim
     s_t, o_t = frag("f32", bn // 2), frag("f32", d // 2)
     b.mbarrier.wait(g.qbar, g.c0, g.c0)
-    g.q_rows = b.smem.tile(operand_view(b, g.sq_tile, (2, 3), "q_mk"), g.cw, mode=0, size=CONSUMER_ROWS,
+    g.q_rows = b.smem.tile(operand_view(b, g.sq_tile, (0, 1), "q_mk", g.lead), g.cw, mode=0, size=CONSUMER_ROWS,
                            name="q_rows")
     fzero = b.const(0.0, f32, name="fzero")
     g.scale_log2 = b.arith.mul(kb["scale"], b.const(math.log2(math.e), f32, name="log2e"), name="scale_log2")
