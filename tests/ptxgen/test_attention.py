@@ -32,7 +32,7 @@ def reference(q, k, v, causal: bool, scale: float):
     s = np.einsum("bqhd,bkhd->bhqk", q, k) * scale
     if causal:
         s = np.where(np.arange(sk)[None, :] > np.arange(sq)[:, None] + sk - sq, -np.inf, s)
-    m = s.max(axis=-1, keepdims=True)
+    m = s.max(axis=-1, keepdims=True, initial=-np.inf)
     m = np.where(np.isfinite(m), m, 0.0)
     p = np.exp(s - m)
     l = p.sum(axis=-1, keepdims=True)

@@ -34,7 +34,7 @@ def build(config: AttentionConfig = AttentionConfig()):
     D), ``%out`` (B, Hq, Sq, D) (a TMA map for the ``tma`` epilogue, else a gtensor) and ``%lse`` (B, Hq, Sq) f32,
     ``%sq``, ``%sk``, ``%group`` (= Hq/Hkv), ``%scale`` (the softmax scale). Varlen (``config.varlen``): ``%q``
     (Hq, total_q, D), ``%k``, ``%v`` (Hkv, total_k, D) (rank 3), ``%out`` (Hq, total_q, D), ``%lse`` (Hq, total_q),
-    ``%cu_q``, ``%cu_k`` (B + 1 sequence offsets, i32), ``%max_sq`` (the grid's query tiles), ``%batch`` (B),
+    ``%cu_q``, ``%cu_k`` (B + 1 sequence offsets, i32), ``%max_sq`` (the grid's query tiles), ``%batches`` (B),
     ``%group``, ``%scale``. Post: the same IR, op for op and name for name, for the same config."""
     config.validate()
     g = AttentionValues()
@@ -49,9 +49,9 @@ def build(config: AttentionConfig = AttentionConfig()):
             "v": tmap(dtype, rank, ring_box(ring, lead))}
     if config.varlen:
         kb = KernelBuilder(
-            "attention_varlen_fwd", grid=(cdiv("max_sq", BM), dim("q", 0), "batch"), block=(384, 1, 1), **maps,
+            "attention_varlen_fwd", grid=(cdiv("max_sq", BM), dim("q", 0), "batches"), block=(384, 1, 1), **maps,
             out=gtensor(dtype, 3), lse=gtensor("f32", 2), cu_q=gtensor("i32", 1), cu_k=gtensor("i32", 1),
-            max_sq=i32, batch=i32, group=i32, scale=f32)
+            max_sq=i32, batches=i32, group=i32, scale=f32)
     else:
         kb = KernelBuilder(
             "attention_fwd", grid=(cdiv("sq", BM), dim("q", 1), dim("q", 0)), block=(384, 1, 1), **maps,

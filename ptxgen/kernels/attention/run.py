@@ -58,3 +58,25 @@ def prepared_site(config: AttentionConfig, q, k, v, out, lse, scale: float, stre
     as the op does, with only ``cuLaunchKernelEx`` on the host (benchmarks time it)."""
     args = kernel_arguments(q, k, v, out, lse, scale, lambda x: x.transpose(1, 2))
     return jit_kernel(config).prepare(**args, stream=stream)
+
+
+def varlen_arguments(q, k, v, out, lse, cu_q, cu_k, max_sq: int, scale: float, heads_view) -> dict:
+    """The varlen kernel's arguments: ``heads_view(x)`` is x (total, H, D) seen as (H, total, D)."""
+    return {"q": heads_view(q), "k": heads_view(k), "v": heads_view(v), "out": heads_view(out), "lse": lse,
+            "cu_q": cu_q, "cu_k": cu_k, "max_sq": int(max_sq), "batches": int(cu_q.shape[0] - 1),
+            "group": int(q.shape[1] // k.shape[1]), "scale": float(scale)}
+
+
+def run_varlen_numpy(config: AttentionConfig, q, k, v, out, lse, cu_q, cu_k, max_sq: int, scale: float) -> None:
+    """The varlen kernel in the CPU interpreter on numpy arrays."""
+    from ptxgen.interp import interpret
+
+    interpret(kernel_module(config), varlen_arguments(q, k, v, out, lse, cu_q, cu_k, max_sq, scale,
+                                                      lambda x: x.transpose(1, 0, 2)))
+
+
+def run_varlen_device(config: AttentionConfig, q, k, v, out, lse, cu_q, cu_k, max_sq: int, scale: float,
+                      stream=0) -> None:
+    """The varlen kernel on torch CUDA tensors."""
+    args = varlen_arguments(q, k, v, out, lse, cu_q, cu_k, max_sq, scale, lambda x: x.transpose(0, 1))
+    jit_kernel(config)(**args, stream=stream)
