@@ -70,6 +70,8 @@ CASES = [
     (1, 1, 1, 1, 1, 128, True, 128, "bf16"),
     (1, 2, 1, 64, 100, 64, True, 64, "f16"),
     (1, 1, 1, 100, 64, 128, False, 128, "f16"),
+    (1, 2, 1, 100, 150, 256, True, 64, "bf16"),      # D = 256: O in four 64-column accumulators
+    (1, 1, 1, 130, 100, 128, False, 64, "bf16"),     # D = 128 with bn = 64: two
 ]
 
 
@@ -78,6 +80,7 @@ OVERLAP_CASES = [
     (1, 2, 1, 300, 100, 128, True, 128, "bf16"),    # CTAs with rows that see no key; one KV tile: no loop trip
     (1, 2, 1, 100, 300, 64, True, 128, "f16"),
     (1, 1, 1, 1, 1, 64, True, 64, "bf16"),
+    (1, 1, 1, 100, 150, 256, True, 64, "bf16"),
 ]
 
 
@@ -255,14 +258,18 @@ def test_tma_epilogue_ptx():
 
 def test_choose_config():
     assert choose_config("bf16", 64, True) == AttentionConfig("bf16", 64, 128, 2, True)
-    for d in (64, 128):
+    assert choose_config("bf16", 256, False) == AttentionConfig("bf16", 256, 64, 2, False)
+    assert choose_config("bf16", 256, False).o_block == 64
+    for d in (64, 128, 256):
         assert choose_config("f16", d, False).validate().head_dim == d
 
 
 @pytest.mark.parametrize("config, message", [
-    (AttentionConfig(head_dim=96), "AttentionConfig.head_dim = 96: the kernel is built for head dims 64 and 128"),
+    (AttentionConfig(head_dim=96), "AttentionConfig.head_dim = 96: the kernel is built for head dims 64, 128 and 256"),
     (AttentionConfig(dtype="e4m3"), "AttentionConfig.dtype = 'e4m3': Q, K and V are bf16 or f16"),
-    (AttentionConfig(head_dim=128, bn=64), "AttentionConfig.bn = 64: a KV tile has a multiple of 16 rows"),
+    (AttentionConfig(head_dim=128, bn=72), "AttentionConfig.bn = 72: a KV tile has a multiple of 16 rows"),
+    (AttentionConfig(head_dim=128, bn=32), "AttentionConfig.bn = 32: below head_dim = 128, O is kept in blocks of bn "
+                                           "columns"),
     (AttentionConfig(stages=4, bn=256), "AttentionConfig.stages = 4: Q's tile and 4 stages of K and V tiles "
                                         r"\(256 × 128\) need 557192 bytes"),
     (AttentionConfig(registers=(24, 248)), r"AttentionConfig.registers = \(24, 248\): 128 × 24 \+ 256 × 248"),
@@ -289,7 +296,7 @@ Q, KV = _bf16(1, 3, 4, 64), _bf16(1, 5, 2, 64)
     ({"q": _bf16(1, 3, 3, 64)}, ValueError, r"attention: q has 3 heads, not a multiple of k's 2: each KV head serves "
                                             r"Hq/Hkv query heads \(GQA\), so Hq must be a multiple of Hkv"),
     ({"q": _bf16(1, 3, 4, 96), "k": _bf16(1, 5, 2, 96), "v": _bf16(1, 5, 2, 96)}, ValueError,
-     "attention: q has head dim 96; the kernel supports head dims 64 and 128"),
+     "attention: q has head dim 96; the kernel supports head dims 64, 128 and 256"),
     ({"q": _bf16(2, 3, 4, 64)}, ValueError, "attention: k has batch 1 but q has 2: q, k and v must have one batch "
                                             "size"),
     ({"v": _bf16(1, 6, 2, 64)}, ValueError, r"attention: v has shape \(1, 6, 2, 64\) but k has \(1, 5, 2, 64\)"),
@@ -345,6 +352,7 @@ def torch_reference(torch, q, k, v, causal, scale):
 
 
 GPU_CASES = [(2, 16, 16, 1024, 1024, 128), (1, 16, 2, 2048, 2048, 128), (4, 8, 8, 512, 512, 64),
+             (2, 8, 2, 1000, 1000, 256), (1, 4, 4, 300, 700, 256),
              (1, 4, 1, 1000, 3001, 64), (1, 4, 4, 3001, 1000, 128), (3, 6, 2, 129, 257, 128), (1, 2, 1, 1, 1, 64),
              (1, 2, 2, 77, 77, 64)]
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..linalg import _Arg, _same_kind, _stream
 from . import run
-from .config import ELEMENT_BYTES, HEAD_DIMS, AttentionConfig, choose_config
+from .config import ELEMENT_BYTES, HEAD_DIMS, HEAD_DIMS_TEXT, AttentionConfig, choose_config
 
 _LAYOUT = "(batch, seqlen, heads, head_dim)"
 
@@ -36,7 +36,7 @@ def _check_tensors(op: str, q: _Arg, k: _Arg, v: _Arg) -> str:
                              "head dim")
     if d not in HEAD_DIMS:
         raise ValueError(f"{op}: q has head dim {d}; the kernel supports head dims "
-                         f"{' and '.join(map(str, HEAD_DIMS))}")
+                         f"{HEAD_DIMS_TEXT}")
     if v.shape != k.shape:
         raise ValueError(f"{op}: v has shape {v.shape} but k has {k.shape}: k and v are both {_LAYOUT} of the keys")
     if k.shape[0] != q.shape[0]:
@@ -74,7 +74,7 @@ def _tma_view(arg: _Arg):
 
 def attention(q, k, v, causal: bool = False, softmax_scale=None, out=None, *, config: AttentionConfig | None = None):
     """Attention forward, FlashAttention's ``flash_attn_func`` convention: q (B, Sq, Hq, D), k and v (B, Sk, Hkv, D),
-    all bf16 or all f16, D ∈ {64, 128}, Hq a multiple of Hkv (query head h reads KV head h / (Hq/Hkv)); ``causal``
+    all bf16 or all f16, D ∈ {64, 128, 256}, Hq a multiple of Hkv (query head h reads KV head h / (Hq/Hkv)); ``causal``
     masks key j for query i where j > i + Sk − Sq (aligned to the bottom-right corner, as FlashAttention for Sq ≠ Sk);
     ``softmax_scale`` defaults to 1/√D. → ``(out, lse)``: out (B, Sq, Hq, D) of q's dtype (into ``out`` if given:
     that shape and dtype, unit stride along D), lse (B, Hq, Sq) float32, the natural-log log-sum-exp of each query
@@ -156,7 +156,7 @@ def _check_varlen_tensors(op: str, q: _Arg, k: _Arg, v: _Arg) -> str:
                              "head dim")
     if d not in HEAD_DIMS:
         raise ValueError(f"{op}: q has head dim {d}; the kernel supports head dims "
-                         f"{' and '.join(map(str, HEAD_DIMS))}")
+                         f"{HEAD_DIMS_TEXT}")
     if v.shape != k.shape:
         raise ValueError(f"{op}: v has shape {v.shape} but k has {k.shape}: k and v are both {_VARLEN_LAYOUT}")
     hq, hkv = q.shape[1], k.shape[1]

@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 ELEMENT_BYTES = {"bf16": 2, "f16": 2}
-HEAD_DIMS = (64, 128)
+HEAD_DIMS = (64, 128, 256)
+HEAD_DIMS_TEXT = "64, 128 and 256"
 EPILOGUES = ("direct", "tma", "rows")
 BM = 128                 # query rows per CTA: two consumer warpgroups of 64 rows (one m64 wgmma block each)
 CONSUMER_ROWS = 64
@@ -23,10 +24,11 @@ class AttentionConfig:
     """Every choice of the FA3-structured forward kernel (``ptxgen.kernels.attention.build``).
 
     - ``dtype``: Q's, K's, V's and the output's element type, ``bf16`` or ``f16`` (f32 accumulation, f32 lse).
-    - ``head_dim``: D, 64 or 128 (the wgmma K of S = Q·Kᵀ and the N of O += P·V).
-    - ``bn``: key/value rows per KV tile (the wgmma N of S, the K of P·V), a multiple of 16 from D to 256: the
-      running row statistics live in S's accumulator layout, whose first D/2 values hold the rows of O's (a value's
-      row depends only on its index mod 4), so O takes them by ``frag.slice``.
+    - ``head_dim``: D, 64, 128 or 256 (the wgmma K of S = Q·Kᵀ and the N of O += P·V).
+    - ``bn``: key/value rows per KV tile (the wgmma N of S, the K of P·V), a multiple of 16 up to 256; below D a
+      multiple of 64 that divides D: O is kept in D/o_block accumulators of o_block = min(D, bn) columns; the running row statistics
+      live in S's accumulator layout, whose first o_block/2 values hold the rows of a block's (a value's row depends
+      only on its index mod 4), so each block takes them by ``frag.slice``.
     - ``stages``: depth of each of the K and V pipelines.
     - ``causal``: the bottom-right-aligned causal mask (FlashAttention's for Sq ≠ Sk): KV tiles entirely above the
       diagonal are never loaded, the tiles crossing it are masked.
@@ -59,6 +61,11 @@ class AttentionConfig:
             object.__setattr__(self, "registers", tuple(self.registers))
 
     @property
+    def o_block(self) -> int:
+        """Columns of each of O's accumulators: min(D, bn) (S's row statistics cover that many columns' values)."""
+        return min(self.head_dim, self.bn)
+
+    @property
     def element_bytes(self) -> int:
         return ELEMENT_BYTES[self.dtype]
 
@@ -71,7 +78,7 @@ class AttentionConfig:
     def validate(self) -> "AttentionConfig":
         """Raise ValueError naming the field of the first rule the config breaks; → the config. E.g.
         ``AttentionConfig(head_dim=96).validate()`` raises ``AttentionConfig.head_dim = 96: the kernel is built for
-        head dims 64 and 128``."""
+        head dims 64, 128 and 256``."""
         for rule in _RULES:
             message = rule(self)
             if message:
@@ -87,10 +94,13 @@ def _dtype(c: AttentionConfig):
 
 def _shape(c: AttentionConfig):
     if c.head_dim not in HEAD_DIMS:
-        return f"head_dim = {c.head_dim}: the kernel is built for head dims {' and '.join(map(str, HEAD_DIMS))}"
-    if not (isinstance(c.bn, int) and c.bn % 16 == 0 and c.head_dim <= c.bn <= 256):
-        return (f"bn = {c.bn}: a KV tile has a multiple of 16 rows (the k16 steps of P·V) from head_dim = "
-                f"{c.head_dim} (O's rows take the statistics from S's accumulator) to 256 (wgmma's largest N)")
+        return f"head_dim = {c.head_dim}: the kernel is built for head dims {HEAD_DIMS_TEXT}"
+    if not (isinstance(c.bn, int) and c.bn % 16 == 0 and 16 <= c.bn <= 256):
+        return f"bn = {c.bn}: a KV tile has a multiple of 16 rows (the k16 steps of P·V), at most 256 (wgmma's largest N)"
+    if c.bn < c.head_dim and (c.bn % 64 or c.head_dim % c.bn):
+        return (f"bn = {c.bn}: below head_dim = {c.head_dim}, O is kept in blocks of bn columns (each taking S's row "
+                "statistics), and each block of V is a wgmma operand of whole 64-column SW128 rows: bn a multiple "
+                "of 64 dividing head_dim")
     if c.stages < 1:
         return f"stages = {c.stages}: each pipeline needs at least 1 stage"
     if c.epilogue not in EPILOGUES:
@@ -129,8 +139,9 @@ _RULES = (_dtype, _shape, _registers, _shared_memory)
 
 
 def choose_config(dtype: str, head_dim: int, causal: bool, varlen: bool = False) -> AttentionConfig:
-    """The configuration the op runs for a problem (deterministic): KV tiles of 128 rows (FA3's for D = 64 and 128:
-    S's accumulator then holds 64 f32 values per thread), a 2-stage K and a 2-stage V pipeline; varlen with the
+    """The configuration the op runs for a problem (deterministic): KV tiles of 128 rows for D = 64 and 128 (FA3's:
+    S's accumulator then holds 64 f32 values per thread), of 64 for D = 256 (O's 128 values per thread fill the
+    registers), a 2-stage K and a 2-stage V pipeline; varlen with the
     ``rows`` epilogue. ``choose_config("bf16", 64, True)`` = AttentionConfig("bf16", 64, 128, 2, True)."""
-    return AttentionConfig(dtype=dtype, head_dim=head_dim, bn=128, stages=2, causal=causal,
+    return AttentionConfig(dtype=dtype, head_dim=head_dim, bn=64 if head_dim == 256 else 128, stages=2, causal=causal,
                            epilogue="rows" if varlen else "direct", varlen=varlen)

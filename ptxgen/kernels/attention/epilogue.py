@@ -41,14 +41,24 @@ def out_box(config):
                       BOX_COLUMNS)[0]
 
 
-def store_through_smem(g, o16):
-    """The ``tma`` epilogue: the warpgroup's O (16-bit) written by stmatrix into its own 64 rows of Q's tile (Q is
-    no longer read: every wgmma retired), made visible to the async proxy, then stored by its first thread as
-    64 × 64 TMA boxes; rows past Sq are clipped by TMA. The thread waits until the stores have read shared memory
-    (the CTA must not end before)."""
+def stage_blocks(g, o16_blocks):
+    """stmatrix O's 16-bit column blocks into the warpgroup's own 64 rows of Q's tile (Q is no longer read: every
+    wgmma retired): block j at columns j·o_block …"""
+    b, config = g.b, g.config
+    ob = config.o_block
+    for j, block in enumerate(o16_blocks):
+        view = g.q_rows if len(o16_blocks) == 1 else b.smem.tile(g.q_rows, b.const(j, i32, name=f"o_cols{j}"), mode=1,
+                                                                 size=ob, name=f"o_stage{j}")
+        b.smem.stmatrix(view, g.lt, block, tv=accumulator_tv(ob), num=4, trans=False)
+
+
+def store_through_smem(g, o16_blocks):
+    """The ``tma`` epilogue: O staged in the warpgroup's rows of Q's tile (``stage_blocks``), made visible to the
+    async proxy, then stored by its first thread as 64 × 64 TMA boxes; rows past Sq are clipped by TMA. The thread
+    waits until the stores have read shared memory (the CTA must not end before)."""
     b, kb, config = g.b, g.kb, g.config
     d = config.head_dim
-    b.smem.stmatrix(g.q_rows, g.lt, o16, tv=accumulator_tv(d), num=4, trans=False)
+    stage_blocks(g, o16_blocks)
     b.fence.proxy_async()   # the generic smem writes before the async-proxy (TMA) reads
     b.barrier.named(id=EPILOGUE_BARRIER, threads=256)
     rows = b.smem.tile(g.sq_tile, g.cw, mode=g.lead, size=CONSUMER_ROWS, name="o_rows")
@@ -69,13 +79,13 @@ def row_tv(head_dim: int):
     return lc.Layout(((2, CONSUMER_ROWS), head_dim // 2), ((CONSUMER_ROWS * head_dim // 2, 1), CONSUMER_ROWS))
 
 
-def store_rows(g, o16):
+def store_rows(g, o16_blocks):
     """The ``rows`` epilogue (varlen's): O staged by stmatrix in the warpgroup's rows of Q's tile, read back by rows
     (``row_tv``), and stored by each thread only if its row lies inside its sequence — a packed varlen tensor's next
     rows belong to the next sequence, which no tensor bound protects."""
     b, kb, config = g.b, g.kb, g.config
     d = config.head_dim
-    b.smem.stmatrix(g.q_rows, g.lt, o16, tv=accumulator_tv(d), num=4, trans=False)
+    stage_blocks(g, o16_blocks)
     b.barrier.named(id=EPILOGUE_BARRIER, threads=256)
     rows = b.smem.load(g.q_rows, g.lt, tv=row_tv(d), type=frag(config.dtype, d // 2), name="o_by_rows")
     my_row = b.arith.add(g.row0, b.arith.div(g.lt, b.const(2, i32, name="c2"), name="lt_half"), name="o_row")
@@ -91,26 +101,30 @@ def store_rows(g, o16):
         b.scf.yield_()
 
 
-def store(g, o, m, l):
-    """Store O / l and lse for the warpgroup's 64 rows."""
+def store(g, o_blocks, m, l):
+    """Store O / l (O in column blocks of o_block columns) and lse for the warpgroup's 64 rows."""
     b, kb, config = g.b, g.kb, g.config
-    d = config.head_dim
-    o_t = frag("f32", d // 2)
+    ob = config.o_block
+    o_t = frag("f32", ob // 2)
+    count = len(o_blocks)
+    names = ([""] if count == 1 else [f"_{j}" for j in range(count)])
     # 1/l as rsqrt(l)² (rsqrt.approx, ≈ 2^-22 relative): div.rn.f32 is a subroutine call in ptxas, and a call in the
     # kernel makes ptxas serialize every wgmma (C7509)
     root = b.frag.rsqrt(b.frag.max(l, 1.0, name="l_one"), name="l_rsqrt")
     inv_l = b.frag.mul(root, root, name="inv_l")
-    inv_o = inv_l if d == config.bn else b.frag.slice(inv_l, offset=0, type=o_t, name="inv_l_o")
-    o_norm = b.frag.mul(o, inv_o, name="o_norm")
-    o16 = b.frag.cast(o_norm, type=frag(config.dtype, d // 2), name="o16")
+    inv_o = inv_l if ob == config.bn else b.frag.slice(inv_l, offset=0, type=o_t, name="inv_l_o")
+    o16 = [b.frag.cast(b.frag.mul(o, inv_o, name=f"o_norm{n}"), type=frag(config.dtype, ob // 2), name=f"o16{n}")
+           for o, n in zip(o_blocks, names)]
     if config.epilogue == "tma":
         store_through_smem(g, o16)
     elif config.epilogue == "rows":
         store_rows(g, o16)
     else:
-        out_tile = b.gmem.tile(kb["out"], g.batch, g.head, g.row0, g.c0, shape=(1, 1, CONSUMER_ROWS, d),
-                               name="out_tile")
-        b.gmem.store(out_tile, g.lt, o16, tv=accumulator_tv(d))
+        for j, (block, n) in enumerate(zip(o16, names)):
+            col = g.c0 if count == 1 else b.const(j * ob, i32, name=f"out_col{n}")
+            out_tile = b.gmem.tile(kb["out"], g.batch, g.head, g.row0, col, shape=(1, 1, CONSUMER_ROWS, ob),
+                                   name=f"out_tile{n}")
+            b.gmem.store(out_tile, g.lt, block, tv=accumulator_tv(ob))
 
     lse_real = b.frag.fma(m, kb["scale"], b.frag.log(l, name="log_l"), name="lse_real")
     empty = b.frag.sub(b.frag.rsqrt(b.frag.min(l, 1.0, name="l_min1"), name="l_min1_rsqrt"), NO_LSE,

@@ -13,7 +13,8 @@ m starts at −2^100 instead of −inf, so a row whose scores so far are all mas
 exp2(−inf) = 0 and its α is 1, never the NaN of −inf − (−inf). P's 16-bit fragment is the RS A operand as it is:
 the accumulator of m64nNk16 and the A fragment of the (64, N) P tile place each (row, column) in the same thread
 and value (``accumulator_tv(N)`` = ``rs_a_tv(T, 64, N)``, tests/ptxgen/test_attention_layouts.py), so the
-conversion moves no data. O's D/2 values are a prefix of S's N/2 value order (D ≤ N): a value's row depends only on
+conversion moves no data. O is kept in column blocks of o_block = min(D, N) columns (D = 256 with N = 64: four
+m64n64 accumulators); a block's o_block/2 values are a prefix of S's N/2 value order: a value's row depends only on
 its index mod 4, so O takes the statistics as ``frag.slice``s.
 """
 from __future__ import annotations
@@ -70,15 +71,31 @@ def issue_scores(g, kt, tag: str = ""):
     return s, ks
 
 
-def issue_pv(g, p16, o, kt, tag: str = ""):
-    """Wait for KV tile ``kt``'s V stage and queue O += P·V (RS: P in registers, V seen (D, rows) MN-major) as one
-    wgmma group; → (O in flight, the stage). The caller fences before it."""
-    b = g.b
+def block_names(base: str, count: int, tag: str = "") -> list:
+    """The value names of O's ``count`` column blocks: ``base{tag}`` for one, ``base_{j}{tag}`` for several."""
+    return [f"{base}{tag}"] if count == 1 else [f"{base}_{j}{tag}" for j in range(count)]
+
+
+def issue_pv(g, p16, o_blocks, kt, tag: str = ""):
+    """Wait for KV tile ``kt``'s V stage and queue O += P·V (RS: P in registers, V seen (D, rows) MN-major; one wgmma
+    per column block of O) as one wgmma group; → (O's blocks in flight, the stage). The caller fences before it."""
+    b, config = g.b, g.config
     vs = b.pipeline.wait(g.pv, kt, name=f"cvs{tag}")
     v_view = operand_view(b, b.smem.slice(g.sv_ring, vs, name=f"v_stage{tag}"), (1, 0), f"v_nk{tag}", g.lead)
-    o_issued = b.wgmma.mma_rs(p16, v_view, o, name=f"o_issued{tag}")
+    count = len(o_blocks)
+    issued = []
+    for j, (o, name) in enumerate(zip(o_blocks, block_names("o_issued", count, tag))):
+        view = v_view if count == 1 else b.smem.tile(v_view, b.const(j, i32, name=f"pv_block{j}{tag}"), mode=0,
+                                                     size=config.o_block, name=f"v_nk{j}{tag}")
+        issued.append(b.wgmma.mma_rs(p16, view, o, name=name))
     b.wgmma.commit()
-    return o_issued, vs
+    return issued, vs
+
+
+def wait_blocks(g, o_blocks, base: str, tag: str = "") -> list:
+    """``wgmma.wait {pending = 0}`` passing O's blocks through (named ``base``…)."""
+    done = g.b.wgmma.wait(*o_blocks, pending=0, name=block_names(base, len(o_blocks), tag))
+    return list(done) if isinstance(done, tuple) else [done]
 
 
 def softmax_step(g, s, m, l, kt, tag: str = ""):
@@ -99,21 +116,23 @@ def softmax_step(g, s, m, l, kt, tag: str = ""):
     return p16, m_new, l_new, alpha
 
 
-def rescale(g, o, alpha, tag: str = ""):
-    """O·α: O's D/2 values take the first D/2 of α's (the same rows)."""
+def rescale(g, o_blocks, alpha, tag: str = ""):
+    """O·α per column block: a block's o_block/2 values take the first o_block/2 of α's (the same rows)."""
     b, config = g.b, g.config
-    d = config.head_dim
-    alpha_o = alpha if d == config.bn else b.frag.slice(alpha, offset=0, type=frag("f32", d // 2),
-                                                        name=f"alpha_o{tag}")
-    return b.frag.mul(o, alpha_o, name=f"o_scaled{tag}")
+    ob = config.o_block
+    alpha_o = alpha if ob == config.bn else b.frag.slice(alpha, offset=0, type=frag("f32", ob // 2),
+                                                         name=f"alpha_o{tag}")
+    return [b.frag.mul(o, alpha_o, name=name)
+            for o, name in zip(o_blocks, block_names("o_scaled", len(o_blocks), tag))]
 
 
 def consume(g):
-    """The consumer warpgroup's KV loop over tiles 0 … n_end-1; → (O, m, l) after the last tile (O's wgmmas
-    completed)."""
+    """The consumer warpgroup's KV loop over tiles 0 … n_end-1; → (O's column blocks, m, l) after the last tile (O's
+    wgmmas completed)."""
     b, kb, config = g.b, g.kb, g.config
-    bn, d = config.bn, config.head_dim
-    s_t, o_t = frag("f32", bn // 2), frag("f32", d // 2)
+    bn = config.bn
+    count = config.head_dim // config.o_block
+    s_t, o_t = frag("f32", bn // 2), frag("f32", config.o_block // 2)
     b.mbarrier.wait(g.qbar, g.c0, g.c0)
     g.q_rows = b.smem.tile(operand_view(b, g.sq_tile, (0, 1), "q_mk", g.lead), g.cw, mode=0, size=CONSUMER_ROWS,
                            name="q_rows")
@@ -129,10 +148,11 @@ def consume(g):
     m0 = b.frag.splat(b.const(M_INIT, f32, name="m_init"), type=s_t, name="m0")
     l0 = b.frag.splat(fzero, type=s_t, name="l0")
     if config.overlap:
-        return consume_overlapped(g, o0, m0, l0)
-    with b.scf.for_(g.c0, g.n_end, g.c1, o0, m0, l0, args=("ct", "o", "m", "l"),
-                    names=["o_end", "m_end", "l_end"]) as loop:
-        ct, o, m, l = loop
+        return consume_overlapped(g, [o0] * count, m0, l0)
+    with b.scf.for_(g.c0, g.n_end, g.c1, *([o0] * count), m0, l0,
+                    args=["ct"] + block_names("o", count) + ["m", "l"],
+                    names=block_names("o_end", count) + ["m_end", "l_end"]) as loop:
+        ct, *o, m, l = loop
         b.wgmma.fence()
         s_issued, ks = issue_scores(g, ct)
         s = b.wgmma.wait(s_issued, pending=0, name="s")
@@ -141,13 +161,14 @@ def consume(g):
         o_scaled = rescale(g, o, alpha)
         b.wgmma.fence()
         o_issued, vs = issue_pv(g, p16, o_scaled, ct)
-        o_new = b.wgmma.wait(o_issued, pending=0, name="o_new")
+        o_new = wait_blocks(g, o_issued, "o_new")
         b.pipeline.release(g.pv, vs)
-        b.scf.yield_(o_new, m_new, l_new)
-    return tuple(loop.results)
+        b.scf.yield_(*o_new, m_new, l_new)
+    *o_end, m_end, l_end = loop.results
+    return o_end, m_end, l_end
 
 
-def consume_overlapped(g, o0, m0, l0):
+def consume_overlapped(g, o0: list, m0, l0):
     """The intra-warpgroup overlap (FA3's Algorithm 2): tile 0's softmax first; then per tile j ≥ 1 S_j = Q·K_jᵀ and
     O += P_{j-1}·V_{j-1} are queued back to back, the wait for S_j leaves the P·V group in flight (``pending = 1``),
     the softmax of S_j runs while the tensor cores work on P_{j-1}·V_{j-1}, and only then is O waited for and
@@ -167,9 +188,10 @@ def consume_overlapped(g, o0, m0, l0):
         b.scf.yield_(p16, m1, l1)
     with first.otherwise:
         b.scf.yield_(b.frag.cast(g.zero_s, type=p_t, name="p_none"), m0, l0)
-    with b.scf.for_(g.c1, g.n_end, g.c1, o0, *first.results, args=("ct", "o", "p_prev", "m", "l"),
-                    names=["o_loop", "p_last", "m_end", "l_end"]) as loop:
-        ct, o, p_prev, m, l = loop
+    count = len(o0)
+    with b.scf.for_(g.c1, g.n_end, g.c1, *o0, *first.results, args=["ct"] + block_names("o", count) +
+                    ["p_prev", "m", "l"], names=block_names("o_loop", count) + ["p_last", "m_end", "l_end"]) as loop:
+        ct, *o, p_prev, m, l = loop
         if config.pingpong:
             pingpong_turn(g, "take")
         b.wgmma.fence()
@@ -181,24 +203,24 @@ def consume_overlapped(g, o0, m0, l0):
         s = b.wgmma.wait(s_issued, pending=1, name="s")   # S_j done, O += P_{j-1}·V_{j-1} still in flight
         b.pipeline.release(g.pk, ks)
         p16, m_new, l_new, alpha = softmax_step(g, s, m, l, ct)
-        o_done = b.wgmma.wait(o_issued, pending=0, name="o_done")
+        o_done = wait_blocks(g, o_issued, "o_done")
         b.pipeline.release(g.pv, vs_prev)
         o_next = rescale(g, o_done, alpha)
         if config.pingpong:
             pingpong_turn(g, "end")
-        b.scf.yield_(o_next, p16, m_new, l_new)
-    o_loop, p_last, m_end, l_end = loop.results
-    last = b.scf.if_(any_tile, types=(o0.type,), names=["o_end"])
+        b.scf.yield_(*o_next, p16, m_new, l_new)
+    *o_loop, p_last, m_end, l_end = loop.results
+    last = b.scf.if_(any_tile, types=[x.type for x in o0], names=block_names("o_end", count))
     with last.then:
         b.wgmma.fence()
         last_tile = b.arith.sub(g.n_end, g.c1, name="last_tile")
         o_issued, vs = issue_pv(g, p_last, o_loop, last_tile, "_last")
-        o_last = b.wgmma.wait(o_issued, pending=0, name="o_last")
+        o_last = wait_blocks(g, o_issued, "o_last")
         b.pipeline.release(g.pv, vs)
-        b.scf.yield_(o_last)
+        b.scf.yield_(*o_last)
     with last.otherwise:
-        b.scf.yield_(o_loop)
-    return last.results[0], m_end, l_end
+        b.scf.yield_(*o_loop)
+    return list(last.results), m_end, l_end
 
 
 # the named barriers of the ping-pong: warpgroup 0 hands the tensor cores to warpgroup 1 on TO_SECOND, back on TO_FIRST
