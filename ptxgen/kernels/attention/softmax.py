@@ -40,7 +40,7 @@ def score_layout(config):
 def mask_scores(g, s, k0, tag: str = ""):
     """S with the key columns past Sk and (causal) the query-key pairs above the diagonal set to −inf — only on the
     tiles that hold any (``scf.if``): the ragged last tile and, causal, the tiles crossing the diagonal."""
-    b, kb, config = g.b, g.kb, g.config
+    b, config = g.b, g.config
     tv, tile = score_layout(config)
     bound = b.arith.sub(g.sk, k0, name=f"col_bound{tag}")
     ragged = b.arith.cmp(bound, g.c_bn, pred="lt", name=f"ragged{tag}")
