@@ -2,7 +2,7 @@
 problem in the CPU interpreter against float64.
 
     python examples/attention.py                   # the IR of build(AttentionConfig(causal=True)) (bf16, D = 128)
-    python examples/attention.py 64 [--causal]     # the IR for head dim 64
+    python examples/attention.py 64 [--causal] [--overlap] [--pingpong] [--tma]   # head dim 64, FA3's options
     python examples/attention.py --run             # attention() on q (1, 200, 4, 64), k, v (1, 300, 2, 64)
 
 Reading the IR (top to bottom):
@@ -28,6 +28,11 @@ Reading the IR (top to bottom):
    ``wgmma.wait``, release V.
 6. The epilogue: O / max(l, 1) → 16 bits → ``gmem.store`` through the accumulator's TV layout; lse = m·scale + ln l,
    stored by each quad's first thread for its rows r and r + 8.
+
+With ``--overlap`` the loop queues S_j and P_{j-1}·V_{j-1} together and waits with ``wgmma.wait {pending = 1}``
+before the softmax (tile 0 and the last P·V sit in ``scf.if %any_tile`` branches); ``--pingpong`` adds the
+``barrier.named {id = 1/2, threads = 256}`` turns that alternate the two warpgroups' wgmma sections; ``--tma`` stores
+O through ``smem.stmatrix`` into Q's tile and ``tma.store``.
 """
 from __future__ import annotations
 
@@ -58,7 +63,9 @@ def main(argv) -> int:
               f"lse {lse.shape}; relative error against float64 {err:.2e}")
         return 0 if err < 1e-2 else 1
     head_dim = int(argv[0]) if argv and argv[0].isdigit() else 128
-    config = AttentionConfig(head_dim=head_dim, causal="--causal" in argv or not argv)
+    config = AttentionConfig(head_dim=head_dim, bn=64 if head_dim == 256 else 128,
+                             causal="--causal" in argv or not argv, overlap="--overlap" in argv or "--pingpong" in argv,
+                             pingpong="--pingpong" in argv, epilogue="tma" if "--tma" in argv else "direct")
     print(f"// {config}")
     print(print_module(build(config)))
     return 0

@@ -52,6 +52,16 @@ def _check_tensors(op: str, q: _Arg, k: _Arg, v: _Arg) -> str:
     return dtype
 
 
+GRID_YZ = 65535   # CUDA's limit on a grid's y and z extents: the kernels put heads on y, batch entries on z
+
+
+def _check_grid(op: str, batch_what: str, batch: int, heads_what: str, heads: int) -> None:
+    if batch > GRID_YZ:
+        raise ValueError(f"{op}: {batch_what} {batch} entries; the kernel's grid holds at most {GRID_YZ}")
+    if heads > GRID_YZ:
+        raise ValueError(f"{op}: {heads_what} {heads} heads; the kernel's grid holds at most {GRID_YZ}")
+
+
 def _scale(op: str, softmax_scale, d: int) -> float:
     if softmax_scale is None:
         return 1.0 / math.sqrt(d)
@@ -98,6 +108,7 @@ def attention(q, k, v, causal: bool = False, softmax_scale=None, out=None, *, co
         raise TypeError(f"{op}: causal must be a bool, not {type(causal).__name__}")
     b, sq, hq, d = q_arg.shape
     sk = k_arg.shape[1]
+    _check_grid(op, "q has batch", b, "q has", hq)
     scale = _scale(op, softmax_scale, d)
     if out_arg is not None:
         if out_arg.dtype != dtype:
@@ -187,15 +198,6 @@ def _check_cu_seqlens(op: str, name: str, cu: _Arg, total: int, max_name: str, m
                              f"{max_name} = {max_len}")
 
 
-class _Offsets(_Arg):
-    """A cu_seqlens argument: an int32 array (its dtype is not one of the kernels' element types)."""
-
-    def __init__(self, op: str, name: str, x):
-        super().__init__(op, name, x)
-        if self.kind == "numpy":
-            self.shown = f"numpy {x.dtype}"
-
-
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, max_seqlen_k: int,
                      causal: bool = False, softmax_scale=None, out=None, *, config: AttentionConfig | None = None):
     """Attention forward over a packed batch of sequences of different lengths, FlashAttention's
@@ -207,7 +209,7 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, max
     Post: as ``attention`` per sequence; rows of q past ``cu_seqlens_q[-1]`` are not written."""
     op = "attention_varlen"
     q_arg, k_arg, v_arg = _Arg(op, "q", q), _Arg(op, "k", k), _Arg(op, "v", v)
-    cu_q, cu_k = _Offsets(op, "cu_seqlens_q", cu_seqlens_q), _Offsets(op, "cu_seqlens_k", cu_seqlens_k)
+    cu_q, cu_k = _Arg(op, "cu_seqlens_q", cu_seqlens_q), _Arg(op, "cu_seqlens_k", cu_seqlens_k)
     out_arg = _Arg(op, "out", out) if out is not None else None
     kind = _same_kind(op, [q_arg, k_arg, v_arg, cu_q, cu_k] + ([out_arg] if out_arg else []))
     dtype = _check_varlen_tensors(op, q_arg, k_arg, v_arg)
@@ -222,6 +224,7 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, max
         raise ValueError(f"{op}: cu_seqlens_k has {cu_k.shape[0]} offsets but cu_seqlens_q has {cu_q.shape[0]}: "
                          "one query and one key sequence per batch entry")
     total_q, hq, d = q_arg.shape
+    _check_grid(op, "cu_seqlens_q holds a batch of", cu_q.shape[0] - 1, "q has", hq)
     scale = _scale(op, softmax_scale, d)
     if out_arg is not None:
         if out_arg.dtype != dtype:
