@@ -1,0 +1,263 @@
+"""The attention op users call, with FlashAttention's conventions: ``attention(q, k, v, causal, softmax_scale)`` →
+``(out, lse)`` for q (B, Sq, Hq, D), k and v (B, Sk, Hkv, D).
+
+Arguments are torch CUDA tensors (other frameworks' CUDA arrays through DLPack), run on the GPU on torch's current
+stream, or numpy arrays (``ml_dtypes.bfloat16`` / ``numpy.float16``), run in the CPU interpreter (small sizes: what CI
+tests); the results are of the same kind. Every check happens before anything launches: a wrong dtype or device is
+a TypeError, a wrong rank, shape or head count a ValueError, each naming the argument, e.g. ``attention: q has 6
+heads, not a multiple of k's 4: each KV head serves Hq/Hkv query heads (GQA), so Hq must be a multiple of Hkv``.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..linalg import _Arg, _same_kind, _stream
+from . import run
+from .config import ELEMENT_BYTES, HEAD_DIMS, HEAD_DIMS_TEXT, AttentionConfig, choose_config
+
+_LAYOUT = "(batch, seqlen, heads, head_dim)"
+
+
+def _check_tensors(op: str, q: _Arg, k: _Arg, v: _Arg) -> str:
+    """The checks shared by the dense op: dtypes, ranks, head dims, batch, heads. → the dtype name."""
+    dtype = q.check_dtype(op, tuple(ELEMENT_BYTES))
+    for arg in (k, v):
+        if arg.dtype != dtype:
+            raise TypeError(f"{op}: {arg.name} has dtype {arg.shown} but q has {q.shown}: q, k and v must have one "
+                            "dtype")
+    for arg in (q, k, v):
+        arg.check_rank(op, 4, _LAYOUT)
+    d = q.shape[3]
+    for arg in (k, v):
+        if arg.shape[3] != d:
+            raise ValueError(f"{op}: {arg.name} has head dim {arg.shape[3]} but q has {d}: q, k and v must have one "
+                             "head dim")
+    if d not in HEAD_DIMS:
+        raise ValueError(f"{op}: q has head dim {d}; the kernel supports head dims "
+                         f"{HEAD_DIMS_TEXT}")
+    if v.shape != k.shape:
+        raise ValueError(f"{op}: v has shape {v.shape} but k has {k.shape}: k and v are both {_LAYOUT} of the keys")
+    if k.shape[0] != q.shape[0]:
+        raise ValueError(f"{op}: k has batch {k.shape[0]} but q has {q.shape[0]}: q, k and v must have one batch size")
+    hq, hkv = q.shape[2], k.shape[2]
+    if hkv == 0 or hq % hkv:
+        raise ValueError(f"{op}: q has {hq} heads, not a multiple of k's {hkv}: each KV head serves Hq/Hkv query "
+                         "heads (GQA), so Hq must be a multiple of Hkv")
+    for arg in (q, k, v):
+        if arg.strides is None or (arg.strides[3] != 1 and d > 1 and 0 not in arg.shape):
+            raise ValueError(f"{op}: {arg.name} must have unit stride along head_dim (the last dimension), not "
+                             f"strides {arg.strides}")
+    return dtype
+
+
+GRID_YZ = 65535   # CUDA's limit on a grid's y and z extents: the kernels put heads on y, batch entries on z
+
+
+def _check_grid(op: str, batch_what: str, batch: int, heads_what: str, heads: int) -> None:
+    if batch > GRID_YZ:
+        raise ValueError(f"{op}: {batch_what} {batch} entries; the kernel's grid holds at most {GRID_YZ}")
+    if heads > GRID_YZ:
+        raise ValueError(f"{op}: {heads_what} {heads} heads; the kernel's grid holds at most {GRID_YZ}")
+
+
+def _scale(op: str, softmax_scale, d: int) -> float:
+    if softmax_scale is None:
+        return 1.0 / math.sqrt(d)
+    if isinstance(softmax_scale, bool) or not isinstance(softmax_scale, (int, float, np.floating, np.integer)):
+        raise TypeError(f"{op}: softmax_scale must be a number or None (1/sqrt(head_dim)), not "
+                        f"{type(softmax_scale).__name__}")
+    scale = float(softmax_scale)
+    if not math.isfinite(scale):
+        raise ValueError(f"{op}: softmax_scale must be finite, not {scale}")
+    return scale
+
+
+def _tma_view(arg: _Arg):
+    """A torch tensor TMA describes in place (16-byte aligned base and strides), else a contiguous copy."""
+    x = arg.value
+    if arg.aligned and all((s * ELEMENT_BYTES[arg.dtype]) % 16 == 0 for s in arg.strides[:-1]):
+        return x
+    return x.contiguous()
+
+
+def attention(q, k, v, causal: bool = False, softmax_scale=None, out=None, *, config: AttentionConfig | None = None):
+    """Attention forward, FlashAttention's ``flash_attn_func`` convention: q (B, Sq, Hq, D), k and v (B, Sk, Hkv, D),
+    all bf16 or all f16, D ∈ {64, 128, 256}, Hq a multiple of Hkv (query head h reads KV head h / (Hq/Hkv)); ``causal``
+    masks key j for query i where j > i + Sk − Sq (aligned to the bottom-right corner, as FlashAttention for Sq ≠ Sk);
+    ``softmax_scale`` defaults to 1/√D. → ``(out, lse)``: out (B, Sq, Hq, D) of q's dtype (into ``out`` if given:
+    that shape and dtype, unit stride along D), lse (B, Hq, Sq) float32, the natural-log log-sum-exp of each query
+    row's scaled scores. A query row that sees no key (causal, Sq > Sk) gets out 0 and lse +inf. Any strides with unit
+    stride along D (torch's (B, H, S, D) tensors passed as ``x.transpose(1, 2)``); ``config`` forces a configuration.
+
+    >>> q = np.ones((1, 3, 2, 64), ml_dtypes.bfloat16); k = v = np.ones((1, 5, 1, 64), ml_dtypes.bfloat16)  # doctest: +SKIP
+    >>> out, lse = attention(q, k, v)                       # doctest: +SKIP
+    >>> float(out[0, 0, 0, 0]), float(lse[0, 0, 0])         # doctest: +SKIP
+    (1.0, 9.609...)                                         # 64/8 + ln 5
+
+    Post: out = softmax(scale·Q·Kᵀ + mask)·V up to f32 accumulation, exp2 and P's rounding to 16 bits, and one
+    rounding to the output type; lse = log Σ_j exp(scale·q·k_j) in f32."""
+    op = "attention"
+    q_arg, k_arg, v_arg = _Arg(op, "q", q), _Arg(op, "k", k), _Arg(op, "v", v)
+    out_arg = _Arg(op, "out", out) if out is not None else None
+    args = [q_arg, k_arg, v_arg] + ([out_arg] if out_arg else [])
+    kind = _same_kind(op, args)
+    dtype = _check_tensors(op, q_arg, k_arg, v_arg)
+    if not isinstance(causal, (bool, np.bool_)):
+        raise TypeError(f"{op}: causal must be a bool, not {type(causal).__name__}")
+    b, sq, hq, d = q_arg.shape
+    sk = k_arg.shape[1]
+    _check_grid(op, "q has batch", b, "q has", hq)
+    scale = _scale(op, softmax_scale, d)
+    if out_arg is not None:
+        if out_arg.dtype != dtype:
+            raise TypeError(f"{op}: out has dtype {out_arg.shown} but q has {q_arg.shown}: out has q's dtype")
+        if out_arg.shape != q_arg.shape:
+            raise ValueError(f"{op}: out must have q's shape {q_arg.shape}, not {out_arg.shape}")
+        if out_arg.strides is None or (out_arg.strides[3] != 1 and d > 1):
+            raise ValueError(f"{op}: out must have unit stride along head_dim, not strides {out_arg.strides}")
+    if config is None:
+        config = choose_config(dtype, d, bool(causal))
+    elif not isinstance(config, AttentionConfig):
+        raise TypeError(f"{op}: config must be an AttentionConfig, not {type(config).__name__}")
+    else:
+        config.validate()
+        if (config.dtype, config.head_dim, config.causal) != (dtype, d, bool(causal)):
+            raise ValueError(f"{op}: config is for {config.dtype}, head_dim {config.head_dim}, causal "
+                             f"{config.causal}, but the call is {dtype}, head_dim {d}, causal {bool(causal)}")
+    if kind == "numpy":
+        o = out if out is not None else np.empty((b, sq, hq, d), dtype=q.dtype)
+        lse = np.empty((b, hq, sq), dtype=np.float32)
+    else:
+        import torch
+
+        o = out_arg.value if out_arg is not None else torch.empty((b, sq, hq, d), device=q_arg.value.device,
+                                                                  dtype=q_arg.value.dtype)
+        lse = torch.empty((b, hq, sq), device=q_arg.value.device, dtype=torch.float32)
+    if b == 0 or sq == 0 or hq == 0:
+        return o, lse
+    if sk == 0:
+        o[...] = 0
+        lse[...] = float("inf")
+        return o, lse
+    if kind == "numpy":
+        run.run_numpy(config, q, k, v, o, lse, scale)
+        return o, lse
+    run.run_device(config, _tma_view(q_arg), _tma_view(k_arg), _tma_view(v_arg), o, lse, scale, stream=_stream())
+    return o, lse
+
+
+_VARLEN_LAYOUT = "(total_tokens, heads, head_dim)"
+
+
+def _check_varlen_tensors(op: str, q: _Arg, k: _Arg, v: _Arg) -> str:
+    """The dense checks for packed (total, heads, head_dim) tensors (no batch mode). → the dtype name."""
+    dtype = q.check_dtype(op, tuple(ELEMENT_BYTES))
+    for arg in (k, v):
+        if arg.dtype != dtype:
+            raise TypeError(f"{op}: {arg.name} has dtype {arg.shown} but q has {q.shown}: q, k and v must have one "
+                            "dtype")
+    for arg in (q, k, v):
+        arg.check_rank(op, 3, _VARLEN_LAYOUT)
+    d = q.shape[2]
+    for arg in (k, v):
+        if arg.shape[2] != d:
+            raise ValueError(f"{op}: {arg.name} has head dim {arg.shape[2]} but q has {d}: q, k and v must have one "
+                             "head dim")
+    if d not in HEAD_DIMS:
+        raise ValueError(f"{op}: q has head dim {d}; the kernel supports head dims "
+                         f"{HEAD_DIMS_TEXT}")
+    if v.shape != k.shape:
+        raise ValueError(f"{op}: v has shape {v.shape} but k has {k.shape}: k and v are both {_VARLEN_LAYOUT}")
+    hq, hkv = q.shape[1], k.shape[1]
+    if hkv == 0 or hq % hkv:
+        raise ValueError(f"{op}: q has {hq} heads, not a multiple of k's {hkv}: each KV head serves Hq/Hkv query "
+                         "heads (GQA), so Hq must be a multiple of Hkv")
+    for arg in (q, k, v):
+        if arg.strides is None or (arg.strides[2] != 1 and d > 1 and 0 not in arg.shape):
+            raise ValueError(f"{op}: {arg.name} must have unit stride along head_dim (the last dimension), not "
+                             f"strides {arg.strides}")
+    return dtype
+
+
+def _check_cu_seqlens(op: str, name: str, cu: _Arg, total: int, max_name: str, max_len: int) -> None:
+    if cu.shown not in ("numpy int32", "torch.int32"):
+        raise TypeError(f"{op}: {name} must hold int32 offsets (FlashAttention's cu_seqlens), not {cu.shown}")
+    if len(cu.shape) != 1 or cu.shape[0] < 1:
+        raise ValueError(f"{op}: {name} must be 1-D of batch + 1 offsets, not of shape {cu.shape}")
+    if cu.kind == "numpy":
+        # the values are checked where reading them is free (on the GPU it would synchronize)
+        offsets = np.asarray(cu.value, dtype=np.int64)
+        lengths = np.diff(offsets)
+        if offsets[0] != 0 or np.any(lengths < 0) or offsets[-1] > total:
+            raise ValueError(f"{op}: {name} must start at 0, never decrease and end at most at the {total} packed "
+                             f"tokens, not {offsets.tolist()}")
+        if lengths.size and lengths.max() > max_len:
+            raise ValueError(f"{op}: {name} holds a sequence of {int(lengths.max())} tokens, longer than "
+                             f"{max_name} = {max_len}")
+
+
+def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, max_seqlen_k: int,
+                     causal: bool = False, softmax_scale=None, out=None, *, config: AttentionConfig | None = None):
+    """Attention forward over a packed batch of sequences of different lengths, FlashAttention's
+    ``flash_attn_varlen_func`` convention: q (total_q, Hq, D), k and v (total_k, Hkv, D), sequence b's queries rows
+    ``cu_seqlens_q[b] … cu_seqlens_q[b+1]-1`` of q and its keys rows ``cu_seqlens_k[b] …`` of k and v (int32 offsets,
+    B + 1 of each); ``max_seqlen_q`` at least the longest query sequence (it sizes the grid), ``max_seqlen_k`` the
+    longest key sequence. ``causal`` aligns each sequence's mask to its own bottom-right corner. → ``(out, lse)``:
+    out (total_q, Hq, D), lse (Hq, total_q) float32. Each sequence is exactly ``attention`` of its rows.
+    Post: as ``attention`` per sequence; rows of q past ``cu_seqlens_q[-1]`` are not written."""
+    op = "attention_varlen"
+    q_arg, k_arg, v_arg = _Arg(op, "q", q), _Arg(op, "k", k), _Arg(op, "v", v)
+    cu_q, cu_k = _Arg(op, "cu_seqlens_q", cu_seqlens_q), _Arg(op, "cu_seqlens_k", cu_seqlens_k)
+    out_arg = _Arg(op, "out", out) if out is not None else None
+    kind = _same_kind(op, [q_arg, k_arg, v_arg, cu_q, cu_k] + ([out_arg] if out_arg else []))
+    dtype = _check_varlen_tensors(op, q_arg, k_arg, v_arg)
+    if not isinstance(causal, (bool, np.bool_)):
+        raise TypeError(f"{op}: causal must be a bool, not {type(causal).__name__}")
+    for name, value in (("max_seqlen_q", max_seqlen_q), ("max_seqlen_k", max_seqlen_k)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+            raise TypeError(f"{op}: {name} must be a non-negative int, not {value!r}")
+    _check_cu_seqlens(op, "cu_seqlens_q", cu_q, q_arg.shape[0], "max_seqlen_q", int(max_seqlen_q))
+    _check_cu_seqlens(op, "cu_seqlens_k", cu_k, k_arg.shape[0], "max_seqlen_k", int(max_seqlen_k))
+    if cu_k.shape != cu_q.shape:
+        raise ValueError(f"{op}: cu_seqlens_k has {cu_k.shape[0]} offsets but cu_seqlens_q has {cu_q.shape[0]}: "
+                         "one query and one key sequence per batch entry")
+    total_q, hq, d = q_arg.shape
+    _check_grid(op, "cu_seqlens_q holds a batch of", cu_q.shape[0] - 1, "q has", hq)
+    scale = _scale(op, softmax_scale, d)
+    if out_arg is not None:
+        if out_arg.dtype != dtype:
+            raise TypeError(f"{op}: out has dtype {out_arg.shown} but q has {q_arg.shown}: out has q's dtype")
+        if out_arg.shape != q_arg.shape:
+            raise ValueError(f"{op}: out must have q's shape {q_arg.shape}, not {out_arg.shape}")
+        if out_arg.strides is None or (out_arg.strides[2] != 1 and d > 1):
+            raise ValueError(f"{op}: out must have unit stride along head_dim, not strides {out_arg.strides}")
+    if config is None:
+        config = choose_config(dtype, d, bool(causal), varlen=True)
+    elif not isinstance(config, AttentionConfig):
+        raise TypeError(f"{op}: config must be an AttentionConfig, not {type(config).__name__}")
+    else:
+        config.validate()
+        if (config.dtype, config.head_dim, config.causal, config.varlen) != (dtype, d, bool(causal), True):
+            raise ValueError(f"{op}: config is for {config.dtype}, head_dim {config.head_dim}, causal "
+                             f"{config.causal}, varlen {config.varlen}, but the call is {dtype}, head_dim {d}, "
+                             f"causal {bool(causal)}, varlen True")
+    if kind == "numpy":
+        o = out if out is not None else np.zeros((total_q, hq, d), dtype=q.dtype)
+        lse = np.full((hq, total_q), np.inf, dtype=np.float32)
+    else:
+        import torch
+
+        o = out_arg.value if out_arg is not None else torch.zeros((total_q, hq, d), device=q_arg.value.device,
+                                                                  dtype=q_arg.value.dtype)
+        lse = torch.full((hq, total_q), float("inf"), device=q_arg.value.device, dtype=torch.float32)
+    batch = cu_q.shape[0] - 1
+    if batch == 0 or total_q == 0 or hq == 0 or max_seqlen_q == 0 or k_arg.shape[0] == 0:
+        return o, lse   # no query row, or no key for any: out 0, lse +inf
+    if kind == "numpy":
+        run.run_varlen_numpy(config, q, k, v, o, lse, cu_seqlens_q, cu_seqlens_k, int(max_seqlen_q), scale)
+        return o, lse
+    run.run_varlen_device(config, _tma_view(q_arg), _tma_view(k_arg), _tma_view(v_arg), o, lse, cu_seqlens_q,
+                          cu_seqlens_k, int(max_seqlen_q), scale, stream=_stream())
+    return o, lse

@@ -1,0 +1,163 @@
+"""The attention forward kernel of an ``AttentionConfig``, FlashAttention-3's structure in the tile IR.
+
+One CTA per (128-row query tile, query head, batch) (grid ``(cdiv(%sq, 128), Hq, B)``), three warpgroups:
+
+- ``gpu.roles`` gives warpgroup 0 to the PRODUCER (registers cut to 24) whose thread 0 loads the Q tile once (TMA, on
+  its own mbarrier) and then walks the KV tiles 0 … n_end-1 of the query tile's KV head, loading each K tile into
+  the K pipeline and each V tile into the V pipeline (64-column TMA boxes of rank-4 maps over (B, H, S, D));
+- the two CONSUMER warpgroups (registers raised to 240) own 64 query rows each: per KV tile S = Q·Kᵀ by SS wgmma,
+  the online softmax on S's accumulator fragment in f32, P converted to 16 bits in registers and O += P·V by RS
+  wgmma (``softmax``); then O / l and the log-sum-exp (``epilogue``).
+
+Causal (bottom-right aligned): query row i sees key columns j ≤ i + Sk − Sq, so the KV loop of a CTA ends at the tile
+holding its last row's last visible column (``n_end``; tiles entirely above the diagonal are never loaded) and only
+the tiles crossing the diagonal (or the ragged last tile) run ``mask.fill``.
+"""
+from __future__ import annotations
+
+from ptxgen.ir.builder import KernelBuilder, cdiv, dim, f32, gtensor, i32, smem, tmap
+
+from . import epilogue, softmax
+from .config import BM, BOX_COLUMNS, CONSUMER_ROWS, AttentionConfig
+from .layouts import box_layout, ring_box, ring_layout, tile_layout
+
+
+class AttentionValues:
+    """What the parts of the kernel share while it is built: the builder ``b``, the KernelBuilder ``kb``, the
+    config, the shared-memory tensors and pipelines, the block's coordinates, the constants and the loop bound."""
+
+
+def build(config: AttentionConfig = AttentionConfig()):
+    """The kernel module of ``config`` (validated first: a ValueError names the field of a broken rule).
+
+    Dense parameters: ``%q`` (B, Hq, Sq, D), ``%k``, ``%v`` (B, Hkv, Sk, D) as TMA maps (rank 4, unit stride along
+    D), ``%out`` (B, Hq, Sq, D) (a TMA map for the ``tma`` epilogue, else a gtensor) and ``%lse`` (B, Hq, Sq) f32,
+    ``%sq``, ``%sk``, ``%group`` (= Hq/Hkv), ``%scale`` (the softmax scale). Varlen (``config.varlen``): ``%q``
+    (Hq, total_q, D), ``%k``, ``%v`` (Hkv, total_k, D) (rank 3), ``%out`` (Hq, total_q, D), ``%lse`` (Hq, total_q),
+    ``%cu_q``, ``%cu_k`` (B + 1 sequence offsets, i32), ``%max_sq`` (the grid's query tiles), ``%batches`` (B),
+    ``%group``, ``%scale``. Post: the same IR, op for op and name for name, for the same config."""
+    config.validate()
+    g = AttentionValues()
+    g.config = config
+    dtype, d, bn, stages = config.dtype, config.head_dim, config.bn, config.stages
+    g.lead = lead = 1 if config.varlen else 2
+    rank = lead + 2
+    q_tile = tile_layout(dtype, BM, d, lead)
+    ring = ring_layout(dtype, bn, d, stages, lead)
+    g.tile_bytes = bn * d * config.element_bytes
+    maps = {"q": tmap(dtype, rank, box_layout(q_tile, lead)), "k": tmap(dtype, rank, ring_box(ring, lead)),
+            "v": tmap(dtype, rank, ring_box(ring, lead))}
+    if config.varlen:
+        kb = KernelBuilder(
+            "attention_varlen_fwd", grid=(cdiv("max_sq", BM), dim("q", 0), "batches"), block=(384, 1, 1), **maps,
+            out=gtensor(dtype, 3), lse=gtensor("f32", 2), cu_q=gtensor("i32", 1), cu_k=gtensor("i32", 1),
+            max_sq=i32, batches=i32, group=i32, scale=f32)
+    else:
+        kb = KernelBuilder(
+            "attention_fwd", grid=(cdiv("sq", BM), dim("q", 1), dim("q", 0)), block=(384, 1, 1), **maps,
+            out=tmap(dtype, 4, epilogue.out_box(config)) if config.epilogue == "tma" else gtensor(dtype, 4),
+            lse=gtensor("f32", 3), sq=i32, sk=i32, group=i32, scale=f32)
+    g.kb, g.b = kb, kb.b
+    b = kb.b
+    g.sq_tile = b.smem.alloc(type=smem(dtype, q_tile), align=1024, name="sq_tile")
+    g.sk_ring = b.smem.alloc(type=smem(dtype, ring), align=1024, name="sk_ring")
+    g.sv_ring = b.smem.alloc(type=smem(dtype, ring), align=1024, name="sv_ring")
+    g.qbar = b.mbarrier.alloc(count=1, name="qbar")
+    g.pk = b.pipeline.alloc(stages=stages, consumers=8, name="pk")
+    g.pv = b.pipeline.alloc(stages=stages, consumers=8, name="pv")
+    g.thread = thread = b.gpu.thread_id(dim="x", name="thread")
+    g.wg = b.gpu.warpgroup_id(name="wg")
+    g.c0 = c0 = b.const(0, i32, name="c0")
+    g.c1 = c1 = b.const(1, i32, name="c1")
+    g.c_bn = b.const(bn, i32, name="bn")
+    g.c_box = b.const(BOX_COLUMNS, i32, name="box_cols")
+    g.m_tile = b.gpu.block_id(dim="x", name="m_tile")
+    g.head = b.gpu.block_id(dim="y", name="head")
+    g.batch = b.gpu.block_id(dim="z", name="batch")
+    g.kv_head = b.arith.div(g.head, kb["group"], name="kv_head")
+    g.q0 = b.arith.mul(g.m_tile, b.const(BM, i32, name="bm"), name="q0")
+    sequence_bounds(g)
+    g.n_end = kv_tiles(g)
+    leader = b.arith.cmp(thread, c0, pred="eq", name="leader")
+    with b.scf.if_(leader).then:
+        b.mbarrier.init(g.qbar, c0, arrivals=1)
+        b.pipeline.init(g.pk)
+        b.pipeline.init(g.pv)
+        b.fence.mbarrier_init()
+        b.scf.yield_()
+    b.barrier.cta()
+
+    role = b.roles(producer=(1, config.registers[0]), consumer=(2, config.registers[1]))
+    with role["producer"]:
+        with b.scf.if_(leader).then:
+            produce(g)
+            b.scf.yield_()
+    with role["consumer"]:
+        g.cw = b.arith.sub(g.wg, c1, name="cw")
+        g.lt = b.arith.rem(thread, b.const(128, i32, name="wgsize"), name="lt")
+        g.row0 = b.arith.add(g.q0, b.arith.mul(g.cw, b.const(CONSUMER_ROWS, i32, name="rows"), name="row_off"),
+                             name="row0")
+        o, m, l = softmax.consume(g)
+        epilogue.store(g, o, m, l)
+    return kb.module("ptxgen/kernels/attention")
+
+
+def sequence_bounds(g) -> None:
+    """The CTA's sequence lengths ``g.sq``, ``g.sk`` and (varlen) the first rows ``g.q_start``, ``g.k_start`` of its
+    batch's sequences in the packed tensors: ``cu[batch]`` and ``cu[batch + 1] − cu[batch]`` (``scalar.load``)."""
+    b, kb = g.b, g.kb
+    if not g.config.varlen:
+        g.sq, g.sk = kb["sq"], kb["sk"]
+        return
+    next_batch = b.arith.add(g.batch, g.c1, name="next_batch")
+    g.q_start = b.scalar.load(kb["cu_q"], g.batch, name="q_start")
+    g.k_start = b.scalar.load(kb["cu_k"], g.batch, name="k_start")
+    g.sq = b.arith.sub(b.scalar.load(kb["cu_q"], next_batch, name="q_stop"), g.q_start, name="sq")
+    g.sk = b.arith.sub(b.scalar.load(kb["cu_k"], next_batch, name="k_stop"), g.k_start, name="sk")
+
+
+def kv_tiles(g):
+    """The KV tiles the CTA's query rows see: all ⌈Sk/bn⌉, or (causal) those up to the one holding the last query
+    row's last visible key column min(q0 + 128, Sq) − 1 + Sk − Sq (none when that is negative)."""
+    b = g.b
+    tiles = b.arith.cdiv(g.sk, g.c_bn, name="kv_tiles")
+    if g.config.causal:
+        rows_end = b.arith.min(b.arith.add(g.q0, b.const(BM, i32, name="bm_end"), name="q_end0"), g.sq, name="q_end")
+        g.diag_shift = b.arith.sub(g.sk, g.sq, name="diag_shift")
+        visible = b.arith.max(b.arith.add(rows_end, g.diag_shift, name="visible0"), g.c0, name="visible")
+        tiles = b.arith.min(tiles, b.arith.cdiv(visible, g.c_bn, name="causal_tiles"), name="seen_tiles")
+    if not g.config.varlen:
+        return tiles
+    # the grid covers the longest sequence: a CTA past its own sequence's rows computes nothing
+    has_rows = b.arith.cmp(g.q0, g.sq, pred="lt", name="has_rows")
+    return b.arith.select(has_rows, tiles, g.c0, name="n_end")
+
+
+def load_tile(g, tmap_v, dst, bars, index, head, row, tag: str):
+    """The TMA loads of one (rows, D) tile into ``dst`` (a (1, …, rows, D) view): one box per 64 columns (values
+    named ``…_{tag}{j}``). Varlen boxes past the sequence read the next sequence's rows: the masks and the stores'
+    row bounds keep them out of the result."""
+    b = g.b
+    if g.config.varlen:
+        row = b.arith.add(g.q_start if tag == "q" else g.k_start, row, name=f"{tag}_packed_row")
+    for j in range(g.config.head_dim // BOX_COLUMNS):
+        cj = b.const(j, i32, name=f"{tag}_block{j}")
+        box = b.smem.tile(dst, cj, mode=g.lead + 1, size=BOX_COLUMNS, name=f"{tag}_box{j}")
+        col = b.arith.mul(cj, g.c_box, name=f"{tag}_col{j}")
+        coords = [head, row, col] if g.config.varlen else [g.batch, head, row, col]
+        b.tma.load(tmap_v, box, bars, index, *coords)
+
+
+def produce(g):
+    """Thread 0 of the producer: Q once, then K and V of every KV tile through their pipelines."""
+    b, kb, config = g.b, g.kb, g.config
+    q_bytes = BM * config.head_dim * config.element_bytes
+    b.mbarrier.arrive_expect_tx(g.qbar, g.c0, bytes=q_bytes)
+    load_tile(g, kb["q"], g.sq_tile, g.qbar, g.c0, g.head, g.q0, "q")
+    with b.scf.for_(g.c0, g.n_end, g.c1, args=("kt",)) as (kt,):
+        k0 = b.arith.mul(kt, g.c_bn, name="k0")
+        ks = b.pipeline.acquire(g.pk, kt, bytes=g.tile_bytes, name="ks")
+        load_tile(g, kb["k"], b.smem.slice(g.sk_ring, ks, name="k_dst"), g.pk, ks, g.kv_head, k0, "k")
+        vs = b.pipeline.acquire(g.pv, kt, bytes=g.tile_bytes, name="vs")
+        load_tile(g, kb["v"], b.smem.slice(g.sv_ring, vs, name="v_dst"), g.pv, vs, g.kv_head, k0, "v")
+        b.scf.yield_()

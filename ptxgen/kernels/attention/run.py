@@ -1,0 +1,82 @@
+"""Running an ``AttentionConfig`` on tensors: the kernel built and compiled once per config, the kernel's arguments
+(Q, K, V and the output as (B, H, S, D) views of FlashAttention's (B, S, H, D) tensors: a permutation of the strides,
+no copy), and the launch — on the GPU for torch CUDA tensors, in the CPU interpreter for numpy arrays.
+
+Arguments arrive checked (``ptxgen.kernels.attention.api``): q (B, Sq, Hq, D), k and v (B, Sk, Hkv, D), out like q,
+all of one 16-bit dtype with unit stride along D; lse (B, Hq, Sq) f32 contiguous.
+"""
+from __future__ import annotations
+
+from .build import build
+from .config import AttentionConfig
+
+_MODULES = {}   # config -> built Module
+_JIT = {}       # config -> JitKernel
+
+
+def kernel_module(config: AttentionConfig):
+    """``build(config)`` once per process. Post: the same Module object for equal configs."""
+    module = _MODULES.get(config)
+    if module is None:
+        module = _MODULES[config] = build(config)
+    return module
+
+
+def jit_kernel(config: AttentionConfig):
+    """The JitKernel of ``config`` (verified once, compiled once per specialization through the launcher's caches)."""
+    kern = _JIT.get(config)
+    if kern is None:
+        from ptxgen.runtime import jit
+
+        kern = _JIT[config] = jit(kernel_module(config))
+    return kern
+
+
+def kernel_arguments(q, k, v, out, lse, scale: float, heads_view) -> dict:
+    """The kernel's arguments: ``heads_view(x)`` is x (B, S, H, D) seen as (B, H, S, D) (modes 1 and 2 swapped)."""
+    return {"q": heads_view(q), "k": heads_view(k), "v": heads_view(v), "out": heads_view(out), "lse": lse,
+            "sq": int(q.shape[1]), "sk": int(k.shape[1]), "group": int(q.shape[2] // k.shape[2]),
+            "scale": float(scale)}
+
+
+def run_numpy(config: AttentionConfig, q, k, v, out, lse, scale: float) -> None:
+    """Run ``config`` in the CPU interpreter on numpy arrays (``ml_dtypes.bfloat16`` / ``numpy.float16``), writing
+    ``out`` and ``lse`` (small sizes: the interpreter runs every CTA)."""
+    from ptxgen.interp import interpret
+
+    interpret(kernel_module(config), kernel_arguments(q, k, v, out, lse, scale, lambda x: x.transpose(0, 2, 1, 3)))
+
+
+def run_device(config: AttentionConfig, q, k, v, out, lse, scale: float, stream=0) -> None:
+    """Launch ``config`` on torch CUDA tensors on ``stream`` (a raw CUDA stream handle), writing ``out`` and ``lse``."""
+    args = kernel_arguments(q, k, v, out, lse, scale, lambda x: x.transpose(1, 2))
+    jit_kernel(config)(**args, stream=stream)
+
+
+def prepared_site(config: AttentionConfig, q, k, v, out, lse, scale: float, stream=0):
+    """The prepared call site (``BoundLaunch``) of these torch tensors: ``site()`` computes out and lse again, exactly
+    as the op does, with only ``cuLaunchKernelEx`` on the host (benchmarks time it)."""
+    args = kernel_arguments(q, k, v, out, lse, scale, lambda x: x.transpose(1, 2))
+    return jit_kernel(config).prepare(**args, stream=stream)
+
+
+def varlen_arguments(q, k, v, out, lse, cu_q, cu_k, max_sq: int, scale: float, heads_view) -> dict:
+    """The varlen kernel's arguments: ``heads_view(x)`` is x (total, H, D) seen as (H, total, D)."""
+    return {"q": heads_view(q), "k": heads_view(k), "v": heads_view(v), "out": heads_view(out), "lse": lse,
+            "cu_q": cu_q, "cu_k": cu_k, "max_sq": int(max_sq), "batches": int(cu_q.shape[0] - 1),
+            "group": int(q.shape[1] // k.shape[1]), "scale": float(scale)}
+
+
+def run_varlen_numpy(config: AttentionConfig, q, k, v, out, lse, cu_q, cu_k, max_sq: int, scale: float) -> None:
+    """The varlen kernel in the CPU interpreter on numpy arrays."""
+    from ptxgen.interp import interpret
+
+    interpret(kernel_module(config), varlen_arguments(q, k, v, out, lse, cu_q, cu_k, max_sq, scale,
+                                                      lambda x: x.transpose(1, 0, 2)))
+
+
+def run_varlen_device(config: AttentionConfig, q, k, v, out, lse, cu_q, cu_k, max_sq: int, scale: float,
+                      stream=0) -> None:
+    """The varlen kernel on torch CUDA tensors."""
+    args = varlen_arguments(q, k, v, out, lse, cu_q, cu_k, max_sq, scale, lambda x: x.transpose(0, 1))
+    jit_kernel(config)(**args, stream=stream)

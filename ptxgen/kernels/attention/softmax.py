@@ -1,0 +1,253 @@
+"""The consumers' mainloop: per KV tile, S = Q·Kᵀ (SS wgmma), the online softmax on S's f32 accumulator fragment, and
+O += P·V with P in registers (RS wgmma).
+
+The row statistics are fragments of S's shape whose values all equal their row's statistic (``frag.reduce``
+broadcasts a row's result to every value of the row): the running max m (in score units), the running sum l. Per tile:
+
+    m' = max(m, rowmax(S))                      (frag.reduce over the 4 threads of a row's quad)
+    P  = exp2(S·c − m'·c)                       (c = scale·log2 e: one FMA per value, then ex2)
+    α  = exp2(m·c − m'·c)                       (the rescale of what was summed under the old max)
+    l' = l·α + rowsum(P),  O' = O·α + P·V
+
+m starts at −2^100 instead of −inf, so a row whose scores so far are all masked keeps m' finite: its P is
+exp2(−inf) = 0 and its α is 1, never the NaN of −inf − (−inf). P's 16-bit fragment is the RS A operand as it is:
+the accumulator of m64nNk16 and the A fragment of the (64, N) P tile place each (row, column) in the same thread
+and value (``accumulator_tv(N)`` = ``rs_a_tv(T, 64, N)``, tests/ptxgen/test_attention_layouts.py), so the
+conversion moves no data. O is kept in column blocks of o_block = min(D, N) columns (D = 256 with N = 64: four
+m64n64 accumulators); a block's o_block/2 values are a prefix of S's N/2 value order: a value's row depends only on
+its index mod 4, so O takes the statistics as ``frag.slice``s.
+"""
+from __future__ import annotations
+
+import math
+
+from layoutc.hopper import accumulator_tv
+
+from ptxgen.ir.builder import f32, frag, i32
+
+from .config import CONSUMER_ROWS
+from .layouts import operand_view
+
+M_INIT = -2.0 ** 100    # the running max before any score: finite, far below any score
+NO_DIAGONAL = 1 << 30   # a diag no column − row difference of a tile exceeds (non-causal)
+
+
+def score_layout(config):
+    """(the TV layout of a consumer's S = (64, bn) accumulator, the tile shape)."""
+    return accumulator_tv(config.bn), (CONSUMER_ROWS, config.bn)
+
+
+def mask_scores(g, s, k0, tag: str = ""):
+    """S with the key columns past Sk and (causal) the query-key pairs above the diagonal set to −inf — only on the
+    tiles that hold any (``scf.if``): the ragged last tile and, causal, the tiles crossing the diagonal."""
+    b, config = g.b, g.config
+    tv, tile = score_layout(config)
+    bound = b.arith.sub(g.sk, k0, name=f"col_bound{tag}")
+    ragged = b.arith.cmp(bound, g.c_bn, pred="lt", name=f"ragged{tag}")
+    if config.causal:
+        # query row r of the warpgroup's rows (row0 + r) sees key column c of the tile (k0 + c) iff
+        # k0 + c <= row0 + r + Sk - Sq, i.e. c - r <= diag
+        diag = b.arith.add(b.arith.sub(g.row0, k0, name=f"diag0{tag}"), g.diag_shift, name=f"diag{tag}")
+        crossing = b.arith.cmp(diag, g.c_widest, pred="lt", name=f"crossing{tag}")
+        need = b.arith.or_(ragged, crossing, name=f"need_mask{tag}")
+    else:
+        diag, need = g.c_no_diag, ragged
+    branch = b.scf.if_(need, types=(s.type,), names=[f"s_masked{tag}"])
+    with branch.then:
+        b.scf.yield_(b.mask.fill(s, g.lt, diag, bound, tv=tv, tile=tile, value=float("-inf"), name=f"s_fill{tag}"))
+    with branch.otherwise:
+        b.scf.yield_(s)
+    return branch.results[0]
+
+
+def issue_scores(g, kt, tag: str = ""):
+    """Wait for KV tile ``kt``'s K stage and queue S = Q·Kᵀ (from zero) as one wgmma group; → (S in flight, the
+    stage). The caller fences before it."""
+    b = g.b
+    ks = b.pipeline.wait(g.pk, kt, name=f"cks{tag}")
+    k_view = operand_view(b, b.smem.slice(g.sk_ring, ks, name=f"k_stage{tag}"), (0, 1), f"k_nk{tag}", g.lead)
+    s = b.wgmma.mma(g.q_rows, k_view, g.zero_s, name=f"s_issued{tag}")
+    b.wgmma.commit()
+    return s, ks
+
+
+def block_names(base: str, count: int, tag: str = "") -> list:
+    """The value names of O's ``count`` column blocks: ``base{tag}`` for one, ``base_{j}{tag}`` for several."""
+    return [f"{base}{tag}"] if count == 1 else [f"{base}_{j}{tag}" for j in range(count)]
+
+
+def issue_pv(g, p16, o_blocks, kt, tag: str = ""):
+    """Wait for KV tile ``kt``'s V stage and queue O += P·V (RS: P in registers, V seen (D, rows) MN-major; one wgmma
+    per column block of O) as one wgmma group; → (O's blocks in flight, the stage). The caller fences before it."""
+    b, config = g.b, g.config
+    vs = b.pipeline.wait(g.pv, kt, name=f"cvs{tag}")
+    v_view = operand_view(b, b.smem.slice(g.sv_ring, vs, name=f"v_stage{tag}"), (1, 0), f"v_nk{tag}", g.lead)
+    count = len(o_blocks)
+    issued = []
+    for j, (o, name) in enumerate(zip(o_blocks, block_names("o_issued", count, tag))):
+        view = v_view if count == 1 else b.smem.tile(v_view, b.const(j, i32, name=f"pv_block{j}{tag}"), mode=0,
+                                                     size=config.o_block, name=f"v_nk{j}{tag}")
+        issued.append(b.wgmma.mma_rs(p16, view, o, name=name))
+    b.wgmma.commit()
+    return issued, vs
+
+
+def wait_blocks(g, o_blocks, base: str, tag: str = "") -> list:
+    """``wgmma.wait {pending = 0}`` passing O's blocks through (named ``base``…)."""
+    done = g.b.wgmma.wait(*o_blocks, pending=0, name=block_names(base, len(o_blocks), tag))
+    return list(done) if isinstance(done, tuple) else [done]
+
+
+def softmax_step(g, s, m, l, kt, tag: str = ""):
+    """The online softmax of KV tile ``kt``'s scores S (completed) under the running (m, l): masks, m' = max(m,
+    rowmax S), P = exp2(S·c − m'·c), α = exp2(m·c − m'·c), l' = l·α + rowsum P. → (P in 16 bits: the RS A fragment,
+    m', l', α)."""
+    b, config = g.b, g.config
+    tv, tile = score_layout(config)
+    s = mask_scores(g, s, b.arith.mul(kt, g.c_bn, name=f"ck0{tag}"), tag)
+    row_max = b.frag.reduce(s, g.lt, tv=tv, tile=tile, mode=1, kind="max", type=s.type, name=f"row_max{tag}")
+    m_new = b.frag.max(m, row_max, name=f"m_new{tag}")
+    neg_mc = b.frag.mul(m_new, g.neg_scale_log2, name=f"neg_mc{tag}")
+    p = b.frag.exp2(b.frag.fma(s, g.scale_log2, neg_mc, name=f"p_log2{tag}"), name=f"p{tag}")
+    alpha = b.frag.exp2(b.frag.fma(m, g.scale_log2, neg_mc, name=f"alpha_log2{tag}"), name=f"alpha{tag}")
+    row_sum = b.frag.reduce(p, g.lt, tv=tv, tile=tile, mode=1, kind="add", type=s.type, name=f"row_sum{tag}")
+    l_new = b.frag.fma(l, alpha, row_sum, name=f"l_new{tag}")
+    p16 = b.frag.cast(p, type=frag(config.dtype, config.bn // 2), name=f"p16{tag}")
+    return p16, m_new, l_new, alpha
+
+
+def rescale(g, o_blocks, alpha, tag: str = ""):
+    """O·α per column block: a block's o_block/2 values take the first o_block/2 of α's (the same rows)."""
+    b, config = g.b, g.config
+    ob = config.o_block
+    alpha_o = alpha if ob == config.bn else b.frag.slice(alpha, offset=0, type=frag("f32", ob // 2),
+                                                         name=f"alpha_o{tag}")
+    return [b.frag.mul(o, alpha_o, name=name)
+            for o, name in zip(o_blocks, block_names("o_scaled", len(o_blocks), tag))]
+
+
+def consume(g):
+    """The consumer warpgroup's KV loop over tiles 0 … n_end-1; → (O's column blocks, m, l) after the last tile (O's
+    wgmmas completed)."""
+    b, kb, config = g.b, g.kb, g.config
+    bn = config.bn
+    count = config.head_dim // config.o_block
+    s_t, o_t = frag("f32", bn // 2), frag("f32", config.o_block // 2)
+    b.mbarrier.wait(g.qbar, g.c0, g.c0)
+    g.q_rows = b.smem.tile(operand_view(b, g.sq_tile, (0, 1), "q_mk", g.lead), g.cw, mode=0, size=CONSUMER_ROWS,
+                           name="q_rows")
+    fzero = b.const(0.0, f32, name="fzero")
+    g.scale_log2 = b.arith.mul(kb["scale"], b.const(math.log2(math.e), f32, name="log2e"), name="scale_log2")
+    g.neg_scale_log2 = b.arith.sub(fzero, g.scale_log2, name="neg_scale_log2")
+    if config.causal:
+        g.c_widest = b.const(bn - 1, i32, name="widest")
+    else:
+        g.c_no_diag = b.const(NO_DIAGONAL, i32, name="no_diag")
+    g.zero_s = b.frag.splat(fzero, type=s_t, name="zero_s")
+    o0 = b.frag.splat(fzero, type=o_t, name="o0")
+    m0 = b.frag.splat(b.const(M_INIT, f32, name="m_init"), type=s_t, name="m0")
+    l0 = b.frag.splat(fzero, type=s_t, name="l0")
+    if config.overlap:
+        return consume_overlapped(g, [o0] * count, m0, l0)
+    with b.scf.for_(g.c0, g.n_end, g.c1, *([o0] * count), m0, l0,
+                    args=["ct"] + block_names("o", count) + ["m", "l"],
+                    names=block_names("o_end", count) + ["m_end", "l_end"]) as loop:
+        ct, *o, m, l = loop
+        b.wgmma.fence()
+        s_issued, ks = issue_scores(g, ct)
+        s = b.wgmma.wait(s_issued, pending=0, name="s")
+        b.pipeline.release(g.pk, ks)
+        p16, m_new, l_new, alpha = softmax_step(g, s, m, l, ct)
+        o_scaled = rescale(g, o, alpha)
+        b.wgmma.fence()
+        o_issued, vs = issue_pv(g, p16, o_scaled, ct)
+        o_new = wait_blocks(g, o_issued, "o_new")
+        b.pipeline.release(g.pv, vs)
+        b.scf.yield_(*o_new, m_new, l_new)
+    *o_end, m_end, l_end = loop.results
+    return o_end, m_end, l_end
+
+
+def consume_overlapped(g, o0: list, m0, l0):
+    """The intra-warpgroup overlap (FA3's Algorithm 2): tile 0's softmax first; then per tile j ≥ 1 S_j = Q·K_jᵀ and
+    O += P_{j-1}·V_{j-1} are queued back to back, the wait for S_j leaves the P·V group in flight (``pending = 1``),
+    the softmax of S_j runs while the tensor cores work on P_{j-1}·V_{j-1}, and only then is O waited for and
+    rescaled by α_j; the last P·V after the loop. P_{j-1} is carried in 16 bits. Tile 0 and the last P·V are in
+    branches on ``n_end > 0`` (causal CTAs may see no tile), each branch waiting for its own wgmmas: no accumulator
+    in flight crosses a branch or the loop's back edge."""
+    b, config = g.b, g.config
+    p_t = frag(config.dtype, config.bn // 2)
+    any_tile = b.arith.cmp(g.n_end, g.c0, pred="gt", name="any_tile")
+    first = b.scf.if_(any_tile, types=(p_t, m0.type, l0.type), names=["p_tile0", "m_tile0", "l_tile0"])
+    with first.then:
+        b.wgmma.fence()
+        s_issued, ks = issue_scores(g, g.c0, "_first")
+        s = b.wgmma.wait(s_issued, pending=0, name="s_first")
+        b.pipeline.release(g.pk, ks)
+        p16, m1, l1, _alpha = softmax_step(g, s, m0, l0, g.c0, "_first")
+        b.scf.yield_(p16, m1, l1)
+    with first.otherwise:
+        b.scf.yield_(b.frag.cast(g.zero_s, type=p_t, name="p_none"), m0, l0)
+    count = len(o0)
+    with b.scf.for_(g.c1, g.n_end, g.c1, *o0, *first.results, args=["ct"] + block_names("o", count) +
+                    ["p_prev", "m", "l"], names=block_names("o_loop", count) + ["p_last", "m_end", "l_end"]) as loop:
+        ct, *o, p_prev, m, l = loop
+        if config.pingpong:
+            pingpong_turn(g, "take")
+        b.wgmma.fence()
+        s_issued, ks = issue_scores(g, ct)
+        prev = b.arith.sub(ct, g.c1, name="prev_tile")
+        o_issued, vs_prev = issue_pv(g, p_prev, o, prev)
+        if config.pingpong:
+            pingpong_turn(g, "pass")
+        s = b.wgmma.wait(s_issued, pending=1, name="s")   # S_j done, O += P_{j-1}·V_{j-1} still in flight
+        b.pipeline.release(g.pk, ks)
+        p16, m_new, l_new, alpha = softmax_step(g, s, m, l, ct)
+        o_done = wait_blocks(g, o_issued, "o_done")
+        b.pipeline.release(g.pv, vs_prev)
+        o_next = rescale(g, o_done, alpha)
+        if config.pingpong:
+            pingpong_turn(g, "end")
+        b.scf.yield_(*o_next, p16, m_new, l_new)
+    *o_loop, p_last, m_end, l_end = loop.results
+    last = b.scf.if_(any_tile, types=[x.type for x in o0], names=block_names("o_end", count))
+    with last.then:
+        b.wgmma.fence()
+        last_tile = b.arith.sub(g.n_end, g.c1, name="last_tile")
+        o_issued, vs = issue_pv(g, p_last, o_loop, last_tile, "_last")
+        o_last = wait_blocks(g, o_issued, "o_last")
+        b.pipeline.release(g.pv, vs)
+        b.scf.yield_(*o_last)
+    with last.otherwise:
+        b.scf.yield_(*o_loop)
+    return list(last.results), m_end, l_end
+
+
+# the named barriers of the ping-pong: warpgroup 0 hands the tensor cores to warpgroup 1 on TO_SECOND, back on TO_FIRST
+TO_SECOND, TO_FIRST = 1, 2
+
+
+def pingpong_turn(g, point: str):
+    """FA3's inter-warpgroup ping-pong, with rendezvous barriers (``barrier.named`` over both consumer warpgroups, 256
+    threads): the two warpgroups' wgmma sections (S_j and P_{j-1}·V_{j-1} queued) strictly alternate, warpgroup 0
+    first, so that one's softmax runs while the other's GEMMs occupy the tensor cores. Per KV tile, warpgroup 0:
+    section, TO_SECOND, softmax, TO_FIRST; warpgroup 1: TO_SECOND, section, TO_FIRST, softmax. Both meet at each
+    barrier once per tile (the loop's trip count is the CTA's), so neither can run two sections in a row. ``point``:
+    "take" (before the section), "pass" (after it), "end" (after the softmax)."""
+    b = g.b
+    first = b.arith.cmp(g.cw, g.c0, pred="eq", name=f"first_wg_{point}")
+    branch = b.scf.if_(first)
+    if point == "take":
+        with branch.otherwise:
+            b.barrier.named(id=TO_SECOND, threads=256)
+            b.scf.yield_()
+        with branch.then:
+            b.scf.yield_()
+        return
+    with branch.then:
+        b.barrier.named(id=TO_SECOND if point == "pass" else TO_FIRST, threads=256)
+        b.scf.yield_()
+    if point == "pass":
+        with branch.otherwise:
+            b.barrier.named(id=TO_FIRST, threads=256)
+            b.scf.yield_()

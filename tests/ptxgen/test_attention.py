@@ -1,0 +1,419 @@
+"""ptxgen.kernels.attention: the FA3-structured forward kernel against a float64 reference in the CPU interpreter
+(non-causal and causal, GQA, Sq ≠ Sk, ragged last tiles, a single row, bf16 and f16), the layout facts the kernel
+rests on (P's accumulator fragment is the RS A fragment; O takes S's row statistics as a prefix), its PTX through
+the real lowering, the op's argument errors, and on a GPU (``-m gpu``) against float64 and torch's SDPA."""
+from __future__ import annotations
+
+import re
+import time
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from layoutc.hopper import accumulator_tv
+from ptxgen.ir.ops.wgmma import rs_a_tv
+from ptxgen.ir.types import SCALARS
+from ptxgen.kernels import AttentionConfig, attention
+from ptxgen.kernels.attention import build, choose_config
+from ptxgen.kernels.attention.epilogue import quad_row_tv
+
+HOST = {"bf16": ml_dtypes.bfloat16, "f16": np.float16}
+# out is rounded once to 16 bits and P once before P·V: the relative error of a correct kernel is ~2^-9 (bf16)
+OUT_TOLERANCE = {"bf16": 6e-3, "f16": 1e-3}
+
+
+def reference(q, k, v, causal: bool, scale: float):
+    """(out, lse) in float64: q (B, Sq, Hq, D), k and v (B, Sk, Hkv, D); causal aligned to the bottom-right corner;
+    a row that sees no key has out 0 and lse +inf (FlashAttention's convention)."""
+    q, k, v = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
+    sq, hq, sk, hkv = q.shape[1], q.shape[2], k.shape[1], k.shape[2]
+    k, v = np.repeat(k, hq // hkv, axis=2), np.repeat(v, hq // hkv, axis=2)
+    s = np.einsum("bqhd,bkhd->bhqk", q, k) * scale
+    if causal:
+        s = np.where(np.arange(sk)[None, :] > np.arange(sq)[:, None] + sk - sq, -np.inf, s)
+    m = s.max(axis=-1, keepdims=True, initial=-np.inf)
+    m = np.where(np.isfinite(m), m, 0.0)
+    p = np.exp(s - m)
+    l = p.sum(axis=-1, keepdims=True)
+    out = np.einsum("bhqk,bkhd->bqhd", p / np.where(l == 0, 1.0, l), v)
+    lse = np.where(l[..., 0] == 0, np.inf, np.log(np.where(l[..., 0] == 0, 1.0, l[..., 0])) + m[..., 0])
+    return out, lse
+
+
+def random_problem(b, hq, hkv, sq, sk, d, dtype, seed):
+    rng = np.random.default_rng(seed)
+    return tuple(rng.standard_normal(shape).astype(HOST[dtype])
+                 for shape in ((b, sq, hq, d), (b, sk, hkv, d), (b, sk, hkv, d)))
+
+
+def assert_matches(out, lse, want_out, want_lse, dtype, lse_rtol=1e-5):
+    err = np.linalg.norm(out.astype(np.float64) - want_out) / max(np.linalg.norm(want_out), 1e-30)
+    assert err < OUT_TOLERANCE[dtype], err
+    empty = np.isinf(want_lse)
+    assert np.array_equal(np.isposinf(lse), empty)
+    assert not np.any(out[np.moveaxis(empty, 1, 2)].astype(np.float64))   # rows that see no key are 0
+    np.testing.assert_allclose(lse[~empty], want_lse[~empty], rtol=lse_rtol, atol=0)
+
+
+# (B, Hq, Hkv, Sq, Sk, D, causal, bn, dtype): the smallest shapes that still cover ragged Q and KV tiles, several
+# tiles of each, GQA, Sq < Sk and Sq > Sk (causal: whole rows with no key), D < bn (O's statistics a prefix of S's)
+CASES = [
+    (1, 2, 1, 100, 192, 64, False, 64, "bf16"),
+    (2, 2, 1, 192, 100, 128, False, 128, "bf16"),
+    (1, 2, 1, 100, 192, 64, True, 64, "bf16"),
+    (1, 2, 1, 192, 100, 128, True, 128, "bf16"),
+    (1, 2, 2, 64, 192, 128, True, 128, "bf16"),
+    (1, 2, 1, 100, 300, 64, False, 128, "bf16"),
+    (1, 2, 1, 300, 200, 64, True, 128, "bf16"),
+    (1, 1, 1, 1, 1, 64, False, 64, "bf16"),
+    (1, 1, 1, 1, 1, 128, True, 128, "bf16"),
+    (1, 2, 1, 64, 100, 64, True, 64, "f16"),
+    (1, 1, 1, 100, 64, 128, False, 128, "f16"),
+    (1, 2, 1, 100, 150, 256, True, 64, "bf16"),      # D = 256: O in four 64-column accumulators
+    (1, 1, 1, 130, 100, 128, False, 64, "bf16"),     # D = 128 with bn = 64: two
+]
+
+
+OVERLAP_CASES = [
+    (1, 2, 1, 100, 192, 64, False, 64, "bf16"),     # 3 KV tiles: the loop runs twice
+    (1, 2, 1, 300, 100, 128, True, 128, "bf16"),    # CTAs with rows that see no key; one KV tile: no loop trip
+    (1, 2, 1, 100, 300, 64, True, 128, "f16"),
+    (1, 1, 1, 1, 1, 64, True, 64, "bf16"),
+    (1, 1, 1, 100, 150, 256, True, 64, "bf16"),
+]
+
+
+@pytest.mark.parametrize("b, hq, hkv, sq, sk, d, causal, bn, dtype, overlap, stages",
+                         [c + (False, 2) for c in CASES] + [c + (True, 2) for c in OVERLAP_CASES]
+                         + [OVERLAP_CASES[0] + (True, 1)])
+def test_interpreter_matches_float64(b, hq, hkv, sq, sk, d, causal, bn, dtype, overlap, stages):
+    q, k, v = random_problem(b, hq, hkv, sq, sk, d, dtype, seed=sq * 1000 + sk)
+    start = time.perf_counter()
+    out, lse = attention(q, k, v, causal=causal, config=AttentionConfig(dtype, d, bn, stages, causal, overlap))
+    assert time.perf_counter() - start < 60   # CI budget: each case takes about a second
+    assert out.shape == q.shape and out.dtype == q.dtype and lse.shape == (b, hq, sq) and lse.dtype == np.float32
+    assert_matches(out, lse, *reference(q, k, v, causal, 1 / np.sqrt(d)), dtype)
+
+
+@pytest.mark.parametrize("case", OVERLAP_CASES[:3])
+@pytest.mark.parametrize("schedule", ["lazy", 11])
+def test_interpreter_pingpong_matches_float64(case, schedule):
+    """overlap + pingpong: the consumer warpgroups' wgmma sections alternate through named barriers; with a random
+    schedule of the copies (``schedule = 11``) and races reported, the result is still the reference's."""
+    from ptxgen.interp import interpret
+    from ptxgen.kernels.attention import run
+
+    b, hq, hkv, sq, sk, d, causal, bn, dtype = case
+    q, k, v = random_problem(b, hq, hkv, sq, sk, d, dtype, seed=5)
+    out = np.zeros(q.shape, q.dtype)
+    lse = np.zeros((b, hq, sq), np.float32)
+    config = AttentionConfig(dtype, d, bn, 2, causal, overlap=True, pingpong=True)
+    interpret(run.kernel_module(config), run.kernel_arguments(q, k, v, out, lse, d ** -0.5,
+                                                              lambda x: x.transpose(0, 2, 1, 3)),
+              schedule=schedule)
+    assert_matches(out, lse, *reference(q, k, v, causal, d ** -0.5), dtype)
+
+
+@pytest.mark.parametrize("case", OVERLAP_CASES)
+@pytest.mark.parametrize("overlap", [False, True])
+def test_interpreter_tma_epilogue_matches_float64(case, overlap):
+    """epilogue = "tma": O staged by stmatrix in the warpgroup's rows of Q's tile and stored by TMA (rows past Sq
+    clipped), alone and with overlap + ping-pong."""
+    b, hq, hkv, sq, sk, d, causal, bn, dtype = case
+    q, k, v = random_problem(b, hq, hkv, sq, sk, d, dtype, seed=9)
+    config = AttentionConfig(dtype, d, bn, 2, causal, overlap=overlap, pingpong=overlap, epilogue="tma")
+    out, lse = attention(q, k, v, causal=causal, config=config)
+    assert_matches(out, lse, *reference(q, k, v, causal, d ** -0.5), dtype)
+
+
+def test_interpreter_scale_out_and_transposed_inputs():
+    """A given softmax_scale and ``out``, and q, k, v that are (B, H, S, D) arrays seen as (B, S, H, D)."""
+    rng = np.random.default_rng(7)
+    bhsd = [rng.standard_normal(shape).astype(ml_dtypes.bfloat16) for shape in ((1, 2, 70, 64), (1, 1, 90, 64),
+                                                                                 (1, 1, 90, 64))]
+    q, k, v = (x.transpose(0, 2, 1, 3) for x in bhsd)
+    out = np.full((1, 70, 2, 64), 7, ml_dtypes.bfloat16)
+    got, lse = attention(q, k, v, causal=True, softmax_scale=0.3, out=out)
+    assert got is out
+    assert_matches(out, lse, *reference(q, k, v, True, 0.3), "bf16")
+
+
+def test_empty_problems():
+    q, k, v = random_problem(1, 2, 1, 5, 0, 64, "bf16", 1)
+    out, lse = attention(q, k, v)
+    assert not np.any(out.astype(np.float32)) and np.all(np.isposinf(lse))
+    q, k, v = random_problem(1, 2, 1, 0, 5, 64, "bf16", 1)
+    out, lse = attention(q, k, v)
+    assert out.shape == (1, 0, 2, 64) and lse.shape == (1, 2, 0)
+
+
+# -- the layout facts --------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", ["bf16", "f16"])
+@pytest.mark.parametrize("n", [16, 64, 128, 176, 256])
+def test_p_accumulator_fragment_is_the_rs_a_fragment(dtype, n):
+    """S's f32 accumulator (64 × N, m64nNk16) and P's 16-bit RS A fragment (64 × N, N/16 k-steps) place every (row,
+    column) of the tile in the same thread and value: frag.cast of S is P's A operand with no data movement."""
+    acc, a = accumulator_tv(n), rs_a_tv(SCALARS[dtype], 64, n)
+    for t in range(128):
+        assert [acc((t, v)) for v in range(n // 2)] == [a((t, v)) for v in range(n // 2)]
+
+
+@pytest.mark.parametrize("d, bn", [(64, 64), (64, 128), (128, 128), (64, 256), (128, 256)])
+def test_o_rows_are_a_prefix_of_s_rows(d, bn):
+    """Value v < D/2 of O's accumulator (64 × D) lies in the same row as value v of S's (64 × bn): O's rescale and
+    division take S's row statistics through frag.slice."""
+    o, s = accumulator_tv(d), accumulator_tv(bn)
+    for t in range(128):
+        assert [o((t, v)) % 64 for v in range(d // 2)] == [s((t, v)) % 64 for v in range(d // 2)]
+
+
+def test_lse_rows_are_the_quad_leaders_values_0_and_2():
+    acc = accumulator_tv(64)
+    tv = quad_row_tv()
+    assert sorted(tv((t, 0)) for t in range(32)) == sorted(set(tv((t, 0)) for t in range(32)))
+    for t in range(0, 128, 4):
+        assert acc((t, 0)) % 64 == tv((t // 4, 0))
+        assert acc((t, 2)) % 64 == tv((t // 4, 0)) + 8
+    assert sorted([tv((t, 0)) for t in range(32)] + [tv((t, 0)) + 8 for t in range(32)]) == list(range(64))
+
+
+# -- the kernel's text and PTX -----------------------------------------------------------------------------------------
+
+def test_kernel_text_round_trips_and_builds_deterministically():
+    from ptxgen.ir.text import parse_module, print_module
+
+    text = print_module(build(AttentionConfig(causal=True)))
+    assert print_module(parse_module(text)) == text
+    assert print_module(build(AttentionConfig(causal=True))) == text
+    for form in ("wgmma.mma %q_rows, %k_nk", "wgmma.mma_rs %p16, %v_nk", "mask.fill", "kind = max", "kind = add",
+                 "frag.exp2", "gpu.roles"):
+        assert form in text, form
+
+
+@pytest.mark.parametrize("config", [AttentionConfig(causal=True), AttentionConfig("f16", 64, 128)])
+def test_ptx_through_the_real_lowering(config):
+    from ptxgen.lower import compile_kernel
+
+    compiled = compile_kernel(build(config))
+    ptx = compiled.ptx
+    d, bn, t = config.head_dim, config.bn, config.dtype
+    # S: one m64n{bn}k16 per 16 columns of D; P·V: one m64n{D}k16 per 16 rows of the KV tile, A in registers
+    wgmma = rf"wgmma\.mma_async\.sync\.aligned\.m64n{{}}k16\.f32\.{t}\.{t} \{{{{[^}}}}]*\}}}}, "
+    assert len(re.findall(wgmma.format(bn) + "%rd", ptx)) == d // 16       # A through its descriptor (SS)
+    assert len(re.findall(wgmma.format(d) + r"\{", ptx)) == bn // 16      # A as four registers (RS)
+    assert len(re.findall(r"cp\.async\.bulk\.tensor\.4d\.shared::cluster\.global", ptx)) == 3 * d // 64
+    assert len(re.findall(r"ex2\.approx", ptx)) >= bn // 2
+    assert len(re.findall(r"shfl\.sync\.bfly", ptx)) == 8      # two row reductions: 2 rows × xor 1, xor 2
+    for form in ("setmaxnreg.inc.sync.aligned.u32 240", "setmaxnreg.dec.sync.aligned.u32 24",
+                 "wgmma.wait_group.sync.aligned 0", "mbarrier.try_wait.parity.shared::cta.b64"):
+        assert form in ptx, form
+    assert "__local_depot" not in ptx
+    assert compiled.spill_bytes in (0, None)
+    assert "C7509" not in compiled.info_log and "C7512" not in compiled.info_log   # no wgmma serialized
+
+
+def test_overlap_ptx_keeps_the_pv_group_in_flight():
+    """overlap: one ``wgmma.wait 1`` (S_j done, P_{j-1}·V_{j-1} in flight); no call (ptxas would serialize the
+    wgmmas). nvJitLink's relocatable compile holds the kernel to the launch budget of 168 registers (setmaxnreg
+    ignored, C7504; the launcher JIT-compiles such kernels from PTX on the GPU), so its register use is not judged
+    here."""
+    from ptxgen.lower import compile_kernel
+
+    compiled = compile_kernel(build(AttentionConfig(causal=True, overlap=True)))
+    assert compiled.ptx.count("wgmma.wait_group.sync.aligned 1;") == 1
+    assert "C7509" not in compiled.info_log
+    assert " call" not in compiled.ptx
+
+
+def test_pingpong_ptx():
+    """D = 64 with ping-pong: within the launch budget even for nvJitLink (no spill, no wgmma serialized); the
+    named barriers 1 and 2 over 256 threads (warpgroup 0 passes on 1 and takes back on 2, warpgroup 1 the other
+    way round), next to the CTA barrier."""
+    from ptxgen.lower import compile_kernel
+
+    compiled = compile_kernel(build(AttentionConfig(head_dim=64, overlap=True, pingpong=True)))
+    ptx = compiled.ptx
+    assert len(re.findall(r"bar\.sync\s+1, 256;", ptx)) == 2 and len(re.findall(r"bar\.sync\s+2, 256;", ptx)) == 2
+    assert compiled.spill_bytes in (0, None)
+    for code in ("C7509", "C7512", "C7514"):
+        assert code not in compiled.info_log, code
+
+
+def test_tma_epilogue_ptx():
+    """epilogue = "tma", D = 128: 8 stmatrix.x4 per thread (64 values), two 64-column TMA stores (one per
+    warpgroup's leader, the loop unrolled), the proxy fence and the consumers' barrier 3 between them."""
+    from ptxgen.lower import compile_kernel
+
+    compiled = compile_kernel(build(AttentionConfig(head_dim=128, epilogue="tma")))
+    ptx = compiled.ptx
+    assert len(re.findall(r"stmatrix\.sync\.aligned\.m8n8\.x4\.shared\.b16", ptx)) == 128 // 16
+    assert len(re.findall(r"cp\.async\.bulk\.tensor\.4d\.global\.shared::cta", ptx)) == 2
+    assert "fence.proxy.async.shared::cta" in ptx and re.search(r"bar\.sync\s+3, 256;", ptx)
+    assert compiled.spill_bytes in (0, None)
+    for code in ("C7509", "C7512", "C7514"):
+        assert code not in compiled.info_log, code
+
+
+def test_choose_config():
+    assert choose_config("bf16", 64, True) == AttentionConfig("bf16", 64, 128, 2, True)
+    assert choose_config("bf16", 256, False) == AttentionConfig("bf16", 256, 64, 2, False)
+    assert choose_config("bf16", 256, False).o_block == 64
+    for d in (64, 128, 256):
+        assert choose_config("f16", d, False).validate().head_dim == d
+
+
+@pytest.mark.parametrize("config, message", [
+    (AttentionConfig(head_dim=96), "AttentionConfig.head_dim = 96: the kernel is built for head dims 64, 128 and 256"),
+    (AttentionConfig(dtype="e4m3"), "AttentionConfig.dtype = 'e4m3': Q, K and V are bf16 or f16"),
+    (AttentionConfig(head_dim=128, bn=72), "AttentionConfig.bn = 72: a KV tile has a multiple of 16 rows"),
+    (AttentionConfig(head_dim=128, bn=32), "AttentionConfig.bn = 32: below head_dim = 128, O is kept in blocks of bn "
+                                           "columns"),
+    (AttentionConfig(stages=4, bn=256), "AttentionConfig.stages = 4: Q's tile and 4 stages of K and V tiles "
+                                        r"\(256 × 128\) need 557192 bytes"),
+    (AttentionConfig(registers=(24, 248)), r"AttentionConfig.registers = \(24, 248\): 128 × 24 \+ 256 × 248"),
+    (AttentionConfig(pingpong=True), r"AttentionConfig.pingpong = True: the ping-pong alternates the sections that "
+                                     r"queue S_j and P_\{j-1\}·V_\{j-1\} together: it needs overlap = True"),
+])
+def test_config_rules(config, message):
+    with pytest.raises(ValueError, match=message):
+        config.validate()
+
+
+# -- bad arguments -----------------------------------------------------------------------------------------------------
+
+def _bf16(*shape):
+    return np.zeros(shape, ml_dtypes.bfloat16)
+
+
+Q, KV = _bf16(1, 3, 4, 64), _bf16(1, 5, 2, 64)
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"k": _bf16(1, 5, 2, 32)}, ValueError, "attention: k has head dim 32 but q has 64: q, k and v must have one "
+                                            "head dim"),
+    ({"q": _bf16(1, 3, 3, 64)}, ValueError, r"attention: q has 3 heads, not a multiple of k's 2: each KV head serves "
+                                            r"Hq/Hkv query heads \(GQA\), so Hq must be a multiple of Hkv"),
+    ({"q": _bf16(1, 3, 4, 96), "k": _bf16(1, 5, 2, 96), "v": _bf16(1, 5, 2, 96)}, ValueError,
+     "attention: q has head dim 96; the kernel supports head dims 64, 128 and 256"),
+    ({"q": _bf16(2, 3, 4, 64)}, ValueError, "attention: k has batch 1 but q has 2: q, k and v must have one batch "
+                                            "size"),
+    ({"v": _bf16(1, 6, 2, 64)}, ValueError, r"attention: v has shape \(1, 6, 2, 64\) but k has \(1, 5, 2, 64\)"),
+    ({"q": _bf16(3, 4, 64)}, ValueError, r"attention: q must be 4-D \(batch, seqlen, heads, head_dim\), not of shape "
+                                         r"\(3, 4, 64\)"),
+    ({"q": np.zeros((1, 3, 4, 64), np.float32)}, TypeError, r"attention: q has dtype numpy float32; attention takes "
+                                                            r"bf16 \(torch.bfloat16, ml_dtypes.bfloat16\) or f16"),
+    ({"v": np.zeros((1, 5, 2, 64), np.float16)}, TypeError, "attention: v has dtype numpy float16 but q has numpy "
+                                                            "bfloat16: q, k and v must have one dtype"),
+    ({"k": [[1.0]]}, TypeError, "attention: k must be a CUDA tensor"),
+    ({"softmax_scale": "0.1"}, TypeError, "attention: softmax_scale must be a number or None"),
+    ({"softmax_scale": float("nan")}, ValueError, "attention: softmax_scale must be finite, not nan"),
+    ({"causal": 1}, TypeError, "attention: causal must be a bool, not int"),
+    ({"out": _bf16(1, 3, 4, 128)}, ValueError, r"attention: out must have q's shape \(1, 3, 4, 64\), not "
+                                               r"\(1, 3, 4, 128\)"),
+    ({"out": np.zeros((1, 3, 4, 64), np.float16)}, TypeError, "attention: out has dtype numpy float16 but q has "
+                                                              "numpy bfloat16"),
+    ({"q": _bf16(1, 3, 4, 128)[..., ::2]}, ValueError, "attention: q must have unit stride along head_dim"),
+    ({"config": AttentionConfig(head_dim=128)}, ValueError, "attention: config is for bf16, head_dim 128, causal "
+                                                            "False, but the call is bf16, head_dim 64, causal False"),
+])
+def test_bad_arguments_are_named(kwargs, error, message):
+    args = {"q": Q, "k": KV, "v": KV}
+    args.update(kwargs)
+    with pytest.raises(error, match=message):
+        attention(**args)
+
+
+# -- on the GPU --------------------------------------------------------------------------------------------------------
+
+def torch_or_skip():
+    torch = pytest.importorskip("torch")
+    from ptxgen.runtime import gpu_available
+    if not gpu_available():
+        pytest.skip("needs a CUDA GPU")
+    return torch
+
+
+def torch_reference(torch, q, k, v, causal, scale):
+    """float64 (out, lse) on the GPU: q (B, Sq, Hq, D), k, v (B, Sk, Hkv, D); bottom-right causal."""
+    sq, hq, sk, hkv = q.shape[1], q.shape[2], k.shape[1], k.shape[2]
+    qd, kd, vd = (x.double().transpose(1, 2) for x in (q, k, v))
+    kd, vd = kd.repeat_interleave(hq // hkv, dim=1), vd.repeat_interleave(hq // hkv, dim=1)
+    s = (qd @ kd.transpose(-1, -2)) * scale
+    if causal:
+        i = torch.arange(sq, device=q.device)[:, None]
+        j = torch.arange(sk, device=q.device)[None, :]
+        s = s.masked_fill(j > i + sk - sq, float("-inf"))
+    lse = torch.logsumexp(s, dim=-1)
+    p = torch.exp(s - torch.where(torch.isfinite(lse), lse, torch.zeros_like(lse))[..., None])
+    p = torch.where(torch.isfinite(lse)[..., None], p, torch.zeros_like(p))
+    return (p @ vd).transpose(1, 2), torch.where(torch.isfinite(lse), lse, torch.full_like(lse, float("inf")))
+
+
+GPU_CASES = [(2, 16, 16, 1024, 1024, 128), (1, 16, 2, 2048, 2048, 128), (4, 8, 8, 512, 512, 64),
+             (2, 8, 2, 1000, 1000, 256), (1, 4, 4, 300, 700, 256),
+             (1, 4, 1, 1000, 3001, 64), (1, 4, 4, 3001, 1000, 128), (3, 6, 2, 129, 257, 128), (1, 2, 1, 1, 1, 64),
+             (1, 2, 2, 77, 77, 64)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("b, hq, hkv, sq, sk, d", GPU_CASES)
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("dtype", ["bf16", "f16"])
+def test_gpu_matches_float64(b, hq, hkv, sq, sk, d, causal, dtype):
+    """Fresh random inputs each run; out within 1.1× SDPA's own error against float64 (its FLASH or cuDNN backend,
+    whichever torch picks), never worse than 1e-2 relative; lse within 1e-4 relative."""
+    torch = torch_or_skip()
+    kind = {"bf16": torch.bfloat16, "f16": torch.float16}[dtype]
+    q = torch.randn(b, sq, hq, d, device="cuda", dtype=kind)
+    k = torch.randn(b, sk, hkv, d, device="cuda", dtype=kind)
+    v = torch.randn(b, sk, hkv, d, device="cuda", dtype=kind)
+    scale = d ** -0.5
+    out, lse = attention(q, k, v, causal=causal)
+    torch.cuda.synchronize()
+    want, want_lse = torch_reference(torch, q, k, v, causal, scale)
+    err = (torch.linalg.norm(out.double() - want) / torch.linalg.norm(want)).item()
+    assert err < 1e-2
+    finite = torch.isfinite(want_lse)
+    assert torch.equal(torch.isinf(lse), ~finite)
+    assert ((lse[finite].double() - want_lse[finite]).abs() / want_lse[finite].abs().clamp_min(1e-3)).max() < 1e-4
+    if sq == sk or not causal:   # SDPA's is_causal aligns to the top-left corner: compare where both agree
+        sdpa = torch.nn.functional.scaled_dot_product_attention(
+            q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=causal, scale=scale,
+            enable_gqa=hq != hkv).transpose(1, 2)
+        sdpa_err = (torch.linalg.norm(sdpa.double() - want) / torch.linalg.norm(want)).item()
+        assert err <= 1.1 * sdpa_err + 1e-4, (err, sdpa_err)
+
+
+@pytest.mark.gpu
+def test_gpu_torch_bhsd_views_and_out():
+    """torch's (B, H, S, D) tensors passed as transposed views, and ``out``: no copy needed, same results."""
+    torch = torch_or_skip()
+    q = torch.randn(2, 8, 300, 128, device="cuda", dtype=torch.bfloat16)
+    k = torch.randn(2, 2, 500, 128, device="cuda", dtype=torch.bfloat16)
+    v = torch.randn(2, 2, 500, 128, device="cuda", dtype=torch.bfloat16)
+    out = torch.empty(2, 300, 8, 128, device="cuda", dtype=torch.bfloat16)
+    got, lse = attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), causal=True, out=out)
+    torch.cuda.synchronize()
+    assert got.data_ptr() == out.data_ptr()
+    want, want_lse = torch_reference(torch, q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), True,
+                                     128 ** -0.5)
+    assert (torch.linalg.norm(out.double() - want) / torch.linalg.norm(want)).item() < 1e-2
+
+
+def test_example_prints_the_kernel_and_runs(capsys):
+    import importlib.util
+    import pathlib
+
+    from ptxgen.ir.text import print_module
+
+    path = pathlib.Path(__file__).resolve().parents[2] / "examples" / "attention.py"
+    spec = importlib.util.spec_from_file_location("example_attention", path)
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    assert example.main([]) == 0
+    printed = capsys.readouterr().out
+    assert print_module(build(AttentionConfig(causal=True))) in printed
+    assert example.main(["--run"]) == 0
+    assert "relative error against float64" in capsys.readouterr().out
