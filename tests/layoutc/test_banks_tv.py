@@ -92,7 +92,7 @@ def test_the_gemm_epilogue_lowering_and_analysis_agree():
     config = GemmConfig(epilogue="rows")
     c_cols = config.bn // config.epilogue_split
     view = tile_split(staged_c_layout(config), 0, config.rows)[0]
-    tv = row_tv(config.rows, c_cols)
+    tv = row_tv(config.rows, c_cols).value   # the partition call's layout
     plan = _lowering_plan(tv, view, 2)
     access, groups = lowering_access(tv, view, config.out_dtype)
     assert (access, groups) == (plan.width * 2, plan.groups)
