@@ -6,7 +6,11 @@ divide/slice results against pycute's independent model.
 """
 from collections import Counter
 
-import pycute
+try:
+    import pycute
+except ImportError:   # the oracle comes with the nvidia-cutlass test dependency; without it its tests skip
+    pycute = None
+needs_pycute = pytest.mark.skipif(pycute is None, reason="pycute (nvidia-cutlass) is not installed")
 import pytest
 from hypothesis import assume, given, settings, strategies as st
 
@@ -296,6 +300,7 @@ def _py(x):
     return x
 
 
+@needs_pycute
 @settings(max_examples=150, deadline=None)
 @given(layout_and_tiler(allow_single=False), st.data())
 def test_inner_and_outer_partition_against_pycute(pair, data):
@@ -320,6 +325,7 @@ def test_inner_and_outer_partition_against_pycute(pair, data):
     assert (outer.shape, outer.stride, offset) == (py_outer.shape, py_outer.stride, py_offset)
 
 
+@needs_pycute
 @settings(max_examples=200, deadline=None)
 @given(st.data())
 def test_crd2crd_and_slice_tuple_against_pycute(data):
