@@ -6,11 +6,6 @@ divide/slice results against pycute's independent model.
 """
 from collections import Counter
 
-try:
-    import pycute
-except ImportError:   # the oracle comes with the nvidia-cutlass test dependency; without it its tests skip
-    pycute = None
-needs_pycute = pytest.mark.skipif(pycute is None, reason="pycute (nvidia-cutlass) is not installed")
 import pytest
 from hypothesis import assume, given, settings, strategies as st
 
@@ -18,6 +13,12 @@ import layoutc as lc
 from layoutc import Layout, _
 from layoutc.int_tuple import idx2crd_strided, leaves
 from layoutc.strategies import compact_layouts, tilers_for
+
+try:
+    import pycute
+except ImportError:   # the oracle comes with the nvidia-cutlass test dependency; without it its tests skip
+    pycute = None
+needs_pycute = pytest.mark.skipif(pycute is None, reason="pycute (nvidia-cutlass) is not installed")
 
 P = lc.parse
 
