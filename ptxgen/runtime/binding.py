@@ -157,7 +157,11 @@ def read_device_tensor(a, itemsize: int):
             return None
         shape = tuple(shape)
         return a.ptr, shape, c_strides(shape), a.dtype, DEVICE_BUFFER
-    cai = getattr(a, "__cuda_array_interface__", None)
+    try:
+        cai = getattr(a, "__cuda_array_interface__", None)
+    except (KeyError, TypeError, ValueError):
+        # the interface has no typestr for some element types (torch's float8 raises KeyError): DLPack has codes
+        cai = None
     if cai is not None:
         shape = tuple(cai["shape"])
         st = cai.get("strides")

@@ -44,3 +44,17 @@ def test_gpu_kernel_takes_dlpack_only_arguments():
     jit(parse_module(text))(x=OnlyDLPack(x), z=OnlyDLPack(z), n=5000)
     torch.cuda.synchronize()
     assert torch.allclose(z, torch.sqrt(torch.sin(x)), rtol=1e-5)
+
+
+@pytest.mark.gpu
+def test_gpu_fp8_torch_tensor_is_read_through_dlpack():
+    """torch's float8 tensors raise KeyError from __cuda_array_interface__ (no typestr): read through DLPack."""
+    torch = pytest.importorskip("torch")
+    from ptxgen.runtime import gpu_available
+    from ptxgen.runtime.binding import read_device_tensor
+    if not gpu_available():
+        pytest.skip("needs a CUDA GPU")
+    q = torch.empty(4, 48, dtype=torch.float8_e4m3fn, device="cuda")[:, 16:]
+    ptr, shape, strides, _type, place = read_device_tensor(q, 1)
+    assert (ptr, shape, strides) == (q.data_ptr(), (4, 32), (48, 1))
+    assert place[0] == 2   # kDLCUDA
