@@ -17,7 +17,6 @@ import layoutc as lc
 from layoutc.hopper import accumulator_tv
 
 from ptxgen.ir.builder import frag, i32
-
 from ptxgen.ir.ops.smem import tile_split
 
 from .config import BM, BOX_COLUMNS, CONSUMER_ROWS

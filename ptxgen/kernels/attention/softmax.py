@@ -12,7 +12,7 @@ broadcasts a row's result to every value of the row): the running max m (in scor
 m starts at −2^100 instead of −inf, so a row whose scores so far are all masked keeps m' finite: its P is
 exp2(−inf) = 0 and its α is 1, never the NaN of −inf − (−inf). P's 16-bit fragment is the RS A operand as it is:
 the accumulator of m64nNk16 and the A fragment of the (64, N) P tile place each (row, column) in the same thread
-and value (``accumulator_tv(N)`` = ``rs_a_tv(T, 64, N)``, tests/ptxgen/test_attention_layouts.py), so the
+and value (``accumulator_tv(N)`` = ``rs_a_tv(T, 64, N)``, asserted in tests/ptxgen/test_attention.py), so the
 conversion moves no data. O is kept in column blocks of o_block = min(D, N) columns (D = 256 with N = 64: four
 m64n64 accumulators); a block's o_block/2 values are a prefix of S's N/2 value order: a value's row depends only on
 its index mod 4, so O takes the statistics as ``frag.slice``s.
