@@ -3,7 +3,7 @@ cuDNN and FlashAttention-2 backends, measured in the same run.
 
     python benchmarks/bench_attention.py [--dims 64,128] [--seqlens 512,1024,2048,4096,8192,16384]
                                          [--causal both|yes|no] [--dtype bf16] [--tokens 16384] [--hidden 2048]
-                                         [--variants default,overlap,pingpong,tma,pingpong-tma]
+                                         [--variants default,plain,pingpong-direct,pingpong-s3,...]
                                          [--timing both|interleaved|windows] [--rounds 3]
 
 The issue's shapes: B·S = ``--tokens`` (16k) tokens per problem, hidden = Hq·D = ``--hidden`` (2048: 16 heads of 128,
@@ -15,10 +15,10 @@ op's lse there within 1e-4 relative. The table also reports the library's error 
 ≤ 1.1×). Timing: CUDA events around each launch, launches filling 100 ms per kernel after 25 ms of warm-up, the
 median (``benchmarks/bench_gemm.time_interleaved`` — the kernels alternating launch by launch, ``interleaved`` — and
 ``time_ms``, one window per kernel, ``windows``), in ``--rounds`` rounds of shuffled order (the median over rounds).
-The library is timed through its prepared call site (the kernel's time), for each of ``--variants`` (default: the
-configuration ``choose_config`` picks; ``overlap``, ``pingpong`` (with overlap), ``tma`` (TMA-store epilogue),
-``pingpong-tma``: the FA3 options, timed in the same run; the ratios are the best variant's, each variant's TFLOP/s
-in the JSON). TFLOP/s = 4·B·Hq·Sq·Sk·D, halved for causal
+The library is timed through its prepared call site (the kernel's time), for each of ``--variants`` (``default``:
+the configuration ``choose_config`` picks; others change its fields, ``variant_fields``), timed in the same run; the
+ratios are the best variant's, each variant's TFLOP/s in the JSON; ``--resources`` prints each variant's registers
+and local memory (spills) as the driver loaded it. TFLOP/s = 4·B·Hq·Sq·Sk·D, halved for causal
 (FlashAttention's count). JSON goes to $OUT/bench_attention.json (or ./bench_attention.json).
 """
 from __future__ import annotations
@@ -43,8 +43,30 @@ from ptxgen.kernels.attention import attention, choose_config  # noqa: E402
 from ptxgen.kernels.attention import run as attention_run  # noqa: E402
 
 
-VARIANTS = {"default": {}, "overlap": {"overlap": True}, "pingpong": {"overlap": True, "pingpong": True},
-            "tma": {"epilogue": "tma"}, "pingpong-tma": {"overlap": True, "pingpong": True, "epilogue": "tma"}}
+VARIANT_WORDS = {"plain": {"overlap": False, "pingpong": False, "epilogue": "direct"}, "overlap": {"overlap": True},
+                 "pingpong": {"overlap": True, "pingpong": True}, "tma": {"epilogue": "tma"},
+                 "direct": {"epilogue": "direct"}}
+
+
+def variant_fields(name: str) -> dict:
+    """The AttentionConfig fields a variant name sets over ``choose_config``'s: ``default`` none; otherwise words
+    joined by ``-``, applied left to right: ``plain`` (no overlap, no ping-pong, direct epilogue), ``overlap``,
+    ``pingpong`` (with overlap), ``tma``, ``direct``, ``s<stages>``, ``bn<rows>``, ``r<producer>x<consumer>``
+    (setmaxnreg budgets). ``variant_fields("plain-pingpong-s3")`` = {overlap: True, pingpong: True, epilogue:
+    "direct", stages: 3}."""
+    fields = {}
+    for word in ([] if name == "default" else name.split("-")):
+        if word in VARIANT_WORDS:
+            fields.update(VARIANT_WORDS[word])
+        elif word[:1] == "s" and word[1:].isdigit():
+            fields["stages"] = int(word[1:])
+        elif word[:2] == "bn" and word[2:].isdigit():
+            fields["bn"] = int(word[2:])
+        elif word[:1] == "r" and "x" in word:
+            fields["registers"] = tuple(int(x) for x in word[1:].split("x"))
+        else:
+            raise SystemExit(f"bench_attention: unknown variant word {word!r} in {name!r}")
+    return fields
 
 
 def flops(b, h, s, d, causal) -> float:
@@ -76,6 +98,7 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--warmup-ms", type=float, default=25.0)
     parser.add_argument("--rep-ms", type=float, default=100.0)
+    parser.add_argument("--resources", action="store_true")
     args = parser.parse_args(argv)
 
     import torch
@@ -98,10 +121,15 @@ def main(argv=None):
                 out = torch.empty(b, s, h, d, device="cuda", dtype=kind)
                 lse = torch.empty(b, h, s, device="cuda", dtype=torch.float32)
                 base = choose_config(args.dtype, d, causal)
-                configs = {name: dataclasses.replace(base, **VARIANTS[name]) for name in args.variants.split(",")}
+                configs = {name: dataclasses.replace(base, **variant_fields(name)) for name in args.variants.split(",")}
                 sites = {f"ptxgen-{name}": attention_run.prepared_site(
                     config, q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), out, lse, 1 / math.sqrt(d))
                     for name, config in configs.items()}
+                if args.resources and s == min(int(x) for x in args.seqlens.split(",")):
+                    for name, site in sites.items():
+                        fn = site.compiled.function
+                        print(f"# {name} D={d} causal={causal}: {fn.attribute('NUM_REGS')} registers, "
+                              f"{fn.attribute('LOCAL_SIZE_BYTES')} B local, loaded from {site.compiled.loaded_from}")
 
                 def sdpa(backend, q=q, k=k, v=v, causal=causal):
                     def call():

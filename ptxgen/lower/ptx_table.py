@@ -168,6 +168,11 @@ TABLE.update({
                                side_effect=True, doc="shrink the warp's registers per thread to $0"),
     "bar.named": PtxInstr("bar.sync $0, $1;", "n,n", VOID, (I32, I32), convergent=True, side_effect=True,
                           doc="named barrier $0 among $1 threads (whole warps)"),
+    "barrier.named.unaligned": PtxInstr("barrier.sync $0, $1;", "n,n", VOID, (I32, I32), convergent=True,
+                                        side_effect=True, doc="named barrier $0 among $1 threads, waited for at "
+                                        "several instructions (unaligned)"),
+    "bar.arrive": PtxInstr("bar.arrive $0, $1;", "n,n", VOID, (I32, I32), convergent=True, side_effect=True,
+                           doc="arrive at named barrier $0 (of $1 threads) without waiting"),
     # -- clusters
     "barrier.cluster": PtxInstr("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;", "",
                                 VOID, (), convergent=True, side_effect=True,

@@ -228,14 +228,18 @@ def test_overlap_ptx_keeps_the_pv_group_in_flight():
 
 
 def test_pingpong_ptx():
-    """D = 64 with ping-pong: within the launch budget even for nvJitLink (no spill, no wgmma serialized); the
-    named barriers 1 and 2 over 256 threads (warpgroup 0 passes on 1 and takes back on 2, warpgroup 1 the other
-    way round), next to the CTA barrier."""
+    """D = 64 with ping-pong: within the launch budget even for nvJitLink (no spill, no wgmma serialized); warpgroup
+    w waits for its turn on named barrier w + 1 (256 threads) before each of its three wgmma sections (tile 0's S,
+    the loop's, the last P·V) — three instructions, hence the unaligned ``barrier.sync`` — and hands the turn over
+    with ``bar.arrive`` on the other's (warpgroup 1 once more before its first section, not after its last)."""
     from ptxgen.lower import compile_kernel
 
     compiled = compile_kernel(build(AttentionConfig(head_dim=64, overlap=True, pingpong=True)))
     ptx = compiled.ptx
-    assert len(re.findall(r"bar\.sync\s+1, 256;", ptx)) == 2 and len(re.findall(r"bar\.sync\s+2, 256;", ptx)) == 2
+    for ident in (1, 2):
+        assert len(re.findall(rf"\bbarrier\.sync\s+{ident}, 256;", ptx)) == 3
+        assert len(re.findall(rf"\bbar\.arrive\s+{ident}, 256;", ptx)) == 3
+    assert not re.findall(r"\bbar\.sync\s+[12],", ptx)
     assert compiled.spill_bytes in (0, None)
     for code in ("C7509", "C7512", "C7514"):
         assert code not in compiled.info_log, code
@@ -257,8 +261,12 @@ def test_tma_epilogue_ptx():
 
 
 def test_choose_config():
-    assert choose_config("bf16", 64, True) == AttentionConfig("bf16", 64, 128, 2, True)
-    assert choose_config("bf16", 256, False) == AttentionConfig("bf16", 256, 64, 2, False)
+    assert choose_config("bf16", 64, True) == AttentionConfig("bf16", 64, 128, 2, True, overlap=True, pingpong=True,
+                                                              epilogue="tma")
+    assert choose_config("bf16", 256, False) == AttentionConfig("bf16", 256, 64, 2, False, overlap=True,
+                                                                pingpong=True, epilogue="tma")
+    assert choose_config("f16", 128, False, varlen=True) == AttentionConfig(
+        "f16", 128, 128, 2, False, overlap=True, pingpong=True, epilogue="rows", varlen=True)
     assert choose_config("bf16", 256, False).o_block == 64
     for d in (64, 128, 256):
         assert choose_config("f16", d, False).validate().head_dim == d

@@ -333,7 +333,7 @@ def reduce_barrier_id(kernel) -> int | None:
     it: every thread reaches them in the same order). None when every id is taken."""
     from .roles import NAMED_BARRIERS
 
-    taken = {op.attrs.get("id") for op in walk(kernel.body) if op.name == "barrier.named"}
+    taken = {op.attrs.get("id") for op in walk(kernel.body) if op.name in ("barrier.named", "barrier.arrive")}
     free = [i for i in range(NAMED_BARRIERS - 1, 0, -1) if i not in taken]
     return free[0] if free else None
 

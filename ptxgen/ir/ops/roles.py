@@ -19,7 +19,7 @@ import numpy as np
 from ..core import walk
 from ..hostexpr import Word
 from ..text import attribute_text
-from . import OpDef, Wait, arrive_counting, register
+from . import OpDef, SwitchPoint, Wait, arrive_counting, kernel_rule, register
 
 REGISTER_FILE = 65536        # 32-bit registers per SM (one CTA per SM for a warp-specialized kernel)
 MIN_REGS, MAX_REGS = 24, 256  # setmaxnreg's range; the count is a multiple of 8
@@ -208,24 +208,89 @@ class NamedBarrier(OpDef):
             v.error(op, f"threads must be at most {MAX_CTA_THREADS} (a CTA's threads), not {count}")
 
     def interpret(self, op, ix):
-        ident, count = op.attrs["id"], op.attrs["threads"]
-        act = np.nonzero(ix.mask)[0]
-        for w in sorted(set((act // 32).tolist())):
-            if ix.mask[32 * w:32 * (w + 1)].sum() != min(32, ix.nthreads - 32 * w):
-                ix.fail(op, f"warp {w} reaches it with some lanes only: a named barrier counts whole warps")
-        state = ix.state.setdefault(("named-barrier", ident), {"arrived": 0, "generation": 0, "expected": count})
-        if state["expected"] != count:
-            ix.fail(op, f"barrier {ident} is used with {count} threads here and {state['expected']} elsewhere")
-        if state["arrived"] + act.size > count:
-            ix.fail(op, f"{state['arrived'] + act.size} threads arrived at named barrier {ident}, which expects "
-                        f"{count}")
+        act, state = arrive_named(op, ix)
         state.setdefault("members", []).append(act)
-        wait = arrive_counting(op, act, state, act.size, f"named barrier {ident} (threads)")
-        if wait is None:   # the generation is complete: every thread that reached it is ordered after all of them
-            ix.synchronize(np.concatenate(state.pop("members")))
+        wait = arrive_counting(op, act, state, act.size, f"named barrier {op.attrs['id']} (threads)")
+        if wait is None:
+            complete_named(ix, state)
         else:
             yield wait
 
     def lower(self, op, lx):
-        """``bar.sync id, threads``."""
-        lx.inline_ptx("bar.named", [op.attrs["id"], op.attrs["threads"]])
+        """``bar.sync id, threads`` (aligned: every waiting thread at this one instruction), or the unaligned
+        ``barrier.sync id, threads`` when another ``barrier.named`` of the kernel waits on the same id: the threads
+        of one generation then wait at different instructions, which the aligned form forbids (compute-sanitizer's
+        synccheck reports it as "Divergent thread(s) in block")."""
+        ident = op.attrs["id"]
+        sites = sum(1 for o in walk(lx.kernel.body) if o.name == "barrier.named" and o.attrs.get("id") == ident)
+        lx.inline_ptx("bar.named" if sites == 1 else "barrier.named.unaligned", [ident, op.attrs["threads"]])
+
+
+@register
+class NamedArrive(OpDef):
+    name = "barrier.arrive"
+    summary = "bar.arrive id, threads: count the arriving warps toward barrier `id`'s `threads` without waiting"
+    required_attrs = ("id", "threads")
+    num_operands = 0
+    num_results = 0
+
+    def verify(self, op, v):
+        NamedBarrier.verify(self, op, v)
+
+    def interpret(self, op, ix):
+        act, state = arrive_named(op, ix)
+        state["released"] = ix.release(act, state.get("released"))
+        if arrive_counting(op, act, state, act.size, f"named barrier {op.attrs['id']} (threads)") is None:
+            complete_named(ix, state)
+        yield SwitchPoint(op, act)
+
+    def lower(self, op, lx):
+        """``bar.arrive id, threads``."""
+        lx.inline_ptx("bar.arrive", [op.attrs["id"], op.attrs["threads"]])
+
+
+@kernel_rule
+def _arrivals_awaited(kernel, v):
+    """A ``barrier.arrive`` needs a ``barrier.named`` waiting on its id (an arrival nobody waits for orders nothing,
+    and its count would be left over), with the same thread count (one barrier counts one number of threads)."""
+    waits = {}
+    for o in walk(kernel.body):
+        if o.name == "barrier.named":
+            waits.setdefault(o.attrs.get("id"), o)
+    for o in walk(kernel.body):
+        if o.name != "barrier.arrive":
+            continue
+        ident, count = o.attrs.get("id"), o.attrs.get("threads")
+        wait = waits.get(ident)
+        if wait is None:
+            v.error(o, f"no barrier.named waits on barrier {ident}: an arrival nobody waits for orders nothing")
+        elif wait.attrs.get("threads") != count:
+            v.error(o, f"barrier {ident} counts {count} threads here but {wait.attrs.get('threads')} at the "
+                       f"barrier.named at {wait.loc}: one barrier counts one number of threads")
+
+
+def arrive_named(op, ix):
+    """The checks of an arrival (``barrier.named`` or ``barrier.arrive``) at named barrier ``id``: whole warps, one
+    thread count per barrier, no more arrivals than it counts. → (the arriving threads, the barrier's state)."""
+    ident, count = op.attrs["id"], op.attrs["threads"]
+    act = np.nonzero(ix.mask)[0]
+    for w in sorted(set((act // 32).tolist())):
+        if ix.mask[32 * w:32 * (w + 1)].sum() != min(32, ix.nthreads - 32 * w):
+            ix.fail(op, f"warp {w} reaches it with some lanes only: a named barrier counts whole warps")
+    state = ix.state.setdefault(("named-barrier", ident), {"arrived": 0, "generation": 0, "expected": count})
+    if state["expected"] != count:
+        ix.fail(op, f"barrier {ident} is used with {count} threads here and {state['expected']} elsewhere")
+    if state["arrived"] + act.size > count:
+        ix.fail(op, f"{state['arrived'] + act.size} threads arrived at named barrier {ident}, which expects {count}")
+    return act, state
+
+
+def complete_named(ix, state) -> None:
+    """A generation of a named barrier completed: the threads that waited at it (``barrier.named``) are ordered
+    after everything they and the generation's ``barrier.arrive`` threads did before arriving."""
+    members = state.pop("members", [])
+    released = state.pop("released", None)
+    if members:
+        waiters = np.concatenate(members)
+        ix.synchronize(waiters)
+        ix.acquire(waiters, released)

@@ -9,6 +9,7 @@ heads, not a multiple of k's 4: each KV head serves Hq/Hkv query heads (GQA), so
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -74,12 +75,14 @@ def _scale(op: str, softmax_scale, d: int) -> float:
     return scale
 
 
+def _tma_able(arg: _Arg) -> bool:
+    """Whether TMA describes the tensor in place: a 16-byte aligned base and 16-byte multiples as strides."""
+    return bool(arg.aligned) and all((s * ELEMENT_BYTES[arg.dtype]) % 16 == 0 for s in arg.strides[:-1])
+
+
 def _tma_view(arg: _Arg):
-    """A torch tensor TMA describes in place (16-byte aligned base and strides), else a contiguous copy."""
-    x = arg.value
-    if arg.aligned and all((s * ELEMENT_BYTES[arg.dtype]) % 16 == 0 for s in arg.strides[:-1]):
-        return x
-    return x.contiguous()
+    """A torch tensor TMA describes in place (``_tma_able``), else a contiguous copy."""
+    return arg.value if _tma_able(arg) else arg.value.contiguous()
 
 
 def attention(q, k, v, causal: bool = False, softmax_scale=None, out=None, *, config: AttentionConfig | None = None):
@@ -119,6 +122,9 @@ def attention(q, k, v, causal: bool = False, softmax_scale=None, out=None, *, co
             raise ValueError(f"{op}: out must have unit stride along head_dim, not strides {out_arg.strides}")
     if config is None:
         config = choose_config(dtype, d, bool(causal))
+        if config.epilogue == "tma" and out_arg is not None and kind != "numpy" and not _tma_able(out_arg):
+            # a given out TMA cannot store into (unaligned base or strides): stored from the registers instead
+            config = dataclasses.replace(config, epilogue="direct")
     elif not isinstance(config, AttentionConfig):
         raise TypeError(f"{op}: config must be an AttentionConfig, not {type(config).__name__}")
     else:
@@ -126,6 +132,9 @@ def attention(q, k, v, causal: bool = False, softmax_scale=None, out=None, *, co
         if (config.dtype, config.head_dim, config.causal) != (dtype, d, bool(causal)):
             raise ValueError(f"{op}: config is for {config.dtype}, head_dim {config.head_dim}, causal "
                              f"{config.causal}, but the call is {dtype}, head_dim {d}, causal {bool(causal)}")
+        if config.epilogue == "tma" and out_arg is not None and kind != "numpy" and not _tma_able(out_arg):
+            raise ValueError(f"{op}: config stores out by TMA (epilogue = 'tma'), but out's base or strides "
+                             f"{out_arg.strides} are not 16-byte aligned: pass another out or epilogue 'direct'")
     if kind == "numpy":
         o = out if out is not None else np.empty((b, sq, hq, d), dtype=q.dtype)
         lse = np.empty((b, hq, sq), dtype=np.float32)

@@ -177,11 +177,18 @@ def consume_overlapped(g, o0: list, m0, l0):
     in flight crosses a branch or the loop's back edge."""
     b, config = g.b, g.config
     p_t = frag(config.dtype, config.bn // 2)
+    if config.pingpong:
+        g.first_wg = b.arith.cmp(g.cw, g.c0, pred="eq", name="first_wg")
     any_tile = b.arith.cmp(g.n_end, g.c0, pred="gt", name="any_tile")
     first = b.scf.if_(any_tile, types=(p_t, m0.type, l0.type), names=["p_tile0", "m_tile0", "l_tile0"])
     with first.then:
+        if config.pingpong:
+            pingpong_turn(g, "start")
+            pingpong_turn(g, "take")
         b.wgmma.fence()
         s_issued, ks = issue_scores(g, g.c0, "_first")
+        if config.pingpong:
+            pingpong_turn(g, "pass")
         s = b.wgmma.wait(s_issued, pending=0, name="s_first")
         b.pipeline.release(g.pk, ks)
         p16, m1, l1, _alpha = softmax_step(g, s, m0, l0, g.c0, "_first")
@@ -206,15 +213,17 @@ def consume_overlapped(g, o0: list, m0, l0):
         o_done = wait_blocks(g, o_issued, "o_done")
         b.pipeline.release(g.pv, vs_prev)
         o_next = rescale(g, o_done, alpha)
-        if config.pingpong:
-            pingpong_turn(g, "end")
         b.scf.yield_(*o_next, p16, m_new, l_new)
     *o_loop, p_last, m_end, l_end = loop.results
     last = b.scf.if_(any_tile, types=[x.type for x in o0], names=block_names("o_end", count))
     with last.then:
+        if config.pingpong:
+            pingpong_turn(g, "take")
         b.wgmma.fence()
         last_tile = b.arith.sub(g.n_end, g.c1, name="last_tile")
         o_issued, vs = issue_pv(g, p_last, o_loop, last_tile, "_last")
+        if config.pingpong:
+            pingpong_turn(g, "pass_last")
         o_last = wait_blocks(g, o_issued, "o_last")
         b.pipeline.release(g.pv, vs)
         b.scf.yield_(*o_last)
@@ -223,31 +232,33 @@ def consume_overlapped(g, o0: list, m0, l0):
     return list(last.results), m_end, l_end
 
 
-# the named barriers of the ping-pong: warpgroup 0 hands the tensor cores to warpgroup 1 on TO_SECOND, back on TO_FIRST
-TO_SECOND, TO_FIRST = 1, 2
+# the named barriers of the ping-pong: TURN[w] opens consumer warpgroup w's next wgmma section
+TURN = (1, 2)
 
 
 def pingpong_turn(g, point: str):
-    """FA3's inter-warpgroup ping-pong, with rendezvous barriers (``barrier.named`` over both consumer warpgroups, 256
-    threads): the two warpgroups' wgmma sections (S_j and P_{j-1}·V_{j-1} queued) strictly alternate, warpgroup 0
-    first, so that one's softmax runs while the other's GEMMs occupy the tensor cores. Per KV tile, warpgroup 0:
-    section, TO_SECOND, softmax, TO_FIRST; warpgroup 1: TO_SECOND, section, TO_FIRST, softmax. Both meet at each
-    barrier once per tile (the loop's trip count is the CTA's), so neither can run two sections in a row. ``point``:
-    "take" (before the section), "pass" (after it), "end" (after the softmax)."""
+    """FA3's inter-warpgroup ping-pong: the two consumer warpgroups' wgmma sections (S_0; then per tile S_j queued
+    with P_{j-1}·V_{j-1}; then the last P·V) strictly alternate, warpgroup 0 first, so that one's softmax runs while
+    the other's GEMMs occupy the tensor cores. Warpgroup w waits for its turn on barrier TURN[w] (``barrier.named``,
+    256 threads: its own 128 and the other's 128 arrivals) and, its section queued, hands the turn over with a
+    non-blocking ``barrier.arrive`` on the other's barrier, so it never waits for the other to reach a point — only
+    for the other's section to be queued. Warpgroup 1 first arrives once on TURN[0] (warpgroup 0 goes first) and
+    does not hand over after its last section, so every generation of both barriers completes: each warpgroup runs
+    n_end + 1 sections. ``point``: "start" (warpgroup 1's first arrival), "take" (before a section), "pass" (after
+    it), "pass_last" (after the last: warpgroup 0 only)."""
     b = g.b
-    first = b.arith.cmp(g.cw, g.c0, pred="eq", name=f"first_wg_{point}")
-    branch = b.scf.if_(first)
-    if point == "take":
-        with branch.otherwise:
-            b.barrier.named(id=TO_SECOND, threads=256)
-            b.scf.yield_()
-        with branch.then:
-            b.scf.yield_()
-        return
+    branch = g.b.scf.if_(g.first_wg)
     with branch.then:
-        b.barrier.named(id=TO_SECOND if point == "pass" else TO_FIRST, threads=256)
+        if point == "take":
+            b.barrier.named(id=TURN[0], threads=256)
+        elif point in ("pass", "pass_last"):
+            b.barrier.arrive(id=TURN[1], threads=256)
         b.scf.yield_()
-    if point == "pass":
-        with branch.otherwise:
-            b.barrier.named(id=TO_FIRST, threads=256)
-            b.scf.yield_()
+    if point == "pass_last":
+        return
+    with branch.otherwise:
+        if point == "take":
+            b.barrier.named(id=TURN[1], threads=256)
+        else:
+            b.barrier.arrive(id=TURN[0], threads=256)
+        b.scf.yield_()
