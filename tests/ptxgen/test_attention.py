@@ -247,14 +247,16 @@ def test_pingpong_ptx():
 
 def test_tma_epilogue_ptx():
     """epilogue = "tma", D = 128: 8 stmatrix.x4 per thread (64 values), two 64-column TMA stores (one per
-    warpgroup's leader, the loop unrolled), the proxy fence and the consumers' barrier 3 between them."""
+    warpgroup's leader, the loop unrolled), the proxy fence and each consumer warpgroup's own barrier (3 or 4, 128
+    threads) between them."""
     from ptxgen.lower import compile_kernel
 
     compiled = compile_kernel(build(AttentionConfig(head_dim=128, epilogue="tma")))
     ptx = compiled.ptx
     assert len(re.findall(r"stmatrix\.sync\.aligned\.m8n8\.x4\.shared\.b16", ptx)) == 128 // 16
     assert len(re.findall(r"cp\.async\.bulk\.tensor\.4d\.global\.shared::cta", ptx)) == 2
-    assert "fence.proxy.async.shared::cta" in ptx and re.search(r"bar\.sync\s+3, 256;", ptx)
+    assert "fence.proxy.async.shared::cta" in ptx
+    assert re.search(r"\bbar\.sync\s+3, 128;", ptx) and re.search(r"\bbar\.sync\s+4, 128;", ptx)
     assert compiled.spill_bytes in (0, None)
     for code in ("C7509", "C7512", "C7514"):
         assert code not in compiled.info_log, code
@@ -263,8 +265,7 @@ def test_tma_epilogue_ptx():
 def test_choose_config():
     assert choose_config("bf16", 64, True) == AttentionConfig("bf16", 64, 128, 2, True, overlap=True, pingpong=True,
                                                               epilogue="tma")
-    assert choose_config("bf16", 256, False) == AttentionConfig("bf16", 256, 64, 2, False, overlap=True,
-                                                                pingpong=True, epilogue="tma")
+    assert choose_config("bf16", 256, False) == AttentionConfig("bf16", 256, 64, 2, False, epilogue="tma")
     assert choose_config("f16", 128, False, varlen=True) == AttentionConfig(
         "f16", 128, 128, 2, False, overlap=True, pingpong=True, epilogue="rows", varlen=True)
     assert choose_config("bf16", 256, False).o_block == 64

@@ -480,14 +480,22 @@ class MmaRS(OpDef):
 
         def registers(blk, j):
             first = per * (j + ksteps * blk)
+            halves = [[None, None] for _ in range(4)]
             words = [None] * 4
             for v in range(per):
                 reg, byte = a_fragment_register(layoutc_dtype(t), v)
                 x = values[first + v]
+                if t.bits == 16:
+                    halves[reg][byte // 2] = x
+                    continue
                 raw = x if isinstance(x.type, ir.IntType) else b.bitcast(x, bits)
                 part = b.zext(raw, i32)
                 part = b.shl(part, lx.i32(8 * byte)) if byte else part
                 words[reg] = part if words[reg] is None else b.or_(words[reg], part)
+            if t.bits == 16:
+                # a vector bitcast, not shifts and ors: a pair that a cvt.rn.bf16x2.f32 packed (P of attention) is
+                # then that register itself, with no unpacking and repacking
+                words = [lx.pack_pair(low, high) for low, high in halves]
             return words
 
         _lower_mma(op, lx, lambda steps: lx.ptx_table.wgmma_mma_rs(n, t.name, int(major_b == "MN"), steps), blocks,

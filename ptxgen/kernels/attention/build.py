@@ -1,6 +1,7 @@
 """The attention forward kernel of an ``AttentionConfig``, FlashAttention-3's structure in the tile IR.
 
-One CTA per (128-row query tile, query head, batch) (grid ``(cdiv(%sq, 128), Hq, B)``), three warpgroups:
+One CTA per (128-row query tile, query head, batch) (grid ``(cdiv(%sq, 128), Hq, B)``; causal: query tiles in
+reverse order of the x index, the longest first), three warpgroups:
 
 - ``gpu.roles`` gives warpgroup 0 to the PRODUCER (registers cut to 24) whose thread 0 loads the Q tile once (TMA, on
   its own mbarrier) and then walks the KV tiles 0 … n_end-1 of the query tile's KV head, loading each K tile into
@@ -71,7 +72,13 @@ def build(config: AttentionConfig = AttentionConfig()):
     g.c1 = c1 = b.const(1, i32, name="c1")
     g.c_bn = b.const(bn, i32, name="bn")
     g.c_box = b.const(BOX_COLUMNS, i32, name="box_cols")
-    g.m_tile = b.gpu.block_id(dim="x", name="m_tile")
+    if config.causal:
+        # the longest query tiles (the most KV tiles under the diagonal) first: the CTAs launched last are short
+        block_x = b.gpu.block_id(dim="x", name="block_x")
+        last_tile = b.arith.sub(b.gpu.grid_dim(dim="x", name="m_tiles"), c1, name="last_m_tile")
+        g.m_tile = b.arith.sub(last_tile, block_x, name="m_tile")
+    else:
+        g.m_tile = b.gpu.block_id(dim="x", name="m_tile")
     g.head = b.gpu.block_id(dim="y", name="head")
     g.batch = b.gpu.block_id(dim="z", name="batch")
     g.kv_head = b.arith.div(g.head, kb["group"], name="kv_head")

@@ -140,11 +140,13 @@ _RULES = (_dtype, _shape, _registers, _shared_memory)
 
 def choose_config(dtype: str, head_dim: int, causal: bool, varlen: bool = False) -> AttentionConfig:
     """The configuration the op runs for a problem (deterministic), the fastest measured on the H100
-    (docs/gpu-runs/2026-11-26-s11.log, sections 3 and 4): FA3's intra-warpgroup overlap and inter-warpgroup ping-pong
-    with the TMA-store epilogue (varlen: the ``rows`` epilogue, whose stores stop at each sequence's end); KV tiles of
-    128 rows for D = 64 and 128 (S's accumulator then holds 64 f32 values per thread), of 64 for D = 256 (O's 128
-    values per thread fill the registers), a 2-stage K and a 2-stage V pipeline.
+    (docs/gpu-runs/2026-11-26-s11.log, sections 3 and 4): for D = 64 and 128 FA3's intra-warpgroup overlap and
+    inter-warpgroup ping-pong, KV tiles of 128 rows (S's accumulator then holds 64 f32 values per thread); for
+    D = 256 KV tiles of 64 rows (O's 128 values per thread fill the registers) and the plain loop (overlap's second S
+    spills there: 0.67× the plain loop's speed); the TMA-store epilogue (varlen: the ``rows`` epilogue, whose stores
+    stop at each sequence's end); a 2-stage K and a 2-stage V pipeline.
     ``choose_config("bf16", 64, True)`` = AttentionConfig("bf16", 64, 128, 2, True, overlap=True, pingpong=True,
     epilogue="tma")."""
+    fa3 = head_dim != 256
     return AttentionConfig(dtype=dtype, head_dim=head_dim, bn=64 if head_dim == 256 else 128, stages=2, causal=causal,
-                           overlap=True, pingpong=True, epilogue="rows" if varlen else "tma", varlen=varlen)
+                           overlap=fa3, pingpong=fa3, epilogue="rows" if varlen else "tma", varlen=varlen)

@@ -31,7 +31,20 @@ def quad_row_tv():
     return lc.Layout(((8, 4), 1), ((1, 16), 0))
 
 
-EPILOGUE_BARRIER = 3   # named barrier of both consumer warpgroups (1 and 2 are the ping-pong's)
+EPILOGUE_BARRIERS = (3, 4)   # each consumer warpgroup's own named barrier (1 and 2 are the ping-pong's)
+
+
+def warpgroup_barrier(g) -> None:
+    """The consumer warpgroup's own named barrier (128 threads; id 3 or 4): its staged rows are its own, so it never
+    waits for the other warpgroup (behind it by half a section under the ping-pong)."""
+    b = g.b
+    branch = b.scf.if_(b.arith.cmp(g.cw, g.c0, pred="eq", name="epilogue_first_wg"))
+    with branch.then:
+        b.barrier.named(id=EPILOGUE_BARRIERS[0], threads=128)
+        b.scf.yield_()
+    with branch.otherwise:
+        b.barrier.named(id=EPILOGUE_BARRIERS[1], threads=128)
+        b.scf.yield_()
 
 
 def out_box(config):
@@ -59,7 +72,7 @@ def store_through_smem(g, o16_blocks):
     d = config.head_dim
     stage_blocks(g, o16_blocks)
     b.fence.proxy_async()   # the generic smem writes before the async-proxy (TMA) reads
-    b.barrier.named(id=EPILOGUE_BARRIER, threads=256)
+    warpgroup_barrier(g)
     rows = b.smem.tile(g.sq_tile, g.cw, mode=g.lead, size=CONSUMER_ROWS, name="o_rows")
     with b.scf.if_(b.arith.cmp(g.lt, g.c0, pred="eq", name="wg_leader")).then:
         for j in range(d // BOX_COLUMNS):
@@ -85,7 +98,7 @@ def store_rows(g, o16_blocks):
     b, kb, config = g.b, g.kb, g.config
     d = config.head_dim
     stage_blocks(g, o16_blocks)
-    b.barrier.named(id=EPILOGUE_BARRIER, threads=256)
+    warpgroup_barrier(g)
     rows = b.smem.load(g.q_rows, g.lt, tv=row_tv(d), type=frag(config.dtype, d // 2), name="o_by_rows")
     my_row = b.arith.add(g.row0, b.arith.div(g.lt, b.const(2, i32, name="c2"), name="lt_half"), name="o_row")
     inside = b.arith.cmp(my_row, g.sq, pred="lt", name="o_row_inside")
