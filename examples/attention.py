@@ -31,8 +31,11 @@ Reading the IR (top to bottom):
 
 With ``--overlap`` the loop queues S_j and P_{j-1}·V_{j-1} together and waits with ``wgmma.wait {pending = 1}``
 before the softmax (tile 0 and the last P·V sit in ``scf.if %any_tile`` branches); ``--pingpong`` adds the
-``barrier.named {id = 1/2, threads = 256}`` turns that alternate the two warpgroups' wgmma sections; ``--tma`` stores
-O through ``smem.stmatrix`` into Q's tile and ``tma.store``.
+turns that alternate the two warpgroups' wgmma sections: warpgroup w waits on ``barrier.named {id = w + 1, threads =
+256}`` before a section and hands over with ``barrier.arrive`` on the other's id after it; ``--tma`` stores O
+through ``smem.stmatrix`` into Q's tile and ``tma.store`` (the library's choice for D = 64 and 128 is all three:
+``choose_config``). The causal kernel takes its query tile as ``gridDim.x − 1 − blockIdx.x`` (``%m_tile``): the
+longest tiles first.
 """
 from __future__ import annotations
 

@@ -411,6 +411,25 @@ def test_gpu_torch_bhsd_views_and_out():
     assert (torch.linalg.norm(out.double() - want) / torch.linalg.norm(want)).item() < 1e-2
 
 
+@pytest.mark.gpu
+def test_gpu_out_that_tma_cannot_store_into():
+    """An ``out`` whose rows are not 16-byte aligned (a (B, S, H, 68)[..., :64] slice: 136-byte rows): the chosen TMA
+    epilogue gives way to the direct store (same results); a config forcing ``tma`` is refused before launch."""
+    torch = torch_or_skip()
+    q = torch.randn(1, 200, 4, 64, device="cuda", dtype=torch.bfloat16)
+    k = torch.randn(1, 300, 2, 64, device="cuda", dtype=torch.bfloat16)
+    v = torch.randn(1, 300, 2, 64, device="cuda", dtype=torch.bfloat16)
+    out = torch.zeros(1, 200, 4, 68, device="cuda", dtype=torch.bfloat16)[..., :64]
+    attention(q, k, v, causal=True, out=out)
+    torch.cuda.synchronize()
+    want, _ = torch_reference(torch, q, k, v, True, 64 ** -0.5)
+    assert (torch.linalg.norm(out.double() - want) / torch.linalg.norm(want)).item() < 1e-2
+    with pytest.raises(ValueError, match=r"attention: config stores out by TMA \(epilogue = 'tma'\), but out's base "
+                                         r"or strides .* are not 16-byte aligned: pass another out or epilogue "
+                                         r"'direct'"):
+        attention(q, k, v, causal=True, out=out, config=choose_config("bf16", 64, True))
+
+
 def test_example_prints_the_kernel_and_runs(capsys):
     import importlib.util
     import pathlib
