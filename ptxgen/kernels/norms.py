@@ -43,6 +43,7 @@ EPILOGUE_VALUES = {"layer": 8, "rms": 16}
 FLOAT_EPS = {"bf16": 2.0 ** -7, "f16": 2.0 ** -10, "f32": 2.0 ** -23}  # torch.finfo(dtype).eps
 VARIANCES = ("two-pass", "shifted")
 PARAMS = ("late", "early")
+SOURCES = ("registers", "reload")
 
 
 @dataclass(frozen=True)
@@ -58,13 +59,18 @@ class NormConfig(RowConfig):
       many live at once);
     - ``params``: ``"late"`` — the weight and bias of each chunk are loaded after the reductions, behind the previous
       chunk's stores; ``"early"`` — all of them before the first reduction, so their latency hides behind the
-      reductions (they hold ``values`` more registers across them).
+      reductions (they hold ``values`` more registers across them);
+    - ``x_source``: ``"registers"`` — the epilogue scales the x held in registers since the load; ``"reload"`` — it
+      reads each chunk of x again (from L2: the CTA read it a moment before), so no x is live across the
+      reductions (fewer registers: RMSNorm fits 32 values per thread without spilling) at the price of a second,
+      on-chip read.
 
     ``NormConfig("bf16", 512, 4)`` is a (1, 16384) tile of 512 threads × 32 values, two-pass, chunks of 8, late."""
 
     variance: str = "two-pass"
     epilogue_values: int = EPILOGUE_VALUES["layer"]
     params: str = "late"
+    x_source: str = "registers"
 
     def validate(self) -> None:
         """RowConfig's rules, a known variance and params, and epilogue_values a positive multiple of the vector's
@@ -74,6 +80,8 @@ class NormConfig(RowConfig):
             raise ValueError(f"NormConfig: variance must be one of {', '.join(VARIANCES)}, not {self.variance!r}")
         if self.params not in PARAMS:
             raise ValueError(f"NormConfig: params must be one of {', '.join(PARAMS)}, not {self.params!r}")
+        if self.x_source not in SOURCES:
+            raise ValueError(f"NormConfig: x_source must be one of {', '.join(SOURCES)}, not {self.x_source!r}")
         if self.epilogue_values < 1 or self.epilogue_values % self.vec:
             raise ValueError(f"NormConfig: epilogue_values must be a positive multiple of {self.vec} (one 16-byte "
                              f"vector of {self.dtype}), not {self.epilogue_values}")
@@ -170,7 +178,7 @@ def build(config: RowConfig, kind: str, weight: bool, bias: bool = False):
     if kind == "rms":
         sum_squares = b.frag.reduce(b.frag.mul(x32, x32, name="squares"), thread, **reduce, name="sum_squares")
         mean_square = b.frag.mul(sum_squares, inverse_n, name="mean_square")
-        centred = x32
+        centred, subtract = x32, None
     elif config.variance == "two-pass":
         total = b.frag.reduce(x32, thread, **reduce, name="total")
         mean = b.frag.mul(total, inverse_n, name="mean")
@@ -179,6 +187,7 @@ def build(config: RowConfig, kind: str, weight: bool, bias: bool = False):
                                     name="sum_squares")
         mean_square = b.frag.mul(sum_squares, inverse_n, name="variance")
         centred = b.frag.sub(x32, mean, name="centred")   # formed again: not kept across the second reduction
+        subtract = mean
     else:
         # shift by the row's first element (every thread of a row reads the same address: one transaction)
         first_tv = lc.make_layout(lc.broadcast_tv(tv, tile, 0)[0], lc.Layout(1, 0))   # (t, 0) → (row of t, 0)
@@ -192,11 +201,22 @@ def build(config: RowConfig, kind: str, weight: bool, bias: bool = False):
         mean_square = b.frag.sub(b.frag.mul(shifted_squares, inverse_n, name="shifted_mean_square"),
                                  b.frag.mul(offset, offset, name="offset_square"), name="variance")
         centred = b.frag.sub(shifted, offset, name="centred")
+        subtract = b.frag.add(offset, shift, name="mean")
     scale = b.frag.rsqrt(b.frag.add(mean_square, kb["eps"], name="shifted_variance"), name="scale")
     # each chunk's stores come before the next chunk's late weight loads (y may alias w for all LLVM knows), so at
     # most one chunk of weights is live at a time
     for j in range(config.vectors // per):
-        part = b.frag.slice(centred, offset=j * size, type=frag("f32", chunk_values), name=f"centred{j}")
+        if config.x_source == "registers":
+            part = b.frag.slice(centred, offset=j * size, type=frag("f32", chunk_values), name=f"centred{j}")
+        else:
+            view = b.gmem.tile(kb["x"], row0, b.const(j * chunk.cols, i32, name=f"x_col{j}"), shape=chunk_tile,
+                               name=f"x_again{j}")
+            part = b.gmem.load(view, thread, tv=chunk_tv, type=frag(dtype, chunk_values), name=f"xs{j}")
+            if dtype != "f32":
+                part = b.frag.cast(part, type=frag("f32", chunk_values), name=f"x32_{j}")
+            if subtract is not None:
+                part = b.frag.sub(part, b.frag.slice(subtract, offset=j * size, type=frag("f32", chunk_values),
+                                                     name=f"mean{j}"), name=f"centred{j}")
         y32 = b.frag.mul(part, b.frag.slice(scale, offset=j * size, type=frag("f32", chunk_values),
                                            name=f"scale{j}"), name=f"normalized{j}")
         entries = early[j] if early is not None else params_of(j)
@@ -210,7 +230,7 @@ def build(config: RowConfig, kind: str, weight: bool, bias: bool = False):
                               name=f"y_tile{j}")
         b.gmem.store(y_chunk, thread, ys, tv=chunk_tv)
     flags = ("w" if weight else "") + ("b" if bias else "")
-    variant = f"{config.variance},{config.epilogue_values},{config.params}"
+    variant = f"{config.variance},{config.epilogue_values},{config.params},{config.x_source}"
     return kb.module(f"ptxgen/kernels/norms[{kind},{dtype},{config.threads}x{config.vectors}x{config.rows},{flags},"
                      f"{variant}]")
 

@@ -1,5 +1,5 @@
-"""ptxgen.kernels.norms' variants (NormConfig: variance, epilogue_values, params; the values per thread): each one in
-the interpreter against float64 (ragged M, N not filling the tile, a mean far from 0), its PTX through nvJitLink to a
+"""ptxgen.kernels.norms' variants (NormConfig: variance, epilogue_values, params, x_source; the values per thread): each one in
+the interpreter against float64 (ragged M, N not filling the tile, a mean far from 0), x_source's, its PTX through nvJitLink to a
 cubin with the register and spill figures the choice rests on, and the NormConfig rules."""
 import ml_dtypes
 import numpy as np
@@ -12,7 +12,8 @@ DTYPES = {"f32": np.float32, "bf16": ml_dtypes.bfloat16}
 TOLERANCE = {"f32": 1e-6, "bf16": 8e-3}
 
 VARIANTS = [dict(), dict(variance="shifted"), dict(params="early"), dict(epilogue_values=16),
-            dict(variance="shifted", params="early", epilogue_values=32), dict(max_values=16)]
+            dict(variance="shifted", params="early", epilogue_values=32), dict(max_values=16),
+            dict(x_source="reload"), dict(x_source="reload", variance="shifted", epilogue_values=16)]
 
 
 def relative(got, want) -> float:
@@ -66,6 +67,7 @@ def test_choices():
 @pytest.mark.parametrize("config, message", [
     (NormConfig("bf16", 512, 4, variance="welford"), "NormConfig: variance must be one of two-pass, shifted, not 'welford'"),
     (NormConfig("bf16", 512, 4, params="never"), "NormConfig: params must be one of late, early, not 'never'"),
+    (NormConfig("bf16", 512, 4, x_source="smem"), "NormConfig: x_source must be one of registers, reload, not 'smem'"),
     (NormConfig("bf16", 512, 4, epilogue_values=12),
      "NormConfig: epilogue_values must be a positive multiple of 8 (one 16-byte vector of bf16), not 12"),
 ])
@@ -96,6 +98,10 @@ SPILLS = [("layer", n, dtype, {}, 0) for n in (1000, 4096, 16384) for dtype in (
     ("rms", 16384, "bf16", dict(max_values=32, epilogue_values=8), 128),   # 32 f32 of x + 16 partials + w
     ("layer", 16384, "bf16", dict(variance="shifted"), 256),
     ("layer", 16384, "bf16", dict(params="early"), 1024),        # every weight and bias held over the reductions
+    ("rms", 16384, "bf16", dict(max_values=32, epilogue_values=8, x_source="reload"), 0),   # no x over the sum
+    ("rms", 16384, "f32", dict(max_values=32, epilogue_values=8, x_source="reload"), 0),
+    ("rms", 8192, "bf16", dict(max_values=32, epilogue_values=8, x_source="reload"), 0),
+    ("layer", 16384, "bf16", dict(x_source="reload"), 0),
 ]
 
 
@@ -106,7 +112,34 @@ def test_variants_compile_with_their_register_figures(kind, n, dtype, variant, s
     ptx = c.ptx
     assert ".minnctapersm %d" % config.ctas_per_sm in ptx and c.registers <= 64
     assert ptx.count("st.global.v4") == config.vectors                      # y: one 16-byte vector per store
-    assert ptx.count("ld.global.v4") >= config.vectors * (2 if kind == "layer" else 1) + config.vectors
+    again = config.vectors if config.x_source == "reload" else 0                 # x read again in the epilogue
+    assert ptx.count("ld.global.v4") >= config.vectors * (2 if kind == "layer" else 1) + config.vectors + again
     reductions = 1 if kind == "rms" else 2
     assert ptx.count("bar.sync 15, %d;" % config.block) == (reductions if config.threads > 32 else 0)
     assert c.spill_bytes <= spill, (c.registers, c.spill_bytes)
+
+
+# -- on the GPU, against float64 ----------------------------------------------------------------------------------------
+
+GPU_VARIANTS = VARIANTS + [dict(max_values=32, epilogue_values=8, x_source="reload")]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("variant", GPU_VARIANTS, ids=lambda v: "+".join(f"{k}={x}" for k, x in v.items()) or "default")
+@pytest.mark.parametrize("m, n", [(257, 16384), (1000, 4096), (7, 333)])
+def test_every_variant_on_the_gpu(m, n, variant):
+    from ptxgen.runtime import gpu_available
+    if not gpu_available():
+        pytest.skip("needs a CUDA GPU")
+    torch = pytest.importorskip("torch")
+    F = torch.nn.functional
+    x = (torch.randn(m, n, device="cuda") + 2).to(torch.bfloat16)
+    w = torch.rand(n, device="cuda").add_(0.5).to(torch.bfloat16)
+    b = torch.randn(n, device="cuda").to(torch.bfloat16)
+    want = F.layer_norm(x.double(), (n,), w.double(), b.double(), 1e-5)
+    got = layer_norm(x, w, b, 1e-5, config=choose_norm_config(n, "bf16", "layer", **variant))
+    assert float((got.double() - want).norm() / want.norm()) < TOLERANCE["bf16"]
+    if "variance" not in variant:
+        want = F.rms_norm(x.double(), (n,), w.double(), 1e-6)
+        got = rms_norm(x, w, 1e-6, config=choose_norm_config(n, "bf16", "rms", **variant))
+        assert float((got.double() - want).norm() / want.norm()) < TOLERANCE["bf16"]
