@@ -143,3 +143,38 @@ def test_every_variant_on_the_gpu(m, n, variant):
         want = F.rms_norm(x.double(), (n,), w.double(), 1e-6)
         got = rms_norm(x, w, 1e-6, config=choose_norm_config(n, "bf16", "rms", **variant))
         assert float((got.double() - want).norm() / want.norm()) < TOLERANCE["bf16"]
+
+
+# -- the benchmark's variants and verdict (no GPU) ----------------------------------------------------------------------
+
+def _bench():
+    import importlib.util
+    import pathlib
+    path = pathlib.Path(__file__).resolve().parents[2] / "benchmarks" / "bench_norms.py"
+    spec = importlib.util.spec_from_file_location("bench_norms_for_test", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_bench_variants_and_verdict():
+    bench = _bench()
+    assert bench.parse_variants("default,values=32+epilogue=8+source=reload,variance=shifted") == [
+        ("default", {}), ("values=32+epilogue=8+source=reload",
+                          {"max_values": 32, "epilogue_values": 8, "x_source": "reload"}),
+        ("variance=shifted", {"variance": "shifted"})]
+    with pytest.raises(SystemExit, match="bench_norms: variant 'vals=3': 'vals=3' is not one of values=..."):
+        bench.parse_variants("vals=3")
+
+    def run(ours, torch, copy, variants=None):
+        return {"op": "softmax", "dtype": "f32", "n": 1024, "interleaved": {
+            "gbps": {"ours": ours, "torch": torch, "copy": copy}, "ratio_to_copy": ours / copy,
+            "speedup_vs_torch": ours / torch, "variants_to_copy": variants or {}}}
+    # s11's f32 softmax at N = 1024: torch at 99% of copy, so 1.5x torch is out of reach (not "NOT met")
+    assert bench.verdict(run(2824, 2923, 2948)) == (
+        "softmax f32 N=1024: 95.8% of copy met; 0.97x torch: 1.5x is out of reach — torch runs at 2923 GB/s (99% of "
+        "copy's 2948), so even copy's bandwidth is only 1.01x torch")
+    assert bench.verdict(run(1871, 1812, 2921, {"values=32": 0.93})) == (
+        "softmax f32 N=1024: 64.1% of copy NOT met (best variant values=32: 93.0%); 1.03x torch: NOT met (torch at "
+        "62% of copy)")
+    assert bench.verdict(run(2895, 1031, 2958)).endswith("2.81x torch: met")
