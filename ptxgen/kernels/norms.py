@@ -96,13 +96,16 @@ class NormConfig(RowConfig):
 def choose_norm_config(n: int, dtype: str, kind: str = "layer", max_values: int | None = None,
                        **variant) -> NormConfig:
     """``rowwise.choose_row_config(n, dtype, max_values)`` as a NormConfig with the given variant fields (defaults:
-    two-pass, chunks of ``EPILOGUE_VALUES[kind]``, late). ``max_values`` None: 32 for LayerNorm (the softmax's), which then
-    fits 64 registers without spilling (two-pass from registers, 8-value epilogue chunks): 16384 bf16 is 2 CTAs of
+    two-pass, chunks of ``EPILOGUE_VALUES[kind]``, late). ``max_values`` None: 32 for LayerNorm (the softmax's),
+    which then fits 64 registers without spilling (two-pass from registers, 8-value epilogue chunks): 16384 bf16 is 2 CTAs of
     512 threads per SM, twice the bytes in flight of the 1024-thread CTA that 16 values need (one per SM: 64
     registers × 1024 threads fill the register file; 64% of copy on the H100 in s11). RMSNorm keeps 16: with 32 its
     x (32 f32 registers), the 16 partials of the cross-warp sum and the first weight vector exceed 64 registers
     (96 bytes spilled at 16384 bf16; ``max_values=32`` is the benchmark's variant to time it).
-    ``choose_norm_config(16384, "bf16")`` → ``NormConfig("bf16", 512, 4, 1, 2)``. Pre: 1 ≤ n ≤ 16384."""
+    ``choose_norm_config(16384, "bf16")`` → ``NormConfig("bf16", 512, 4, 1, 2)``. Pre: 1 ≤ n ≤ 16384.
+    Post: the config holds rows of n elements (cols ≥ n) and validates."""
+    if kind not in EPILOGUE_VALUES:
+        raise ValueError(f"choose_norm_config: kind must be 'rms' or 'layer', not {kind!r}")
     if max_values is None:
         max_values = MAX_VALUES if kind == "layer" else 16
     variant.setdefault("epilogue_values", EPILOGUE_VALUES[kind])
@@ -154,8 +157,8 @@ def build(config: RowConfig, kind: str, weight: bool, bias: bool = False):
     loaded = b.gmem.load(x_tile, thread, tv=tv, type=io_frag, name="loaded")   # columns past the row read 0
     x32 = to_f32(loaded, "x32")
 
-    # the epilogue's chunks: vectors j·per … j·per + per - 1 of each thread, columns j·chunk.cols … of the tile (the
-    # same TV over a narrower tile); their weight and bias through broadcast_tv (each value its column's entry)
+    # the epilogue's chunks: vectors j·per … j·per + per - 1 of each thread, columns j·chunk.cols … of the tile
+    # (the same TV over a narrower tile); their weight and bias through broadcast_tv (each value its column's entry)
     per = config.chunk_vectors
     chunk = replace(config, vectors=per)
     chunk_tile, chunk_tv = chunk.layouts()
@@ -182,7 +185,7 @@ def build(config: RowConfig, kind: str, weight: bool, bias: bool = False):
     elif config.variance == "two-pass":
         total = b.frag.reduce(x32, thread, **reduce, name="total")
         mean = b.frag.mul(total, inverse_n, name="mean")
-        deviation = inside_row(b, config, thread, n, b.frag.sub(x32, mean, name="deviation"))
+        deviation = _inside_row(b, config, thread, n, b.frag.sub(x32, mean, name="deviation"))
         sum_squares = b.frag.reduce(b.frag.mul(deviation, deviation, name="deviation_squares"), thread, **reduce,
                                     name="sum_squares")
         mean_square = b.frag.mul(sum_squares, inverse_n, name="variance")
@@ -192,8 +195,8 @@ def build(config: RowConfig, kind: str, weight: bool, bias: bool = False):
         # shift by the row's first element (every thread of a row reads the same address: one transaction)
         first_tv = lc.make_layout(lc.broadcast_tv(tv, tile, 0)[0], lc.Layout(1, 0))   # (t, 0) → (row of t, 0)
         first = b.gmem.load(x_tile, thread, tv=first_tv, type=frag(dtype, 1), name="first")
-        shift = b.frag.extract(to_f32_scalar(b, dtype, first), index=0, name="shift")
-        shifted = inside_row(b, config, thread, n, b.frag.sub(x32, shift, name="shifted"))
+        shift = b.frag.extract(_first_as_f32(b, dtype, first), index=0, name="shift")
+        shifted = _inside_row(b, config, thread, n, b.frag.sub(x32, shift, name="shifted"))
         shifted_sum = b.frag.reduce(shifted, thread, **reduce, name="shifted_sum")
         shifted_squares = b.frag.reduce(b.frag.mul(shifted, shifted, name="shifted_square"), thread, **reduce,
                                         name="shifted_squares")
@@ -235,12 +238,12 @@ def build(config: RowConfig, kind: str, weight: bool, bias: bool = False):
                      f"{variant}]")
 
 
-def to_f32_scalar(b, dtype, values):
+def _first_as_f32(b, dtype, values):
     """A one-value fragment in f32."""
     return values if dtype == "f32" else b.frag.cast(values, type=frag("f32", 1), name="first32")
 
 
-def inside_row(b, config: NormConfig, thread, n, values):
+def _inside_row(b, config: NormConfig, thread, n, values):
     """``values`` with the tile's columns at or past ``n`` (the row's end) set to 0, by each value's column
     coordinate (``frag.coords``): a constant per value beside one thread part, so one compare and one select per
     value (where the row fills the tile it keeps every value)."""

@@ -1,6 +1,6 @@
-"""ptxgen.kernels.norms' variants (NormConfig: variance, epilogue_values, params, x_source; the values per thread): each one in
-the interpreter against float64 (ragged M, N not filling the tile, a mean far from 0), x_source's, its PTX through nvJitLink to a
-cubin with the register and spill figures the choice rests on, and the NormConfig rules."""
+"""ptxgen.kernels.norms' variants (NormConfig: variance, epilogue_values, params, x_source; the values per thread):
+each one in the interpreter against float64 (ragged M, N not filling the tile, a mean far from 0), its PTX through
+nvJitLink to a cubin with the register and spill figures the choice rests on, and the NormConfig rules."""
 import ml_dtypes
 import numpy as np
 import pytest
@@ -61,11 +61,15 @@ def test_choices():
     assert choose_norm_config(16384, "bf16") == NormConfig("bf16", 512, 4, 1, 2)
     assert choose_norm_config(16384, "bf16", "rms") == NormConfig("bf16", 1024, 2, 1, 1, epilogue_values=16)
     assert choose_norm_config(8192, "bf16", variance="shifted") == NormConfig("bf16", 256, 4, 1, 4, "shifted")
-    assert NormConfig("bf16", 512, 4).chunk_vectors == 1 and NormConfig("f32", 32, 6, epilogue_values=16).chunk_vectors == 3
+    assert NormConfig("bf16", 512, 4).chunk_vectors == 1
+    assert NormConfig("f32", 32, 6, epilogue_values=16).chunk_vectors == 3     # the most vectors dividing 6
+    with pytest.raises(ValueError, match=r"^choose_norm_config: kind must be 'rms' or 'layer', not 'group'$"):
+        choose_norm_config(64, "f32", "group")
 
 
 @pytest.mark.parametrize("config, message", [
-    (NormConfig("bf16", 512, 4, variance="welford"), "NormConfig: variance must be one of two-pass, shifted, not 'welford'"),
+    (NormConfig("bf16", 512, 4, variance="welford"),
+     "NormConfig: variance must be one of two-pass, shifted, not 'welford'"),
     (NormConfig("bf16", 512, 4, params="never"), "NormConfig: params must be one of late, early, not 'never'"),
     (NormConfig("bf16", 512, 4, x_source="smem"), "NormConfig: x_source must be one of registers, reload, not 'smem'"),
     (NormConfig("bf16", 512, 4, epilogue_values=12),
