@@ -17,9 +17,9 @@ says so (with torch's GB/s) instead of counting it as missed.
 
 ``--variants`` times norm configurations beside the library's choice, in the same interleaved windows (each checked
 against float64 first): a comma-separated list, each variant ``default`` or settings joined by ``+`` — ``values=V``
-(values per thread: the tiling ``choose_norm_config`` picks with max_values V), ``variance=two-pass|shifted``
+(values per thread: the tiling ``choose_norm_config`` picks with max_values V), ``variance=two-pass|shifted|merged``
 (LayerNorm only), ``params=late|early``, ``epilogue=E`` (epilogue_values), ``source=registers|reload`` (x_source);
-e.g. ``--variants values=16,values=32+epilogue=8+source=reload,variance=shifted,params=early,epilogue=16``.
+e.g. ``--variants values=16,values=32+epilogue=8+source=reload,variance=merged,params=early,epilogue=16``.
 Writes JSON (default ``$OUT/bench_norms.json`` or ``./bench_norms.json``); the short table comes last.
 """
 from __future__ import annotations

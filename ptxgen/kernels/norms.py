@@ -41,7 +41,7 @@ MAX_VALUES = 32        # LayerNorm's values per thread (see choose_norm_config)
 # LayerNorm at 32 values spills nothing with 8 or 16; RMSNorm at 16 values spills 100 bytes with 8 (1024 threads)
 EPILOGUE_VALUES = {"layer": 8, "rms": 16}
 FLOAT_EPS = {"bf16": 2.0 ** -7, "f16": 2.0 ** -10, "f32": 2.0 ** -23}  # torch.finfo(dtype).eps
-VARIANCES = ("two-pass", "shifted")
+VARIANCES = ("two-pass", "shifted", "merged")
 PARAMS = ("late", "early")
 SOURCES = ("registers", "reload")
 
@@ -54,7 +54,8 @@ class NormConfig(RowConfig):
       values already in registers (a second reduction; columns past the row's end masked by their coordinates, no
       second read of x); ``"shifted"`` — both sums in one pass over ``d = x - x[row, 0]`` (``var = Σd²/n -
       (Σd/n)²``, exact up to f32 rounding while ``(mean - x[row, 0])² / var`` is moderate: the shift is a value of
-      the row), two independent reductions with no arithmetic between them;
+      the row), two independent reductions with no arithmetic between them; ``"merged"`` — the same sums through
+      one reduction across the row's threads (each thread's own sums first, then the pair of them: one barrier);
     - ``epilogue_values``: values per thread of one epilogue chunk (weights and bias loaded per chunk: at most this
       many live at once);
     - ``params``: ``"late"`` — the weight and bias of each chunk are loaded after the reductions, behind the previous
@@ -197,9 +198,12 @@ def build(config: RowConfig, kind: str, weight: bool, bias: bool = False):
         first = b.gmem.load(x_tile, thread, tv=first_tv, type=frag(dtype, 1), name="first")
         shift = b.frag.extract(_first_as_f32(b, dtype, first), index=0, name="shift")
         shifted = _inside_row(b, config, thread, n, b.frag.sub(x32, shift, name="shifted"))
-        shifted_sum = b.frag.reduce(shifted, thread, **reduce, name="shifted_sum")
-        shifted_squares = b.frag.reduce(b.frag.mul(shifted, shifted, name="shifted_square"), thread, **reduce,
-                                        name="shifted_squares")
+        squared = b.frag.mul(shifted, shifted, name="shifted_square")
+        if config.variance == "shifted":
+            shifted_sum = b.frag.reduce(shifted, thread, **reduce, name="shifted_sum")
+            shifted_squares = b.frag.reduce(squared, thread, **reduce, name="shifted_squares")
+        else:
+            shifted_sum, shifted_squares = _merged_sums(b, config, thread, shifted, squared)
         offset = b.frag.mul(shifted_sum, inverse_n, name="offset")          # mean - shift
         mean_square = b.frag.sub(b.frag.mul(shifted_squares, inverse_n, name="shifted_mean_square"),
                                  b.frag.mul(offset, offset, name="offset_square"), name="variance")
@@ -236,6 +240,31 @@ def build(config: RowConfig, kind: str, weight: bool, bias: bool = False):
     variant = f"{config.variance},{config.epilogue_values},{config.params},{config.x_source}"
     return kb.module(f"ptxgen/kernels/norms[{kind},{dtype},{config.threads}x{config.vectors}x{config.rows},{flags},"
                      f"{variant}]")
+
+
+def _merged_sums(b, config: NormConfig, thread, a, c):
+    """The row sums of ``a`` and of ``c`` (f32 fragments of the row TV) through ONE reduction across the row's
+    threads (one barrier for a row spanning warps): each thread first sums its own values (a ``frag.reduce`` over
+    the (block, values) tile whose lines are threads: no shuffle), then the pair (Σa, Σc) of every thread is a
+    2-value fragment over a (2·rows, threads) tile — thread t = r·threads + j holds (r, j) and (r + rows, j), TV
+    ``((threads,rows),2):((2·rows,1),rows)`` — reduced over its rows. → (Σa, Σc) as fragments of a's shape, each
+    value its row's sum."""
+    tile, tv = config.layouts()
+    values = lc.shape(tv[1])
+    block, rows, threads = config.block, config.rows, config.threads
+    own_tv = lc.make_layout(lc.Layout(block, 1), lc.Layout(values, (block, block * config.vec)))
+    own = {"tv": own_tv, "tile": (block, config.vectors * config.vec), "mode": 1, "kind": "add"}
+    sums = [b.frag.extract(b.frag.reduce(x, thread, **own, name=f"own_{x.name}"), index=0, name=f"own_sum_{x.name}")
+            for x in (a, c)]
+    pair_tv = lc.make_layout(lc.Layout((threads, rows), (2 * rows, 1)), lc.Layout(2, rows))
+    pair_tile = (2 * rows, threads)
+    pair_rows, _cols = b.frag.coords(thread, tv=pair_tv, tile=pair_tile, name=["pair_rows", "pair_cols"])
+    second = b.frag.cmp(pair_rows, b.const(rows, i32, name="pair_half"), pred="ge", name="pair_second")
+    pair = b.frag.select(second, sums[1], b.frag.splat(sums[0], type=frag("f32", 2), name="pair_first"),
+                         name="pair")
+    total = b.frag.reduce(pair, thread, tv=pair_tv, tile=pair_tile, mode=1, kind="add", name="pair_sums")
+    return tuple(b.frag.splat(b.frag.extract(total, index=k, name=f"pair_sum{k}"), type=frag("f32", values),
+                              name=f"row_sum{k}") for k in (0, 1))
 
 
 def _first_as_f32(b, dtype, values):

@@ -13,7 +13,8 @@ TOLERANCE = {"f32": 1e-6, "bf16": 8e-3}
 
 VARIANTS = [dict(), dict(variance="shifted"), dict(params="early"), dict(epilogue_values=16),
             dict(variance="shifted", params="early", epilogue_values=32), dict(max_values=16),
-            dict(x_source="reload"), dict(x_source="reload", variance="shifted", epilogue_values=16)]
+            dict(x_source="reload"), dict(x_source="reload", variance="shifted", epilogue_values=16),
+            dict(variance="merged"), dict(variance="merged", x_source="reload", max_values=16)]
 
 
 def relative(got, want) -> float:
@@ -47,13 +48,14 @@ def test_every_variant_matches_float64(m, n, dtype, variant):
         assert relative(rms_norm(x, w, 1e-6, config=rms), rms_reference(x, w, 1e-6)) < TOLERANCE[dtype]
 
 
-def test_the_shifted_variance_of_rows_far_from_zero():
+@pytest.mark.parametrize("variance", ["shifted", "merged"])
+def test_the_shifted_variance_of_rows_far_from_zero(variance):
     """The shift is the row's first element: a mean of 1000 with unit spread keeps f32 accuracy (the unshifted
     Σx²/n - mean² would lose about 6 of f32's 7 digits)."""
     rng = np.random.default_rng(1)
     x = (rng.standard_normal((5, 700)) + 1000).astype(np.float32)
     w, b = np.ones(700, np.float32), np.zeros(700, np.float32)
-    got = layer_norm(x, w, b, 1e-5, config=choose_norm_config(700, "f32", variance="shifted"))
+    got = layer_norm(x, w, b, 1e-5, config=choose_norm_config(700, "f32", variance=variance))
     assert relative(got, layer_reference(x, w, b, 1e-5)) < 1e-4
 
 
@@ -69,7 +71,7 @@ def test_choices():
 
 @pytest.mark.parametrize("config, message", [
     (NormConfig("bf16", 512, 4, variance="welford"),
-     "NormConfig: variance must be one of two-pass, shifted, not 'welford'"),
+     "NormConfig: variance must be one of two-pass, shifted, merged, not 'welford'"),
     (NormConfig("bf16", 512, 4, params="never"), "NormConfig: params must be one of late, early, not 'never'"),
     (NormConfig("bf16", 512, 4, x_source="smem"), "NormConfig: x_source must be one of registers, reload, not 'smem'"),
     (NormConfig("bf16", 512, 4, epilogue_values=12),
@@ -106,6 +108,9 @@ SPILLS = [("layer", n, dtype, {}, 0) for n in (1000, 4096, 16384) for dtype in (
     ("rms", 16384, "f32", dict(max_values=32, epilogue_values=8, x_source="reload"), 0),
     ("rms", 8192, "bf16", dict(max_values=32, epilogue_values=8, x_source="reload"), 0),
     ("layer", 16384, "bf16", dict(x_source="reload"), 0),
+    ("layer", 16384, "bf16", dict(variance="merged"), 320),      # one barrier; 32 partials combined at once
+    ("layer", 16384, "bf16", dict(variance="merged", x_source="reload"), 160),
+    ("layer", 4096, "bf16", dict(variance="merged", x_source="reload"), 0),
 ]
 
 
@@ -118,7 +123,7 @@ def test_variants_compile_with_their_register_figures(kind, n, dtype, variant, s
     assert ptx.count("st.global.v4") == config.vectors                      # y: one 16-byte vector per store
     again = config.vectors if config.x_source == "reload" else 0                 # x read again in the epilogue
     assert ptx.count("ld.global.v4") >= config.vectors * (2 if kind == "layer" else 1) + config.vectors + again
-    reductions = 1 if kind == "rms" else 2
+    reductions = 1 if kind == "rms" or config.variance == "merged" else 2    # barriers: one per CTA-wide reduction
     assert ptx.count("bar.sync 15, %d;" % config.block) == (reductions if config.threads > 32 else 0)
     assert c.spill_bytes <= spill, (c.registers, c.spill_bytes)
 
