@@ -25,8 +25,8 @@ Rows whose pitch is not a multiple of 16 bytes (N·esize or M·esize, e.g. 8191 
 offset modulo 16 each, so no access wider than an element is aligned in every row. ``access="scalar"`` (what
 ``transpose`` picks for them) lays the threads out for element accesses instead: ``scalar_tv`` puts a warp's 32
 threads on 32 consecutive elements of one row (64 contiguous bytes per bf16 instruction, 128 per f32: whole sectors,
-where the vector TV's element accesses touch 16 sectors per instruction, 2 bytes of each), on both the x and the
-out side; the smem tile is permuted by an element XOR (``scalar_in_swizzle`` / ``scalar_out_swizzle``: column bits
+where the vector TV's element accesses spread the same 64 or 128 bytes over 16 sectors), on both the x and the out
+side; the smem tile is permuted by an element XOR (``scalar_in_swizzle`` / ``scalar_out_swizzle``: column bits
 of one 4-byte bank word upward XOR the row's low 5 bits), so a warp's 32 transposed reads — one column, 32 rows —
 fall in 32 different banks and its row writes stay conflict-free.
 
