@@ -3,14 +3,18 @@ device-to-device copy of the same bytes (torch ``y.copy_(x)``) and torch's own t
 measured in the same run.
 
     python benchmarks/bench_transpose.py [--shapes 8192x8192,16384x16384,8191x12289] [--dtypes bf16,f32]
-                                         [--runs 30] [--json out.json]
+                                         [--variants 256/2,128/2,256/1,256/1/s,128/1/s,64/1/s] [--runs 30]
+                                         [--json out.json]
 
 For each dtype and shape: every candidate's result is checked first (ours and torch's equal ``x.t()`` exactly, the
 copy equals x), then timed with CUDA events two ways — a SEPARATE window per candidate (``--runs`` launches back to
 back after three warm-ups, the median) and an INTERLEAVED window (``--runs`` rounds of copy, ours, torch, each launch
 timed on its own, the medians), so a clock or thermal drift between windows shows as a difference between the two.
 GB/s counts the bytes read plus the bytes written (2·M·N·esize), as for the copy. Ours runs through a prepared call
-site (no host work per launch beyond the driver call). The issue's goal: ≥ 90% of copy bandwidth.
+site (no host work per launch beyond the driver call). The issue's goal: ≥ 90% of copy bandwidth. A variant is
+``threads/pair`` (``access="vector"``: 16-byte accesses where rows are 16-byte aligned, element accesses otherwise) or
+``threads/1/s`` (``access="scalar"``: element accesses by warps on contiguous elements, what ``transpose`` picks for
+rows that are not 16-byte aligned); each row names the one ``transpose`` would pick for the shape.
 Writes JSON to ``--json`` or, when $OUT is set, ``$OUT/bench_transpose.json``.
 """
 from __future__ import annotations
@@ -60,27 +64,28 @@ def interleaved(torch, fns: dict, runs: int) -> dict:
 def main(argv=None) -> dict:
     import torch
 
-    from ptxgen.kernels.transpose import TransposeConfig, bank_reports, jit_kernel
+    from ptxgen.kernels.transpose import TransposeConfig, bank_reports, jit_kernel, rows_aligned
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shapes", default="8192x8192,16384x16384,8191x12289")
     ap.add_argument("--dtypes", default="bf16,f32")
-    ap.add_argument("--variants", default="256/2,128/2,256/1",
-                    help="TransposeConfig threads/pair variants to time (those invalid for a dtype are skipped)")
+    ap.add_argument("--variants", default="256/2,128/2,256/1,256/1/s,128/1/s,64/1/s",
+                    help="TransposeConfig threads/pair[/s] variants to time (those invalid for a dtype are skipped)")
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
     torch_types = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
     result = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "goal": GOAL, "rows": []}
     print(f"device: {result['device']}   torch: {result['torch']}")
-    print(f"{'dtype':<6}{'shape':>13}{'kernel':>22}{'sep ms':>9}{'sep GB/s':>10}{'of copy':>9}{'int ms':>9}"
+    print(f"{'dtype':<6}{'shape':>13}{'kernel':>26}{'sep ms':>9}{'sep GB/s':>10}{'of copy':>9}{'int ms':>9}"
           f"{'int GB/s':>10}{'of copy':>9}{'vs torch':>9}")
     for dtype in args.dtypes.split(","):
         configs = []
         for variant in args.variants.split(","):
-            threads, pair = (int(x) for x in variant.split("/"))
+            threads, pair, *access = variant.split("/")
             try:
-                configs.append(TransposeConfig(dtype, threads, pair).validate())
+                configs.append(TransposeConfig(dtype, int(threads), int(pair),
+                                               "scalar" if access == ["s"] else "vector").validate())
             except ValueError:
                 continue
         for config in configs:
@@ -97,9 +102,11 @@ def main(argv=None) -> dict:
             torch_out = {}
             candidates["torch x.t().contiguous()"] = lambda: torch_out.__setitem__("y", x.t().contiguous())
             outs = {}
+            picked = TransposeConfig.default(dtype, rows_aligned(x, None, m, n))
             for config in configs:
                 out = torch.full((n, m), -7.0, device="cuda", dtype=x.dtype)
-                label = f"ptxgen t{config.threads}/p{config.pair}"
+                label = (f"ptxgen t{config.threads}/p{config.pair}{'/s' if config.access == 'scalar' else ''}"
+                         f"{'*' if config == picked else ''}")
                 outs[label] = out
                 candidates[label] = jit_kernel(config).prepare(x=x, out=out)
             # results first
@@ -125,7 +132,7 @@ def main(argv=None) -> dict:
                        "interleaved_of_copy": inter["copy"] / inter[name],
                        "vs_torch": inter["torch x.t().contiguous()"] / inter[name]}
                 result["rows"].append(row)
-                print(f"{dtype:<6}{shape:>13}{name:>22}{row['separate_ms']:>9.3f}{row['separate_gb_s']:>10.0f}"
+                print(f"{dtype:<6}{shape:>13}{name:>26}{row['separate_ms']:>9.3f}{row['separate_gb_s']:>10.0f}"
                       f"{100 * row['separate_of_copy']:>8.1f}%{row['interleaved_ms']:>9.3f}"
                       f"{row['interleaved_gb_s']:>10.0f}{100 * row['interleaved_of_copy']:>8.1f}%"
                       f"{row['vs_torch']:>8.2f}x")
@@ -139,6 +146,7 @@ def main(argv=None) -> dict:
         best_per_case[key] = max(best_per_case.get(key, 0.0), r["interleaved_of_copy"])
     result["best_of_copy_per_case"] = {f"{k[0]} {k[1]}x{k[2]}": v for k, v in best_per_case.items()}
     result["goal_met"] = all(v >= GOAL for v in best_per_case.values())
+    print("* = the configuration transpose() picks for the shape")
     print(f"best configuration per case, of copy (interleaved): "
           + ", ".join(f"{k}: {100 * v:.1f}%" for k, v in result["best_of_copy_per_case"].items())
           + f"; goal >= {100 * GOAL:.0f}%: {'met' if result['goal_met'] else 'NOT met'} (worst variant {100 * worst:.1f}%)")

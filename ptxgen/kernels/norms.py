@@ -6,12 +6,13 @@ rounding to x's dtype):
 - ``layer_norm(x, weight=None, bias=None, eps=1e-5)`` = ``torch.nn.functional.layer_norm(x, (N,), weight, bias, eps)``:
   ``(x - mean) / sqrt(var + eps) · weight + bias`` (biased variance).
 
-One CTA holds ``config.rows`` rows in registers (``rowwise.RowConfig``): x is read once and y written once; the
-row's sums are ``frag.reduce``s over the row (across the CTA's warps for long rows); the weight and bias are read
-through ``layoutc.broadcast_tv`` of the row's TV layout (each value gets its column's entry). LayerNorm's variance is
-the mean of ``(x - mean)²`` over the row's columns only: where the tile is wider than the row, the columns past its
-end are masked by a second read of x whose out-of-bounds value is 1 instead of 0 (their difference is 1 there, 0
-inside), so that no padding enters the sum.
+One CTA holds ``config.rows`` rows in registers (``NormConfig``, a ``rowwise.RowConfig`` with the norms' variant
+fields): x is read once and y written once; the row's sums are ``frag.reduce``s over the row (across the CTA's warps
+for long rows); the weight and bias are read through ``layoutc.broadcast_tv`` of the row's TV layout (each value gets
+its column's entry). LayerNorm's variance comes from the values in registers: the mean of ``(x - mean)²`` (two
+passes, the default) or both sums of ``x - x[row, 0]`` in one (``variance="shifted"``); where the tile is wider than
+the row, the columns past its end are masked by their coordinates (``frag.coords``), so that no padding enters the
+sums.
 
 Example (the CPU interpreter)::
 
@@ -25,7 +26,7 @@ Example (the CPU interpreter)::
 """
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -35,15 +36,99 @@ from ptxgen.ir.builder import KernelBuilder, cdiv, f32, frag, gtensor, i32
 from .rowwise import (Operand, RowConfig, as_callers, check_config, choose_row_config, empty_like, rows_of, run,
                       vector_of)
 
-MAX_VALUES = 16        # values per thread: 32 would spill at 64 registers (the softmax holds 32)
-EPILOGUE_VALUES = 16   # values per thread of one epilogue chunk (see build)
+MAX_VALUES = 32        # LayerNorm's values per thread (see choose_norm_config)
+# values per thread of one epilogue chunk (see build): what fits 64 registers without spilling (ptxas, sm_90a) —
+# LayerNorm at 32 values spills nothing with 8 or 16; RMSNorm at 16 values spills 100 bytes with 8 (1024 threads)
+EPILOGUE_VALUES = {"layer": 8, "rms": 16}
 FLOAT_EPS = {"bf16": 2.0 ** -7, "f16": 2.0 ** -10, "f32": 2.0 ** -23}  # torch.finfo(dtype).eps
+VARIANCES = ("two-pass", "shifted", "merged")
+PARAMS = ("late", "early")
+SOURCES = ("registers", "reload")
+
+
+@dataclass(frozen=True)
+class NormConfig(RowConfig):
+    """A ``RowConfig`` with the norms' own choices (each one a variant the benchmark times):
+
+    - ``variance`` (LayerNorm): ``"two-pass"`` — the mean (one reduction), then the sum of ``(x - mean)²`` over the
+      values already in registers (a second reduction; columns past the row's end masked by their coordinates, no
+      second read of x); ``"shifted"`` — both sums in one pass over ``d = x - x[row, 0]`` (``var = Σd²/n -
+      (Σd/n)²``, exact up to f32 rounding while ``(mean - x[row, 0])² / var`` is moderate: the shift is a value of
+      the row), two independent reductions with no arithmetic between them; ``"merged"`` — the same sums through
+      one reduction across the row's threads (each thread's own sums first, then the pair of them: one barrier);
+    - ``epilogue_values``: values per thread of one epilogue chunk (weights and bias loaded per chunk: at most this
+      many live at once);
+    - ``params``: ``"late"`` — the weight and bias of each chunk are loaded after the reductions, behind the previous
+      chunk's stores; ``"early"`` — all of them before the first reduction, so their latency hides behind the
+      reductions (they hold ``values`` more registers across them);
+    - ``x_source``: ``"registers"`` — the epilogue scales the x held in registers since the load; ``"reload"`` — it
+      reads each chunk of x again (from L2: the CTA read it a moment before), so no x is live across the
+      reductions (fewer registers: RMSNorm fits 32 values per thread without spilling) at the price of a second,
+      on-chip read.
+
+    ``NormConfig("bf16", 512, 4)`` is a (1, 16384) tile of 512 threads × 32 values, two-pass, chunks of 8, late."""
+
+    variance: str = "two-pass"
+    epilogue_values: int = EPILOGUE_VALUES["layer"]
+    params: str = "late"
+    x_source: str = "registers"
+
+    def validate(self) -> None:
+        """RowConfig's rules, a known variance and params, and epilogue_values a positive multiple of the vector's
+        elements."""
+        super().validate()
+        if self.variance not in VARIANCES:
+            raise ValueError(f"NormConfig: variance must be one of {', '.join(VARIANCES)}, not {self.variance!r}")
+        if self.params not in PARAMS:
+            raise ValueError(f"NormConfig: params must be one of {', '.join(PARAMS)}, not {self.params!r}")
+        if self.x_source not in SOURCES:
+            raise ValueError(f"NormConfig: x_source must be one of {', '.join(SOURCES)}, not {self.x_source!r}")
+        if self.epilogue_values < 1 or self.epilogue_values % self.vec:
+            raise ValueError(f"NormConfig: epilogue_values must be a positive multiple of {self.vec} (one 16-byte "
+                             f"vector of {self.dtype}), not {self.epilogue_values}")
+
+    @property
+    def chunk_vectors(self) -> int:
+        """Vectors per thread of one epilogue chunk: the most, up to epilogue_values values, that divide vectors."""
+        most = min(self.vectors, self.epilogue_values // self.vec)
+        return max(d for d in range(1, most + 1) if self.vectors % d == 0)
+
+
+def choose_norm_config(n: int, dtype: str, kind: str = "layer", max_values: int | None = None,
+                       **variant) -> NormConfig:
+    """``rowwise.choose_row_config(n, dtype, max_values)`` as a NormConfig with the given variant fields (defaults:
+    two-pass, chunks of ``EPILOGUE_VALUES[kind]``, late). ``max_values`` None: 32 for LayerNorm (the softmax's),
+    which then fits 64 registers without spilling (two-pass from registers, 8-value epilogue chunks): 16384 bf16 is 2 CTAs of
+    512 threads per SM, twice the bytes in flight of the 1024-thread CTA that 16 values need (one per SM: 64
+    registers × 1024 threads fill the register file; 64% of copy on the H100 in s11). RMSNorm keeps 16: with 32 its
+    x (32 f32 registers), the 16 partials of the cross-warp sum and the first weight vector exceed 64 registers
+    (96 bytes spilled at 16384 bf16; ``max_values=32`` is the benchmark's variant to time it).
+    ``choose_norm_config(16384, "bf16")`` → ``NormConfig("bf16", 512, 4, 1, 2)``. Pre: 1 ≤ n ≤ 16384.
+    Post: the config holds rows of n elements (cols ≥ n) and validates."""
+    if kind not in EPILOGUE_VALUES:
+        raise ValueError(f"choose_norm_config: kind must be 'rms' or 'layer', not {kind!r}")
+    if max_values is None:
+        max_values = MAX_VALUES if kind == "layer" else 16
+    variant.setdefault("epilogue_values", EPILOGUE_VALUES[kind])
+    row = choose_row_config(n, dtype, max_values)
+    return NormConfig(row.dtype, row.threads, row.vectors, row.rows, row.ctas_per_sm, **variant)
+
+
+def as_norm_config(config: RowConfig, kind: str = "layer") -> NormConfig:
+    """A RowConfig as the NormConfig of the same tiling with ``kind``'s default variant fields (a NormConfig
+    unchanged)."""
+    if isinstance(config, NormConfig):
+        return config
+    return NormConfig(config.dtype, config.threads, config.vectors, config.rows, config.ctas_per_sm,
+                      epilogue_values=EPILOGUE_VALUES.get(kind, EPILOGUE_VALUES["layer"]))
 
 
 def build(config: RowConfig, kind: str, weight: bool, bias: bool = False):
-    """The ``kind`` ("rms" or "layer") norm of ``config``: ``@rms_norm`` / ``@layer_norm`` with parameters ``%x, %y:
-    gtensor<T, 2>``, ``%w`` / ``%b: gtensor<T, 1>`` when ``weight`` / ``bias``, ``%m: i32``, ``%eps: f32``; grid
-    ⌈m / rows⌉. Post: every row r < m of y is the norm of row r of x (columns < dim(x, 1) ≤ config.cols)."""
+    """The ``kind`` ("rms" or "layer") norm of ``config`` (a RowConfig takes the NormConfig defaults):
+    ``@rms_norm`` / ``@layer_norm`` with parameters ``%x, %y: gtensor<T, 2>``, ``%w`` / ``%b: gtensor<T, 1>`` when
+    ``weight`` / ``bias``, ``%m: i32``, ``%eps: f32``; grid ⌈m / rows⌉. Post: every row r < m of y is the norm of
+    row r of x (columns < dim(x, 1) ≤ config.cols)."""
+    config = as_norm_config(config, kind)
     config.validate()
     if kind not in ("rms", "layer"):
         raise ValueError(f"norms.build: kind must be 'rms' or 'layer', not {kind!r}")
@@ -72,58 +157,129 @@ def build(config: RowConfig, kind: str, weight: bool, bias: bool = False):
     x_tile = b.gmem.tile(kb["x"], row0, zero, shape=tile, name="x_tile")
     loaded = b.gmem.load(x_tile, thread, tv=tv, type=io_frag, name="loaded")   # columns past the row read 0
     x32 = to_f32(loaded, "x32")
-    reduce = {"tv": tv, "tile": tile, "mode": 1, "kind": "add"}
-    if kind == "rms":
-        squares = b.frag.mul(x32, x32, name="squares")
-        centred = x32
-    else:
-        total = b.frag.reduce(x32, thread, **reduce, name="total")
-        mean = b.frag.mul(total, inverse_n, name="mean")
-        padded = b.arith.cmp(n, b.const(config.cols, i32, name="cols"), pred="lt", name="padded")
-        branch = b.scf.if_(padded, types=(f32_frag,), names=("squares",))
-        # x - mean is formed in each branch and again for y (not kept across the reductions: fewer live registers)
-        with branch.then:  # the tile is wider than the row: mask the columns past its end out of the variance
-            ones = b.gmem.load(x_tile, thread, tv=tv, other=1.0, type=io_frag, name="ones")
-            outside = b.frag.sub(to_f32(ones, "ones32"), x32, name="outside")
-            inside = b.frag.sub(b.const(1.0, f32, name="one_f32"), outside, name="inside")
-            masked = b.frag.mul(b.frag.sub(x32, mean, name="deviation"), inside, name="masked")
-            b.scf.yield_(b.frag.mul(masked, masked, name="masked_squares"))
-        with branch.otherwise:
-            deviation = b.frag.sub(x32, mean, name="deviation_all")
-            b.scf.yield_(b.frag.mul(deviation, deviation, name="all_squares"))
-        squares = branch.results[0]
-        centred = b.frag.sub(x32, mean, name="centred")
-    sum_squares = b.frag.reduce(squares, thread, **reduce, name="sum_squares")
-    mean_square = b.frag.mul(sum_squares, inverse_n, name="mean_square")
-    scale = b.frag.rsqrt(b.frag.add(mean_square, kb["eps"], name="shifted"), name="scale")
-    # the epilogue in chunks of at most EPILOGUE_VALUES values per thread (vectors j·per … j·per + per - 1 of the
-    # row: columns j·chunk … of the tile, the same TV over a narrower tile): each chunk's stores come before the next
-    # chunk's weight loads (y may alias w for all LLVM knows), so at most one chunk of weights is live at a time
-    per = max(1, min(config.vectors, EPILOGUE_VALUES // config.vec))
+
+    # the epilogue's chunks: vectors j·per … j·per + per - 1 of each thread, columns j·chunk.cols … of the tile
+    # (the same TV over a narrower tile); their weight and bias through broadcast_tv (each value its column's entry)
+    per = config.chunk_vectors
     chunk = replace(config, vectors=per)
     chunk_tile, chunk_tv = chunk.layouts()
     line_tv = lc.broadcast_tv(chunk_tv, chunk_tile, 1)   # value (t, v) → its column: weight and bias over the rows
     chunk_values = lc.shape(chunk_tv[1])
     size = lc.size(chunk_tv[1])
+
+    def params_of(j):
+        entries = {}
+        for name in ("w", "b"):
+            if name in vectors:
+                view = b.gmem.tile(kb[name], b.const(j * chunk.cols, i32, name=f"{name}_col{j}"),
+                                   shape=(chunk.cols,), name=f"{name}_tile{j}")
+                entries[name] = b.gmem.load(view, thread, tv=line_tv, type=frag(dtype, chunk_values),
+                                            name=f"{name}s{j}")
+        return entries
+
+    early = [params_of(j) for j in range(config.vectors // per)] if config.params == "early" else None
+    reduce = {"tv": tv, "tile": tile, "mode": 1, "kind": "add"}
+    if kind == "rms":
+        sum_squares = b.frag.reduce(b.frag.mul(x32, x32, name="squares"), thread, **reduce, name="sum_squares")
+        mean_square = b.frag.mul(sum_squares, inverse_n, name="mean_square")
+        centred, subtract = x32, None
+    elif config.variance == "two-pass":
+        total = b.frag.reduce(x32, thread, **reduce, name="total")
+        mean = b.frag.mul(total, inverse_n, name="mean")
+        deviation = _inside_row(b, config, thread, n, b.frag.sub(x32, mean, name="deviation"))
+        sum_squares = b.frag.reduce(b.frag.mul(deviation, deviation, name="deviation_squares"), thread, **reduce,
+                                    name="sum_squares")
+        mean_square = b.frag.mul(sum_squares, inverse_n, name="variance")
+        centred = b.frag.sub(x32, mean, name="centred")   # formed again: not kept across the second reduction
+        subtract = mean
+    else:
+        # shift by the row's first element (every thread of a row reads the same address: one transaction)
+        first_tv = lc.make_layout(lc.broadcast_tv(tv, tile, 0)[0], lc.Layout(1, 0))   # (t, 0) → (row of t, 0)
+        first = b.gmem.load(x_tile, thread, tv=first_tv, type=frag(dtype, 1), name="first")
+        shift = b.frag.extract(_first_as_f32(b, dtype, first), index=0, name="shift")
+        shifted = _inside_row(b, config, thread, n, b.frag.sub(x32, shift, name="shifted"))
+        squared = b.frag.mul(shifted, shifted, name="shifted_square")
+        if config.variance == "shifted":
+            shifted_sum = b.frag.reduce(shifted, thread, **reduce, name="shifted_sum")
+            shifted_squares = b.frag.reduce(squared, thread, **reduce, name="shifted_squares")
+        else:
+            shifted_sum, shifted_squares = _merged_sums(b, config, thread, shifted, squared)
+        offset = b.frag.mul(shifted_sum, inverse_n, name="offset")          # mean - shift
+        mean_square = b.frag.sub(b.frag.mul(shifted_squares, inverse_n, name="shifted_mean_square"),
+                                 b.frag.mul(offset, offset, name="offset_square"), name="variance")
+        centred = b.frag.sub(shifted, offset, name="centred")
+        subtract = b.frag.add(offset, shift, name="mean")
+    scale = b.frag.rsqrt(b.frag.add(mean_square, kb["eps"], name="shifted_variance"), name="scale")
+    # each chunk's stores come before the next chunk's late weight loads (y may alias w for all LLVM knows), so at
+    # most one chunk of weights is live at a time
     for j in range(config.vectors // per):
-        col = b.const(j * chunk.cols, i32, name=f"col{j}")
-        part = b.frag.slice(centred, offset=j * size, type=frag("f32", chunk_values), name=f"centred{j}")
+        if config.x_source == "registers":
+            part = b.frag.slice(centred, offset=j * size, type=frag("f32", chunk_values), name=f"centred{j}")
+        else:
+            view = b.gmem.tile(kb["x"], row0, b.const(j * chunk.cols, i32, name=f"x_col{j}"), shape=chunk_tile,
+                               name=f"x_again{j}")
+            part = b.gmem.load(view, thread, tv=chunk_tv, type=frag(dtype, chunk_values), name=f"xs{j}")
+            if dtype != "f32":
+                part = b.frag.cast(part, type=frag("f32", chunk_values), name=f"x32_{j}")
+            if subtract is not None:
+                part = b.frag.sub(part, b.frag.slice(subtract, offset=j * size, type=frag("f32", chunk_values),
+                                                     name=f"mean{j}"), name=f"centred{j}")
         y32 = b.frag.mul(part, b.frag.slice(scale, offset=j * size, type=frag("f32", chunk_values),
                                            name=f"scale{j}"), name=f"normalized{j}")
-        for name in ("w", "b"):
-            if name not in vectors:
-                continue
-            view = b.gmem.tile(kb[name], col, shape=(chunk.cols,), name=f"{name}_tile{j}")
-            entry = b.gmem.load(view, thread, tv=line_tv, type=frag(dtype, chunk_values), name=f"{name}s{j}")
+        entries = early[j] if early is not None else params_of(j)
+        for name, entry in entries.items():
             if dtype != "f32":
                 entry = b.frag.cast(entry, type=frag("f32", chunk_values), name=f"{name}32_{j}")
             y32 = (b.frag.mul(y32, entry, name=f"weighted{j}") if name == "w"
                    else b.frag.add(y32, entry, name=f"biased{j}"))
         ys = y32 if dtype == "f32" else b.frag.cast(y32, type=frag(dtype, chunk_values), name=f"ys{j}")
-        y_chunk = b.gmem.tile(kb["y"], row0, col, shape=chunk_tile, name=f"y_tile{j}")
+        y_chunk = b.gmem.tile(kb["y"], row0, b.const(j * chunk.cols, i32, name=f"col{j}"), shape=chunk_tile,
+                              name=f"y_tile{j}")
         b.gmem.store(y_chunk, thread, ys, tv=chunk_tv)
     flags = ("w" if weight else "") + ("b" if bias else "")
-    return kb.module(f"ptxgen/kernels/norms[{kind},{dtype},{config.threads}x{config.vectors}x{config.rows},{flags}]")
+    variant = f"{config.variance},{config.epilogue_values},{config.params},{config.x_source}"
+    return kb.module(f"ptxgen/kernels/norms[{kind},{dtype},{config.threads}x{config.vectors}x{config.rows},{flags},"
+                     f"{variant}]")
+
+
+def _merged_sums(b, config: NormConfig, thread, a, c):
+    """The row sums of ``a`` and of ``c`` (f32 fragments of the row TV) through ONE reduction across the row's
+    threads (one barrier for a row spanning warps): each thread first sums its own values (a ``frag.reduce`` over
+    the (block, values) tile whose lines are threads: no shuffle), then the pair (Σa, Σc) of every thread is a
+    2-value fragment over a (2·rows, threads) tile — thread t = r·threads + j holds (r, j) and (r + rows, j), TV
+    ``((threads,rows),2):((2·rows,1),rows)`` — reduced over its rows. → (Σa, Σc) as fragments of a's shape, each
+    value its row's sum."""
+    tile, tv = config.layouts()
+    values = lc.shape(tv[1])
+    block, rows, threads = config.block, config.rows, config.threads
+    own_tv = lc.make_layout(lc.Layout(block, 1), lc.Layout(values, (block, block * config.vec)))
+    own = {"tv": own_tv, "tile": (block, config.vectors * config.vec), "mode": 1, "kind": "add"}
+    sums = [b.frag.extract(b.frag.reduce(x, thread, **own, name=f"own_{x.name}"), index=0, name=f"own_sum_{x.name}")
+            for x in (a, c)]
+    pair_tv = lc.make_layout(lc.Layout((threads, rows), (2 * rows, 1)), lc.Layout(2, rows))
+    pair_tile = (2 * rows, threads)
+    pair_rows, _cols = b.frag.coords(thread, tv=pair_tv, tile=pair_tile, name=["pair_rows", "pair_cols"])
+    second = b.frag.cmp(pair_rows, b.const(rows, i32, name="pair_half"), pred="ge", name="pair_second")
+    pair = b.frag.select(second, sums[1], b.frag.splat(sums[0], type=frag("f32", 2), name="pair_first"),
+                         name="pair")
+    total = b.frag.reduce(pair, thread, tv=pair_tv, tile=pair_tile, mode=1, kind="add", name="pair_sums")
+    return tuple(b.frag.splat(b.frag.extract(total, index=k, name=f"pair_sum{k}"), type=frag("f32", values),
+                              name=f"row_sum{k}") for k in (0, 1))
+
+
+def _first_as_f32(b, dtype, values):
+    """A one-value fragment in f32."""
+    return values if dtype == "f32" else b.frag.cast(values, type=frag("f32", 1), name="first32")
+
+
+def _inside_row(b, config: NormConfig, thread, n, values):
+    """``values`` with the tile's columns at or past ``n`` (the row's end) set to 0, by each value's column
+    coordinate (``frag.coords``): a constant per value beside one thread part, so one compare and one select per
+    value (where the row fills the tile it keeps every value)."""
+    tile, tv = config.layouts()
+    _rows, cols = b.frag.coords(thread, tv=tv, tile=tile, name=[f"{values.name}_rows", f"{values.name}_cols"])
+    inside = b.frag.cmp(cols, n, pred="lt", name=f"{values.name}_inside")
+    return b.frag.select(inside, values, b.const(0.0, f32, name=f"{values.name}_zero"), name=f"{values.name}_masked")
 
 
 def _norm(op: str, kind: str, x, weight, bias, eps, config):
@@ -139,8 +295,9 @@ def _norm(op: str, kind: str, x, weight, bias, eps, config):
         args["w"] = vector_of(op, "weight", weight, n, dtype, arg.kind)
     if bias is not None:
         args["b"] = vector_of(op, "bias", bias, n, dtype, arg.kind)
-    config = config or choose_row_config(n, dtype, MAX_VALUES)
+    config = config or choose_norm_config(n, dtype, kind)
     check_config(op, config, dtype, n)
+    config = as_norm_config(config, kind)
     y2d = empty_like(x2d, arg.kind)
     args.update(y=y2d, m=m, eps=float(eps))
     if m:

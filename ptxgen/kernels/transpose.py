@@ -19,7 +19,16 @@ the tile is 128 bytes, 8 chunks of 16):
 
 Ragged edges need nothing more: gmem.load reads 0 and gmem.store skips the elements outside the tensors (each
 16-byte vector wholly inside goes as a vector, the edge element by element). Any M, N; vectors need rows whose
-byte pitch is a multiple of 16 (else the launcher's specialization picks narrower accesses).
+byte pitch is a multiple of 16 (else the launcher's specialization picks element accesses).
+
+Rows whose pitch is not a multiple of 16 bytes (N·esize or M·esize, e.g. 8191 x 12289 bf16) start at a different
+offset modulo 16 each, so no access wider than an element is aligned in every row. ``access="scalar"`` (what
+``transpose`` picks for them) lays the threads out for element accesses instead: ``scalar_tv`` puts a warp's 32
+threads on 32 consecutive elements of one row (64 contiguous bytes per bf16 instruction, 128 per f32: whole sectors,
+where the vector TV's element accesses spread the same 64 or 128 bytes over 16 sectors), on both the x and the out
+side; the smem tile is permuted by an element XOR (``scalar_in_swizzle`` / ``scalar_out_swizzle``: column bits
+of one 4-byte bank word upward XOR the row's low 5 bits), so a warp's 32 transposed reads — one column, 32 rows —
+fall in 32 different banks and its row writes stay conflict-free.
 
 Example (post-condition: ``out == x.T`` exactly)::
 
@@ -54,13 +63,16 @@ class TransposeConfig:
     dtype: str = "bf16"
     threads: int = 256
     pair: int = 2
+    access: str = "vector"
 
     @staticmethod
-    def default(dtype: str) -> "TransposeConfig":
+    def default(dtype: str, aligned: bool = True) -> "TransposeConfig":
         """The configuration ``transpose`` uses: 8 warps for 16-bit types (64 x 64 tiles: 2 vectors per thread), 4 for
-        f32 (32 x 32 tiles), each thread a (2, V) block. ``TransposeConfig.default("f32")`` →
-        ``TransposeConfig(dtype='f32', threads=128, pair=2)``."""
-        return TransposeConfig(dtype, 128 if dtype == "f32" else 256, 2)
+        f32 (32 x 32 tiles), each thread a (2, V) block; for rows not 16-byte aligned (``aligned`` False) the same
+        tile and threads with element accesses (``access="scalar"``, ``pair`` 1). ``TransposeConfig.default("f32")``
+        → ``TransposeConfig(dtype='f32', threads=128, pair=2)``."""
+        threads = 128 if dtype == "f32" else 256
+        return TransposeConfig(dtype, threads, 2) if aligned else TransposeConfig(dtype, threads, 1, "scalar")
 
     @property
     def vector(self) -> int:
@@ -77,7 +89,16 @@ class TransposeConfig:
             raise ValueError(f"TransposeConfig.dtype must be one of {', '.join(ELEMENT_BYTES)}, not {self.dtype!r}")
         if self.pair not in (1, 2):
             raise ValueError(f"TransposeConfig.pair must be 1 or 2, not {self.pair!r}")
+        if self.access not in ("vector", "scalar"):
+            raise ValueError(f"TransposeConfig.access must be 'vector' or 'scalar', not {self.access!r}")
         bm, bn = self.tile
+        if self.access == "scalar":
+            down = self.threads // bn
+            if self.pair != 1 or self.threads % bn or self.threads > 32 * 8 or down & (down - 1):
+                raise ValueError(f"TransposeConfig.threads = {self.threads} with access = 'scalar' must be the tile's "
+                                 f"{bn} columns times a power of two, at most 256 (8 warps), with pair = 1 (not "
+                                 f"{self.pair})")
+            return self
         vectors = bm * bn // self.vector
         if (self.threads % 32 or vectors % (self.threads * self.pair) or self.threads > vectors
                 or self.threads > 32 * 8):
@@ -111,6 +132,33 @@ def tile_tv(rows: int, cols: int, vector: int, threads: int, pair: int = 1):
     return lc.make_layout(lc.make_layout(in_tile[0], lc.Layout(warps, tiler[0] * passes)), values)
 
 
+def scalar_tv(rows: int, cols: int, threads: int):
+    """The TV layout of a (rows, cols) tile for element accesses: ``make_layout_tv`` of threads ``(threads/cols,
+    cols)`` row-major (consecutive threads on consecutive columns of a row: a warp reads 32 contiguous elements) and
+    one value each, repeated ``rows·cols/threads`` times down the rows. ``scalar_tv(64, 64, 256)`` =
+    ``((64,4),16):((64,1),4)`` — thread t, value p → row t//64 + 4p, column t%64. Pre: cols divides threads.
+    Post: a bijection of threads × values onto the tile (column-major index)."""
+    down = threads // cols
+    tiler, thread_tv = lc.make_layout_tv(lc.Layout((down, cols), (cols, 1)), lc.Layout((1, 1)))
+    in_tile = lc.composition(lc.Layout(tiler, (1, rows)), thread_tv)
+    return lc.make_layout(in_tile[0], lc.Layout(rows // down, down))
+
+
+def scalar_in_swizzle(rows: int, cols: int, esize: int):
+    """The element XOR on x-tile indices (r + rows·c) for element accesses: column c of row r moves to
+    ``c ^ ((r % 32) · w)``, w = 4 / esize elements per bank word (the row's low 5 bits onto the column bits above a
+    word). ``scalar_in_swizzle(64, 64, 2)`` = ``Sw<5,0,-7>``, ``scalar_in_swizzle(32, 32, 4)`` = ``Sw<5,0,-5>``."""
+    word = (4 // esize).bit_length() - 1
+    return lc.Swizzle(5, 0, -(rows.bit_length() - 1 + word))
+
+
+def scalar_out_swizzle(rows: int, cols: int, esize: int):
+    """``scalar_in_swizzle`` seen from the transposed tile (cols, rows), index c + cols·r: the same element
+    permutation. ``scalar_out_swizzle(64, 64, 2)`` = ``Sw<5,1,5>``."""
+    word = (4 // esize).bit_length() - 1
+    return lc.Swizzle(5, word, cols.bit_length() - 1 - word)
+
+
 def in_swizzle(rows: int, cols: int, vector: int):
     """The XOR on x-tile indices (column-major over (rows, cols): r + rows·c) that moves column chunk c/V of row r to
     chunk (c/V) ^ ((r/V) % 8): source bits log2 V … (bits 3-5 of r/V·V), target the chunk bits of c.
@@ -134,12 +182,17 @@ def layouts(config: TransposeConfig) -> dict:
     their tiles, and ``store_smem``, ``load_smem`` name the same smem element for x's (r, c) and out's (c, r)."""
     bm, bn = config.tile
     v = config.vector
-    load = tile_tv(bm, bn, v, config.threads, config.pair)
-    store = tile_tv(bn, bm, v, config.threads, config.pair)
     tile = lc.Layout((bm, bn), (bn, 1))
+    if config.access == "scalar":
+        esize = ELEMENT_BYTES[config.dtype]
+        load, store = scalar_tv(bm, bn, config.threads), scalar_tv(bn, bm, config.threads)
+        sw_in, sw_out = scalar_in_swizzle(bm, bn, esize), scalar_out_swizzle(bm, bn, esize)
+    else:
+        load = tile_tv(bm, bn, v, config.threads, config.pair)
+        store = tile_tv(bn, bm, v, config.threads, config.pair)
+        sw_in, sw_out = in_swizzle(bm, bn, v), out_swizzle(bm, bn, v)
     return {"load": load, "store": store, "smem": tile, "smem_t": lc.Layout((bn, bm), (1, bn)),
-            "store_smem": lc.ComposedLayout(in_swizzle(bm, bn, v), 0, load),
-            "load_smem": lc.ComposedLayout(out_swizzle(bm, bn, v), 0, store)}
+            "store_smem": lc.ComposedLayout(sw_in, 0, load), "load_smem": lc.ComposedLayout(sw_out, 0, store)}
 
 
 def bank_reports(config: TransposeConfig) -> dict:
@@ -211,7 +264,7 @@ def transpose(x, out=None, *, config: TransposeConfig | None = None):
     if len(x.shape) != 2:
         raise ValueError(f"transpose: x has rank {len(x.shape)} (shape {tuple(x.shape)}); the kernel takes a matrix")
     m, n = (int(s) for s in x.shape)
-    config = config or TransposeConfig.default(dtype)
+    config = config or TransposeConfig.default(dtype, rows_aligned(x, out, m, n))
     if out is None:
         out = np.empty((n, m), x.dtype) if isinstance(x, np.ndarray) else x.new_empty((n, m))
     if tuple(out.shape) != (n, m):
@@ -225,6 +278,21 @@ def transpose(x, out=None, *, config: TransposeConfig | None = None):
     import torch
     jit_kernel(config)(x=x, out=out, stream=torch.cuda.current_stream().cuda_stream)
     return out
+
+
+def rows_aligned(x, out, m: int, n: int) -> bool:
+    """Whether every row of x and of out (given or new) starts 16-byte aligned: x's and out's row pitches (bytes)
+    and base addresses multiples of 16 — the condition of ``access="vector"``'s 16-byte accesses (the launcher
+    otherwise specializes them to element accesses). A numpy x (the interpreter) counts by its pitches only."""
+    import numpy as np
+
+    esize = x.itemsize if isinstance(x, np.ndarray) else x.element_size()
+    pitches = [n * esize, m * esize]
+    if not isinstance(x, np.ndarray):
+        pitches += [x.stride(0) * esize, x.data_ptr()]
+        if out is not None:
+            pitches += [out.stride(0) * esize, out.data_ptr()]
+    return all(p % VECTOR_BYTES == 0 for p in pitches)
 
 
 _JITTED: dict = {}
