@@ -25,33 +25,13 @@ import numpy as np
 
 import layoutc as lc
 
+from .layout_table import tv_index
+
 WARP = 32
 
 
 class ReducePlanError(ValueError):
     """The TV layout's rows (columns) are not a butterfly over lane and warp bits (the message says why)."""
-
-
-def _table(layout) -> np.ndarray:
-    """``[layout(i) for i in range(size(layout))]`` as int64, evaluated mode by mode."""
-    flat = lc.flatten(layout)
-    shapes = flat.shape if isinstance(flat.shape, tuple) else (flat.shape,)
-    strides = flat.stride if isinstance(flat.stride, tuple) else (flat.stride,)
-    idx = np.arange(lc.size(layout), dtype=np.int64)
-    out = np.zeros_like(idx)
-    prefix = 1
-    for s, d in zip(shapes, strides):
-        out += (idx // prefix) % s * d
-        prefix *= s
-    return out
-
-
-def tv_index(tv) -> np.ndarray:
-    """(threads, values) array of the tile index ``tv(t, v)`` of a TV layout or a swizzled one (``Sw o offset o TV``:
-    the swizzle of ``offset + TV(t, v)``). ``Sw<1,0,-2> o 0 o (2,2):(1,2)`` → ``[[0, 2], [5, 7]]``."""
-    if isinstance(tv, lc.ComposedLayout):
-        return tv.outer(tv.offset + tv_index(tv.inner))
-    return _table(tv[0])[:, None] + _table(tv[1])[None, :]
 
 
 def line_table(tv, tile_shape, mode: int) -> np.ndarray:
