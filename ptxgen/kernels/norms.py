@@ -32,7 +32,8 @@ import numpy as np
 import layoutc as lc
 from ptxgen.ir.builder import KernelBuilder, cdiv, f32, frag, gtensor, i32
 
-from .rowwise import (Operand, RowConfig, as_callers, check_config, choose_row_config, empty_like, rows_of, run,
+from .arguments import as_callers
+from .rowwise import (Operand, RowConfig, check_config, choose_row_config, empty_like, rows_of, run,
                       vector_of)
 
 MAX_VALUES = 16        # values per thread: 32 would spill at 64 registers (the softmax holds 32)
@@ -146,7 +147,7 @@ def _norm(op: str, kind: str, x, weight, bias, eps, config):
     if m:
         run(lambda: build(config, kind, weight is not None, bias is not None),
             (op, config, weight is not None, bias is not None), args, arg.kind)
-    return as_callers(y2d.reshape(arg.shape), arg)
+    return as_callers(y2d.reshape(arg.shape), [arg])
 
 
 def rms_norm(x, weight=None, eps=None, *, config: RowConfig | None = None):

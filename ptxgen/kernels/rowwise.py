@@ -19,6 +19,8 @@ import numpy as np
 
 import layoutc as lc
 
+from .arguments import Arg, stream
+
 ELEMENT_BYTES = {"bf16": 2, "f16": 2, "f32": 4}
 VECTOR_BYTES = 16
 MAX_VALUES = 32        # values a thread holds per row (the register budget: see choose_row_config)
@@ -120,41 +122,25 @@ def check_config(op: str, config: RowConfig, dtype: str, n: int) -> None:
 
 # -- the users' arguments ------------------------------------------------------------------------------------------
 
-_NUMPY_NAMES = {"bfloat16": "bf16", "float16": "f16", "float32": "f32"}
-_TORCH_NAMES = {"torch.bfloat16": "bf16", "torch.float16": "f16", "torch.float32": "f32"}
+ROW_TYPES = ("bf16", "f16", "f32")
 SPELLED = "bf16 (torch.bfloat16, ml_dtypes.bfloat16), f16 (torch.float16, numpy.float16) or f32 (torch.float32, " \
           "numpy.float32)"
 
 
-class Operand:
-    """One array argument of a row-wise op: ``kind`` "numpy" or "torch", ``dtype`` (our name, or None), ``shape``."""
+class Operand(Arg):
+    """One array argument of a row-wise op (an ``Arg`` that remembers its op): a (4, 4096) bf16 array reads as dtype
+    "bf16", shape (4, 4096). Post: as ``Arg``'s."""
+
+    __slots__ = ("op",)
 
     def __init__(self, op: str, name: str, x):
-        self.op, self.name, self.value, self.producer = op, name, x, None
-        if isinstance(x, np.ndarray):
-            self.kind, self.dtype, self.shown = "numpy", _NUMPY_NAMES.get(x.dtype.name), f"numpy {x.dtype}"
-            self.shape = tuple(x.shape)
-            return
-        module = type(x).__module__
-        if not module.startswith("torch") and hasattr(x, "__dlpack__"):
-            import torch
-
-            self.producer = module.split(".")[0]
-            x = torch.from_dlpack(x)
-            module = "torch"
-        if not (module.startswith("torch") and hasattr(x, "data_ptr")):
-            raise TypeError(f"{op}: {name} must be a CUDA tensor (torch, or any DLPack array) or a numpy array, not "
-                            f"{type(x).__name__}")
-        if not x.is_cuda:
-            raise TypeError(f"{op}: {name} is a CPU torch tensor; pass CUDA tensors (or numpy arrays, run in the CPU "
-                            "interpreter)")
-        self.kind, self.value = "torch", x
-        self.dtype, self.shown = _TORCH_NAMES.get(str(x.dtype)), str(x.dtype)
-        self.shape = tuple(x.shape)
+        super().__init__(op, name, x)
+        self.op = op
 
     def check_dtype(self, want: str | None = None) -> str:
-        """The element type, which must be one of ours (and ``want`` when given)."""
-        if self.dtype is None:
+        """The element type, which must be one of ours (and ``want`` when given): ``softmax: x has dtype
+        torch.int32; softmax takes bf16 (…), f16 (…) or f32 (…)``. Post: the result is in ``ROW_TYPES``."""
+        if self.dtype not in ROW_TYPES:
             raise TypeError(f"{self.op}: {self.name} has dtype {self.shown}; {self.op} takes {SPELLED}")
         if want is not None and self.dtype != want:
             raise TypeError(f"{self.op}: {self.name} has dtype {self.shown} but x is {want}: pass it in x's dtype")
@@ -193,18 +179,6 @@ def vector_of(op: str, name: str, v, n: int, dtype: str, kind: str):
     return value.contiguous() if arg.kind == "torch" else np.ascontiguousarray(value)
 
 
-def as_callers(result, arg: Operand):
-    """The result in the caller's kind: a CUDA array of another framework (cupy, JAX: passed through DLPack) goes back
-    through that framework's ``from_dlpack``; numpy and torch as they are."""
-    if arg.producer:
-        import sys
-
-        convert = getattr(sys.modules.get(arg.producer), "from_dlpack", None)
-        if convert is not None:
-            return convert(result)
-    return result
-
-
 def empty_like(x2d, kind: str):
     if kind == "numpy":
         return np.empty(x2d.shape, x2d.dtype)
@@ -229,11 +203,9 @@ def run(build, key, args: dict, kind: str) -> None:
             module = _JIT[("module",) + key] = build()
         interpret(module, args)
         return
-    import torch
-
     kern = _JIT.get(key)
     if kern is None:
         from ptxgen.runtime import jit
 
         kern = _JIT[key] = jit(build())
-    kern(**args, stream=torch.cuda.current_stream().cuda_stream)
+    kern(**args, stream=stream())

@@ -40,6 +40,8 @@ from layoutc.hopper import bank_conflicts
 
 from ptxgen.ir.builder import KernelBuilder, cdiv, dim, frag, gtensor, i32, smem
 
+from .arguments import Arg, stream
+
 ELEMENT_BYTES = {"f32": 4, "bf16": 2, "f16": 2}
 VECTOR_BYTES = 16
 CHUNKS = 8          # 16-byte chunks of a 128-byte row: the XOR's 3 bits
@@ -196,20 +198,14 @@ def kernel(config: TransposeConfig):
 def transpose(x, out=None, *, config: TransposeConfig | None = None):
     """``x.T`` as a new contiguous (N, M) array (or into ``out``, row-major): a torch CUDA tensor runs on the GPU
     (torch's current stream), a numpy array (``ml_dtypes.bfloat16`` for bf16) in the CPU interpreter. The configuration defaults to
-    ``TransposeConfig.default(x's dtype)``. Raises TypeError for another dtype, ValueError for a rank other than 2 or an
-    ``out`` of the wrong shape."""
+    ``TransposeConfig.default(x's dtype)``. Raises TypeError for another dtype or a non-array (``Arg``'s checks),
+    ValueError for a rank other than 2 or an ``out`` of the wrong shape."""
     import numpy as np
 
-    if isinstance(x, np.ndarray):
-        import ml_dtypes
-        names = {np.dtype(np.float32): "f32", np.dtype(ml_dtypes.bfloat16): "bf16", np.dtype(np.float16): "f16"}
-        dtype = names.get(x.dtype)
-    else:
-        dtype = {"torch.float32": "f32", "torch.bfloat16": "bf16", "torch.float16": "f16"}.get(str(x.dtype))
-    if dtype is None:
-        raise TypeError(f"transpose: x has dtype {x.dtype}; the kernel takes f32, bf16 or f16")
-    if len(x.shape) != 2:
-        raise ValueError(f"transpose: x has rank {len(x.shape)} (shape {tuple(x.shape)}); the kernel takes a matrix")
+    arg = Arg("transpose", "x", x)
+    dtype = arg.check_dtype("transpose", ("f32", "bf16", "f16"))
+    arg.check_rank("transpose", 2, "(M, N)")
+    x = arg.value
     m, n = (int(s) for s in x.shape)
     config = config or TransposeConfig.default(dtype)
     if out is None:
@@ -222,8 +218,7 @@ def transpose(x, out=None, *, config: TransposeConfig | None = None):
         from ptxgen.interp import interpret
         interpret(kernel(config), {"x": np.ascontiguousarray(x), "out": out})
         return out
-    import torch
-    jit_kernel(config)(x=x, out=out, stream=torch.cuda.current_stream().cuda_stream)
+    jit_kernel(config)(x=x, out=out, stream=stream())
     return out
 
 
