@@ -11,7 +11,7 @@ One CTA per (128-row query tile, query head, batch) (grid ``(cdiv(%sq, 128), Hq,
 
 Causal (bottom-right aligned): query row i sees key columns j ≤ i + Sk − Sq, so the KV loop of a CTA ends at the tile
 holding its last row's last visible column (``n_end``; tiles entirely above the diagonal are never loaded) and only
-the tiles crossing the diagonal (or the ragged last tile) run ``mask.fill``.
+the tiles crossing the diagonal (or the ragged last tile) run the mask (``softmax.mask_scores``).
 """
 from __future__ import annotations
 
