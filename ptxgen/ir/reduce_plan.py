@@ -56,16 +56,20 @@ class ReducePlan:
 
     @property
     def across_warps(self) -> bool:
-        """Whether a line spans several warps (a reduction through shared memory and a barrier)."""
+        """Whether a line spans several warps (a reduction through shared memory and a barrier): True for the row of
+        a (1, 4096) tile over ``(256,16):(1,256)``. Post: equal to ``bool(warp_masks)``."""
         return bool(self.warp_masks)
 
     @property
     def warps(self) -> int:
+        """Warps of the TV's thread mode, rounded up: 8 for ``(256,16):(1,256)``. Post: ``warps · 32 ≥ threads``."""
         return -(-self.threads // WARP)
 
     @property
     def kept_lane_bits(self) -> tuple:
-        """The lane bits (0..4) the butterfly does NOT move along: lanes differing there hold different lines."""
+        """The lane bits (0..4) the butterfly does NOT move along: lanes differing there hold different lines.
+        ``(32,1):(1,0)`` over a (4, 8) tile (lane t = element t, row t mod 4): lane masks 4, 8, 16, kept bits
+        (0, 1). Post: disjoint from the bits of ``lane_masks``, ascending."""
         moved = sum(self.lane_masks)
         return tuple(j for j in range(5) if not moved >> j & 1)
 

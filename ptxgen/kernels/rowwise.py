@@ -52,10 +52,14 @@ class RowConfig:
 
     @property
     def block(self) -> int:
+        """Threads of the CTA: rows · threads (``RowConfig("f32", 256, 4, rows=2).block`` = 512). Post: ≤ 1024 for
+        a valid config."""
         return self.threads * self.rows
 
     @property
     def tile(self) -> tuple:
+        """The CTA's (rows, cols) tile: (2, 4096) for ``RowConfig("f32", 256, 4, rows=2)``, whose TV layout is
+        ``layouts()[1]``. Post: ``tile[1] == cols``."""
         return (self.rows, self.cols)
 
     def validate(self) -> None:
@@ -180,6 +184,8 @@ def vector_of(op: str, name: str, v, n: int, dtype: str, kind: str):
 
 
 def empty_like(x2d, kind: str):
+    """An uninitialised array of ``x2d``'s shape and dtype, of the kind ``kind`` ("numpy", or "torch": on x2d's
+    device), e.g. the (M, N) result of a (M, N):(N, 1) input. Post: same shape and dtype as ``x2d``."""
     if kind == "numpy":
         return np.empty(x2d.shape, x2d.dtype)
     import torch

@@ -66,6 +66,8 @@ class TransposeConfig:
 
     @property
     def vector(self) -> int:
+        """Elements per 16-byte vector: 8 for bf16/f16, 4 for f32 (a thread's value mode ``(V):(1)`` of a row).
+        Post: ``vector · element bytes == 16``."""
         return VECTOR_BYTES // ELEMENT_BYTES[self.dtype]
 
     @property
@@ -75,6 +77,9 @@ class TransposeConfig:
         return CHUNKS * v, CHUNKS * v
 
     def validate(self) -> "TransposeConfig":
+        """The config itself when its rules hold, else ValueError naming the field: ``TransposeConfig.threads = 96
+        must be a multiple of 32, at most 256 (8 warps), …``. Post: the tile's vectors split evenly over
+        ``threads × pair`` (e.g. 512 vectors of a 64 x 64 bf16 tile over 256 threads × 2)."""
         if self.dtype not in ELEMENT_BYTES:
             raise ValueError(f"TransposeConfig.dtype must be one of {', '.join(ELEMENT_BYTES)}, not {self.dtype!r}")
         if self.pair not in (1, 2):

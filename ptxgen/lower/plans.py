@@ -61,6 +61,8 @@ class ThreadMap:
     then: object = None
 
     def table(self) -> np.ndarray:
+        """The map's value per thread: ``then(swizzle(offset + first(t)))`` for t < size(first), as int64.
+        ``ThreadMap(4:2, 0, Sw<1,1,1>)`` → ``[0, 2, 6, 4]``. Post: shape ``(size(first),)``."""
         index = self.swizzle(self.offset + layout_table(self.first))
         return index if self.then is None else layout_table(self.then)[index]
 
