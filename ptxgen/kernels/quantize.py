@@ -248,7 +248,8 @@ def per_token_cast_to_fp8_reference(x):
 
 
 def per_block_cast_to_fp8_reference(x):
-    """numpy: (q, scales) of ``per_block_cast_to_fp8`` (DeepGEMM's ``per_block_cast_to_fp8``)."""
+    """numpy: (q, scales) of ``per_block_cast_to_fp8`` (DeepGEMM's ``per_block_cast_to_fp8``): a (200, 300) x gives
+    q (200, 300) e4m3 and scales (2, 3) float32. Post: ``per_block_cast_to_fp8(x)`` equals it bit for bit."""
     m, k = x.shape
     blocks = _blocked(x, BLOCK)
     amax = np.abs(blocks).max(axis=(1, 3), keepdims=True)
@@ -264,7 +265,8 @@ def dequantize_per_token(q, scales):
 
 
 def dequantize_per_block(q, scales):
-    """float64 q · scale of its 128 × 128 block (an (N, K) operand with (⌈N/128⌉, ⌈K/128⌉) scales)."""
+    """float64 q · scale of its 128 × 128 block (an (N, K) operand with (⌈N/128⌉, ⌈K/128⌉) scales): element (r, c)
+    times ``scales[r // 128, c // 128]``. Post: shape q.shape."""
     m, k = q.shape
     full = np.repeat(np.repeat(np.asarray(scales, np.float64), BLOCK, axis=0), BLOCK, axis=1)[:m, :k]
     return np.asarray(q).astype(np.float64) * full

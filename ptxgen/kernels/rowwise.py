@@ -42,12 +42,13 @@ class RowConfig:
 
     @property
     def vec(self) -> int:
-        """Elements per 16-byte vector."""
+        """Elements per 16-byte vector: 8 for bf16 (a value mode ``8:1``), 4 for f32. Post: vec · element bytes = 16."""
         return VECTOR_BYTES // ELEMENT_BYTES[self.dtype]
 
     @property
     def cols(self) -> int:
-        """The longest row the CTA holds: threads · vectors · vec."""
+        """The longest row the CTA holds: threads · vectors · vec (``RowConfig("f32", 256, 4).cols`` = 4096). Post:
+        ``tile[1] == cols``."""
         return self.threads * self.vectors * self.vec
 
     @property
@@ -64,7 +65,9 @@ class RowConfig:
 
     def validate(self) -> None:
         """The rules: a known dtype; threads a power of two from 1 to 1024; the block at most 1024 threads; at most
-        MAX_VALUES values per thread; ctas_per_sm CTAs fit an SM's 2048 threads."""
+        MAX_VALUES values per thread; ctas_per_sm CTAs fit an SM's 2048 threads. ``RowConfig("f32", 96, 1)`` →
+        ``ValueError: RowConfig: threads must be a power of two from 1 to 1024, not 96``. Post: returns None only
+        when every rule holds."""
         if self.dtype not in ELEMENT_BYTES:
             raise ValueError(f"RowConfig: dtype must be one of {', '.join(ELEMENT_BYTES)}, not {self.dtype!r}")
         if self.threads < 1 or self.threads & (self.threads - 1) or self.threads > MAX_THREADS:
@@ -81,7 +84,8 @@ class RowConfig:
     def layouts(self):
         """(tile, tv): the (rows, cols) tile and its TV layout ``(threads·rows, (vec, vectors))``, derived with
         ``make_layout_tv`` and repeated ``vectors`` times along the columns (copy j at column offset j·threads·vec,
-        i.e. tile index offset j·rows·threads·vec)."""
+        i.e. tile index offset j·rows·threads·vec). ``RowConfig("f32", 256, 4).layouts()`` →
+        ``((1, 4096), (256,(4,4)):(4,(1,1024)))``. Post: the TV holds every tile element once."""
         tiler, tv = lc.make_layout_tv(lc.Layout((self.rows, self.threads), (self.threads, 1)),
                                       lc.Layout((1, self.vec)))
         repeat = lc.Layout(self.vectors, lc.product(tiler))
@@ -89,7 +93,8 @@ class RowConfig:
 
 
 def longest_row(dtype: str) -> int:
-    """The longest row the row-wise ops take: 16384 elements (a CTA of 1024 threads × 16 values, or 512 × 32)."""
+    """The longest row the row-wise ops take: 16384 elements (a CTA of 1024 threads × 16 values, or 512 × 32, e.g.
+    the TV ``(1024,(4,4)):(4,(1,4096))``). Post: ``choose_row_config(dtype, n)`` holds any n up to it."""
     return LONGEST_ROW
 
 
@@ -114,7 +119,9 @@ def choose_row_config(n: int, dtype: str, max_values: int = 16) -> RowConfig:
 
 
 def check_config(op: str, config: RowConfig, dtype: str, n: int) -> None:
-    """A forced configuration fits the call: valid, of x's dtype, holding rows of n elements."""
+    """A forced configuration fits the call: valid, of x's dtype, holding rows of n elements (its tile (rows, cols)
+    with cols ≥ n: ``softmax: config holds rows of up to 4096 elements but x's have 5000``). Post: returns only when
+    it fits; TypeError/ValueError naming ``op`` otherwise."""
     if not isinstance(config, RowConfig):
         raise TypeError(f"{op}: config must be a RowConfig, not {type(config).__name__}")
     config.validate()
@@ -171,7 +178,8 @@ def rows_of(op: str, x: Operand, n_name: str = "the last dimension"):
 
 
 def vector_of(op: str, name: str, v, n: int, dtype: str, kind: str):
-    """An (N,) weight or bias of x's dtype and kind (numpy with numpy, CUDA with CUDA), as a contiguous 1-D array."""
+    """An (N,) weight or bias of x's dtype and kind (numpy with numpy, CUDA with CUDA), as a contiguous 1-D array
+    (layout ``N:1``). Post: shape (n,), unit stride, dtype ``dtype``; else TypeError/ValueError naming ``name``."""
     arg = Operand(op, name, v)
     if arg.kind != kind:
         raise TypeError(f"{op}: {name} is a {'numpy array' if arg.kind == 'numpy' else 'CUDA tensor'} but x is "
@@ -200,7 +208,8 @@ _JIT = {}
 
 def run(build, key, args: dict, kind: str) -> None:
     """Run the kernel ``build()`` (built, verified and compiled once per ``key``): in the CPU interpreter for numpy
-    arguments, else on the GPU on torch's current stream."""
+    arguments, else on the GPU on torch's current stream. Post: the kernel has run to completion in the interpreter
+    (numpy), or is queued on the stream (GPU); the same ``key`` never builds twice in a process."""
     if kind == "numpy":
         from ptxgen.interp import interpret
 

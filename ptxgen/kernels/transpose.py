@@ -160,7 +160,9 @@ def bank_reports(config: TransposeConfig) -> dict:
 
 
 def build(config: TransposeConfig = TransposeConfig()):
-    """The transpose kernel ``@transpose(%x: gtensor<T, 2>, %out: gtensor<T, 2>)``: grid (⌈N/BN⌉, ⌈M/BM⌉)."""
+    """The transpose kernel ``@transpose(%x: gtensor<T, 2>, %out: gtensor<T, 2>)``: grid (⌈N/BN⌉, ⌈M/BM⌉), each CTA
+    a (BM, BN) tile through shared memory swizzled by ``in_swizzle`` (``Sw<3,3,-6>`` for bf16). Post: a verified
+    Module whose kernel writes ``out = x.T``."""
     config.validate()
     dtype = config.dtype
     bm, bn = config.tile
@@ -231,7 +233,8 @@ _JITTED: dict = {}
 
 
 def jit_kernel(config: TransposeConfig):
-    """The launchable kernel of ``config`` (``ptxgen.runtime.jit`` of ``kernel(config)``), made once per process."""
+    """The launchable kernel of ``config`` (``ptxgen.runtime.jit`` of ``kernel(config)``, e.g. the 64 x 64 bf16 tile
+    of ``TransposeConfig()``), made once per process. Post: the same object for equal configs."""
     if config not in _JITTED:
         from ptxgen.runtime import jit
         _JITTED[config] = jit(kernel(config))

@@ -70,7 +70,8 @@ GROUPS = SCALE_BLOCK // 8   # 8-column groups per B scale block: the repeated vi
 
 def straddles(config: GemmConfig) -> bool:
     """Whether a tile's columns may lie in different B scale blocks at offsets known only at run time: unswapped, BN
-    neither a divisor nor a multiple of 128."""
+    neither a divisor nor a multiple of 128. ``BN = 192`` straddles (a tile at n0 = 192 covers blocks 1 and 2),
+    ``BN = 64`` or ``256`` does not. Post: True only where the scale read needs run-time block offsets."""
     return not config.swap_ab and SCALE_BLOCK % config.bn != 0 and config.bn % SCALE_BLOCK != 0
 
 
