@@ -21,10 +21,10 @@ Reading the IR (top to bottom):
 5. Region 2 (the two consumer warpgroups, 240 registers, 64 rows each): wait for Q, take the warpgroup's rows
    (``smem.permute``/``smem.slice`` drop the extent-1 modes, ``smem.tile`` takes 64 rows). The ``scf.for`` carries
    O, m (row max) and l (row sum) — f32 fragments in the wgmma accumulator layout. Per tile: ``wgmma.mma`` S = Q·Kᵀ,
-   ``wgmma.wait``, release K; ``scf.if %need_mask`` → ``mask.fill`` (−inf past Sk and above the diagonal);
-   ``frag.reduce … kind = max`` (the row max across the 4 threads of a row), ``frag.fma`` + ``frag.exp2`` (P and the
-   rescale α with scale·log₂e folded into one FMA), ``frag.reduce … kind = add``, ``frag.cast`` P → 16 bits (already
-   the RS A fragment: no data moves), ``wgmma.mma_rs`` O += P·V with V seen MN-major (``order = [(3,2,0,1)]``),
+   ``wgmma.wait``, release K; ``scf.if %need_mask`` → ``frag.coords`` + ``frag.cmp`` + ``frag.select`` (−inf past Sk
+   and above the diagonal); ``frag.reduce … kind = max`` (the row max across the 4 threads of a row), ``frag.fma`` +
+   ``frag.exp2`` (P and the rescale α with scale·log₂e folded into one FMA), ``frag.reduce … kind = add``,
+   ``frag.cast`` P → 16 bits (already the RS A fragment: no data moves), ``wgmma.mma_rs`` O += P·V with V seen MN-major (``order = [(3,2,0,1)]``),
    ``wgmma.wait``, release V.
 6. The epilogue: O / max(l, 1) → 16 bits → ``gmem.store`` through the accumulator's TV layout; lse = m·scale + ln l,
    stored by each quad's first thread for its rows r and r + 8.

@@ -184,7 +184,8 @@ def ldmatrix_tiled_tv(num: int, tile, warps=(1, 1), trans: bool = False, arrange
 
 def stmatrix_tiled_tv(num: int, tile, warps=(1, 1), trans: bool = False, arrangement: str = "grid") -> Layout:
     """``stmatrix.m8n8.x{num}{.trans}`` over a tile: the same mapping as ``ldmatrix_tiled_tv`` (stmatrix writes what
-    ldmatrix reads). ``stmatrix_tiled_tv(4, (64,16), warps=(4,1))`` is the wgmma accumulator's 64 x 16 slab."""
+    ldmatrix reads). ``stmatrix_tiled_tv(4, (64,16), warps=(4,1))`` is the wgmma accumulator's 64 x 16 slab.
+    Post: equal to ``ldmatrix_tiled_tv`` with the same arguments."""
     atom_shape = ldmatrix_tile_shape(num, arrangement)
     return tiled_tv(ldmatrix_tv(num, trans, arrangement), atom_shape, tile, warps, op="stmatrix_tiled_tv")
 

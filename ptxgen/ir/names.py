@@ -48,6 +48,8 @@ class Definition:
 
     @property
     def spelled(self) -> Spelled:
+        """The definition as a use spells it: ``#acc`` standing for ``(4,(2,2)):(2,(1,8))``. Post: a Spelled whose
+        text is ``#name``, its value the definition's, its uses this definition."""
         return Spelled(f"#{self.name}", self.value, (self,))
 
 
@@ -125,6 +127,10 @@ class PartitionFunction:
     summary: str
 
     def signature(self) -> str:
+        """The function as the text form's help spells it: each parameter ``key = kind``, optional ones in brackets
+        with their default: ``wgmma_acc(m = int, n = int, [warpgroups = 1], [warpgroups_n = 1])`` (whose result is a
+        TV layout such as ``((4,8,4),(2,2,8)):((128,1,16),(64,8,512))``). Post: one entry per parameter, in
+        canonical order."""
         parts = []
         for key, kind, default in self.params:
             if default is _REQUIRED:

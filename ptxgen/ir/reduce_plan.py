@@ -25,33 +25,13 @@ import numpy as np
 
 import layoutc as lc
 
+from .layout_table import tv_index
+
 WARP = 32
 
 
 class ReducePlanError(ValueError):
     """The TV layout's rows (columns) are not a butterfly over lane and warp bits (the message says why)."""
-
-
-def _table(layout) -> np.ndarray:
-    """``[layout(i) for i in range(size(layout))]`` as int64, evaluated mode by mode."""
-    flat = lc.flatten(layout)
-    shapes = flat.shape if isinstance(flat.shape, tuple) else (flat.shape,)
-    strides = flat.stride if isinstance(flat.stride, tuple) else (flat.stride,)
-    idx = np.arange(lc.size(layout), dtype=np.int64)
-    out = np.zeros_like(idx)
-    prefix = 1
-    for s, d in zip(shapes, strides):
-        out += (idx // prefix) % s * d
-        prefix *= s
-    return out
-
-
-def tv_index(tv) -> np.ndarray:
-    """(threads, values) array of the tile index ``tv(t, v)`` of a TV layout or a swizzled one (``Sw o offset o TV``:
-    the swizzle of ``offset + TV(t, v)``). ``Sw<1,0,-2> o 0 o (2,2):(1,2)`` → ``[[0, 2], [5, 7]]``."""
-    if isinstance(tv, lc.ComposedLayout):
-        return tv.outer(tv.offset + tv_index(tv.inner))
-    return _table(tv[0])[:, None] + _table(tv[1])[None, :]
 
 
 def line_table(tv, tile_shape, mode: int) -> np.ndarray:
@@ -76,16 +56,20 @@ class ReducePlan:
 
     @property
     def across_warps(self) -> bool:
-        """Whether a line spans several warps (a reduction through shared memory and a barrier)."""
+        """Whether a line spans several warps (a reduction through shared memory and a barrier): True for the row of
+        a (1, 4096) tile over ``(256,16):(1,256)``. Post: equal to ``bool(warp_masks)``."""
         return bool(self.warp_masks)
 
     @property
     def warps(self) -> int:
+        """Warps of the TV's thread mode, rounded up: 8 for ``(256,16):(1,256)``. Post: ``warps · 32 ≥ threads``."""
         return -(-self.threads // WARP)
 
     @property
     def kept_lane_bits(self) -> tuple:
-        """The lane bits (0..4) the butterfly does NOT move along: lanes differing there hold different lines."""
+        """The lane bits (0..4) the butterfly does NOT move along: lanes differing there hold different lines.
+        ``(32,1):(1,0)`` over a (4, 8) tile (lane t = element t, row t mod 4): lane masks 4, 8, 16, kept bits
+        (0, 1). Post: disjoint from the bits of ``lane_masks``, ascending."""
         moved = sum(self.lane_masks)
         return tuple(j for j in range(5) if not moved >> j & 1)
 

@@ -16,7 +16,8 @@ from .gemm.block_scales import GROUPS, straddles
 from .gemm.build import build
 from .gemm.config import SCALE_BLOCK, GemmConfig
 from .gemm.heuristic import H100_SMS, choose_block_scaled_config
-from .linalg import _Arg, _device_sms, _operand, _same_kind, _stream, _torch_dtype, _NUMPY_TYPES
+from .arguments import Arg as _Arg, NUMPY_TYPES as _NUMPY_TYPES, device_sms as _device_sms, \
+    kernel_operand as _operand, same_kind as _same_kind, stream as _stream, torch_dtype as _torch_dtype
 
 OP = "fp8_gemm_nt"
 _F32 = ("numpy float32", "torch.float32")

@@ -22,139 +22,17 @@ prepared call site's argument block, and the launch.
 """
 from __future__ import annotations
 
-import sys
-
-import ml_dtypes
 import numpy as np
 
 from .gemm.config import ELEMENT_BYTES, FP8, GemmConfig
 from .gemm.heuristic import H100_SMS, choose_config
 from .gemm import autotune as tuner
 from .gemm import run
-
-_NUMPY_NAMES = {np.dtype(ml_dtypes.bfloat16): "bf16", np.dtype(np.float16): "f16",
-                np.dtype(ml_dtypes.float8_e4m3fn): "e4m3", np.dtype(ml_dtypes.float8_e5m2): "e5m2"}
-_NUMPY_TYPES = {name: dtype for dtype, name in _NUMPY_NAMES.items()}
-_TORCH_NAMES = {"torch.bfloat16": "bf16", "torch.float16": "f16", "torch.float8_e4m3fn": "e4m3",
-                "torch.float8_e5m2": "e5m2"}
-_SPELLED = {"bf16": "bf16 (torch.bfloat16, ml_dtypes.bfloat16)", "f16": "f16 (torch.float16, numpy.float16)",
-            "e4m3": "e4m3 (torch.float8_e4m3fn, ml_dtypes.float8_e4m3fn)",
-            "e5m2": "e5m2 (torch.float8_e5m2, ml_dtypes.float8_e5m2)"}
-
-
-class _Arg:
-    """One array argument, described once: ``kind`` "numpy" or "torch", element type ``dtype`` (our name, or None
-    with ``shown`` the caller's), ``shape``, element ``strides`` (None where a numpy stride is not a whole number of
-    elements), ``aligned`` (16-byte aligned base), ``value`` (the array; DLPack objects as torch tensors)."""
-
-    __slots__ = ("name", "kind", "dtype", "shown", "shape", "strides", "aligned", "value", "producer")
-
-    def __init__(self, op: str, name: str, x):
-        self.name, self.producer = name, None
-        if isinstance(x, np.ndarray):
-            self.kind, self.value = "numpy", x
-            self.dtype, self.shown = _NUMPY_NAMES.get(x.dtype), f"numpy {x.dtype}"
-            self.shape = tuple(x.shape)
-            self.strides = tuple(s // x.itemsize for s in x.strides) if all(s % x.itemsize == 0
-                                                                           for s in x.strides) else None
-            self.aligned = True
-            return
-        module = type(x).__module__
-        if not module.startswith("torch") and hasattr(x, "__dlpack__"):
-            import torch
-
-            self.producer = module.split(".")[0]
-            x = torch.from_dlpack(x)
-            module = "torch"
-        if not (module.startswith("torch") and hasattr(x, "data_ptr")):
-            raise TypeError(f"{op}: {name} must be a CUDA tensor (torch, or any DLPack array: cupy, JAX) or a numpy "
-                            f"array, not {type(x).__name__}")
-        if not x.is_cuda:
-            raise TypeError(f"{op}: {name} is a CPU torch tensor; pass CUDA tensors (or numpy arrays, run in the CPU "
-                            "interpreter)")
-        if x.device.index not in (None, 0):
-            raise ValueError(f"{op}: {name} is on {x.device}; the ptxgen runtime runs on cuda:0")
-        self.kind, self.value = "torch", x
-        if not _TORCH[0]:
-            _remember_torch()
-        self.dtype, self.shown = _TORCH_NAMES.get(str(x.dtype)), str(x.dtype)
-        self.shape, self.strides = tuple(x.shape), tuple(x.stride())
-        self.aligned = x.data_ptr() % 16 == 0
-
-    def check_dtype(self, op: str, allowed) -> str:
-        if self.dtype not in allowed:
-            raise TypeError(f"{op}: {self.name} has dtype {self.shown}; {op} takes "
-                            + " or ".join(_SPELLED[d] for d in allowed))
-        return self.dtype
-
-    def check_rank(self, op: str, rank: int, what: str) -> None:
-        if len(self.shape) != rank:
-            raise ValueError(f"{op}: {self.name} must be {rank}-D {what}, not of shape {self.shape}")
-
-
-def _same_kind(op: str, args) -> str:
-    """The backend of a call: every array argument numpy, or every one a CUDA tensor."""
-    kinds = {arg.kind for arg in args}
-    if len(kinds) > 1:
-        numpy_arg = next(arg for arg in args if arg.kind == "numpy")
-        device_arg = next(arg for arg in args if arg.kind == "torch")
-        raise TypeError(f"{op}: {numpy_arg.name} is a numpy array but {device_arg.name} is a CUDA tensor: pass all "
-                        "of them on the GPU, or all as numpy arrays")
-    return kinds.pop()
-
+from . import arguments
+from .arguments import (NUMPY_NAMES, NUMPY_TYPES, SPELLED, TORCH_NAMES, Arg, as_callers, device_sms, in_place,
+                        kernel_operand, natural_major, same_kind, torch_dtype)
 
 # -- operands in the kernel's forms ------------------------------------------------------------------------------------
-
-def _tma_ok(arg: _Arg, outer: int, inner: int, outer_stride, inner_stride) -> bool:
-    """Whether a 2-D view (outer, inner) with these strides is one TMA describes in place: unit stride along inner
-    (or inner of extent 1), the outer pitch a positive multiple of 16 bytes (or outer of extent 1: a broadcast row
-    is copied), a 16-byte aligned base. Numpy arrays always are (the launcher and the interpreter copy them into
-    pitched buffers)."""
-    if arg.kind == "numpy":
-        return True
-    if arg.strides is None or not arg.aligned:
-        return False
-    itemsize = ELEMENT_BYTES[arg.dtype]
-    return (inner_stride == 1 or inner == 1) and (outer == 1 or (outer_stride > 0 and
-                                                                 (outer_stride * itemsize) % 16 == 0))
-
-
-def _in_place(arg: _Arg, transposed: bool, major: str) -> bool:
-    """Whether the operand of logical form (rows, K) — ``arg`` itself, or its transpose when ``transposed`` — lies
-    in memory as the ``major`` form the kernel reads through TMA: "K" (K contiguous: a (rows, K) view) or "MN" (rows
-    contiguous: a (K, rows) view)."""
-    if arg.strides is None:
-        return False
-    (rows, k), (s_rows, s_k) = (arg.shape[::-1], arg.strides[::-1]) if transposed else (arg.shape, arg.strides)
-    if major == "K":
-        return (s_k == 1 or k == 1) and _tma_ok(arg, rows, k, s_rows, s_k)
-    return (s_rows == 1 or rows == 1) and _tma_ok(arg, k, rows, s_k, s_rows)
-
-
-def _natural_major(arg: _Arg, transposed: bool) -> str | None:
-    """The major an operand lies in ("K" first), or None: neither (it is copied)."""
-    return next((major for major in ("K", "MN") if _in_place(arg, transposed, major)), None)
-
-
-def _operand(arg: _Arg, transposed: bool, major: str):
-    """The operand of logical form (rows, K) (``arg``, or its transpose when ``transposed``) as the kernel takes it:
-    ``major`` "K" → a (rows, K) view, "MN" → a (K, rows) view. On the GPU an operand that does not lie so is copied
-    into a buffer of that form whose row pitch is padded to 16 bytes; the interpreter reads numpy arrays logically,
-    whatever their strides."""
-    numpy = arg.kind == "numpy"
-    flip = (lambda v: v.T) if numpy else (lambda v: v.t())
-    logical = flip(arg.value) if transposed else arg.value
-    view = logical if major == "K" else flip(logical)
-    if numpy or _in_place(arg, transposed, major):
-        return view
-    import torch
-
-    outer, inner = view.shape
-    itemsize = ELEMENT_BYTES[arg.dtype]
-    buffer = torch.empty((outer, -(-inner * itemsize // 16) * 16 // itemsize), device=view.device, dtype=view.dtype)
-    buffer[:, :inner].copy_(view)
-    return buffer[:, :inner]
-
 
 def _scale(op: str, name: str, s, kind: str) -> float:
     """A per-tensor scale: a number or a 1-element array/tensor (a CUDA tensor is read with a synchronizing copy)."""
@@ -173,8 +51,8 @@ def _scale(op: str, name: str, s, kind: str) -> float:
 
 # -- the shared path ---------------------------------------------------------------------------------------------------
 
-def _gemm(op: str, a: _Arg, a_t: bool, b: _Arg, b_t: bool, m: int, n: int, k: int, dtype: str, out_dtype: str,
-          out, bias: _Arg | None, scales, config, sm_count, fp8_majors: bool = False, fast_key=None,
+def _gemm(op: str, a: Arg, a_t: bool, b: Arg, b_t: bool, m: int, n: int, k: int, dtype: str, out_dtype: str,
+          out, bias: Arg | None, scales, config, sm_count, fp8_majors: bool = False, fast_key=None,
           c_shape=None, autotune: bool = False):
     """C (m, n) = A·Bᵀ (+ bias) with A the logical (m, k) form of ``a`` (its transpose if ``a_t``) and B the (n, k)
     form of ``b`` (``b_t``) → C (``out`` if given), every argument already checked but C's stride. ``fast_key``: the
@@ -183,11 +61,11 @@ def _gemm(op: str, a: _Arg, a_t: bool, b: _Arg, b_t: bool, m: int, n: int, k: in
     kind = a.kind
     if out is None:
         if kind == "numpy":
-            c = np.empty((m, n), dtype=_NUMPY_TYPES[out_dtype])
+            c = np.empty((m, n), dtype=NUMPY_TYPES[out_dtype])
         else:
             import torch
 
-            c = torch.empty((m, n), device=a.value.device, dtype=_torch_dtype(out_dtype))
+            c = torch.empty((m, n), device=a.value.device, dtype=torch_dtype(out_dtype))
         c_row_ok = n * ELEMENT_BYTES[out_dtype] % 16 == 0
     else:
         c = out.value
@@ -203,11 +81,11 @@ def _gemm(op: str, a: _Arg, a_t: bool, b: _Arg, b_t: bool, m: int, n: int, k: in
         if bias is not None:
             c += bias.value
         return c
-    a_major = _natural_major(a, a_t) or "K"
-    b_major = _natural_major(b, b_t) or "K"
+    a_major = natural_major(a, a_t) or "K"
+    b_major = natural_major(b, b_t) or "K"
     if fp8_majors:
         a_major = b_major = "K"
-    sms = sm_count or (H100_SMS if kind == "numpy" else _device_sms())
+    sms = sm_count or (H100_SMS if kind == "numpy" else device_sms())
     if config is None:
         config = choose_config(m, n, k, dtype, sms, a_major=a_major, b_major=b_major, bias=bias is not None,
                                out_dtype=out_dtype)
@@ -221,17 +99,17 @@ def _gemm(op: str, a: _Arg, a_t: bool, b: _Arg, b_t: bool, m: int, n: int, k: in
             raise ValueError(f"{op}: config={config.name} forces a configuration; autotune=True would choose one: "
                              "pass one of them")
         config = _forced(op, config, dtype, out_dtype, bias is not None, c_row_ok)
-    a_view = _operand(a, a_t, config.a_major if not config.swap_ab else config.b_major)
-    b_view = _operand(b, b_t, config.b_major if not config.swap_ab else config.a_major)
+    a_view = kernel_operand(a, a_t, config.a_major if not config.swap_ab else config.b_major)
+    b_view = kernel_operand(b, b_t, config.b_major if not config.swap_ab else config.a_major)
     bias_value = bias.value if bias is not None else None
     if kind == "numpy":
         run.run_numpy(config, a_view, b_view, c, m, n, k, bias=bias_value, scales=scales, sm_count=sms)
     else:
-        stream = _stream()
+        stream = arguments.stream()
         site = run.run_device(config, a_view, b_view, c, m, n, k, bias=bias_value, scales=scales, stream=stream,
                               sm_count=sm_count)
-        if fast_key is not None and _in_place(a, a_t, _kernel_major(config, "a")) and \
-                _in_place(b, b_t, _kernel_major(config, "b")):
+        if fast_key is not None and in_place(a, a_t, _kernel_major(config, "a")) and \
+                in_place(b, b_t, _kernel_major(config, "b")):
             if len(_FAST) >= _FAST_LIMIT:
                 _FAST.clear()
             _FAST[fast_key + (stream,)] = _FastCall(site, config.swap_ab, bias is not None, c_shape or (m, n),
@@ -239,8 +117,8 @@ def _gemm(op: str, a: _Arg, a_t: bool, b: _Arg, b_t: bool, m: int, n: int, k: in
     return c
 
 
-def _autotuned(pick: GemmConfig, a: _Arg, a_t: bool, b: _Arg, b_t: bool, m: int, n: int, k: int, out_dtype: str,
-               bias: _Arg | None, scales, c_row_ok: bool, a_major: str, b_major: str, sm_count) -> GemmConfig:
+def _autotuned(pick: GemmConfig, a: Arg, a_t: bool, b: Arg, b_t: bool, m: int, n: int, k: int, out_dtype: str,
+               bias: Arg | None, scales, c_row_ok: bool, a_major: str, b_major: str, sm_count) -> GemmConfig:
     """The configuration ``autotune`` chose for this problem on this device (``ptxgen.kernels.gemm.autotune``): the
     stored one, or — the first time — the fastest of the candidates around ``pick``, timed here on fresh random
     operands of the call's shapes, strides and dtypes, and stored."""
@@ -253,14 +131,14 @@ def _autotuned(pick: GemmConfig, a: _Arg, a_t: bool, b: _Arg, b_t: bool, m: int,
 
     fresh_a, fresh_b = _fresh(a, torch), _fresh(b, torch)
     fresh_bias = _fresh(bias, torch) if bias is not None else None
-    c = torch.empty((m, n), device=a.value.device, dtype=_torch_dtype(out_dtype))
-    stream = _stream()
+    c = torch.empty((m, n), device=a.value.device, dtype=torch_dtype(out_dtype))
+    stream = arguments.stream()
 
     sites = []
 
     def launcher(config):
-        a_view = _operand(fresh_a, a_t, _kernel_major(config, "a"))
-        b_view = _operand(fresh_b, b_t, _kernel_major(config, "b"))
+        a_view = kernel_operand(fresh_a, a_t, _kernel_major(config, "a"))
+        b_view = kernel_operand(fresh_b, b_t, _kernel_major(config, "b"))
         site = run.prepared_site(config, a_view, b_view, c, m, n, k,
                                  bias=fresh_bias.value if fresh_bias is not None else None, scales=scales,
                                  stream=stream, sm_count=sm_count)
@@ -276,7 +154,7 @@ def _autotuned(pick: GemmConfig, a: _Arg, a_t: bool, b: _Arg, b_t: bool, m: int,
     return chosen
 
 
-def _fresh(arg: _Arg, torch) -> _Arg:
+def _fresh(arg: Arg, torch) -> Arg:
     """An operand like ``arg`` (shape, strides, dtype, device) holding fresh random values, for timing; a broadcast
     operand (a stride 0), which no random tensor can share, is the caller's own (the timed kernels only read it)."""
     x = arg.value
@@ -284,7 +162,7 @@ def _fresh(arg: _Arg, torch) -> _Arg:
         return arg
     fresh = torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device=x.device)
     fresh.copy_(torch.randn(x.shape, device=x.device))
-    return _Arg("autotune", arg.name, fresh)
+    return Arg("autotune", arg.name, fresh)
 
 
 def _kernel_major(config: GemmConfig, operand: str) -> str:
@@ -298,23 +176,6 @@ def _kernel_major(config: GemmConfig, operand: str) -> str:
 
 _FAST = {}          # (op, autotune, each tensor's signature, extras, stream) -> _FastCall
 _FAST_LIMIT = 1024
-# the tensor types of the fast path (torch.Tensor, torch.nn.Parameter), torch.empty and the current raw CUDA stream's
-# getter, once a call has seen a torch tensor (torch is imported by the caller, never here); empty before: no call can
-# take the fast path then
-_TORCH = [frozenset(), None, None]
-
-
-def _remember_torch() -> None:
-    import torch
-
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    _TORCH[1] = torch.empty
-    _TORCH[2] = raw if raw is not None else (lambda device: torch.cuda.current_stream(device).cuda_stream)
-    nn = getattr(torch, "nn", None)
-    # a weight is usually an nn.Parameter: a Tensor whose data_ptr, shape, stride, dtype and device are the tensor's
-    _TORCH[0] = frozenset(t for t in (torch.Tensor, getattr(nn, "Parameter", None)) if t is not None)
-
-
 class _FastCall:
     """A GPU call of one signature after its first call: every check passed, the configuration chosen, its call site
     prepared with every parameter packed. A repeated call only allocates C (``torch.empty`` of the remembered shape,
@@ -329,7 +190,7 @@ class _FastCall:
     __slots__ = ("empty", "shape", "dtype", "device", "block", "maps", "pointers", "site")
 
     def __init__(self, site, swap: bool, bias: bool, shape, dtype, device):
-        self.site, self.empty = site, _TORCH[1]
+        self.site, self.empty = site, arguments.TORCH[1]
         self.shape, self.dtype, self.device = tuple(shape), dtype, device
         self.block = site.block_launch
         # kernel parameter -> which address it takes: 0 the problem's A, 1 its B, 2 C, 3 the bias
@@ -375,7 +236,7 @@ def _fast_key(op: str, autotune: bool, tensors, extra=()) -> tuple | None:
     dtype, device index and address mod 16, then ``extra``; None unless every tensor is a torch Tensor or Parameter.
     Every check of the ops depends on these only (and on ``extra``: fp8's scales and output type), so a call of a
     known signature passes the checks of its first call."""
-    if any(type(t) not in _TORCH[0] for t in tensors):
+    if any(type(t) not in arguments.TORCH[0] for t in tensors):
         return None
     key = [op, autotune]
     for t in tensors:
@@ -401,40 +262,6 @@ def _forced(op: str, config, dtype: str, out_dtype: str, bias: bool, c_row_ok: b
     return config.replace(bias=bias).validate()
 
 
-def _torch_dtype(name: str):
-    import torch
-
-    return {"bf16": torch.bfloat16, "f16": torch.float16}[name]
-
-
-_SMS = []
-
-
-def _device_sms() -> int:
-    if not _SMS:
-        from ptxgen.runtime import multiprocessor_count
-
-        _SMS.append(multiprocessor_count())
-    return _SMS[0]
-
-
-def _stream() -> int:
-    """torch's current CUDA stream on cuda:0 (its raw handle; the getter the fast path's keys use)."""
-    if _TORCH[2] is None:
-        _remember_torch()
-    return _TORCH[2](0)
-
-
-def _result(c, args):
-    """C as the caller's kind: a torch tensor, or, for DLPack arrays of another framework, that framework's."""
-    producer = next((arg.producer for arg in args if arg is not None and arg.producer), None)
-    if producer:
-        convert = getattr(sys.modules.get(producer), "from_dlpack", None)
-        if convert is not None:
-            return convert(c)
-    return c
-
-
 # -- the ops -----------------------------------------------------------------------------------------------------------
 
 def matmul(a, b, out=None, *, config: GemmConfig | None = None, sm_count: int | None = None,
@@ -452,17 +279,17 @@ def matmul(a, b, out=None, *, config: GemmConfig | None = None, sm_count: int | 
 
     Post: the result equals ``a @ b`` up to f32 accumulation and one rounding to C's type."""
     op = "matmul"
-    tensors = _TORCH[0]
+    tensors = arguments.TORCH[0]
     if type(a) in tensors and type(b) in tensors and out is None and config is None and sm_count is None:
         pa, pb = a.data_ptr(), b.data_ptr()
         fast = _FAST.get((op, autotune, a.shape, a.stride(), a.dtype, a.get_device(), pa & 15, b.shape, b.stride(),
-                          b.dtype, b.get_device(), pb & 15, _TORCH[2](0)))
+                          b.dtype, b.get_device(), pb & 15, arguments.TORCH[2](0)))
         if fast is not None:
             return fast(pa, pb, 0)
-    args = [_Arg(op, "a", a), _Arg(op, "b", b)]
+    args = [Arg(op, "a", a), Arg(op, "b", b)]
     a_arg, b_arg = args
-    out_arg = _Arg(op, "out", out) if out is not None else None
-    kind = _same_kind(op, args + ([out_arg] if out_arg else []))
+    out_arg = Arg(op, "out", out) if out is not None else None
+    kind = same_kind(op, args + ([out_arg] if out_arg else []))
     dtype = a_arg.check_dtype(op, ("bf16", "f16"))
     a_arg.check_rank(op, 2, "(M, K)")
     b_arg.check_rank(op, 2, "(K, N)")
@@ -475,7 +302,7 @@ def matmul(a, b, out=None, *, config: GemmConfig | None = None, sm_count: int | 
     fast_key = _fast_key(op, autotune, (a, b)) if out is None and config is None and sm_count is None and k else None
     c = _gemm(op, a_arg, False, b_arg, True, m, n, k, dtype, dtype, out_arg, None, (1.0, 1.0), config, sm_count,
               fast_key=fast_key, autotune=autotune)
-    return c if kind == "numpy" else _result(c, args)
+    return c if kind == "numpy" else as_callers(c, args)
 
 
 def linear(x, w, bias=None, *, config: GemmConfig | None = None, sm_count: int | None = None,
@@ -487,25 +314,25 @@ def linear(x, w, bias=None, *, config: GemmConfig | None = None, sm_count: int |
 
     Post: the result equals ``x @ w.T + bias`` up to f32 accumulation and one rounding."""
     op = "linear"
-    tensors = _TORCH[0]
+    tensors = arguments.TORCH[0]
     if type(x) in tensors and type(w) in tensors and config is None and sm_count is None:
         px, pw = x.data_ptr(), w.data_ptr()
         if bias is None:
             fast = _FAST.get((op, autotune, x.shape, x.stride(), x.dtype, x.get_device(), px & 15, w.shape, w.stride(),
-                              w.dtype, w.get_device(), pw & 15, _TORCH[2](0)))
+                              w.dtype, w.get_device(), pw & 15, arguments.TORCH[2](0)))
             if fast is not None:
                 return fast(px, pw, 0)
         elif type(bias) in tensors:
             pbias = bias.data_ptr()
             fast = _FAST.get((op, autotune, x.shape, x.stride(), x.dtype, x.get_device(), px & 15, w.shape, w.stride(),
                               w.dtype, w.get_device(), pw & 15, bias.shape, bias.stride(), bias.dtype,
-                              bias.get_device(), pbias & 15, _TORCH[2](0)))
+                              bias.get_device(), pbias & 15, arguments.TORCH[2](0)))
             if fast is not None:
                 return fast(px, pw, pbias)
-    x_arg, w_arg = _Arg(op, "x", x), _Arg(op, "w", w)
-    bias_arg = _Arg(op, "bias", bias) if bias is not None else None
+    x_arg, w_arg = Arg(op, "x", x), Arg(op, "w", w)
+    bias_arg = Arg(op, "bias", bias) if bias is not None else None
     args = [x_arg, w_arg] + ([bias_arg] if bias_arg else [])
-    kind = _same_kind(op, args)
+    kind = same_kind(op, args)
     dtype = x_arg.check_dtype(op, ("bf16", "f16"))
     if len(x_arg.shape) < 1:
         raise ValueError(f"{op}: x must have at least 1 dimension (..., K), not shape {x_arg.shape}")
@@ -524,7 +351,7 @@ def linear(x, w, bias=None, *, config: GemmConfig | None = None, sm_count: int |
     lead = x_arg.shape[:-1]
     m = int(np.prod(lead, dtype=np.int64)) if lead else 1
     flat = x_arg.value.reshape(m, k)
-    x2 = _Arg(op, "x", flat)
+    x2 = Arg(op, "x", flat)
     if x_arg.producer:
         x2.producer = x_arg.producer
     fast_key = None
@@ -535,7 +362,7 @@ def linear(x, w, bias=None, *, config: GemmConfig | None = None, sm_count: int |
     c = _gemm(op, x2, False, w_arg, False, m, n, k, dtype, dtype, None, bias_arg, (1.0, 1.0), config, sm_count,
               fast_key=fast_key, c_shape=tuple(lead) + (n,), autotune=autotune)
     c = c.reshape(*lead, n)
-    return c if kind == "numpy" else _result(c, args)
+    return c if kind == "numpy" else as_callers(c, args)
 
 
 def scaled_mm(a, b, scale_a, scale_b, out_dtype="bf16", *, bias=None, out=None, config: GemmConfig | None = None,
@@ -557,14 +384,14 @@ def scaled_mm(a, b, scale_a, scale_b, out_dtype="bf16", *, bias=None, out=None, 
     if repeatable:
         fast_key = _fast_key(op, autotune, (a, b) if bias is None else (a, b, bias), (scale_a, scale_b, str(out_dtype)))
         if fast_key is not None:
-            fast = _FAST.get(fast_key + (_TORCH[2](0),))
+            fast = _FAST.get(fast_key + (arguments.TORCH[2](0),))
             if fast is not None:
                 return fast(a.data_ptr(), b.data_ptr(), bias.data_ptr() if bias is not None else 0)
-    a_arg, b_arg = _Arg(op, "a", a), _Arg(op, "b", b)
-    bias_arg = _Arg(op, "bias", bias) if bias is not None else None
-    out_arg = _Arg(op, "out", out) if out is not None else None
+    a_arg, b_arg = Arg(op, "a", a), Arg(op, "b", b)
+    bias_arg = Arg(op, "bias", bias) if bias is not None else None
+    out_arg = Arg(op, "out", out) if out is not None else None
     args = [a_arg, b_arg] + [x for x in (bias_arg, out_arg) if x is not None]
-    kind = _same_kind(op, args)
+    kind = same_kind(op, args)
     dtype = a_arg.check_dtype(op, FP8)
     a_arg.check_rank(op, 2, "(M, K)")
     b_arg.check_rank(op, 2, "(K, N)")
@@ -584,7 +411,7 @@ def scaled_mm(a, b, scale_a, scale_b, out_dtype="bf16", *, bias=None, out=None, 
                          f"tensor), as torch._scaled_mm's mat2, not strides {b_arg.strides}")
     if bias_arg is not None:
         if bias_arg.dtype != out_name:
-            raise TypeError(f"{op}: bias has dtype {bias_arg.shown}; it must be out_dtype's, {_SPELLED[out_name]}")
+            raise TypeError(f"{op}: bias has dtype {bias_arg.shown}; it must be out_dtype's, {SPELLED[out_name]}")
         if bias_arg.shape != (n,):
             raise ValueError(f"{op}: bias must have shape ({n},) (b's columns), not {bias_arg.shape}")
     _check_out(op, out_arg, (m, n), out_name)
@@ -593,25 +420,27 @@ def scaled_mm(a, b, scale_a, scale_b, out_dtype="bf16", *, bias=None, out=None, 
         fast_key = _fast_key(op, autotune, (a, b) if bias is None else (a, b, bias), (scale_a, scale_b, str(out_dtype)))
     c = _gemm(op, a_arg, False, b_arg, True, m, n, k, dtype, out_name, out_arg, bias_arg, scales, config, sm_count,
               fp8_majors=True, fast_key=fast_key if k else None, autotune=autotune)
-    return c if kind == "numpy" else _result(c, args)
+    return c if kind == "numpy" else as_callers(c, args)
 
 
 def _out_dtype_name(x) -> str | None:
-    """bf16 / f16 from a name, a torch dtype or a numpy dtype; None for anything else."""
+    """A GEMM element type (bf16, f16, e4m3, e5m2) from a name, a torch dtype or a numpy dtype; None for anything
+    else (f32 included: no GEMM writes it)."""
     if isinstance(x, str) and x in ("bf16", "f16"):
         return x
-    if str(x) in _TORCH_NAMES:
-        return _TORCH_NAMES[str(x)]
-    try:
-        return _NUMPY_NAMES.get(np.dtype(x))
-    except TypeError:
-        return None
+    name = TORCH_NAMES.get(str(x))
+    if name is None:
+        try:
+            name = NUMPY_NAMES.get(np.dtype(x))
+        except TypeError:
+            return None
+    return name if name in ELEMENT_BYTES else None
 
 
-def _check_out(op: str, out: _Arg | None, shape: tuple, dtype: str) -> None:
+def _check_out(op: str, out: Arg | None, shape: tuple, dtype: str) -> None:
     if out is None:
         return
     if out.dtype != dtype:
-        raise TypeError(f"{op}: out has dtype {out.shown}; the result is {_SPELLED[dtype]}")
+        raise TypeError(f"{op}: out has dtype {out.shown}; the result is {SPELLED[dtype]}")
     if out.shape != shape:
         raise ValueError(f"{op}: out must have shape {shape}, not {out.shape}")

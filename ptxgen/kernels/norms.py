@@ -33,7 +33,8 @@ import numpy as np
 import layoutc as lc
 from ptxgen.ir.builder import KernelBuilder, cdiv, f32, frag, gtensor, i32
 
-from .rowwise import (Operand, RowConfig, as_callers, check_config, choose_row_config, empty_like, rows_of, run,
+from .arguments import as_callers
+from .rowwise import (Operand, RowConfig, check_config, choose_row_config, empty_like, rows_of, run,
                       vector_of)
 
 MAX_VALUES = 32        # LayerNorm's values per thread (see choose_norm_config)
@@ -303,7 +304,7 @@ def _norm(op: str, kind: str, x, weight, bias, eps, config):
     if m:
         run(lambda: build(config, kind, weight is not None, bias is not None),
             (op, config, weight is not None, bias is not None), args, arg.kind)
-    return as_callers(y2d.reshape(arg.shape), arg)
+    return as_callers(y2d.reshape(arg.shape), [arg])
 
 
 def rms_norm(x, weight=None, eps=None, *, config: RowConfig | None = None):

@@ -24,13 +24,13 @@ import layoutc as lc
 
 from ptxgen.ir.builder import KernelBuilder, cdiv, f32, frag, gtensor, i32, smem
 
+from .arguments import Arg, as_callers, stream
+
 BLOCK = 128           # columns (and, per block, rows) per scale
 FP8_MAX = 448.0       # e4m3's largest finite value
 AMAX_FLOOR = 1e-4     # DeepGEMM's clamp of a block's maximum
 TOKEN_ROWS = 16       # rows per CTA of the per-token kernel
 INPUT_TYPES = ("bf16", "f16", "f32")
-_NUMPY = {"bf16": np.dtype(ml_dtypes.bfloat16), "f16": np.dtype(np.float16), "f32": np.dtype(np.float32)}
-_TORCH = {"torch.bfloat16": "bf16", "torch.float16": "f16", "torch.float32": "f32"}
 
 # per token: thread l + 32w, value e + 4r → row w + 4r, column 4l + e of the (16, 128) tile (index row + 16·column)
 TOKEN_TV = lc.Layout(((32, 4), (4, TOKEN_ROWS // 4)), ((4 * TOKEN_ROWS, 1), (TOKEN_ROWS, 4)))
@@ -150,26 +150,17 @@ def _module(kind: str, dtype: str):
 
 
 def _input(op: str, x):
-    """(dtype name, kind "numpy"/"torch") of ``x``, checked: 2-D, bf16/f16/f32, numpy or a CUDA tensor."""
-    if isinstance(x, np.ndarray):
-        name = next((n for n, d in _NUMPY.items() if x.dtype == d), None)
-        shown, kind = f"numpy {x.dtype}", "numpy"
-    elif type(x).__module__.startswith("torch") and hasattr(x, "is_cuda"):
-        if not x.is_cuda:
-            raise TypeError(f"{op}: x is a CPU torch tensor; pass a CUDA tensor (or a numpy array, run in the CPU "
-                            "interpreter)")
-        name, shown, kind = _TORCH.get(str(x.dtype)), str(x.dtype), "torch"
-    else:
-        raise TypeError(f"{op}: x must be a CUDA tensor or a numpy array, not {type(x).__name__}")
-    if name is None:
-        raise TypeError(f"{op}: x has dtype {shown}; it takes bf16, f16 or f32")
-    if x.ndim != 2:
-        raise ValueError(f"{op}: x must be 2-D (M, K), not of shape {tuple(x.shape)}")
-    return name, kind
+    """``x`` read and checked (``Arg``): 2-D, bf16/f16/f32, numpy or a CUDA tensor (a DLPack array as torch's).
+    Post: the Arg's dtype is in INPUT_TYPES and its shape (M, K)."""
+    arg = Arg(op, "x", x)
+    arg.check_dtype(op, INPUT_TYPES)
+    arg.check_rank(op, 2, "(M, K)")
+    return arg
 
 
 def _run(kind: str, op: str, x, scale_shape, scales_out=None):
-    dtype, where = _input(op, x)
+    arg = _input(op, x)
+    dtype, where, x = arg.dtype, arg.kind, arg.value
     m, k = x.shape
     if where == "numpy":
         q = np.zeros((m, k), ml_dtypes.float8_e4m3fn)
@@ -190,7 +181,7 @@ def _run(kind: str, op: str, x, scale_shape, scales_out=None):
             from ptxgen.runtime import jit
 
             kern = _JIT[key] = jit(_module(kind, dtype))
-        kern(x=x, q=q, scales=scales, m=m, k=k, stream=torch.cuda.current_stream().cuda_stream)
+        kern(x=x, q=q, scales=scales, m=m, k=k, stream=stream())
     return q, scales
 
 
@@ -201,7 +192,8 @@ def per_token_cast_to_fp8(x, *, tma_aligned_scales: bool = False):
     of 4 (DeepGEMM's layout, ``fp8.get_mn_major_tma_aligned_tensor``'s), strides (1, aligned M).
     Post: bit-identical to ``per_token_cast_to_fp8_reference(x)``; ``dequantize_per_token(q, scales)`` ≈ x."""
     op = "per_token_cast_to_fp8"
-    _input(op, x)
+    arg = _input(op, x)
+    x = arg.value
     m, k = x.shape
     kb = -(-k // BLOCK)
     out = None
@@ -213,7 +205,7 @@ def per_token_cast_to_fp8(x, *, tma_aligned_scales: bool = False):
             import torch
 
             out = torch.zeros((kb, aligned), dtype=torch.float32, device=x.device).t()[:m]
-    return _run("token", op, x, (m, kb), out)
+    return tuple(as_callers(r, [arg]) for r in _run("token", op, x, (m, kb), out))
 
 
 def per_block_cast_to_fp8(x):
@@ -221,9 +213,9 @@ def per_block_cast_to_fp8(x):
     (DeepGEMM's weight quantization), amax / 448 with amax = max(|x|, 1e-4) over the block.
     Post: bit-identical to ``per_block_cast_to_fp8_reference(x)``; ``dequantize_per_block(q, scales)`` ≈ x."""
     op = "per_block_cast_to_fp8"
-    _input(op, x)
-    m, k = x.shape
-    return _run("block", op, x, (-(-m // BLOCK), -(-k // BLOCK)))
+    arg = _input(op, x)
+    m, k = arg.shape
+    return tuple(as_callers(r, [arg]) for r in _run("block", op, arg.value, (-(-m // BLOCK), -(-k // BLOCK))))
 
 
 # -- numpy references --------------------------------------------------------------------------------------------------
@@ -256,7 +248,8 @@ def per_token_cast_to_fp8_reference(x):
 
 
 def per_block_cast_to_fp8_reference(x):
-    """numpy: (q, scales) of ``per_block_cast_to_fp8`` (DeepGEMM's ``per_block_cast_to_fp8``)."""
+    """numpy: (q, scales) of ``per_block_cast_to_fp8`` (DeepGEMM's ``per_block_cast_to_fp8``): a (200, 300) x gives
+    q (200, 300) e4m3 and scales (2, 3) float32. Post: ``per_block_cast_to_fp8(x)`` equals it bit for bit."""
     m, k = x.shape
     blocks = _blocked(x, BLOCK)
     amax = np.abs(blocks).max(axis=(1, 3), keepdims=True)
@@ -272,7 +265,8 @@ def dequantize_per_token(q, scales):
 
 
 def dequantize_per_block(q, scales):
-    """float64 q · scale of its 128 × 128 block (an (N, K) operand with (⌈N/128⌉, ⌈K/128⌉) scales)."""
+    """float64 q · scale of its 128 × 128 block (an (N, K) operand with (⌈N/128⌉, ⌈K/128⌉) scales): element (r, c)
+    times ``scales[r // 128, c // 128]``. Post: shape q.shape."""
     m, k = q.shape
     full = np.repeat(np.repeat(np.asarray(scales, np.float64), BLOCK, axis=0), BLOCK, axis=1)[:m, :k]
     return np.asarray(q).astype(np.float64) * full

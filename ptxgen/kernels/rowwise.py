@@ -19,6 +19,8 @@ import numpy as np
 
 import layoutc as lc
 
+from .arguments import Arg, stream
+
 ELEMENT_BYTES = {"bf16": 2, "f16": 2, "f32": 4}
 VECTOR_BYTES = 16
 MAX_VALUES = 32        # values a thread holds per row (the register budget: see choose_row_config)
@@ -40,25 +42,32 @@ class RowConfig:
 
     @property
     def vec(self) -> int:
-        """Elements per 16-byte vector."""
+        """Elements per 16-byte vector: 8 for bf16 (a value mode ``8:1``), 4 for f32. Post: vec · element bytes = 16."""
         return VECTOR_BYTES // ELEMENT_BYTES[self.dtype]
 
     @property
     def cols(self) -> int:
-        """The longest row the CTA holds: threads · vectors · vec."""
+        """The longest row the CTA holds: threads · vectors · vec (``RowConfig("f32", 256, 4).cols`` = 4096). Post:
+        ``tile[1] == cols``."""
         return self.threads * self.vectors * self.vec
 
     @property
     def block(self) -> int:
+        """Threads of the CTA: rows · threads (``RowConfig("f32", 256, 4, rows=2).block`` = 512). Post: ≤ 1024 for
+        a valid config."""
         return self.threads * self.rows
 
     @property
     def tile(self) -> tuple:
+        """The CTA's (rows, cols) tile: (2, 4096) for ``RowConfig("f32", 256, 4, rows=2)``, whose TV layout is
+        ``layouts()[1]``. Post: ``tile[1] == cols``."""
         return (self.rows, self.cols)
 
     def validate(self) -> None:
         """The rules: a known dtype; threads a power of two from 1 to 1024; the block at most 1024 threads; at most
-        MAX_VALUES values per thread; ctas_per_sm CTAs fit an SM's 2048 threads."""
+        MAX_VALUES values per thread; ctas_per_sm CTAs fit an SM's 2048 threads. ``RowConfig("f32", 96, 1)`` →
+        ``ValueError: RowConfig: threads must be a power of two from 1 to 1024, not 96``. Post: returns None only
+        when every rule holds."""
         if self.dtype not in ELEMENT_BYTES:
             raise ValueError(f"RowConfig: dtype must be one of {', '.join(ELEMENT_BYTES)}, not {self.dtype!r}")
         if self.threads < 1 or self.threads & (self.threads - 1) or self.threads > MAX_THREADS:
@@ -75,7 +84,8 @@ class RowConfig:
     def layouts(self):
         """(tile, tv): the (rows, cols) tile and its TV layout ``(threads·rows, (vec, vectors))``, derived with
         ``make_layout_tv`` and repeated ``vectors`` times along the columns (copy j at column offset j·threads·vec,
-        i.e. tile index offset j·rows·threads·vec)."""
+        i.e. tile index offset j·rows·threads·vec). ``RowConfig("f32", 256, 4).layouts()`` →
+        ``((1, 4096), (256,(4,4)):(4,(1,1024)))``. Post: the TV holds every tile element once."""
         tiler, tv = lc.make_layout_tv(lc.Layout((self.rows, self.threads), (self.threads, 1)),
                                       lc.Layout((1, self.vec)))
         repeat = lc.Layout(self.vectors, lc.product(tiler))
@@ -83,7 +93,8 @@ class RowConfig:
 
 
 def longest_row(dtype: str) -> int:
-    """The longest row the row-wise ops take: 16384 elements (a CTA of 1024 threads × 16 values, or 512 × 32)."""
+    """The longest row the row-wise ops take: 16384 elements (a CTA of 1024 threads × 16 values, or 512 × 32, e.g.
+    the TV ``(1024,(4,4)):(4,(1,4096))``). Post: ``choose_row_config(dtype, n)`` holds any n up to it."""
     return LONGEST_ROW
 
 
@@ -108,7 +119,9 @@ def choose_row_config(n: int, dtype: str, max_values: int = 16) -> RowConfig:
 
 
 def check_config(op: str, config: RowConfig, dtype: str, n: int) -> None:
-    """A forced configuration fits the call: valid, of x's dtype, holding rows of n elements."""
+    """A forced configuration fits the call: valid, of x's dtype, holding rows of n elements (its tile (rows, cols)
+    with cols ≥ n: ``softmax: config holds rows of up to 4096 elements but x's have 5000``). Post: returns only when
+    it fits; TypeError/ValueError naming ``op`` otherwise."""
     if not isinstance(config, RowConfig):
         raise TypeError(f"{op}: config must be a RowConfig, not {type(config).__name__}")
     config.validate()
@@ -120,41 +133,25 @@ def check_config(op: str, config: RowConfig, dtype: str, n: int) -> None:
 
 # -- the users' arguments ------------------------------------------------------------------------------------------
 
-_NUMPY_NAMES = {"bfloat16": "bf16", "float16": "f16", "float32": "f32"}
-_TORCH_NAMES = {"torch.bfloat16": "bf16", "torch.float16": "f16", "torch.float32": "f32"}
+ROW_TYPES = ("bf16", "f16", "f32")
 SPELLED = "bf16 (torch.bfloat16, ml_dtypes.bfloat16), f16 (torch.float16, numpy.float16) or f32 (torch.float32, " \
           "numpy.float32)"
 
 
-class Operand:
-    """One array argument of a row-wise op: ``kind`` "numpy" or "torch", ``dtype`` (our name, or None), ``shape``."""
+class Operand(Arg):
+    """One array argument of a row-wise op (an ``Arg`` that remembers its op): a (4, 4096) bf16 array reads as dtype
+    "bf16", shape (4, 4096). Post: as ``Arg``'s."""
+
+    __slots__ = ("op",)
 
     def __init__(self, op: str, name: str, x):
-        self.op, self.name, self.value, self.producer = op, name, x, None
-        if isinstance(x, np.ndarray):
-            self.kind, self.dtype, self.shown = "numpy", _NUMPY_NAMES.get(x.dtype.name), f"numpy {x.dtype}"
-            self.shape = tuple(x.shape)
-            return
-        module = type(x).__module__
-        if not module.startswith("torch") and hasattr(x, "__dlpack__"):
-            import torch
-
-            self.producer = module.split(".")[0]
-            x = torch.from_dlpack(x)
-            module = "torch"
-        if not (module.startswith("torch") and hasattr(x, "data_ptr")):
-            raise TypeError(f"{op}: {name} must be a CUDA tensor (torch, or any DLPack array) or a numpy array, not "
-                            f"{type(x).__name__}")
-        if not x.is_cuda:
-            raise TypeError(f"{op}: {name} is a CPU torch tensor; pass CUDA tensors (or numpy arrays, run in the CPU "
-                            "interpreter)")
-        self.kind, self.value = "torch", x
-        self.dtype, self.shown = _TORCH_NAMES.get(str(x.dtype)), str(x.dtype)
-        self.shape = tuple(x.shape)
+        super().__init__(op, name, x)
+        self.op = op
 
     def check_dtype(self, want: str | None = None) -> str:
-        """The element type, which must be one of ours (and ``want`` when given)."""
-        if self.dtype is None:
+        """The element type, which must be one of ours (and ``want`` when given): ``softmax: x has dtype
+        torch.int32; softmax takes bf16 (…), f16 (…) or f32 (…)``. Post: the result is in ``ROW_TYPES``."""
+        if self.dtype not in ROW_TYPES:
             raise TypeError(f"{self.op}: {self.name} has dtype {self.shown}; {self.op} takes {SPELLED}")
         if want is not None and self.dtype != want:
             raise TypeError(f"{self.op}: {self.name} has dtype {self.shown} but x is {want}: pass it in x's dtype")
@@ -181,7 +178,8 @@ def rows_of(op: str, x: Operand, n_name: str = "the last dimension"):
 
 
 def vector_of(op: str, name: str, v, n: int, dtype: str, kind: str):
-    """An (N,) weight or bias of x's dtype and kind (numpy with numpy, CUDA with CUDA), as a contiguous 1-D array."""
+    """An (N,) weight or bias of x's dtype and kind (numpy with numpy, CUDA with CUDA), as a contiguous 1-D array
+    (layout ``N:1``). Post: shape (n,), unit stride, dtype ``dtype``; else TypeError/ValueError naming ``name``."""
     arg = Operand(op, name, v)
     if arg.kind != kind:
         raise TypeError(f"{op}: {name} is a {'numpy array' if arg.kind == 'numpy' else 'CUDA tensor'} but x is "
@@ -193,19 +191,9 @@ def vector_of(op: str, name: str, v, n: int, dtype: str, kind: str):
     return value.contiguous() if arg.kind == "torch" else np.ascontiguousarray(value)
 
 
-def as_callers(result, arg: Operand):
-    """The result in the caller's kind: a CUDA array of another framework (cupy, JAX: passed through DLPack) goes back
-    through that framework's ``from_dlpack``; numpy and torch as they are."""
-    if arg.producer:
-        import sys
-
-        convert = getattr(sys.modules.get(arg.producer), "from_dlpack", None)
-        if convert is not None:
-            return convert(result)
-    return result
-
-
 def empty_like(x2d, kind: str):
+    """An uninitialised array of ``x2d``'s shape and dtype, of the kind ``kind`` ("numpy", or "torch": on x2d's
+    device), e.g. the (M, N) result of a (M, N):(N, 1) input. Post: same shape and dtype as ``x2d``."""
     if kind == "numpy":
         return np.empty(x2d.shape, x2d.dtype)
     import torch
@@ -220,7 +208,8 @@ _JIT = {}
 
 def run(build, key, args: dict, kind: str) -> None:
     """Run the kernel ``build()`` (built, verified and compiled once per ``key``): in the CPU interpreter for numpy
-    arguments, else on the GPU on torch's current stream."""
+    arguments, else on the GPU on torch's current stream. Post: the kernel has run to completion in the interpreter
+    (numpy), or is queued on the stream (GPU); the same ``key`` never builds twice in a process."""
     if kind == "numpy":
         from ptxgen.interp import interpret
 
@@ -229,11 +218,9 @@ def run(build, key, args: dict, kind: str) -> None:
             module = _JIT[("module",) + key] = build()
         interpret(module, args)
         return
-    import torch
-
     kern = _JIT.get(key)
     if kern is None:
         from ptxgen.runtime import jit
 
         kern = _JIT[key] = jit(build())
-    kern(**args, stream=torch.cuda.current_stream().cuda_stream)
+    kern(**args, stream=stream())

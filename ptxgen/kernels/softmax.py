@@ -22,7 +22,8 @@ import math
 import layoutc as lc
 from ptxgen.ir.builder import KernelBuilder, cdiv, f32, frag, gtensor, i32
 
-from .rowwise import Operand, RowConfig, as_callers, check_config, choose_row_config, empty_like, rows_of, run
+from .arguments import as_callers
+from .rowwise import Operand, RowConfig, check_config, choose_row_config, empty_like, rows_of, run
 
 LOG2E = 1.4426950408889634
 MAX_VALUES = 32   # values per thread: softmax fits them in 64 registers, so 16384 bf16 takes 2 CTAs of 512 per SM
@@ -80,5 +81,5 @@ def softmax(x, dim: int = -1, *, config: RowConfig | None = None):
     y2d = empty_like(x2d, arg.kind)
     if m:
         run(lambda: build(config), ("softmax", config), {"x": x2d, "y": y2d, "m": m}, arg.kind)
-    return as_callers(y2d.reshape(arg.shape), arg)
+    return as_callers(y2d.reshape(arg.shape), [arg])
 

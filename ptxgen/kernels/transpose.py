@@ -49,6 +49,8 @@ from layoutc.hopper import bank_conflicts
 
 from ptxgen.ir.builder import KernelBuilder, cdiv, dim, frag, gtensor, i32, smem
 
+from .arguments import Arg, stream
+
 ELEMENT_BYTES = {"f32": 4, "bf16": 2, "f16": 2}
 VECTOR_BYTES = 16
 CHUNKS = 8          # 16-byte chunks of a 128-byte row: the XOR's 3 bits
@@ -76,6 +78,8 @@ class TransposeConfig:
 
     @property
     def vector(self) -> int:
+        """Elements per 16-byte vector: 8 for bf16/f16, 4 for f32 (a thread's value mode ``(V):(1)`` of a row).
+        Post: ``vector · element bytes == 16``."""
         return VECTOR_BYTES // ELEMENT_BYTES[self.dtype]
 
     @property
@@ -85,6 +89,9 @@ class TransposeConfig:
         return CHUNKS * v, CHUNKS * v
 
     def validate(self) -> "TransposeConfig":
+        """The config itself when its rules hold, else ValueError naming the field: ``TransposeConfig.threads = 96
+        must be a multiple of 32, at most 256 (8 warps), …``. Post: the tile's vectors split evenly over
+        ``threads × pair`` (e.g. 512 vectors of a 64 x 64 bf16 tile over 256 threads × 2)."""
         if self.dtype not in ELEMENT_BYTES:
             raise ValueError(f"TransposeConfig.dtype must be one of {', '.join(ELEMENT_BYTES)}, not {self.dtype!r}")
         if self.pair not in (1, 2):
@@ -206,7 +213,9 @@ def bank_reports(config: TransposeConfig) -> dict:
 
 
 def build(config: TransposeConfig = TransposeConfig()):
-    """The transpose kernel ``@transpose(%x: gtensor<T, 2>, %out: gtensor<T, 2>)``: grid (⌈N/BN⌉, ⌈M/BM⌉)."""
+    """The transpose kernel ``@transpose(%x: gtensor<T, 2>, %out: gtensor<T, 2>)``: grid (⌈N/BN⌉, ⌈M/BM⌉), each CTA
+    a (BM, BN) tile through shared memory swizzled by ``in_swizzle`` (``Sw<3,3,-6>`` for bf16). Post: a verified
+    Module whose kernel writes ``out = x.T``."""
     config.validate()
     dtype = config.dtype
     bm, bn = config.tile
@@ -249,20 +258,14 @@ def kernel(config: TransposeConfig):
 def transpose(x, out=None, *, config: TransposeConfig | None = None):
     """``x.T`` as a new contiguous (N, M) array (or into ``out``, row-major): a torch CUDA tensor runs on the GPU
     (torch's current stream), a numpy array (``ml_dtypes.bfloat16`` for bf16) in the CPU interpreter. The configuration defaults to
-    ``TransposeConfig.default(x's dtype)``. Raises TypeError for another dtype, ValueError for a rank other than 2 or an
-    ``out`` of the wrong shape."""
+    ``TransposeConfig.default(x's dtype)``. Raises TypeError for another dtype or a non-array (``Arg``'s checks),
+    ValueError for a rank other than 2 or an ``out`` of the wrong shape."""
     import numpy as np
 
-    if isinstance(x, np.ndarray):
-        import ml_dtypes
-        names = {np.dtype(np.float32): "f32", np.dtype(ml_dtypes.bfloat16): "bf16", np.dtype(np.float16): "f16"}
-        dtype = names.get(x.dtype)
-    else:
-        dtype = {"torch.float32": "f32", "torch.bfloat16": "bf16", "torch.float16": "f16"}.get(str(x.dtype))
-    if dtype is None:
-        raise TypeError(f"transpose: x has dtype {x.dtype}; the kernel takes f32, bf16 or f16")
-    if len(x.shape) != 2:
-        raise ValueError(f"transpose: x has rank {len(x.shape)} (shape {tuple(x.shape)}); the kernel takes a matrix")
+    arg = Arg("transpose", "x", x)
+    dtype = arg.check_dtype("transpose", ("f32", "bf16", "f16"))
+    arg.check_rank("transpose", 2, "(M, N)")
+    x = arg.value
     m, n = (int(s) for s in x.shape)
     config = config or TransposeConfig.default(dtype, rows_aligned(x, out, m, n))
     if out is None:
@@ -275,8 +278,7 @@ def transpose(x, out=None, *, config: TransposeConfig | None = None):
         from ptxgen.interp import interpret
         interpret(kernel(config), {"x": np.ascontiguousarray(x), "out": out})
         return out
-    import torch
-    jit_kernel(config)(x=x, out=out, stream=torch.cuda.current_stream().cuda_stream)
+    jit_kernel(config)(x=x, out=out, stream=stream())
     return out
 
 
@@ -299,7 +301,8 @@ _JITTED: dict = {}
 
 
 def jit_kernel(config: TransposeConfig):
-    """The launchable kernel of ``config`` (``ptxgen.runtime.jit`` of ``kernel(config)``), made once per process."""
+    """The launchable kernel of ``config`` (``ptxgen.runtime.jit`` of ``kernel(config)``, e.g. the 64 x 64 bf16 tile
+    of ``TransposeConfig()``), made once per process. Post: the same object for equal configs."""
     if config not in _JITTED:
         from ptxgen.runtime import jit
         _JITTED[config] = jit(kernel(config))

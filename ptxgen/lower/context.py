@@ -35,7 +35,7 @@ from ..ir.types import FragmentType, GlobalTensorType, ScalarType, SCALARS, Tens
 from . import gmem, mathlib, ptx_table, shared
 from .plans import (
     ReducePlanError, ThreadMap, coordinate_layout, flat, layout_table, mode_sizes, plan_reduce, plan_smem_access,
-    tile_coordinates, tv_split,
+    tile_coordinates, tv_parts,
 )
 from .specialize import Specialization, kernel_abi
 from .values import BIG_MULTIPLE, F16, F32, GPTR, GView, I1, I8, I16, I32, I64, TensorArg, llvm_type, pack_pair, \
@@ -287,7 +287,7 @@ class LoweringContext:
         layout or a swizzled one (``Sw o offset o TV``: ``Sw(offset + TV0(t) + TV1(value))``, the XOR at run time):
         ``Sw<2,0,5> o 0 o ((4,8),(4,4)):((128,1),(32,8))`` at value 5 → ``x ^ ((x & 3) << 5)`` with
         ``x = 128·(t%4) + t/4 + 40``. Post: equals ``tv((t, value))`` for every thread of the TV layout."""
-        sw, offset, inner = tv_split(tv)
+        sw, offset, inner = tv_parts(tv)
         idx = self.b.add(self.emit_layout(inner[0], thread), self.i32(offset + inner[1](value)))
         return shared.swizzle_address(self, sw, idx)
 

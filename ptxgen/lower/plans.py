@@ -20,6 +20,7 @@ import numpy as np
 import layoutc as lc
 from layoutc.hopper import vector_groups
 
+from ..ir.layout_table import layout_values, tv_index, tv_parts  # noqa: F401  (the lowering's tables)
 from ..ir.reduce_plan import ReducePlan, ReducePlanError, plan_reduce  # noqa: F401  (the lowering's plans in one place)
 
 
@@ -40,18 +41,11 @@ def mode_sizes(shape) -> list:
 
 
 def layout_table(layout) -> np.ndarray:
-    """``[layout(i) for i in range(size(layout))]`` as an int64 array, evaluated mode by mode (a ThreadMap:
-    its value per thread)."""
+    """``[layout(i) for i in range(size(layout))]`` as an int64 array (``layout_values``), or a ThreadMap's value per
+    thread. ``(4,2):(2,1)`` → ``[0 2 4 6 1 3 5 7]``. Post: ``layout_table(L)[i] == L(i)``."""
     if isinstance(layout, ThreadMap):
         return layout.table()
-    shapes, strides = flat(lc.shape(layout)), flat(lc.stride(layout))
-    n = int(np.prod(shapes)) if shapes else 1
-    idx = np.arange(n, dtype=np.int64)
-    out = np.zeros(n, dtype=np.int64)
-    for s, d in zip(shapes, strides):
-        out += (idx % s) * d
-        idx //= s
-    return out
+    return layout_values(layout)
 
 
 @dataclass(frozen=True)
@@ -67,24 +61,10 @@ class ThreadMap:
     then: object = None
 
     def table(self) -> np.ndarray:
+        """The map's value per thread: ``then(swizzle(offset + first(t)))`` for t < size(first), as int64.
+        ``ThreadMap(4:2, 0, Sw<1,1,1>)`` → ``[0, 2, 6, 4]``. Post: shape ``(size(first),)``."""
         index = self.swizzle(self.offset + layout_table(self.first))
         return index if self.then is None else layout_table(self.then)[index]
-
-
-def tv_index_table(tv) -> np.ndarray:
-    """(threads, values) array of the tile index ``tv(t, v)`` of a TV layout or a swizzled one
-    (``Sw o offset o TV``: the swizzle of ``offset + TV(t, v)``). ``Sw<1,0,-2> o 0 o (2,2):(1,2)`` → [[0, 2], [5, 7]]
-    (thread 1's index 1 and 3 get bit 2 from their bit 0). Post: shape (size(TV[0]), size(TV[1]))."""
-    sw, offset, inner = tv_split(tv)
-    index = layout_table(inner[0])[:, None] + layout_table(inner[1])[None, :]
-    return index if sw is None else sw(offset + index)
-
-
-def tv_split(tv) -> tuple:
-    """(swizzle or None, offset, Layout) of a TV map: ``Sw<3,3,-6> o 0 o L`` → (Sw, 0, L); ``L`` → (None, 0, L)."""
-    if isinstance(tv, lc.ComposedLayout):
-        return tv.outer, tv.offset, tv.inner
-    return None, 0, tv
 
 
 def split_by_thread(table: np.ndarray, tv, then=None):
@@ -93,7 +73,7 @@ def split_by_thread(table: np.ndarray, tv, then=None):
     does not split so (the swizzle mixes value bits with thread bits; then the lowering computes every value's
     index at run time). Example: a transpose's smem read ``Sw<3,3,6> o 0 o TV`` whose swizzle XORs only bits
     the thread picks splits; one XORing a value bit into a thread bit does not."""
-    sw, offset, inner = tv_split(tv)
+    sw, offset, inner = tv_parts(tv)
     values = table[0] - table[0, 0]
     if not np.array_equal(table, table[:, :1] + values[None, :]):
         return None
@@ -122,7 +102,7 @@ def tile_coordinates(tv, tile_shape):
     map's thread part is a ``ThreadMap`` (``split_by_thread``): e.g. ``Sw<3,3,-6> o 0 o TV`` over (64, 64) gives each
     row the thread's swizzled row and each value a constant column offset."""
     nt, nv = lc.size(tv[0]), lc.size(tv[1])
-    index = tv_index_table(tv)
+    index = tv_index(tv)
     sizes = mode_sizes(tile_shape)
     out = []
     prefix = 1
@@ -216,7 +196,7 @@ def _table_vectors(tv, tile_shape, contiguous: int, max_width: int) -> tuple:
     value's position along the contiguous mode, the other modes' coordinates spaced a row of ``max_width``-rounded
     length apart (so a run of k never crosses into another row). ``Sw<2,3,-4> o 0 o ((4,8),(4,4)):((128,1),(32,8))``
     over (32, 16), contiguous mode 1: (4, four groups of 4 columns)."""
-    index = tv_index_table(tv)
+    index = tv_index(tv)
     sizes = mode_sizes(tile_shape)
     coords, prefix = [], 1
     for s in sizes:
@@ -258,7 +238,7 @@ def plan_smem_access(tv, inner, esize: int, chunk_bytes: int, base_align: int) -
     values 0..15, width 4, groups ((0,1,2,3), ..., (12,13,14,15)).
     """
     nt, nv = lc.size(tv[0]), lc.size(tv[1])
-    want = layout_table(inner)[tv_index_table(tv)]
+    want = layout_table(inner)[tv_index(tv)]
     limit = max(1, min(16, chunk_bytes, base_align) // esize)
     width, groups = vector_groups(want.tolist(), limit)
     # without a split, each group's first address is computed at run time (the groups hold in every thread)

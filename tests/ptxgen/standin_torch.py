@@ -21,7 +21,7 @@ def standin_torch(monkeypatch):
         import torch_standin
     finally:
         sys.path.pop(0)
-    from ptxgen.kernels import linalg
+    from ptxgen.kernels import arguments, linalg
     from ptxgen.kernels.gemm import autotune, run
     from ptxgen.runtime import binding
 
@@ -29,8 +29,8 @@ def standin_torch(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", torch)
     launches = []
     torch_standin.stub_driver(launches, patch=monkeypatch.setattr)
-    for module, name, empty in ((linalg, "_FAST", {}), (linalg, "_TORCH", [frozenset(), None, None]),
-                                (linalg, "_SMS", []), (run, "_JIT", {}), (run, "_SITES", {}), (run, "_CTAS", {}),
+    for module, name, empty in ((linalg, "_FAST", {}), (arguments, "TORCH", [frozenset(), None, None]),
+                                (arguments, "SMS", []), (run, "_JIT", {}), (run, "_SITES", {}), (run, "_CTAS", {}),
                                 (run, "_WORKSPACES", {}), (autotune, "_CHOICES", {})):
         monkeypatch.setattr(module, name, empty)
     monkeypatch.setattr(binding, "_TORCH_TYPES", set(binding._TORCH_TYPES))

@@ -149,7 +149,7 @@ def test_a_known_signature_never_hides_a_check(env, what, error, message):
 def test_alignment_strides_and_stream_are_part_of_the_signature(env, monkeypatch, what):
     """An operand 2 bytes off the aligned address of the remembered call (TMA needs 16), other strides of the same
     shape, or another current stream: the checked path runs again (and remembers the new signature)."""
-    from ptxgen.kernels import linalg, matmul
+    from ptxgen.kernels import arguments, linalg, matmul
 
     torch, standin, _ = env
     t = standin.tensor
@@ -171,7 +171,7 @@ def test_alignment_strides_and_stream_are_part_of_the_signature(env, monkeypatch
     elif what == "other strides":
         args = t(a.shape, (256, 1), a.dtype, 0x30000000), b
     else:
-        linalg._TORCH[2] = lambda device: 7     # the fixture's own list: restored after the test
+        arguments.TORCH[2] = lambda device: 7     # the fixture's own list: restored after the test
         args = a, b
     with pytest.raises(RuntimeError) as info:
         matmul(*args)

@@ -134,7 +134,7 @@ def test_norms_with_32_values_per_thread_store_in_chunks(dtype):
      "softmax: x has dtype numpy float64; softmax takes bf16 (torch.bfloat16, ml_dtypes.bfloat16), f16 "
      "(torch.float16, numpy.float16) or f32 (torch.float32, numpy.float32)"),
     (lambda: softmax([1.0, 2.0]), TypeError,
-     "softmax: x must be a CUDA tensor (torch, or any DLPack array) or a numpy array, not list"),
+     "softmax: x must be a CUDA tensor (torch, or any DLPack array: cupy, JAX) or a numpy array, not list"),
     (lambda: softmax(np.zeros((2, 8), np.float32), dim=0), ValueError,
      "softmax: dim must be the last dimension (-1 or 1), not 0"),
     (lambda: softmax(np.zeros((2, 16385), np.float32)), ValueError,

@@ -1,6 +1,8 @@
 """The fp8 quantizers (ptxgen.kernels.quantize): per token (row × 128 columns) and per 128 × 128 block, in the
 interpreter bit for bit against their numpy references (which follow DeepGEMM's per_token_cast_to_fp8 /
 per_block_cast_to_fp8), the references' own properties, the errors, the PTX, and the GPU."""
+import re
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -93,11 +95,13 @@ def test_quantized_operands_feed_the_gemm():
 
 @pytest.mark.parametrize("call, error, message", [
     (lambda: per_token_cast_to_fp8(np.zeros((4, 128), np.float64)), TypeError,
-     "per_token_cast_to_fp8: x has dtype numpy float64; it takes bf16, f16 or f32"),
+     re.escape("per_token_cast_to_fp8: x has dtype numpy float64; per_token_cast_to_fp8 takes bf16 (torch.bfloat16, "
+               "ml_dtypes.bfloat16) or f16 (torch.float16, numpy.float16) or f32 (torch.float32, numpy.float32)")),
     (lambda: per_block_cast_to_fp8(np.zeros((4, 4, 128), np.float32)), ValueError,
      r"per_block_cast_to_fp8: x must be 2-D \(M, K\), not of shape \(4, 4, 128\)"),
     (lambda: per_token_cast_to_fp8([[1.0]]), TypeError,
-     "per_token_cast_to_fp8: x must be a CUDA tensor or a numpy array, not list"),
+     re.escape("per_token_cast_to_fp8: x must be a CUDA tensor (torch, or any DLPack array: cupy, JAX) or a numpy "
+               "array, not list")),
     (lambda: build_per_token("e4m3"), ValueError, "quantize: dtype must be one of bf16, f16, f32, not 'e4m3'"),
 ])
 def test_bad_arguments(call, error, message):

@@ -15,7 +15,8 @@ from ptxgen.interp import interpret
 from ptxgen.ir.ops import is_tv, layout_image_bounds, layout_values, tv_table
 from ptxgen.ir.text import parse_module, print_module
 from ptxgen.lower import Specialization, TensorSpec, compile_kernel
-from ptxgen.lower.plans import plan_access, plan_smem_access, tile_coordinates, tv_index_table
+from ptxgen.ir.layout_table import tv_index
+from ptxgen.lower.plans import plan_access, plan_smem_access, tile_coordinates
 from ptxgen.verify import VerifyError, verify
 
 # 32 threads × 4 f32 vectors of a (32, 16) tile (thread t: columns 4·(t%4) … +3 of rows t//4 + 8k); the swizzle
@@ -75,7 +76,7 @@ def test_the_swizzle_keeps_vectors_whole_in_the_plan_and_the_ptx():
     plan = plan_access(tv, (32, 16), 1, 4)
     assert plan.width == 4 and len(plan.groups) == 4
     coords = tile_coordinates(tv, (32, 16))
-    index = tv_index_table(tv)
+    index = tv_index(tv)
     for m, size, prefix in ((0, 32, 1), (1, 16, 32)):
         thread = coords[m].thread.table() if hasattr(coords[m].thread, "table") else None
         want = (index // prefix) % size

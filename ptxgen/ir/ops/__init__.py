@@ -15,6 +15,7 @@ import numpy as np
 
 import layoutc as lc
 
+from ..layout_table import layout_values, tv_index, tv_parts  # noqa: F401  (the ops' tables)
 from ..suggest import did_you_mean
 from ..text import attribute_text
 from ..types import SCALARS, ScalarType
@@ -202,13 +203,13 @@ TABLE_LIMIT = 1 << 22  # the interpreter tabulates a layout over its whole domai
 
 
 def tv_table(tv, threads: int) -> np.ndarray:
-    """(threads, values) array of ``tv(t, v)``: the tile index of each thread's values (``layout_values`` of tv,
-    whose 1-D coordinate of (t, v) is t + T·v with T = size(tv[0])). ``tv`` is a TV layout or a swizzled one
+    """(threads, values) array of ``tv(t, v)``: the tile index of each thread's values (``tv_index``; with more
+    threads than the thread mode, evaluated point by point so that tv raises for the first outside). ``tv`` is a TV layout or a swizzled one
     (``Sw<B,M,S> o offset o TV``: the swizzle acts on the tile index, ``is_tv``)."""
     nthreads, nvals = lc.size(tv[0]), lc.size(tv[1])
     if threads > nthreads:   # coordinates outside the thread mode: tv raises as it would for the caller
         return np.array([[tv((t, v)) for v in range(nvals)] for t in range(threads)], dtype=np.int64)
-    return layout_values(tv).reshape(nvals, nthreads).T[:threads].copy()
+    return tv_index(tv)[:threads]
 
 
 def tv_rows(ix, op, thread, table: np.ndarray) -> np.ndarray:
@@ -235,14 +236,6 @@ def is_tv(x) -> bool:
     e.g. a conflict-free transpose's thread map). ``Sw<3,3,-6> o 0 o ((8,32),8):((512,1),32)`` → True."""
     return isinstance(x, lc.Layout) or (isinstance(x, lc.ComposedLayout) and isinstance(x.outer, lc.Swizzle)
                                         and isinstance(x.inner, lc.Layout))
-
-
-def tv_parts(tv) -> tuple:
-    """(swizzle or None, offset, TV Layout) of a thread-value map (``is_tv``): ``Sw<3,3,-6> o 0 o L`` → (Sw, 0, L),
-    ``L`` → (None, 0, L). Post: ``tv(t, v) == sw(offset + L(t, v))`` (without the swizzle where it is None)."""
-    if isinstance(tv, lc.ComposedLayout):
-        return tv.outer, tv.offset, tv.inner
-    return None, 0, tv
 
 
 def tv_attr(op, v, name: str = "tv"):
@@ -286,27 +279,6 @@ def verify_tv(op, v, tv, fragment_shape, tile_size, what="tile"):
                     f"{tile_size} elements")
         return False
     return True
-
-
-def layout_values(layout, indices=None) -> np.ndarray:
-    """``[layout(i) for i in range(size(layout))]`` as an int64 array, computed mode by mode with numpy (the verifier
-    checks TV layouts of 16K points, too many to evaluate point by point). ``(4,2):(2,1)`` → [0 2 4 6 1 3 5 7].
-    With ``indices`` (an int array of 1-D coordinates), ``layout`` at those only, in their shape: what a large layout
-    needs (a table of all its values would not fit in memory). A swizzled map ``Sw o offset o L`` is the swizzle of
-    ``offset + L``'s values. Post: equal to the point-by-point evaluation."""
-    if isinstance(layout, lc.ComposedLayout):
-        sw, offset, inner = tv_parts(layout)
-        return sw(offset + layout_values(inner, indices))
-    flat = lc.flatten(layout)
-    shapes = flat.shape if isinstance(flat.shape, tuple) else (flat.shape,)
-    strides = flat.stride if isinstance(flat.stride, tuple) else (flat.stride,)
-    idx = np.arange(lc.size(layout), dtype=np.int64) if indices is None else np.asarray(indices, dtype=np.int64)
-    out = np.zeros_like(idx)
-    prefix = 1
-    for s, d in zip(shapes, strides):
-        out += (idx // prefix) % s * d
-        prefix *= s
-    return out
 
 
 def layout_image_bounds(layout) -> tuple:
@@ -625,4 +597,4 @@ class AsyncOp(abc.ABC):
 
 
 # The dialects register their ops on import; each op is defined in exactly one of them.
-from . import arith, gpu, scf, gmem, frag, smem, mbarrier, tma, pipeline, wgmma, roles, sched, mask, scalar  # noqa: E402,F401
+from . import arith, gpu, scf, gmem, frag, smem, mbarrier, tma, pipeline, wgmma, roles, sched  # noqa: E402,F401

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from ..linalg import _Arg, _same_kind, _stream
+from ..arguments import Arg as _Arg, same_kind as _same_kind, stream as _stream
 from . import run
 from .config import ELEMENT_BYTES, HEAD_DIMS, HEAD_DIMS_TEXT, AttentionConfig, choose_config
 

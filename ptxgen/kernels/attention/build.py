@@ -12,12 +12,13 @@ reverse order of the x index, the longest first), three warpgroups:
 
 Causal (bottom-right aligned): query row i sees key columns j ≤ i + Sk − Sq, so the KV loop of a CTA ends at the tile
 holding its last row's last visible column (``n_end``; tiles entirely above the diagonal are never loaded) and only
-the tiles crossing the diagonal (or the ragged last tile) run ``mask.fill``.
+the tiles crossing the diagonal (or the ragged last tile) run the mask (``softmax.mask_scores``).
 """
 from __future__ import annotations
 
 from ptxgen.ir.builder import KernelBuilder, cdiv, dim, f32, gtensor, i32, smem, tmap
 
+from ..global_element import load_element
 from . import epilogue, softmax
 from .config import BM, BOX_COLUMNS, CONSUMER_ROWS, AttentionConfig
 from .layouts import box_layout, ring_box, ring_layout, tile_layout
@@ -111,16 +112,16 @@ def build(config: AttentionConfig = AttentionConfig()):
 
 def sequence_bounds(g) -> None:
     """The CTA's sequence lengths ``g.sq``, ``g.sk`` and (varlen) the first rows ``g.q_start``, ``g.k_start`` of its
-    batch's sequences in the packed tensors: ``cu[batch]`` and ``cu[batch + 1] − cu[batch]`` (``scalar.load``)."""
+    batch's sequences in the packed tensors: ``cu[batch]`` and ``cu[batch + 1] − cu[batch]`` (``load_element``)."""
     b, kb = g.b, g.kb
     if not g.config.varlen:
         g.sq, g.sk = kb["sq"], kb["sk"]
         return
     next_batch = b.arith.add(g.batch, g.c1, name="next_batch")
-    g.q_start = b.scalar.load(kb["cu_q"], g.batch, name="q_start")
-    g.k_start = b.scalar.load(kb["cu_k"], g.batch, name="k_start")
-    g.sq = b.arith.sub(b.scalar.load(kb["cu_q"], next_batch, name="q_stop"), g.q_start, name="sq")
-    g.sk = b.arith.sub(b.scalar.load(kb["cu_k"], next_batch, name="k_stop"), g.k_start, name="sk")
+    g.q_start = load_element(b, kb["cu_q"], (g.batch,), g.c0, 1, name="q_start")
+    g.k_start = load_element(b, kb["cu_k"], (g.batch,), g.c0, 1, name="k_start")
+    g.sq = b.arith.sub(load_element(b, kb["cu_q"], (next_batch,), g.c0, 1, name="q_stop"), g.q_start, name="sq")
+    g.sk = b.arith.sub(load_element(b, kb["cu_k"], (next_batch,), g.c0, 1, name="k_stop"), g.k_start, name="sk")
 
 
 def kv_tiles(g):

@@ -54,7 +54,13 @@ def mask_scores(g, s, k0, tag: str = ""):
         diag, need = g.c_no_diag, ragged
     branch = b.scf.if_(need, types=(s.type,), names=[f"s_masked{tag}"])
     with branch.then:
-        b.scf.yield_(b.mask.fill(s, g.lt, diag, bound, tv=tv, tile=tile, value=float("-inf"), name=f"s_fill{tag}"))
+        rows, cols = b.frag.coords(g.lt, tv=tv, tile=tile, type=[frag("i32", s.type.shape)] * 2,
+                                   name=[f"s_rows{tag}", f"s_cols{tag}"])
+        past = b.frag.cmp(cols, bound, pred="ge", name=f"s_past{tag}")
+        above = b.frag.cmp(b.frag.sub(cols, rows, name=f"s_offdiag{tag}"), diag, pred="gt", name=f"s_above{tag}")
+        ninf = b.const(float("-inf"), f32, name=f"s_ninf{tag}")
+        kept = b.frag.select(past, ninf, s, name=f"s_kept{tag}")
+        b.scf.yield_(b.frag.select(above, ninf, kept, name=f"s_fill{tag}"))
     with branch.otherwise:
         b.scf.yield_(s)
     return branch.results[0]

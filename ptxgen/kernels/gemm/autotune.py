@@ -107,7 +107,8 @@ def problem_key(m: int, n: int, k: int, dtype: str, out_dtype: str, a_major: str
 
 
 def device_key() -> tuple:
-    """What a choice was timed on: (the device's name, its SM count, the driver's version)."""
+    """What a choice was timed on: (the device's name, its SM count, the driver's version), e.g. ("NVIDIA H100 80GB
+    HBM3", 132, 13000). Post: equal on one machine across processes (the disk cache's key)."""
     from ptxgen.runtime import device_name, driver_version, multiprocessor_count
 
     return device_name(), multiprocessor_count(), driver_version()

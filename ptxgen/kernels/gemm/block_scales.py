@@ -25,6 +25,7 @@ import layoutc as lc
 
 from ptxgen.ir.builder import frag, gtensor, i32
 
+from ..global_element import load_element
 from .config import SCALE_BLOCK, GemmConfig
 
 
@@ -69,7 +70,8 @@ GROUPS = SCALE_BLOCK // 8   # 8-column groups per B scale block: the repeated vi
 
 def straddles(config: GemmConfig) -> bool:
     """Whether a tile's columns may lie in different B scale blocks at offsets known only at run time: unswapped, BN
-    neither a divisor nor a multiple of 128."""
+    neither a divisor nor a multiple of 128. ``BN = 192`` straddles (a tile at n0 = 192 covers blocks 1 and 2),
+    ``BN = 64`` or ``256`` does not. Post: True only where the scale read needs run-time block offsets."""
     return not config.swap_ab and SCALE_BLOCK % config.bn != 0 and config.bn % SCALE_BLOCK != 0
 
 
@@ -95,14 +97,6 @@ def parameters(config: GemmConfig) -> dict:
     return params
 
 
-def _first_value(b, tensor, origin, thread, threads: int, name: str):
-    """tensor[origin] (an i32 gtensor of rank 1) as a scalar of every thread of the ``threads`` that ``thread``
-    numbers: a one-element window read by each (the same element), its value extracted."""
-    window = b.gmem.tile(tensor, origin, shape=(1,), name=f"{name}_at")
-    value = b.gmem.load(window, thread, tv=lc.Layout((threads, 1), (0, 0)), type=frag("i32", 1), name=f"{name}_frag")
-    return b.frag.extract(value, index=0, name=name)
-
-
 def tile_group(g, tm, thread, threads: int, tag: str):
     """The group of tile row ``tm`` of a grouped GEMM and whether the tile has rows to compute: contiguous — the
     group of the tile's first row (``%m_indices[tm·BM]``; a padding row's -1 reads as group 0: its rows compute
@@ -111,11 +105,11 @@ def tile_group(g, tm, thread, threads: int, tag: str):
     b, kb, config = g.b, g.kb, g.config
     if config.grouped == "contiguous":
         m0 = b.arith.mul(tm, g.c_bm, name=f"gm0_{tag}")
-        raw = _first_value(b, kb["m_indices"], m0, thread, threads, f"group_raw_{tag}")
+        raw = load_element(b, kb["m_indices"], (m0,), thread, threads, name=f"group_raw_{tag}")
         return b.arith.max(raw, g.c0, name=f"group_{tag}"), None, None
     group = b.arith.div(tm, g.group_tiles_m, name=f"group_{tag}")
     local0 = b.arith.mul(b.arith.rem(tm, g.group_tiles_m, name=f"gtm_{tag}"), g.c_bm, name=f"local0_{tag}")
-    count = _first_value(b, kb["masked_m"], group, thread, threads, f"group_rows_{tag}")
+    count = load_element(b, kb["masked_m"], (group,), thread, threads, name=f"group_rows_{tag}")
     return group, b.arith.cmp(local0, count, pred="lt", name=f"has_rows_{tag}"), (local0, count)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from .build import build
 from .config import GemmConfig
 from .schedule import streamk_buffers
+from ..arguments import device_sms
 
 _MODULES = {}      # kernel config -> built Module
 _JIT = {}          # kernel config -> JitKernel
@@ -147,7 +148,7 @@ def _prepare(config, args, key, scales, stream, sm_count):
 
     kc = key[0]
     kern = jit_kernel(kc)
-    extra = {"sms": _CTAS.get(kc) or sm_count or _multiprocessor_count()}
+    extra = {"sms": _CTAS.get(kc) or sm_count or device_sms()}
     if config.fp8:
         extra["scale_a"], extra["scale_b"] = float(scales[0]), float(scales[1])
     device = args["c"].device
@@ -177,8 +178,3 @@ def _prepare(config, args, key, scales, stream, sm_count):
     _SITES[key] = site
     return site
 
-
-def _multiprocessor_count() -> int:
-    from ptxgen.runtime import multiprocessor_count
-
-    return multiprocessor_count()
