@@ -37,10 +37,10 @@ from .arguments import as_callers
 from .rowwise import (Operand, RowConfig, check_config, choose_row_config, empty_like, rows_of, run,
                       vector_of)
 
-MAX_VALUES = 32        # LayerNorm's values per thread (see choose_norm_config)
+MAX_VALUES = 32        # values per thread of both norms (see choose_norm_config)
 # values per thread of one epilogue chunk (see build): what fits 64 registers without spilling (ptxas, sm_90a) —
-# LayerNorm at 32 values spills nothing with 8 or 16; RMSNorm at 16 values spills 100 bytes with 8 (1024 threads)
-EPILOGUE_VALUES = {"layer": 8, "rms": 16}
+# LayerNorm at 32 values spills nothing with 8 or 16; RMSNorm at 32 values spills least with 8
+EPILOGUE_VALUES = {"layer": 8, "rms": 8}
 FLOAT_EPS = {"bf16": 2.0 ** -7, "f16": 2.0 ** -10, "f32": 2.0 ** -23}  # torch.finfo(dtype).eps
 VARIANCES = ("two-pass", "shifted", "merged")
 PARAMS = ("late", "early")
@@ -98,18 +98,18 @@ class NormConfig(RowConfig):
 def choose_norm_config(n: int, dtype: str, kind: str = "layer", max_values: int | None = None,
                        **variant) -> NormConfig:
     """``rowwise.choose_row_config(n, dtype, max_values)`` as a NormConfig with the given variant fields (defaults:
-    two-pass, chunks of ``EPILOGUE_VALUES[kind]``, late). ``max_values`` None: 32 for LayerNorm (the softmax's),
-    which then fits 64 registers without spilling (two-pass from registers, 8-value epilogue chunks): 16384 bf16 is 2 CTAs of
-    512 threads per SM, twice the bytes in flight of the 1024-thread CTA that 16 values need (one per SM: 64
-    registers × 1024 threads fill the register file; 64% of copy on the H100 in s11). RMSNorm keeps 16: with 32 its
-    x (32 f32 registers), the 16 partials of the cross-warp sum and the first weight vector exceed 64 registers
-    (96 bytes spilled at 16384 bf16; ``max_values=32`` is the benchmark's variant to time it).
+    two-pass, chunks of ``EPILOGUE_VALUES[kind]``, late). ``max_values`` None: ``MAX_VALUES`` = 32 (the softmax's)
+    for both: 16384 bf16 is 2 CTAs of 512 threads per SM, twice the bytes in flight of the 1024-thread CTA that 16
+    values need (one per SM: 64 registers × 1024 threads fill the register file). LayerNorm then fits 64 registers
+    without spilling (two-pass from registers, 8-value epilogue chunks); RMSNorm spills up to 128 bytes at 16384
+    (its x, the partials of the cross-warp sum and the first weight vector) and is still the faster tiling on the
+    H100 at every N (docs/gpu-runs/2026-11-26-s11.log section 5).
     ``choose_norm_config(16384, "bf16")`` → ``NormConfig("bf16", 512, 4, 1, 2)``. Pre: 1 ≤ n ≤ 16384.
     Post: the config holds rows of n elements (cols ≥ n) and validates."""
     if kind not in EPILOGUE_VALUES:
         raise ValueError(f"choose_norm_config: kind must be 'rms' or 'layer', not {kind!r}")
     if max_values is None:
-        max_values = MAX_VALUES if kind == "layer" else 16
+        max_values = MAX_VALUES
     variant.setdefault("epilogue_values", EPILOGUE_VALUES[kind])
     row = choose_row_config(n, dtype, max_values)
     return NormConfig(row.dtype, row.threads, row.vectors, row.rows, row.ctas_per_sm, **variant)

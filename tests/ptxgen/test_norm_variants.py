@@ -61,7 +61,7 @@ def test_the_shifted_variance_of_rows_far_from_zero(variance):
 
 def test_choices():
     assert choose_norm_config(16384, "bf16") == NormConfig("bf16", 512, 4, 1, 2)
-    assert choose_norm_config(16384, "bf16", "rms") == NormConfig("bf16", 1024, 2, 1, 1, epilogue_values=16)
+    assert choose_norm_config(16384, "bf16", "rms") == NormConfig("bf16", 512, 4, 1, 2)
     assert choose_norm_config(8192, "bf16", variance="shifted") == NormConfig("bf16", 256, 4, 1, 4, "shifted")
     assert NormConfig("bf16", 512, 4).chunk_vectors == 1
     assert NormConfig("f32", 32, 6, epilogue_values=16).chunk_vectors == 3     # the most vectors dividing 6
@@ -99,8 +99,9 @@ def compiled(config, kind):
 # (kind, n, dtype, variant, the most spilled bytes): the figures of ptxas for sm_90a at 64 registers
 SPILLS = [("layer", n, dtype, {}, 0) for n in (1000, 4096, 16384) for dtype in ("bf16", "f32")] + [
     ("layer", 16384, "bf16", dict(epilogue_values=16), 0),
-    ("rms", 16384, "bf16", {}, 0),                               # 1024 threads x 16 values: the s11 kernel
-    ("rms", 16384, "bf16", dict(epilogue_values=8), 128),        # two chunks of one vector spill (not one of two)
+    ("rms", 16384, "bf16", dict(max_values=16, epilogue_values=16), 0),   # 1024 threads x 16 values: the s11 kernel
+    ("rms", 16384, "bf16", dict(max_values=16, epilogue_values=8), 128),  # two chunks of one vector spill
+    ("rms", 16384, "bf16", {}, 128),                             # the default: 32 values, chunks of 8
     ("rms", 16384, "bf16", dict(max_values=32, epilogue_values=8), 128),   # 32 f32 of x + 16 partials + w
     ("layer", 16384, "bf16", dict(variance="shifted"), 256),
     ("layer", 16384, "bf16", dict(params="early"), 1024),        # every weight and bias held over the reductions
