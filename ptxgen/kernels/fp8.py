@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from .gemm.block_scales import GROUPS, straddles
 from .gemm.build import build
 from .gemm.config import SCALE_BLOCK, GemmConfig
 from .gemm.heuristic import H100_SMS, choose_block_scaled_config
@@ -215,21 +214,13 @@ def _forced(config) -> GemmConfig:
 
 def kernel_arguments(config: GemmConfig, a, a_scales, b, b_scales, c, m: int, n: int, k: int, kind: str) -> dict:
     """The kernel's arguments for C = A·Bᵀ: unswapped, rows are A's (``%row_scales`` = a_scales) and columns B's
-    (``%col_scales`` = b_scales, or its repeated rank-3 view (16, ⌈N/128⌉, ⌈K/128⌉) with strides (0, s_N, s_K) where
-    tiles straddle scale blocks: ``gemm.block_scales``); swapped (``swap_ab``), the kernel's A is B, its rows B's, its
-    C Cᵀ."""
+    (``%col_scales`` = b_scales); swapped (``swap_ab``), the kernel's A is B, its rows B's, its C Cᵀ."""
     numpy = kind == "numpy"
-
-    def repeated(x):
-        if numpy:
-            return np.broadcast_to(x[None], (GROUPS,) + x.shape)
-        return x.unsqueeze(0).expand(GROUPS, *x.shape)
-
     if config.swap_ab:
         return {"a": b, "b": a, "c": c.T if numpy else c.t(), "m": n, "n": m, "k": k,
                 "row_scales": b_scales, "col_scales": a_scales}
     return {"a": a, "b": b, "c": c, "m": m, "n": n, "k": k, "row_scales": a_scales,
-            "col_scales": repeated(b_scales) if straddles(config) else b_scales}
+            "col_scales": b_scales}
 
 
 def kernel_module(config: GemmConfig):
@@ -294,7 +285,7 @@ class _FastCall:
     ``out`` or None) allocates C when ``out`` is None (``torch.empty``, or ``torch.zeros`` for the grouped ops, as their
     checked path does), writes each argument's address into its kernel parameters' slots — a pointer, or a tensor
     map's 128 bytes remembered per address — and launches → C. The kernel's views of the arguments (the swap of A and
-    B, C's transposed view, B's scales repeated over the straddle windows, a group-merged matrix) all start at the
+    B, C's transposed view, a group-merged matrix) all start at the
     arguments' own addresses (``_remember`` keeps no call whose views do not), so the addresses are all it needs."""
 
     __slots__ = ("allocate", "shape", "dtype", "device", "block", "maps", "pointers", "site")
