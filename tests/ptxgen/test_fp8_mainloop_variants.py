@@ -224,3 +224,24 @@ def test_gpu_variants_match_float64(name, m, n, k):
     torch.cuda.synchronize()
     err = (torch.linalg.norm(got.double() - want) / torch.linalg.norm(want)).item()
     assert err < 2e-3
+
+
+@pytest.mark.parametrize("name", [None, "h128x128s6to1BfwGm", "h128x128s6to1BGm"])
+def test_masked_tiles_past_their_rows_stay_zero_whatever_their_scales(name):
+    """A masked tile wholly past its group's count runs no k-tile; with the overlapped epilogue its (empty) first
+    promotion must not read those rows' scales either: NaN scales there still give zeros."""
+    rng = np.random.default_rng()
+    counts, m_max, n, k = [0, 128, 256], 256, 144, 272
+    groups = len(counts)
+    b = (rng.standard_normal((groups, n, k)) * 3).astype(E4M3)
+    sb = rng.uniform(0.25, 4.0, (groups, cdiv(n, 128), cdiv(k, 128))).astype(np.float32)
+    a = (rng.standard_normal((groups, m_max, k)) * 3).astype(E4M3)
+    sa = rng.uniform(0.25, 4.0, (groups, m_max, cdiv(k, 128))).astype(np.float32)
+    sa[0] = np.nan
+    sa[1, 128:] = np.nan
+    out = np.full((groups, m_max, n), 5, BF16)
+    m_grouped_fp8_gemm_nt_masked(a, sa, b, sb, out, np.array(counts, np.int32), 128,
+                                 config=config(name, "masked") if name else None, sm_count=2)
+    assert np.all(out[0].astype(np.float32) == 0) and np.all(out[1, 128:].astype(np.float32) == 0)
+    assert rel_err(out[1, :128], product(a[1, :128], sa[1, :128], b[1], sb[1])) < 4e-3
+    assert rel_err(out[2], product(a[2], sa[2], b[2], sb[2])) < 4e-3

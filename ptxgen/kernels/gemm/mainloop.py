@@ -288,7 +288,7 @@ def promote_block_scaled(g, init, lo, hi, cit, tm, tn, hook=None):
     if hook is not None:
         # k-tile lo: its wgmmas queued (a loop of at most one trip: no branch carries them in flight), the previous
         # tile's epilogue, then its promotion; its scales are loaded before the epilogue and k-tile lo+1's with them
-        first_scales = loads(lo, "_h")
+        first_scales = loads(_first_k_tile(g, lo, hi), "_h")
         peel_end = b.arith.min(b.arith.add(lo, g.c1, name="peel_end0"), hi, name="peel_end")
         zero = b.frag.splat(g.fzero, type=g.acc_t, name="zero_h")
         with b.scf.for_(lo, peel_end, g.c1, zero, cit, args=("kp", "chunk_p", "kit_p"),
@@ -325,6 +325,15 @@ def promote_block_scaled(g, init, lo, hi, cit, tm, tn, hook=None):
         total_out = b.frag.fma(chunk, scale, total_in, name="total_out")
         b.scf.yield_(total_out, b.arith.add(kit, g.c1, name="kit_b1"), *(following if prefetch else ()))
     return loop.results[:2]
+
+
+def _first_k_tile(g, lo, hi):
+    """The k-tile whose scales the overlapped first promotion loads: lo, or — no k-tile (a masked tile past its
+    group's rows) — the first past the scales' end, which loads zeros, so that its zero chunk's product stays zero
+    whatever those rows' scales hold."""
+    b = g.b
+    any_k = b.arith.cmp(hi, lo, pred="gt", name="has_k_h")
+    return b.arith.select(any_k, lo, g.ktiles, name="first_kt_h")
 
 
 def consume(g, ct, lo, hi, cit, hook=None):
