@@ -133,9 +133,13 @@ def add_variants(torch, row, fns, args, make_site, check, grouped="none") -> Non
         except ValueError as exc:
             entry["refused"] = str(exc)
             continue
-        site, output = make_site(config)
-        torch.cuda.synchronize()
         entry["config"] = config.name
+        try:
+            site, output = make_site(config)
+            torch.cuda.synchronize()
+        except Exception as exc:   # a build, compile or launch failure of one variant must not end the sweep
+            entry["refused"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+            continue
         entry["err"] = check(output)
         if entry["err"] > 1e-2:
             entry["wrong"] = True

@@ -245,3 +245,38 @@ def test_masked_tiles_past_their_rows_stay_zero_whatever_their_scales(name):
     assert np.all(out[0].astype(np.float32) == 0) and np.all(out[1, 128:].astype(np.float32) == 0)
     assert rel_err(out[1, :128], product(a[1, :128], sa[1, :128], b[1], sb[1])) < 4e-3
     assert rel_err(out[2], product(a[2], sa[2], b[2], sb[2])) < 4e-3
+
+
+# -- the benchmark's sweep -----------------------------------------------------------------------------------------------
+
+def test_bench_fp8_variants_are_checked_before_they_are_timed():
+    """``bench_fp8.py --variants``: a name becomes the case's grouping; a per-tensor name or a grouping the rules
+    refuse is recorded as refused, a failing build as refused, a wrong result as wrong — none of them timed."""
+    import pathlib
+    import sys
+    import types
+
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "benchmarks"))
+    try:
+        import bench_fp8
+    finally:
+        sys.path.pop(0)
+    assert bench_fp8.variant_config("h128x128s6to1Bfw", "contiguous").name == "h128x128s6to1BfwGc"
+    with pytest.raises(ValueError, match="^variant h128x128s6t: block-scaled configurations end in B"):
+        bench_fp8.variant_config("h128x128s6t")
+    torch = types.SimpleNamespace(cuda=types.SimpleNamespace(synchronize=lambda: None))
+    args = types.SimpleNamespace(variants=["h128x128s6tBf", "h128x192s4tBf", "h128x128s6c2tBf", "h128x64s8tBf"])
+    errors = {"h128x128s6tBfGm": 1e-3, "h128x192s4tBfGm": 0.5}
+
+    def make_site(c):
+        if c.bn == 64:
+            raise RuntimeError("ptxas failed\nmore")
+        return f"site {c.name}", c.name
+
+    row, fns = {}, {}
+    bench_fp8.add_variants(torch, row, fns, args, make_site, lambda out: errors[out], "masked")
+    assert fns == {"v:h128x128s6tBf": "site h128x128s6tBfGm"}
+    entries = row["variants"]
+    assert entries["h128x192s4tBf"]["wrong"] and entries["h128x192s4tBf"]["err"] == 0.5
+    assert entries["h128x128s6c2tBf"]["refused"].startswith("GemmConfig.cluster = 2")
+    assert entries["h128x64s8tBf"]["refused"] == "RuntimeError: ptxas failed"
