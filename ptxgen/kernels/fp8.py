@@ -128,7 +128,7 @@ def fp8_gemm_nt(a, a_scales, b, b_scales, out=None, *, config: GemmConfig | None
                 return call(tensors, out)
     c, site, kernel_tensors, swap = _gemm(a, a_scales, b, b_scales, out, config, sm_count)
     if fast and site is not None:
-        _remember(_fast_key(OP, False, tensors), site, kernel_tensors, swap, tensors, c, out is None, "empty")
+        _remember(_fast_key(OP, False, tensors), site, kernel_tensors, swap, tensors, c, out is None)
     return c
 
 
@@ -255,7 +255,7 @@ _ROLES = ("a", "a_scales", "b", "b_scales", "m_indices")
 _MASKED_ROLES = ("a", "a_scales", "b", "b_scales", "masked_m")
 
 
-def _remember(key, site, kernel_tensors: dict, swap: bool, tensors: tuple, c, allocated: bool, allocator: str,
+def _remember(key, site, kernel_tensors: dict, swap: bool, tensors: tuple, c, allocated: bool,
               roles=_ROLES) -> None:
     """Keep the call of signature ``key`` (``_fast_key``'s, None: not one of torch tensors) as a ``_FastCall`` —
     unless one of the kernel's tensors is not a view starting at its argument's address (a copied operand: a later
@@ -273,17 +273,15 @@ def _remember(key, site, kernel_tensors: dict, swap: bool, tensors: tuple, c, al
         slots.append((name, source))
     if len(_FAST) >= _FAST_LIMIT:
         _FAST.clear()
-    import torch
-
-    _FAST[key + (_stream(),)] = _FastCall(site, slots, getattr(torch, allocator) if allocated else None,
-                                          tuple(c.shape), c.dtype, c.device)
+    _FAST[key + (_stream(),)] = _FastCall(site, slots, linalg._TORCH[1] if allocated else None, tuple(c.shape),
+                                          c.dtype, c.device)
 
 
 class _FastCall:
     """A GPU call of one signature after its first call: every check passed, the configuration chosen, its call site
     prepared with every parameter packed. ``fast(tensors, out)`` (the op's tensor arguments in ``_ROLES`` order, then
-    ``out`` or None) allocates C when ``out`` is None (``torch.empty``, or ``torch.zeros`` for the grouped ops, as their
-    checked path does), writes each argument's address into its kernel parameters' slots — a pointer, or a tensor
+    ``out`` or None) allocates C when ``out`` is None (``torch.empty``, as the checked path does: the kernels write
+    every element of C), writes each argument's address into its kernel parameters' slots — a pointer, or a tensor
     map's 128 bytes remembered per address — and launches → C. The kernel's views of the arguments (the swap of A and
     B, C's transposed view, a group-merged matrix) all start at the
     arguments' own addresses (``_remember`` keeps no call whose views do not), so the addresses are all it needs."""
@@ -418,7 +416,8 @@ def _grouped_out(op, out_arg, shape, kind, like):
             return np.zeros(shape, dtype=_NUMPY_TYPES["bf16"])
         import torch
 
-        return torch.zeros(shape, device=like.device, dtype=_torch_dtype("bf16"))
+        # every row is written by the kernel (padding rows and rows past a group's count as zeros): no memset
+        return torch.empty(shape, device=like.device, dtype=_torch_dtype("bf16"))
     if out_arg.dtype != "bf16":
         raise TypeError(f"{op}: out has dtype {out_arg.shown}; the result is bf16 (torch.bfloat16, ml_dtypes.bfloat16)")
     if out_arg.shape != shape:
@@ -476,7 +475,7 @@ def m_grouped_fp8_gemm_nt_contiguous(a, a_scales, b, b_scales, out, m_indices, *
                 return call(tensors, out)
     c, site, kernel_tensors, swap = _contiguous(a, a_scales, b, b_scales, out, m_indices, config, sm_count)
     if fast and site is not None:
-        _remember(_fast_key(op, False, tensors), site, kernel_tensors, swap, tensors, c, out is None, "zeros")
+        _remember(_fast_key(op, False, tensors), site, kernel_tensors, swap, tensors, c, out is None)
     return c
 
 
@@ -503,6 +502,8 @@ def _contiguous(a, a_scales, b, b_scales, out, m_indices, config, sm_count):
     if out_arg is not None and (out_arg.strides is None or not (out_arg.strides[1] == 1 or n <= 1)):
         raise ValueError(f"{op}: out must have unit stride along N, not strides {out_arg.strides}")
     if m == 0 or n == 0 or groups == 0:
+        if groups == 0:
+            c[...] = 0   # no group: every row is padding, written as zeros without a launch
         return c, None, {}, False
     sms = sm_count or (H100_SMS if kind == "numpy" else _device_sms())
     config = choose_block_scaled_config(m, n, k, sms, grouped="contiguous") if config is None else \
@@ -552,7 +553,7 @@ def m_grouped_fp8_gemm_nt_masked(a, a_scales, b, b_scales, out, masked_m, expect
     c, site, kernel_tensors, swap = _masked(a, a_scales, b, b_scales, out, masked_m, expected_m, config, sm_count)
     if fast and site is not None:
         _remember(_fast_key(op, False, tensors, (expected_m,)), site, kernel_tensors, swap, tensors, c, out is None,
-                  "zeros", _MASKED_ROLES)
+                  _MASKED_ROLES)
     return c
 
 

@@ -280,3 +280,14 @@ def test_bench_fp8_variants_are_checked_before_they_are_timed():
     assert entries["h128x192s4tBf"]["wrong"] and entries["h128x192s4tBf"]["err"] == 0.5
     assert entries["h128x128s6c2tBf"]["refused"].startswith("GemmConfig.cluster = 2")
     assert entries["h128x64s8tBf"]["refused"] == "RuntimeError: ptxas failed"
+
+
+def test_contiguous_without_groups_writes_zeros():
+    """B of 0 groups: every row of A is padding, so ``out`` is all zeros (no launch; the op allocates C with
+    ``empty``, the kernels writing every element otherwise)."""
+    a = np.ones((128, 256), E4M3)
+    sa = np.ones((128, 2), np.float32)
+    out = np.full((128, 32), 5, BF16)
+    got = m_grouped_fp8_gemm_nt_contiguous(a, sa, np.zeros((0, 32, 256), E4M3), np.zeros((0, 1, 2), np.float32), out,
+                                           np.full(128, -1, np.int32))
+    assert got is out and not np.any(out.astype(np.float32))
