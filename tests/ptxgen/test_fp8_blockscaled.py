@@ -74,6 +74,11 @@ def check(got, want):
                                                  "scales; a config with scales = 'tensor' has none"),
     (dict(scales="tensor", pingpong=True), "GemmConfig.pingpong = True: it orders the promotion of block scales; a "
                                            "config with scales = 'tensor' has none"),
+    (dict(scales="tensor", late_scales=True), "GemmConfig.late_scales = True: it orders the promotion of block "
+                                              "scales; a config with scales = 'tensor' has none"),
+    (dict(late_scales=True, scale_prefetch=True), "GemmConfig.late_scales = True: the scales are read after the "
+                                                  "k-tile's wait; loading them a k-tile ahead (scale_prefetch) is the "
+                                                  "other way: choose one"),
 ])
 def test_validate_names_the_broken_rule(fields, message):
     base = dict(dtype="e4m3", bn=128, scales="block")
@@ -97,10 +102,10 @@ def test_heuristic_choices():
     names = {(m, n, k): choose_block_scaled_config(m, n, k).name
              for m, n, k in [(4096, 7168, 2048), (4096, 2112, 7168), (64, 7168, 2048), (16, 4096, 7168),
                              (1, 2112, 7168), (128, 7168, 2048), (100, 64, 128)]}
-    assert names == {(4096, 7168, 2048): "h128x128s6tBf", (4096, 2112, 7168): "h128x128s6tBf",
-                     (64, 7168, 2048): "h128x64s8xBf", (16, 4096, 7168): "h128x16s8xBf",
-                     (1, 2112, 7168): "h128x16s8xBf", (128, 7168, 2048): "h128x64s8tBf",
-                     (100, 64, 128): "h128x64s8tBf"}
+    assert names == {(4096, 7168, 2048): "h128x128s6tBl", (4096, 2112, 7168): "h128x128s6tBl",
+                     (64, 7168, 2048): "h128x64s8xBl", (16, 4096, 7168): "h128x16s8xBl",
+                     (1, 2112, 7168): "h128x16s8xBl", (128, 7168, 2048): "h128x64s8tBl",
+                     (100, 64, 128): "h128x64s8tBl"}
     for config in BLOCK_SCALED_CANDIDATES:
         assert config.validate().scales == "block"
 
@@ -268,7 +273,7 @@ def _compiled(config):
 
 
 MAIN = list(BLOCK_SCALED_CANDIDATES) + [GemmConfig("e4m3", bn=bn, stages=8, swap_ab=True, scales="block",
-                                                   scale_prefetch=True) for bn in (16, 32, 64)]
+                                                   late_scales=True) for bn in (16, 32, 64)]
 
 
 @pytest.mark.parametrize("config", MAIN, ids=lambda c: c.name)
@@ -276,15 +281,17 @@ def test_main_configs_compile_pipelined_without_spills(config):
     """The heuristic's configurations assemble (LLVM NVPTX → ptxas through nvJitLink) with no wgmma serialized
     (C7514) and nothing spilled; each k-tile's scales are a few loads (one per distinct row and column block: the
     lowering loads a broadcast element once: 2 rows + 1 column block unswapped, 1 row block + BN/4 column pairs
-    swapped), issued twice (the first k-tile's before the loop, the next one's in it: ``scale_prefetch``), its
-    promotion one FMA per accumulator value."""
+    swapped), its promotion (``late_scales``) one multiply by the column scale and one FMA by the row scale per
+    accumulator value."""
     compiled = _compiled(config)
     assert "C7514" not in compiled.info_log
     assert compiled.spill_bytes == 0
     loads = len(re.findall(r"\bld\.global\.b32\b", compiled.ptx))
     fmas = len(re.findall(r"\bfma\.rn\.f32\b", compiled.ptx))
-    assert loads == 2 * (3 if not config.swap_ab else 1 + config.bn // 4)
+    muls = len(re.findall(r"\bmul\.rn\.f32\b", compiled.ptx))
+    assert loads == (3 if not config.swap_ab else 1 + config.bn // 4)
     assert fmas == config.bn // 2 * (config.bm // 128)
+    assert muls == fmas
 
 
 @pytest.mark.parametrize("bn", [112, 160])

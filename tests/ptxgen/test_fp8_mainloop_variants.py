@@ -1,8 +1,8 @@
-"""The block-scaled mainloop's options (``GemmConfig.scale_prefetch``, ``pingpong``, ``overlap = 1`` with block scales)
+"""The block-scaled mainloop's options (``GemmConfig.scale_prefetch``, ``pingpong``, ``late_scales``, ``overlap = 1``)
 and the straddling tiles' column scales (one load per B scale block, a select per boundary): names, the IR's order
 (the prefetched scales are multiplied after the wgmmas are waited for), the interpreter against float64 products of
 the dequantized operands (dense, contiguous and masked), the PTX (no serialized wgmma, no spill at the heuristic's
-width, a few loads per k-tile whatever BN), and the GPU against float64."""
+width, a few loads per k-tile whatever BN), the validation rules, and the GPU against float64."""
 import re
 
 import ml_dtypes
@@ -48,6 +48,7 @@ def config(name, grouped="none"):
     ("h128x128s6tBw", dict(pingpong=True)),
     ("h128x128s6to1BfwGc", dict(overlap=1, scale_prefetch=True, pingpong=True, grouped="contiguous")),
     ("h128x192s4to1BfGm", dict(bn=192, stages=4, overlap=1, scale_prefetch=True, grouped="masked")),
+    ("h128x128s6to1BwlGc", dict(overlap=1, pingpong=True, late_scales=True, grouped="contiguous")),
 ])
 def test_names_read_back(name, fields):
     base = dict(bn=128, stages=6, epilogue="tma", scales="block")
@@ -66,26 +67,29 @@ def _block_loop(name):
     return loop, loop.regions[0].ops
 
 
-@pytest.mark.parametrize("name, prefetched", [("h128x128s6tB", False), ("h128x128s6tBf", True),
-                                              ("h128x192s4to1Bfw", True), ("h128x64s8xBf", True)])
-def test_prefetched_scales_are_multiplied_after_the_wait(name, prefetched):
-    """With ``scale_prefetch`` the k-tile loop carries the scales (loop arguments beyond (kt, total, counter)), loads
-    those of k-tile kt + 1, and forms the scale product only after the wgmmas' wait; without it the product precedes
-    the wgmmas' issue (what ptxas then scheduled between the stage's arrival and the first QGMMA)."""
+@pytest.mark.parametrize("name, order", [("h128x128s6tB", "product first"), ("h128x128s6tBf", "prefetched"),
+                                         ("h128x192s4to1Bfw", "prefetched"), ("h128x128s6tBl", "late"),
+                                         ("h128x192s4tBwl", "late"), ("h128x64s8xBl", "late")])
+def test_where_the_scales_are_read(name, order):
+    """Without options the scale product precedes the wgmmas' issue (where ptxas leaves it, waiting for the loads);
+    ``scale_prefetch`` carries the scales in the loop (arguments beyond (kt, total, counter)) and loads k-tile
+    kt + 1's; ``late_scales``: every op that reads a scale load comes after the wgmmas' wait."""
     loop, ops = _block_loop(name)
     names = [op.name for op in ops]
     wait = names.index("wgmma.wait")
     mma = names.index("wgmma.mma")
     products = [i for i, op in enumerate(ops) if op.name == "frag.mul" and op.results[0].name == "scale"]
-    assert len(products) == 1
     tiles = [op for op in ops if op.name == "gmem.tile"]
-    if prefetched:
+    loaded = {id(op.results[0]) for op in ops if op.name == "gmem.load"}
+    readers = [i for i, op in enumerate(ops) if any(id(v) in loaded for v in op.operands)]
+    if order == "product first":
+        assert len(loop.regions[0].args) == 3 and products and products[0] < mma
+    elif order == "prefetched":
         assert len(loop.regions[0].args) > 3
-        assert products[0] > wait
         assert tiles and all(any(v.name == "kt_next" for v in op.operands) for op in tiles)
     else:
-        assert len(loop.regions[0].args) == 3
-        assert products[0] < mma
+        assert len(loop.regions[0].args) == 3 and not products
+        assert readers and min(readers) > wait
 
 
 def test_pingpong_orders_the_warpgroups_issues():
@@ -104,7 +108,8 @@ def test_pingpong_orders_the_warpgroups_issues():
 # -- the interpreter ---------------------------------------------------------------------------------------------------
 
 DENSE = ["h128x128s6tBw", "h128x128s6to1B", "h128x128s6to1Bfw", "h128x192s4to1Bfw", "h128x176s5Bf", "h128x224s3Bfw",
-         "h128x112s6Bf", "h128x160s5Bw", "h256x64s4Bfw", "h128x128s6c2to1Bf", "h128x32s8xBfw"]
+         "h128x112s6Bf", "h128x160s5Bw", "h256x64s4Bfw", "h128x128s6c2to1Bf", "h128x32s8xBfw", "h128x128s6tBl",
+         "h128x128s6to1Bwl", "h128x192s4to1Bwl", "h128x176s5Bl", "h256x64s4Bl", "h128x32s8xBl"]
 
 
 @pytest.mark.parametrize("name", DENSE)
@@ -127,7 +132,8 @@ def test_dense_variants_match_float64(name, layout):
     assert np.all(np.abs(got - want) <= 2 ** -7 * np.abs(want) + 1e-2 * np.abs(want).max())
 
 
-@pytest.mark.parametrize("name", ["h128x128s6to1Bfw", "h128x192s4to1Bf", "h128x176s5Bw"])
+@pytest.mark.parametrize("name", ["h128x128s6to1Bfw", "h128x192s4to1Bf", "h128x176s5Bw", "h128x128s6to1Bwl",
+                                  "h128x176s5Bl"])
 def test_contiguous_variants_match_float64(name):
     rng = np.random.default_rng()
     sizes, n, k = [100, 0, 200, 3], 400, 272
@@ -150,7 +156,7 @@ def test_contiguous_variants_match_float64(name):
     assert not np.any(out[idx < 0].astype(np.float32))
 
 
-@pytest.mark.parametrize("name", ["h128x128s6to1Bfw", "h128x192s4to1Bf"])
+@pytest.mark.parametrize("name", ["h128x128s6to1Bfw", "h128x192s4to1Bf", "h128x128s6to1Bwl"])
 def test_masked_variants_match_float64(name):
     rng = np.random.default_rng()
     counts, m_max, n, k = [0, 130, 256], 256, 400, 272
@@ -180,7 +186,8 @@ def _compiled(c):
     return compile_kernel(fp8_module.kernel_module(c).kernels[0], Specialization.of(**specs))
 
 
-@pytest.mark.parametrize("name", ["h128x128s6tBfw", "h128x128s6to1Bf", "h128x128s6to1BfwGc", "h128x128s6to1BfwGm"])
+@pytest.mark.parametrize("name", ["h128x128s6tBfw", "h128x128s6to1Bf", "h128x128s6to1BfwGc", "h128x128s6to1BfwGm",
+                                  "h128x128s6to1Bwl", "h128x128s6to1BwlGc", "h128x128s6to1BwlGm"])
 def test_variants_at_the_heuristics_width_compile_without_spills(name):
     """BN = 128 with every option fits ptxas's 168-register compile budget (nvJitLink ignores setmaxnreg) with no
     wgmma serialized (C7514)."""
@@ -203,8 +210,9 @@ def test_straddling_column_scales_are_one_load_per_block(bn):
 # -- the GPU -----------------------------------------------------------------------------------------------------------
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("name", ["h128x128s6tBf", "h128x128s6tBfw", "h128x128s6to1Bfw", "h128x192s4to1Bfw",
-                                  "h128x176s5Bf", "h128x224s3Bfw", "h128x128s6c2to1Bfw"])
+@pytest.mark.parametrize("name", ["h128x128s6tB", "h128x128s6tBl", "h128x128s6tBwl", "h128x128s6to1Bwl",
+                                  "h128x128s6tBfw", "h128x192s4to1Bwl", "h128x176s5Bl", "h128x224s3Bwl",
+                                  "h128x128s6c2to1Bwl"])
 @pytest.mark.parametrize("m, n, k", [(4096, 2112, 7168), (1000, 2112, 512), (333, 7168, 2048)])
 def test_gpu_variants_match_float64(name, m, n, k):
     torch = pytest.importorskip("torch")
@@ -226,7 +234,7 @@ def test_gpu_variants_match_float64(name, m, n, k):
     assert err < 2e-3
 
 
-@pytest.mark.parametrize("name", [None, "h128x128s6to1BfwGm", "h128x128s6to1BGm"])
+@pytest.mark.parametrize("name", [None, "h128x128s6to1BfwGm", "h128x128s6to1BGm", "h128x128s6to1BwlGm"])
 def test_masked_tiles_past_their_rows_stay_zero_whatever_their_scales(name):
     """A masked tile wholly past its group's count runs no k-tile; with the overlapped epilogue its (empty) first
     promotion must not read those rows' scales either: NaN scales there still give zeros."""

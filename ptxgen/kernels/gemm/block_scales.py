@@ -225,12 +225,41 @@ def later_blocks(g, tn, tag=""):
 def scale_product(g, loads, valid=None, later=(), tag=""):
     """The scale fragment from ``scale_loads``' [row scales, column scales of the tile's first block, of its next
     ones…]: (row · ``valid``) × each value's column scale, that of the last block whose ``later_blocks`` mask holds
-    (``later``; the first block's where none does)."""
+    (``later``; the first block's where none does). ``pick_scale(g, scale_factors(…), later)`` in one."""
+    return pick_scale(g, scale_factors(g, loads, valid, tag), later, tag)
+
+
+def scale_factors(g, loads, valid=None, tag=""):
+    """(row · ``valid``) × the scale of each B block the tile touches: one fragment per block, whose values are few
+    distinct registers (2 rows × 1 block: 2); the multiplies a promotion can do as soon as its scales have arrived."""
     b = g.b
     row, parts = loads[0], loads[1:]
     if valid is not None:
         row = b.frag.mul(row, valid, name=f"sc_row_valid{tag}")
-    col = parts[0]
-    for i, (part, mask) in enumerate(zip(parts[1:], later), 1):
-        col = b.frag.select(mask, part, col, name=f"sc_pick{i}{tag}")
-    return b.frag.mul(row, col, name=f"scale{tag}")
+    if len(parts) == 1:
+        return [b.frag.mul(row, parts[0], name=f"scale{tag}")]
+    return [b.frag.mul(row, part, name=f"sc_factor{i}{tag}") for i, part in enumerate(parts)]
+
+
+def pick_scale(g, factors, later=(), tag=""):
+    """Each value's scale: the factor of the last block whose ``later_blocks`` mask holds for it (the first's where
+    none does)."""
+    b = g.b
+    scale = factors[0]
+    for i, (factor, mask) in enumerate(zip(factors[1:], later), 1):
+        name = f"scale{tag}" if i == len(factors) - 1 else f"sc_pick{i}{tag}"
+        scale = b.frag.select(mask, factor, scale, name=name)
+    return scale
+
+
+def promote_late(g, chunk, loads, later, total, tag=""):
+    """total + (chunk × column scale) × row scale (``late_scales``): both operations read the waited chunk, so no
+    instruction that reads a scale load can be scheduled before the k-tile's wgmmas are issued — ptxas puts the
+    scale product of ``scale_product`` there, where it waits for the loads (an L2 round trip per k-tile) — and the
+    loads' latency hides behind the wgmmas. One more multiply per accumulator value than one FMA by the product. A
+    straddling tile's per-column pick (a select of loaded values) may still be placed early. Row validity (grouped) is
+    not applied here: the caller multiplies the final total by it once."""
+    b = g.b
+    row, parts = loads[0], loads[1:]
+    column = b.frag.mul(chunk, pick_scale(g, parts, later, f"_col{tag}"), name=f"chunk_col{tag}")
+    return b.frag.fma(column, row, total, name=f"total_out{tag}")

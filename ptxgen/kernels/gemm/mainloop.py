@@ -238,7 +238,8 @@ def promote_block_scaled(g, init, lo, hi, cit, tm, tn, hook=None):
     loaded during k-tile kt, the product formed after kt's wait: no load between a stage's arrival and its wgmmas;
     without it the k-tile's own scales are loaded and multiplied before its wgmmas are issued), ``pingpong``
     (warpgroup 1 issues a k-tile's wgmmas after warpgroup 0 has issued its own: their chunks complete one after the
-    other, each promotion behind the other warpgroup's wgmmas) and ``hook`` (``overlap``: k-tile lo's wgmmas are
+    other, each promotion behind the other warpgroup's wgmmas), ``late_scales`` (``block_scales.promote_late``: no
+    instruction reading a scale load can precede the k-tile's wgmmas) and ``hook`` (``overlap``: k-tile lo's wgmmas are
     issued, then ``hook()`` — the previous tile's epilogue — runs while they execute). → (the f32 total, the
     iteration counter after k-tile hi-1)."""
     b, config = g.b, g.config
@@ -271,7 +272,8 @@ def promote_block_scaled(g, init, lo, hi, cit, tm, tn, hook=None):
     def loads(kt, tag):
         return block_scales.scale_loads(g, kt, tm, tn, group, masked_rows, tag)
 
-    if not (prefetch or config.pingpong or hook is not None):
+    late = config.late_scales
+    if not (prefetch or late or config.pingpong or hook is not None):
         with b.scf.for_(lo, hi, g.c1, init, cit, args=("kt_b", "total_in", "kit_b"),
                         names=["total", "kit_done"]) as loop:
             kt, total_in, kit = loop
@@ -302,8 +304,11 @@ def promote_block_scaled(g, init, lo, hi, cit, tm, tn, hook=None):
         chunk_h = b.wgmma.wait(chunk_h, pending=0, name="chunk_h")
         any_k = b.arith.cmp(peel_end, lo, pred="gt", name="any_k_h")
         release_previous(b, g.pipe, any_k, kit0, g.c1, g.c_stages, "peeled")
-        scale_h = block_scales.scale_product(g, first_scales, valid, later, "_h")
-        total0 = b.frag.fma(chunk_h, scale_h, init, name="total_h")
+        if late:
+            total0 = block_scales.promote_late(g, chunk_h, first_scales, later, init, "_h")
+        else:
+            scale_h = block_scales.scale_product(g, first_scales, valid, later, "_h")
+            total0 = b.frag.fma(chunk_h, scale_h, init, name="total_h")
         loop_lo = peel_end
     elif prefetch:
         next_scales = loads(lo, "_first")
@@ -313,7 +318,11 @@ def promote_block_scaled(g, init, lo, hi, cit, tm, tn, hook=None):
                     names=["total", "kit_done"] + [f"scale_left{i}" for i in range(len(carried))]) as loop:
         kt, total_in, kit, *current = loop
         if prefetch:
-            # the next k-tile's scales load while this one's wgmmas run; this one's were loaded a k-tile ago
+            # this k-tile's scales, loaded a k-tile ago, multiplied; the next k-tile's loads issued now. (LLVM still
+            # copies the loaded values into the loop's registers at its end, and ptxas places those copies — which
+            # wait for the loads — before the k-tile's wgmmas, as it places the product without prefetch: the load
+            # latency stays on the issue path; ``late_scales`` removes it)
+            factors = block_scales.scale_factors(g, current, valid)
             following = loads(b.arith.add(kt, g.c1, name="kt_next"), "_next")
         else:
             current = loads(kt, "")
@@ -321,10 +330,18 @@ def promote_block_scaled(g, init, lo, hi, cit, tm, tn, hook=None):
         chunk, s2 = issue_in_turn(zero, kit, "_b")
         chunk = b.wgmma.wait(chunk, pending=0, name="chunk")
         b.pipeline.release(g.pipe, s2)
-        scale = block_scales.scale_product(g, current, valid, later)
-        total_out = b.frag.fma(chunk, scale, total_in, name="total_out")
+        if late:
+            total_out = block_scales.promote_late(g, chunk, current, later, total_in)
+        else:
+            scale = block_scales.pick_scale(g, factors, later) if prefetch else \
+                block_scales.scale_product(g, current, valid, later)
+            total_out = b.frag.fma(chunk, scale, total_in, name="total_out")
         b.scf.yield_(total_out, b.arith.add(kit, g.c1, name="kit_b1"), *(following if prefetch else ()))
-    return loop.results[:2]
+    total, kit_done = loop.results[:2]
+    if late and valid is not None:
+        # the rows outside their group: 0 × Σ (chunk · scales), as 0 × each k-tile's term would give
+        total = b.frag.mul(total, valid, name="total_valid")
+    return total, kit_done
 
 
 def _first_k_tile(g, lo, hi):
