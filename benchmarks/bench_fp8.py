@@ -4,7 +4,7 @@ same run, with DeepGEMM's own figures (issue 19's anchors, measured on the same 
 quantizers' bandwidth against a device copy.
 
     python benchmarks/bench_fp8.py [--shapes 4096x2112x7168,...] [--rounds 3] [--rep-ms 100] [--warmup-ms 25]
-                                   [--timing both|interleaved|windows] [--no-quantize]
+                                   [--timing both|interleaved|windows] [--no-quantize] [--variants a,b,c]
 
 Shapes: DeepSeek-V3's, M ∈ {64, 128, 4096} × (N, K) ∈ {(2112, 7168), (24576, 1536), (32768, 512), (7168, 16384),
 (4096, 7168), (7168, 2048)}; the grouped GEMMs on issue 19's MoE cases (contiguous 4 × 8192 and 8 × 4096 tokens,
@@ -22,6 +22,12 @@ launches enqueued while the GPU is held busy by ``torch.cuda._sleep`` (the host 
 of the ops (``fp8_gemm_nt`` and ``torch._scaled_mm`` called in a loop, wall clock per call). TFLOP/s = 2·M·N·K /
 time. Per M: the geometric mean of our/cuBLAS ratios and the smallest. JSON to $OUT/bench_fp8.json (or
 ./bench_fp8.json); the table is printed last.
+
+``--variants h128x128s6tBf,h128x192s4to1Bfw,...`` (``GemmConfig`` names, e4m3; see ``GemmConfig.name``) also times
+those configurations of the kernel on every shape (the grouped cases take each variant with their grouping; a
+variant the shape or grouping refuses is listed as such), each checked against float64 first and timed interleaved
+with ours (the heuristic's choice) and cuBLAS; a table per shape gives each variant's TFLOP/s and its ratio to cuBLAS
+(grouped: to DeepGEMM's anchor), the best marked — the sweep from which the heuristic's choice is set.
 """
 from __future__ import annotations
 
@@ -41,7 +47,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_gemm import time_interleaved, time_ms  # noqa: E402
 
-from ptxgen.kernels import choose_block_scaled_config, fp8_gemm_nt  # noqa: E402
+from ptxgen.kernels import GemmConfig, choose_block_scaled_config, fp8_gemm_nt  # noqa: E402
 from ptxgen.kernels import per_block_cast_to_fp8, per_token_cast_to_fp8  # noqa: E402
 from ptxgen.kernels import get_mn_major_tma_aligned_tensor  # noqa: E402
 from ptxgen.kernels.fp8 import prepared_grouped_site, prepared_site  # noqa: E402
@@ -107,6 +113,52 @@ def geomean(xs):
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
 
 
+def variant_config(name: str, grouped: str = "none") -> GemmConfig:
+    """The configuration of a ``--variants`` name, with the grouping of the case (ValueError: the rules refuse it)."""
+    config = GemmConfig.from_name(name, "e4m3")
+    if config.scales != "block":
+        raise ValueError(f"variant {name}: block-scaled configurations end in B (scales='block')")
+    return config.replace(grouped=grouped).validate()
+
+
+def add_variants(torch, row, fns, args, make_site, check, grouped="none") -> None:
+    """Each ``--variants`` configuration as ``fns["v:<name>"]`` (its prepared call site, from ``make_site(config)``
+    → (site, its output)), its relative error (``check(output)``) in ``row["variants"][name]``; a refused or wrong
+    variant is recorded there and not timed."""
+    row["variants"] = {}
+    for name in args.variants:
+        entry = row["variants"][name] = {}
+        try:
+            config = variant_config(name, grouped)
+        except ValueError as exc:
+            entry["refused"] = str(exc)
+            continue
+        entry["config"] = config.name
+        try:
+            site, output = make_site(config)
+            torch.cuda.synchronize()
+        except Exception as exc:   # a build, compile or launch failure of one variant must not end the sweep
+            entry["refused"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+            continue
+        entry["err"] = check(output)
+        if entry["err"] > 1e-2:
+            entry["wrong"] = True
+            continue
+        fns[f"v:{name}"] = site
+
+
+def variant_results(row, timings, flop, reference: str) -> None:
+    """Each timed variant's TFLOP/s (median over rounds) and its ratio to ``row[reference]`` (TFLOP/s)."""
+    for name, entry in row.get("variants", {}).items():
+        for timing in ("interleaved", "windows", "kernel", None):
+            key = (timing, f"v:{name}") if timing else f"v:{name}"
+            if key in timings:
+                tflops = flop / statistics.median(timings[key]) / 1e9
+                entry[f"{timing or 'interleaved'}_tflops"] = tflops
+        if "interleaved_tflops" in entry and row.get(reference):
+            entry["ratio"] = entry["interleaved_tflops"] / row[reference]
+
+
 def bench_shape(torch, m, n, k, args) -> dict:
     row = {"m": m, "n": n, "k": k, "config": choose_block_scaled_config(m, n, k).name}
     x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
@@ -143,6 +195,15 @@ def bench_shape(torch, m, n, k, args) -> dict:
     fns = {"ours": site}
     if cublas is not None:
         fns["cublas"] = cublas
+    if args.variants:
+        def make_site(config):
+            out_v = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+            out_v.fill_(-7.0)
+            return prepared_site(a, sa, b, sb, out_v, config=config), out_v
+
+        want = dequantized(torch, a, sa, 1) @ dequantized(torch, b, sb, 128).T
+        add_variants(torch, row, fns, args, make_site, lambda got: rel_err(torch, got, want))
+        del want
     flop = 2.0 * m * n * k
     timings = {}
     for r in range(args.rounds):
@@ -166,6 +227,7 @@ def bench_shape(torch, m, n, k, args) -> dict:
     for timing in ("interleaved", "windows", "kernel"):
         if f"{timing}_cublas_ms" in row and f"{timing}_ours_ms" in row:
             row[f"{timing}_ratio"] = row[f"{timing}_cublas_ms"] / row[f"{timing}_ours_ms"]
+    variant_results(row, timings, flop, "interleaved_cublas_tflops")
     if m <= 128:
         row["host_us_ours"] = host_us(torch, lambda: fp8_gemm_nt(a, sa, b, sb, out))
         if cublas is not None:
@@ -231,6 +293,22 @@ def bench_grouped(torch, layout, groups, tokens, n, k, args) -> dict:
     if layout == "contiguous":
         dense_out = torch.empty(groups * tokens, n, device="cuda", dtype=torch.bfloat16)
         fns["dense"] = prepared_site(a, sa, b[0], sb[0], dense_out)
+    if args.variants:
+        def make_site(config):
+            out_v = torch.empty_like(out)
+            if layout == "contiguous":
+                return prepared_grouped_site("contiguous", a, sa, b, sb, out_v, idx, config=config), out_v
+            return prepared_grouped_site("masked", a, sa, b, sb, out_v, counts, tokens, config=config), out_v
+
+        def check(got):
+            worst = 0.0
+            for g, (ag, sag, _og) in enumerate(segments):
+                rows_g = got[g * tokens:(g + 1) * tokens] if layout == "contiguous" else got[g, :tokens]
+                want = dequantized(torch, ag, sag, 1) @ dequantized(torch, b[g], sb[g], 128).T
+                worst = max(worst, rel_err(torch, rows_g, want))
+            return worst
+
+        add_variants(torch, row, fns, args, make_site, check, layout)
     flop = 2.0 * groups * tokens * n * k
     timings = {}
     for _ in range(args.rounds):
@@ -243,6 +321,7 @@ def bench_grouped(torch, layout, groups, tokens, n, k, args) -> dict:
     if "dense_tflops" in row:
         row["of_dense"] = row["ours_tflops"] / row["dense_tflops"]
     row["of_deepgemm"] = row["ours_tflops"] / row["deepgemm_anchor_tflops"]
+    variant_results(row, timings, flop, "deepgemm_anchor_tflops")
     return row
 
 
@@ -274,7 +353,11 @@ def main(argv=None):
     ap.add_argument("--timing", choices=("interleaved", "windows", "both"), default="both")
     ap.add_argument("--no-quantize", action="store_true", help="skip the quantizers' bandwidth")
     ap.add_argument("--no-grouped", action="store_true", help="skip the grouped GEMMs")
+    ap.add_argument("--variants", default="", help="GemmConfig names (block-scaled, e4m3) timed on every shape too")
     args = ap.parse_args(argv)
+    args.variants = [v for v in args.variants.split(",") if v]
+    for name in args.variants:      # a misspelt name stops the run before any GPU work
+        variant_config(name)
     import torch
 
     if not torch.cuda.is_available():
@@ -344,6 +427,39 @@ def main(argv=None):
               f"{f('deepgemm_anchor_tflops', '{:5.0f}')} {f('cublas_anchor_tflops', '{:5.0f}')}")
     print("(TFLOP/s; ours/cuBLAS ratios; 'w': separate windows; 'k': kernel time, host ahead; host us: wall clock per "
           "op call; DG, cuBL*: issue 19's anchors at M = 4096, triton do_bench, 2026-11-25)")
+    if args.variants:
+        print_variants(rows, grouped)
+
+
+def print_variants(rows, grouped) -> None:
+    """Per shape, each variant's interleaved TFLOP/s and ratio (dense: to cuBLAS in the same run; grouped: to
+    DeepGEMM's anchor), the best marked with *; then per variant the geometric mean of its ratios over the shapes
+    where it ran."""
+    print("\nvariants (interleaved TFLOP/s, ratio to cuBLAS; grouped: to DeepGEMM's anchor; * best of the shape):")
+    per_variant = {}
+    cases = [(f"{r['m']}x{r['n']}x{r['k']} (ours {r['config']}: {r.get('interleaved_ours_tflops', float('nan')):.0f})",
+              r) for r in rows]
+    cases += [(f"{r['layout']} {r['groups']}x{r['tokens']} {r['n']}x{r['k']} (ours "
+               f"{r.get('ours_tflops', float('nan')):.0f})", r) for r in grouped]
+    for title, r in cases:
+        entries = r.get("variants", {})
+        if not entries:
+            continue
+        timed = {name: e for name, e in entries.items() if "interleaved_tflops" in e}
+        best = max(timed, key=lambda name: timed[name]["interleaved_tflops"]) if timed else None
+        parts = []
+        for name, e in entries.items():
+            if "refused" in e:
+                parts.append(f"{name} refused")
+            elif e.get("wrong"):
+                parts.append(f"{name} WRONG ({e['err']:.1e})")
+            elif name in timed:
+                parts.append(f"{'*' if name == best else ''}{name} {e['interleaved_tflops']:.0f} "
+                             f"({e.get('ratio', float('nan')):.3f})")
+                per_variant.setdefault(name, []).append(e.get("ratio"))
+        print(f"  {title}: " + ", ".join(parts))
+    for name, ratios in per_variant.items():
+        print(f"  {name}: geomean ratio {geomean(ratios):.3f} over {len(ratios)} cases")
 
 
 if __name__ == "__main__":

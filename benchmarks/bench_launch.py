@@ -28,8 +28,9 @@ with stand-in tensors (torch-like, ``__cuda_array_interface__``, DLPack-only; a 
 path when torch is importable) — the µs the launcher spends before the driver call (the minimum over the rounds:
 on a shared machine other processes only ever add time). Then, in a process of its own, ``matmul``/``linear``
 called the natural way on stand-in CUDA tensors (benchmarks/torch_standin.py: metadata only, whose ``empty`` is a
-Python object rather than torch's allocator) for an unswapped and a swapped (small-M) configuration: the ops' host
-path per call after the first (their fast path), everything before the driver call.
+Python object rather than torch's allocator) for an unswapped and a swapped (small-M) configuration, and the
+block-scaled fp8 ops (``fp8_gemm_nt`` at 4096x2112x7168 and 64x7168x2048, the contiguous and masked grouped GEMMs):
+the ops' host path per call after the first (their fast path), everything before the driver call.
 """
 from __future__ import annotations
 
@@ -47,6 +48,7 @@ sys.path.insert(0, str(ROOT))
 SQRT_SIN = ROOT / "examples" / "sqrt_sin.tile"
 SMALL_GEMMS = [(64, 64, 64), (128, 256, 128), (256, 256, 256), (16, 1024, 1024)]  # (M, N, K)
 CPU_GEMMS = [(128, 256, 128), (16, 1024, 1024)]   # an unswapped and a swapped (small-M) configuration
+CPU_FP8_GEMMS = [(4096, 2112, 7168), (64, 7168, 2048)]   # block-scaled: a straddling N, a swapped small M
 
 
 def per_call_us(cases: dict, calls: int, rounds: int, sync, statistic=statistics.median) -> dict:
@@ -354,6 +356,37 @@ def gemm_cpu(args) -> dict:
                  "linear(x, w)": lambda: kernels.linear(a, w),
                  "linear(x3, w, bias)": lambda: kernels.linear(x3, w, bias)}
         out[f"{m}x{n_}x{kk}"] = per_call_us(cases, args.calls, args.rounds, lambda: None, min)
+    out.update(fp8_cpu(args, torch, kernels))
+    return out
+
+
+def fp8_cpu(args, torch, kernels) -> dict:
+    """The host path per call of the block-scaled fp8 ops on stand-in tensors (DeepGEMM's conventions: A's scales
+    M-major and TMA-aligned, B's row-major): ``fp8_gemm_nt`` unswapped (a straddling N = 2112) and swapped (M = 64),
+    and the contiguous and masked grouped GEMMs (4 groups)."""
+    e4m3, f32, i32 = torch.float8_e4m3fn, torch.float32, torch.int32
+
+    def operands(m, n, k):
+        kb, nb, ma = -(-k // 128), -(-n // 128), -(-m // 4) * 4
+        return (torch.empty((m, k), dtype=e4m3), torch.empty_strided((m, kb), (1, ma), dtype=f32),
+                torch.empty((n, k), dtype=e4m3), torch.empty((nb, kb), dtype=f32))
+
+    out = {}
+    for m, n_, kk in CPU_FP8_GEMMS:
+        x = operands(m, n_, kk)
+        out[f"fp8 {m}x{n_}x{kk}"] = per_call_us({"fp8_gemm_nt": lambda: kernels.fp8_gemm_nt(*x)}, args.calls,
+                                                args.rounds, lambda: None, min)
+    g, m_max, n_, kk = 4, 256, 4096, 7168
+    kb = kk // 128
+    b, sb = torch.empty((g, n_, kk), dtype=e4m3), torch.empty((g, n_ // 128, kb), dtype=f32)
+    a, sa = torch.empty((g * m_max, kk), dtype=e4m3), torch.empty_strided((g * m_max, kb), (1, g * m_max), dtype=f32)
+    indices = torch.empty((g * m_max,), dtype=i32)
+    a3 = torch.empty((g, m_max, kk), dtype=e4m3)
+    sa3 = torch.empty_strided((g, m_max, kb), (m_max * kb, 1, m_max), dtype=f32)
+    counts = torch.empty((g,), dtype=i32)
+    cases = {"contiguous": lambda: kernels.m_grouped_fp8_gemm_nt_contiguous(a, sa, b, sb, None, indices),
+             "masked": lambda: kernels.m_grouped_fp8_gemm_nt_masked(a3, sa3, b, sb, None, counts, m_max)}
+    out[f"fp8 grouped {g}x{m_max}x{n_}x{kk}"] = per_call_us(cases, args.calls, args.rounds, lambda: None, min)
     return out
 
 

@@ -128,6 +128,18 @@ class Tensor:
 
     view = reshape
 
+    def __getitem__(self, key) -> "Tensor":
+        """A view of slices with unit step (``x[:1]``, ``buffer[:, :n]``): its address moved to the first element."""
+        key = key if isinstance(key, tuple) else (key,)
+        shape, ptr = list(self.shape), self._ptr
+        for dim, part in enumerate(key):
+            if not isinstance(part, slice) or part.step not in (None, 1):
+                raise TypeError("the stand-in tensor takes slices of unit step only")
+            start, stop, _ = part.indices(shape[dim])
+            ptr += start * self._strides[dim] * self.dtype.itemsize
+            shape[dim] = max(stop - start, 0)
+        return Tensor(shape, self._strides, self.dtype, ptr, self.device)
+
     def copy_(self, other) -> "Tensor":
         return self
 

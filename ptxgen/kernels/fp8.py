@@ -7,17 +7,23 @@ each k-tile (128 of K, one scale block) is accumulated by wgmma into a fresh f32
 cores, ``total += chunk · a_scale[row, kb] · b_scale[nb, kb]`` (``gemm.block_scales``). Arguments are torch CUDA
 tensors (DLPack arrays as torch tensors) run on torch's current stream, or numpy arrays (``ml_dtypes``) run in the
 CPU interpreter. Every check happens before anything launches, each error naming the argument.
+
+A repeated GPU call of torch tensors with the signature of an earlier one (each tensor's shape, strides, dtype, device
+and address mod 16, ``expected_m``, the stream; no ``config``/``sm_count``) takes the fast path (``_FastCall``, as
+``linalg``'s ops do): no checks and no choice (its first call passed them, and they read nothing else), only the output
+allocated, the addresses written into the prepared call site's argument block, and the launch.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .gemm.block_scales import GROUPS, straddles
 from .gemm.build import build
 from .gemm.config import SCALE_BLOCK, GemmConfig
 from .gemm.heuristic import H100_SMS, choose_block_scaled_config
+from . import arguments
 from .arguments import Arg as _Arg, NUMPY_TYPES as _NUMPY_TYPES, device_sms as _device_sms, \
     kernel_operand as _operand, same_kind as _same_kind, stream as _stream, torch_dtype as _torch_dtype
+from .linalg import _MAPS_PER_CALL, _fast_key
 
 OP = "fp8_gemm_nt"
 _F32 = ("numpy float32", "torch.float32")
@@ -25,6 +31,8 @@ _MODULES = {}   # config -> Module
 _JIT = {}       # config -> JitKernel
 _SITES = {}     # (config, signature, stream) -> BoundLaunch
 _SITE_LIMIT = 512
+_FAST = {}      # (op, False, each tensor's signature, extras, stream) -> _FastCall
+_FAST_LIMIT = 1024
 
 
 def ceil_div(x: int, y: int) -> int:
@@ -112,21 +120,33 @@ def fp8_gemm_nt(a, a_scales, b, b_scales, out=None, *, config: GemmConfig | None
     Post: ``out`` equals the float64 product of the dequantized operands up to fp8 wgmma's accumulation within one
     128-deep block, f32 promotion and one rounding to bf16. Errors (before launch): TypeError for a wrong dtype or
     device, ValueError for a wrong rank, shape, stride or K, N not multiples of 16, each naming the argument."""
-    return _gemm(a, a_scales, b, b_scales, out, config, sm_count)[0]
+    fast = config is None and sm_count is None
+    if fast:
+        tensors = (a, a_scales, b, b_scales) if out is None else (a, a_scales, b, b_scales, out)
+        key = _fast_key(OP, False, tensors)
+        if key is not None:
+            call = _FAST.get(key + (_stream(),))
+            if call is not None:
+                return call(tensors, out)
+    c, site, kernel_tensors, swap = _gemm(a, a_scales, b, b_scales, out, config, sm_count)
+    if fast and site is not None:
+        _remember(_fast_key(OP, False, tensors), site, kernel_tensors, swap, tensors, c, out is None)
+    return c
 
 
 def prepared_site(a, a_scales, b, b_scales, out, *, config: GemmConfig | None = None, sm_count: int | None = None):
     """GPU: compute ``fp8_gemm_nt(a, a_scales, b, b_scales, out)`` once and give the call site it launched
     (``BoundLaunch``, holding these tensors): ``site()`` computes ``out`` again, exactly as the op does, with no host
     work but the launch (what benchmarks time as the kernel). None for numpy arrays or an empty problem."""
-    _c, site, tensors = _gemm(a, a_scales, b, b_scales, out, config, sm_count)
+    _c, site, tensors, _swap = _gemm(a, a_scales, b, b_scales, out, config, sm_count)
     if site is not None:
         site.arguments.update(tensors)   # the site holds the tensors its packed addresses point at
     return site
 
 
 def _gemm(a, a_scales, b, b_scales, out, config, sm_count):
-    """(C, the GPU call site or None, the kernel's tensors it launched with) of ``fp8_gemm_nt``'s arguments."""
+    """(C, the GPU call site or None, the kernel's tensors it launched with, whether A and B swapped) of
+    ``fp8_gemm_nt``'s arguments."""
     args = [_Arg(OP, "a", a), _Arg(OP, "a_scales", a_scales), _Arg(OP, "b", b), _Arg(OP, "b_scales", b_scales)]
     out_arg = _Arg(OP, "out", out) if out is not None else None
     a_arg, sa_arg, b_arg, sb_arg = args
@@ -163,10 +183,10 @@ def _gemm(a, a_scales, b, b_scales, out, config, sm_count):
             c = torch.empty((m, n), device=a_arg.value.device, dtype=_torch_dtype("bf16"))
         c_row_ok = True
     if m == 0 or n == 0:
-        return c, None, {}
+        return c, None, {}, False
     if k == 0:
         c[...] = 0
-        return c, None, {}
+        return c, None, {}, False
     sms = sm_count or (H100_SMS if kind == "numpy" else _device_sms())
     if config is None:
         config = choose_block_scaled_config(m, n, k, sms)
@@ -181,7 +201,7 @@ def _gemm(a, a_scales, b, b_scales, out, config, sm_count):
 
         arguments["sms"] = sms
         interpret(kernel_module(config), arguments)
-        return c, None, {}
+        return c, None, {}, False
     return (c,) + _launch(config, arguments, sm_count)
 
 
@@ -196,21 +216,13 @@ def _forced(config) -> GemmConfig:
 
 def kernel_arguments(config: GemmConfig, a, a_scales, b, b_scales, c, m: int, n: int, k: int, kind: str) -> dict:
     """The kernel's arguments for C = A·Bᵀ: unswapped, rows are A's (``%row_scales`` = a_scales) and columns B's
-    (``%col_scales`` = b_scales, or its repeated rank-3 view (16, ⌈N/128⌉, ⌈K/128⌉) with strides (0, s_N, s_K) where
-    tiles straddle scale blocks: ``gemm.block_scales``); swapped (``swap_ab``), the kernel's A is B, its rows B's, its
-    C Cᵀ."""
+    (``%col_scales`` = b_scales); swapped (``swap_ab``), the kernel's A is B, its rows B's, its C Cᵀ."""
     numpy = kind == "numpy"
-
-    def repeated(x):
-        if numpy:
-            return np.broadcast_to(x[None], (GROUPS,) + x.shape)
-        return x.unsqueeze(0).expand(GROUPS, *x.shape)
-
     if config.swap_ab:
         return {"a": b, "b": a, "c": c.T if numpy else c.t(), "m": n, "n": m, "k": k,
                 "row_scales": b_scales, "col_scales": a_scales}
     return {"a": a, "b": b, "c": c, "m": m, "n": n, "k": k, "row_scales": a_scales,
-            "col_scales": repeated(b_scales) if straddles(config) else b_scales}
+            "col_scales": b_scales}
 
 
 def kernel_module(config: GemmConfig):
@@ -232,13 +244,96 @@ def jit_kernel(config: GemmConfig):
     return kern
 
 
+# -- the repeated GPU call ---------------------------------------------------------------------------------------------
+
+# kernel tensor parameter -> the op's argument whose address it takes (a view of it starting at its address), unswapped
+# and swapped (``swap_ab``: the kernel's A is the problem's B, its rows B's); "c" is the output
+_SOURCES = {False: {"a": "a", "b": "b", "c": "c", "row_scales": "a_scales", "col_scales": "b_scales",
+                    "m_indices": "m_indices", "masked_m": "masked_m", "m_window": "masked_m"},
+            True: {"a": "b", "b": "a", "c": "c", "row_scales": "b_scales", "col_scales": "a_scales",
+                   "m_indices": "m_indices", "masked_m": "masked_m", "m_window": "masked_m"}}
+# the op's tensor arguments in the order a fast call receives their addresses (then out's, or the allocated C's)
+_ROLES = ("a", "a_scales", "b", "b_scales", "m_indices")
+_MASKED_ROLES = ("a", "a_scales", "b", "b_scales", "masked_m")
+
+
+def _remember(key, site, kernel_tensors: dict, swap: bool, tensors: tuple, c, allocated: bool,
+              roles=_ROLES) -> None:
+    """Keep the call of signature ``key`` (``_fast_key``'s, None: not one of torch tensors) as a ``_FastCall`` —
+    unless one of the kernel's tensors is not a view starting at its argument's address (a copied operand: a later
+    call would need the copy too)."""
+    if key is None:
+        return
+    index = {role: i for i, role in enumerate(roles)}
+    index["c"] = len(tensors) if allocated else len(tensors) - 1
+    addresses = [t.data_ptr() for t in tensors] + ([c.data_ptr()] if allocated else [])
+    slots = []
+    for name, view in kernel_tensors.items():
+        source = index[_SOURCES[swap][name]]
+        if view.data_ptr() != addresses[source]:
+            return
+        slots.append((name, source))
+    if len(_FAST) >= _FAST_LIMIT:
+        _FAST.clear()
+    _FAST[key + (_stream(),)] = _FastCall(site, slots, arguments.TORCH[1] if allocated else None, tuple(c.shape),
+                                          c.dtype, c.device)
+
+
+class _FastCall:
+    """A GPU call of one signature after its first call: every check passed, the configuration chosen, its call site
+    prepared with every parameter packed. ``fast(tensors, out)`` (the op's tensor arguments in ``_ROLES`` order, then
+    ``out`` or None) allocates C when ``out`` is None (``torch.empty``, as the checked path does: the kernels write
+    every element of C), writes each argument's address into its kernel parameters' slots — a pointer, or a tensor
+    map's 128 bytes remembered per address — and launches → C. The kernel's views of the arguments (the swap of A and
+    B, C's transposed view, a group-merged matrix) all start at the
+    arguments' own addresses (``_remember`` keeps no call whose views do not), so the addresses are all it needs."""
+
+    __slots__ = ("allocate", "shape", "dtype", "device", "block", "maps", "pointers", "site")
+
+    def __init__(self, site, slots, allocate, shape, dtype, device):
+        self.site, self.allocate = site, allocate
+        self.shape, self.dtype, self.device = shape, dtype, device
+        self.block = site.block_launch
+        self.maps, self.pointers = [], []
+        for name, source in slots:
+            kind, offset = site.tensor_slot(name)
+            if kind == "tmap":
+                self.maps.append((source, offset, name, {}))
+            else:
+                self.pointers.append((source, offset // 8))
+
+    def __call__(self, tensors, out):
+        c = out if self.allocate is None else self.allocate(self.shape, dtype=self.dtype, device=self.device)
+        addresses = [t.data_ptr() for t in tensors]
+        if self.allocate is not None:
+            addresses.append(c.data_ptr())
+        block = self.block
+        data = block.bytes
+        for source, offset, name, maps in self.maps:
+            ptr = addresses[source]
+            blob = maps.get(ptr)
+            if blob is None:
+                if len(maps) >= _MAPS_PER_CALL:
+                    maps.clear()
+                blob = maps[ptr] = self.site.tensor_map(name, ptr)
+            data[offset:offset + 128] = blob
+        u64 = block.u64
+        for source, slot in self.pointers:
+            u64[slot] = addresses[source]
+        err = block.cu_launch(block.cfg, block.handle, block.address, 0)[0]
+        if err:
+            block.failed(err)
+        return c
+
+
 def _signature(x) -> tuple:
     return tuple(x.shape), tuple(x.stride()), x.data_ptr() % 16 == 0
 
 
 def _launch(config: GemmConfig, arguments: dict, sm_count):
     """Launch on the GPU through the call site of the arguments' signature: a site's later calls only write the
-    tensors' addresses; the persistent grid is the CTAs the device holds at once. → (the site, the tensors)."""
+    tensors' addresses; the persistent grid is the CTAs the device holds at once. → (the site, the tensors, whether
+    the kernel's A is the problem's B)."""
     stream = _stream()
     tensors = {name: arguments[name] for name in ("a", "b", "c", "row_scales", "col_scales", "m_indices", "masked_m",
                                                   "m_window") if name in arguments}
@@ -247,7 +342,7 @@ def _launch(config: GemmConfig, arguments: dict, sm_count):
     if site is not None:
         site(**tensors)
         _release(site, tensors)
-        return site, tensors
+        return site, tensors, config.swap_ab
     kern = jit_kernel(config)
     arguments["sms"] = sm_count or _device_sms()
     site = kern.prepare(**arguments, stream=stream)
@@ -260,7 +355,7 @@ def _launch(config: GemmConfig, arguments: dict, sm_count):
     _SITES[key] = site
     site()
     _release(site, tensors)
-    return site, tensors
+    return site, tensors, config.swap_ab
 
 
 def _release(site, tensors: dict) -> None:
@@ -323,7 +418,8 @@ def _grouped_out(op, out_arg, shape, kind, like):
             return np.zeros(shape, dtype=_NUMPY_TYPES["bf16"])
         import torch
 
-        return torch.zeros(shape, device=like.device, dtype=_torch_dtype("bf16"))
+        # every row is written by the kernel (padding rows and rows past a group's count as zeros): no memset
+        return torch.empty(shape, device=like.device, dtype=_torch_dtype("bf16"))
     if out_arg.dtype != "bf16":
         raise TypeError(f"{op}: out has dtype {out_arg.shown}; the result is bf16 (torch.bfloat16, ml_dtypes.bfloat16)")
     if out_arg.shape != shape:
@@ -332,7 +428,7 @@ def _grouped_out(op, out_arg, shape, kind, like):
 
 
 def _grouped_run(op, config, arguments, kind, sms, sm_count, c_row_ok):
-    """Run a grouped GEMM's kernel → (the GPU call site or None, its tensors)."""
+    """Run a grouped GEMM's kernel → (the GPU call site or None, its tensors, whether A and B swapped)."""
     if config.epilogue == "tma" and not c_row_ok:
         config = config.replace(epilogue="direct", epilogue_split=1).validate()
     if kind == "numpy":
@@ -340,7 +436,7 @@ def _grouped_run(op, config, arguments, kind, sms, sm_count, c_row_ok):
 
         arguments["sms"] = sms
         interpret(kernel_module(config), arguments)
-        return None, {}
+        return None, {}, False
     return _launch(config, arguments, sm_count)
 
 
@@ -370,11 +466,23 @@ def m_grouped_fp8_gemm_nt_contiguous(a, a_scales, b, b_scales, out, m_indices, *
     groups. Numpy arguments (the interpreter) are checked: an index outside -1 … G-1 or a tile mixing groups is a
     ValueError before launch; on the GPU the indices are not read by the host (no synchronization): an index ≥ G
     reads B past its end as TMA's zeros (zero rows), never other memory. → ``out``."""
-    return _contiguous(a, a_scales, b, b_scales, out, m_indices, config, sm_count)[0]
+    op = "m_grouped_fp8_gemm_nt_contiguous"
+    fast = config is None and sm_count is None
+    if fast:
+        tensors = (a, a_scales, b, b_scales, m_indices) + (() if out is None else (out,))
+        key = _fast_key(op, False, tensors)
+        if key is not None:
+            call = _FAST.get(key + (_stream(),))
+            if call is not None:
+                return call(tensors, out)
+    c, site, kernel_tensors, swap = _contiguous(a, a_scales, b, b_scales, out, m_indices, config, sm_count)
+    if fast and site is not None:
+        _remember(_fast_key(op, False, tensors), site, kernel_tensors, swap, tensors, c, out is None)
+    return c
 
 
 def _contiguous(a, a_scales, b, b_scales, out, m_indices, config, sm_count):
-    """(C, the GPU call site or None, its tensors) of ``m_grouped_fp8_gemm_nt_contiguous``."""
+    """(C, the GPU call site or None, its tensors, whether A and B swapped) of ``m_grouped_fp8_gemm_nt_contiguous``."""
     op = "m_grouped_fp8_gemm_nt_contiguous"
     names = ("a", "a_scales", "b", "b_scales", "m_indices")
     args = [_Arg(op, name, x) for name, x in zip(names, (a, a_scales, b, b_scales, m_indices))]
@@ -396,7 +504,9 @@ def _contiguous(a, a_scales, b, b_scales, out, m_indices, config, sm_count):
     if out_arg is not None and (out_arg.strides is None or not (out_arg.strides[1] == 1 or n <= 1)):
         raise ValueError(f"{op}: out must have unit stride along N, not strides {out_arg.strides}")
     if m == 0 or n == 0 or groups == 0:
-        return c, None, {}
+        if groups == 0:
+            c[...] = 0   # no group: every row is padding, written as zeros without a launch
+        return c, None, {}, False
     sms = sm_count or (H100_SMS if kind == "numpy" else _device_sms())
     config = choose_block_scaled_config(m, n, k, sms, grouped="contiguous") if config is None else \
         _forced_grouped(op, config, "contiguous")
@@ -433,11 +543,24 @@ def m_grouped_fp8_gemm_nt_masked(a, a_scales, b, b_scales, out, masked_m, expect
     ≥ 0) the configuration's hint of the rows per group. M_max is a multiple of 128 (the M block). Rows ≥ masked_m[g]
     of ``out`` are written as ZEROS; a tile wholly past them runs no k-tile. Numpy arguments are checked (a count
     outside 0 … M_max is a ValueError); on the GPU a count > M_max computes M_max rows, a negative one none. → out."""
-    return _masked(a, a_scales, b, b_scales, out, masked_m, expected_m, config, sm_count)[0]
+    op = "m_grouped_fp8_gemm_nt_masked"
+    fast = config is None and sm_count is None and type(expected_m) is int
+    if fast:
+        tensors = (a, a_scales, b, b_scales, masked_m) + (() if out is None else (out,))
+        key = _fast_key(op, False, tensors, (expected_m,))
+        if key is not None:
+            call = _FAST.get(key + (_stream(),))
+            if call is not None:
+                return call(tensors, out)
+    c, site, kernel_tensors, swap = _masked(a, a_scales, b, b_scales, out, masked_m, expected_m, config, sm_count)
+    if fast and site is not None:
+        _remember(_fast_key(op, False, tensors, (expected_m,)), site, kernel_tensors, swap, tensors, c, out is None,
+                  _MASKED_ROLES)
+    return c
 
 
 def _masked(a, a_scales, b, b_scales, out, masked_m, expected_m, config, sm_count):
-    """(C, the GPU call site or None, its tensors) of ``m_grouped_fp8_gemm_nt_masked``."""
+    """(C, the GPU call site or None, its tensors, whether A and B swapped) of ``m_grouped_fp8_gemm_nt_masked``."""
     op = "m_grouped_fp8_gemm_nt_masked"
     names = ("a", "a_scales", "b", "b_scales", "masked_m")
     args = [_Arg(op, name, x) for name, x in zip(names, (a, a_scales, b, b_scales, masked_m))]
@@ -462,7 +585,7 @@ def _masked(a, a_scales, b, b_scales, out, masked_m, expected_m, config, sm_coun
             raise ValueError(f"{op}: masked_m[{g}] = {int(counts[g])} is outside 0 … M_max = {m_max}")
     c = _grouped_out(op, out_arg, (groups, m_max, n), kind, a_arg.value)
     if groups == 0 or m_max == 0 or n == 0:
-        return c, None, {}
+        return c, None, {}, False
     c_arg = out_arg or _Arg(op, "out", c)
     c2 = _merged(op, c_arg, "out", "(G, M_max, N)")
     sms = sm_count or (H100_SMS if kind == "numpy" else _device_sms())
@@ -483,7 +606,7 @@ def prepared_grouped_site(layout: str, *args, config: GemmConfig | None = None, 
     """GPU: run ``m_grouped_fp8_gemm_nt_contiguous(*args)`` (``layout`` "contiguous") or ``…_masked(*args)``
     ("masked") once and give its call site, holding the tensors: ``site()`` runs it again (benchmarks time it)."""
     run = _contiguous if layout == "contiguous" else _masked
-    _c, site, tensors = run(*args, config, sm_count)
+    _c, site, tensors, _swap = run(*args, config, sm_count)
     if site is not None:
         site.arguments.update(tensors)
     return site

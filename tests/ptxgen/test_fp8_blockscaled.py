@@ -66,8 +66,19 @@ def check(got, want):
     (dict(bias=True), "GemmConfig.bias = True: the block-scaled GEMM (DeepGEMM's fp8_gemm_nt) has no bias"),
     (dict(streamk=True), "GemmConfig.streamk = True: block scales promote whole k-tiles of one tile at a time; "
                          "stream-K's partial sums are not built for them"),
-    (dict(epilogue="tma", overlap=1), "GemmConfig.overlap = 1: the epilogue behind the next tile's wgmmas is not "
-                                      "built for block scales"),
+    (dict(epilogue="tma", overlap=2), "GemmConfig.overlap = 2: block scales promote every k-tile, so the epilogue "
+                                      "hides behind the next tile's first k-tile only: overlap = 0 or 1"),
+    (dict(overlap=1), "GemmConfig.overlap = 1: the epilogue behind the next tile's wgmmas is built for the TMA-store "
+                      "epilogue, not 'direct'"),
+    (dict(scales="tensor", scale_prefetch=True), "GemmConfig.scale_prefetch = True: it orders the promotion of block "
+                                                 "scales; a config with scales = 'tensor' has none"),
+    (dict(scales="tensor", pingpong=True), "GemmConfig.pingpong = True: it orders the promotion of block scales; a "
+                                           "config with scales = 'tensor' has none"),
+    (dict(scales="tensor", late_scales=True), "GemmConfig.late_scales = True: it orders the promotion of block "
+                                              "scales; a config with scales = 'tensor' has none"),
+    (dict(late_scales=True, scale_prefetch=True), "GemmConfig.late_scales = True: the scales are read after the "
+                                                  "k-tile's wait; loading them a k-tile ahead (scale_prefetch) is the "
+                                                  "other way: choose one"),
 ])
 def test_validate_names_the_broken_rule(fields, message):
     base = dict(dtype="e4m3", bn=128, scales="block")
@@ -91,10 +102,10 @@ def test_heuristic_choices():
     names = {(m, n, k): choose_block_scaled_config(m, n, k).name
              for m, n, k in [(4096, 7168, 2048), (4096, 2112, 7168), (64, 7168, 2048), (16, 4096, 7168),
                              (1, 2112, 7168), (128, 7168, 2048), (100, 64, 128)]}
-    assert names == {(4096, 7168, 2048): "h128x128s6tB", (4096, 2112, 7168): "h128x128s6tB",
-                     (64, 7168, 2048): "h128x64s8xB", (16, 4096, 7168): "h128x16s8xB",
-                     (1, 2112, 7168): "h128x16s8xB", (128, 7168, 2048): "h128x64s8tB",
-                     (100, 64, 128): "h128x64s8tB"}
+    assert names == {(4096, 7168, 2048): "h128x128s6tBl", (4096, 2112, 7168): "h128x128s6tBl",
+                     (64, 7168, 2048): "h128x64s8xBl", (16, 4096, 7168): "h128x16s8xBl",
+                     (1, 2112, 7168): "h128x16s8xBl", (128, 7168, 2048): "h128x64s8tBl",
+                     (100, 64, 128): "h128x64s8tBl"}
     for config in BLOCK_SCALED_CANDIDATES:
         assert config.validate().scales == "block"
 
@@ -255,28 +266,32 @@ def _compiled(config):
     from ptxgen.lower import Specialization, TensorSpec, compile_kernel
 
     specs = {"row_scales": TensorSpec(1, True, 4),
-             "col_scales": TensorSpec(2 if block_scales.straddles(config) else 1, True, 4)}
+             "col_scales": TensorSpec(1, True, 4)}
     if config.epilogue != "tma":
         specs["c"] = TensorSpec(0 if config.swap_ab else 1, True, 16)
     return compile_kernel(fp8_module.kernel_module(config).kernels[0], Specialization.of(**specs))
 
 
-MAIN = list(BLOCK_SCALED_CANDIDATES) + [GemmConfig("e4m3", bn=bn, stages=8, swap_ab=True, scales="block")
-                                        for bn in (16, 32, 64)]
+MAIN = list(BLOCK_SCALED_CANDIDATES) + [GemmConfig("e4m3", bn=bn, stages=8, swap_ab=True, scales="block",
+                                                   late_scales=True) for bn in (16, 32, 64)]
 
 
 @pytest.mark.parametrize("config", MAIN, ids=lambda c: c.name)
 def test_main_configs_compile_pipelined_without_spills(config):
     """The heuristic's configurations assemble (LLVM NVPTX → ptxas through nvJitLink) with no wgmma serialized
     (C7514) and nothing spilled; each k-tile's scales are a few loads (one per distinct row and column block: the
-    lowering loads a broadcast element once), its promotion one FMA per accumulator value."""
+    lowering loads a broadcast element once: 2 rows + 1 column block unswapped, 1 row block + BN/4 column pairs
+    swapped), its promotion (``late_scales``) one multiply by the column scale and one FMA by the row scale per
+    accumulator value."""
     compiled = _compiled(config)
     assert "C7514" not in compiled.info_log
     assert compiled.spill_bytes == 0
     loads = len(re.findall(r"\bld\.global\.b32\b", compiled.ptx))
     fmas = len(re.findall(r"\bfma\.rn\.f32\b", compiled.ptx))
-    assert loads <= (4 if not config.swap_ab else 2 + config.bn // 4)
+    muls = len(re.findall(r"\bmul\.rn\.f32\b", compiled.ptx))
+    assert loads == (3 if not config.swap_ab else 1 + config.bn // 4)
     assert fmas == config.bn // 2 * (config.bm // 128)
+    assert muls == fmas
 
 
 @pytest.mark.parametrize("bn", [112, 160])

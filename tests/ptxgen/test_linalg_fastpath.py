@@ -194,7 +194,9 @@ def test_bench_launch_cpu_times_the_ops_fast_path():
                          env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin", "HOME": str(pathlib.Path.home())})
     assert run.returncode == 0, run.stderr
     results = json.loads(run.stdout.strip().splitlines()[-1])
-    assert set(results) == {"128x256x128", "16x1024x1024"}
-    for entry in results.values():
-        assert set(entry) == {"matmul(a, b)", "matmul(a, w.T)", "linear(x, w)", "linear(x3, w, bias)"}
+    assert set(results) == {"128x256x128", "16x1024x1024", "fp8 4096x2112x7168", "fp8 64x7168x2048",
+                            "fp8 grouped 4x256x4096x7168"}
+    for shape, entry in results.items():
+        assert set(entry) == ({"contiguous", "masked"} if "grouped" in shape else {"fp8_gemm_nt"} if "fp8" in shape
+                              else {"matmul(a, b)", "matmul(a, w.T)", "linear(x, w)", "linear(x3, w, bias)"})
         assert all(0 < us < 1e4 for us in entry.values())

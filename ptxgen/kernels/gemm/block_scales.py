@@ -9,13 +9,13 @@ The kernel sees them as ``%row_scales`` (its rows' scales) and ``%col_scales`` (
 rows are B's (one per 128 rows: a tile of BM = 128 or 256 rows starts on a block, so each warpgroup's rows share
 one) and columns A's (one per column).
 
-A tile of BN columns that does not divide 128 (112, 160, 192, 224, …) starts at n0 = tn·BN, which lies
+A tile of BN columns that does not divide 128 (112, 160, 176, 192, 224, …) starts at n0 = tn·BN, which lies
 ``n0 % 128`` columns into a B scale block, and straddles two or three blocks: which block a column belongs to is not
-a layout of the column. The kernel then reads ``%col_scales`` as a rank-3 view (16, ⌈N/128⌉, ⌈K/128⌉) with strides
-(0, s_N, s_K) — scale block nb repeated for each of its 16 groups of 8 columns (a tile starts on a multiple of 8
-columns: BN is) — through windows that start ``(n0 % 128)/8 - 16·i`` groups into block ``n0 // 128 + i``: the
-8-column group j of the tile lies inside window i exactly when it is in the tile's i-th block, elsewhere the window
-reads 0, and the windows' sum is each column's scale. A thread's values of one 8-column group share their load.
+a layout of the column. The kernel then loads the scale of each block the tile touches (blocks ``n0 // 128 + i``,
+one value each, read by every thread) and gives each value the one of its column's block: the tile's 8-column group
+j (a tile starts on a multiple of 8 columns: BN is; ``frag.coords`` of ``column_group_tv``) lies in block i + 1 or
+later exactly when j ≥ 16·(i + 1) − (n0 % 128)/8 — a select per boundary, so a k-tile's column scales are
+``column_windows(BN)`` loads and a few registers whatever BN.
 """
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def column_block_tv(rows: int, bn: int):
                      ((0, 0, 0), ((0, 0, (0, 1)), 0)))
 
 
-GROUPS = SCALE_BLOCK // 8   # 8-column groups per B scale block: the repeated view's first extent
+GROUPS = SCALE_BLOCK // 8   # 8-column groups per B scale block
 
 
 def straddles(config: GemmConfig) -> bool:
@@ -83,13 +83,13 @@ def column_windows(bn: int) -> int:
 
 
 def parameters(config: GemmConfig) -> dict:
-    """The kernel's scale parameters: ``%row_scales`` (rank 2; masked: (G, M_max, ⌈K/128⌉)) and ``%col_scales`` (rank 2; rank 3, the stride-0
-    repeated view (``GROUPS``, ⌈N/128⌉, ⌈K/128⌉), where tiles straddle blocks); grouped GEMMs (``grouped``): contiguous
+    """The kernel's scale parameters: ``%row_scales`` (rank 2; masked: (G, M_max, ⌈K/128⌉)) and ``%col_scales``
+    (rank 2); grouped GEMMs (``grouped``): contiguous
     ``%m_indices`` (i32 (M,): each row's group, -1 padding); masked ``%masked_m`` (i32 (G,): each group's rows),
     ``%m_window`` (i32 (M_max,), stride 0: any i32 values; its extent bounds a group's rows, see ``row_validity``),
     ``%groups``. Post: the types ``build`` declares."""
     params = {"row_scales": gtensor("f32", 3 if config.grouped == "masked" else 2),
-              "col_scales": gtensor("f32", 3 if straddles(config) else 2)}
+              "col_scales": gtensor("f32", 2)}
     if config.grouped == "contiguous":
         params["m_indices"] = gtensor("i32", 1)
     elif config.grouped == "masked":
@@ -145,46 +145,115 @@ def scale_fragment(g, kt, tm, tn, group=None, valid=None, masked_rows=None):
     """The f32 fragment, in the accumulator's shape, of the scale each value of this consumer warpgroup's
     accumulator of tile (tm, tn) takes for k-tile ``kt``: row scale × column scale (0 outside the problem); grouped,
     B's scale blocks of ``group`` (its ⌈N/128⌉ rows of ``%col_scales``), the row scales times ``valid``
-    (``row_validity``), masked ones from the group's rows (``masked_rows``: the tile's first local row) of A's."""
+    (``row_validity``), masked ones from the group's rows (``masked_rows``: the tile's first local row) of A's.
+    ``scale_product(g, scale_loads(...), valid, later_blocks(g, tn))`` in one."""
+    return scale_product(g, scale_loads(g, kt, tm, tn, group, masked_rows), valid, later_blocks(g, tn))
+
+
+def scale_loads(g, kt, tm, tn, group=None, masked_rows=None, tag=""):
+    """The loads of ``scale_fragment``'s factors for k-tile ``kt``, nothing computed from them: [the row scales,
+    then the column scales' parts] (one part, or one per window of a straddling tile), each an f32 fragment in the
+    accumulator's shape (values named ``…{tag}``). A k-tile past the scales' end loads zeros (the windows' bounds),
+    so a caller may load k-tile ``hi`` ahead of the last one."""
     b, kb, config = g.b, g.kb, g.config
     rows, bn = config.rows, config.bn
     acc_t = g.acc_t
-    r0 = b.arith.add(b.arith.mul(tm, g.c_bm, name="sc_m0"), g.row_off, name="sc_r0")
-    n0 = b.arith.mul(tn, g.c_bn, name="sc_n0")
-    c_block = b.const(SCALE_BLOCK, i32, name="sc_block")
+    r0 = b.arith.add(b.arith.mul(tm, g.c_bm, name=f"sc_m0{tag}"), g.row_off, name=f"sc_r0{tag}")
+    n0 = b.arith.mul(tn, g.c_bn, name=f"sc_n0{tag}")
+    c_block = b.const(SCALE_BLOCK, i32, name=f"sc_block{tag}")
     if config.swap_ab:
-        row_block = b.arith.div(r0, c_block, name="sc_rb")
-        window = b.gmem.tile(kb["row_scales"], row_block, kt, shape=(1, 1), name="sc_rows")
-        row = b.gmem.load(window, g.lt, tv=uniform_tv(rows, bn), type=acc_t, name="sc_row")
-        window = b.gmem.tile(kb["col_scales"], n0, kt, shape=(bn, 1), name="sc_cols")
-        col = b.gmem.load(window, g.lt, tv=column_tv(rows, bn), type=acc_t, name="sc_col")
-        return b.frag.mul(row, col, name="scale")
+        row_block = b.arith.div(r0, c_block, name=f"sc_rb{tag}")
+        window = b.gmem.tile(kb["row_scales"], row_block, kt, shape=(1, 1), name=f"sc_rows{tag}")
+        row = b.gmem.load(window, g.lt, tv=uniform_tv(rows, bn), type=acc_t, name=f"sc_row{tag}")
+        window = b.gmem.tile(kb["col_scales"], n0, kt, shape=(bn, 1), name=f"sc_cols{tag}")
+        return [row, b.gmem.load(window, g.lt, tv=column_tv(rows, bn), type=acc_t, name=f"sc_col{tag}")]
     if masked_rows is not None:
-        local = b.arith.add(masked_rows[0], g.row_off, name="sc_local")
-        window = b.gmem.tile(kb["row_scales"], group, local, kt, shape=(1, rows, 1), name="sc_rows")
+        local = b.arith.add(masked_rows[0], g.row_off, name=f"sc_local{tag}")
+        window = b.gmem.tile(kb["row_scales"], group, local, kt, shape=(1, rows, 1), name=f"sc_rows{tag}")
     else:
-        window = b.gmem.tile(kb["row_scales"], r0, kt, shape=(rows, 1), name="sc_rows")
-    row = b.gmem.load(window, g.lt, tv=row_tv(rows, bn), type=acc_t, name="sc_row")
-    if valid is not None:
-        row = b.frag.mul(row, valid, name="sc_row_valid")
-    col_block = b.arith.div(n0, c_block, name="sc_nb")
+        window = b.gmem.tile(kb["row_scales"], r0, kt, shape=(rows, 1), name=f"sc_rows{tag}")
+    row = b.gmem.load(window, g.lt, tv=row_tv(rows, bn), type=acc_t, name=f"sc_row{tag}")
+    col_block = b.arith.div(n0, c_block, name=f"sc_nb{tag}")
     if group is not None:
-        blocks = b.arith.cdiv(kb["n"], c_block, name="sc_blocks")
-        col_block = b.arith.add(b.arith.mul(group, blocks, name="sc_group_nb"), col_block, name="sc_nb_grouped")
+        blocks = b.arith.cdiv(kb["n"], c_block, name=f"sc_blocks{tag}")
+        col_block = b.arith.add(b.arith.mul(group, blocks, name=f"sc_group_nb{tag}"), col_block,
+                                name=f"sc_nb_grouped{tag}")
     if not straddles(config):
         if bn % SCALE_BLOCK:
-            window = b.gmem.tile(kb["col_scales"], col_block, kt, shape=(1, 1), name="sc_cols")
-            col = b.gmem.load(window, g.lt, tv=uniform_tv(rows, bn), type=acc_t, name="sc_col")
+            window = b.gmem.tile(kb["col_scales"], col_block, kt, shape=(1, 1), name=f"sc_cols{tag}")
+            col = b.gmem.load(window, g.lt, tv=uniform_tv(rows, bn), type=acc_t, name=f"sc_col{tag}")
         else:
-            window = b.gmem.tile(kb["col_scales"], col_block, kt, shape=(bn // SCALE_BLOCK, 1), name="sc_cols")
-            col = b.gmem.load(window, g.lt, tv=column_block_tv(rows, bn), type=acc_t, name="sc_col")
-        return b.frag.mul(row, col, name="scale")
-    into = b.arith.div(b.arith.rem(n0, c_block, name="sc_into_cols"), b.const(8, i32, name="sc_c8"), name="sc_into")
-    col = None
+            window = b.gmem.tile(kb["col_scales"], col_block, kt, shape=(bn // SCALE_BLOCK, 1), name=f"sc_cols{tag}")
+            col = b.gmem.load(window, g.lt, tv=column_block_tv(rows, bn), type=acc_t, name=f"sc_col{tag}")
+        return [row, col]
+    parts = [row]
     for i in range(column_windows(bn)):
-        shift = b.arith.sub(into, b.const(GROUPS * i, i32, name=f"sc_back{i}"), name=f"sc_c{i}") if i else into
-        block_i = b.arith.add(col_block, b.const(i, i32, name=f"sc_i{i}"), name=f"sc_nb{i}") if i else col_block
-        window = b.gmem.tile(kb["col_scales"], shift, block_i, kt, shape=(bn // 8, 1, 1), name=f"sc_cols{i}")
-        part = b.gmem.load(window, g.lt, tv=column_group_tv(rows, bn), type=acc_t, name=f"sc_col{i}")
-        col = part if col is None else b.frag.add(col, part, name=f"sc_sum{i}")
-    return b.frag.mul(row, col, name="scale")
+        block_i = b.arith.add(col_block, b.const(i, i32, name=f"sc_i{i}{tag}"), name=f"sc_nb{i}{tag}") if i \
+            else col_block
+        window = b.gmem.tile(kb["col_scales"], block_i, kt, shape=(1, 1), name=f"sc_cols{i}{tag}")
+        parts.append(b.gmem.load(window, g.lt, tv=uniform_tv(rows, bn), type=acc_t, name=f"sc_col{i}{tag}"))
+    return parts
+
+
+def later_blocks(g, tn, tag=""):
+    """Straddling tiles (``straddles``): per boundary i = 1 … ``column_windows(BN)`` - 1, the i1 fragment (the
+    accumulator's shape) that holds for the values whose column lies in the tile's i-th B scale block or a later one:
+    8-column group j ≥ 16·i − (n0 % 128)/8. [] for a tile inside one block."""
+    b, config = g.b, g.config
+    rows, bn = config.rows, config.bn
+    if not straddles(config):
+        return []
+    n0 = b.arith.mul(tn, g.c_bn, name=f"lb_n0{tag}")
+    into = b.arith.div(b.arith.rem(n0, b.const(SCALE_BLOCK, i32, name=f"lb_block{tag}"), name=f"lb_into_cols{tag}"),
+                       b.const(8, i32, name=f"lb_c8{tag}"), name=f"lb_into{tag}")
+    column_group = b.frag.coords(g.lt, tv=column_group_tv(rows, bn), tile=(bn // 8,), name=f"lb_group_tv{tag}")
+    # the same values in the accumulator's flat shape (a whole-fragment slice: no code)
+    column_group = b.frag.slice(column_group, offset=0, type=frag("i32", g.acc_t.shape), name=f"lb_group{tag}")
+    masks = []
+    for i in range(1, column_windows(bn)):
+        boundary = b.arith.sub(b.const(GROUPS * i, i32, name=f"lb_edge{i}{tag}"), into, name=f"lb_boundary{i}{tag}")
+        masks.append(b.frag.cmp(column_group, boundary, pred="ge", name=f"lb_later{i}{tag}"))
+    return masks
+
+
+def scale_product(g, loads, valid=None, later=(), tag=""):
+    """The scale fragment from ``scale_loads``' [row scales, column scales of the tile's first block, of its next
+    ones…]: (row · ``valid``) × each value's column scale, that of the last block whose ``later_blocks`` mask holds
+    (``later``; the first block's where none does). ``pick_scale(g, scale_factors(…), later)`` in one."""
+    return pick_scale(g, scale_factors(g, loads, valid, tag), later, tag)
+
+
+def scale_factors(g, loads, valid=None, tag=""):
+    """(row · ``valid``) × the scale of each B block the tile touches: one fragment per block, whose values are few
+    distinct registers (2 rows × 1 block: 2); the multiplies a promotion can do as soon as its scales have arrived."""
+    b = g.b
+    row, parts = loads[0], loads[1:]
+    if valid is not None:
+        row = b.frag.mul(row, valid, name=f"sc_row_valid{tag}")
+    if len(parts) == 1:
+        return [b.frag.mul(row, parts[0], name=f"scale{tag}")]
+    return [b.frag.mul(row, part, name=f"sc_factor{i}{tag}") for i, part in enumerate(parts)]
+
+
+def pick_scale(g, factors, later=(), tag=""):
+    """Each value's scale: the factor of the last block whose ``later_blocks`` mask holds for it (the first's where
+    none does)."""
+    b = g.b
+    scale = factors[0]
+    for i, (factor, mask) in enumerate(zip(factors[1:], later), 1):
+        name = f"scale{tag}" if i == len(factors) - 1 else f"sc_pick{i}{tag}"
+        scale = b.frag.select(mask, factor, scale, name=name)
+    return scale
+
+
+def promote_late(g, chunk, loads, later, total, tag=""):
+    """total + (chunk × column scale) × row scale (``late_scales``): both operations read the waited chunk, so no
+    instruction that reads a scale load can be scheduled before the k-tile's wgmmas are issued — ptxas puts the
+    scale product of ``scale_product`` there, where it waits for the loads (an L2 round trip per k-tile) — and the
+    loads' latency hides behind the wgmmas. One more multiply per accumulator value than one FMA by the product. A
+    straddling tile's per-column pick (a select of loaded values) may still be placed early. Row validity (grouped) is
+    not applied here: the caller multiplies the final total by it once."""
+    b = g.b
+    row, parts = loads[0], loads[1:]
+    column = b.frag.mul(chunk, pick_scale(g, parts, later, f"_col{tag}"), name=f"chunk_col{tag}")
+    return b.frag.fma(column, row, total, name=f"total_out{tag}")

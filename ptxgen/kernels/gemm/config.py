@@ -70,6 +70,17 @@ class GemmConfig:
     - ``grouped`` (block scales): DeepGEMM's MoE GEMMs, groups along M sharing N and K: ``"contiguous"`` (A's rows of
       all groups concatenated, ``%m_indices`` giving each row's group, B (G·N, K)) or ``"masked"`` (A (G·M_max, K),
       ``%masked_m`` the rows of each group; ``ptxgen.kernels.fp8``).
+    - ``scale_prefetch`` (block scales): each k-tile's scales are loaded one k-tile ahead (during the previous
+      k-tile's wgmmas). In the SASS the loop's copies of the loaded values still precede the wgmmas' issue (and wait
+      for the loads): kept to be measured against ``late_scales``.
+    - ``pingpong`` (block scales): the two consumer warpgroups take turns on the tensor cores — warpgroup 1 issues a
+      k-tile's wgmmas only after warpgroup 0 has issued its own (a named barrier) — so that each one's promotion runs
+      while the other's wgmmas are executing.
+    - ``late_scales`` (block scales): a k-tile's promotion is total += (chunk × column scale) × row scale, whose two
+      operations both read the waited chunk, so ptxas cannot place an instruction reading a scale load before the
+      k-tile's wgmmas (one more multiply per value; not with ``scale_prefetch``).
+    - ``overlap`` with block scales (1): the previous tile's epilogue runs behind the next tile's first k-tile of
+      wgmmas.
 
     Post (``validate``): the builder accepts the config; any violated rule is a ValueError naming the field."""
 
@@ -95,6 +106,9 @@ class GemmConfig:
     swap_ab: bool = False
     scales: str = "tensor"
     grouped: str = "none"
+    scale_prefetch: bool = False
+    pingpong: bool = False
+    late_scales: bool = False
 
     def __post_init__(self):
         if self.out_dtype is None:
@@ -154,7 +168,9 @@ class GemmConfig:
         ``k<promote>``, ``t``/``r`` (TMA-store / rows epilogue) with ``<split>`` when > 1, ``o<overlap>``, ``sk``
         (stream-K; ``ska``: on every SM; a number after it: ``streamk_min_saving``), ``m<a><b>`` (majors, ``k`` or
         ``n`` each: ``mkn`` = A K-major, B MN-major), ``x`` (swap_ab), ``b`` (bias), ``B`` (block scales),
-        ``Gc``/``Gm`` (grouped: contiguous / masked), ``R<producer>-<consumer>`` (registers), ``_<out_dtype>`` (fp8 with an f16 C). The dtype is not part of the name.
+        ``f`` (block scales loaded a k-tile ahead: ``scale_prefetch``), ``w`` (``pingpong``), ``l`` (``late_scales``),
+        ``Gc``/``Gm``
+        (grouped: contiguous / masked), ``R<producer>-<consumer>`` (registers), ``_<out_dtype>`` (fp8 with an f16 C). The dtype is not part of the name.
         ``GemmConfig(cluster=2, epilogue="tma", epilogue_split=2).name`` = ``h128x256s4c2t2``."""
         parts = [f"h{self.bm}x{self.bn}s{self.stages}"]
         if self.pending != 1:
@@ -181,6 +197,12 @@ class GemmConfig:
             parts.append("b")
         if self.scales == "block":
             parts.append("B")
+        if self.scale_prefetch:
+            parts.append("f")
+        if self.pingpong:
+            parts.append("w")
+        if self.late_scales:
+            parts.append("l")
         if self.grouped != "none":
             parts.append("G" + self.grouped[0])
         if tuple(self.registers) != (24, 240):
@@ -197,7 +219,7 @@ class GemmConfig:
         m = _NAME.fullmatch(name)
         if not m:
             raise ValueError(f"unknown GEMM variant {name!r}: h<BM>x<BN>s<stages>[p<pending>][g<group>][c<cluster>]"
-                             "[k<promote>][t|r[<split>]][o<overlap>][sk[a][<min saving>]][m<a><b>][x][b][B][Gc|Gm]"
+                             "[k<promote>][t|r[<split>]][o<overlap>][sk[a][<min saving>]][m<a><b>][x][b][B][f][w][l][Gc|Gm]"
                              "[R<producer>-<consumer>][_<out dtype>]")
         g = m.groupdict()
         return cls(
@@ -210,6 +232,7 @@ class GemmConfig:
             a_major="MN" if g["majors"] and g["majors"][0] == "n" else "K",
             b_major="MN" if g["majors"] and g["majors"][1] == "n" else "K",
             swap_ab=bool(g["swap"]), bias=bool(g["bias"]), scales="block" if g["block"] else "tensor",
+            scale_prefetch=bool(g["prefetch"]), pingpong=bool(g["pingpong"]), late_scales=bool(g["late"]),
             grouped={"c": "contiguous", "m": "masked", None: "none"}[g["grouped"]],
             registers=(int(g["rp"]), int(g["rc"])) if g["rp"] else (24, 240), out_dtype=g["out"])
 
@@ -217,7 +240,7 @@ class GemmConfig:
 _NAME = re.compile(r"h(?P<bm>\d+)x(?P<bn>\d+)s(?P<stages>\d+)(?:p(?P<pending>\d+))?(?:g(?P<group>\d+))?"
                    r"(?:c(?P<cluster>\d+))?(?:k(?P<promote>\d+))?(?:(?P<epi>[tr])(?P<split>\d)?)?(?:o(?P<overlap>\d+))?"
                    r"(?:(?P<sk>sk)(?P<every>a)?(?P<saving>\d+)?)?(?:m(?P<majors>[kn]{2}))?(?P<swap>x)?(?P<bias>b)?"
-                   r"(?P<block>B)?(?:G(?P<grouped>[cm]))?(?:R(?P<rp>\d+)-(?P<rc>\d+))?(?:_(?P<out>bf16|f16))?")
+                   r"(?P<block>B)?(?P<prefetch>f)?(?P<pingpong>w)?(?P<late>l)?(?:G(?P<grouped>[cm]))?(?:R(?P<rp>\d+)-(?P<rc>\d+))?(?:_(?P<out>bf16|f16))?")
 
 
 # -- the rules, in the order they are checked: each → None, or "field = value: what is wrong" --------------------------
@@ -293,8 +316,19 @@ def _scales(c: GemmConfig):
         if c.streamk:
             return ("streamk = True: block scales promote whole k-tiles of one tile at a time; stream-K's partial "
                     "sums are not built for them")
-        if c.overlap:
-            return "overlap = 1: the epilogue behind the next tile's wgmmas is not built for block scales"
+        if c.overlap > 1:
+            return (f"overlap = {c.overlap}: block scales promote every k-tile, so the epilogue hides behind the next "
+                    "tile's first k-tile only: overlap = 0 or 1")
+        if c.late_scales and c.scale_prefetch:
+            return ("late_scales = True: the scales are read after the k-tile's wait; loading them a k-tile ahead "
+                    "(scale_prefetch) is the other way: choose one")
+        if c.overlap and c.epilogue != "tma":
+            return (f"overlap = 1: the epilogue behind the next tile's wgmmas is built for the TMA-store epilogue, "
+                    f"not {c.epilogue!r}")
+    elif c.scale_prefetch or c.pingpong or c.late_scales:
+        field = "scale_prefetch" if c.scale_prefetch else "pingpong" if c.pingpong else "late_scales"
+        return (f"{field} = True: it orders the promotion of block scales; a config with scales = {c.scales!r} has "
+                "none")
     if c.grouped not in GROUPINGS:
         return f"grouped = {c.grouped!r}: the grouping is 'none', 'contiguous' or 'masked'"
     if c.grouped != "none":
@@ -356,7 +390,8 @@ def _streamk(c: GemmConfig):
 def _overlap(c: GemmConfig):
     if c.overlap < 0:
         return f"overlap = {c.overlap}: 0 (no overlap) or the k-tiles queued before the epilogue"
-    if c.overlap and (c.epilogue != "tma" or c.streamk or (c.fp8 and c.promote == 1) or c.pending != 1):
+    if c.overlap and c.scales != "block" and (c.epilogue != "tma" or c.streamk or (c.fp8 and c.promote == 1)
+                                              or c.pending != 1):
         return (f"overlap = {c.overlap}: the epilogue behind the next tile's wgmmas is built for the TMA-store "
                 "epilogue of data-parallel tiles with one k-tile in flight: epilogue='tma', streamk=False, pending=1 "
                 "(fp8: promote > 1)")

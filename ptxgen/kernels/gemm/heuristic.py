@@ -159,12 +159,16 @@ def _variants(base: GemmConfig, m: int, n: int, k: int, sms: int):
         yield base
 
 
-# block-scaled fp8 (DeepGEMM's fp8_gemm_nt): the f32 total, the k-tile's chunk and its scales are all live at each
-# promotion, so the tile stays at BN <= 128 (BN = 192 would need 3 x 96 accumulator registers of 240); tiles whose
-# BN does not divide 128 (112, 160, 192, ...) are built (GemmConfig(scales="block")) but not chosen before they are
-# measured
-BLOCK_SCALED_CANDIDATES = (GemmConfig("e4m3", bn=128, stages=6, epilogue="tma", scales="block"),
-                           GemmConfig("e4m3", bn=64, stages=8, epilogue="tma", scales="block"))
+# block-scaled fp8 (DeepGEMM's fp8_gemm_nt): late_scales — promotion as (chunk × column scale) × row scale — because
+# with one FMA by the scale product ptxas places that product (an FMUL of the k-tile's just-loaded scales) between
+# the stage's arrival and the first QGMMA of h128x128s6tB: every k-tile of each warpgroup waited an L2 round trip
+# before issuing its wgmmas; late, every instruction reading a scale load also reads the waited chunk, and the loads
+# hide behind the wgmmas (one more FMUL per value: 64 per k-tile at BN = 128). Loading the scales a k-tile ahead
+# (scale_prefetch) does not remove the wait (the loop's copies of the loaded values take the product's place).
+# Wider tiles (BN = 176, 192: no spills since their column scales are a select between blocks), ping-pong and the
+# epilogue overlap are built and tested but not chosen before they are measured (benchmarks/bench_fp8.py --variants)
+BLOCK_SCALED_CANDIDATES = (GemmConfig("e4m3", bn=128, stages=6, epilogue="tma", scales="block", late_scales=True),
+                           GemmConfig("e4m3", bn=64, stages=8, epilogue="tma", scales="block", late_scales=True))
 
 
 def choose_block_scaled_config(m: int, n: int, k: int, sm_count: int = H100_SMS, *,
@@ -172,15 +176,17 @@ def choose_block_scaled_config(m: int, n: int, k: int, sm_count: int = H100_SMS,
     """The configuration of the block-scaled fp8 GEMM (``ptxgen.kernels.fp8_gemm_nt``) for C (m, n) = A (m, k) · Bᵀ:
     rule 1 (swap A and B for m ≤ 64 < n: the kernel's N is m rounded up to 16, 32 or 64, 8 stages, the direct
     epilogue), else the cheaper of ``BLOCK_SCALED_CANDIDATES`` by ``estimated_cost`` (128 × 128, 6 stages, TMA store;
-    128 × 64, 8 stages, where 128 × 128 leaves SMs idle). ``choose_block_scaled_config(4096, 7168, 2048).name`` =
-    ``h128x128s6tB``; ``choose_block_scaled_config(64, 7168, 2048).name`` = ``h128x64s8xB``. ``grouped``
+    128 × 64, 8 stages, where 128 × 128 leaves SMs idle); the scales always applied late (``late_scales``).
+    ``choose_block_scaled_config(4096, 7168, 2048).name`` = ``h128x128s6tBl``;
+    ``choose_block_scaled_config(64, 7168, 2048).name`` = ``h128x64s8xBl``. ``grouped``
     ("contiguous", "masked"; ``m`` the rows of all groups): never swapped (the groups are A's rows).
     Post: deterministic, valid, e4m3 → bf16 with ``scales="block"``."""
     if min(m, n, k) < 0:
         raise ValueError(f"choose_block_scaled_config: m, n, k must be >= 0, not {m}, {n}, {k}")
     if m <= SWAP_AB_MAX_M < n and grouped == "none":
         bn = 16 if m <= 16 else 32 if m <= 32 else 64
-        return GemmConfig("e4m3", bn=bn, stages=SWAP_STAGES, swap_ab=True, scales="block").validate()
+        return GemmConfig("e4m3", bn=bn, stages=SWAP_STAGES, swap_ab=True, scales="block",
+                          late_scales=True).validate()
     best, best_cost = None, None
     for config in BLOCK_SCALED_CANDIDATES:
         config = config.replace(grouped=grouped)

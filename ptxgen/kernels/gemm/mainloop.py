@@ -227,31 +227,130 @@ def promote_every_k_tile(g, init, cit):
     return branch.results
 
 
-def promote_block_scaled(g, init, lo, hi, cit, tm, tn):
+PINGPONG_BARRIER = 2   # the named barrier of ``pingpong``'s turns (1 is the staged epilogue's)
+
+
+def promote_block_scaled(g, init, lo, hi, cit, tm, tn, hook=None):
     """The mainloop of block scales (``scales="block"``): each k-tile (one 128-deep scale block) is accumulated by
     its wgmmas into a chunk from zero, waited for, and promoted on the CUDA cores, total += chunk · scale with the
-    scale of each value's row and column (``block_scales.scale_fragment``, read before the stage is waited for so that
-    its loads overlap the wgmmas). The two consumer warpgroups promote independently, so one's wgmmas run while the
-    other promotes. → (the f32 total, the iteration counter after k-tile hi-1)."""
-    b = g.b
+    scale of each value's row and column (``block_scales.scale_fragment``). The two consumer warpgroups promote
+    independently, so one's wgmmas run while the other promotes. Options: ``scale_prefetch`` (k-tile kt+1's scales
+    loaded during k-tile kt, the product formed after kt's wait: no load between a stage's arrival and its wgmmas;
+    without it the k-tile's own scales are loaded and multiplied before its wgmmas are issued), ``pingpong``
+    (warpgroup 1 issues a k-tile's wgmmas after warpgroup 0 has issued its own: their chunks complete one after the
+    other, each promotion behind the other warpgroup's wgmmas), ``late_scales`` (``block_scales.promote_late``: no
+    instruction reading a scale load can precede the k-tile's wgmmas) and ``hook`` (``overlap``: k-tile lo's wgmmas are
+    issued, then ``hook()`` — the previous tile's epilogue — runs while they execute). → (the f32 total, the
+    iteration counter after k-tile hi-1)."""
+    b, config = g.b, g.config
+    prefetch = config.scale_prefetch
     group = valid = masked_rows = None
-    if g.config.grouped != "none":
+    if config.grouped != "none":
         # grouped: the tile's group picks B's scale blocks; rows outside their group get scale 0; a masked tile past
         # its group's rows runs no k-tile (its C is written as zeros), as its producer loads none
         group, has_rows, masked_rows = block_scales.tile_group(g, tm, g.lt, 128, "c")
         if has_rows is not None:
             hi = b.arith.select(has_rows, hi, lo, name="hi_c")
         valid = block_scales.row_validity(g, tm, masked_rows)
-    with b.scf.for_(lo, hi, g.c1, init, cit, args=("kt_b", "total_in", "kit_b"), names=["total", "kit_done"]) as loop:
-        kt, total_in, kit = loop
-        scale = block_scales.scale_fragment(g, kt, tm, tn, group, valid, masked_rows)
+    if config.pingpong:
+        first_wg = b.arith.cmp(g.cw, g.c0, pred="eq", name="pp_first")
+        second_wg = b.arith.cmp(g.cw, g.c0, pred="ne", name="pp_second")
+
+    def issue_in_turn(acc_in, kit, tag):
+        """``issue``, warpgroup 1 after warpgroup 0 with ``pingpong`` (no branch carries the accumulator: C7514)."""
+        if config.pingpong:
+            with b.scf.if_(second_wg).then:
+                b.barrier.named(id=PINGPONG_BARRIER, threads=256)
+                b.scf.yield_()
+        acc_out, s2 = issue(g, acc_in, kit, tag)
+        if config.pingpong:
+            with b.scf.if_(first_wg).then:
+                b.barrier.named(id=PINGPONG_BARRIER, threads=256)
+                b.scf.yield_()
+        return acc_out, s2
+
+    def loads(kt, tag):
+        return block_scales.scale_loads(g, kt, tm, tn, group, masked_rows, tag)
+
+    late = config.late_scales
+    if not (prefetch or late or config.pingpong or hook is not None):
+        with b.scf.for_(lo, hi, g.c1, init, cit, args=("kt_b", "total_in", "kit_b"),
+                        names=["total", "kit_done"]) as loop:
+            kt, total_in, kit = loop
+            scale = block_scales.scale_fragment(g, kt, tm, tn, group, valid, masked_rows)
+            zero = b.frag.splat(g.fzero, type=g.acc_t, name="zero")
+            chunk, s2 = issue(g, zero, kit, "_b")
+            chunk = b.wgmma.wait(chunk, pending=0, name="chunk")
+            b.pipeline.release(g.pipe, s2)
+            total_out = b.frag.fma(chunk, scale, total_in, name="total_out")
+            b.scf.yield_(total_out, b.arith.add(kit, g.c1, name="kit_b1"))
+        return loop.results
+    later = block_scales.later_blocks(g, tn)
+    total0, kit0, loop_lo = init, cit, lo
+    if hook is not None:
+        # k-tile lo: its wgmmas queued (a loop of at most one trip: no branch carries them in flight), the previous
+        # tile's epilogue, then its promotion; its scales are loaded before the epilogue and k-tile lo+1's with them
+        first_scales = loads(_first_k_tile(g, lo, hi), "_h")
+        peel_end = b.arith.min(b.arith.add(lo, g.c1, name="peel_end0"), hi, name="peel_end")
+        zero = b.frag.splat(g.fzero, type=g.acc_t, name="zero_h")
+        with b.scf.for_(lo, peel_end, g.c1, zero, cit, args=("kp", "chunk_p", "kit_p"),
+                        names=["chunk_peeled", "kit_peeled"]) as ploop:
+            _kp, chunk_p, kit_p = ploop
+            chunk_q, _s = issue_in_turn(chunk_p, kit_p, "_h")
+            b.scf.yield_(chunk_q, b.arith.add(kit_p, g.c1, name="kit_p1"))
+        chunk_h, kit0 = ploop.results
+        next_scales = loads(peel_end, "_first") if prefetch else None
+        hook()
+        chunk_h = b.wgmma.wait(chunk_h, pending=0, name="chunk_h")
+        any_k = b.arith.cmp(peel_end, lo, pred="gt", name="any_k_h")
+        release_previous(b, g.pipe, any_k, kit0, g.c1, g.c_stages, "peeled")
+        if late:
+            total0 = block_scales.promote_late(g, chunk_h, first_scales, later, init, "_h")
+        else:
+            scale_h = block_scales.scale_product(g, first_scales, valid, later, "_h")
+            total0 = b.frag.fma(chunk_h, scale_h, init, name="total_h")
+        loop_lo = peel_end
+    elif prefetch:
+        next_scales = loads(lo, "_first")
+    carried = list(next_scales) if prefetch else []
+    with b.scf.for_(loop_lo, hi, g.c1, total0, kit0, *carried,
+                    args=("kt_b", "total_in", "kit_b") + tuple(f"scale_in{i}" for i in range(len(carried))),
+                    names=["total", "kit_done"] + [f"scale_left{i}" for i in range(len(carried))]) as loop:
+        kt, total_in, kit, *current = loop
+        if prefetch:
+            # this k-tile's scales, loaded a k-tile ago, multiplied; the next k-tile's loads issued now. (LLVM still
+            # copies the loaded values into the loop's registers at its end, and ptxas places those copies — which
+            # wait for the loads — before the k-tile's wgmmas, as it places the product without prefetch: the load
+            # latency stays on the issue path; ``late_scales`` removes it)
+            factors = block_scales.scale_factors(g, current, valid)
+            following = loads(b.arith.add(kt, g.c1, name="kt_next"), "_next")
+        else:
+            current = loads(kt, "")
         zero = b.frag.splat(g.fzero, type=g.acc_t, name="zero")
-        chunk, s2 = issue(g, zero, kit, "_b")
+        chunk, s2 = issue_in_turn(zero, kit, "_b")
         chunk = b.wgmma.wait(chunk, pending=0, name="chunk")
         b.pipeline.release(g.pipe, s2)
-        total_out = b.frag.fma(chunk, scale, total_in, name="total_out")
-        b.scf.yield_(total_out, b.arith.add(kit, g.c1, name="kit_b1"))
-    return loop.results
+        if late:
+            total_out = block_scales.promote_late(g, chunk, current, later, total_in)
+        else:
+            scale = block_scales.pick_scale(g, factors, later) if prefetch else \
+                block_scales.scale_product(g, current, valid, later)
+            total_out = b.frag.fma(chunk, scale, total_in, name="total_out")
+        b.scf.yield_(total_out, b.arith.add(kit, g.c1, name="kit_b1"), *(following if prefetch else ()))
+    total, kit_done = loop.results[:2]
+    if late and valid is not None:
+        # the rows outside their group: 0 × Σ (chunk · scales), as 0 × each k-tile's term would give
+        total = b.frag.mul(total, valid, name="total_valid")
+    return total, kit_done
+
+
+def _first_k_tile(g, lo, hi):
+    """The k-tile whose scales the overlapped first promotion loads: lo, or — no k-tile (a masked tile past its
+    group's rows) — the first past the scales' end, which loads zeros, so that its zero chunk's product stays zero
+    whatever those rows' scales hold."""
+    b = g.b
+    any_k = b.arith.cmp(hi, lo, pred="gt", name="has_k_h")
+    return b.arith.select(any_k, lo, g.ktiles, name="first_kt_h")
 
 
 def consume(g, ct, lo, hi, cit, hook=None):
@@ -261,7 +360,7 @@ def consume(g, ct, lo, hi, cit, hook=None):
     tm2, tn2 = tile_of(g, ct, ("tm2", "tn2", "tmc2", "tm2_own"))
     init = b.frag.splat(g.fzero, type=g.acc_t, name="init")
     if config.scales == "block":
-        acc, kit_end = promote_block_scaled(g, init, lo, hi, cit, tm2, tn2)
+        acc, kit_end = promote_block_scaled(g, init, lo, hi, cit, tm2, tn2, hook)
     elif config.fp8 and config.promote == 1:
         acc, kit_end = promote_every_k_tile(g, init, cit)
     elif config.fp8:
