@@ -9,7 +9,7 @@ tensors (DLPack arrays as torch tensors) run on torch's current stream, or numpy
 CPU interpreter. Every check happens before anything launches, each error naming the argument.
 
 A repeated GPU call of torch tensors with the signature of an earlier one (each tensor's shape, strides, dtype, device
-and address mod 16, ``expected_m``, the stream; no ``config``/``sm_count``) takes the fast path (``_FastCall``, as
+and address mod 16, ``expected_m``, the stream; no ``config``/``sm_count``) takes the fast path (``fast_call.FastCall``, as
 ``linalg``'s ops do): no checks and no choice (its first call passed them, and they read nothing else), only the output
 allocated, the addresses written into the prepared call site's argument block, and the launch.
 """
@@ -23,7 +23,7 @@ from .gemm.heuristic import H100_SMS, choose_block_scaled_config
 from . import arguments
 from .arguments import Arg as _Arg, NUMPY_TYPES as _NUMPY_TYPES, device_sms as _device_sms, \
     kernel_operand as _operand, same_kind as _same_kind, stream as _stream, torch_dtype as _torch_dtype
-from .linalg import _MAPS_PER_CALL, _fast_key
+from .fast_call import FastCall, remember, signature_key
 
 OP = "fp8_gemm_nt"
 _F32 = ("numpy float32", "torch.float32")
@@ -31,8 +31,7 @@ _MODULES = {}   # config -> Module
 _JIT = {}       # config -> JitKernel
 _SITES = {}     # (config, signature, stream) -> BoundLaunch
 _SITE_LIMIT = 512
-_FAST = {}      # (op, False, each tensor's signature, extras, stream) -> _FastCall
-_FAST_LIMIT = 1024
+_FAST = {}      # (op, False, each tensor's signature, extras, stream) -> fast_call.FastCall
 
 
 def ceil_div(x: int, y: int) -> int:
@@ -123,14 +122,14 @@ def fp8_gemm_nt(a, a_scales, b, b_scales, out=None, *, config: GemmConfig | None
     fast = config is None and sm_count is None
     if fast:
         tensors = (a, a_scales, b, b_scales) if out is None else (a, a_scales, b, b_scales, out)
-        key = _fast_key(OP, False, tensors)
+        key = signature_key(OP, False, tensors)
         if key is not None:
             call = _FAST.get(key + (_stream(),))
             if call is not None:
-                return call(tensors, out)
+                return call([t.data_ptr() for t in tensors], out)
     c, site, kernel_tensors, swap = _gemm(a, a_scales, b, b_scales, out, config, sm_count)
     if fast and site is not None:
-        _remember(_fast_key(OP, False, tensors), site, kernel_tensors, swap, tensors, c, out is None)
+        _remember(signature_key(OP, False, tensors), site, kernel_tensors, swap, tensors, c, out is None)
     return c
 
 
@@ -259,7 +258,7 @@ _MASKED_ROLES = ("a", "a_scales", "b", "b_scales", "masked_m")
 
 def _remember(key, site, kernel_tensors: dict, swap: bool, tensors: tuple, c, allocated: bool,
               roles=_ROLES) -> None:
-    """Keep the call of signature ``key`` (``_fast_key``'s, None: not one of torch tensors) as a ``_FastCall`` —
+    """Keep the call of signature ``key`` (``signature_key``'s, None: not one of torch tensors) as a ``FastCall`` —
     unless one of the kernel's tensors is not a view starting at its argument's address (a copied operand: a later
     call would need the copy too)."""
     if key is None:
@@ -273,57 +272,8 @@ def _remember(key, site, kernel_tensors: dict, swap: bool, tensors: tuple, c, al
         if view.data_ptr() != addresses[source]:
             return
         slots.append((name, source))
-    if len(_FAST) >= _FAST_LIMIT:
-        _FAST.clear()
-    _FAST[key + (_stream(),)] = _FastCall(site, slots, arguments.TORCH[1] if allocated else None, tuple(c.shape),
-                                          c.dtype, c.device)
-
-
-class _FastCall:
-    """A GPU call of one signature after its first call: every check passed, the configuration chosen, its call site
-    prepared with every parameter packed. ``fast(tensors, out)`` (the op's tensor arguments in ``_ROLES`` order, then
-    ``out`` or None) allocates C when ``out`` is None (``torch.empty``, as the checked path does: the kernels write
-    every element of C), writes each argument's address into its kernel parameters' slots — a pointer, or a tensor
-    map's 128 bytes remembered per address — and launches → C. The kernel's views of the arguments (the swap of A and
-    B, C's transposed view, a group-merged matrix) all start at the
-    arguments' own addresses (``_remember`` keeps no call whose views do not), so the addresses are all it needs."""
-
-    __slots__ = ("allocate", "shape", "dtype", "device", "block", "maps", "pointers", "site")
-
-    def __init__(self, site, slots, allocate, shape, dtype, device):
-        self.site, self.allocate = site, allocate
-        self.shape, self.dtype, self.device = shape, dtype, device
-        self.block = site.block_launch
-        self.maps, self.pointers = [], []
-        for name, source in slots:
-            kind, offset = site.tensor_slot(name)
-            if kind == "tmap":
-                self.maps.append((source, offset, name, {}))
-            else:
-                self.pointers.append((source, offset // 8))
-
-    def __call__(self, tensors, out):
-        c = out if self.allocate is None else self.allocate(self.shape, dtype=self.dtype, device=self.device)
-        addresses = [t.data_ptr() for t in tensors]
-        if self.allocate is not None:
-            addresses.append(c.data_ptr())
-        block = self.block
-        data = block.bytes
-        for source, offset, name, maps in self.maps:
-            ptr = addresses[source]
-            blob = maps.get(ptr)
-            if blob is None:
-                if len(maps) >= _MAPS_PER_CALL:
-                    maps.clear()
-                blob = maps[ptr] = self.site.tensor_map(name, ptr)
-            data[offset:offset + 128] = blob
-        u64 = block.u64
-        for source, slot in self.pointers:
-            u64[slot] = addresses[source]
-        err = block.cu_launch(block.cfg, block.handle, block.address, 0)[0]
-        if err:
-            block.failed(err)
-        return c
+    call = FastCall(site, slots, arguments.TORCH[1] if allocated else None, c.shape, c.dtype, c.device)
+    remember(_FAST, key + (_stream(),), call)
 
 
 def _signature(x) -> tuple:
@@ -470,14 +420,14 @@ def m_grouped_fp8_gemm_nt_contiguous(a, a_scales, b, b_scales, out, m_indices, *
     fast = config is None and sm_count is None
     if fast:
         tensors = (a, a_scales, b, b_scales, m_indices) + (() if out is None else (out,))
-        key = _fast_key(op, False, tensors)
+        key = signature_key(op, False, tensors)
         if key is not None:
             call = _FAST.get(key + (_stream(),))
             if call is not None:
-                return call(tensors, out)
+                return call([t.data_ptr() for t in tensors], out)
     c, site, kernel_tensors, swap = _contiguous(a, a_scales, b, b_scales, out, m_indices, config, sm_count)
     if fast and site is not None:
-        _remember(_fast_key(op, False, tensors), site, kernel_tensors, swap, tensors, c, out is None)
+        _remember(signature_key(op, False, tensors), site, kernel_tensors, swap, tensors, c, out is None)
     return c
 
 
@@ -547,14 +497,14 @@ def m_grouped_fp8_gemm_nt_masked(a, a_scales, b, b_scales, out, masked_m, expect
     fast = config is None and sm_count is None and type(expected_m) is int
     if fast:
         tensors = (a, a_scales, b, b_scales, masked_m) + (() if out is None else (out,))
-        key = _fast_key(op, False, tensors, (expected_m,))
+        key = signature_key(op, False, tensors, (expected_m,))
         if key is not None:
             call = _FAST.get(key + (_stream(),))
             if call is not None:
-                return call(tensors, out)
+                return call([t.data_ptr() for t in tensors], out)
     c, site, kernel_tensors, swap = _masked(a, a_scales, b, b_scales, out, masked_m, expected_m, config, sm_count)
     if fast and site is not None:
-        _remember(_fast_key(op, False, tensors, (expected_m,)), site, kernel_tensors, swap, tensors, c, out is None,
+        _remember(signature_key(op, False, tensors, (expected_m,)), site, kernel_tensors, swap, tensors, c, out is None,
                   _MASKED_ROLES)
     return c
 

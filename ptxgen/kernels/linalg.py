@@ -16,7 +16,7 @@ an unaligned base, no unit stride) is copied first into a padded K-major buffer;
 gets a configuration that stores it without TMA; M = 0 or N = 0 returns an empty result, K = 0 zeros (plus the bias).
 
 A repeated GPU call of torch tensors with the signature of an earlier one (each tensor's shape, strides, dtype, device
-and address mod 16, the stream, fp8's scales and output type) takes the fast path (``_FastCall``): no checks (its
+and address mod 16, the stream, fp8's scales and output type) takes the fast path (``fast_call.FastCall``): no checks (its
 first call passed them, and they depend on nothing else), no choice, only C allocated, the addresses written into the
 prepared call site's argument block, and the launch.
 """
@@ -29,6 +29,7 @@ from .gemm.heuristic import H100_SMS, choose_config
 from .gemm import autotune as tuner
 from .gemm import run
 from . import arguments
+from .fast_call import FastCall, remember, signature_key
 from .arguments import (NUMPY_NAMES, NUMPY_TYPES, SPELLED, TORCH_NAMES, Arg, as_callers, device_sms, in_place,
                         kernel_operand, natural_major, same_kind, torch_dtype)
 
@@ -56,8 +57,8 @@ def _gemm(op: str, a: Arg, a_t: bool, b: Arg, b_t: bool, m: int, n: int, k: int,
           c_shape=None, autotune: bool = False):
     """C (m, n) = A·Bᵀ (+ bias) with A the logical (m, k) form of ``a`` (its transpose if ``a_t``) and B the (n, k)
     form of ``b`` (``b_t``) → C (``out`` if given), every argument already checked but C's stride. ``fast_key``: the
-    signature (``_fast_key``) under which a GPU call whose operands need no copy is remembered as a ``_FastCall``
-    allocating C of ``c_shape`` (default (m, n))."""
+    signature (``fast_call.signature_key``) under which a GPU call whose operands need no copy is remembered as a
+    ``FastCall`` allocating C of ``c_shape`` (default (m, n))."""
     kind = a.kind
     if out is None:
         if kind == "numpy":
@@ -110,10 +111,8 @@ def _gemm(op: str, a: Arg, a_t: bool, b: Arg, b_t: bool, m: int, n: int, k: int,
                               sm_count=sm_count)
         if fast_key is not None and in_place(a, a_t, _kernel_major(config, "a")) and \
                 in_place(b, b_t, _kernel_major(config, "b")):
-            if len(_FAST) >= _FAST_LIMIT:
-                _FAST.clear()
-            _FAST[fast_key + (stream,)] = _FastCall(site, config.swap_ab, bias is not None, c_shape or (m, n),
-                                                    c.dtype, c.device)
+            remember(_FAST, fast_key + (stream,), _fast_call(site, config.swap_ab, bias is not None,
+                                                              c_shape or (m, n), c.dtype, c.device))
     return c
 
 
@@ -174,74 +173,14 @@ def _kernel_major(config: GemmConfig, operand: str) -> str:
 
 # -- the repeated GPU call ---------------------------------------------------------------------------------------------
 
-_FAST = {}          # (op, autotune, each tensor's signature, extras, stream) -> _FastCall
-_FAST_LIMIT = 1024
-class _FastCall:
-    """A GPU call of one signature after its first call: every check passed, the configuration chosen, its call site
-    prepared with every parameter packed. A repeated call only allocates C (``torch.empty`` of the remembered shape,
-    dtype and device), writes the operands' addresses into the site's argument block — a pointer slot, or a tensor
-    map's 128 bytes remembered per address — and launches. The operands' kernel views (a transpose, a swap of A and
-    B, C's transposed view, the bias's broadcast view) all start at the tensors' own addresses, so the addresses are
-    all a repeated call needs: their shapes and strides are the signature's.
-
-    ``fast(pa, pb, pbias)`` → C, with ``pa``/``pb`` the problem's A and B tensors' addresses (``data_ptr()``) and
-    ``pbias`` the bias's (0 without one)."""
-
-    __slots__ = ("empty", "shape", "dtype", "device", "block", "maps", "pointers", "site")
-
-    def __init__(self, site, swap: bool, bias: bool, shape, dtype, device):
-        self.site, self.empty = site, arguments.TORCH[1]
-        self.shape, self.dtype, self.device = tuple(shape), dtype, device
-        self.block = site.block_launch
-        # kernel parameter -> which address it takes: 0 the problem's A, 1 its B, 2 C, 3 the bias
-        sources = {"a": 1 if swap else 0, "b": 0 if swap else 1, "c": 2}
-        if bias:
-            sources["bias"] = 3
-        self.maps, self.pointers = [], []
-        for name, index in sources.items():
-            kind, offset = site.tensor_slot(name)
-            if kind == "tmap":
-                self.maps.append((index, offset, name, {}))
-            else:
-                self.pointers.append((index, offset // 8))
-
-    def __call__(self, pa: int, pb: int, pbias: int):
-        c = self.empty(self.shape, dtype=self.dtype, device=self.device)
-        # torch's allocator hands out blocks aligned far beyond the 16 bytes the site's C was specialized for
-        addresses = (pa, pb, c.data_ptr(), pbias)
-        block = self.block
-        data = block.bytes
-        for index, offset, name, maps in self.maps:
-            ptr = addresses[index]
-            blob = maps.get(ptr)
-            if blob is None:
-                if len(maps) >= _MAPS_PER_CALL:
-                    maps.clear()
-                blob = maps[ptr] = self.site.tensor_map(name, ptr)
-            data[offset:offset + 128] = blob
-        u64 = block.u64
-        for index, slot in self.pointers:
-            u64[slot] = addresses[index]
-        err = block.cu_launch(block.cfg, block.handle, block.address, 0)[0]
-        if err:
-            block.failed(err)
-        return c
+_FAST = {}          # (op, autotune, each tensor's signature, extras, stream) -> fast_call.FastCall
 
 
-_MAPS_PER_CALL = 64   # tensor maps remembered per parameter of a fast call (per address: torch reuses a few)
-
-
-def _fast_key(op: str, autotune: bool, tensors, extra=()) -> tuple | None:
-    """The signature of a call (without its stream) as the ops' fast path spells it: per tensor its shape, strides,
-    dtype, device index and address mod 16, then ``extra``; None unless every tensor is a torch Tensor or Parameter.
-    Every check of the ops depends on these only (and on ``extra``: fp8's scales and output type), so a call of a
-    known signature passes the checks of its first call."""
-    if any(type(t) not in arguments.TORCH[0] for t in tensors):
-        return None
-    key = [op, autotune]
-    for t in tensors:
-        key += (t.shape, t.stride(), t.dtype, t.get_device(), t.data_ptr() & 15)
-    return tuple(key) + tuple(extra)
+def _fast_call(site, swap: bool, bias: bool, shape, dtype, device) -> FastCall:
+    """The FastCall of a matmul/linear/scaled_mm call: its addresses are (the problem's A, its B, the bias or 0),
+    then the allocated C's; the kernel's A is the problem's B when ``swap``."""
+    slots = [("a", 1 if swap else 0), ("b", 0 if swap else 1), ("c", 3)] + ([("bias", 2)] if bias else [])
+    return FastCall(site, slots, arguments.TORCH[1], shape, dtype, device)
 
 
 def _without_tma_store(config: GemmConfig) -> GemmConfig:
@@ -285,7 +224,7 @@ def matmul(a, b, out=None, *, config: GemmConfig | None = None, sm_count: int | 
         fast = _FAST.get((op, autotune, a.shape, a.stride(), a.dtype, a.get_device(), pa & 15, b.shape, b.stride(),
                           b.dtype, b.get_device(), pb & 15, arguments.TORCH[2](0)))
         if fast is not None:
-            return fast(pa, pb, 0)
+            return fast((pa, pb, 0))
     args = [Arg(op, "a", a), Arg(op, "b", b)]
     a_arg, b_arg = args
     out_arg = Arg(op, "out", out) if out is not None else None
@@ -299,7 +238,7 @@ def matmul(a, b, out=None, *, config: GemmConfig | None = None, sm_count: int | 
     if k2 != k:
         raise ValueError(f"{op}: b has {k2} rows but a has {k} columns: a (M, K) @ b (K, N) needs b.shape[0] == K")
     _check_out(op, out_arg, (m, n), dtype)
-    fast_key = _fast_key(op, autotune, (a, b)) if out is None and config is None and sm_count is None and k else None
+    fast_key = signature_key(op, autotune, (a, b)) if out is None and config is None and sm_count is None and k else None
     c = _gemm(op, a_arg, False, b_arg, True, m, n, k, dtype, dtype, out_arg, None, (1.0, 1.0), config, sm_count,
               fast_key=fast_key, autotune=autotune)
     return c if kind == "numpy" else as_callers(c, args)
@@ -321,14 +260,14 @@ def linear(x, w, bias=None, *, config: GemmConfig | None = None, sm_count: int |
             fast = _FAST.get((op, autotune, x.shape, x.stride(), x.dtype, x.get_device(), px & 15, w.shape, w.stride(),
                               w.dtype, w.get_device(), pw & 15, arguments.TORCH[2](0)))
             if fast is not None:
-                return fast(px, pw, 0)
+                return fast((px, pw, 0))
         elif type(bias) in tensors:
             pbias = bias.data_ptr()
             fast = _FAST.get((op, autotune, x.shape, x.stride(), x.dtype, x.get_device(), px & 15, w.shape, w.stride(),
                               w.dtype, w.get_device(), pw & 15, bias.shape, bias.stride(), bias.dtype,
                               bias.get_device(), pbias & 15, arguments.TORCH[2](0)))
             if fast is not None:
-                return fast(px, pw, pbias)
+                return fast((px, pw, pbias))
     x_arg, w_arg = Arg(op, "x", x), Arg(op, "w", w)
     bias_arg = Arg(op, "bias", bias) if bias is not None else None
     args = [x_arg, w_arg] + ([bias_arg] if bias_arg else [])
@@ -358,7 +297,7 @@ def linear(x, w, bias=None, *, config: GemmConfig | None = None, sm_count: int |
     if config is None and sm_count is None and k and m and kind == "torch" and \
             flat.data_ptr() == x_arg.value.data_ptr():
         # the flattened x is a view of x (a copy would have another address): the kernel reads x itself
-        fast_key = _fast_key(op, autotune, (x, w) if bias is None else (x, w, bias))
+        fast_key = signature_key(op, autotune, (x, w) if bias is None else (x, w, bias))
     c = _gemm(op, x2, False, w_arg, False, m, n, k, dtype, dtype, None, bias_arg, (1.0, 1.0), config, sm_count,
               fast_key=fast_key, c_shape=tuple(lead) + (n,), autotune=autotune)
     c = c.reshape(*lead, n)
@@ -382,11 +321,11 @@ def scaled_mm(a, b, scale_a, scale_b, out_dtype="bf16", *, bias=None, out=None, 
     repeatable = out is None and config is None and sm_count is None and type(scale_a) is float and \
         type(scale_b) is float
     if repeatable:
-        fast_key = _fast_key(op, autotune, (a, b) if bias is None else (a, b, bias), (scale_a, scale_b, str(out_dtype)))
+        fast_key = signature_key(op, autotune, (a, b) if bias is None else (a, b, bias), (scale_a, scale_b, str(out_dtype)))
         if fast_key is not None:
             fast = _FAST.get(fast_key + (arguments.TORCH[2](0),))
             if fast is not None:
-                return fast(a.data_ptr(), b.data_ptr(), bias.data_ptr() if bias is not None else 0)
+                return fast((a.data_ptr(), b.data_ptr(), bias.data_ptr() if bias is not None else 0))
     a_arg, b_arg = Arg(op, "a", a), Arg(op, "b", b)
     bias_arg = Arg(op, "bias", bias) if bias is not None else None
     out_arg = Arg(op, "out", out) if out is not None else None
@@ -417,7 +356,7 @@ def scaled_mm(a, b, scale_a, scale_b, out_dtype="bf16", *, bias=None, out=None, 
     _check_out(op, out_arg, (m, n), out_name)
     scales = (_scale(op, "scale_a", scale_a, kind), _scale(op, "scale_b", scale_b, kind))
     if repeatable and fast_key is None:   # the first torch tensor this process has seen
-        fast_key = _fast_key(op, autotune, (a, b) if bias is None else (a, b, bias), (scale_a, scale_b, str(out_dtype)))
+        fast_key = signature_key(op, autotune, (a, b) if bias is None else (a, b, bias), (scale_a, scale_b, str(out_dtype)))
     c = _gemm(op, a_arg, False, b_arg, True, m, n, k, dtype, out_name, out_arg, bias_arg, scales, config, sm_count,
               fp8_majors=True, fast_key=fast_key if k else None, autotune=autotune)
     return c if kind == "numpy" else as_callers(c, args)

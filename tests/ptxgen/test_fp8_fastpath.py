@@ -1,4 +1,4 @@
-"""The block-scaled fp8 ops' fast path (``ptxgen.kernels.fp8._FastCall``) on the CPU: with a stand-in torch
+"""The block-scaled fp8 ops' fast path (``ptxgen.kernels.fast_call.FastCall`` as ``fp8`` uses it) on the CPU: with a stand-in torch
 (metadata-only CUDA tensors, benchmarks/torch_standin.py) and a stub driver, a repeated call of ``fp8_gemm_nt`` or of
 the grouped GEMMs with a known signature launches exactly the argument block the checked path launches for the same
 tensors (every pointer, extent, stride and tensor map: the stand-in's map bytes name the address, shape and strides),

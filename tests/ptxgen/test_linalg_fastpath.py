@@ -1,4 +1,4 @@
-"""The ops' fast path (``ptxgen.kernels.linalg._FastCall``) on the CPU: with a stand-in torch (metadata-only CUDA
+"""The ops' fast path (``ptxgen.kernels.fast_call.FastCall`` as ``linalg`` uses it) on the CPU: with a stand-in torch (metadata-only CUDA
 tensors, benchmarks/torch_standin.py) and a stub driver, a repeated call of a known signature launches exactly the
 argument block the checked path launches for the same tensors (every pointer, extent, stride, scalar and tensor map:
 the stand-in's map bytes name the address, shape and strides they map), and a call that differs in anything a check
