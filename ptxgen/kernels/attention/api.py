@@ -21,33 +21,38 @@ from .config import ELEMENT_BYTES, HEAD_DIMS, HEAD_DIMS_TEXT, AttentionConfig, c
 _LAYOUT = "(batch, seqlen, heads, head_dim)"
 
 
-def _check_tensors(op: str, q: _Arg, k: _Arg, v: _Arg) -> str:
-    """The checks shared by the dense op: dtypes, ranks, head dims, batch, heads. → the dtype name."""
+def _check_tensors(op: str, q: _Arg, k: _Arg, v: _Arg, layout: str = _LAYOUT) -> str:
+    """The checks of q, k, v laid out as ``layout`` — (batch, seqlen, heads, head_dim), or varlen's packed
+    (total_tokens, heads, head_dim) without a batch mode: dtypes, ranks, head dims, batch, heads, a unit head_dim
+    stride. → the dtype name. ``_check_tensors("attention", q, k, v)`` of bf16 (2, 128, 8, 64) q and (2, 256, 2, 64)
+    k, v → "bf16". Post: each violated rule raised TypeError/ValueError naming the argument."""
+    rank = layout.count(",") + 1
     dtype = q.check_dtype(op, tuple(ELEMENT_BYTES))
     for arg in (k, v):
         if arg.dtype != dtype:
             raise TypeError(f"{op}: {arg.name} has dtype {arg.shown} but q has {q.shown}: q, k and v must have one "
                             "dtype")
     for arg in (q, k, v):
-        arg.check_rank(op, 4, _LAYOUT)
-    d = q.shape[3]
+        arg.check_rank(op, rank, layout)
+    d = q.shape[rank - 1]
     for arg in (k, v):
-        if arg.shape[3] != d:
-            raise ValueError(f"{op}: {arg.name} has head dim {arg.shape[3]} but q has {d}: q, k and v must have one "
-                             "head dim")
+        if arg.shape[rank - 1] != d:
+            raise ValueError(f"{op}: {arg.name} has head dim {arg.shape[rank - 1]} but q has {d}: q, k and v must "
+                             "have one head dim")
     if d not in HEAD_DIMS:
         raise ValueError(f"{op}: q has head dim {d}; the kernel supports head dims "
                          f"{HEAD_DIMS_TEXT}")
     if v.shape != k.shape:
-        raise ValueError(f"{op}: v has shape {v.shape} but k has {k.shape}: k and v are both {_LAYOUT} of the keys")
-    if k.shape[0] != q.shape[0]:
+        keys = " of the keys" if rank == 4 else ""
+        raise ValueError(f"{op}: v has shape {v.shape} but k has {k.shape}: k and v are both {layout}{keys}")
+    if rank == 4 and k.shape[0] != q.shape[0]:
         raise ValueError(f"{op}: k has batch {k.shape[0]} but q has {q.shape[0]}: q, k and v must have one batch size")
-    hq, hkv = q.shape[2], k.shape[2]
+    hq, hkv = q.shape[rank - 2], k.shape[rank - 2]
     if hkv == 0 or hq % hkv:
         raise ValueError(f"{op}: q has {hq} heads, not a multiple of k's {hkv}: each KV head serves Hq/Hkv query "
                          "heads (GQA), so Hq must be a multiple of Hkv")
     for arg in (q, k, v):
-        if arg.strides is None or (arg.strides[3] != 1 and d > 1 and 0 not in arg.shape):
+        if arg.strides is None or (arg.strides[rank - 1] != 1 and d > 1 and 0 not in arg.shape):
             raise ValueError(f"{op}: {arg.name} must have unit stride along head_dim (the last dimension), not "
                              f"strides {arg.strides}")
     return dtype
@@ -160,36 +165,6 @@ def attention(q, k, v, causal: bool = False, softmax_scale=None, out=None, *, co
 _VARLEN_LAYOUT = "(total_tokens, heads, head_dim)"
 
 
-def _check_varlen_tensors(op: str, q: _Arg, k: _Arg, v: _Arg) -> str:
-    """The dense checks for packed (total, heads, head_dim) tensors (no batch mode). → the dtype name."""
-    dtype = q.check_dtype(op, tuple(ELEMENT_BYTES))
-    for arg in (k, v):
-        if arg.dtype != dtype:
-            raise TypeError(f"{op}: {arg.name} has dtype {arg.shown} but q has {q.shown}: q, k and v must have one "
-                            "dtype")
-    for arg in (q, k, v):
-        arg.check_rank(op, 3, _VARLEN_LAYOUT)
-    d = q.shape[2]
-    for arg in (k, v):
-        if arg.shape[2] != d:
-            raise ValueError(f"{op}: {arg.name} has head dim {arg.shape[2]} but q has {d}: q, k and v must have one "
-                             "head dim")
-    if d not in HEAD_DIMS:
-        raise ValueError(f"{op}: q has head dim {d}; the kernel supports head dims "
-                         f"{HEAD_DIMS_TEXT}")
-    if v.shape != k.shape:
-        raise ValueError(f"{op}: v has shape {v.shape} but k has {k.shape}: k and v are both {_VARLEN_LAYOUT}")
-    hq, hkv = q.shape[1], k.shape[1]
-    if hkv == 0 or hq % hkv:
-        raise ValueError(f"{op}: q has {hq} heads, not a multiple of k's {hkv}: each KV head serves Hq/Hkv query "
-                         "heads (GQA), so Hq must be a multiple of Hkv")
-    for arg in (q, k, v):
-        if arg.strides is None or (arg.strides[2] != 1 and d > 1 and 0 not in arg.shape):
-            raise ValueError(f"{op}: {arg.name} must have unit stride along head_dim (the last dimension), not "
-                             f"strides {arg.strides}")
-    return dtype
-
-
 def _check_cu_seqlens(op: str, name: str, cu: _Arg, total: int, max_name: str, max_len: int) -> None:
     if cu.shown not in ("numpy int32", "torch.int32"):
         raise TypeError(f"{op}: {name} must hold int32 offsets (FlashAttention's cu_seqlens), not {cu.shown}")
@@ -221,7 +196,7 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, max
     cu_q, cu_k = _Arg(op, "cu_seqlens_q", cu_seqlens_q), _Arg(op, "cu_seqlens_k", cu_seqlens_k)
     out_arg = _Arg(op, "out", out) if out is not None else None
     kind = _same_kind(op, [q_arg, k_arg, v_arg, cu_q, cu_k] + ([out_arg] if out_arg else []))
-    dtype = _check_varlen_tensors(op, q_arg, k_arg, v_arg)
+    dtype = _check_tensors(op, q_arg, k_arg, v_arg, _VARLEN_LAYOUT)
     if not isinstance(causal, (bool, np.bool_)):
         raise TypeError(f"{op}: causal must be a bool, not {type(causal).__name__}")
     for name, value in (("max_seqlen_q", max_seqlen_q), ("max_seqlen_k", max_seqlen_k)):

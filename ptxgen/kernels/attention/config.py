@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..gemm.config import SMEM_BYTES, setmaxnreg_problem
+
 ELEMENT_BYTES = {"bf16": 2, "f16": 2}
 HEAD_DIMS = (64, 128, 256)
 HEAD_DIMS_TEXT = "64, 128 and 256"
 EPILOGUES = ("direct", "tma", "rows")
 BM = 128                 # query rows per CTA: two consumer warpgroups of 64 rows (one m64 wgmma block each)
 CONSUMER_ROWS = 64
-SMEM_BYTES = 227 * 1024  # the dynamic shared memory a Hopper CTA can have
-REGISTER_FILE = 64 * 1024
 BOX_COLUMNS = 64         # head-dim columns per TMA box: one 128-byte SW128 row of 16-bit elements
 
 
@@ -116,15 +116,7 @@ def _shape(c: AttentionConfig):
 
 
 def _registers(c: AttentionConfig):
-    if len(c.registers) != 2:
-        return f"registers = {c.registers}: (producer, consumer) setmaxnreg budgets"
-    for role, count in zip(("producer", "consumer"), c.registers):
-        if not (isinstance(count, int) and 24 <= count <= 256 and count % 8 == 0):
-            return f"registers = {c.registers}: the {role}'s {count} is not a multiple of 8 from 24 to 256 (setmaxnreg)"
-    if 128 * c.registers[0] + 256 * c.registers[1] > REGISTER_FILE:
-        return (f"registers = {c.registers}: 128 × {c.registers[0]} + 256 × {c.registers[1]} registers exceed the "
-                f"SM's {REGISTER_FILE}")
-    return None
+    return setmaxnreg_problem(c.registers)
 
 
 def _shared_memory(c: AttentionConfig):

@@ -345,16 +345,24 @@ def _scales(c: GemmConfig):
     return None
 
 
-def _registers(c: GemmConfig):
-    if len(c.registers) != 2:
-        return f"registers = {c.registers}: (producer, consumer) setmaxnreg budgets"
-    for role, count in zip(("producer", "consumer"), c.registers):
+def setmaxnreg_problem(registers) -> str | None:
+    """What is wrong with the (producer, consumer) setmaxnreg budgets of a kernel of one producer and two consumer
+    warpgroups, or None: ``setmaxnreg_problem((24, 240))`` → None; ``(24, 250)`` → "registers = (24, 250): the
+    consumer's 250 is not a multiple of 8 from 24 to 256 (setmaxnreg)". Post: None iff both are multiples of 8 in
+    24 … 256 and 128·producer + 256·consumer fit the SM's register file."""
+    if len(registers) != 2:
+        return f"registers = {registers}: (producer, consumer) setmaxnreg budgets"
+    for role, count in zip(("producer", "consumer"), registers):
         if not (isinstance(count, int) and 24 <= count <= 256 and count % 8 == 0):
-            return f"registers = {c.registers}: the {role}'s {count} is not a multiple of 8 from 24 to 256 (setmaxnreg)"
-    if 128 * c.registers[0] + 256 * c.registers[1] > REGISTER_FILE:
-        return (f"registers = {c.registers}: 128 × {c.registers[0]} + 256 × {c.registers[1]} registers exceed the SM's "
+            return f"registers = {registers}: the {role}'s {count} is not a multiple of 8 from 24 to 256 (setmaxnreg)"
+    if 128 * registers[0] + 256 * registers[1] > REGISTER_FILE:
+        return (f"registers = {registers}: 128 × {registers[0]} + 256 × {registers[1]} registers exceed the SM's "
                 f"{REGISTER_FILE}")
     return None
+
+
+def _registers(c: GemmConfig):
+    return setmaxnreg_problem(c.registers)
 
 
 def _epilogue(c: GemmConfig):
