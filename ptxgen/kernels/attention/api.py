@@ -58,6 +58,17 @@ def _check_tensors(op: str, q: _Arg, k: _Arg, v: _Arg, layout: str = _LAYOUT) ->
     return dtype
 
 
+def _check_out(op: str, out: _Arg, q: _Arg, dtype: str) -> None:
+    """``out`` is laid out as q (dense or packed): q's dtype and shape, unit stride along head_dim (the last mode).
+    Post: a mismatch raised TypeError/ValueError naming out."""
+    if out.dtype != dtype:
+        raise TypeError(f"{op}: out has dtype {out.shown} but q has {q.shown}: out has q's dtype")
+    if out.shape != q.shape:
+        raise ValueError(f"{op}: out must have q's shape {q.shape}, not {out.shape}")
+    if out.strides is None or (out.strides[-1] != 1 and q.shape[-1] > 1):
+        raise ValueError(f"{op}: out must have unit stride along head_dim, not strides {out.strides}")
+
+
 GRID_YZ = 65535   # CUDA's limit on a grid's y and z extents: the kernels put heads on y, batch entries on z
 
 
@@ -119,12 +130,7 @@ def attention(q, k, v, causal: bool = False, softmax_scale=None, out=None, *, co
     _check_grid(op, "q has batch", b, "q has", hq)
     scale = _scale(op, softmax_scale, d)
     if out_arg is not None:
-        if out_arg.dtype != dtype:
-            raise TypeError(f"{op}: out has dtype {out_arg.shown} but q has {q_arg.shown}: out has q's dtype")
-        if out_arg.shape != q_arg.shape:
-            raise ValueError(f"{op}: out must have q's shape {q_arg.shape}, not {out_arg.shape}")
-        if out_arg.strides is None or (out_arg.strides[3] != 1 and d > 1):
-            raise ValueError(f"{op}: out must have unit stride along head_dim, not strides {out_arg.strides}")
+        _check_out(op, out_arg, q_arg, dtype)
     if config is None:
         config = choose_config(dtype, d, bool(causal))
         if config.epilogue == "tma" and out_arg is not None and kind != "numpy" and not _tma_able(out_arg):
@@ -211,12 +217,7 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, max
     _check_grid(op, "cu_seqlens_q holds a batch of", cu_q.shape[0] - 1, "q has", hq)
     scale = _scale(op, softmax_scale, d)
     if out_arg is not None:
-        if out_arg.dtype != dtype:
-            raise TypeError(f"{op}: out has dtype {out_arg.shown} but q has {q_arg.shown}: out has q's dtype")
-        if out_arg.shape != q_arg.shape:
-            raise ValueError(f"{op}: out must have q's shape {q_arg.shape}, not {out_arg.shape}")
-        if out_arg.strides is None or (out_arg.strides[2] != 1 and d > 1):
-            raise ValueError(f"{op}: out must have unit stride along head_dim, not strides {out_arg.strides}")
+        _check_out(op, out_arg, q_arg, dtype)
     if config is None:
         config = choose_config(dtype, d, bool(causal), varlen=True)
     elif not isinstance(config, AttentionConfig):
