@@ -79,6 +79,9 @@ class GemmConfig:
     - ``late_scales`` (block scales): a k-tile's promotion is total += (chunk × column scale) × row scale, whose two
       operations both read the waited chunk, so ptxas cannot place an instruction reading a scale load before the
       k-tile's wgmmas (one more multiply per value; not with ``scale_prefetch``).
+    - ``load_batch``: the producer acquires this many stages, then issues their TMA loads back to back, so that the
+      k-tiles of one row of A or B that follow each other in memory are requested together (1: each k-tile's loads
+      as soon as its stage is free).
     - ``overlap`` with block scales (1): the previous tile's epilogue runs behind the next tile's first k-tile of
       wgmmas.
 
@@ -109,6 +112,7 @@ class GemmConfig:
     scale_prefetch: bool = False
     pingpong: bool = False
     late_scales: bool = False
+    load_batch: int = 1
 
     def __post_init__(self):
         if self.out_dtype is None:
@@ -165,7 +169,7 @@ class GemmConfig:
     @property
     def name(self) -> str:
         """``h<BM>x<BN>s<stages>`` then, where not the default: ``p<pending>``, ``g<group>``, ``c<cluster>``,
-        ``k<promote>``, ``t``/``r`` (TMA-store / rows epilogue) with ``<split>`` when > 1, ``o<overlap>``, ``sk``
+        ``k<promote>``, ``t``/``r`` (TMA-store / rows epilogue) with ``<split>`` when > 1, ``o<overlap>``, ``q<load_batch>``, ``sk``
         (stream-K; ``ska``: on every SM; a number after it: ``streamk_min_saving``), ``m<a><b>`` (majors, ``k`` or
         ``n`` each: ``mkn`` = A K-major, B MN-major), ``x`` (swap_ab), ``b`` (bias), ``B`` (block scales),
         ``f`` (block scales loaded a k-tile ahead: ``scale_prefetch``), ``w`` (``pingpong``), ``l`` (``late_scales``),
@@ -186,6 +190,8 @@ class GemmConfig:
                                                                     if self.epilogue_split != 1 else ""))
         if self.overlap:
             parts.append(f"o{self.overlap}")
+        if self.load_batch != 1:
+            parts.append(f"q{self.load_batch}")
         if self.streamk:
             parts.append("sk" + ("a" if self.streamk_every_sm else "")
                          + (str(self.streamk_min_saving) if self.streamk_min_saving != STREAMK_MIN_SAVING else ""))
@@ -219,14 +225,15 @@ class GemmConfig:
         m = _NAME.fullmatch(name)
         if not m:
             raise ValueError(f"unknown GEMM variant {name!r}: h<BM>x<BN>s<stages>[p<pending>][g<group>][c<cluster>]"
-                             "[k<promote>][t|r[<split>]][o<overlap>][sk[a][<min saving>]][m<a><b>][x][b][B][f][w][l][Gc|Gm]"
+                             "[k<promote>][t|r[<split>]][o<overlap>][q<load batch>][sk[a][<min saving>]][m<a><b>][x][b][B][f][w][l][Gc|Gm]"
                              "[R<producer>-<consumer>][_<out dtype>]")
         g = m.groupdict()
         return cls(
             dtype=dtype, bm=int(g["bm"]), bn=int(g["bn"]), stages=int(g["stages"]),
             pending=int(g["pending"] or 1), group=int(g["group"] or 8), cluster=int(g["cluster"] or 1),
             promote=int(g["promote"] or 1), epilogue={"t": "tma", "r": "rows", None: "direct"}[g["epi"]],
-            epilogue_split=int(g["split"] or 1), overlap=int(g["overlap"] or 0), streamk=bool(g["sk"]),
+            epilogue_split=int(g["split"] or 1), overlap=int(g["overlap"] or 0), load_batch=int(g["batch"] or 1),
+            streamk=bool(g["sk"]),
             streamk_every_sm=bool(g["every"]),
             streamk_min_saving=int(g["saving"]) if g["saving"] else STREAMK_MIN_SAVING,
             a_major="MN" if g["majors"] and g["majors"][0] == "n" else "K",
@@ -239,6 +246,7 @@ class GemmConfig:
 
 _NAME = re.compile(r"h(?P<bm>\d+)x(?P<bn>\d+)s(?P<stages>\d+)(?:p(?P<pending>\d+))?(?:g(?P<group>\d+))?"
                    r"(?:c(?P<cluster>\d+))?(?:k(?P<promote>\d+))?(?:(?P<epi>[tr])(?P<split>\d)?)?(?:o(?P<overlap>\d+))?"
+                   r"(?:q(?P<batch>\d+))?"
                    r"(?:(?P<sk>sk)(?P<every>a)?(?P<saving>\d+)?)?(?:m(?P<majors>[kn]{2}))?(?P<swap>x)?(?P<bias>b)?"
                    r"(?P<block>B)?(?P<prefetch>f)?(?P<pingpong>w)?(?P<late>l)?(?:G(?P<grouped>[cm]))?(?:R(?P<rp>\d+)-(?P<rc>\d+))?(?:_(?P<out>bf16|f16))?")
 
@@ -265,6 +273,9 @@ def _tile(c: GemmConfig):
         return f"stages = {c.stages}: the pipeline needs at least 1 stage"
     if c.group < 1:
         return f"group = {c.group}: a rasterization group has at least 1 tile row"
+    if not 1 <= c.load_batch <= c.stages:
+        return (f"load_batch = {c.load_batch}: the producer issues the loads of 1 to stages = {c.stages} k-tiles "
+                "together (it holds that many stages before loading)")
     if c.pending not in (0, 1):
         return (f"pending = {c.pending}: a k-tile's stage is released once the wgmma group after it is queued, so at "
                 "most 1 group may stay in flight (0 or 1)")

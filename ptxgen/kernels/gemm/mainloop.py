@@ -69,23 +69,45 @@ def produce(g, t, lo, hi, it):
     if config.cluster > 1:
         c_part = b.const(config.bn // config.cluster, i32, name="bpart")
         n_part = b.arith.add(n0, b.arith.mul(g.rank, c_part, name="part_off"), name="n_part")
-    with b.scf.for_(lo, hi, c1, it, args=("kt", "pit"), names=["it_next"]) as loop:
-        kt, pit = loop
-        s = b.pipeline.acquire(g.pipe, pit, bytes=g.stage_bytes, name="s")
-        a_dst = b.smem.slice(g.sa, s, name="a_dst")
-        b_dst = b.smem.slice(g.sb, s, name="b_dst")
-        kc = b.arith.mul(kt, g.c_bk, name="kc")
+
+    def load(kt, s, tag):
+        a_dst = b.smem.slice(g.sa, s, name=f"a_dst{tag}")
+        b_dst = b.smem.slice(g.sb, s, name=f"b_dst{tag}")
+        kc = b.arith.mul(kt, g.c_bk, name=f"kc{tag}")
         if config.a_major == "K":
             b.tma.load(kb["a"], a_dst, g.pipe, s, m0, kc)
         else:
-            load_mn_major(b, kb["a"], a_dst, g.pipe, s, kc, m0, g.a_loads, "a")
+            load_mn_major(b, kb["a"], a_dst, g.pipe, s, kc, m0, g.a_loads, f"a{tag}")
         if config.b_major == "MN":
-            load_mn_major(b, kb["b"], b_dst, g.pipe, s, kc, n0, g.b_loads, "b")
+            load_mn_major(b, kb["b"], b_dst, g.pipe, s, kc, n0, g.b_loads, f"b{tag}")
         elif config.cluster > 1:
-            b_half = b.smem.tile(b_dst, g.rank, mode=0, size=config.bn // config.cluster, name="b_part_dst")
+            b_half = b.smem.tile(b_dst, g.rank, mode=0, size=config.bn // config.cluster, name=f"b_part_dst{tag}")
             b.tma.load(kb["b"], b_half, g.pipe, s, n_part, kc, multicast=True)
         else:
             b.tma.load(kb["b"], b_dst, g.pipe, s, n0, kc)
+
+    batch = config.load_batch
+    if batch > 1:
+        # whole batches: hold `batch` stages, then load them back to back (the rest one k-tile at a time below)
+        c_batch = b.const(batch, i32, name="load_batch")
+        batches = b.arith.div(b.arith.max(b.arith.sub(hi, lo, name="k_span"), g.c0, name="k_span0"), c_batch,
+                              name="batches")
+        batched_end = b.arith.add(lo, b.arith.mul(batches, c_batch, name="batched_span"), name="batched_end")
+        with b.scf.for_(lo, batched_end, c_batch, it, args=("kb0", "bit"), names=["it_batched"]) as bloop:
+            kb0, bit = bloop
+            held = []
+            for j in range(batch):
+                cj = b.const(j, i32, name=f"batch_j{j}")
+                held.append(b.pipeline.acquire(g.pipe, b.arith.add(bit, cj, name=f"bit{j}"), bytes=g.stage_bytes,
+                                               name=f"s_b{j}"))
+            for j, s in enumerate(held):
+                cj = b.const(j, i32, name=f"batch_k{j}")
+                load(b.arith.add(kb0, cj, name=f"kt_b{j}"), s, f"_b{j}")
+            b.scf.yield_(b.arith.add(bit, c_batch, name="bit_next"))
+        lo, it = batched_end, bloop.results[0]
+    with b.scf.for_(lo, hi, c1, it, args=("kt", "pit"), names=["it_next"]) as loop:
+        kt, pit = loop
+        load(kt, b.pipeline.acquire(g.pipe, pit, bytes=g.stage_bytes, name="s"), "")
         b.scf.yield_(b.arith.add(pit, c1, name="pit1"))
     return loop.results[0]
 
