@@ -18,7 +18,8 @@ says so (with torch's GB/s) instead of counting it as missed.
 ``--variants`` times norm configurations beside the library's choice, in the same interleaved windows (each checked
 against float64 first): a comma-separated list, each variant ``default`` or settings joined by ``+`` — ``values=V``
 (values per thread: the tiling ``choose_norm_config`` picks with max_values V), ``variance=two-pass|shifted|merged``
-(LayerNorm only), ``params=late|early``, ``epilogue=E`` (epilogue_values), ``source=registers|reload`` (x_source);
+(LayerNorm only), ``params=late|early``, ``epilogue=E`` (epilogue_values), ``source=registers|reload`` (x_source),
+``inverse=approx|rn`` (inverse_n: how 1/n is formed; ``rn`` is the IEEE reciprocal of s11, which spilled at 16384);
 e.g. ``--variants values=16,values=32+epilogue=8+source=reload,variance=merged,params=early,epilogue=16``.
 Writes JSON (default ``$OUT/bench_norms.json`` or ``./bench_norms.json``); the short table comes last.
 """
@@ -41,7 +42,8 @@ from ptxgen.kernels.softmax import MAX_VALUES as SOFTMAX_VALUES, softmax  # noqa
 TOLERANCE = {"bf16": 8e-3, "f32": 1e-5}
 INNER = 5
 SETTINGS = {"values": ("max_values", int), "variance": ("variance", str), "params": ("params", str),
-            "epilogue": ("epilogue_values", int), "source": ("x_source", str)}
+            "epilogue": ("epilogue_values", int), "source": ("x_source", str),
+            "inverse": ("inverse_n", str)}
 
 
 def parse_variants(text: str) -> list:

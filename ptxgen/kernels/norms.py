@@ -39,12 +39,13 @@ from .rowwise import (Operand, RowConfig, check_config, choose_row_config, empty
 
 MAX_VALUES = 32        # values per thread of both norms (see choose_norm_config)
 # values per thread of one epilogue chunk (see build): what fits 64 registers without spilling (ptxas, sm_90a) —
-# LayerNorm at 32 values spills nothing with 8 or 16; RMSNorm at 32 values spills least with 8
+# LayerNorm at 32 values spills nothing with 8 or 16, RMSNorm nothing with 8
 EPILOGUE_VALUES = {"layer": 8, "rms": 8}
 FLOAT_EPS = {"bf16": 2.0 ** -7, "f16": 2.0 ** -10, "f32": 2.0 ** -23}  # torch.finfo(dtype).eps
 VARIANCES = ("two-pass", "shifted", "merged")
 PARAMS = ("late", "early")
 SOURCES = ("registers", "reload")
+INVERSES = ("approx", "rn")
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,13 @@ class NormConfig(RowConfig):
     - ``x_source``: ``"registers"`` — the epilogue scales the x held in registers since the load; ``"reload"`` — it
       reads each chunk of x again (from L2: the CTA read it a moment before), so no x is live across the
       reductions (fewer registers: RMSNorm fits 32 values per thread without spilling) at the price of a second,
-      on-chip read.
+      on-chip read;
+    - ``inverse_n``: how ``1/n`` (the mean's factor) is formed: ``"approx"`` — ``rcp.approx.ftz.f32``, one MUFU
+      instruction (within 1 ulp: the scale's ``rsqrt.approx`` is of the same class); ``"rn"`` — the IEEE
+      ``rcp.rn.f32``, whose slow path ptxas emits as a subroutine call: LLVM sinks the reciprocal to its first use,
+      after the reduction, where every value of x and the cross-warp partial sums are live, and the call's clobbered
+      registers then spill (RMSNorm bf16 at N = 16384: 48 bytes with nvJitLink 13.0, 96-128 bytes local on the
+      driver; LayerNorm's first use comes earlier, at lower pressure).
 
     ``NormConfig("bf16", 512, 4)`` is a (1, 16384) tile of 512 threads × 32 values, two-pass, chunks of 8, late."""
 
@@ -73,6 +80,7 @@ class NormConfig(RowConfig):
     epilogue_values: int = EPILOGUE_VALUES["layer"]
     params: str = "late"
     x_source: str = "registers"
+    inverse_n: str = "approx"
 
     def validate(self) -> None:
         """RowConfig's rules, a known variance and params, and epilogue_values a positive multiple of the vector's
@@ -84,6 +92,8 @@ class NormConfig(RowConfig):
             raise ValueError(f"NormConfig: params must be one of {', '.join(PARAMS)}, not {self.params!r}")
         if self.x_source not in SOURCES:
             raise ValueError(f"NormConfig: x_source must be one of {', '.join(SOURCES)}, not {self.x_source!r}")
+        if self.inverse_n not in INVERSES:
+            raise ValueError(f"NormConfig: inverse_n must be one of {', '.join(INVERSES)}, not {self.inverse_n!r}")
         if self.epilogue_values < 1 or self.epilogue_values % self.vec:
             raise ValueError(f"NormConfig: epilogue_values must be a positive multiple of {self.vec} (one 16-byte "
                              f"vector of {self.dtype}), not {self.epilogue_values}")
@@ -101,9 +111,9 @@ def choose_norm_config(n: int, dtype: str, kind: str = "layer", max_values: int 
     two-pass, chunks of ``EPILOGUE_VALUES[kind]``, late). ``max_values`` None: ``MAX_VALUES`` = 32 (the softmax's)
     for both: 16384 bf16 is 2 CTAs of 512 threads per SM, twice the bytes in flight of the 1024-thread CTA that 16
     values need (one per SM: 64 registers × 1024 threads fill the register file). LayerNorm then fits 64 registers
-    without spilling (two-pass from registers, 8-value epilogue chunks); RMSNorm spills up to 128 bytes at 16384
-    (its x, the partials of the cross-warp sum and the first weight vector) and is still the faster tiling on the
-    H100 at every N (docs/gpu-runs/2026-11-26-s11.log section 5).
+    without spilling (two-pass from registers, 8-value epilogue chunks), and so does RMSNorm with 1/n an
+    approximate reciprocal (``inverse_n="approx"``, the default; with the IEEE one it spilled 96-128 bytes at 16384:
+    see NormConfig) — the faster tiling on the H100 at every N (docs/gpu-runs/2026-11-26-s11.log section 5).
     ``choose_norm_config(16384, "bf16")`` → ``NormConfig("bf16", 512, 4, 1, 2)``. Pre: 1 ≤ n ≤ 16384.
     Post: the config holds rows of n elements (cols ≥ n) and validates."""
     if kind not in EPILOGUE_VALUES:
@@ -154,7 +164,12 @@ def build(config: RowConfig, kind: str, weight: bool, bias: bool = False):
     zero = b.const(0, i32, name="zero")
     row0 = b.arith.mul(block, b.const(config.rows, i32, name="rows"), name="row0")
     n = b.gtensor.dim(kb["x"], mode=1, name="n")
-    inverse_n = b.arith.div(b.const(1.0, f32, name="one"), b.arith.cast(n, type=f32, name="n_f32"), name="inverse_n")
+    n_f32 = b.arith.cast(n, type=f32, name="n_f32")
+    if config.inverse_n == "rn":
+        inverse_n = b.arith.div(b.const(1.0, f32, name="one"), n_f32, name="inverse_n")
+    else:
+        inverse_n = b.frag.extract(b.frag.rcp(b.frag.splat(n_f32, type=frag("f32", 1), name="n_frag"),
+                                              rounding="approx", name="inverse_n_frag"), index=0, name="inverse_n")
     x_tile = b.gmem.tile(kb["x"], row0, zero, shape=tile, name="x_tile")
     loaded = b.gmem.load(x_tile, thread, tv=tv, type=io_frag, name="loaded")   # columns past the row read 0
     x32 = to_f32(loaded, "x32")
@@ -238,7 +253,7 @@ def build(config: RowConfig, kind: str, weight: bool, bias: bool = False):
                               name=f"y_tile{j}")
         b.gmem.store(y_chunk, thread, ys, tv=chunk_tv)
     flags = ("w" if weight else "") + ("b" if bias else "")
-    variant = f"{config.variance},{config.epilogue_values},{config.params},{config.x_source}"
+    variant = f"{config.variance},{config.epilogue_values},{config.params},{config.x_source},{config.inverse_n}"
     return kb.module(f"ptxgen/kernels/norms[{kind},{dtype},{config.threads}x{config.vectors}x{config.rows},{flags},"
                      f"{variant}]")
 

@@ -102,8 +102,8 @@ def choose_row_config(n: int, dtype: str, max_values: int = 16) -> RowConfig:
     """The configuration for rows of ``n`` elements: the fewest threads per row (a power of two, at least a warp)
     that hold the row with at most ``max_values`` values each, vectors = ⌈n / (vec · threads)⌉, rows per CTA so the
     CTA has MIN_BLOCK threads when a row needs fewer, and ``ctas_per_sm`` = max(1, 1024 / block): the register budget
-    of 64 per thread (1024 threads per SM), which the kernels fit without spilling (softmax and LayerNorm with 32
-    values per thread, RMSNorm with 16: ``norms.choose_norm_config``), so that a 512-thread CTA still has a second one
+    of 64 per thread (1024 threads per SM), which the kernels fit without spilling (softmax and both norms with 32
+    values per thread: ``norms.choose_norm_config``), so that a 512-thread CTA still has a second one
     on its SM loading while it reduces. ``choose_row_config(1000, "f32")`` →
     ``RowConfig("f32", threads=64, vectors=4, rows=4, ctas_per_sm=4)`` (tile (4, 1024)); ``choose_row_config(16384,
     "bf16", 32)`` → ``RowConfig("bf16", 512, 4, 1, 2)``. Pre: 1 ≤ n ≤ longest_row(dtype)."""
