@@ -49,3 +49,26 @@ def test_batched_producer_keeps_wgmma_pipelined():
     specs = dict(c=TensorSpec(0, True, 16), work=TensorSpec(1, True, 16), flags=TensorSpec(0, True, 16))
     compiled = compile_kernel(module.kernels[0], Specialization.of(**specs))
     assert "C7514" not in compiled.info_log
+
+
+GPU_BATCHED = ["h128x16s8q2ska1x", "h128x16s8q4ska1x", "h128x16s12q6ska1x", "h128x32s8q4ska1x", "h128x64s8q4x",
+               "h128x64s8q2ska5x", "h128x128s6to1q2"]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", GPU_BATCHED)
+def test_gpu_batched_loads_match_float64(name):
+    """The batched producer on the GPU, on a decode-sized problem for the swapped configs (stream-K pieces of
+    dozens of k-tiles over every SM) and a one-wave problem for the 128 × 128 tile."""
+    from test_kernels_gemm import torch_or_skip, torch_rel_err
+    from ptxgen.kernels import matmul
+
+    torch = torch_or_skip()
+    config = GemmConfig.from_name(name)
+    m, n, k = {16: (16, 4096, 14336), 32: (32, 7168, 8192), 64: (64, 8192, 4096)}.get(config.bn, (512, 4096, 4096))
+    a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
+    for _ in range(3):
+        c = matmul(a, w.T, config=config)
+        torch.cuda.synchronize()
+        assert torch_rel_err(torch, c, a.double() @ w.double().T) < 1e-2
