@@ -87,6 +87,8 @@ TABLE = {
     "red.release.gpu.add": PtxInstr("red.release.gpu.global.add.s32 [$0], $1;", "l,r", VOID, (I64, I32),
                                     side_effect=True,
                                     doc="flag += $1, ordered after every earlier memory access of the thread (gpu)"),
+    "prefetch.tensormap": PtxInstr("prefetch.tensormap [$0];", "l", VOID, (I64,), side_effect=True,
+                                   doc="hint: bring a TMA descriptor (its generic address) into the descriptor cache"),
     "ld.acquire.gpu": PtxInstr("ld.acquire.gpu.global.b32 $0, [$1];", "=r,l", I32, (I64,), side_effect=True,
                                doc="the flag, ordered before every later memory access of the thread (gpu)"),
 }

@@ -1,4 +1,4 @@
-"""tma.prefetch: an L2 hint through a tensor map. In the interpreter it changes no memory (in-bounds and
+"""tma.prefetch (an L2 hint through a tensor map) and tma.prefetch_map (the descriptor itself): an L2 hint through a tensor map. In the interpreter it changes no memory (in-bounds and
 out-of-bounds boxes alike) but needs an encodable map; it lowers to cp.async.bulk.prefetch.tensor with the
 coordinates innermost first; on a GPU (``-m gpu``) a kernel that prefetches (also far out of bounds) and then copies
 the tensor runs and copies it exactly."""
@@ -25,6 +25,7 @@ kernel @pf(%x: tmap<f32, 2>[{BOX}], %g: gtensor<f32, 2>, %y: gtensor<f32, 2>) {{
   scf.if %leader {{
     tma.prefetch %x, %row, %c0
     tma.prefetch %x, %neg, %far
+    tma.prefetch_map %x
     scf.yield
   }}
   %gv = gmem.tile %g, %c0, %c0 {{shape = [(64,32)]}} : gview<f32>[(64,32)]
@@ -64,6 +65,15 @@ def test_ptx_has_the_prefetch():
     consts = dict(re.findall(r"mov\.b32\s+(%r\d+), (-?\d+);", ptx))
     assert [[int(consts[r.strip()]) for r in regs.split(",")] for regs in found] == [[0, 7], [1000000, -64]]
     assert "__local_depot" not in ptx   # the map is used in place (grid constant), never copied
+    assert len(re.findall(r"prefetch\.tensormap \[%rd\d+\];", ptx)) == 1
+
+
+def test_prefetch_map_needs_a_map():
+    from ptxgen.verify import VerifyError, verify
+
+    bad = KERNEL.replace("tma.prefetch_map %x", "tma.prefetch_map %row")
+    with pytest.raises(VerifyError, match=r"tma.prefetch_map: the operand must be a TMA map tmap<T, R>\[box\], not i32"):
+        verify(parse_module(bad, file="t"))
 
 
 @pytest.mark.gpu

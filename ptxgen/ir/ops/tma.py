@@ -527,6 +527,31 @@ class Prefetch(OpDef):
         lx.inline_ptx(lx.ptx_table.tma_prefetch(tmap.type.rank), [tmap.address, *ordered])
 
 
+@register
+class PrefetchMap(OpDef):
+    name = "tma.prefetch_map"
+    summary = "hint: fetch the map's descriptor itself, so that the first copy through it does not wait for it"
+    num_operands = 1
+    num_results = 0
+
+    def verify(self, op, v):
+        """``tma.prefetch_map %x``: one tmap operand. Example: ``tma.prefetch_map %a`` at a kernel's start, before
+        the barriers are set up. Post: no result."""
+        (tmap,) = op.operands
+        if not isinstance(tmap.type, TensorMapType):
+            v.error(op, f"the operand must be a TMA map tmap<T, R>[box], not {tmap.type}")
+
+    def interpret(self, op, ix):
+        """No effect on any memory; the map must have been encodable (an empty tensor has none)."""
+        m = ix.get(op.operands[0])
+        if ix.mask.any() and m.params is None:
+            ix.fail(op, f"prefetches the map of {m.name}, an empty {m.array.shape} tensor (no map can describe it)")
+
+    def lower(self, op, lx):
+        """``prefetch.tensormap [map]`` per executing thread (the map's generic address, a grid constant)."""
+        lx.inline_ptx("prefetch.tensormap", [lx.get(op.operands[0]).address])
+
+
 # -- kernel-level rules ------------------------------------------------------------------------------------------------
 
 @kernel_rule

@@ -104,6 +104,9 @@ def build(config: GemmConfig = GemmConfig()):
     g.ktiles = ktiles = b.arith.cdiv(kb["k"], g.c_bk, name="ktiles")
     leader = b.arith.cmp(thread, c0, pred="eq", name="leader")
     with b.scf.if_(leader).then:
+        if config.prefetch_maps:
+            for name in ("a", "b") + (("c",) if config.epilogue == "tma" else ()):
+                b.tma.prefetch_map(kb[name])
         b.pipeline.init(g.pipe)
         b.scf.yield_()
     if cluster > 1:

@@ -82,6 +82,8 @@ class GemmConfig:
     - ``load_batch``: the producer acquires this many stages, then issues their TMA loads back to back, so that the
       k-tiles of one row of A or B that follow each other in memory are requested together (1: each k-tile's loads
       as soon as its stage is free).
+    - ``prefetch_maps``: the first thread fetches the TMA descriptors (``tma.prefetch_map``) before it sets up the
+      barriers, so that the first loads do not wait for them.
     - ``overlap`` with block scales (1): the previous tile's epilogue runs behind the next tile's first k-tile of
       wgmmas.
 
@@ -113,6 +115,7 @@ class GemmConfig:
     pingpong: bool = False
     late_scales: bool = False
     load_batch: int = 1
+    prefetch_maps: bool = False
 
     def __post_init__(self):
         if self.out_dtype is None:
@@ -169,7 +172,7 @@ class GemmConfig:
     @property
     def name(self) -> str:
         """``h<BM>x<BN>s<stages>`` then, where not the default: ``p<pending>``, ``g<group>``, ``c<cluster>``,
-        ``k<promote>``, ``t``/``r`` (TMA-store / rows epilogue) with ``<split>`` when > 1, ``o<overlap>``, ``q<load_batch>``, ``sk``
+        ``k<promote>``, ``t``/``r`` (TMA-store / rows epilogue) with ``<split>`` when > 1, ``o<overlap>``, ``q<load_batch>``, ``d`` (``prefetch_maps``), ``sk``
         (stream-K; ``ska``: on every SM; a number after it: ``streamk_min_saving``), ``m<a><b>`` (majors, ``k`` or
         ``n`` each: ``mkn`` = A K-major, B MN-major), ``x`` (swap_ab), ``b`` (bias), ``B`` (block scales),
         ``f`` (block scales loaded a k-tile ahead: ``scale_prefetch``), ``w`` (``pingpong``), ``l`` (``late_scales``),
@@ -192,6 +195,8 @@ class GemmConfig:
             parts.append(f"o{self.overlap}")
         if self.load_batch != 1:
             parts.append(f"q{self.load_batch}")
+        if self.prefetch_maps:
+            parts.append("d")
         if self.streamk:
             parts.append("sk" + ("a" if self.streamk_every_sm else "")
                          + (str(self.streamk_min_saving) if self.streamk_min_saving != STREAMK_MIN_SAVING else ""))
@@ -225,7 +230,7 @@ class GemmConfig:
         m = _NAME.fullmatch(name)
         if not m:
             raise ValueError(f"unknown GEMM variant {name!r}: h<BM>x<BN>s<stages>[p<pending>][g<group>][c<cluster>]"
-                             "[k<promote>][t|r[<split>]][o<overlap>][q<load batch>][sk[a][<min saving>]][m<a><b>][x][b][B][f][w][l][Gc|Gm]"
+                             "[k<promote>][t|r[<split>]][o<overlap>][q<load batch>][d][sk[a][<min saving>]][m<a><b>][x][b][B][f][w][l][Gc|Gm]"
                              "[R<producer>-<consumer>][_<out dtype>]")
         g = m.groupdict()
         return cls(
@@ -233,6 +238,7 @@ class GemmConfig:
             pending=int(g["pending"] or 1), group=int(g["group"] or 8), cluster=int(g["cluster"] or 1),
             promote=int(g["promote"] or 1), epilogue={"t": "tma", "r": "rows", None: "direct"}[g["epi"]],
             epilogue_split=int(g["split"] or 1), overlap=int(g["overlap"] or 0), load_batch=int(g["batch"] or 1),
+            prefetch_maps=bool(g["maps"]),
             streamk=bool(g["sk"]),
             streamk_every_sm=bool(g["every"]),
             streamk_min_saving=int(g["saving"]) if g["saving"] else STREAMK_MIN_SAVING,
@@ -246,7 +252,7 @@ class GemmConfig:
 
 _NAME = re.compile(r"h(?P<bm>\d+)x(?P<bn>\d+)s(?P<stages>\d+)(?:p(?P<pending>\d+))?(?:g(?P<group>\d+))?"
                    r"(?:c(?P<cluster>\d+))?(?:k(?P<promote>\d+))?(?:(?P<epi>[tr])(?P<split>\d)?)?(?:o(?P<overlap>\d+))?"
-                   r"(?:q(?P<batch>\d+))?"
+                   r"(?:q(?P<batch>\d+))?(?P<maps>d)?"
                    r"(?:(?P<sk>sk)(?P<every>a)?(?P<saving>\d+)?)?(?:m(?P<majors>[kn]{2}))?(?P<swap>x)?(?P<bias>b)?"
                    r"(?P<block>B)?(?P<prefetch>f)?(?P<pingpong>w)?(?P<late>l)?(?:G(?P<grouped>[cm]))?(?:R(?P<rp>\d+)-(?P<rc>\d+))?(?:_(?P<out>bf16|f16))?")
 

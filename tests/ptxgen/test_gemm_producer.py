@@ -1,4 +1,5 @@
-"""``GemmConfig.load_batch``: the producer holds that many stages, then issues their TMA loads back to back. The
+"""The producer's options. ``GemmConfig.prefetch_maps``: the TMA descriptors fetched before the barriers are set
+up (a hint: results unchanged). ``GemmConfig.load_batch``: the producer holds that many stages, then issues their TMA loads back to back. The
 result must not depend on it: ragged k ranges (stream-K pieces, K not a multiple of the batch) end in single loads."""
 import numpy as np
 import pytest
@@ -20,6 +21,7 @@ from test_kernels_gemm import rel_err, run_op
     (GemmConfig(bn=128, stages=6, load_batch=3, epilogue="tma", overlap=1), (150, 200, 136 * 3), 2),
     # clusters of 2 sharing B by multicast
     (GemmConfig(bn=192, cluster=2, load_batch=2, epilogue="rows", epilogue_split=3), (300, 389, 520), 4),
+    (GemmConfig(bn=128, stages=6, epilogue="tma", overlap=1, prefetch_maps=True), (150, 200, 136), 2),
 ], ids=lambda v: v.name if isinstance(v, GemmConfig) else None)
 def test_batched_loads_match_float64(config, shape, sms):
     rng = np.random.default_rng()
@@ -33,6 +35,17 @@ def test_batch_reads_back_and_is_bounded_by_the_stages():
     assert GemmConfig.from_name(config.name) == config
     with pytest.raises(ValueError, match=r"load_batch = 9: the producer issues the loads of 1 to stages = 8 k-tiles"):
         config.replace(load_batch=9).validate()
+
+
+def test_prefetch_maps_prefetch_every_map_first():
+    config = GemmConfig(bn=128, stages=6, epilogue="tma", overlap=1, prefetch_maps=True)
+    assert config.name == "h128x128s6to1d" and GemmConfig.from_name(config.name) == config
+    text = print_module(build(config))
+    assert [line.strip() for line in text.splitlines() if "prefetch_map" in line] == [
+        "tma.prefetch_map %a", "tma.prefetch_map %b", "tma.prefetch_map %c"]
+    assert text.index("tma.prefetch_map %c") < text.index("pipeline.init")
+    direct = print_module(build(config.replace(epilogue="direct", overlap=0)))
+    assert "tma.prefetch_map %c" not in direct and "tma.prefetch_map %b" in direct
 
 
 def test_batched_producer_keeps_wgmma_pipelined():
@@ -52,7 +65,7 @@ def test_batched_producer_keeps_wgmma_pipelined():
 
 
 GPU_BATCHED = ["h128x16s8q2ska1x", "h128x16s8q4ska1x", "h128x16s12q6ska1x", "h128x32s8q4ska1x", "h128x64s8q4x",
-               "h128x64s8q2ska5x", "h128x128s6to1q2"]
+               "h128x64s8q2ska5x", "h128x128s6to1q2", "h128x128s6to1d", "h128x16s8dska1x"]
 
 
 @pytest.mark.gpu
