@@ -133,32 +133,55 @@ def torch_or_skip():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("shape, config", [
-    # the decode shapes of the benchmark, through the heuristic's pick (stream-K on every SM)
-    ((16, 4096, 14336), None), ((16, 6144, 4096), None), ((64, 28672, 4096), None), ((32, 7168, 2048), None),
-    ((37, 5000, 3000), None),
-    # promotion every k-tile, swapped, and unswapped stream-K of the last wave on a few CTAs
-    ((16, 4096, 14336), GemmConfig("e4m3", bn=16, stages=8, promote=1, swap_ab=True, streamk=True,
-                                   streamk_every_sm=True, streamk_min_saving=1)),
-    ((1000, 1064, 1040), GemmConfig("e4m3", bn=128, stages=4, promote=4, epilogue="tma", streamk=True,
-                                    streamk_min_saving=0)),
-    ((1000, 1064, 1040), GemmConfig("e4m3", bn=128, stages=4, promote=1, epilogue="tma", streamk=True,
-                                    streamk_min_saving=0)),
-], ids=str)
-def test_gpu_fp8_streamk_matches_float64(shape, config):
-    """scaled_mm through fp8 stream-K on fresh inputs, called twice (the second call on the flags the first left
-    zero): each result within 1e-2 of float64 in relative norm. Unswapped configs run on 6 CTAs (a partial wave)."""
+@pytest.mark.parametrize("shape", [(16, 4096, 14336), (16, 6144, 4096), (64, 28672, 4096), (32, 7168, 2048),
+                                   (37, 5000, 3000)], ids=str)
+def test_gpu_scaled_mm_decode_matches_float64(shape):
+    """scaled_mm of the decode shapes through the heuristic's pick (stream-K on every SM), called twice (the second
+    call on the flags the first left zero): each result within 1e-2 of float64 in relative norm."""
     from ptxgen.kernels import scaled_mm
 
     torch = torch_or_skip()
     m, n, k = shape
-    sm_count = 6 if config is not None and not config.swap_ab else None
-    if config is None:
-        assert choose_config(m, n, k, "e4m3").streamk
+    assert choose_config(m, n, k, "e4m3").streamk_every_sm
     for _call in range(2):
         a = torch.randn(m, k, device="cuda").to(torch.float8_e4m3fn)
         w = torch.randn(n, k, device="cuda").to(torch.float8_e4m3fn)
-        c = scaled_mm(a, w.T, SCALE_A, SCALE_B, config=config, sm_count=sm_count)
+        c = scaled_mm(a, w.T, SCALE_A, SCALE_B)
         torch.cuda.synchronize()
         want = a.double() @ w.double().T * (SCALE_A * SCALE_B)
         assert (torch.linalg.norm(c.double() - want) / torch.linalg.norm(want)).item() < 1e-2
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("config, shape, ctas", [
+    (GemmConfig("e4m3", bn=16, stages=8, promote=1, swap_ab=True, streamk=True, streamk_every_sm=True,
+                streamk_min_saving=1), (16, 4096, 14336), 132),
+    (GemmConfig("e4m3", bn=128, stages=4, promote=4, epilogue="tma", streamk=True, streamk_min_saving=0),
+     (1000, 1064, 1040), 6),
+    (GemmConfig("e4m3", bn=128, stages=4, promote=1, epilogue="tma", streamk=True, streamk_min_saving=0),
+     (1000, 1064, 1040), 6),
+    (GemmConfig("e4m3", bn=64, stages=8, promote=4, swap_ab=True, streamk=True, streamk_every_sm=True,
+                streamk_min_saving=0), (37, 1000, 1500), 10),
+], ids=lambda x: x.name if isinstance(x, GemmConfig) else str(x))
+def test_gpu_fp8_streamk_kernel_matches_float64(config, shape, ctas):
+    """The kernel launched on ``ctas`` CTAs (a few: the last wave split into pieces that start inside promotion
+    chunks), swapped as the ops run it, twice on one workspace: each C within 1e-2 of float64, the flags zero
+    after each launch."""
+    from ptxgen.runtime import jit
+
+    torch = torch_or_skip()
+    m, n, k = shape
+    kern = jit(build(kernel_config(config)))
+    shapes = streamk_buffers(kernel_config(config), ctas)
+    work = torch.empty(shapes["work"], device="cuda", dtype=torch.float32)
+    flags = torch.zeros(shapes["flags"], device="cuda", dtype=torch.int32)
+    for _launch in range(2):
+        a = torch.randn(m, k, device="cuda").to(torch.float8_e4m3fn)
+        b = torch.randn(n, k, device="cuda").to(torch.float8_e4m3fn)
+        c = torch.full((m, n), -7.0, device="cuda", dtype=torch.bfloat16)
+        args = kernel_arguments(config, a, b, c, None, m, n, k, lambda x: x.t(), None)
+        kern(**args, sms=ctas, scale_a=SCALE_A, scale_b=SCALE_B, work=work, flags=flags)
+        torch.cuda.synchronize()
+        want = a.double() @ b.double().T * (SCALE_A * SCALE_B)
+        assert (torch.linalg.norm(c.double() - want) / torch.linalg.norm(want)).item() < 1e-2
+        assert not bool(flags.any())
