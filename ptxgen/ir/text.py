@@ -793,8 +793,30 @@ def print_type(t) -> str:
     return str(t)
 
 
+# Plain values: nested tuples of ints read back by CuTe's parser as themselves (layoutc's law parse(to_str(x)) == x),
+# within bounds far from the parser's limits (nesting, digits); the printer needs no parse for them, so printing a
+# kernel (JitKernel's IR hash, on every first compile) neither imports lark nor builds the CuTe grammar
+_PLAIN_DEPTH = 8
+_PLAIN_BITS = 64
+
+
+def _plain_int_tuple(v, depth: int = 0) -> bool:
+    """Whether ``v`` is an int (not a bool) below 2**64 in magnitude, or a non-empty tuple of such values at most
+    ``_PLAIN_DEPTH`` levels deep: ``(64, (2, 3))`` yes; ``()``, ``(True, 2)``, ``(np.int64(3),)`` no."""
+    if type(v) is int:
+        return v.bit_length() <= _PLAIN_BITS
+    if type(v) is not tuple or not v or depth >= _PLAIN_DEPTH:
+        return False
+    return all(_plain_int_tuple(e, depth + 1) for e in v)
+
+
 def _cute_text(v) -> str | None:
-    """``to_str(v)`` when ``v`` (a plain tuple or a layoutc object) reads back as itself, else None."""
+    """``to_str(v)`` when ``v`` (a plain tuple or a layoutc object) reads back as itself, else None. Plain values (a
+    tuple of ints, a Layout of int shape and stride: ``_plain_int_tuple``) are known to; anything else is parsed back
+    and compared."""
+    if type(v) is tuple and _plain_int_tuple(v) or \
+            type(v) is lc.Layout and _plain_int_tuple(v.shape) and _plain_int_tuple(v.stride):
+        return to_str(v)
     try:
         text = to_str(v)
         back = lc.parse(text)

@@ -10,8 +10,8 @@ output cannot take, is left out) and the duplicates dropped:
 2. its tile N neighbours: BN halved and doubled (unswapped 64 to 256; swapped 16 to 128), the staged epilogue's column
    blocks kept whole;
 3. its pipeline neighbours: one stage fewer and one more (where shared memory holds them);
-4. stream-K toggled (bf16/f16): on → off (with the TMA-store epilogue's overlap where the pick has that epilogue),
-   off → on (unswapped: the last wave shared out; swapped: every SM);
+4. stream-K toggled (bf16/f16, and swapped fp8): on → off (with the TMA-store epilogue's overlap where the pick has
+   that epilogue), off → on (unswapped: the last wave shared out; swapped: every SM);
 5. swap-AB toggled where M ≤ ``SWAP_MAX_M`` = 128: the swapped form of an unswapped pick (BN = M rounded up to 16, 32,
    64 or 128, 8 stages or as many as shared memory holds, direct epilogue), or the unswapped 128 × 128 tile of a
    swapped pick (TMA-store epilogue, or the rows epilogue for a C whose rows TMA cannot store).
@@ -63,7 +63,7 @@ def _neighbours(pick: GemmConfig, m: int, c_row_ok: bool):
             yield _fitting(pick.replace(bn=bn, epilogue_split=split))
     yield pick.replace(stages=pick.stages - 1)
     yield pick.replace(stages=pick.stages + 1)
-    if not pick.fp8:
+    if not pick.fp8 or pick.swap_ab:
         if pick.streamk:
             yield pick.replace(streamk=False, streamk_every_sm=False,
                                overlap=1 if pick.epilogue == "tma" and pick.pending == 1 else 0)

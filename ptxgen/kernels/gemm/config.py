@@ -403,8 +403,6 @@ def _epilogue(c: GemmConfig):
 
 
 def _streamk(c: GemmConfig):
-    if c.streamk and c.fp8:
-        return "streamk = True: stream-K is built for bf16/f16: fp8's promotion chunks run over whole tiles"
     if c.streamk_min_saving < 0:
         return f"streamk_min_saving = {c.streamk_min_saving}: a number of k-tiles, at least 0"
     if c.streamk_every_sm and not c.streamk:

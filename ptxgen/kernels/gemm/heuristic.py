@@ -4,10 +4,12 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
 1. **Swap A and B for small M** (M ≤ ``SWAP_AB_MAX_M`` = 64 < N): the kernel computes Cᵀ = B·Aᵀ, so that the problem's
    N runs along the kernel's 128-row tiles and M is the wgmma's N, rounded up to 16, 32 or 64 (three kernels for
    every decode batch size); C is stored through its transposed view by the ``direct`` epilogue (no TMA store or
-   row epilogue writes a column-major C). 8 stages (a stage is only (128 + BN) × 128 bytes). 16-bit: stream-K on
-   every SM (``streamk_every_sm``) — a decode GEMM has a few dozen tiles for 132 SMs, so their k-tiles are shared
-   out (split-K) — from a saving of ``STREAMK_MIN_SAVING`` · BN/256 k-tiles (the partial sums are BN/256 of a
-   128 × 256 tile's). fp8 has no stream-K: one CTA per 128 rows of N. *Not measured on a GPU yet.*
+   row epilogue writes a column-major C). 8 stages (a stage is only (128 + BN) × 128 bytes). Stream-K on every SM
+   (``streamk_every_sm``) — a decode GEMM has a few dozen tiles for 132 SMs, so their k-tiles are shared out
+   (split-K) — from a saving of ``STREAMK_MIN_SAVING`` · BN/256 k-tiles (the partial sums are BN/256 of a
+   128 × 256 tile's); fp8 alike (promotion every 4 k-tiles within each CTA's run; the per-tensor scales applied
+   once, to the joined sum): e4m3 16×4096×14336 ran data-parallel on N/128 = 32 CTAs (``h128x16s8k4x``, 0.915 ×
+   cuBLAS, docs/gpu-runs/s11/bench_gemm.log), now on 132 (``h128x16s8k4ska1x``).
 2. **The tile** minimizes a cost model (``estimated_cost``): k-tiles on the critical path × the time of one k-tile of
    the tile, relative to the largest tile, ``(BN / BN_max) / EFFICIENCY``; stream-K's partial sums add
    ``STREAMK_FIXUP`` k-tiles (s8 section 6: ~15 k-tiles of a 128 × 256 tile, ~10 µs) growing with the pieces a
@@ -35,7 +37,8 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
    B needs BN a multiple of 64.
 
 ``choose_config(8192, 8192, 8192, "bf16", 132)`` = h128x256s4t2sk; ``choose_config(4096, 4096, 4096, "bf16")`` =
-h128x256s4t2o1; ``choose_config(16, 4096, 4096, "bf16")`` = h128x16s8ska1x (swapped, split over every SM). ``autotune``
+h128x256s4t2o1; ``choose_config(16, 4096, 4096, "bf16")`` = h128x16s8ska1x (swapped, split over every SM);
+``choose_config(16, 4096, 14336, "e4m3")`` = h128x16s8k4ska1x. ``autotune``
 (``matmul(..., autotune=True)``) times this rule's pick and its neighbours once per problem and device instead.
 """
 from __future__ import annotations
@@ -104,10 +107,9 @@ def _swapped(m: int, n: int, k: int, dtype: str, a_major: str, b_major: str, bia
     if a_major == "MN":
         bn = 64   # the problem's A becomes the kernel's B: MN-major, loaded in 64-column boxes
     fp8 = dtype in ("e4m3", "e5m2")
-    streamk = dict(streamk=True, streamk_every_sm=True,
-                   streamk_min_saving=max(1, round(STREAMK_MIN_SAVING * bn / 256))) if not fp8 else {}
     return GemmConfig(dtype=dtype, bn=bn, stages=SWAP_STAGES, a_major=b_major, b_major=a_major,
-                      promote=4 if fp8 else 1, swap_ab=True, bias=bias, out_dtype=out_dtype, **streamk)
+                      promote=4 if fp8 else 1, swap_ab=True, bias=bias, out_dtype=out_dtype, streamk=True,
+                      streamk_every_sm=True, streamk_min_saving=max(1, round(STREAMK_MIN_SAVING * bn / 256)))
 
 
 def choose_config(m: int, n: int, k: int, dtype: str = "bf16", sm_count: int = H100_SMS, *, a_major: str = "K",

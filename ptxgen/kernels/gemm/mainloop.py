@@ -184,17 +184,17 @@ def k_tiles(g, lo, hi, acc_start, kit_start, hook=None, tag=""):
     return acc, kit_end
 
 
-def promote_every_k_tile(g, init, cit):
-    """The fp8 mainloop promoting every k-tile (128 deep, DeepGEMM's interval) with the two consumer warpgroups
-    half a k-tile apart: each k-tile's wgmmas are issued as two K-halves (two m64nNk32 each); warpgroup 0's chunk is
+def promote_every_k_tile(g, init, lo, hi, cit):
+    """The fp8 mainloop over k-tiles lo … hi-1 (a whole tile, or a stream-K piece's run) promoting every k-tile
+    (128 deep, DeepGEMM's interval) with the two consumer warpgroups half a k-tile apart: each k-tile's wgmmas are issued as two K-halves (two m64nNk32 each); warpgroup 0's chunk is
     one k-tile, warpgroup 1's is the second half of one k-tile and the first half of the next. When warpgroup 0
     waits for its chunk and adds it, warpgroup 1's second half is still queued on the tensor cores, and the other way
     round. Each warpgroup has its own loop (an accumulator in flight must not pass through the phi of a branch: the
-    copies would read it and ptxas would serialize every wgmma, C7514). → (the f32 total, the iteration counter after
-    the last k-tile)."""
+    copies would read it and ptxas would serialize every wgmma, C7514). → (the f32 total of k-tiles lo … hi-1
+    from ``init``, the iteration counter after k-tile hi-1)."""
     b = g.b
     pipe, sa, sb, cw, rows, acc_t = g.pipe, g.sa, g.sb, g.cw, g.config.rows, g.acc_t
-    ktiles, c0, c1, c_stages, fzero = g.ktiles, g.c0, g.c1, g.c_stages, g.fzero
+    c0, c1, c_stages, fzero = g.c0, g.c1, g.c_stages, g.fzero
     half = g.config.k_tile // 2
 
     def stage_halves(kit, tag):
@@ -208,23 +208,23 @@ def promote_every_k_tile(g, init, cit):
     first_wg = b.arith.cmp(cw, c0, pred="eq", name="first_wg")
     branch = b.scf.if_(first_wg, types=(acc_t, i32), names=["total", "kit_end"])
     with branch.then:
-        with b.scf.for_(c0, ktiles, c1, init, cit, args=("kt0", "total_in0", "kit0"),
+        with b.scf.for_(lo, hi, c1, init, cit, args=("kt0", "total_in0", "kit0"),
                         names=["total0", "kit_end0"]) as loop0:
             _kt, total_in, kit = loop0
             s2, ((a_lo, b_lo), (a_hi, b_hi)) = stage_halves(kit, "_0")
             zero = b.frag.splat(fzero, type=acc_t, name="zero_0")
             b.wgmma.fence()
-            whole = b.wgmma.mma(a_lo, b_lo, zero, name="whole_lo")
-            whole = b.wgmma.mma(a_hi, b_hi, whole, name="whole")
+            whole = b.wgmma.mma(a_lo, b_lo, zero, name="ktile_chunk_lo")
+            whole = b.wgmma.mma(a_hi, b_hi, whole, name="ktile_chunk")
             b.wgmma.commit()
-            whole = b.wgmma.wait(whole, pending=0, name="whole_done")
+            whole = b.wgmma.wait(whole, pending=0, name="ktile_chunk_done")
             b.pipeline.release(pipe, s2)
             b.scf.yield_(b.frag.add(total_in, whole, name="total_out0"), b.arith.add(kit, c1, name="kit_next0"))
         b.scf.yield_(*loop0.results)
     with branch.otherwise:
         # the chunk opened by a k-tile's second half closes with the next k-tile's first half
         zero = b.frag.splat(fzero, type=acc_t, name="zero_1")
-        with b.scf.for_(c0, ktiles, c1, init, zero, cit, args=("kt1", "total_in1", "open_in", "kit1"),
+        with b.scf.for_(lo, hi, c1, init, zero, cit, args=("kt1", "total_in1", "open_in", "kit1"),
                         names=["total1", "open", "kit_end1"]) as loop1:
             kt, total_in, open_in, kit = loop1
             s2, ((a_lo, b_lo), (a_hi, b_hi)) = stage_halves(kit, "_1")
@@ -232,7 +232,7 @@ def promote_every_k_tile(g, init, cit):
             closing = b.wgmma.mma(a_lo, b_lo, open_in, name="closing")
             b.wgmma.commit()
             closing = b.wgmma.wait(closing, pending=0, name="closing_done")
-            has_prev = b.arith.cmp(kt, c0, pred="gt", name="has_prev1")
+            has_prev = b.arith.cmp(kt, lo, pred="gt", name="has_prev1")
             release_previous(b, pipe, has_prev, kit, c1, c_stages, "prev1")
             total_out = b.frag.add(total_in, closing, name="total_out1")
             zero_k = b.frag.splat(fzero, type=acc_t, name="zero_k")
@@ -243,7 +243,7 @@ def promote_every_k_tile(g, init, cit):
         total1, open_chunk, kit_end1 = loop1.results
         # the last k-tile's second half is still in flight (a zero chunk when there was no k-tile)
         open_chunk = b.wgmma.wait(open_chunk, pending=0, name="open_done")
-        any_k = b.arith.cmp(ktiles, c0, pred="gt", name="any_k1")
+        any_k = b.arith.cmp(hi, lo, pred="gt", name="any_k1")
         release_previous(b, pipe, any_k, kit_end1, c1, c_stages, "last1")
         b.scf.yield_(b.frag.add(total1, open_chunk, name="total_all"), kit_end1)
     return branch.results
@@ -384,7 +384,7 @@ def consume(g, ct, lo, hi, cit, hook=None):
     if config.scales == "block":
         acc, kit_end = promote_block_scaled(g, init, lo, hi, cit, tm2, tn2, hook)
     elif config.fp8 and config.promote == 1:
-        acc, kit_end = promote_every_k_tile(g, init, cit)
+        acc, kit_end = promote_every_k_tile(g, init, lo, hi, cit)
     elif config.fp8:
         # promotion: the wgmmas of `promote` k-tiles sum into a chunk that starts from zero; the finished chunk
         # joins the f32 total with ordinary adds. The two consumer warpgroups promote half a chunk apart
