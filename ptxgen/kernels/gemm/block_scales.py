@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 
 import layoutc as lc
+from layoutc.hopper import wgmma_accumulator_tv
 
 from ptxgen.ir.builder import frag, gtensor, i32, smem, tmap
 
@@ -334,15 +335,32 @@ def load_stage_scales(g, s, kt, m0, tn, group=None):
     b.tma.load(kb["col_scales"], cols_dst, g.pipe, s, col_block, kt)
 
 
+def accumulator_rows_tv(rows: int, bn: int):
+    """Thread t, value v of a warpgroup's (rows, BN) wgmma accumulator → its ROW, derived from layoutc's accumulator
+    TV layout (``layoutc.hopper.wgmma_accumulator_tv(rows, BN)``: (t, v) → m + rows·n) by keeping the strides below
+    ``rows`` (the row part) and zeroing the others (multiples of rows: the column part). Equal to ``row_tv``:
+    ``accumulator_rows_tv(64, 16)`` = ((4,8,4),(2,2,2)):((0,1,16),(0,8,0)). Post: (t, v) ↦ the row of the
+    accumulator element that thread t's value v holds."""
+    acc = wgmma_accumulator_tv(rows, bn)
+
+    def row_part(stride):
+        if isinstance(stride, tuple):
+            return tuple(row_part(x) for x in stride)
+        assert stride < rows or stride % rows == 0, (stride, rows)
+        return stride if stride < rows else 0
+
+    return lc.Layout(acc.shape, row_part(acc.stride))
+
+
 def stage_scale_loads(g, s2, tag=""):
     """``scales_smem``, in a consumer: ``scale_loads``' factors read from stage ``s2`` (which the caller waited
     for and has not released) with ld.shared: [this warpgroup's row scales through ``row_tv`` (2 rows per thread per
-    m64 block), then B's scale(s) as ``scale_loads`` gives them (one part, or one per window of a straddling tile)]."""
+    m64 block: ``accumulator_rows_tv``), then B's scale(s) as ``scale_loads`` gives them (one part, or one per window of a straddling tile)]."""
     b, config = g.b, g.config
     rows, bn, acc_t = config.rows, config.bn, g.acc_t
     stage_rows = b.smem.slice(g.s_rows, s2, name=f"ss_rows_stage{tag}")
     mine = b.smem.tile(stage_rows, g.cw, mode=1, size=rows, name=f"ss_rows{tag}")
-    row = b.smem.load(mine, g.lt, tv=row_tv(rows, bn), type=acc_t, name=f"ss_row{tag}")
+    row = b.smem.load(mine, g.lt, tv=accumulator_rows_tv(rows, bn), type=acc_t, name=f"ss_row{tag}")
     stage_cols = b.smem.slice(g.s_cols, s2, name=f"ss_cols_stage{tag}")
     k_block = b.smem.tile(stage_cols, g.c0, mode=1, size=1, name=f"ss_kblock{tag}")
     if not straddles(config):
