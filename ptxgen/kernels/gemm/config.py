@@ -156,7 +156,7 @@ class GemmConfig:
 
     def scale_ring_bytes(self) -> int:
         """The shared memory of ``scales_smem``'s scale rings: per stage BM f32 row scales and ``B_SCALE_SLOT``
-        bytes of B's; 0 without. ``GemmConfig("e4m3", bn=128, stages=5, scales="block", scales_smem=True)
+        bytes of B's (the plan gives the last stage's B slot only its box, up to 112 bytes less); 0 without. ``GemmConfig("e4m3", bn=128, stages=5, scales="block", scales_smem=True)
         .scale_ring_bytes()`` = 5 · (128 · 4 + 128) = 3200."""
         return self.stages * (self.bm * 4 + B_SCALE_SLOT) if self.scales_smem else 0
 
