@@ -213,10 +213,47 @@ def _forced(config) -> GemmConfig:
     return config.validate()
 
 
+def tma_row_scales(a_scales):
+    """``scales_smem``'s view of A's scales for the producer's TMA: (MN, KB) scales (any strides) → the (KB, MN)
+    row-major tensor of DeepGEMM's M-major TMA-aligned layout (``get_mn_major_tma_aligned_tensor``, transposed: row
+    pitch a multiple of 4 elements); a (G, M_max, KB) masked one → (KB, G·M_max) (M_max a multiple of 128, so the
+    groups' rows are one aligned row). The aligned layout costs nothing (a view at the same address); any other is
+    one small transposing copy (M · ⌈K/128⌉ f32: 0.9 MB at M = 4096, K = 7168). (17, 3) → (3, 17) with element
+    strides (20, 1). Post: ``result.T == a_scales`` (masked: ``result.T`` its (G·M_max, KB) rows)."""
+    if a_scales.ndim == 3:
+        groups, m_max, kb = a_scales.shape
+        if isinstance(a_scales, np.ndarray):
+            return np.ascontiguousarray(np.transpose(a_scales, (2, 0, 1))).reshape(kb, groups * m_max)
+        return a_scales.permute(2, 0, 1).reshape(kb, groups * m_max)
+    return get_mn_major_tma_aligned_tensor(a_scales).T
+
+
+def tma_col_scales(b_scales):
+    """``scales_smem``'s view of B's (NB, KB) scales (grouped: (G·NB, KB)) for the producer's TMA: row-major with a
+    row pitch of a multiple of 4 elements (16 bytes) and a 16-byte aligned start — the scales themselves where they
+    are so (KB a multiple of 4, i.e. K a multiple of 512, as from ``per_block_cast_to_fp8``), else a padded copy
+    (NB · ⌈KB/4⌉·4 f32). numpy arrays are returned as they are (the interpreter's launcher copies them pitched).
+    Post: ``result == b_scales``; a torch result has strides (s, 1), s % 4 == 0."""
+    if isinstance(b_scales, np.ndarray):
+        return b_scales
+    nb, kb = b_scales.shape
+    pitch = b_scales.stride(0)
+    if (b_scales.stride(1) == 1 or kb <= 1) and pitch % 4 == 0 and pitch >= kb and b_scales.data_ptr() % 16 == 0:
+        return b_scales
+    import torch
+
+    buffer = torch.zeros((nb, -(-kb // 4) * 4), dtype=b_scales.dtype, device=b_scales.device)
+    buffer[:, :kb].copy_(b_scales)
+    return buffer[:, :kb]
+
+
 def kernel_arguments(config: GemmConfig, a, a_scales, b, b_scales, c, m: int, n: int, k: int, kind: str) -> dict:
     """The kernel's arguments for C = A·Bᵀ: unswapped, rows are A's (``%row_scales`` = a_scales) and columns B's
-    (``%col_scales`` = b_scales); swapped (``swap_ab``), the kernel's A is B, its rows B's, its C Cᵀ."""
+    (``%col_scales`` = b_scales); swapped (``swap_ab``), the kernel's A is B, its rows B's, its C Cᵀ. With
+    ``scales_smem`` the scales are the TMA views ``tma_row_scales`` / ``tma_col_scales``."""
     numpy = kind == "numpy"
+    if config.scales_smem:
+        a_scales, b_scales = tma_row_scales(a_scales), tma_col_scales(b_scales)
     if config.swap_ab:
         return {"a": b, "b": a, "c": c.T if numpy else c.t(), "m": n, "n": m, "k": k,
                 "row_scales": b_scales, "col_scales": a_scales}

@@ -22,11 +22,12 @@ from __future__ import annotations
 import math
 
 import layoutc as lc
+from layoutc.hopper import wgmma_accumulator_tv
 
-from ptxgen.ir.builder import frag, gtensor, i32
+from ptxgen.ir.builder import frag, gtensor, i32, smem, tmap
 
 from ..global_element import load_element
-from .config import SCALE_BLOCK, GemmConfig
+from .config import B_SCALE_SLOT, SCALE_BLOCK, GemmConfig
 
 
 def _accumulator_modes(rows: int, bn: int):
@@ -82,14 +83,58 @@ def column_windows(bn: int) -> int:
     return -(-(SCALE_BLOCK - g + bn) // SCALE_BLOCK)
 
 
+def column_blocks(config: GemmConfig) -> int:
+    """B scale blocks one tile reads per k-tile (unswapped): BN/128 for a multiple of 128, ``column_windows(BN)`` for
+    a straddling BN, else 1. ``column_blocks(GemmConfig("e4m3", bn=256, scales="block"))`` = 2."""
+    if config.bn % SCALE_BLOCK == 0:
+        return config.bn // SCALE_BLOCK
+    return column_windows(config.bn) if straddles(config) else 1
+
+
+def scale_parts(config: GemmConfig) -> int:
+    """How many fragments ``scale_loads`` (and ``stage_scale_loads``) give: the row scales and one column part, or
+    one per window of a straddling tile. ``scale_parts(bn=192)`` = 3."""
+    return 1 + (column_windows(config.bn) if straddles(config) else 1)
+
+
+# ``scales_smem``: B's scales of one stage are one TMA box of column_blocks rows × this many k-blocks (16 bytes: TMA's
+# least box row); the stage's k-block is its column 0
+B_BOX_K_BLOCKS = 4
+
+
+def row_scale_box(config: GemmConfig):
+    """``scales_smem``: the smem layout of one stage's row scales as TMA writes it, over the global (⌈K/128⌉, M)
+    modes: (1, BM):(BM, 1)."""
+    return lc.Layout((1, config.bm), (config.bm, 1))
+
+
+def col_scale_box(config: GemmConfig):
+    """``scales_smem``: the smem layout of one stage's B scales, over the global (⌈N/128⌉, ⌈K/128⌉) modes:
+    (W, 4):(4, 1) with W = ``column_blocks``. ``col_scale_box(bn=128)`` = (1,4):(4,1)."""
+    return lc.Layout((column_blocks(config), B_BOX_K_BLOCKS), (B_BOX_K_BLOCKS, 1))
+
+
+def stage_scale_bytes(config: GemmConfig) -> int:
+    """The bytes ``scales_smem``'s two TMA loads deliver per stage (boxes in full, zero fill included):
+    BM · 4 + W · 16."""
+    return config.bm * 4 + lc.size(col_scale_box(config)) * 4
+
+
 def parameters(config: GemmConfig) -> dict:
     """The kernel's scale parameters: ``%row_scales`` (rank 2; masked: (G, M_max, ⌈K/128⌉)) and ``%col_scales``
-    (rank 2); grouped GEMMs (``grouped``): contiguous
+    (rank 2) — with ``scales_smem`` two TMA maps instead: ``%row_scales`` over A's scales as a row-major
+    (⌈K/128⌉, M) tensor (DeepGEMM's M-major TMA-aligned layout, transposed; masked: (⌈K/128⌉, G·M_max)), box
+    ``row_scale_box``, and ``%col_scales`` over B's (⌈N/128⌉, ⌈K/128⌉) (grouped: (G·⌈N/128⌉, ⌈K/128⌉)) with
+    16-byte-aligned rows, box ``col_scale_box``; grouped GEMMs (``grouped``): contiguous
     ``%m_indices`` (i32 (M,): each row's group, -1 padding); masked ``%masked_m`` (i32 (G,): each group's rows),
     ``%m_window`` (i32 (M_max,), stride 0: any i32 values; its extent bounds a group's rows, see ``row_validity``),
     ``%groups``. Post: the types ``build`` declares."""
-    params = {"row_scales": gtensor("f32", 3 if config.grouped == "masked" else 2),
-              "col_scales": gtensor("f32", 2)}
+    if config.scales_smem:
+        params = {"row_scales": tmap("f32", 2, row_scale_box(config)),
+                  "col_scales": tmap("f32", 2, col_scale_box(config))}
+    else:
+        params = {"row_scales": gtensor("f32", 3 if config.grouped == "masked" else 2),
+                  "col_scales": gtensor("f32", 2)}
     if config.grouped == "contiguous":
         params["m_indices"] = gtensor("i32", 1)
     elif config.grouped == "masked":
@@ -257,3 +302,73 @@ def promote_late(g, chunk, loads, later, total, tag=""):
     row, parts = loads[0], loads[1:]
     column = b.frag.mul(chunk, pick_scale(g, parts, later, f"_col{tag}"), name=f"chunk_col{tag}")
     return b.frag.fma(column, row, total, name=f"total_out{tag}")
+
+
+# -- scales_smem: the scales travel with the pipeline's stages ---------------------------------------------------------
+
+def alloc_scale_rings(g):
+    """``scales_smem``: the rings the producer's TMA fills per stage, ``g.s_rows`` ((1, BM) f32 per stage, the
+    ``row_scale_box``) and ``g.s_cols`` (the ``col_scale_box`` in a ``B_SCALE_SLOT``-byte slot per stage), each
+    stage 128-byte aligned as TMA's destinations must be."""
+    b, config = g.b, g.config
+    bm, stages = config.bm, config.stages
+    rows = lc.Layout((1, bm, stages), (bm, 1, bm))
+    box = col_scale_box(config)
+    cols = lc.Layout(box.shape + (stages,), box.stride + (B_SCALE_SLOT // 4,))
+    g.s_rows = b.smem.alloc(type=smem("f32", rows), align=128, name="s_rows")
+    g.s_cols = b.smem.alloc(type=smem("f32", cols), align=128, name="s_cols")
+
+
+def load_stage_scales(g, s, kt, m0, tn, group=None, tag=""):
+    """``scales_smem``, in the producer: the TMA loads of k-tile ``kt``'s scales into stage ``s`` on the stage's
+    barrier — A's rows m0 … m0+BM-1 from (kt, m0) of ``%row_scales`` and B's blocks n0/128 … (plus the group's
+    ⌈N/128⌉·group) from (block, kt) of ``%col_scales``. Rows and blocks past the problem arrive as TMA's zeros."""
+    b, kb, config = g.b, g.kb, g.config
+    rows_dst = b.smem.slice(g.s_rows, s, name=f"s_rows_dst{tag}")
+    cols_dst = b.smem.slice(g.s_cols, s, name=f"s_cols_dst{tag}")
+    c_block = b.const(SCALE_BLOCK, i32, name=f"ps_block{tag}")
+    col_block = b.arith.div(b.arith.mul(tn, g.c_bn, name=f"ps_n0{tag}"), c_block, name=f"ps_nb{tag}")
+    if group is not None:
+        blocks = b.arith.cdiv(kb["n"], c_block, name=f"ps_blocks{tag}")
+        col_block = b.arith.add(b.arith.mul(group, blocks, name=f"ps_group_nb{tag}"), col_block,
+                                name=f"ps_nb_grouped{tag}")
+    b.tma.load(kb["row_scales"], rows_dst, g.pipe, s, kt, m0)
+    b.tma.load(kb["col_scales"], cols_dst, g.pipe, s, col_block, kt)
+
+
+def accumulator_rows_tv(rows: int, bn: int):
+    """Thread t, value v of a warpgroup's (rows, BN) wgmma accumulator → its ROW, derived from layoutc's accumulator
+    TV layout (``layoutc.hopper.wgmma_accumulator_tv(rows, BN)``: (t, v) → m + rows·n) by keeping the strides below
+    ``rows`` (the row part) and zeroing the others (multiples of rows: the column part). Equal to ``row_tv``:
+    ``accumulator_rows_tv(64, 16)`` = ((4,8,4),(2,2,2)):((0,1,16),(0,8,0)). Post: (t, v) ↦ the row of the
+    accumulator element that thread t's value v holds."""
+    acc = wgmma_accumulator_tv(rows, bn)
+
+    def row_part(stride):
+        if isinstance(stride, tuple):
+            return tuple(row_part(x) for x in stride)
+        assert stride < rows or stride % rows == 0, (stride, rows)
+        return stride if stride < rows else 0
+
+    return lc.Layout(acc.shape, row_part(acc.stride))
+
+
+def stage_scale_loads(g, s2, tag=""):
+    """``scales_smem``, in a consumer: ``scale_loads``' factors read from stage ``s2`` (which the caller waited
+    for and has not released) with ld.shared: [this warpgroup's row scales through ``row_tv`` (2 rows per thread per
+    m64 block: ``accumulator_rows_tv``), then B's scale(s) as ``scale_loads`` gives them (one part, or one per window of a straddling tile)]."""
+    b, config = g.b, g.config
+    rows, bn, acc_t = config.rows, config.bn, g.acc_t
+    stage_rows = b.smem.slice(g.s_rows, s2, name=f"ss_rows_stage{tag}")
+    mine = b.smem.tile(stage_rows, g.cw, mode=1, size=rows, name=f"ss_rows{tag}")
+    row = b.smem.load(mine, g.lt, tv=accumulator_rows_tv(rows, bn), type=acc_t, name=f"ss_row{tag}")
+    stage_cols = b.smem.slice(g.s_cols, s2, name=f"ss_cols_stage{tag}")
+    k_block = b.smem.tile(stage_cols, g.c0, mode=1, size=1, name=f"ss_kblock{tag}")
+    if not straddles(config):
+        tv = column_block_tv(rows, bn) if bn % SCALE_BLOCK == 0 else uniform_tv(rows, bn)
+        return [row, b.smem.load(k_block, g.lt, tv=tv, type=acc_t, name=f"ss_col{tag}")]
+    parts = [row]
+    for i in range(column_blocks(config)):
+        block = b.smem.tile(k_block, b.const(i, i32, name=f"ss_i{i}{tag}"), mode=0, size=1, name=f"ss_block{i}{tag}")
+        parts.append(b.smem.load(block, g.lt, tv=uniform_tv(rows, bn), type=acc_t, name=f"ss_col{i}{tag}"))
+    return parts

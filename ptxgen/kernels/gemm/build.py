@@ -36,7 +36,8 @@ def build(config: GemmConfig = GemmConfig()):
     Parameters: ``%a``, ``%b`` (TMA maps of A (M, K) / B (N, K), or (K, M) / (K, N) for MN-major operands), ``%c``
     (C (M, N): a TMA map for the ``tma`` epilogue, else a gtensor), ``%m``, ``%n``, ``%k``, ``%sms`` (the CTAs the
     device runs at once; the grid is ``min(tiles, %sms)``), then ``%scale_a``, ``%scale_b`` (fp8: C = (A·Bᵀ)·scale_a·
-    scale_b) or, for block scales, ``%row_scales``, ``%col_scales`` (``block_scales``), ``%work``, ``%flags``
+    scale_b) or, for block scales, ``%row_scales``, ``%col_scales`` (``block_scales``; TMA maps with
+    ``scales_smem``), ``%work``, ``%flags``
     (stream-K: ``schedule.streamk_buffers``), ``%bias`` (``bias``: added to C).
     ``build(TILE_FILE)`` prints as examples/gemm_hopper.tile; ``build()`` is the 128 × 256, 4-stage, direct-epilogue
     bf16 kernel. Post: the same IR, op for op and name for name, for the same config."""
@@ -53,6 +54,8 @@ def build(config: GemmConfig = GemmConfig()):
     a_mk = stage_sliced(a_ring) if config.a_major == "K" else permute_layout(stage_sliced(a_ring), (1, 0))
     g.a_rows_t = smem(dtype, tile_split(a_mk, 0, rows)[0])
     g.stage_bytes = (bm + bn) * bk * ELEMENT_BYTES[dtype]
+    if config.scales_smem:
+        g.stage_bytes += block_scales.stage_scale_bytes(config)   # the stage's scales ride its barrier
     g.acc_t = frag("f32", (bn // 2) * (rows // 64))
     kb = KernelBuilder(
         "gemm_hopper", grid=schedule.grid(config), block=(384, 1, 1),
@@ -69,6 +72,8 @@ def build(config: GemmConfig = GemmConfig()):
     g.sb = b.smem.alloc(type=smem(dtype, b_ring), align=1024, name="sb")
     if config.staged:
         g.sc = b.smem.alloc(type=smem(out_dtype, epilogue.staged_c_layout(config)), align=1024, name="sc")
+    if config.scales_smem:
+        block_scales.alloc_scale_rings(g)
     if cluster > 1:
         g.pipe = b.pipeline.alloc(stages=stages, consumers=8, cluster=cluster, name="pipe")
     else:

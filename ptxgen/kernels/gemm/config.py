@@ -20,6 +20,9 @@ SCALES = ("tensor", "block")
 GROUPINGS = ("none", "contiguous", "masked")
 GROUPINGS = ("none", "contiguous", "masked")
 SCALE_BLOCK = 128  # elements of K (and of B's N) per block scale: one e4m3 k-tile
+# ``scales_smem``: bytes per pipeline stage of B's scales in shared memory — one TMA box of at most 3 B scale blocks ×
+# 4 k-blocks (16 bytes each), its slot a TMA destination's 128-byte alignment
+B_SCALE_SLOT = 128
 MAJORS = ("K", "MN")
 # Stream-K's partial sums cost a launch the time of several k-tiles (each CTA writes and reads 128 KiB of f32 and
 # waits on its flags); it pays where it shortens the last wave by more
@@ -86,6 +89,12 @@ class GemmConfig:
       barriers, so that the first loads do not wait for them.
     - ``overlap`` with block scales (1): the previous tile's epilogue runs behind the next tile's first k-tile of
       wgmmas.
+    - ``scales_smem`` (block scales; DeepGEMM's design): the producer's TMA loads each k-tile's scales WITH its stage,
+      on the stage's mbarrier — A's BM row scales (from the M-major TMA-aligned layout, seen as (⌈K/128⌉, M)) into a
+      ring of BM × 4 bytes per stage and B's scale blocks (from a (⌈N/128⌉, ⌈K/128⌉) layout whose rows are 16-byte
+      aligned) into one of ``B_SCALE_SLOT`` bytes per stage — so that the consumers read every scale with ld.shared
+      from the stage they already waited for (``block_scales.stage_scale_loads``). Not with ``swap_ab`` or
+      ``scale_prefetch``.
 
     Post (``validate``): the builder accepts the config; any violated rule is a ValueError naming the field."""
 
@@ -116,6 +125,7 @@ class GemmConfig:
     late_scales: bool = False
     load_batch: int = 1
     prefetch_maps: bool = False
+    scales_smem: bool = False
 
     def __post_init__(self):
         if self.out_dtype is None:
@@ -149,7 +159,13 @@ class GemmConfig:
         ring = (self.bm + self.bn) * SWIZZLE_ROW * self.stages
         staged = self.bm * (self.bn // max(self.epilogue_split, 1)) * ELEMENT_BYTES[self.out_dtype] if self.staged \
             else 0
-        return ring + staged + PIPELINE_STAGE_BYTES * self.stages
+        return ring + staged + self.scale_ring_bytes() + PIPELINE_STAGE_BYTES * self.stages
+
+    def scale_ring_bytes(self) -> int:
+        """The shared memory of ``scales_smem``'s scale rings: per stage BM f32 row scales and ``B_SCALE_SLOT``
+        bytes of B's (the plan gives the last stage's B slot only its box, up to 112 bytes less); 0 without. ``GemmConfig("e4m3", bn=128, stages=5, scales="block", scales_smem=True)
+        .scale_ring_bytes()`` = 5 · (128 · 4 + 128) = 3200."""
+        return self.stages * (self.bm * 4 + B_SCALE_SLOT) if self.scales_smem else 0
 
     def replace(self, **changes) -> "GemmConfig":
         """A copy with ``changes``; ``out_dtype`` follows a new fp8/16-bit ``dtype`` unless given."""
@@ -176,7 +192,7 @@ class GemmConfig:
         (stream-K; ``ska``: on every SM; a number after it: ``streamk_min_saving``), ``m<a><b>`` (majors, ``k`` or
         ``n`` each: ``mkn`` = A K-major, B MN-major), ``x`` (swap_ab), ``b`` (bias), ``B`` (block scales),
         ``f`` (block scales loaded a k-tile ahead: ``scale_prefetch``), ``w`` (``pingpong``), ``l`` (``late_scales``),
-        ``Gc``/``Gm``
+        ``S`` (``scales_smem``), ``Gc``/``Gm``
         (grouped: contiguous / masked), ``R<producer>-<consumer>`` (registers), ``_<out_dtype>`` (fp8 with an f16 C). The dtype is not part of the name.
         ``GemmConfig(cluster=2, epilogue="tma", epilogue_split=2).name`` = ``h128x256s4c2t2``."""
         parts = [f"h{self.bm}x{self.bn}s{self.stages}"]
@@ -214,6 +230,8 @@ class GemmConfig:
             parts.append("w")
         if self.late_scales:
             parts.append("l")
+        if self.scales_smem:
+            parts.append("S")
         if self.grouped != "none":
             parts.append("G" + self.grouped[0])
         if tuple(self.registers) != (24, 240):
@@ -230,7 +248,8 @@ class GemmConfig:
         m = _NAME.fullmatch(name)
         if not m:
             raise ValueError(f"unknown GEMM variant {name!r}: h<BM>x<BN>s<stages>[p<pending>][g<group>][c<cluster>]"
-                             "[k<promote>][t|r[<split>]][o<overlap>][q<load batch>][d][sk[a][<min saving>]][m<a><b>][x][b][B][f][w][l][Gc|Gm]"
+                             "[k<promote>][t|r[<split>]][o<overlap>][q<load batch>][d][sk[a][<min saving>]][m<a><b>][x][b][B][f][w]"
+                             "[l][S][Gc|Gm]"
                              "[R<producer>-<consumer>][_<out dtype>]")
         g = m.groupdict()
         return cls(
@@ -246,6 +265,7 @@ class GemmConfig:
             b_major="MN" if g["majors"] and g["majors"][1] == "n" else "K",
             swap_ab=bool(g["swap"]), bias=bool(g["bias"]), scales="block" if g["block"] else "tensor",
             scale_prefetch=bool(g["prefetch"]), pingpong=bool(g["pingpong"]), late_scales=bool(g["late"]),
+            scales_smem=bool(g["smem"]),
             grouped={"c": "contiguous", "m": "masked", None: "none"}[g["grouped"]],
             registers=(int(g["rp"]), int(g["rc"])) if g["rp"] else (24, 240), out_dtype=g["out"])
 
@@ -254,7 +274,7 @@ _NAME = re.compile(r"h(?P<bm>\d+)x(?P<bn>\d+)s(?P<stages>\d+)(?:p(?P<pending>\d+
                    r"(?:c(?P<cluster>\d+))?(?:k(?P<promote>\d+))?(?:(?P<epi>[tr])(?P<split>\d)?)?(?:o(?P<overlap>\d+))?"
                    r"(?:q(?P<batch>\d+))?(?P<maps>d)?"
                    r"(?:(?P<sk>sk)(?P<every>a)?(?P<saving>\d+)?)?(?:m(?P<majors>[kn]{2}))?(?P<swap>x)?(?P<bias>b)?"
-                   r"(?P<block>B)?(?P<prefetch>f)?(?P<pingpong>w)?(?P<late>l)?(?:G(?P<grouped>[cm]))?(?:R(?P<rp>\d+)-(?P<rc>\d+))?(?:_(?P<out>bf16|f16))?")
+                   r"(?P<block>B)?(?P<prefetch>f)?(?P<pingpong>w)?(?P<late>l)?(?P<smem>S)?(?:G(?P<grouped>[cm]))?(?:R(?P<rp>\d+)-(?P<rc>\d+))?(?:_(?P<out>bf16|f16))?")
 
 
 # -- the rules, in the order they are checked: each → None, or "field = value: what is wrong" --------------------------
@@ -342,8 +362,15 @@ def _scales(c: GemmConfig):
         if c.overlap and c.epilogue != "tma":
             return (f"overlap = 1: the epilogue behind the next tile's wgmmas is built for the TMA-store epilogue, "
                     f"not {c.epilogue!r}")
-    elif c.scale_prefetch or c.pingpong or c.late_scales:
-        field = "scale_prefetch" if c.scale_prefetch else "pingpong" if c.pingpong else "late_scales"
+        if c.scales_smem and c.swap_ab:
+            return ("scales_smem = True: the stage's scales are A's per row and B's per 128 × 128 block; swapped "
+                    "(swap_ab) the kernel's rows would take B's: scales_smem = False")
+        if c.scales_smem and c.scale_prefetch:
+            return ("scales_smem = True: the scales arrive with their stage, so there is nothing to load a k-tile "
+                    "ahead (scale_prefetch): choose one")
+    elif c.scale_prefetch or c.pingpong or c.late_scales or c.scales_smem:
+        field = ("scale_prefetch" if c.scale_prefetch else "pingpong" if c.pingpong else "late_scales"
+                 if c.late_scales else "scales_smem")
         return (f"{field} = True: it orders the promotion of block scales; a config with scales = {c.scales!r} has "
                 "none")
     if c.grouped not in GROUPINGS:
@@ -425,6 +452,7 @@ def _shared_memory(c: GemmConfig):
     need = c.smem_bytes()
     if need > SMEM_BYTES:
         return (f"stages = {c.stages}: {c.stages} stages of (BM + BN) × 128 bytes"
+                + (f" and BM × 4 + {B_SCALE_SLOT} bytes of scales (scales_smem)" if c.scales_smem else "")
                 + (" and the staged C" if c.staged else "") + f" need {need} bytes of shared memory, over the "
                 f"{SMEM_BYTES} a Hopper CTA can have")
     return None

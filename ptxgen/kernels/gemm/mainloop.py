@@ -60,6 +60,7 @@ def produce(g, t, lo, hi, it):
     tm, tn = tile_of(g, t, ("tm", "tn", "tmc", "tm_own"))
     m0 = b.arith.mul(tm, g.c_bm, name="m0")
     n0 = b.arith.mul(tn, g.c_bn, name="n0")
+    group = None
     if config.grouped != "none":
         # B is (G·N, K): the group's rows start at group·N; a masked tile past its group's rows loads nothing
         group, has_rows, _rows = block_scales.tile_group(g, tm, g.thread, 384, "p")
@@ -85,6 +86,8 @@ def produce(g, t, lo, hi, it):
             b.tma.load(kb["b"], b_half, g.pipe, s, n_part, kc, multicast=True)
         else:
             b.tma.load(kb["b"], b_dst, g.pipe, s, n0, kc)
+        if config.scales_smem:
+            block_scales.load_stage_scales(g, s, kt, m0, tn, group, tag)
 
     batch = config.load_batch
     if batch > 1:
@@ -261,7 +264,8 @@ def promote_block_scaled(g, init, lo, hi, cit, tm, tn, hook=None):
     without it the k-tile's own scales are loaded and multiplied before its wgmmas are issued), ``pingpong``
     (warpgroup 1 issues a k-tile's wgmmas after warpgroup 0 has issued its own: their chunks complete one after the
     other, each promotion behind the other warpgroup's wgmmas), ``late_scales`` (``block_scales.promote_late``: no
-    instruction reading a scale load can precede the k-tile's wgmmas) and ``hook`` (``overlap``: k-tile lo's wgmmas are
+    instruction reading a scale load can precede the k-tile's wgmmas), ``scales_smem`` (the scales arrived with the
+    stage: read by ld.shared after its wait, while its wgmmas run; ``block_scales.stage_scale_loads``) and ``hook`` (``overlap``: k-tile lo's wgmmas are
     issued, then ``hook()`` — the previous tile's epilogue — runs while they execute). → (the f32 total, the
     iteration counter after k-tile hi-1)."""
     b, config = g.b, g.config
@@ -294,8 +298,8 @@ def promote_block_scaled(g, init, lo, hi, cit, tm, tn, hook=None):
     def loads(kt, tag):
         return block_scales.scale_loads(g, kt, tm, tn, group, masked_rows, tag)
 
-    late = config.late_scales
-    if not (prefetch or late or config.pingpong or hook is not None):
+    late, in_smem = config.late_scales, config.scales_smem
+    if not (prefetch or late or in_smem or config.pingpong or hook is not None):
         with b.scf.for_(lo, hi, g.c1, init, cit, args=("kt_b", "total_in", "kit_b"),
                         names=["total", "kit_done"]) as loop:
             kt, total_in, kit = loop
@@ -312,15 +316,21 @@ def promote_block_scaled(g, init, lo, hi, cit, tm, tn, hook=None):
     if hook is not None:
         # k-tile lo: its wgmmas queued (a loop of at most one trip: no branch carries them in flight), the previous
         # tile's epilogue, then its promotion; its scales are loaded before the epilogue and k-tile lo+1's with them
-        first_scales = loads(_first_k_tile(g, lo, hi), "_h")
+        # (scales_smem: read from the peeled stage inside the loop, zeros when it has no trip)
+        first_scales = None if in_smem else loads(_first_k_tile(g, lo, hi), "_h")
         peel_end = b.arith.min(b.arith.add(lo, g.c1, name="peel_end0"), hi, name="peel_end")
         zero = b.frag.splat(g.fzero, type=g.acc_t, name="zero_h")
-        with b.scf.for_(lo, peel_end, g.c1, zero, cit, args=("kp", "chunk_p", "kit_p"),
-                        names=["chunk_peeled", "kit_peeled"]) as ploop:
-            _kp, chunk_p, kit_p = ploop
-            chunk_q, _s = issue_in_turn(chunk_p, kit_p, "_h")
-            b.scf.yield_(chunk_q, b.arith.add(kit_p, g.c1, name="kit_p1"))
-        chunk_h, kit0 = ploop.results
+        smem_parts = block_scales.scale_parts(config) if in_smem else 0
+        with b.scf.for_(lo, peel_end, g.c1, zero, cit, *[zero] * smem_parts,
+                        args=("kp", "chunk_p", "kit_p") + tuple(f"scale_p{i}" for i in range(smem_parts)),
+                        names=["chunk_peeled", "kit_peeled"] + [f"scale_h{i}" for i in range(smem_parts)]) as ploop:
+            _kp, chunk_p, kit_p, *_scales_p = ploop
+            chunk_q, s_q = issue_in_turn(chunk_p, kit_p, "_h")
+            got = block_scales.stage_scale_loads(g, s_q, "_h") if in_smem else []
+            b.scf.yield_(chunk_q, b.arith.add(kit_p, g.c1, name="kit_p1"), *got)
+        chunk_h, kit0, *smem_scales = ploop.results
+        if in_smem:
+            first_scales = smem_scales
         next_scales = loads(peel_end, "_first") if prefetch else None
         hook()
         chunk_h = b.wgmma.wait(chunk_h, pending=0, name="chunk_h")
@@ -346,10 +356,13 @@ def promote_block_scaled(g, init, lo, hi, cit, tm, tn, hook=None):
             # latency stays on the issue path; ``late_scales`` removes it)
             factors = block_scales.scale_factors(g, current, valid)
             following = loads(b.arith.add(kt, g.c1, name="kt_next"), "_next")
-        else:
+        elif not in_smem:
             current = loads(kt, "")
         zero = b.frag.splat(g.fzero, type=g.acc_t, name="zero")
         chunk, s2 = issue_in_turn(zero, kit, "_b")
+        if in_smem:
+            # the stage has arrived (its scales with it): ld.shared while its wgmmas run
+            current = block_scales.stage_scale_loads(g, s2)
         chunk = b.wgmma.wait(chunk, pending=0, name="chunk")
         b.pipeline.release(g.pipe, s2)
         if late:
