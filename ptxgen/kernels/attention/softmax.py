@@ -27,6 +27,7 @@ from ptxgen.ir.builder import f32, frag, i32
 
 from .config import CONSUMER_ROWS
 from .layouts import operand_view
+from .warpgroups import by_warpgroup
 
 M_INIT = -2.0 ** 100    # the running max before any score: finite, far below any score
 NO_DIAGONAL = 1 << 30   # a diag no column − row difference of a tile exceeds (non-causal)
@@ -184,8 +185,6 @@ def consume_overlapped(g, o0: list, m0, l0):
     in flight crosses a branch or the loop's back edge."""
     b, config = g.b, g.config
     p_t = frag(config.dtype, config.bn // 2)
-    if config.pingpong:
-        g.first_wg = b.arith.cmp(g.cw, g.c0, pred="eq", name="first_wg")
     any_tile = b.arith.cmp(g.n_end, g.c0, pred="gt", name="any_tile")
     first = b.scf.if_(any_tile, types=(p_t, m0.type, l0.type), names=["p_tile0", "m_tile0", "l_tile0"])
     with first.then:
@@ -239,33 +238,31 @@ def consume_overlapped(g, o0: list, m0, l0):
     return list(last.results), m_end, l_end
 
 
-# the named barriers of the ping-pong: TURN[w] opens consumer warpgroup w's next wgmma section
-TURN = (1, 2)
+def turn_barrier(v: int) -> int:
+    """The named barrier that opens consumer warpgroup v's next wgmma section: v + 1 (0 is the CTA barrier)."""
+    return v + 1
 
 
 def pingpong_turn(g, point: str):
-    """FA3's inter-warpgroup ping-pong: the two consumer warpgroups' wgmma sections (S_0; then per tile S_j queued
-    with P_{j-1}·V_{j-1}; then the last P·V) strictly alternate, warpgroup 0 first, so that one's softmax runs while
-    the other's GEMMs occupy the tensor cores. Warpgroup w waits for its turn on barrier TURN[w] (``barrier.named``,
-    256 threads: its own 128 and the other's 128 arrivals) and, its section queued, hands the turn over with a
-    non-blocking ``barrier.arrive`` on the other's barrier, so it never waits for the other to reach a point — only
-    for the other's section to be queued. Warpgroup 1 first arrives once on TURN[0] (warpgroup 0 goes first) and
-    does not hand over after its last section, so every generation of both barriers completes: each warpgroup runs
-    n_end + 1 sections. ``point``: "start" (warpgroup 1's first arrival), "take" (before a section), "pass" (after
-    it), "pass_last" (after the last: warpgroup 0 only)."""
+    """FA3's inter-warpgroup ping-pong, round-robin over the w consumer warpgroups: their wgmma sections (S_0; then per
+    tile S_j queued with P_{j-1}·V_{j-1}; then the last P·V) strictly take turns, warpgroup 0 first, then 1, …, w−1,
+    0, …, so that one's softmax runs while the others' GEMMs occupy the tensor cores. Warpgroup v waits for its turn
+    on barrier ``turn_barrier(v)`` (``barrier.named``, 256 threads: its own 128 and the previous warpgroup's 128
+    arrivals) and, its section queued, hands the turn to warpgroup v + 1 (mod w) with a non-blocking
+    ``barrier.arrive`` on that one's barrier, so it never waits for another to reach a point — only for the previous
+    one's section to be queued. The last warpgroup first arrives once on warpgroup 0's barrier (warpgroup 0 goes
+    first) and does not hand over after its last section, so every generation of every turn barrier completes: each
+    warpgroup runs n_end + 1 sections. A warpgroup cannot arrive twice on a barrier before its waiter took the first
+    arrival: its next section waits for the whole ring, the waiter's section included. ``point``: "start" (the last
+    warpgroup's first arrival), "take" (before a section), "pass" (after it), "pass_last" (after the last: every
+    warpgroup but the last)."""
     b = g.b
-    branch = g.b.scf.if_(g.first_wg)
-    with branch.then:
+    count = g.config.consumer_warpgroups
+
+    def turn(v):
         if point == "take":
-            b.barrier.named(id=TURN[0], threads=256)
-        elif point in ("pass", "pass_last"):
-            b.barrier.arrive(id=TURN[1], threads=256)
-        b.scf.yield_()
-    if point == "pass_last":
-        return
-    with branch.otherwise:
-        if point == "take":
-            b.barrier.named(id=TURN[1], threads=256)
-        else:
-            b.barrier.arrive(id=TURN[0], threads=256)
-        b.scf.yield_()
+            b.barrier.named(id=turn_barrier(v), threads=256)
+        elif point in ("pass", "pass_last") or v == count - 1:
+            b.barrier.arrive(id=turn_barrier((v + 1) % count), threads=256)
+
+    by_warpgroup(g, turn, upto=count - 1 if point == "pass_last" else count)
