@@ -35,6 +35,12 @@ CASES = [
     (1, 2, 1, 200, 150, wg3(d=128, causal=True, overlap=False, epilogue="direct")),
     (1, 1, 1, 70, 90, wg3(dtype="f16", bn=64)),
     (1, 1, 1, 1, 1, wg3(causal=True)),
+    # P staged in shared memory for an SS P·V (FA3's non-causal D = 64 form), with and without overlap and turns
+    (1, 2, 1, 250, 400, wg3(bn=192, pingpong=False, p_in_smem=True)),
+    (1, 2, 1, 300, 200, wg3(causal=True, p_in_smem=True)),
+    (1, 1, 1, 130, 200, wg3(d=128, bn=64, overlap=False, p_in_smem=True)),
+    (1, 2, 1, 100, 300, AttentionConfig("bf16", 64, 128, 2, True, overlap=True, pingpong=True, epilogue="tma",
+                                        p_in_smem=True)),
 ]
 
 
@@ -47,13 +53,15 @@ def test_interpreter_matches_float64(b, hq, hkv, sq, sk, config):
 
 
 @pytest.mark.parametrize("schedule", ["lazy", 11])
-def test_round_robin_pingpong_under_a_random_schedule(schedule):
+@pytest.mark.parametrize("p_in_smem", [False, True])
+def test_round_robin_pingpong_under_a_random_schedule(schedule, p_in_smem):
     """The three warpgroups' wgmma sections take turns 0, 1, 2, 0, …: with copies completing in a random order and
-    races reported, every turn barrier's generation completes and the result is the reference's."""
+    races reported (P's tile too: written by stmatrix, read by the next SS wgmma), every turn barrier's generation
+    completes and the result is the reference's."""
     from ptxgen.interp import interpret
     from ptxgen.kernels.attention import run
 
-    config = wg3(causal=True)
+    config = wg3(causal=True, p_in_smem=p_in_smem)
     q, k, v = random_problem(1, 2, 1, 200, 450, 64, "bf16", seed=3)
     out = np.zeros(q.shape, q.dtype)
     lse = np.zeros((1, 2, 200), np.float32)
@@ -97,6 +105,12 @@ def test_config_shape_of_three_warpgroups():
     (AttentionConfig(head_dim=128, stages=3, consumer_warpgroups=3),
      r"AttentionConfig.stages = 3: Q's tile \(192 × 128\) and 3 stages of K and V tiles \(128 × 128\) need 245864 "
      r"bytes of shared memory, over the 232448 a Hopper CTA can have"),
+    (AttentionConfig(head_dim=64, bn=256, stages=4, consumer_warpgroups=3, p_in_smem=True),
+     r"AttentionConfig.stages = 4: Q's tile \(192 × 64\), P's tile \(192 × 256\) and 4 stages of K and V tiles "
+     r"\(256 × 64\) need 385160 bytes of shared memory"),
+    (AttentionConfig(head_dim=64, bn=96, p_in_smem=True),
+     r"AttentionConfig.bn = 96: with p_in_smem, P's \(64, bn\) tile is the SS wgmma's A operand in K-major SW128 "
+     r"atoms of 64 columns: bn a multiple of 64"),
 ])
 def test_config_rules(config, message):
     with pytest.raises(ValueError, match=message):
@@ -109,11 +123,13 @@ def registers_at(ptx: str, budget: int):
     """(registers, spill-store bytes) of ``ptx`` assembled by nvJitLink for a ``budget``-register thread: what the
     driver's JIT gives the consumer warpgroups that setmaxnreg raises to ``budget`` (nvJitLink's relocatable compile
     ignores setmaxnreg, C7504, and holds the kernel to its launch budget: 65536 / 512 = 128 for 3 consumer
-    warpgroups), estimated by compiling the whole kernel under ``.maxnreg budget`` instead of its ``.reqntid``."""
+    warpgroups), estimated by compiling the whole kernel with ``.maxnreg budget`` after its ``.reqntid`` (ptxas then
+    takes the budget, and still knows the warpgroups are whole)."""
     from ptxgen.nvjitlink import compile_ptx
 
     assert re.search(r"\.reqntid \d+, 1, 1", ptx)
-    log = compile_ptx(re.sub(r"\.reqntid \d+, 1, 1", f".maxnreg {budget}", ptx), options=("-O3", "-Xptxas=-v")).info_log
+    log = compile_ptx(re.sub(r"(\.reqntid \d+, 1, 1)", rf"\1\n.maxnreg {budget}", ptx),
+                      options=("-O3", "-Xptxas=-v")).info_log
     return int(re.search(r"Used (\d+) registers", log).group(1)), int(re.search(r"(\d+) bytes spill stores", log).group(1))
 
 
@@ -140,6 +156,26 @@ def test_ptx_of_three_warpgroups_with_round_robin_turns():
     assert compiled.registers <= 128            # nvJitLink's launch budget (see registers_at)
     assert registers_at(ptx, 160)[1] == 0
     assert registers_at(compile_kernel(build(choose_config("bf16", 64, True)), defer_assembly=True).ptx, 240)[1] == 0
+
+
+def test_ptx_of_p_in_smem():
+    """p_in_smem, 3 warpgroups, bn = 192 (FA3's non-causal D = 64 form): P·V is an SS wgmma (A through its
+    descriptor, bn/16 k-steps, none from registers), P reaches shared memory by 12 stmatrix.x4 per thread and tile
+    (96 values) behind ``fence.proxy_async``; under the consumers' 160 registers no spill, where the RS form spills."""
+    from ptxgen.lower import compile_kernel
+
+    config = wg3(bn=192, pingpong=False, p_in_smem=True)
+    ptx = compile_kernel(build(config), defer_assembly=True).ptx
+    wgmma = r"wgmma\.mma_async\.sync\.aligned\.m64n{}k16\.f32\.bf16\.bf16 \{{[^}}]*\}}, "
+    # S (bn = 192: 4 k-steps of D) in tile 0 and the loop; P·V (n64, 12 k-steps) in the loop and after it
+    assert len(re.findall(wgmma.format(192) + "%rd", ptx)) == 2 * 4
+    assert len(re.findall(wgmma.format(64) + "%rd", ptx)) == 2 * 12
+    assert not re.findall(wgmma.format(64) + r"\{", ptx)
+    assert len(re.findall(r"stmatrix\.sync\.aligned\.m8n8\.x4\.shared\.b16", ptx)) == 2 * 12 + 64 // 16
+    assert "fence.proxy.async.shared::cta" in ptx
+    assert registers_at(ptx, 160)[1] == 0
+    rs = compile_kernel(build(wg3(bn=192, pingpong=False)), defer_assembly=True).ptx
+    assert registers_at(rs, 160)[1] > 0
 
 
 def test_two_warpgroup_kernel_keeps_its_barriers():
@@ -215,7 +251,9 @@ def test_bench_variant_words():
     finally:
         sys.path.remove(str(root / "benchmarks"))
     assert bench.variant_fields("wg3") == {"consumer_warpgroups": 3}
-    assert bench.variant_fields("wg3-bn192-nopingpong") == {"consumer_warpgroups": 3, "bn": 192, "pingpong": False}
+    assert bench.variant_fields("wg3-bn192-nopingpong-psmem") == {"consumer_warpgroups": 3, "bn": 192,
+                                                                  "pingpong": False, "p_in_smem": True}
+    assert bench.variant_fields("psmem-rs") == {"p_in_smem": False}
     import dataclasses
 
     config = dataclasses.replace(choose_config("bf16", 64, False), **bench.variant_fields("wg3-bn192"))
@@ -229,7 +267,7 @@ GPU_CASES = [(2, 16, 16, 1024, 1024), (1, 8, 2, 1000, 3001), (1, 4, 4, 3001, 100
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("variant", ["bn128", "bn192", "bn192-nopingpong", "plain"])
+@pytest.mark.parametrize("variant", ["bn128", "bn192-psmem", "bn192-nopingpong-psmem", "bn128-psmem", "plain"])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("b, hq, hkv, sq, sk", GPU_CASES)
 def test_gpu_matches_float64(b, hq, hkv, sq, sk, causal, variant):
@@ -238,7 +276,7 @@ def test_gpu_matches_float64(b, hq, hkv, sq, sk, causal, variant):
     torch = torch_or_skip()
     bn = 192 if "bn192" in variant else 128
     config = wg3(bn=bn, causal=causal, overlap=variant != "plain", pingpong="nopingpong" not in variant and
-                 variant != "plain")
+                 variant != "plain", p_in_smem="psmem" in variant)
     q = torch.randn(b, sq, hq, 64, device="cuda", dtype=torch.bfloat16)
     k = torch.randn(b, sk, hkv, 64, device="cuda", dtype=torch.bfloat16)
     v = torch.randn(b, sk, hkv, 64, device="cuda", dtype=torch.bfloat16)

@@ -22,7 +22,7 @@ from ptxgen.ir.builder import KernelBuilder, cdiv, dim, f32, gtensor, i32, smem,
 from ..global_element import load_element
 from . import epilogue, softmax
 from .config import BOX_COLUMNS, CONSUMER_ROWS, AttentionConfig
-from .layouts import box_layout, ring_box, ring_layout, tile_layout
+from .layouts import box_layout, p_layout, ring_box, ring_layout, tile_layout
 from .warpgroups import warpgroup_tests
 
 
@@ -66,6 +66,8 @@ def build(config: AttentionConfig = AttentionConfig()):
     g.sq_tile = b.smem.alloc(type=smem(dtype, q_tile), align=1024, name="sq_tile")
     g.sk_ring = b.smem.alloc(type=smem(dtype, ring), align=1024, name="sk_ring")
     g.sv_ring = b.smem.alloc(type=smem(dtype, ring), align=1024, name="sv_ring")
+    if config.p_in_smem:
+        g.sp_tile = b.smem.alloc(type=smem(dtype, p_layout(dtype, bm, bn)), align=1024, name="sp_tile")
     g.qbar = b.mbarrier.alloc(count=1, name="qbar")
     # every consumer warp releases each stage
     g.pk = b.pipeline.alloc(stages=stages, consumers=4 * config.consumer_warpgroups, name="pk")

@@ -50,6 +50,10 @@ class AttentionConfig:
     - ``consumer_warpgroups``: 2 or 3 consumer warpgroups of 64 query rows each: a CTA's query tile has ``bm`` = 128
       or 192 rows and 384 or 512 threads (FA3 runs head dim 64 with 3). With ``pingpong`` the warpgroups' wgmma
       sections take turns round-robin (0, 1, 2, 0, …).
+    - ``p_in_smem``: O += P·V by SS wgmma with P staged in shared memory (stmatrix into the warpgroup's (64, bn)
+      K-major tile, ``fence.proxy_async``, the warpgroup's own barrier) instead of RS from registers: under the overlap
+      the registers of P_{j-1} are free while S_j's softmax runs (FA3's choice for D = 64 non-causal with bn = 192
+      and 3 consumer warpgroups, where the RS form spills at 160 registers).
 
     Post (``validate``): the builder accepts the config; a violated rule is a ValueError naming the field."""
 
@@ -64,6 +68,7 @@ class AttentionConfig:
     varlen: bool = False
     registers: tuple | None = None
     consumer_warpgroups: int = 2
+    p_in_smem: bool = False
 
     def __post_init__(self):
         if isinstance(self.registers, list):
@@ -97,12 +102,13 @@ class AttentionConfig:
         return ELEMENT_BYTES[self.dtype]
 
     def smem_bytes(self) -> int:
-        """Q's tile (``bm`` rows; the ``tma`` and ``rows`` epilogues stage O in it), the K and V rings and the barriers
-        (one Q barrier, 16 bytes per pipeline stage). ``AttentionConfig().smem_bytes()`` = 128·128·2 + 2·2·128·128·2 +
+        """Q's tile (``bm`` rows; the ``tma`` and ``rows`` epilogues stage O in it), the K and V rings, P's (bm, bn)
+        tile with ``p_in_smem``, and the barriers (one Q barrier, 16 bytes per pipeline stage). ``AttentionConfig().smem_bytes()`` = 128·128·2 + 2·2·128·128·2 +
         8 + 2·2·16 = 163912; ``AttentionConfig(head_dim=64, bn=192, consumer_warpgroups=3).smem_bytes()`` = 192·64·2
         + 2·2·192·64·2 + 8 + 64 = 122952."""
         tile = self.head_dim * self.element_bytes
-        return self.bm * tile + 2 * self.stages * self.bn * tile + 8 + 2 * 16 * self.stages
+        p_tile = self.bm * self.bn * self.element_bytes if self.p_in_smem else 0
+        return self.bm * tile + 2 * self.stages * self.bn * tile + p_tile + 8 + 2 * 16 * self.stages
 
     def validate(self) -> "AttentionConfig":
         """Raise ValueError naming the field of the first rule the config breaks; → the config. E.g.
@@ -141,6 +147,9 @@ def _shape(c: AttentionConfig):
     if c.varlen and c.epilogue != "rows":
         return (f"epilogue = {c.epilogue!r}: a varlen sequence's rows end inside the packed output, where no tensor "
                 "bound stops a store: varlen takes epilogue = 'rows'")
+    if c.p_in_smem and c.bn % 64:
+        return (f"bn = {c.bn}: with p_in_smem, P's (64, bn) tile is the SS wgmma's A operand in K-major SW128 atoms of "
+                "64 columns: bn a multiple of 64")
     if c.pingpong and not c.overlap:
         return ("pingpong = True: the ping-pong alternates the sections that queue S_j and P_{j-1}·V_{j-1} together: "
                 "it needs overlap = True")
@@ -162,8 +171,9 @@ def _registers(c: AttentionConfig):
 def _shared_memory(c: AttentionConfig):
     need = c.smem_bytes()
     if need > SMEM_BYTES:
-        return (f"stages = {c.stages}: Q's tile ({c.bm} × {c.head_dim}) and {c.stages} stages of K and V tiles "
-                f"({c.bn} × {c.head_dim}) need {need} bytes of shared memory, over the {SMEM_BYTES} a Hopper CTA can have")
+        p_tile = f", P's tile ({c.bm} × {c.bn})" if c.p_in_smem else ""
+        return (f"stages = {c.stages}: Q's tile ({c.bm} × {c.head_dim}){p_tile} and {c.stages} stages of K and V "
+                f"tiles ({c.bn} × {c.head_dim}) need {need} bytes of shared memory, over the {SMEM_BYTES} a Hopper CTA can have")
     return None
 
 

@@ -21,7 +21,7 @@ from ptxgen.ir.ops.smem import tile_split
 
 from .config import BOX_COLUMNS, CONSUMER_ROWS
 from .layouts import tile_layout
-from .warpgroups import by_warpgroup
+from .warpgroups import warpgroup_barrier
 
 NO_LSE = 2.0 ** 100
 
@@ -30,18 +30,6 @@ def quad_row_tv():
     """The TV layout of a quad leader's one value (row r = 16·warp + lane/4) over the warpgroup's 64 rows, thread
     ``lt / 4``: ``((8,4),1):((1,16),0)``. Post: a bijection of 32 quads onto rows {16w + i : i < 8}."""
     return lc.Layout(((8, 4), 1), ((1, 16), 0))
-
-
-def epilogue_barrier(config, v: int) -> int:
-    """Consumer warpgroup v's own named barrier of the epilogue: after the ping-pong's turn barriers 1 … w (3 and 4
-    with 2 consumer warpgroups, 4, 5 and 6 with 3)."""
-    return config.consumer_warpgroups + 1 + v
-
-
-def warpgroup_barrier(g) -> None:
-    """The consumer warpgroup's own named barrier (128 threads, ``epilogue_barrier``): its staged rows are its own, so
-    it never waits for another warpgroup (behind it by part of a section under the ping-pong)."""
-    by_warpgroup(g, lambda v: g.b.barrier.named(id=epilogue_barrier(g.config, v), threads=128))
 
 
 def out_box(config):

@@ -38,3 +38,16 @@ def by_warpgroup(g, body, upto: int | None = None) -> None:
 
     if upto > 0:
         chain(0)
+
+
+def own_barrier(config, v: int) -> int:
+    """Consumer warpgroup v's own named barrier (128 threads: the epilogue's staging, P's staging): after the
+    ping-pong's turn barriers 1 … w (3 and 4 with 2 consumer warpgroups; 4, 5 and 6 with 3)."""
+    return config.consumer_warpgroups + 1 + v
+
+
+def warpgroup_barrier(g) -> None:
+    """The consumer warpgroup's own named barrier (``own_barrier``, 128 threads): what its threads wrote to shared
+    memory before it is seen by all of them (and, after ``fence.proxy_async``, by its wgmmas and TMA stores); it never
+    waits for another warpgroup (behind it by part of a section under the ping-pong)."""
+    by_warpgroup(g, lambda v: g.b.barrier.named(id=own_barrier(g.config, v), threads=128))
