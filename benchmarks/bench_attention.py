@@ -16,7 +16,9 @@ op's lse there within 1e-4 relative. The table also reports the library's error 
 median (``benchmarks/bench_gemm.time_interleaved`` — the kernels alternating launch by launch, ``interleaved`` — and
 ``time_ms``, one window per kernel, ``windows``), in ``--rounds`` rounds of shuffled order (the median over rounds).
 The library is timed through its prepared call site (the kernel's time), for each of ``--variants`` (``default``:
-the configuration ``choose_config`` picks; others change its fields, ``variant_fields``), timed in the same run; the
+the configuration ``choose_config`` picks for the problem's sequence lengths; others change its fields,
+``variant_fields``; a variant whose configuration ``validate`` refuses is reported and skipped), timed in the same
+run; the
 ratios are the best variant's, each variant's TFLOP/s in the JSON; ``--resources`` prints each variant's registers
 and local memory (spills) as the driver loaded it. TFLOP/s = 4·B·Hq·Sq·Sk·D, halved for causal
 (FlashAttention's count). JSON goes to $OUT/bench_attention.json (or ./bench_attention.json).
@@ -44,16 +46,20 @@ from ptxgen.kernels.attention import run as attention_run  # noqa: E402
 
 
 VARIANT_WORDS = {"plain": {"overlap": False, "pingpong": False, "epilogue": "direct"}, "overlap": {"overlap": True},
-                 "pingpong": {"overlap": True, "pingpong": True}, "tma": {"epilogue": "tma"},
-                 "direct": {"epilogue": "direct"}}
+                 "pingpong": {"overlap": True, "pingpong": True}, "nopingpong": {"pingpong": False},
+                 "tma": {"epilogue": "tma"}, "direct": {"epilogue": "direct"}, "psmem": {"p_in_smem": True},
+                 "rs": {"p_in_smem": False}}
 
 
 def variant_fields(name: str) -> dict:
     """The AttentionConfig fields a variant name sets over ``choose_config``'s: ``default`` none; otherwise words
     joined by ``-``, applied left to right: ``plain`` (no overlap, no ping-pong, direct epilogue), ``overlap``,
-    ``pingpong`` (with overlap), ``tma``, ``direct``, ``s<stages>``, ``bn<rows>``, ``r<producer>x<consumer>``
-    (setmaxnreg budgets). ``variant_fields("plain-pingpong-s3")`` = {overlap: True, pingpong: True, epilogue:
-    "direct", stages: 3}."""
+    ``pingpong`` (with overlap), ``nopingpong``, ``tma``, ``direct``, ``psmem`` (P·V's P staged in shared memory:
+    an SS wgmma), ``rs`` (P in registers), ``s<stages>``, ``bn<rows>``,
+    ``wg<count>`` (consumer warpgroups: ``wg3`` = 192-row query tiles, registers (32, 160) unless ``r…`` says),
+    ``r<producer>x<consumer>`` (setmaxnreg budgets). ``variant_fields("plain-pingpong-s3")`` = {overlap: True,
+    pingpong: True, epilogue: "direct", stages: 3}; ``variant_fields("wg3-bn192")`` = {consumer_warpgroups: 3, bn:
+    192}."""
     fields = {}
     for word in ([] if name == "default" else name.split("-")):
         if word in VARIANT_WORDS:
@@ -62,6 +68,8 @@ def variant_fields(name: str) -> dict:
             fields["stages"] = int(word[1:])
         elif word[:2] == "bn" and word[2:].isdigit():
             fields["bn"] = int(word[2:])
+        elif word[:2] == "wg" and word[2:].isdigit():
+            fields["consumer_warpgroups"] = int(word[2:])
         elif word[:1] == "r" and "x" in word:
             fields["registers"] = tuple(int(x) for x in word[1:].split("x"))
         else:
@@ -111,6 +119,7 @@ def main(argv=None):
     results = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__, "dtype": args.dtype, "rows": []}
     print(f"# {results['device']}, torch {torch.__version__}, {args.dtype}, {args.tokens} tokens, hidden "
           f"{args.hidden}; TFLOP/s (ratio to cuDNN) per timing")
+    shown_resources = set()
     for d in (int(x) for x in args.dims.split(",")):
         h = args.hidden // d
         for causal in causals:
@@ -120,15 +129,26 @@ def main(argv=None):
                 q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=kind) for _ in range(3))
                 out = torch.empty(b, s, h, d, device="cuda", dtype=kind)
                 lse = torch.empty(b, h, s, device="cuda", dtype=torch.float32)
-                base = choose_config(args.dtype, d, causal)
-                configs = {name: dataclasses.replace(base, **variant_fields(name)) for name in args.variants.split(",")}
+                base = choose_config(args.dtype, d, causal, seqlens=(s, s))
+                configs = {}
+                for name in args.variants.split(","):
+                    config = dataclasses.replace(base, **variant_fields(name))
+                    try:
+                        configs[name] = config.validate()
+                    except ValueError as exc:   # e.g. wg3 with 3 stages of D = 128 tiles: over the shared memory
+                        print(f"# {name} D={d} S={s} causal={causal}: not run: {exc}")
                 sites = {f"ptxgen-{name}": attention_run.prepared_site(
                     config, q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), out, lse, 1 / math.sqrt(d))
                     for name, config in configs.items()}
-                if args.resources and s == min(int(x) for x in args.seqlens.split(",")):
+                if args.resources:
                     for name, site in sites.items():
+                        if configs[name[len("ptxgen-"):]] in shown_resources:
+                            continue   # each configuration once (choose_config's may change with S)
+                        c = configs[name[len("ptxgen-"):]]
+                        shown_resources.add(c)
                         fn = site.compiled.function
-                        print(f"# {name} D={d} causal={causal}: {fn.attribute('NUM_REGS')} registers, "
+                        print(f"# {name} D={d} S={s} causal={causal} (bn {c.bn}, {c.stages} stages, "
+                              f"{c.consumer_warpgroups} consumer warpgroups): {fn.attribute('NUM_REGS')} registers, "
                               f"{fn.attribute('LOCAL_SIZE_BYTES')} B local, loaded from {site.compiled.loaded_from}")
 
                 def sdpa(backend, q=q, k=k, v=v, causal=causal):

@@ -5,7 +5,8 @@ float64, for compute-sanitizer (memcheck, racecheck, synccheck):
     compute-sanitizer --tool synccheck --error-exitcode 9 python3 tests/gpu/sanitize_attention.py
 
 Configurations: the chosen ones (overlap + ping-pong; TMA-store epilogue) for D = 64, 128, 256, causal and not, the
-plain loop (no overlap, direct epilogue) for D = 128 and 256, and varlen (the chosen one: ping-pong, rows epilogue). Exits 0 when every run matched (the sanitizer's own exit code reports its findings).
+plain loop (no overlap, direct epilogue) for D = 128 and 256, 3 consumer warpgroups at D = 64 (causal with the
+round-robin ping-pong; non-causal with 192-row KV tiles and P staged in shared memory), and varlen (the chosen one: ping-pong, rows epilogue). Exits 0 when every run matched (the sanitizer's own exit code reports its findings).
 """
 from __future__ import annotations
 
@@ -41,7 +42,10 @@ def main() -> int:
 
     ok = True
     for d, causal, fields in [(128, False, None), (128, True, None), (64, False, None), (256, True, None),
-                              (128, True, {}), (256, False, {"bn": 64})]:
+                              (128, True, {}), (256, False, {"bn": 64}),
+                              (64, True, {"consumer_warpgroups": 3, "overlap": True, "pingpong": True, "epilogue": "tma"}),
+                              (64, False, {"bn": 192, "consumer_warpgroups": 3, "overlap": True, "epilogue": "tma",
+                                           "p_in_smem": True})]:
         q = torch.randn(2, 300, 4, d, device="cuda", dtype=torch.bfloat16)
         k = torch.randn(2, 457, 2, d, device="cuda", dtype=torch.bfloat16)
         v = torch.randn(2, 457, 2, d, device="cuda", dtype=torch.bfloat16)

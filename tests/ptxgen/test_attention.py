@@ -279,8 +279,8 @@ def test_choose_config():
     (AttentionConfig(head_dim=128, bn=72), "AttentionConfig.bn = 72: a KV tile has a multiple of 16 rows"),
     (AttentionConfig(head_dim=128, bn=32), "AttentionConfig.bn = 32: below head_dim = 128, O is kept in blocks of bn "
                                            "columns"),
-    (AttentionConfig(stages=4, bn=256), "AttentionConfig.stages = 4: Q's tile and 4 stages of K and V tiles "
-                                        r"\(256 × 128\) need 557192 bytes"),
+    (AttentionConfig(stages=4, bn=256), r"AttentionConfig.stages = 4: Q's tile \(128 × 128\) and 4 stages of K and V "
+                                        r"tiles \(256 × 128\) need 557192 bytes"),
     (AttentionConfig(registers=(24, 248)), r"AttentionConfig.registers = \(24, 248\): 128 × 24 \+ 256 × 248"),
     (AttentionConfig(pingpong=True), r"AttentionConfig.pingpong = True: the ping-pong alternates the sections that "
                                      r"queue S_j and P_\{j-1\}·V_\{j-1\} together: it needs overlap = True"),

@@ -132,7 +132,7 @@ def attention(q, k, v, causal: bool = False, softmax_scale=None, out=None, *, co
     if out_arg is not None:
         _check_out(op, out_arg, q_arg, dtype)
     if config is None:
-        config = choose_config(dtype, d, bool(causal))
+        config = choose_config(dtype, d, bool(causal), seqlens=(sq, sk))
         if config.epilogue == "tma" and out_arg is not None and kind != "numpy" and not _tma_able(out_arg):
             # a given out TMA cannot store into (unaligned base or strides): stored from the registers instead
             config = dataclasses.replace(config, epilogue="direct")
@@ -219,7 +219,7 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, max
     if out_arg is not None:
         _check_out(op, out_arg, q_arg, dtype)
     if config is None:
-        config = choose_config(dtype, d, bool(causal), varlen=True)
+        config = choose_config(dtype, d, bool(causal), varlen=True, seqlens=(int(max_seqlen_q), int(max_seqlen_k)))
     elif not isinstance(config, AttentionConfig):
         raise TypeError(f"{op}: config must be an AttentionConfig, not {type(config).__name__}")
     else:

@@ -1,12 +1,13 @@
 """The attention forward kernel of an ``AttentionConfig``, FlashAttention-3's structure in the tile IR.
 
-One CTA per (128-row query tile, query head, batch) (grid ``(cdiv(%sq, 128), Hq, B)``; causal: query tiles in
-reverse order of the x index, the longest first), three warpgroups:
+One CTA per (query tile of bm = 64·w rows, query head, batch) (grid ``(cdiv(%sq, bm), Hq, B)``; causal: query tiles
+in reverse order of the x index, the longest first), 1 + w warpgroups (w = ``consumer_warpgroups``, 2 or 3):
 
-- ``gpu.roles`` gives warpgroup 0 to the PRODUCER (registers cut to 24) whose thread 0 loads the Q tile once (TMA, on
+- ``gpu.roles`` gives warpgroup 0 to the PRODUCER (registers cut to 24, 32 with w = 3) whose thread 0 loads the Q
+  tile once (TMA, on
   its own mbarrier) and then walks the KV tiles 0 … n_end-1 of the query tile's KV head, loading each K tile into
   the K pipeline and each V tile into the V pipeline (64-column TMA boxes of rank-4 maps over (B, H, S, D));
-- the two CONSUMER warpgroups (registers raised to 240) own 64 query rows each: per KV tile S = Q·Kᵀ by SS wgmma,
+- the w CONSUMER warpgroups (registers raised to 240, 160 with w = 3) own 64 query rows each: per KV tile S = Q·Kᵀ by SS wgmma,
   the online softmax on S's accumulator fragment in f32, P converted to 16 bits in registers and O += P·V by RS
   wgmma (``softmax``); then O / l and the log-sum-exp (``epilogue``).
 
@@ -20,8 +21,9 @@ from ptxgen.ir.builder import KernelBuilder, cdiv, dim, f32, gtensor, i32, smem,
 
 from ..global_element import load_element
 from . import epilogue, softmax
-from .config import BM, BOX_COLUMNS, CONSUMER_ROWS, AttentionConfig
-from .layouts import box_layout, ring_box, ring_layout, tile_layout
+from .config import BOX_COLUMNS, CONSUMER_ROWS, AttentionConfig
+from .layouts import box_layout, p_layout, ring_box, ring_layout, tile_layout
+from .warpgroups import warpgroup_tests
 
 
 class AttentionValues:
@@ -41,22 +43,22 @@ def build(config: AttentionConfig = AttentionConfig()):
     config.validate()
     g = AttentionValues()
     g.config = config
-    dtype, d, bn, stages = config.dtype, config.head_dim, config.bn, config.stages
+    dtype, d, bn, stages, bm = config.dtype, config.head_dim, config.bn, config.stages, config.bm
     g.lead = lead = 1 if config.varlen else 2
     rank = lead + 2
-    q_tile = tile_layout(dtype, BM, d, lead)
+    q_tile = tile_layout(dtype, bm, d, lead)
     ring = ring_layout(dtype, bn, d, stages, lead)
     g.tile_bytes = bn * d * config.element_bytes
     maps = {"q": tmap(dtype, rank, box_layout(q_tile, lead)), "k": tmap(dtype, rank, ring_box(ring, lead)),
             "v": tmap(dtype, rank, ring_box(ring, lead))}
     if config.varlen:
         kb = KernelBuilder(
-            "attention_varlen_fwd", grid=(cdiv("max_sq", BM), dim("q", 0), "batches"), block=(384, 1, 1), **maps,
+            "attention_varlen_fwd", grid=(cdiv("max_sq", bm), dim("q", 0), "batches"), block=(config.threads, 1, 1), **maps,
             out=gtensor(dtype, 3), lse=gtensor("f32", 2), cu_q=gtensor("i32", 1), cu_k=gtensor("i32", 1),
             max_sq=i32, batches=i32, group=i32, scale=f32)
     else:
         kb = KernelBuilder(
-            "attention_fwd", grid=(cdiv("sq", BM), dim("q", 1), dim("q", 0)), block=(384, 1, 1), **maps,
+            "attention_fwd", grid=(cdiv("sq", bm), dim("q", 1), dim("q", 0)), block=(config.threads, 1, 1), **maps,
             out=tmap(dtype, 4, epilogue.out_box(config)) if config.epilogue == "tma" else gtensor(dtype, 4),
             lse=gtensor("f32", 3), sq=i32, sk=i32, group=i32, scale=f32)
     g.kb, g.b = kb, kb.b
@@ -64,9 +66,12 @@ def build(config: AttentionConfig = AttentionConfig()):
     g.sq_tile = b.smem.alloc(type=smem(dtype, q_tile), align=1024, name="sq_tile")
     g.sk_ring = b.smem.alloc(type=smem(dtype, ring), align=1024, name="sk_ring")
     g.sv_ring = b.smem.alloc(type=smem(dtype, ring), align=1024, name="sv_ring")
+    if config.p_in_smem:
+        g.sp_tile = b.smem.alloc(type=smem(dtype, p_layout(dtype, bm, bn)), align=1024, name="sp_tile")
     g.qbar = b.mbarrier.alloc(count=1, name="qbar")
-    g.pk = b.pipeline.alloc(stages=stages, consumers=8, name="pk")
-    g.pv = b.pipeline.alloc(stages=stages, consumers=8, name="pv")
+    # every consumer warp releases each stage
+    g.pk = b.pipeline.alloc(stages=stages, consumers=4 * config.consumer_warpgroups, name="pk")
+    g.pv = b.pipeline.alloc(stages=stages, consumers=4 * config.consumer_warpgroups, name="pv")
     g.thread = thread = b.gpu.thread_id(dim="x", name="thread")
     g.wg = b.gpu.warpgroup_id(name="wg")
     g.c0 = c0 = b.const(0, i32, name="c0")
@@ -83,7 +88,7 @@ def build(config: AttentionConfig = AttentionConfig()):
     g.head = b.gpu.block_id(dim="y", name="head")
     g.batch = b.gpu.block_id(dim="z", name="batch")
     g.kv_head = b.arith.div(g.head, kb["group"], name="kv_head")
-    g.q0 = b.arith.mul(g.m_tile, b.const(BM, i32, name="bm"), name="q0")
+    g.q0 = b.arith.mul(g.m_tile, b.const(bm, i32, name="bm"), name="q0")
     sequence_bounds(g)
     g.n_end = kv_tiles(g)
     leader = b.arith.cmp(thread, c0, pred="eq", name="leader")
@@ -95,13 +100,15 @@ def build(config: AttentionConfig = AttentionConfig()):
         b.scf.yield_()
     b.barrier.cta()
 
-    role = b.roles(producer=(1, config.registers[0]), consumer=(2, config.registers[1]))
+    producer_registers, consumer_registers = config.register_budgets
+    role = b.roles(producer=(1, producer_registers), consumer=(config.consumer_warpgroups, consumer_registers))
     with role["producer"]:
         with b.scf.if_(leader).then:
             produce(g)
             b.scf.yield_()
     with role["consumer"]:
         g.cw = b.arith.sub(g.wg, c1, name="cw")
+        warpgroup_tests(g)
         g.lt = b.arith.rem(thread, b.const(128, i32, name="wgsize"), name="lt")
         g.row0 = b.arith.add(g.q0, b.arith.mul(g.cw, b.const(CONSUMER_ROWS, i32, name="rows"), name="row_off"),
                              name="row0")
@@ -126,11 +133,11 @@ def sequence_bounds(g) -> None:
 
 def kv_tiles(g):
     """The KV tiles the CTA's query rows see: all ⌈Sk/bn⌉, or (causal) those up to the one holding the last query
-    row's last visible key column min(q0 + 128, Sq) − 1 + Sk − Sq (none when that is negative)."""
+    row's last visible key column min(q0 + bm, Sq) − 1 + Sk − Sq (none when that is negative)."""
     b = g.b
     tiles = b.arith.cdiv(g.sk, g.c_bn, name="kv_tiles")
     if g.config.causal:
-        rows_end = b.arith.min(b.arith.add(g.q0, b.const(BM, i32, name="bm_end"), name="q_end0"), g.sq, name="q_end")
+        rows_end = b.arith.min(b.arith.add(g.q0, b.const(g.config.bm, i32, name="bm_end"), name="q_end0"), g.sq, name="q_end")
         g.diag_shift = b.arith.sub(g.sk, g.sq, name="diag_shift")
         visible = b.arith.max(b.arith.add(rows_end, g.diag_shift, name="visible0"), g.c0, name="visible")
         tiles = b.arith.min(tiles, b.arith.cdiv(visible, g.c_bn, name="causal_tiles"), name="seen_tiles")
@@ -159,7 +166,7 @@ def load_tile(g, tmap_v, dst, bars, index, head, row, tag: str):
 def produce(g):
     """Thread 0 of the producer: Q once, then K and V of every KV tile through their pipelines."""
     b, kb, config = g.b, g.kb, g.config
-    q_bytes = BM * config.head_dim * config.element_bytes
+    q_bytes = config.bm * config.head_dim * config.element_bytes
     b.mbarrier.arrive_expect_tx(g.qbar, g.c0, bytes=q_bytes)
     load_tile(g, kb["q"], g.sq_tile, g.qbar, g.c0, g.head, g.q0, "q")
     with b.scf.for_(g.c0, g.n_end, g.c1, args=("kt",)) as (kt,):

@@ -8,15 +8,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..gemm.config import SMEM_BYTES, setmaxnreg_problem
+from ..gemm.config import REGISTER_FILE, SMEM_BYTES, setmaxnreg_problem
 
 ELEMENT_BYTES = {"bf16": 2, "f16": 2}
 HEAD_DIMS = (64, 128, 256)
 HEAD_DIMS_TEXT = "64, 128 and 256"
 EPILOGUES = ("direct", "tma", "rows")
-BM = 128                 # query rows per CTA: two consumer warpgroups of 64 rows (one m64 wgmma block each)
-CONSUMER_ROWS = 64
+CONSUMER_ROWS = 64       # query rows per consumer warpgroup: one m64 wgmma block
+CONSUMER_WARPGROUPS = (2, 3)
 BOX_COLUMNS = 64         # head-dim columns per TMA box: one 128-byte SW128 row of 16-bit elements
+# the (producer, consumer) setmaxnreg budgets when ``registers`` is not given, per consumer warpgroup count w:
+# 128·producer + 128·w·consumer = 64512 (w = 2) and 65536 (w = 3: FA3's 32 and 160) of the SM's 65536
+DEFAULT_REGISTERS = {2: (24, 240), 3: (32, 160)}
+LONG_KV = 16384          # choose_config: a KV loop of at least this many keys is long (see choose_config)
 
 
 @dataclass(frozen=True)
@@ -34,14 +38,22 @@ class AttentionConfig:
       diagonal are never loaded, the tiles crossing it are masked.
     - ``overlap``: FA3's intra-warpgroup overlap — the next tile's S = Q·Kᵀ and this tile's P·V are queued together
       and the softmax runs while P·V is on the tensor cores (``wgmma.wait {pending = 1}``).
-    - ``pingpong``: FA3's inter-warpgroup ping-pong (with ``overlap``): the two consumer warpgroups' wgmma sections
-      alternate through named barriers, one's softmax under the other's GEMMs.
+    - ``pingpong``: FA3's inter-warpgroup ping-pong (with ``overlap``): the consumer warpgroups' wgmma sections
+      take turns (round-robin) through named barriers, one's softmax under the others' GEMMs.
     - ``epilogue``: ``"direct"`` (O stored from the registers), ``"tma"`` (O staged by stmatrix in the warpgroup's
       rows of Q's tile, stored by TMA boxes: the output's rows 16-byte aligned, as TMA needs) or ``"rows"`` (staged
       the same way, read back by rows and stored by threads whose row lies in the sequence: varlen's).
     - ``varlen``: the packed variable-length batch (FlashAttention's ``cu_seqlens`` convention): Q, K, V, the output
       (total, H, D) and lse (H, total_q), each sequence's rows found through ``cu_q``/``cu_k``.
-    - ``registers``: the (producer, consumer) setmaxnreg budgets.
+    - ``registers``: the (producer, consumer) setmaxnreg budgets; None: ``DEFAULT_REGISTERS`` of the consumer
+      warpgroup count ((24, 240) for 2, FA3's (32, 160) for 3): ``register_budgets``.
+    - ``consumer_warpgroups``: 2 or 3 consumer warpgroups of 64 query rows each: a CTA's query tile has ``bm`` = 128
+      or 192 rows and 384 or 512 threads (FA3 runs head dim 64 with 3). With ``pingpong`` the warpgroups' wgmma
+      sections take turns round-robin (0, 1, 2, 0, …).
+    - ``p_in_smem``: O += P·V by SS wgmma with P staged in shared memory (stmatrix into the warpgroup's (64, bn)
+      K-major tile, ``fence.proxy_async``, the warpgroup's own barrier) instead of RS from registers: under the overlap
+      the registers of P_{j-1} are free while S_j's softmax runs (FA3's choice for D = 64 non-causal with bn = 192
+      and 3 consumer warpgroups, where the RS form spills at 160 registers).
 
     Post (``validate``): the builder accepts the config; a violated rule is a ValueError naming the field."""
 
@@ -54,11 +66,31 @@ class AttentionConfig:
     pingpong: bool = False
     epilogue: str = "direct"
     varlen: bool = False
-    registers: tuple = (24, 240)
+    registers: tuple | None = None
+    consumer_warpgroups: int = 2
+    p_in_smem: bool = False
 
     def __post_init__(self):
         if isinstance(self.registers, list):
             object.__setattr__(self, "registers", tuple(self.registers))
+
+    @property
+    def bm(self) -> int:
+        """Query rows per CTA: 64 per consumer warpgroup (``AttentionConfig(consumer_warpgroups=3).bm`` = 192)."""
+        return CONSUMER_ROWS * self.consumer_warpgroups
+
+    @property
+    def threads(self) -> int:
+        """Threads per CTA: the producer warpgroup and the consumers, 128 each (384 or 512)."""
+        return 128 * (1 + self.consumer_warpgroups)
+
+    @property
+    def register_budgets(self) -> tuple:
+        """The (producer, consumer) setmaxnreg budgets: ``registers``, or the default of the consumer warpgroup count
+        (``AttentionConfig(consumer_warpgroups=3).register_budgets`` = (32, 160))."""
+        if self.registers is not None:
+            return self.registers
+        return DEFAULT_REGISTERS.get(self.consumer_warpgroups, DEFAULT_REGISTERS[2])
 
     @property
     def o_block(self) -> int:
@@ -70,10 +102,13 @@ class AttentionConfig:
         return ELEMENT_BYTES[self.dtype]
 
     def smem_bytes(self) -> int:
-        """Q's tile, the K and V rings and the barriers (one Q barrier, 16 bytes per pipeline stage).
-        ``AttentionConfig().smem_bytes()`` = 128·128·2 + 2·2·128·128·2 + 8 + 2·2·16 = 163912."""
+        """Q's tile (``bm`` rows; the ``tma`` and ``rows`` epilogues stage O in it), the K and V rings, P's (bm, bn)
+        tile with ``p_in_smem``, and the barriers (one Q barrier, 16 bytes per pipeline stage). ``AttentionConfig().smem_bytes()`` = 128·128·2 + 2·2·128·128·2 +
+        8 + 2·2·16 = 163912; ``AttentionConfig(head_dim=64, bn=192, consumer_warpgroups=3).smem_bytes()`` = 192·64·2
+        + 2·2·192·64·2 + 8 + 64 = 122952."""
         tile = self.head_dim * self.element_bytes
-        return BM * tile + 2 * self.stages * self.bn * tile + 8 + 2 * 16 * self.stages
+        p_tile = self.bm * self.bn * self.element_bytes if self.p_in_smem else 0
+        return self.bm * tile + 2 * self.stages * self.bn * tile + p_tile + 8 + 2 * 16 * self.stages
 
     def validate(self) -> "AttentionConfig":
         """Raise ValueError naming the field of the first rule the config breaks; → the config. E.g.
@@ -93,6 +128,9 @@ def _dtype(c: AttentionConfig):
 
 
 def _shape(c: AttentionConfig):
+    if c.consumer_warpgroups not in CONSUMER_WARPGROUPS:
+        return (f"consumer_warpgroups = {c.consumer_warpgroups!r}: a CTA has 2 or 3 consumer warpgroups of 64 query rows "
+                "(a 128- or 192-row query tile)")
     if c.head_dim not in HEAD_DIMS:
         return f"head_dim = {c.head_dim}: the kernel is built for head dims {HEAD_DIMS_TEXT}"
     if not (isinstance(c.bn, int) and c.bn % 16 == 0 and 16 <= c.bn <= 256):
@@ -109,6 +147,9 @@ def _shape(c: AttentionConfig):
     if c.varlen and c.epilogue != "rows":
         return (f"epilogue = {c.epilogue!r}: a varlen sequence's rows end inside the packed output, where no tensor "
                 "bound stops a store: varlen takes epilogue = 'rows'")
+    if c.p_in_smem and c.bn % 64:
+        return (f"bn = {c.bn}: with p_in_smem, P's (64, bn) tile is the SS wgmma's A operand in K-major SW128 atoms of "
+                "64 columns: bn a multiple of 64")
     if c.pingpong and not c.overlap:
         return ("pingpong = True: the ping-pong alternates the sections that queue S_j and P_{j-1}·V_{j-1} together: "
                 "it needs overlap = True")
@@ -116,29 +157,51 @@ def _shape(c: AttentionConfig):
 
 
 def _registers(c: AttentionConfig):
-    return setmaxnreg_problem(c.registers)
+    """The setmaxnreg rule of the GEMM (``setmaxnreg_problem``: multiples of 8 from 24 to 256, two consumer
+    warpgroups within the register file), the register file checked first for 3 consumer warpgroups."""
+    budgets = c.register_budgets
+    if c.consumer_warpgroups == 3 and len(budgets) == 2 and all(isinstance(x, int) for x in budgets):
+        producer, consumer = budgets
+        if 128 * producer + 384 * consumer > REGISTER_FILE:
+            return (f"registers = {budgets}: 128 × {producer} + 384 × {consumer} registers (3 consumer warpgroups) "
+                    f"exceed the SM's {REGISTER_FILE}")
+    return setmaxnreg_problem(budgets)
 
 
 def _shared_memory(c: AttentionConfig):
     need = c.smem_bytes()
     if need > SMEM_BYTES:
-        return (f"stages = {c.stages}: Q's tile and {c.stages} stages of K and V tiles ({c.bn} × {c.head_dim}) need "
-                f"{need} bytes of shared memory, over the {SMEM_BYTES} a Hopper CTA can have")
+        p_tile = f", P's tile ({c.bm} × {c.bn})" if c.p_in_smem else ""
+        return (f"stages = {c.stages}: Q's tile ({c.bm} × {c.head_dim}){p_tile} and {c.stages} stages of K and V "
+                f"tiles ({c.bn} × {c.head_dim}) need {need} bytes of shared memory, over the {SMEM_BYTES} a Hopper CTA can have")
     return None
 
 
 _RULES = (_dtype, _shape, _registers, _shared_memory)
 
 
-def choose_config(dtype: str, head_dim: int, causal: bool, varlen: bool = False) -> AttentionConfig:
-    """The configuration the op runs for a problem (deterministic), the fastest measured on the H100
-    (docs/gpu-runs/2026-11-26-s11.log, sections 3 and 4): for D = 64 and 128 FA3's intra-warpgroup overlap and
-    inter-warpgroup ping-pong, KV tiles of 128 rows (S's accumulator then holds 64 f32 values per thread); for
-    D = 256 KV tiles of 64 rows (O's 128 values per thread fill the registers) and the plain loop (overlap's second S
-    spills there: 0.67× the plain loop's speed); the TMA-store epilogue (varlen: the ``rows`` epilogue, whose stores
-    stop at each sequence's end); a 2-stage K and a 2-stage V pipeline.
+def choose_config(dtype: str, head_dim: int, causal: bool, varlen: bool = False,
+                  seqlens: tuple | None = None) -> AttentionConfig:
+    """The configuration the op runs for a problem, deterministic, by the rules measured on the H100
+    (docs/gpu-runs/2026-11-26-s11.log, sections 3 and 4). ``seqlens``: the problem's (Sq, Sk), varlen's
+    (max_seqlen_q, max_seqlen_k); None: a problem of short sequences.
+
+    1. D = 64 and 128: FA3's intra-warpgroup overlap and inter-warpgroup ping-pong, KV tiles of 128 rows (S's
+       accumulator then holds 64 f32 values per thread); D = 256: KV tiles of 64 rows (O's 128 values per thread
+       fill the registers) and the plain loop (overlap's second S spills there: 0.67× the plain loop's speed).
+    2. A long KV loop (Sk ≥ ``LONG_KV`` = 16384 keys: the loop's fixed costs spread over ≥ 128 tiles): D = 64
+       non-causal takes KV tiles of 192 rows (+8% at S = 16k; −9% at 1k, flat causal), D = 128 a 3-stage K and V
+       pipeline (+1.5% at 16k; the same at 1k-4k).
+    3. The TMA-store epilogue (varlen: the ``rows`` epilogue, whose stores stop at each sequence's end); 2 consumer
+       warpgroups (128-row query tiles); 2 pipeline stages unless rule 2 says 3.
+
     ``choose_config("bf16", 64, True)`` = AttentionConfig("bf16", 64, 128, 2, True, overlap=True, pingpong=True,
-    epilogue="tma")."""
+    epilogue="tma"); ``choose_config("bf16", 64, False, seqlens=(16384, 16384)).bn`` = 192;
+    ``choose_config("bf16", 128, True, seqlens=(16384, 16384)).stages`` = 3.
+    Post: ``validate()`` accepts the result."""
     fa3 = head_dim != 256
-    return AttentionConfig(dtype=dtype, head_dim=head_dim, bn=64 if head_dim == 256 else 128, stages=2, causal=causal,
-                           overlap=fa3, pingpong=fa3, epilogue="rows" if varlen else "tma", varlen=varlen)
+    long_kv = seqlens is not None and seqlens[1] >= LONG_KV
+    bn = 64 if head_dim == 256 else 192 if (head_dim == 64 and long_kv and not causal) else 128
+    stages = 3 if (head_dim == 128 and long_kv) else 2
+    return AttentionConfig(dtype=dtype, head_dim=head_dim, bn=bn, stages=stages, causal=causal, overlap=fa3,
+                           pingpong=fa3, epilogue="rows" if varlen else "tma", varlen=varlen)

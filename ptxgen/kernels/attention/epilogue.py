@@ -19,8 +19,9 @@ from layoutc.hopper import accumulator_tv
 from ptxgen.ir.builder import frag, i32
 from ptxgen.ir.ops.smem import tile_split
 
-from .config import BM, BOX_COLUMNS, CONSUMER_ROWS
+from .config import BOX_COLUMNS, CONSUMER_ROWS
 from .layouts import tile_layout
+from .warpgroups import warpgroup_barrier
 
 NO_LSE = 2.0 ** 100
 
@@ -31,25 +32,9 @@ def quad_row_tv():
     return lc.Layout(((8, 4), 1), ((1, 16), 0))
 
 
-EPILOGUE_BARRIERS = (3, 4)   # each consumer warpgroup's own named barrier (1 and 2 are the ping-pong's)
-
-
-def warpgroup_barrier(g) -> None:
-    """The consumer warpgroup's own named barrier (128 threads; id 3 or 4): its staged rows are its own, so it never
-    waits for the other warpgroup (behind it by half a section under the ping-pong)."""
-    b = g.b
-    branch = b.scf.if_(b.arith.cmp(g.cw, g.c0, pred="eq", name="epilogue_first_wg"))
-    with branch.then:
-        b.barrier.named(id=EPILOGUE_BARRIERS[0], threads=128)
-        b.scf.yield_()
-    with branch.otherwise:
-        b.barrier.named(id=EPILOGUE_BARRIERS[1], threads=128)
-        b.scf.yield_()
-
-
 def out_box(config):
     """The TMA box of the ``tma`` epilogue's stores: 64 rows × 64 columns of a warpgroup's part of Q's tile."""
-    return tile_split(tile_split(tile_layout(config.dtype, BM, config.head_dim), 2, CONSUMER_ROWS)[0], 3,
+    return tile_split(tile_split(tile_layout(config.dtype, config.bm, config.head_dim), 2, CONSUMER_ROWS)[0], 3,
                       BOX_COLUMNS)[0]
 
 

@@ -30,6 +30,13 @@ def tile_layout(dtype: str, rows: int, head_dim: int, lead: int = 2):
     return _leading_modes(gmma_smem_layout("K", "SW128", dtype, (rows, head_dim)), lead)
 
 
+def p_layout(dtype: str, rows: int, bn: int):
+    """The (rows, bn) tile of P in shared memory (``p_in_smem``), K-major SW128 GMMA atoms: each consumer warpgroup's
+    64 rows are the A operand (M = 64, K = bn) of its SS wgmma O += P·V. ``p_layout("bf16", 192, 192)`` =
+    ``Sw<3,4,3> o 0 o ((8,24),(64,3)):((64,512),(1,12288))``."""
+    return gmma_smem_layout("K", "SW128", dtype, (rows, bn))
+
+
 def ring_layout(dtype: str, rows: int, head_dim: int, stages: int, lead: int = 2):
     """``stages`` (1, …, rows, D) tiles, the stage the last mode (K's and V's rings)."""
     return _leading_modes(gmma_smem_layout("K", "SW128", dtype, (rows, head_dim, stages)), lead)

@@ -27,6 +27,7 @@ from ptxgen.ir.builder import f32, frag, i32
 
 from .config import CONSUMER_ROWS
 from .layouts import operand_view
+from .warpgroups import by_warpgroup, warpgroup_barrier
 
 M_INIT = -2.0 ** 100    # the running max before any score: finite, far below any score
 NO_DIAGONAL = 1 << 30   # a diag no column − row difference of a tile exceeds (non-causal)
@@ -83,8 +84,9 @@ def block_names(base: str, count: int, tag: str = "") -> list:
 
 
 def issue_pv(g, p16, o_blocks, kt, tag: str = ""):
-    """Wait for KV tile ``kt``'s V stage and queue O += P·V (RS: P in registers, V seen (D, rows) MN-major; one wgmma
-    per column block of O) as one wgmma group; → (O's blocks in flight, the stage). The caller fences before it."""
+    """Wait for KV tile ``kt``'s V stage and queue O += P·V (RS: P in registers, ``p16``; ``p_in_smem``: SS, P the
+    warpgroup's staged tile ``g.p_rows`` and ``p16`` None; V seen (D, rows) MN-major; one wgmma per column block of O)
+    as one wgmma group; → (O's blocks in flight, the stage). The caller fences before it."""
     b, config = g.b, g.config
     vs = b.pipeline.wait(g.pv, kt, name=f"cvs{tag}")
     v_view = operand_view(b, b.smem.slice(g.sv_ring, vs, name=f"v_stage{tag}"), (1, 0), f"v_nk{tag}", g.lead)
@@ -93,7 +95,10 @@ def issue_pv(g, p16, o_blocks, kt, tag: str = ""):
     for j, (o, name) in enumerate(zip(o_blocks, block_names("o_issued", count, tag))):
         view = v_view if count == 1 else b.smem.tile(v_view, b.const(j, i32, name=f"pv_block{j}{tag}"), mode=0,
                                                      size=config.o_block, name=f"v_nk{j}{tag}")
-        issued.append(b.wgmma.mma_rs(p16, view, o, name=name))
+        if config.p_in_smem:
+            issued.append(b.wgmma.mma(g.p_rows, view, o, name=name))
+        else:
+            issued.append(b.wgmma.mma_rs(p16, view, o, name=name))
     b.wgmma.commit()
     return issued, vs
 
@@ -102,6 +107,16 @@ def wait_blocks(g, o_blocks, base: str, tag: str = "") -> list:
     """``wgmma.wait {pending = 0}`` passing O's blocks through (named ``base``…)."""
     done = g.b.wgmma.wait(*o_blocks, pending=0, name=block_names(base, len(o_blocks), tag))
     return list(done) if isinstance(done, tuple) else [done]
+
+
+def stage_p(g, p16) -> None:
+    """``p_in_smem``: P's 16-bit fragment stored by stmatrix into the warpgroup's (64, bn) tile of P (K-major SW128:
+    the SS wgmma's A operand), made visible to the async proxy (``fence.proxy_async``) and to the whole warpgroup
+    (its own named barrier) before a wgmma reads it. The caller has waited for every wgmma reading the previous P."""
+    b, config = g.b, g.config
+    b.smem.stmatrix(g.p_rows, g.lt, p16, tv=accumulator_tv(config.bn), num=4, trans=False)
+    b.fence.proxy_async()
+    warpgroup_barrier(g)
 
 
 def softmax_step(g, s, m, l, kt, tag: str = ""):
@@ -143,6 +158,8 @@ def consume(g):
     b.mbarrier.wait(g.qbar, g.c0, g.c0)
     g.q_rows = b.smem.tile(operand_view(b, g.sq_tile, (0, 1), "q_mk", g.lead), g.cw, mode=0, size=CONSUMER_ROWS,
                            name="q_rows")
+    if config.p_in_smem:
+        g.p_rows = b.smem.tile(g.sp_tile, g.cw, mode=0, size=CONSUMER_ROWS, name="p_rows")
     fzero = b.const(0.0, f32, name="fzero")
     g.scale_log2 = b.arith.mul(kb["scale"], b.const(math.log2(math.e), f32, name="log2e"), name="scale_log2")
     g.neg_scale_log2 = b.arith.sub(fzero, g.scale_log2, name="neg_scale_log2")
@@ -166,6 +183,8 @@ def consume(g):
         b.pipeline.release(g.pk, ks)
         p16, m_new, l_new, alpha = softmax_step(g, s, m, l, ct)
         o_scaled = rescale(g, o, alpha)
+        if config.p_in_smem:
+            stage_p(g, p16)
         b.wgmma.fence()
         o_issued, vs = issue_pv(g, p16, o_scaled, ct)
         o_new = wait_blocks(g, o_issued, "o_new")
@@ -181,13 +200,14 @@ def consume_overlapped(g, o0: list, m0, l0):
     the softmax of S_j runs while the tensor cores work on P_{j-1}·V_{j-1}, and only then is O waited for and
     rescaled by α_j; the last P·V after the loop. P_{j-1} is carried in 16 bits. Tile 0 and the last P·V are in
     branches on ``n_end > 0`` (causal CTAs may see no tile), each branch waiting for its own wgmmas: no accumulator
-    in flight crosses a branch or the loop's back edge."""
+    in flight crosses a branch or the loop's back edge. ``p_in_smem``: P_j is staged in the warpgroup's P tile once
+    O += P_{j-1}·V_{j-1} (which reads the tile) is waited for, and nothing is carried in registers."""
     b, config = g.b, g.config
+    carry_p = not config.p_in_smem
     p_t = frag(config.dtype, config.bn // 2)
-    if config.pingpong:
-        g.first_wg = b.arith.cmp(g.cw, g.c0, pred="eq", name="first_wg")
     any_tile = b.arith.cmp(g.n_end, g.c0, pred="gt", name="any_tile")
-    first = b.scf.if_(any_tile, types=(p_t, m0.type, l0.type), names=["p_tile0", "m_tile0", "l_tile0"])
+    first = b.scf.if_(any_tile, types=((p_t,) if carry_p else ()) + (m0.type, l0.type),
+                      names=(["p_tile0"] if carry_p else []) + ["m_tile0", "l_tile0"])
     with first.then:
         if config.pingpong:
             pingpong_turn(g, "start")
@@ -199,13 +219,22 @@ def consume_overlapped(g, o0: list, m0, l0):
         s = b.wgmma.wait(s_issued, pending=0, name="s_first")
         b.pipeline.release(g.pk, ks)
         p16, m1, l1, _alpha = softmax_step(g, s, m0, l0, g.c0, "_first")
-        b.scf.yield_(p16, m1, l1)
+        if carry_p:
+            b.scf.yield_(p16, m1, l1)
+        else:
+            stage_p(g, p16)
+            b.scf.yield_(m1, l1)
     with first.otherwise:
-        b.scf.yield_(b.frag.cast(g.zero_s, type=p_t, name="p_none"), m0, l0)
+        if carry_p:
+            b.scf.yield_(b.frag.cast(g.zero_s, type=p_t, name="p_none"), m0, l0)
+        else:
+            b.scf.yield_(m0, l0)
     count = len(o0)
-    with b.scf.for_(g.c1, g.n_end, g.c1, *o0, *first.results, args=["ct"] + block_names("o", count) +
-                    ["p_prev", "m", "l"], names=block_names("o_loop", count) + ["p_last", "m_end", "l_end"]) as loop:
-        ct, *o, p_prev, m, l = loop
+    p_args, p_names = (["p_prev"], ["p_last"]) if carry_p else ([], [])
+    with b.scf.for_(g.c1, g.n_end, g.c1, *o0, *first.results, args=["ct"] + block_names("o", count) + p_args +
+                    ["m", "l"], names=block_names("o_loop", count) + p_names + ["m_end", "l_end"]) as loop:
+        ct, *o, m, l = loop
+        p_prev = o.pop() if carry_p else None
         if config.pingpong:
             pingpong_turn(g, "take")
         b.wgmma.fence()
@@ -220,8 +249,13 @@ def consume_overlapped(g, o0: list, m0, l0):
         o_done = wait_blocks(g, o_issued, "o_done")
         b.pipeline.release(g.pv, vs_prev)
         o_next = rescale(g, o_done, alpha)
-        b.scf.yield_(*o_next, p16, m_new, l_new)
-    *o_loop, p_last, m_end, l_end = loop.results
+        if carry_p:
+            b.scf.yield_(*o_next, p16, m_new, l_new)
+        else:
+            stage_p(g, p16)
+            b.scf.yield_(*o_next, m_new, l_new)
+    *o_loop, m_end, l_end = loop.results
+    p_last = o_loop.pop() if carry_p else None
     last = b.scf.if_(any_tile, types=[x.type for x in o0], names=block_names("o_end", count))
     with last.then:
         if config.pingpong:
@@ -239,33 +273,31 @@ def consume_overlapped(g, o0: list, m0, l0):
     return list(last.results), m_end, l_end
 
 
-# the named barriers of the ping-pong: TURN[w] opens consumer warpgroup w's next wgmma section
-TURN = (1, 2)
+def turn_barrier(v: int) -> int:
+    """The named barrier that opens consumer warpgroup v's next wgmma section: v + 1 (0 is the CTA barrier)."""
+    return v + 1
 
 
 def pingpong_turn(g, point: str):
-    """FA3's inter-warpgroup ping-pong: the two consumer warpgroups' wgmma sections (S_0; then per tile S_j queued
-    with P_{j-1}·V_{j-1}; then the last P·V) strictly alternate, warpgroup 0 first, so that one's softmax runs while
-    the other's GEMMs occupy the tensor cores. Warpgroup w waits for its turn on barrier TURN[w] (``barrier.named``,
-    256 threads: its own 128 and the other's 128 arrivals) and, its section queued, hands the turn over with a
-    non-blocking ``barrier.arrive`` on the other's barrier, so it never waits for the other to reach a point — only
-    for the other's section to be queued. Warpgroup 1 first arrives once on TURN[0] (warpgroup 0 goes first) and
-    does not hand over after its last section, so every generation of both barriers completes: each warpgroup runs
-    n_end + 1 sections. ``point``: "start" (warpgroup 1's first arrival), "take" (before a section), "pass" (after
-    it), "pass_last" (after the last: warpgroup 0 only)."""
+    """FA3's inter-warpgroup ping-pong, round-robin over the w consumer warpgroups: their wgmma sections (S_0; then per
+    tile S_j queued with P_{j-1}·V_{j-1}; then the last P·V) strictly take turns, warpgroup 0 first, then 1, …, w−1,
+    0, …, so that one's softmax runs while the others' GEMMs occupy the tensor cores. Warpgroup v waits for its turn
+    on barrier ``turn_barrier(v)`` (``barrier.named``, 256 threads: its own 128 and the previous warpgroup's 128
+    arrivals) and, its section queued, hands the turn to warpgroup v + 1 (mod w) with a non-blocking
+    ``barrier.arrive`` on that one's barrier, so it never waits for another to reach a point — only for the previous
+    one's section to be queued. The last warpgroup first arrives once on warpgroup 0's barrier (warpgroup 0 goes
+    first) and does not hand over after its last section, so every generation of every turn barrier completes: each
+    warpgroup runs n_end + 1 sections. A warpgroup cannot arrive twice on a barrier before its waiter took the first
+    arrival: its next section waits for the whole ring, the waiter's section included. ``point``: "start" (the last
+    warpgroup's first arrival), "take" (before a section), "pass" (after it), "pass_last" (after the last: every
+    warpgroup but the last)."""
     b = g.b
-    branch = g.b.scf.if_(g.first_wg)
-    with branch.then:
+    count = g.config.consumer_warpgroups
+
+    def turn(v):
         if point == "take":
-            b.barrier.named(id=TURN[0], threads=256)
-        elif point in ("pass", "pass_last"):
-            b.barrier.arrive(id=TURN[1], threads=256)
-        b.scf.yield_()
-    if point == "pass_last":
-        return
-    with branch.otherwise:
-        if point == "take":
-            b.barrier.named(id=TURN[1], threads=256)
-        else:
-            b.barrier.arrive(id=TURN[0], threads=256)
-        b.scf.yield_()
+            b.barrier.named(id=turn_barrier(v), threads=256)
+        elif point in ("pass", "pass_last") or v == count - 1:
+            b.barrier.arrive(id=turn_barrier((v + 1) % count), threads=256)
+
+    by_warpgroup(g, turn, upto=count - 1 if point == "pass_last" else count)
