@@ -286,7 +286,10 @@ def test_gpu_matches_float64(b, hq, hkv, sq, sk, causal, variant):
     assert (torch.linalg.norm(out.double() - want) / torch.linalg.norm(want)).item() < 1e-2
     finite = torch.isfinite(want_lse)
     assert torch.equal(torch.isinf(lse), ~finite)
-    assert ((lse[finite].double() - want_lse[finite]).abs() / want_lse[finite].abs().clamp_min(1e-3)).max() < 1e-4
+    # relative to max(|lse|, 1): an error δ in lse is a relative error δ of the row's softmax denominator exp(lse); a
+    # row of one key (causal) has lse = its one score, which can be ~0, where f32's rounding of that score alone
+    # (~1e-7 absolute) is not small relative to |lse|
+    assert ((lse[finite].double() - want_lse[finite]).abs() / want_lse[finite].abs().clamp_min(1.0)).max() < 1e-4
 
 
 @pytest.mark.gpu
