@@ -219,7 +219,6 @@ def sector_pass_tv(rows: int, cols: int, threads: int, sector: int):
     ``k·(threads/cols)`` rows further (the caller moves the tile's origin). ``sector_pass_tv(64, 64, 256, 16)`` =
     ``((64,4),4):((64,1),16)``. Pre: threads/cols divides sector divides rows. Post: the ``sector/(threads/cols)``
     passes together are a bijection onto the tile (column-major index)."""
-    down = threads // cols
     thread_mode = scalar_tv(rows, cols, threads)[0]
     return lc.make_layout(thread_mode, lc.Layout(rows // sector, sector))
 
