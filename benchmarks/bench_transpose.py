@@ -3,7 +3,8 @@ device-to-device copy of the same bytes (torch ``y.copy_(x)``) and torch's own t
 measured in the same run.
 
     python benchmarks/bench_transpose.py [--shapes 8192x8192,16384x16384,8191x12289] [--dtypes bf16,f32]
-                                         [--variants 256/2,128/2,256/1,256/1/s,128/1/s,64/1/s] [--runs 30]
+                                         [--variants 256/2,128/2,256/1,256/1/s,128/1/s,64/1/s,256/1/sector,...]
+                                         [--runs 30]
                                          [--json out.json]
 
 For each dtype and shape: every candidate's result is checked first (ours and torch's equal ``x.t()`` exactly, the
@@ -14,7 +15,9 @@ GB/s counts the bytes read plus the bytes written (2·M·N·esize), as for the c
 site (no host work per launch beyond the driver call). The issue's goal: ≥ 90% of copy bandwidth. A variant is
 ``threads/pair`` (``access="vector"``: 16-byte accesses where rows are 16-byte aligned, element accesses otherwise) or
 ``threads/1/s`` (``access="scalar"``: element accesses by warps on contiguous elements, what ``transpose`` picks for
-rows that are not 16-byte aligned); each row names the one ``transpose`` would pick for the shape.
+rows that are not 16-byte aligned when out's rows start on 32-byte sectors) or ``threads/1/sector``
+(``access="sector"``: the same accesses, each CTA's window of an out row starting on a 32-byte sector, what
+``transpose`` picks when out's rows do not); each row names the one ``transpose`` would pick for the shape.
 Writes JSON to ``--json`` or, when $OUT is set, ``$OUT/bench_transpose.json``.
 """
 from __future__ import annotations
@@ -61,16 +64,34 @@ def interleaved(torch, fns: dict, runs: int) -> dict:
     return {name: statistics.median(t) for name, t in times.items()}
 
 
+ACCESS_SUFFIXES = {"": "vector", "s": "scalar", "sector": "sector"}
+
+
+def variant_config(dtype: str, variant: str):
+    """The TransposeConfig a ``--variants`` entry names: ``threads/pair`` (vector), ``threads/pair/s`` (scalar) or
+    ``threads/pair/sector``: ``variant_config("bf16", "256/1/sector")`` → ``TransposeConfig('bf16', 256, 1,
+    'sector')``. SystemExit for a malformed entry, ValueError (``validate``'s) for one invalid for ``dtype``."""
+    from ptxgen.kernels.transpose import TransposeConfig
+
+    threads, pair, *access = variant.split("/") + ([] if variant.count("/") > 1 else [""])
+    if len(access) != 1 or access[0] not in ACCESS_SUFFIXES or not (threads.isdigit() and pair.isdigit()):
+        raise SystemExit(f"--variants: {variant!r} is not threads/pair, threads/pair/s or threads/pair/sector")
+    return TransposeConfig(dtype, int(threads), int(pair), ACCESS_SUFFIXES[access[0]]).validate()
+
+
 def main(argv=None) -> dict:
     import torch
 
-    from ptxgen.kernels.transpose import TransposeConfig, bank_reports, jit_kernel, rows_aligned
+    from ptxgen.kernels.transpose import (
+        TransposeConfig, bank_reports, jit_kernel, out_rows_on_sectors, rows_aligned,
+    )
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shapes", default="8192x8192,16384x16384,8191x12289")
     ap.add_argument("--dtypes", default="bf16,f32")
-    ap.add_argument("--variants", default="256/2,128/2,256/1,256/1/s,128/1/s,64/1/s",
-                    help="TransposeConfig threads/pair[/s] variants to time (those invalid for a dtype are skipped)")
+    ap.add_argument("--variants", default="256/2,128/2,256/1,256/1/s,128/1/s,64/1/s,256/1/sector,128/1/sector",
+                    help="TransposeConfig threads/pair[/s|/sector] variants to time (those invalid for a dtype are "
+                         "skipped)")
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
@@ -82,10 +103,8 @@ def main(argv=None) -> dict:
     for dtype in args.dtypes.split(","):
         configs = []
         for variant in args.variants.split(","):
-            threads, pair, *access = variant.split("/")
             try:
-                configs.append(TransposeConfig(dtype, int(threads), int(pair),
-                                               "scalar" if access == ["s"] else "vector").validate())
+                configs.append(variant_config(dtype, variant))
             except ValueError:
                 continue
         for config in configs:
@@ -102,11 +121,11 @@ def main(argv=None) -> dict:
             torch_out = {}
             candidates["torch x.t().contiguous()"] = lambda: torch_out.__setitem__("y", x.t().contiguous())
             outs = {}
-            picked = TransposeConfig.default(dtype, rows_aligned(x, None, m, n))
+            picked = TransposeConfig.default(dtype, rows_aligned(x, None, m, n), out_rows_on_sectors(x, None, m))
             for config in configs:
                 out = torch.full((n, m), -7.0, device="cuda", dtype=x.dtype)
-                label = (f"ptxgen t{config.threads}/p{config.pair}{'/s' if config.access == 'scalar' else ''}"
-                         f"{'*' if config == picked else ''}")
+                suffix = {"scalar": "/s", "sector": "/sector"}.get(config.access, "")
+                label = f"ptxgen t{config.threads}/p{config.pair}{suffix}{'*' if config == picked else ''}"
                 outs[label] = out
                 candidates[label] = jit_kernel(config).prepare(x=x, out=out)
             # results first

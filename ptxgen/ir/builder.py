@@ -187,6 +187,11 @@ def hmin(a, b) -> Min:
     return Min(_host(a), _host(b))
 
 
+def hadd(a, b) -> Add:
+    """Host expression a + b: ``cdiv(hadd(dim('x', 0), 15), 64)`` (⌈(M + 15)/64⌉)."""
+    return Add(_host(a), _host(b))
+
+
 def mul(a, b) -> Mul:
     """Host expression a · b: ``mul(cdiv('m', 128), cdiv('n', 256))``."""
     return Mul(_host(a), _host(b))

@@ -30,6 +30,20 @@ side; the smem tile is permuted by an element XOR (``scalar_in_swizzle`` / ``sca
 of one 4-byte bank word upward XOR the row's low 5 bits), so a warp's 32 transposed reads — one column, 32 rows —
 fall in 32 different banks and its row writes stay conflict-free.
 
+Out rows whose pitch is not a multiple of 32 bytes (M·esize, e.g. 8191 x 8192 bf16: out rows of 16382 bytes) start
+at a different offset inside a 32-byte sector each: a CTA's (BM)-element window of such a row covers partial sectors at
+both ends, and each partial sector is written by two CTAs at different times (a read-modify-write in L2 or DRAM).
+``access="sector"`` (what ``transpose`` picks for them) moves each CTA's window in out row c to start on a sector:
+tile t of row c covers columns ``[t·BM − s_c, (t+1)·BM − s_c)``, s_c = ``(c·M) mod A`` (A = 32 bytes of elements, 16
+bf16, 8 f32: row c's start inside its sector), so every sector but the two at a row's ends is written whole, by one
+CTA. The grid has ``⌈(M + A − 1)/BM⌉`` tiles along M (the windows of every row still cover [0, M)); a CTA reads the
+``BM + A`` x rows ``t·BM − A … (t+1)·BM − 1`` (``scalar_tv`` over (BM + A, BN): what any of its windows needs, rows
+outside x read 0) into a tile padded by one bank word per row (``sector_layouts``: pitch BN + 4/esize elements, so a
+warp's 32 rows of one column fall in 32 banks, whatever row they start at); the out side runs ``A / (threads/BM)``
+passes (``sector_pass_tv``), each thread's values of a pass in out rows of one residue mod A, so their shift s is one
+per thread: ``smem.offset`` of the transposed tile by (the pass's first row, A − s) and ``gmem.store`` at the
+per-thread origin (n0 + pass row, t·BM − s). Element accesses on both sides (warps on 32 contiguous elements).
+
 Example (post-condition: ``out == x.T`` exactly)::
 
     >>> import numpy as np
@@ -47,12 +61,16 @@ from dataclasses import dataclass
 import layoutc as lc
 from layoutc.hopper import bank_conflicts
 
-from ptxgen.ir.builder import KernelBuilder, cdiv, dim, frag, gtensor, i32, smem
+from ptxgen.ir.builder import KernelBuilder, cdiv, dim, frag, gtensor, hadd, i32, smem
+from ptxgen.ir.suggest import did_you_mean
 
 from .arguments import Arg, stream
 
 ELEMENT_BYTES = {"f32": 4, "bf16": 2, "f16": 2}
 VECTOR_BYTES = 16
+SECTOR_BYTES = 32   # the unit of a global memory transaction: a partly written sector costs a read-modify-write
+BANK_BYTES = 4
+ACCESSES = ("vector", "scalar", "sector")
 CHUNKS = 8          # 16-byte chunks of a 128-byte row: the XOR's 3 bits
 
 
@@ -60,7 +78,9 @@ CHUNKS = 8          # 16-byte chunks of a 128-byte row: the XOR's 3 bits
 class TransposeConfig:
     """``dtype`` (f32, bf16, f16); ``threads`` per CTA (a multiple of 32 dividing the tile's vectors, at most 8 warps);
     ``pair``: rows per thread's value block (1 or 2; ``tile_tv``): with 2 the transposed smem read takes two elements
-    per access. ``validate()`` names the field that breaks a rule."""
+    per access; ``access``: ``vector`` (16-byte accesses where rows allow), ``scalar`` (element accesses by warps on
+    contiguous elements) or ``sector`` (``scalar``'s accesses, each CTA's out windows starting on 32-byte sectors).
+    ``validate()`` names the field that breaks a rule."""
 
     dtype: str = "bf16"
     threads: int = 256
@@ -68,19 +88,29 @@ class TransposeConfig:
     access: str = "vector"
 
     @staticmethod
-    def default(dtype: str, aligned: bool = True) -> "TransposeConfig":
+    def default(dtype: str, aligned: bool = True, out_sectors: bool = True) -> "TransposeConfig":
         """The configuration ``transpose`` uses: 8 warps for 16-bit types (64 x 64 tiles: 2 vectors per thread), 4 for
         f32 (32 x 32 tiles), each thread a (2, V) block; for rows not 16-byte aligned (``aligned`` False) the same
-        tile and threads with element accesses (``access="scalar"``, ``pair`` 1). ``TransposeConfig.default("f32")``
-        → ``TransposeConfig(dtype='f32', threads=128, pair=2)``."""
+        tile and threads with element accesses: ``access="sector"`` (``pair`` 1) where out's rows do not start on
+        32-byte sectors (``out_sectors`` False), else ``access="scalar"``. ``TransposeConfig.default("f32")`` →
+        ``TransposeConfig(dtype='f32', threads=128, pair=2)``; ``TransposeConfig.default("bf16", False, False)`` →
+        ``TransposeConfig(dtype='bf16', threads=256, pair=1, access='sector')``."""
         threads = 128 if dtype == "f32" else 256
-        return TransposeConfig(dtype, threads, 2) if aligned else TransposeConfig(dtype, threads, 1, "scalar")
+        if aligned:
+            return TransposeConfig(dtype, threads, 2)
+        return TransposeConfig(dtype, threads, 1, "scalar" if out_sectors else "sector")
 
     @property
     def vector(self) -> int:
         """Elements per 16-byte vector: 8 for bf16/f16, 4 for f32 (a thread's value mode ``(V):(1)`` of a row).
         Post: ``vector · element bytes == 16``."""
         return VECTOR_BYTES // ELEMENT_BYTES[self.dtype]
+
+    @property
+    def sector(self) -> int:
+        """Elements per 32-byte sector, A: 16 for bf16/f16, 8 for f32 (the unit ``access="sector"`` aligns out's
+        windows to). Post: ``sector · element bytes == 32``."""
+        return SECTOR_BYTES // ELEMENT_BYTES[self.dtype]
 
     @property
     def tile(self) -> tuple:
@@ -96,14 +126,15 @@ class TransposeConfig:
             raise ValueError(f"TransposeConfig.dtype must be one of {', '.join(ELEMENT_BYTES)}, not {self.dtype!r}")
         if self.pair not in (1, 2):
             raise ValueError(f"TransposeConfig.pair must be 1 or 2, not {self.pair!r}")
-        if self.access not in ("vector", "scalar"):
-            raise ValueError(f"TransposeConfig.access must be 'vector' or 'scalar', not {self.access!r}")
+        if self.access not in ACCESSES:
+            raise ValueError(f"TransposeConfig.access must be 'vector', 'scalar' or 'sector', not {self.access!r}"
+                             f"{did_you_mean(str(self.access), ACCESSES)}")
         bm, bn = self.tile
-        if self.access == "scalar":
+        if self.access in ("scalar", "sector"):
             down = self.threads // bn
             if self.pair != 1 or self.threads % bn or self.threads > 32 * 8 or down & (down - 1):
-                raise ValueError(f"TransposeConfig.threads = {self.threads} with access = 'scalar' must be the tile's "
-                                 f"{bn} columns times a power of two, at most 256 (8 warps), with pair = 1 (not "
+                raise ValueError(f"TransposeConfig.threads = {self.threads} with access = '{self.access}' must be the "
+                                 f"tile's {bn} columns times a power of two, at most 256 (8 warps), with pair = 1 (not "
                                  f"{self.pair})")
             return self
         vectors = bm * bn // self.vector
@@ -181,12 +212,41 @@ def out_swizzle(rows: int, cols: int, vector: int):
     return lc.Swizzle(3, lv, cols.bit_length() - 1)
 
 
+def sector_pass_tv(rows: int, cols: int, threads: int, sector: int):
+    """The out tile's TV layout of one pass of ``access="sector"``: ``scalar_tv(rows, cols, threads)`` (threads on
+    consecutive columns of a row: a warp writes 32 contiguous elements) with only the values whose rows share the
+    thread's residue mod ``sector``: thread t, value q → row t//cols + sector·q, column t%cols. Pass k is the same map
+    ``k·(threads/cols)`` rows further (the caller moves the tile's origin). ``sector_pass_tv(64, 64, 256, 16)`` =
+    ``((64,4),4):((64,1),16)``. Pre: threads/cols divides sector divides rows. Post: the ``sector/(threads/cols)``
+    passes together are a bijection onto the tile (column-major index)."""
+    thread_mode = scalar_tv(rows, cols, threads)[0]
+    return lc.make_layout(thread_mode, lc.Layout(rows // sector, sector))
+
+
+def sector_layouts(config: TransposeConfig) -> dict:
+    """The layouts of ``access="sector"``: ``load`` (the x window of BM + A rows, ``scalar_tv``), ``smem`` (that window
+    in shared memory, rows padded by one 4-byte bank word: pitch BN + 4/esize elements), ``smem_t`` (its transpose),
+    ``store`` (``sector_pass_tv``: one pass of the out tile) and ``passes`` (A / (threads/BM)). For
+    ``TransposeConfig("bf16", 256, 1, "sector")``: ``load`` = ``((64,4),20):((80,1),4)``, ``smem`` =
+    ``(80,64):(66,1)``, ``smem_t`` = ``(64,80):(1,66)``, ``store`` = ``((64,4),4):((64,1),16)``, 4 passes. Post: the
+    passes of ``store`` cover the (BN, BM) out tile once; ``load`` is a bijection onto the (BM + A, BN) window."""
+    bm, bn = config.tile
+    a = config.sector
+    rows = bm + a
+    pitch = bn + BANK_BYTES // ELEMENT_BYTES[config.dtype]
+    return {"load": scalar_tv(rows, bn, config.threads), "smem": lc.Layout((rows, bn), (pitch, 1)),
+            "smem_t": lc.Layout((bn, rows), (1, pitch)), "store": sector_pass_tv(bn, bm, config.threads, a),
+            "passes": a // (config.threads // bm)}
+
+
 def layouts(config: TransposeConfig) -> dict:
     """The kernel's layouts: ``load`` (x tile), ``store_smem`` (Sw_in o 0 o load), ``load_smem`` (Sw_out o 0 o
     store), ``store`` (out tile), ``smem`` (the x tile in shared memory, row-major) and ``smem_t`` (its transpose).
     For ``TransposeConfig("bf16")``: ``smem`` = ``(64,64):(64,1)``, ``smem_t`` = ``(64,64):(1,64)``, ``load_smem`` =
     ``Sw<3,3,6> o 0 o (((8,4),8),(2,8)):(((512,2),8),(1,64))``. Post: ``load`` and ``store`` are bijections onto
     their tiles, and ``store_smem``, ``load_smem`` name the same smem element for x's (r, c) and out's (c, r)."""
+    if config.access == "sector":
+        return sector_layouts(config)
     bm, bn = config.tile
     v = config.vector
     tile = lc.Layout((bm, bn), (bn, 1))
@@ -204,10 +264,22 @@ def layouts(config: TransposeConfig) -> dict:
 
 def bank_reports(config: TransposeConfig) -> dict:
     """layoutc's bank-conflict reports of the smem store and the smem load, every warp, at the widths the lowering
-    emits (``bank_conflicts``' default). Post: ``ways == 1`` for both (the tests assert it)."""
+    emits (``bank_conflicts``' default). With ``access="sector"`` the load runs once per pass at a per-thread origin
+    (``smem.offset`` by the pass's first row and A − s rows of x): a warp's 32 threads share one out row, so one
+    origin, and ``load`` holds a report per warp for every pass and every shift s in [0, A) (base = the origin's
+    byte offset): what the kernel can meet at run time, not a bound. Post: ``ways == 1`` for all (the tests assert
+    it)."""
     ls = layouts(config)
     dtype = config.dtype
     warps = config.threads // 32
+    if config.access == "sector":
+        esize = ELEMENT_BYTES[dtype]
+        down = config.threads // config.tile[0]
+        pitch = lc.stride(ls["smem"])[0]
+        return {"store": [bank_conflicts(ls["load"], ls["smem"], dtype, warp=w) for w in range(warps)],
+                "load": [bank_conflicts(ls["store"], ls["smem_t"], dtype, warp=w,
+                                        base=esize * (down * k + (config.sector - s) * pitch))
+                         for k in range(ls["passes"]) for s in range(config.sector) for w in range(warps)]}
     return {name: [bank_conflicts(ls[tv], ls[view], dtype, warp=w) for w in range(warps)]
             for name, tv, view in (("store", "store_smem", "smem"), ("load", "load_smem", "smem_t"))}
 
@@ -217,6 +289,8 @@ def build(config: TransposeConfig = TransposeConfig()):
     a (BM, BN) tile through shared memory swizzled by ``in_swizzle`` (``Sw<3,3,-6>`` for bf16). Post: a verified
     Module whose kernel writes ``out = x.T``."""
     config.validate()
+    if config.access == "sector":
+        return build_sector(config)
     dtype = config.dtype
     bm, bn = config.tile
     ls = layouts(config)
@@ -244,6 +318,53 @@ def build(config: TransposeConfig = TransposeConfig()):
     return kb.module("ptxgen/kernels/transpose")
 
 
+def build_sector(config: TransposeConfig):
+    """The ``access="sector"`` kernel (same signature as ``build``'s): grid (⌈N/BN⌉, ⌈(M + A − 1)/BM⌉), CTA (n, t)
+    reads x rows t·BM − A … (t+1)·BM − 1 of columns n·BN … into a padded smem tile, then writes, in each out row c of
+    its block, the BM columns from t·BM − s_c (s_c = (c·M) mod A: the window starts on a 32-byte sector of the row)
+    in ``passes`` passes of per-thread origins. Post: a verified Module whose kernel writes ``out = x.T``."""
+    dtype = config.dtype
+    bm, bn = config.tile
+    a = config.sector
+    ls = sector_layouts(config)
+    rows = bm + a
+    down = config.threads // bm
+    kb = KernelBuilder("transpose", grid=(cdiv(dim("x", 1), bn), cdiv(hadd(dim("x", 0), a - 1), bm), 1),
+                       block=(config.threads, 1, 1), x=gtensor(dtype, 2), out=gtensor(dtype, 2))
+    b = kb.b
+    x, out = kb["x"], kb["out"]
+    tile = b.smem.alloc(type=smem(dtype, ls["smem"]), name="tile")
+    thread = b.gpu.thread_id(dim="x", name="thread")
+    col_block = b.gpu.block_id(dim="x", name="col_block")
+    row_block = b.gpu.block_id(dim="y", name="row_block")
+    m0 = b.arith.mul(row_block, b.const(bm, i32, name="bm"), name="m0")
+    n0 = b.arith.mul(col_block, b.const(bn, i32, name="bn"), name="n0")
+    sector = b.const(a, i32, name="sector")
+    x_tile = b.gmem.tile(x, b.arith.sub(m0, sector, name="x_row0"), n0, shape=(rows, bn), name="x_tile")
+    xs = b.gmem.load(x_tile, thread, tv=ls["load"], type=frag(dtype, lc.shape(ls["load"][1])), name="xs")
+    b.smem.store(tile, thread, xs, tv=ls["load"])
+    b.barrier.cta()
+    tile_t = b.smem.permute(tile, order=(1, 0), name="tile_t")
+    # a thread's out rows in pass k: n0 + k·down + row_in_pass + A·q, all ≡ mod A, so one shift s per thread (and
+    # per warp: a warp's threads share row_in_pass)
+    row_in_pass = b.arith.div(thread, b.const(bm, i32, name="bm_threads"), name="row_in_pass")
+    out_cols = b.gtensor.dim(out, mode=1, name="out_cols")
+    low_bits = b.const(a - 1, i32, name="sector_mask")
+    values_t = frag(dtype, lc.shape(ls["store"][1]))
+    for k in range(ls["passes"]):
+        first = b.const(k * down, i32, name=f"pass{k}_row")
+        out_row = b.arith.add(b.arith.add(n0, first), row_in_pass, name=f"pass{k}_out_row")
+        # s = out_row·M mod A: where the row starts inside its sector (i32 wrap-around keeps the low bits exact)
+        shift = b.arith.and_(b.arith.mul(out_row, out_cols), low_bits, name=f"pass{k}_shift")
+        x_row = b.arith.sub(sector, shift, name=f"pass{k}_x_row")       # the window's first x row in the tile
+        window = b.smem.offset(tile_t, first, x_row, name=f"pass{k}_window")
+        ys = b.smem.load(window, thread, tv=ls["store"], type=values_t, name=f"pass{k}_ys")
+        out_tile = b.gmem.tile(out, b.arith.add(n0, first, name=f"pass{k}_n0"),
+                               b.arith.sub(m0, shift, name=f"pass{k}_m0"), shape=(bn, bm), name=f"pass{k}_out")
+        b.gmem.store(out_tile, thread, ys, tv=ls["store"])
+    return kb.module("ptxgen/kernels/transpose")
+
+
 _BUILT: dict = {}
 
 
@@ -267,7 +388,7 @@ def transpose(x, out=None, *, config: TransposeConfig | None = None):
     arg.check_rank("transpose", 2, "(M, N)")
     x = arg.value
     m, n = (int(s) for s in x.shape)
-    config = config or TransposeConfig.default(dtype, rows_aligned(x, out, m, n))
+    config = config or TransposeConfig.default(dtype, rows_aligned(x, out, m, n), out_rows_on_sectors(x, out, m))
     if out is None:
         out = np.empty((n, m), x.dtype) if isinstance(x, np.ndarray) else x.new_empty((n, m))
     if tuple(out.shape) != (n, m):
@@ -295,6 +416,20 @@ def rows_aligned(x, out, m: int, n: int) -> bool:
         if out is not None:
             pitches += [out.stride(0) * esize, out.data_ptr()]
     return all(p % VECTOR_BYTES == 0 for p in pitches)
+
+
+def out_rows_on_sectors(x, out, m: int) -> bool:
+    """Whether every row of out (given or new, (N, M)) starts on a 32-byte sector: its row pitch (bytes) and base
+    address multiples of 32 — else a CTA's window of a row covers partial sectors that a neighbour CTA writes too, and
+    ``TransposeConfig.default`` picks ``access="sector"`` for unaligned rows. A numpy x (the interpreter) counts by
+    out's pitch m·esize only: ``out_rows_on_sectors(np.zeros((16, 3), np.float32), None, 16)`` → True (64 bytes)."""
+    import numpy as np
+
+    esize = x.itemsize if isinstance(x, np.ndarray) else x.element_size()
+    pitches = [m * esize]
+    if out is not None and not isinstance(out, np.ndarray):
+        pitches += [out.stride(0) * esize, out.data_ptr()]
+    return all(p % SECTOR_BYTES == 0 for p in pitches)
 
 
 _JITTED: dict = {}

@@ -93,6 +93,10 @@ def view_alignment(value) -> int | None:
         return alloc_alignment(owner)
     if owner.name == "smem.permute":
         return view_alignment(owner.operands[0])
+    if owner.name == "smem.offset":
+        parent = view_alignment(owner.operands[0])
+        t = owner.operands[0].type
+        return None if parent is None else offset_alignment(t.layout, element_bytes(t.dtype), parent, _lowbit)
     if owner.name in ("smem.slice", "smem.tile"):
         parent = view_alignment(owner.operands[0])
         t = owner.operands[0].type
@@ -442,6 +446,83 @@ class Tile(OpDef):
         """base + esize·rest(i) (``emit_layout`` of the block-index layout); the known alignment drops to the lowest
         power of two of rest's strides in bytes."""
         lower_offset_view(op, lx)
+
+
+def offset_modes(layout) -> list:
+    """The modes of a smem view's layout that ``smem.offset`` takes one coordinate each of (the inner layout's
+    top-level modes: the swizzle acts on absolute addresses after the move). ``offset_modes((80,66):(66,1))`` →
+    ``[80:66, 66:1]``."""
+    inner = _inner(layout)
+    return [inner[m] for m in range(lc.rank(inner))]
+
+
+def offset_alignment(layout, esize: int, align: int, lowbit) -> int:
+    """The alignment ``align`` of a parent base, lowered to what ``base + esize·L(c)`` keeps for every coordinate
+    ``c`` of ``smem.offset``: the lowest power of two of every mode's (non-trivial) strides in bytes."""
+    for mode in offset_modes(layout):
+        align = index_alignment(mode, esize, align, lowbit)
+    return align
+
+
+@register
+class Offset(OpDef):
+    name = "smem.offset"
+    summary = "the same smem view with its origin moved to a runtime coordinate (CuTe's domain_offset)"
+    num_results = 1
+
+    def verify(self, op, v):
+        if not op.operands:
+            v.error(op, "expects a smem view and one i32 coordinate per mode of its layout")
+            return
+        view, *coords = op.operands
+        (t,) = v.results(op, 1)
+        if not isinstance(view.type, TensorType) or view.type.space != "smem":
+            v.error(op, f"the first operand must be a smem view, not {view.type}")
+            return
+        modes = offset_modes(view.type.layout)
+        if len(coords) != len(modes):
+            v.error(op, f"a view of layout {lc.to_str(view.type.layout)} has {len(modes)} modes, so smem.offset "
+                        f"takes {len(modes)} coordinates (one i32 per mode), not {len(coords)}")
+            return
+        for m, (c, mode) in enumerate(zip(coords, modes)):
+            if c.type != I32:
+                v.error(op, f"coordinate {m} must be i32, not {c.type}")
+            known = const_int(c)
+            if known is not None and not 0 <= known < lc.size(mode):
+                v.error(op, f"coordinate {m} = {known} is outside mode {m}'s {lc.size(mode)} entries")
+        if t != view.type:
+            v.error(op, f"result type must be the view's own {view.type}, not {t}")
+
+    def result_types(self, operand_types, attrs):
+        return [operand_types[0]]
+
+    def interpret(self, op, ix):
+        view_v, *coords = op.operands
+        view = ix.get(view_v)
+        offset = np.zeros(ix.nthreads, dtype=np.int64)
+        for m, (c_v, mode) in enumerate(zip(coords, offset_modes(view.layout))):
+            c = ix.get(c_v).astype(np.int64)
+            n = lc.size(mode)
+            bad = ix.mask & ((c < 0) | (c >= n))
+            if bad.any():
+                ix.fail(op, f"coordinate {m} (%{c_v.name} = {int(c[bad][0])}, thread {int(np.nonzero(bad)[0][0])}) "
+                            f"is outside mode {m}'s {n} entries of {view.name}")
+            offset += layout_values(mode, np.clip(c, 0, n - 1))
+        ix.set(op.results[0], SmemView(view.base + offset * element_bytes(view.dtype), view.layout, view.dtype,
+                                       f"{view.name}.offset", view.lo, view.hi))
+
+    def lower(self, op, lx):
+        """base + esize·Σ L_m(c_m) (``emit_layout`` of each mode at its coordinate); the known alignment drops to
+        the lowest power of two of the modes' strides in bytes."""
+        view_v, *coords = op.operands
+        view = lx.get(view_v)
+        esize = element_bytes(view.dtype)
+        base = view.base
+        for c_v, mode in zip(coords, offset_modes(view.layout)):
+            off = lx.emit_layout(mode, lx.get(c_v))
+            base = lx.b.add(base, lx.b.mul(off, lx.i32(esize)) if esize != 1 else off)
+        lx.set(op.results[0], lx.SmemRef(base, view.layout, view.dtype,
+                                         offset_alignment(view.layout, esize, view.align, lx.lowbit)))
 
 
 def permute_layout(layout, order):
