@@ -183,7 +183,7 @@ def test_two_warpgroup_kernel_keeps_its_barriers():
     and 4, 384 threads."""
     from ptxgen.lower import compile_kernel
 
-    ptx = compile_kernel(build(choose_config("bf16", 64, False)), defer_assembly=True).ptx
+    ptx = compile_kernel(build(choose_config("bf16", 64, True)), defer_assembly=True).ptx
     assert ".reqntid 384, 1, 1" in ptx
     for ident in (1, 2):
         assert len(re.findall(rf"\bbarrier\.sync\s+{ident}, 256;", ptx)) == 3
@@ -194,23 +194,19 @@ def test_two_warpgroup_kernel_keeps_its_barriers():
 # -- the sequence-length-aware choice ----------------------------------------------------------------------------------
 
 def test_choose_config_sees_the_kv_length():
-    short = {d: {c: choose_config("bf16", d, c) for c in (False, True)} for d in (64, 128, 256)}
+    """D = 64 takes three consumer warpgroups except for a causal KV loop of at most 1024 keys (or unknown lengths,
+    causal); D = 128 and 256 keep two; every choice has 2 stages, 128-row KV tiles (64 at D = 256) and validates."""
     for d in (64, 128, 256):
         for causal in (False, True):
-            # below 16384 keys (or no lengths given) the choice of short sequences
-            assert choose_config("bf16", d, causal, seqlens=(16384, 16383)) == short[d][causal]
-            assert choose_config("bf16", d, causal, seqlens=(1024, 1024)) == short[d][causal]
-            assert short[d][causal].consumer_warpgroups == 2
-    assert (short[64][False].bn, short[64][False].stages, short[128][False].stages) == (128, 2, 2)
-    long = {(d, c): choose_config("bf16", d, c, seqlens=(1, 16384)) for d in (64, 128, 256) for c in (False, True)}
-    assert long[64, False] == AttentionConfig("bf16", 64, 192, 2, False, overlap=True, pingpong=True, epilogue="tma")
-    assert long[64, True] == short[64][True]                     # causal D = 64 keeps 128-row KV tiles
-    assert long[128, False].stages == long[128, True].stages == 3 and long[128, False].bn == 128
-    assert long[256, False] == short[256][False] and long[256, True] == short[256][True]
-    varlen = choose_config("f16", 128, True, varlen=True, seqlens=(100, 20000))
-    assert (varlen.stages, varlen.epilogue, varlen.varlen) == (3, "rows", True)
-    for config in long.values():
-        config.validate()
+            for seqlens in (None, (1, 1024), (1024, 1025), (16384, 16384), (100, 20000)):
+                config = choose_config("bf16", d, causal, seqlens=seqlens).validate()
+                three = d == 64 and not (causal and (seqlens is None or seqlens[1] <= 1024))
+                assert config.consumer_warpgroups == (3 if three else 2), (d, causal, seqlens)
+                assert (config.bn, config.stages) == (64 if d == 256 else 128, 2)
+    assert choose_config("bf16", 64, False) == AttentionConfig("bf16", 64, 128, 2, False, overlap=True, pingpong=True,
+                                                               epilogue="tma", consumer_warpgroups=3)
+    varlen = choose_config("f16", 64, True, varlen=True, seqlens=(100, 20000))
+    assert (varlen.consumer_warpgroups, varlen.epilogue, varlen.varlen) == (3, "rows", True)
 
 
 def test_ops_pass_their_sequence_lengths(monkeypatch):

@@ -20,7 +20,7 @@ BOX_COLUMNS = 64         # head-dim columns per TMA box: one 128-byte SW128 row 
 # the (producer, consumer) setmaxnreg budgets when ``registers`` is not given, per consumer warpgroup count w:
 # 128·producer + 128·w·consumer = 64512 (w = 2) and 65536 (w = 3: FA3's 32 and 160) of the SM's 65536
 DEFAULT_REGISTERS = {2: (24, 240), 3: (32, 160)}
-LONG_KV = 16384          # choose_config: a KV loop of at least this many keys is long (see choose_config)
+SHORT_CAUSAL_KV = 1024   # choose_config: a causal KV loop of at most this many keys keeps 128-row query tiles
 
 
 @dataclass(frozen=True)
@@ -183,25 +183,28 @@ _RULES = (_dtype, _shape, _registers, _shared_memory)
 def choose_config(dtype: str, head_dim: int, causal: bool, varlen: bool = False,
                   seqlens: tuple | None = None) -> AttentionConfig:
     """The configuration the op runs for a problem, deterministic, by the rules measured on the H100
-    (docs/gpu-runs/2026-11-26-s11.log, sections 3 and 4). ``seqlens``: the problem's (Sq, Sk), varlen's
-    (max_seqlen_q, max_seqlen_k); None: a problem of short sequences.
+    (docs/gpu-runs/2026-11-26-s11.log sections 3-4, 2026-11-26-s12.log section 4). ``seqlens``: the problem's
+    (Sq, Sk), varlen's (max_seqlen_q, max_seqlen_k); None: a problem of short sequences.
 
-    1. D = 64 and 128: FA3's intra-warpgroup overlap and inter-warpgroup ping-pong, KV tiles of 128 rows (S's
-       accumulator then holds 64 f32 values per thread); D = 256: KV tiles of 64 rows (O's 128 values per thread
-       fill the registers) and the plain loop (overlap's second S spills there: 0.67× the plain loop's speed).
-    2. A long KV loop (Sk ≥ ``LONG_KV`` = 16384 keys: the loop's fixed costs spread over ≥ 128 tiles): D = 64
-       non-causal takes KV tiles of 192 rows (+8% at S = 16k; −9% at 1k, flat causal), D = 128 a 3-stage K and V
-       pipeline (+1.5% at 16k; the same at 1k-4k).
-    3. The TMA-store epilogue (varlen: the ``rows`` epilogue, whose stores stop at each sequence's end); 2 consumer
-       warpgroups (128-row query tiles); 2 pipeline stages unless rule 2 says 3.
+    1. D = 64 and 128: FA3's intra-warpgroup overlap and inter-warpgroup ping-pong (round-robin turns), KV tiles of
+       128 rows, 2 pipeline stages; D = 256: KV tiles of 64 rows (O's 128 values per thread fill the registers) and
+       the plain loop (overlap's second S spills there: 0.67× the plain loop's speed).
+    2. D = 64: three consumer warpgroups (FA3's 192-row query tiles, setmaxnreg 32/160): +7% (S = 1k) to +22%
+       (S = 8k-16k) non-causal and +5-12% causal from S = 2k, over two — except a causal KV loop of at most
+       ``SHORT_CAUSAL_KV`` = 1024 keys (or unknown lengths, causal), where the 192-row tiles' masked diagonal
+       costs more than they save (−8% at S = 1k). D = 128 keeps two (three spill at 160 registers).
+    3. The TMA-store epilogue (varlen: the ``rows`` epilogue, whose stores stop at each sequence's end).
+    Measured and not taken: 192-row KV tiles for D = 64 (spill with three warpgroups; behind them with two), a
+    3-stage pipeline for D = 128 (within ±2% at S = 16k), P through shared memory (SS wgmma: −25-40%).
 
     ``choose_config("bf16", 64, True)`` = AttentionConfig("bf16", 64, 128, 2, True, overlap=True, pingpong=True,
-    epilogue="tma"); ``choose_config("bf16", 64, False, seqlens=(16384, 16384)).bn`` = 192;
-    ``choose_config("bf16", 128, True, seqlens=(16384, 16384)).stages`` = 3.
+    epilogue="tma"); ``choose_config("bf16", 64, False).consumer_warpgroups`` = 3;
+    ``choose_config("bf16", 64, True, seqlens=(4096, 4096)).consumer_warpgroups`` = 3.
     Post: ``validate()`` accepts the result."""
     fa3 = head_dim != 256
-    long_kv = seqlens is not None and seqlens[1] >= LONG_KV
-    bn = 64 if head_dim == 256 else 192 if (head_dim == 64 and long_kv and not causal) else 128
-    stages = 3 if (head_dim == 128 and long_kv) else 2
-    return AttentionConfig(dtype=dtype, head_dim=head_dim, bn=bn, stages=stages, causal=causal, overlap=fa3,
-                           pingpong=fa3, epilogue="rows" if varlen else "tma", varlen=varlen)
+    short_causal = causal and (seqlens is None or seqlens[1] <= SHORT_CAUSAL_KV)
+    warpgroups = 3 if head_dim == 64 and not short_causal else 2
+    bn = 64 if head_dim == 256 else 128
+    return AttentionConfig(dtype=dtype, head_dim=head_dim, bn=bn, stages=2, causal=causal, overlap=fa3,
+                           pingpong=fa3, epilogue="rows" if varlen else "tma", varlen=varlen,
+                           consumer_warpgroups=warpgroups)
