@@ -147,18 +147,21 @@ def test_unknown_name_gives_the_grammar():
     ((4096, 4096, 4096), "e4m3", {}, "h128x128s4k4t"),
     ((4096, 4096, 16384), "e4m3", {}, "h128x128s4k4t"),
     # fewer 128 x 256 tiles than SMs: 128 x 128 tiles where they fill a wave, 128 x 64 where they leave SMs idle
-    ((512, 4096, 4096), "bf16", {}, "h128x128s6to1"),
+    ((512, 4096, 4096), "bf16", {}, "h128x128s6t"),          # one wave: no next tile to overlap the store with
     ((128, 4096, 4096), "bf16", {}, "h128x64s8t"),
     ((128, 7168, 18432), "bf16", {}, "h128x64s8t"),
     ((128, 7168, 18432), "e4m3", {}, "h128x64s8k4t"),
-    # rule 1: M <= 64 swaps A and B (M rounded up to 16 / 32 / 64 as the wgmma's N)
+    # rule 1: M <= 64 swaps A and B (M rounded up to 16 / 32 / 64 as the wgmma's N); stream-K on every SM below
+    # a third of the SMs' tiles (32 tiles of N = 4096 on 132 SMs), data-parallel from there (44 of 132)
     ((16, 4096, 4096), "bf16", {}, "h128x16s8ska1x"),
     ((1, 4096, 4096), "f16", {}, "h128x16s8ska1x"),
-    ((20, 14336, 4096), "bf16", {}, "h128x32s8ska2x"),
-    ((64, 57344, 8192), "bf16", {}, "h128x64s8ska5x"),
+    ((20, 14336, 4096), "bf16", {}, "h128x32s8x"),
+    ((64, 57344, 8192), "bf16", {}, "h128x64s8x"),
+    ((16, 5504, 4096), "bf16", {}, "h128x16s8ska1x"),       # 43 tiles
+    ((16, 5632, 4096), "bf16", {}, "h128x16s8x"),           # 44 tiles
     ((16, 4096, 4096), "e4m3", {}, "h128x16s8k4ska1x"),
     ((16, 4096, 14336), "e4m3", {}, "h128x16s8k4ska1x"),
-    ((64, 28672, 4096), "e4m3", {}, "h128x64s8k4ska5x"),
+    ((64, 28672, 4096), "e4m3", {}, "h128x64s8k4x"),
     ((16, 4096, 4096), "bf16", dict(a_major="MN"), "h128x64s8ska5mknx"),   # an MN-major A: the kernel's B, 64 wide
     ((16, 4096, 4096), "bf16", dict(b_major="MN"), "h128x16s8ska1mnkx"),
     # rule 5: MN-major operands in clusters of 1; the bias is a flag of the config

@@ -5,11 +5,14 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
    N runs along the kernel's 128-row tiles and M is the wgmma's N, rounded up to 16, 32 or 64 (three kernels for
    every decode batch size); C is stored through its transposed view by the ``direct`` epilogue (no TMA store or
    row epilogue writes a column-major C). 8 stages (a stage is only (128 + BN) × 128 bytes). Stream-K on every SM
-   (``streamk_every_sm``) — a decode GEMM has a few dozen tiles for 132 SMs, so their k-tiles are shared out
-   (split-K) — from a saving of ``STREAMK_MIN_SAVING`` · BN/256 k-tiles (the partial sums are BN/256 of a
-   128 × 256 tile's); fp8 alike (promotion every 4 k-tiles within each CTA's run; the per-tensor scales applied
-   once, to the joined sum): e4m3 16×4096×14336 ran data-parallel on N/128 = 32 CTAs (``h128x16s8k4x``, 0.915 ×
-   cuBLAS, docs/gpu-runs/s11/bench_gemm.log), now on 132 (``h128x16s8k4ska1x``).
+   (``streamk_every_sm``: the few tiles' k-tiles shared out, split-K) where the tiles are fewer than a third of the
+   SMs (``SWAP_STREAMK_SHARE``), from a saving of ``STREAMK_MIN_SAVING`` · BN/256 k-tiles (the partial sums are
+   BN/256 of a 128 × 256 tile's); fp8 alike (promotion every 4 k-tiles within each CTA's run; the per-tensor scales
+   applied once, to the joined sum). From a third of the SMs on, data-parallel: a memory-bound decode GEMM's tiles
+   then keep DRAM busy without the partial sums (s12 section 5, interleaved TFLOP/s, data-parallel / stream-K:
+   bf16 16×6144×4096 (48 tiles) 38 / 31, 16×14336×4096 40 / 37, 32×7168×8192 (BN 32) 82 / 74; 32 tiles:
+   16×4096×14336 37 / 38, 32×4096×4096 (BN 32) 54 / 60; e4m3 16×6144×4096 58 / 53, 64×8192×8192 284 / 257,
+   16×4096×14336 66 / 68).
 2. **The tile** minimizes a cost model (``estimated_cost``): k-tiles on the critical path × the time of one k-tile of
    the tile, relative to the largest tile, ``(BN / BN_max) / EFFICIENCY``; stream-K's partial sums add
    ``STREAMK_FIXUP`` k-tiles (s8 section 6: ~15 k-tiles of a 128 × 256 tile, ~10 µs) growing with the pieces a
@@ -32,7 +35,8 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
    not stream-K on every SM for unswapped problems: with 128 × 128 tiles it lost to data-parallel at 128×7168×18432
    (302 against 310 TFLOP/s) and 512×4096×4096 (562 against 580; 2026-11-26 s10 sweep), where the narrower tile wins.
 4. Otherwise data-parallel; bf16/f16 with the TMA-store epilogue **overlapped** with the next tile's first k-tile
-   (``o1``: 4096³ 1.003, 8192²×1024 1.022 × cuBLAS in s9 section 12).
+   (``o1``: 4096³ 1.003, 8192²×1024 1.022 × cuBLAS in s9 section 12) where a CTA has more than one tile (one wave:
+   nothing to overlap, and o1 measured 1% slower at 512×4096×4096, s12 section 5).
 5. **MN-major operands** (a (K, M) A or a (K, N) B, M or N contiguous: 16-bit only) run in clusters of 1; an MN-major
    B needs BN a multiple of 64.
 
@@ -56,6 +60,9 @@ EFFICIENCY = {(16, 256): 1.0, (16, 192): 0.95, (16, 128): 0.90, (16, 64): 0.49,
 STREAMK_FIXUP = 15.0
 STREAMK_FIXUP_PER_PIECE = 0.25
 SWAP_STAGES = 8
+# rule 1: a swapped problem of fewer tiles than a third of the SMs shares its k-tiles over every SM; from a third on,
+# its tiles' loads already keep DRAM busy and data-parallel is faster (bf16 and e4m3, 2026-11-26 s12 section 5)
+SWAP_STREAMK_SHARE = 3
 NARROW_BN = 64   # the 128 x 64 tile: twice the tiles of 128 x 128 where those leave SMs idle
 
 
@@ -101,15 +108,20 @@ def estimated_cost(config: GemmConfig, m: int, n: int, k: int, ctas: int) -> flo
     return -(-tiles // step) * ktiles * per_ktile
 
 
-def _swapped(m: int, n: int, k: int, dtype: str, a_major: str, b_major: str, bias: bool, out_dtype) -> GemmConfig:
-    """Rule 1: the kernel's M is n, its N is m rounded up to 16, 32 or 64; its A is the problem's B."""
+def _swapped(m: int, n: int, k: int, dtype: str, a_major: str, b_major: str, bias: bool, out_dtype,
+             sm_count: int) -> GemmConfig:
+    """Rule 1: the kernel's M is n, its N is m rounded up to 16, 32 or 64; its A is the problem's B; stream-K on
+    every SM only for fewer than ``sm_count / SWAP_STREAMK_SHARE`` tiles."""
     bn = 16 if m <= 16 else 32 if m <= 32 else 64
     if a_major == "MN":
         bn = 64   # the problem's A becomes the kernel's B: MN-major, loaded in 64-column boxes
     fp8 = dtype in ("e4m3", "e5m2")
+    streamk = {}
+    if -(-n // 128) * SWAP_STREAMK_SHARE < sm_count:
+        streamk = dict(streamk=True, streamk_every_sm=True,
+                       streamk_min_saving=max(1, round(STREAMK_MIN_SAVING * bn / 256)))
     return GemmConfig(dtype=dtype, bn=bn, stages=SWAP_STAGES, a_major=b_major, b_major=a_major,
-                      promote=4 if fp8 else 1, swap_ab=True, bias=bias, out_dtype=out_dtype, streamk=True,
-                      streamk_every_sm=True, streamk_min_saving=max(1, round(STREAMK_MIN_SAVING * bn / 256)))
+                      promote=4 if fp8 else 1, swap_ab=True, bias=bias, out_dtype=out_dtype, **streamk)
 
 
 def choose_config(m: int, n: int, k: int, dtype: str = "bf16", sm_count: int = H100_SMS, *, a_major: str = "K",
@@ -125,7 +137,7 @@ def choose_config(m: int, n: int, k: int, dtype: str = "bf16", sm_count: int = H
         raise ValueError(f"choose_config: dtype must be one of {', '.join(ELEMENT_BYTES)}, not {dtype!r}")
     out_dtype = out_dtype or ("bf16" if dtype in ("e4m3", "e5m2") else dtype)
     if m <= SWAP_AB_MAX_M < n:
-        return _swapped(m, n, k, dtype, a_major, b_major, bias, out_dtype).validate()
+        return _swapped(m, n, k, dtype, a_major, b_major, bias, out_dtype, sm_count).validate()
     tma_store = n * ELEMENT_BYTES[out_dtype] % 16 == 0
     mn_major = (a_major, b_major) != ("K", "K")
     best, best_cost = None, None
@@ -144,7 +156,7 @@ def choose_config(m: int, n: int, k: int, dtype: str = "bf16", sm_count: int = H
 
 def _variants(base: GemmConfig, m: int, n: int, k: int, sms: int):
     """Rules 3 and 4 applied to a candidate tile: stream-K where it pays (clusters of 2 for long K), else
-    data-parallel overlapped with the TMA-store epilogue. The
+    data-parallel overlapped with the TMA-store epilogue where a CTA has several tiles. The
     128 × 64 tile runs data-parallel only: that is the form measured."""
     if base.bn == NARROW_BN:
         yield base
@@ -155,8 +167,9 @@ def _variants(base: GemmConfig, m: int, n: int, k: int, sms: int):
         if base.bn % (8 * cluster) == 0 and streamk_ktiles_saved(m, n, k, sk, sms) >= STREAMK_MIN_SAVING:
             yield sk
             return
-    if base.epilogue == "tma" and not base.fp8:
-        yield base.replace(overlap=1)
+    tiles = -(-m // (base.bm * base.cluster)) * -(-n // base.bn)
+    if base.epilogue == "tma" and not base.fp8 and tiles > sms // base.cluster:
+        yield base.replace(overlap=1)   # only a CTA of several tiles has a next tile to overlap the store with
     else:
         yield base
 
