@@ -149,6 +149,10 @@ def test_unknown_name_gives_the_grammar():
     # fewer 128 x 256 tiles than SMs: 128 x 128 tiles where they fill a wave, 128 x 64 where they leave SMs idle
     ((512, 4096, 4096), "bf16", {}, "h128x128s6t"),          # one wave: no next tile to overlap the store with
     ((128, 4096, 4096), "bf16", {}, "h128x64s8t"),
+    # 16-bit 128 x 192 tiles where the waves of 128 x 256 and 128 x 128 fit badly (data-parallel, no overlap)
+    ((768, 4096, 4096), "bf16", {}, "h128x192s4t3"),
+    ((512, 6144, 4096), "f16", {}, "h128x192s4t3"),
+    ((3072, 7168, 2048), "bf16", {}, "h128x192s4t3"),
     ((128, 7168, 18432), "bf16", {}, "h128x64s8t"),
     ((128, 7168, 18432), "e4m3", {}, "h128x64s8k4t"),
     # rule 1: M <= 64 swaps A and B (M rounded up to 16 / 32 / 64 as the wgmma's N); stream-K on every SM below

@@ -18,7 +18,11 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
    ``STREAMK_FIXUP`` k-tiles (s8 section 6: ~15 k-tiles of a 128 × 256 tile, ~10 µs) growing with the pieces a
    tile is split into. Candidates (ties go to the earlier):
    - bf16/f16, C rows 16-byte aligned: 128 × 256, 4 stages, TMA-store epilogue in halves (``h128x256s4t2``, the
-     winner at 4096³, 8192³, 8192²×1024, 2048³, 4096²×16384: s9 sections 6 and 12); 128 × 128, 6 stages, TMA store
+     winner at 4096³, 8192³, 8192²×1024, 2048³, 4096²×16384: s9 sections 6 and 12); 128 × 192, 4 stages, TMA store
+     in thirds, data-parallel without overlap (``h128x192s4t3``: where the waves of 128 × 256 and 128 × 128 fit badly,
+     M = 384-3072: 512×6144×4096 628 against 486 TFLOP/s for 128 × 128 stream-K, 768×4096×4096 637 against 491,
+     640×14336×4096 637 against 586, 768×8192×8192 652 against 602; its stream-K (32 B of spills) and overlap
+     within -3..+3%: s12 section 5; ``EFFICIENCY`` 0.95 estimated); 128 × 128, 6 stages, TMA store
      (``h128x128s6t``: more tiles where 128 × 256 leaves SMs idle); 128 × 64, 8 stages, TMA store, data-parallel
      (``h128x64s8t``: 340 against 310 TFLOP/s for 128 × 128 at 128×7168×18432, whose 56 tiles of 128 × 128
      leave half the SMs idle; cuBLAS 317; 2026-11-26 s10 sweep, from which its ``EFFICIENCY`` 0.49 comes);
@@ -64,6 +68,7 @@ SWAP_STAGES = 8
 # its tiles' loads already keep DRAM busy and data-parallel is faster (bf16 and e4m3, 2026-11-26 s12 section 5)
 SWAP_STREAMK_SHARE = 3
 NARROW_BN = 64   # the 128 x 64 tile: twice the tiles of 128 x 128 where those leave SMs idle
+WIDE_THIRDS_BN = 192   # the 16-bit 128 x 192 tile (TMA store in thirds): waves of 128 x 256 and 128 x 128 fit badly
 
 
 def _candidates(dtype: str, tma_store: bool, bias: bool) -> list:
@@ -77,6 +82,7 @@ def _candidates(dtype: str, tma_store: bool, bias: bool) -> list:
         return [GemmConfig(bn=128, cluster=2, promote=4, epilogue="rows", **base)]
     if tma_store:
         return [GemmConfig(bn=256, epilogue="tma", epilogue_split=2, **base),
+                GemmConfig(bn=192, epilogue="tma", epilogue_split=3, **base),
                 GemmConfig(bn=128, stages=6, epilogue="tma", **base),
                 GemmConfig(bn=64, stages=8, epilogue="tma", **base)]
     return [GemmConfig(bn=192, cluster=2, epilogue="rows", epilogue_split=3, **base),
@@ -156,10 +162,10 @@ def choose_config(m: int, n: int, k: int, dtype: str = "bf16", sm_count: int = H
 
 def _variants(base: GemmConfig, m: int, n: int, k: int, sms: int):
     """Rules 3 and 4 applied to a candidate tile: stream-K where it pays (clusters of 2 for long K), else
-    data-parallel overlapped with the TMA-store epilogue where a CTA has several tiles. The
-    128 × 64 tile runs data-parallel only: that is the form measured."""
-    if base.bn == NARROW_BN:
-        yield base
+    data-parallel overlapped with the TMA-store epilogue where a CTA has several tiles. The 128 × 64 tile and the
+    16-bit 128 × 192 TMA-store tile run data-parallel without overlap: the forms measured."""
+    if base.bn == NARROW_BN or (base.bn == WIDE_THIRDS_BN and not base.fp8 and base.epilogue == "tma"):
+        yield base   # the forms measured: 128 x 192's stream-K (32 B of spills) and overlap were no faster
         return
     if not base.fp8:
         cluster = 2 if k >= 2 * max(m, n) and (base.a_major, base.b_major) == ("K", "K") else base.cluster
