@@ -187,6 +187,22 @@ class TmaCopy(AsyncOp):
         return where
 
 
+def _check_box_start(ix, op, m: TensorMapValue, origin) -> None:
+    """A copy's box must start on a 16-byte boundary along the map's contiguous mode (TMA's dim 0): the hardware
+    reads and writes global memory in 16-byte units from the box's first element — an f32 box at element 1 of its
+    row faults with an illegal instruction (the map's base address and row pitches are 16-byte aligned, so this is
+    the start coordinate along that mode times the element size). A negative start is fine as long as it is aligned:
+    the elements before the tensor are out of bounds."""
+    mode = m.params.mode_order[0]
+    start = int(origin[mode])
+    esize = element_bytes(m.dtype)
+    if start * esize % 16:
+        ix.fail(op, f"the box of {m.name} starts at element {start} of its contiguous mode {mode} ({start} × "
+                    f"{esize} bytes = {start * esize}, not a multiple of 16): TMA copies start 16-byte aligned "
+                    f"along the contiguous mode (TMA faults: illegal instruction); start at a multiple of "
+                    f"{16 // math.gcd(16, esize)} elements")
+
+
 def _copy_addresses(ix, op, m: TensorMapValue, view, thread: int):
     """Absolute smem byte addresses TMA touches for a copy of ``m``'s box at ``view``'s base for ``thread``."""
     if m.params is None:
@@ -311,6 +327,7 @@ class Load(OpDef):
             i = int(idx[k])
             bars.state(ix, op, i, t, by_tma=True)
             addresses, byteset = _copy_addresses(ix, op, m, view, t)
+            _check_box_start(ix, op, m, origin[k])
             copy = TmaCopy("load", op, t, m, origin[k], addresses, byteset, (bars, i))
             if multicast:
                 # the same smem offset and the barrier at the same offset in every CTA of the cluster
@@ -363,6 +380,7 @@ class Store(OpDef):
         origin = _coords_of(ix, coords, act)
         for k, t in enumerate(act.tolist()):
             addresses, byteset = _copy_addresses(ix, op, m, view, t)
+            _check_box_start(ix, op, m, origin[k])
             ix.check_generic_writes(op, byteset, view.name)
             ix.check_issue_order(op, byteset, view.name, t, "read")
             ix.check_async_access(op, byteset, "read", view.name)

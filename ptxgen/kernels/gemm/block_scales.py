@@ -98,7 +98,8 @@ def scale_parts(config: GemmConfig) -> int:
 
 
 # ``scales_smem``: B's scales of one stage are one TMA box of column_blocks rows × this many k-blocks (16 bytes: TMA's
-# least box row); the stage's k-block is its column 0
+# least box row). A TMA box must START 16-byte aligned along the contiguous mode too (else the copy faults with an
+# illegal instruction), so k-tile kt's box starts at k-block 4·⌊kt/4⌋ and the stage's k-block is its column kt mod 4
 B_BOX_K_BLOCKS = 4
 
 
@@ -110,7 +111,9 @@ def row_scale_box(config: GemmConfig):
 
 def col_scale_box(config: GemmConfig):
     """``scales_smem``: the smem layout of one stage's B scales, over the global (⌈N/128⌉, ⌈K/128⌉) modes:
-    (W, 4):(4, 1) with W = ``column_blocks``. ``col_scale_box(bn=128)`` = (1,4):(4,1)."""
+    (W, 4):(4, 1) with W = ``column_blocks``: k-tile kt's stage holds k-blocks 4·⌊kt/4⌋ … 4·⌊kt/4⌋ + 3 (the box
+    starts on a 16-byte boundary, as TMA requires), its own in column kt mod 4 (``box_k_start``, ``box_k_column``).
+    ``col_scale_box(bn=128)`` = (1,4):(4,1)."""
     return lc.Layout((column_blocks(config), B_BOX_K_BLOCKS), (B_BOX_K_BLOCKS, 1))
 
 
@@ -319,10 +322,23 @@ def alloc_scale_rings(g):
     g.s_cols = b.smem.alloc(type=smem("f32", cols), align=128, name="s_cols")
 
 
+def box_k_start(b, kt, tag=""):
+    """The first k-block of k-tile ``kt``'s B scale box: 4·⌊kt/4⌋ (kt ≥ 0), a 16-byte aligned f32 start along the
+    contiguous mode of ``%col_scales`` — a box starting at kt itself (4·kt bytes into the row) faults on the GPU."""
+    c_blocks = b.const(B_BOX_K_BLOCKS, i32, name=f"ps_box_k{tag}")
+    return b.arith.mul(b.arith.div(kt, c_blocks, name=f"ps_kq{tag}"), c_blocks, name=f"ps_k0{tag}")
+
+
+def box_k_column(b, kt, tag=""):
+    """The column of k-tile ``kt``'s k-block in its B scale box (``box_k_start``): kt mod 4 (kt ≥ 0)."""
+    return b.arith.rem(kt, b.const(B_BOX_K_BLOCKS, i32, name=f"ss_box_k{tag}"), name=f"ss_kcol{tag}")
+
+
 def load_stage_scales(g, s, kt, m0, tn, group=None, tag=""):
     """``scales_smem``, in the producer: the TMA loads of k-tile ``kt``'s scales into stage ``s`` on the stage's
-    barrier — A's rows m0 … m0+BM-1 from (kt, m0) of ``%row_scales`` and B's blocks n0/128 … (plus the group's
-    ⌈N/128⌉·group) from (block, kt) of ``%col_scales``. Rows and blocks past the problem arrive as TMA's zeros."""
+    barrier — A's rows m0 … m0+BM-1 from (kt, m0) of ``%row_scales`` (m0 a multiple of BM: a 16-byte aligned start)
+    and B's blocks n0/128 … (plus the group's ⌈N/128⌉·group) from (block, ``box_k_start(kt)``) of ``%col_scales``.
+    Rows and blocks past the problem arrive as TMA's zeros."""
     b, kb, config = g.b, g.kb, g.config
     rows_dst = b.smem.slice(g.s_rows, s, name=f"s_rows_dst{tag}")
     cols_dst = b.smem.slice(g.s_cols, s, name=f"s_cols_dst{tag}")
@@ -333,7 +349,7 @@ def load_stage_scales(g, s, kt, m0, tn, group=None, tag=""):
         col_block = b.arith.add(b.arith.mul(group, blocks, name=f"ps_group_nb{tag}"), col_block,
                                 name=f"ps_nb_grouped{tag}")
     b.tma.load(kb["row_scales"], rows_dst, g.pipe, s, kt, m0)
-    b.tma.load(kb["col_scales"], cols_dst, g.pipe, s, col_block, kt)
+    b.tma.load(kb["col_scales"], cols_dst, g.pipe, s, col_block, box_k_start(b, kt, tag))
 
 
 def accumulator_rows_tv(rows: int, bn: int):
@@ -353,17 +369,18 @@ def accumulator_rows_tv(rows: int, bn: int):
     return lc.Layout(acc.shape, row_part(acc.stride))
 
 
-def stage_scale_loads(g, s2, tag=""):
-    """``scales_smem``, in a consumer: ``scale_loads``' factors read from stage ``s2`` (which the caller waited
-    for and has not released) with ld.shared: [this warpgroup's row scales through ``row_tv`` (2 rows per thread per
-    m64 block: ``accumulator_rows_tv``), then B's scale(s) as ``scale_loads`` gives them (one part, or one per window of a straddling tile)]."""
+def stage_scale_loads(g, s2, kt, tag=""):
+    """``scales_smem``, in a consumer: ``scale_loads``' factors of k-tile ``kt`` read from its stage ``s2`` (which
+    the caller waited for and has not released) with ld.shared: [this warpgroup's row scales through ``row_tv`` (2
+    rows per thread per m64 block: ``accumulator_rows_tv``), then B's scale(s) as ``scale_loads`` gives them (one
+    part, or one per window of a straddling tile) from the box's column ``box_k_column(kt)``]."""
     b, config = g.b, g.config
     rows, bn, acc_t = config.rows, config.bn, g.acc_t
     stage_rows = b.smem.slice(g.s_rows, s2, name=f"ss_rows_stage{tag}")
     mine = b.smem.tile(stage_rows, g.cw, mode=1, size=rows, name=f"ss_rows{tag}")
     row = b.smem.load(mine, g.lt, tv=accumulator_rows_tv(rows, bn), type=acc_t, name=f"ss_row{tag}")
     stage_cols = b.smem.slice(g.s_cols, s2, name=f"ss_cols_stage{tag}")
-    k_block = b.smem.tile(stage_cols, g.c0, mode=1, size=1, name=f"ss_kblock{tag}")
+    k_block = b.smem.tile(stage_cols, box_k_column(b, kt, tag), mode=1, size=1, name=f"ss_kblock{tag}")
     if not straddles(config):
         tv = column_block_tv(rows, bn) if bn % SCALE_BLOCK == 0 else uniform_tv(rows, bn)
         return [row, b.smem.load(k_block, g.lt, tv=tv, type=acc_t, name=f"ss_col{tag}")]

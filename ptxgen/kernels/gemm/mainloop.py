@@ -324,9 +324,9 @@ def promote_block_scaled(g, init, lo, hi, cit, tm, tn, hook=None):
         with b.scf.for_(lo, peel_end, g.c1, zero, cit, *[zero] * smem_parts,
                         args=("kp", "chunk_p", "kit_p") + tuple(f"scale_p{i}" for i in range(smem_parts)),
                         names=["chunk_peeled", "kit_peeled"] + [f"scale_h{i}" for i in range(smem_parts)]) as ploop:
-            _kp, chunk_p, kit_p, *_scales_p = ploop
+            kp, chunk_p, kit_p, *_scales_p = ploop
             chunk_q, s_q = issue_in_turn(chunk_p, kit_p, "_h")
-            got = block_scales.stage_scale_loads(g, s_q, "_h") if in_smem else []
+            got = block_scales.stage_scale_loads(g, s_q, kp, "_h") if in_smem else []
             b.scf.yield_(chunk_q, b.arith.add(kit_p, g.c1, name="kit_p1"), *got)
         chunk_h, kit0, *smem_scales = ploop.results
         if in_smem:
@@ -362,7 +362,7 @@ def promote_block_scaled(g, init, lo, hi, cit, tm, tn, hook=None):
         chunk, s2 = issue_in_turn(zero, kit, "_b")
         if in_smem:
             # the stage has arrived (its scales with it): ld.shared while its wgmmas run
-            current = block_scales.stage_scale_loads(g, s2)
+            current = block_scales.stage_scale_loads(g, s2, kt)
         chunk = b.wgmma.wait(chunk, pending=0, name="chunk")
         b.pipeline.release(g.pipe, s2)
         if late:
