@@ -224,7 +224,8 @@ def tma_row_scales(a_scales):
         groups, m_max, kb = a_scales.shape
         if isinstance(a_scales, np.ndarray):
             return np.ascontiguousarray(np.transpose(a_scales, (2, 0, 1))).reshape(kb, groups * m_max)
-        return a_scales.permute(2, 0, 1).reshape(kb, groups * m_max)
+        # contiguous first: reshape alone would merge (G, M_max) into a strided view, not the row-major rows TMA reads
+        return a_scales.permute(2, 0, 1).contiguous().reshape(kb, groups * m_max)
     return get_mn_major_tma_aligned_tensor(a_scales).T
 
 
