@@ -90,6 +90,10 @@ class Tensor:
     def dim(self) -> int:
         return len(self.shape)
 
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
     def numel(self) -> int:
         n = 1
         for extent in self.shape:
@@ -101,6 +105,10 @@ class Tensor:
 
     def t(self) -> "Tensor":
         return Tensor(self.shape[::-1], self._strides[::-1], self.dtype, self._ptr, self.device)
+
+    @property
+    def T(self) -> "Tensor":
+        return self.t()
 
     def unsqueeze(self, dim: int) -> "Tensor":
         shape, strides = list(self.shape), list(self._strides)

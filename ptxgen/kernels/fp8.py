@@ -238,8 +238,8 @@ def tma_col_scales(b_scales):
     if isinstance(b_scales, np.ndarray):
         return b_scales
     nb, kb = b_scales.shape
-    pitch = b_scales.stride(0)
-    if (b_scales.stride(1) == 1 or kb <= 1) and pitch % 4 == 0 and pitch >= kb and b_scales.data_ptr() % 16 == 0:
+    pitch, step = tuple(b_scales.stride())
+    if (step == 1 or kb <= 1) and pitch % 4 == 0 and pitch >= kb and b_scales.data_ptr() % 16 == 0:
         return b_scales
     import torch
 

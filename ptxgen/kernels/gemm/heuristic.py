@@ -197,9 +197,10 @@ def choose_block_scaled_config(m: int, n: int, k: int, sm_count: int = H100_SMS,
     """The configuration of the block-scaled fp8 GEMM (``ptxgen.kernels.fp8_gemm_nt``) for C (m, n) = A (m, k) · Bᵀ:
     rule 1 (swap A and B for m ≤ 64 < n: the kernel's N is m rounded up to 16, 32 or 64, 8 stages, the direct
     epilogue), else the cheaper of ``BLOCK_SCALED_CANDIDATES`` by ``estimated_cost`` (128 × 128, 6 stages, TMA store;
-    128 × 64, 8 stages, where 128 × 128 leaves SMs idle); the scales always applied late (``late_scales``); a dense
-    128 × 128 tile with ping-pong and the overlapped epilogue (measured: docs/gpu-runs/2026-11-26-s11.log section 6).
-    ``choose_block_scaled_config(4096, 7168, 2048).name`` = ``h128x128s6to1Bwl``;
+    128 × 64, 8 stages, where 128 × 128 leaves SMs idle), their scales applied late (``late_scales``); a dense
+    128 × 128 tile takes DeepGEMM's scales with the stage (``scales_smem``, 5 stages) and the overlapped epilogue
+    (measured: docs/gpu-runs/2026-11-26-s12.log section 6).
+    ``choose_block_scaled_config(4096, 7168, 2048).name`` = ``h128x128s5to1BS``;
     ``choose_block_scaled_config(64, 7168, 2048).name`` = ``h128x64s8xBl``. ``grouped``
     ("contiguous", "masked"; ``m`` the rows of all groups): never swapped (the groups are A's rows).
     Post: deterministic, valid, e4m3 → bf16 with ``scales="block"``."""
@@ -216,7 +217,9 @@ def choose_block_scaled_config(m: int, n: int, k: int, sm_count: int = H100_SMS,
         if best_cost is None or cost < best_cost - 1e-9:
             best, best_cost = config, cost
     if grouped == "none" and best.bn == 128:
-        # the two warpgroups' wgmmas issued in turn and the epilogue behind the next tile's first k-tile: the best
-        # 128 x 128 variant at every M = 4096 shape of issue 19's sweep (0.746 x cuBLAS against 0.674 without)
-        best = best.replace(overlap=1, pingpong=True)
+        # DeepGEMM's design: the scales arrive with their stage by TMA and are read by ld.shared (scales_smem, 5 stages
+        # to fit their rings), promoted as one FMA by the scale product (no late_scales, no ping-pong: their point was
+        # the global loads' latency), the epilogue behind the next tile's first k-tile: 0.991 x cuBLAS block-scaled
+        # in geometric mean over issue 19's six M = 4096 shapes, against 0.736 for h128x128s6to1Bwl (s12 section 6)
+        best = best.replace(stages=5, overlap=1, late_scales=False, scales_smem=True)
     return best.validate()
