@@ -97,6 +97,8 @@ def store_rows(g, o16_blocks):
     d = config.head_dim
     staging = staged_rows(g)
     stage_blocks(g, staging, o16_blocks)
+    if config.persistent and not config.o_buffer:
+        b.fence.proxy_async()   # the next item's Q lands on these bytes by TMA (the async proxy)
     warpgroup_barrier(g)
     rows = b.smem.load(staging, g.lt, tv=row_tv(d), type=frag(config.dtype, d // 2), name="o_by_rows")
     my_row = b.arith.add(g.row0, b.arith.div(g.lt, b.const(2, i32, name="c2"), name="lt_half"), name="o_row")
