@@ -11,6 +11,10 @@ in reverse order of the x index, the longest first), 1 + w warpgroups (w = ``con
   the online softmax on S's accumulator fragment in f32, P converted to 16 bits in registers and O += P·V by RS
   wgmma (``softmax``); then O / l and the log-sum-exp (``epilogue``).
 
+Persistent (``persistent``): min(work items, %ctas) CTAs, each walking its items (``schedule``); the producer's
+``produce_items`` and the consumers' ``consume_items`` loop over them with the K/V pipelines' counter and Q's barrier
+phase carried across items, Q's tile released to the next item's load through ``%qfree``.
+
 Causal (bottom-right aligned): query row i sees key columns j ≤ i + Sk − Sq, so the KV loop of a CTA ends at the tile
 holding its last row's last visible column (``n_end``; tiles entirely above the diagonal are never loaded) and only
 the tiles crossing the diagonal (or the ragged last tile) run the mask (``softmax.mask_scores``).
@@ -42,7 +46,8 @@ def build(config: AttentionConfig = AttentionConfig()):
     ``%sq``, ``%sk``, ``%group`` (= Hq/Hkv), ``%scale`` (the softmax scale). Varlen (``config.varlen``): ``%q``
     (Hq, total_q, D), ``%k``, ``%v`` (Hkv, total_k, D) (rank 3), ``%out`` (Hq, total_q, D), ``%lse`` (Hq, total_q),
     ``%cu_q``, ``%cu_k`` (B + 1 sequence offsets, i32), ``%max_sq`` (the grid's query tiles), ``%batches`` (B),
-    ``%group``, ``%scale``. Post: the same IR, op for op and name for name, for the same config."""
+    ``%group``, ``%scale``. Persistent (``config.persistent``): then ``%heads``, ``%batches`` (dense; varlen has
+    it), ``%ctas`` (``schedule.grid``). Post: the same IR, op for op and name for name, for the same config."""
     config.validate()
     g = AttentionValues()
     g.config = config

@@ -209,6 +209,7 @@ def choose_config(dtype: str, head_dim: int, causal: bool, varlen: bool = False,
        ``SHORT_CAUSAL_KV`` = 1024 keys (or unknown lengths, causal), where the 192-row tiles' masked diagonal
        costs more than they save (−8% at S = 1k). D = 128 keeps two (three spill at 160 registers).
     3. The TMA-store epilogue (varlen: the ``rows`` epilogue, whose stores stop at each sequence's end).
+    Not measured yet, so off: the persistent kernel (``persistent``, ``o_buffer``).
     Measured and not taken: 192-row KV tiles for D = 64 (spill with three warpgroups; behind them with two), a
     3-stage pipeline for D = 128 (within ±2% at S = 16k), P through shared memory (SS wgmma: −25-40%).
 
