@@ -6,7 +6,9 @@ float64, for compute-sanitizer (memcheck, racecheck, synccheck):
 
 Configurations: the chosen ones (overlap + ping-pong; TMA-store epilogue) for D = 64, 128, 256, causal and not, the
 plain loop (no overlap, direct epilogue) for D = 128 and 256, 3 consumer warpgroups at D = 64 (causal with the
-round-robin ping-pong; non-causal with 192-row KV tiles and P staged in shared memory), and varlen (the chosen one: ping-pong, rows epilogue). Exits 0 when every run matched (the sanitizer's own exit code reports its findings).
+round-robin ping-pong; non-causal with 192-row KV tiles and P staged in shared memory), the persistent kernel on 3 CTAs
+(D = 128 causal with O staged in Q's tile, D = 64 with 3 consumer warpgroups and O's own tile), and varlen (the
+chosen one: ping-pong, rows epilogue). Exits 0 when every run matched (the sanitizer's own exit code reports its findings).
 """
 from __future__ import annotations
 
@@ -45,13 +47,18 @@ def main() -> int:
                               (128, True, {}), (256, False, {"bn": 64}),
                               (64, True, {"consumer_warpgroups": 3, "overlap": True, "pingpong": True, "epilogue": "tma"}),
                               (64, False, {"bn": 192, "consumer_warpgroups": 3, "overlap": True, "epilogue": "tma",
-                                           "p_in_smem": True})]:
+                                           "p_in_smem": True}),
+                              (128, True, {"overlap": True, "pingpong": True, "epilogue": "tma", "persistent": True,
+                                           "ctas": 3}),
+                              (64, False, {"consumer_warpgroups": 3, "overlap": True, "pingpong": True,
+                                           "epilogue": "tma", "persistent": True, "o_buffer": True, "ctas": 3})]:
         q = torch.randn(2, 300, 4, d, device="cuda", dtype=torch.bfloat16)
         k = torch.randn(2, 457, 2, d, device="cuda", dtype=torch.bfloat16)
         v = torch.randn(2, 457, 2, d, device="cuda", dtype=torch.bfloat16)
+        ctas = None if fields is None else fields.pop("ctas", None)
         config = (choose_config("bf16", d, causal) if fields is None
                   else AttentionConfig("bf16", d, fields.pop("bn", 128), 2, causal, **fields))
-        out, _lse = attention(q, k, v, causal=causal, config=config)
+        out, _lse = attention(q, k, v, causal=causal, config=config, ctas=ctas)
         torch.cuda.synchronize()
         err = rel(torch, out, reference(torch, q, k, v, causal))
         print(f"attention D={d} causal={causal} {config}: rel err {err:.2e}", flush=True)

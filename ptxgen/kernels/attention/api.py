@@ -91,6 +91,16 @@ def _scale(op: str, softmax_scale, d: int) -> float:
     return scale
 
 
+def _check_ctas(op: str, ctas) -> None:
+    """``ctas`` is None or a positive int (the persistent grid's bound). ``_check_ctas("attention", 0)`` raises
+    ``attention: ctas must be a positive int (the persistent kernel's CTA count) or None, not 0``."""
+    if ctas is None:
+        return
+    if isinstance(ctas, bool) or not isinstance(ctas, (int, np.integer)) or ctas < 1:
+        raise (ValueError if isinstance(ctas, (int, np.integer)) and not isinstance(ctas, bool) else TypeError)(
+            f"{op}: ctas must be a positive int (the persistent kernel's CTA count) or None, not {ctas!r}")
+
+
 def _tma_able(arg: _Arg) -> bool:
     """Whether TMA describes the tensor in place: a 16-byte aligned base and 16-byte multiples as strides."""
     return bool(arg.aligned) and all((s * ELEMENT_BYTES[arg.dtype]) % 16 == 0 for s in arg.strides[:-1])
@@ -101,14 +111,16 @@ def _tma_view(arg: _Arg):
     return arg.value if _tma_able(arg) else arg.value.contiguous()
 
 
-def attention(q, k, v, causal: bool = False, softmax_scale=None, out=None, *, config: AttentionConfig | None = None):
+def attention(q, k, v, causal: bool = False, softmax_scale=None, out=None, *, config: AttentionConfig | None = None,
+              ctas: int | None = None):
     """Attention forward, FlashAttention's ``flash_attn_func`` convention: q (B, Sq, Hq, D), k and v (B, Sk, Hkv, D),
     all bf16 or all f16, D ∈ {64, 128, 256}, Hq a multiple of Hkv (query head h reads KV head h / (Hq/Hkv)); ``causal``
     masks key j for query i where j > i + Sk − Sq (aligned to the bottom-right corner, as FlashAttention for Sq ≠ Sk);
     ``softmax_scale`` defaults to 1/√D. → ``(out, lse)``: out (B, Sq, Hq, D) of q's dtype (into ``out`` if given:
     that shape and dtype, unit stride along D), lse (B, Hq, Sq) float32, the natural-log log-sum-exp of each query
     row's scaled scores. A query row that sees no key (causal, Sq > Sk) gets out 0 and lse +inf. Any strides with unit
-    stride along D (torch's (B, H, S, D) tensors passed as ``x.transpose(1, 2)``); ``config`` forces a configuration.
+    stride along D (torch's (B, H, S, D) tensors passed as ``x.transpose(1, 2)``); ``config`` forces a configuration;
+    ``ctas`` bounds a persistent config's grid (default: the SMs; the interpreter's 132).
 
     >>> q = np.ones((1, 3, 2, 64), ml_dtypes.bfloat16); k = v = np.ones((1, 5, 1, 64), ml_dtypes.bfloat16)  # doctest: +SKIP
     >>> out, lse = attention(q, k, v)                       # doctest: +SKIP
@@ -128,6 +140,7 @@ def attention(q, k, v, causal: bool = False, softmax_scale=None, out=None, *, co
     b, sq, hq, d = q_arg.shape
     sk = k_arg.shape[1]
     _check_grid(op, "q has batch", b, "q has", hq)
+    _check_ctas(op, ctas)
     scale = _scale(op, softmax_scale, d)
     if out_arg is not None:
         _check_out(op, out_arg, q_arg, dtype)
@@ -162,9 +175,10 @@ def attention(q, k, v, causal: bool = False, softmax_scale=None, out=None, *, co
         lse[...] = float("inf")
         return o, lse
     if kind == "numpy":
-        run.run_numpy(config, q, k, v, o, lse, scale)
+        run.run_numpy(config, q, k, v, o, lse, scale, ctas=ctas)
         return o, lse
-    run.run_device(config, _tma_view(q_arg), _tma_view(k_arg), _tma_view(v_arg), o, lse, scale, stream=_stream())
+    run.run_device(config, _tma_view(q_arg), _tma_view(k_arg), _tma_view(v_arg), o, lse, scale, stream=_stream(),
+                   ctas=ctas)
     return o, lse
 
 
@@ -189,13 +203,15 @@ def _check_cu_seqlens(op: str, name: str, cu: _Arg, total: int, max_name: str, m
 
 
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, max_seqlen_k: int,
-                     causal: bool = False, softmax_scale=None, out=None, *, config: AttentionConfig | None = None):
+                     causal: bool = False, softmax_scale=None, out=None, *, config: AttentionConfig | None = None,
+                     ctas: int | None = None):
     """Attention forward over a packed batch of sequences of different lengths, FlashAttention's
     ``flash_attn_varlen_func`` convention: q (total_q, Hq, D), k and v (total_k, Hkv, D), sequence b's queries rows
     ``cu_seqlens_q[b] … cu_seqlens_q[b+1]-1`` of q and its keys rows ``cu_seqlens_k[b] …`` of k and v (int32 offsets,
     B + 1 of each); ``max_seqlen_q`` at least the longest query sequence (it sizes the grid), ``max_seqlen_k`` the
     longest key sequence. ``causal`` aligns each sequence's mask to its own bottom-right corner. → ``(out, lse)``:
-    out (total_q, Hq, D), lse (Hq, total_q) float32. Each sequence is exactly ``attention`` of its rows.
+    out (total_q, Hq, D), lse (Hq, total_q) float32. Each sequence is exactly ``attention`` of its rows. ``config``
+    and ``ctas`` as for ``attention``.
     Post: as ``attention`` per sequence; rows of q past ``cu_seqlens_q[-1]`` are not written."""
     op = "attention_varlen"
     q_arg, k_arg, v_arg = _Arg(op, "q", q), _Arg(op, "k", k), _Arg(op, "v", v)
@@ -215,6 +231,7 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, max
                          "one query and one key sequence per batch entry")
     total_q, hq, d = q_arg.shape
     _check_grid(op, "cu_seqlens_q holds a batch of", cu_q.shape[0] - 1, "q has", hq)
+    _check_ctas(op, ctas)
     scale = _scale(op, softmax_scale, d)
     if out_arg is not None:
         _check_out(op, out_arg, q_arg, dtype)
@@ -241,8 +258,9 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, max
     if batch == 0 or total_q == 0 or hq == 0 or max_seqlen_q == 0 or k_arg.shape[0] == 0:
         return o, lse   # no query row, or no key for any: out 0, lse +inf
     if kind == "numpy":
-        run.run_varlen_numpy(config, q, k, v, o, lse, cu_seqlens_q, cu_seqlens_k, int(max_seqlen_q), scale)
+        run.run_varlen_numpy(config, q, k, v, o, lse, cu_seqlens_q, cu_seqlens_k, int(max_seqlen_q), scale,
+                             ctas=ctas)
         return o, lse
     run.run_varlen_device(config, _tma_view(q_arg), _tma_view(k_arg), _tma_view(v_arg), o, lse, cu_seqlens_q,
-                          cu_seqlens_k, int(max_seqlen_q), scale, stream=_stream())
+                          cu_seqlens_k, int(max_seqlen_q), scale, stream=_stream(), ctas=ctas)
     return o, lse

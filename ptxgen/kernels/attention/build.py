@@ -11,6 +11,10 @@ in reverse order of the x index, the longest first), 1 + w warpgroups (w = ``con
   the online softmax on S's accumulator fragment in f32, P converted to 16 bits in registers and O += P·V by RS
   wgmma (``softmax``); then O / l and the log-sum-exp (``epilogue``).
 
+Persistent (``persistent``): min(work items, %ctas) CTAs, each walking its items (``schedule``); the producer's
+``produce_items`` and the consumers' ``consume_items`` loop over them with the K/V pipelines' counter and Q's barrier
+phase carried across items, Q's tile released to the next item's load through ``%qfree``.
+
 Causal (bottom-right aligned): query row i sees key columns j ≤ i + Sk − Sq, so the KV loop of a CTA ends at the tile
 holding its last row's last visible column (``n_end``; tiles entirely above the diagonal are never loaded) and only
 the tiles crossing the diagonal (or the ragged last tile) run the mask (``softmax.mask_scores``).
@@ -20,7 +24,7 @@ from __future__ import annotations
 from ptxgen.ir.builder import KernelBuilder, cdiv, dim, f32, gtensor, i32, smem, tmap
 
 from ..global_element import load_element
-from . import epilogue, softmax
+from . import epilogue, schedule, softmax
 from .config import BOX_COLUMNS, CONSUMER_ROWS, AttentionConfig
 from .layouts import box_layout, p_layout, ring_box, ring_layout, tile_layout
 from .warpgroups import warpgroup_tests
@@ -29,6 +33,9 @@ from .warpgroups import warpgroup_tests
 class AttentionValues:
     """What the parts of the kernel share while it is built: the builder ``b``, the KernelBuilder ``kb``, the
     config, the shared-memory tensors and pipelines, the block's coordinates, the constants and the loop bound."""
+
+    kv_base = None    # persistent: the K/V pipelines' iteration at the item's first KV tile
+    q_done = None     # persistent: builds the consumers' release of Q's tile (``schedule.consume_items``)
 
 
 def build(config: AttentionConfig = AttentionConfig()):
@@ -39,7 +46,8 @@ def build(config: AttentionConfig = AttentionConfig()):
     ``%sq``, ``%sk``, ``%group`` (= Hq/Hkv), ``%scale`` (the softmax scale). Varlen (``config.varlen``): ``%q``
     (Hq, total_q, D), ``%k``, ``%v`` (Hkv, total_k, D) (rank 3), ``%out`` (Hq, total_q, D), ``%lse`` (Hq, total_q),
     ``%cu_q``, ``%cu_k`` (B + 1 sequence offsets, i32), ``%max_sq`` (the grid's query tiles), ``%batches`` (B),
-    ``%group``, ``%scale``. Post: the same IR, op for op and name for name, for the same config."""
+    ``%group``, ``%scale``. Persistent (``config.persistent``): then ``%heads``, ``%batches`` (dense; varlen has
+    it), ``%ctas`` (``schedule.grid``). Post: the same IR, op for op and name for name, for the same config."""
     config.validate()
     g = AttentionValues()
     g.config = config
@@ -51,16 +59,22 @@ def build(config: AttentionConfig = AttentionConfig()):
     g.tile_bytes = bn * d * config.element_bytes
     maps = {"q": tmap(dtype, rank, box_layout(q_tile, lead)), "k": tmap(dtype, rank, ring_box(ring, lead)),
             "v": tmap(dtype, rank, ring_box(ring, lead))}
+    # persistent: the work items' head (and, dense, batch) counts and the CTA count (the grid's host expression reads
+    # them; varlen has %batches already)
+    persistent = {"heads": i32, "ctas": i32} if config.persistent else {}
     if config.varlen:
+        grid = schedule.grid(config) if config.persistent else (cdiv("max_sq", bm), dim("q", 0), "batches")
         kb = KernelBuilder(
-            "attention_varlen_fwd", grid=(cdiv("max_sq", bm), dim("q", 0), "batches"), block=(config.threads, 1, 1), **maps,
+            "attention_varlen_fwd", grid=grid, block=(config.threads, 1, 1), **maps,
             out=gtensor(dtype, 3), lse=gtensor("f32", 2), cu_q=gtensor("i32", 1), cu_k=gtensor("i32", 1),
-            max_sq=i32, batches=i32, group=i32, scale=f32)
+            max_sq=i32, batches=i32, group=i32, scale=f32, **persistent)
     else:
+        grid = schedule.grid(config) if config.persistent else (cdiv("sq", bm), dim("q", 1), dim("q", 0))
+        persistent = {"heads": i32, "batches": i32, "ctas": i32} if config.persistent else {}
         kb = KernelBuilder(
-            "attention_fwd", grid=(cdiv("sq", bm), dim("q", 1), dim("q", 0)), block=(config.threads, 1, 1), **maps,
+            "attention_fwd", grid=grid, block=(config.threads, 1, 1), **maps,
             out=tmap(dtype, 4, epilogue.out_box(config)) if config.epilogue == "tma" else gtensor(dtype, 4),
-            lse=gtensor("f32", 3), sq=i32, sk=i32, group=i32, scale=f32)
+            lse=gtensor("f32", 3), sq=i32, sk=i32, group=i32, scale=f32, **persistent)
     g.kb, g.b = kb, kb.b
     b = kb.b
     g.sq_tile = b.smem.alloc(type=smem(dtype, q_tile), align=1024, name="sq_tile")
@@ -68,7 +82,11 @@ def build(config: AttentionConfig = AttentionConfig()):
     g.sv_ring = b.smem.alloc(type=smem(dtype, ring), align=1024, name="sv_ring")
     if config.p_in_smem:
         g.sp_tile = b.smem.alloc(type=smem(dtype, p_layout(dtype, bm, bn)), align=1024, name="sp_tile")
+    if config.o_buffer:
+        g.so_tile = b.smem.alloc(type=smem(dtype, q_tile), align=1024, name="so_tile")
     g.qbar = b.mbarrier.alloc(count=1, name="qbar")
+    if config.persistent:
+        g.qfree = b.mbarrier.alloc(count=1, name="qfree")   # Q's tile free: every consumer thread of the item arrived
     # every consumer warp releases each stage
     g.pk = b.pipeline.alloc(stages=stages, consumers=4 * config.consumer_warpgroups, name="pk")
     g.pv = b.pipeline.alloc(stages=stages, consumers=4 * config.consumer_warpgroups, name="pv")
@@ -78,22 +96,24 @@ def build(config: AttentionConfig = AttentionConfig()):
     g.c1 = c1 = b.const(1, i32, name="c1")
     g.c_bn = b.const(bn, i32, name="bn")
     g.c_box = b.const(BOX_COLUMNS, i32, name="box_cols")
-    if config.causal:
-        # the longest query tiles (the most KV tiles under the diagonal) first: the CTAs launched last are short
-        block_x = b.gpu.block_id(dim="x", name="block_x")
-        last_tile = b.arith.sub(b.gpu.grid_dim(dim="x", name="m_tiles"), c1, name="last_m_tile")
-        g.m_tile = b.arith.sub(last_tile, block_x, name="m_tile")
+    if config.persistent:
+        schedule.rounds(g)
     else:
-        g.m_tile = b.gpu.block_id(dim="x", name="m_tile")
-    g.head = b.gpu.block_id(dim="y", name="head")
-    g.batch = b.gpu.block_id(dim="z", name="batch")
-    g.kv_head = b.arith.div(g.head, kb["group"], name="kv_head")
-    g.q0 = b.arith.mul(g.m_tile, b.const(bm, i32, name="bm"), name="q0")
-    sequence_bounds(g)
-    g.n_end = kv_tiles(g)
+        if config.causal:
+            # the longest query tiles (the most KV tiles under the diagonal) first: the CTAs launched last are short
+            block_x = b.gpu.block_id(dim="x", name="block_x")
+            last_tile = b.arith.sub(b.gpu.grid_dim(dim="x", name="m_tiles"), c1, name="last_m_tile")
+            g.m_tile = b.arith.sub(last_tile, block_x, name="m_tile")
+        else:
+            g.m_tile = b.gpu.block_id(dim="x", name="m_tile")
+        g.head = b.gpu.block_id(dim="y", name="head")
+        g.batch = b.gpu.block_id(dim="z", name="batch")
+        item_rows(g)
     leader = b.arith.cmp(thread, c0, pred="eq", name="leader")
     with b.scf.if_(leader).then:
         b.mbarrier.init(g.qbar, c0, arrivals=1)
+        if config.persistent:
+            b.mbarrier.init(g.qfree, c0, arrivals=128 * config.consumer_warpgroups)
         b.pipeline.init(g.pk)
         b.pipeline.init(g.pv)
         b.fence.mbarrier_init()
@@ -104,57 +124,79 @@ def build(config: AttentionConfig = AttentionConfig()):
     role = b.roles(producer=(1, producer_registers), consumer=(config.consumer_warpgroups, consumer_registers))
     with role["producer"]:
         with b.scf.if_(leader).then:
-            produce(g)
+            if config.persistent:
+                produce_items(g)
+            else:
+                produce(g)
             b.scf.yield_()
     with role["consumer"]:
         g.cw = b.arith.sub(g.wg, c1, name="cw")
         warpgroup_tests(g)
         g.lt = b.arith.rem(thread, b.const(128, i32, name="wgsize"), name="lt")
-        g.row0 = b.arith.add(g.q0, b.arith.mul(g.cw, b.const(CONSUMER_ROWS, i32, name="rows"), name="row_off"),
-                             name="row0")
-        o, m, l = softmax.consume(g)
-        epilogue.store(g, o, m, l)
+        if config.persistent:
+            consume_items(g)
+        else:
+            g.row0 = b.arith.add(g.q0, b.arith.mul(g.cw, b.const(CONSUMER_ROWS, i32, name="rows"), name="row_off"),
+                                 name="row0")
+            o, m, l = softmax.consume(g)
+            epilogue.store(g, o, m, l)
     return kb.module("ptxgen/kernels/attention")
 
 
-def sequence_bounds(g) -> None:
+def item_rows(g, tag: str = "", c_bm=None) -> None:
+    """The work item's values derived from ``g.m_tile``, ``g.head`` and ``g.batch``: its KV head ``g.kv_head``, its
+    first query row ``g.q0``, its sequences' bounds (``sequence_bounds``) and its KV tile count ``g.n_end``; the
+    names carry ``tag`` (the persistent kernel's roles each compute them: ``"_p"``, ``"_c"``)."""
+    b = g.b
+    g.kv_head = b.arith.div(g.head, g.kb["group"], name=f"kv_head{tag}")
+    if c_bm is None:
+        c_bm = b.const(g.config.bm, i32, name="bm")
+    g.q0 = b.arith.mul(g.m_tile, c_bm, name=f"q0{tag}")
+    sequence_bounds(g, tag)
+    g.n_end = kv_tiles(g, tag)
+
+
+def sequence_bounds(g, tag: str = "") -> None:
     """The CTA's sequence lengths ``g.sq``, ``g.sk`` and (varlen) the first rows ``g.q_start``, ``g.k_start`` of its
     batch's sequences in the packed tensors: ``cu[batch]`` and ``cu[batch + 1] − cu[batch]`` (``load_element``)."""
     b, kb = g.b, g.kb
     if not g.config.varlen:
         g.sq, g.sk = kb["sq"], kb["sk"]
         return
-    next_batch = b.arith.add(g.batch, g.c1, name="next_batch")
-    g.q_start = load_element(b, kb["cu_q"], (g.batch,), g.c0, 1, name="q_start")
-    g.k_start = load_element(b, kb["cu_k"], (g.batch,), g.c0, 1, name="k_start")
-    g.sq = b.arith.sub(load_element(b, kb["cu_q"], (next_batch,), g.c0, 1, name="q_stop"), g.q_start, name="sq")
-    g.sk = b.arith.sub(load_element(b, kb["cu_k"], (next_batch,), g.c0, 1, name="k_stop"), g.k_start, name="sk")
+    next_batch = b.arith.add(g.batch, g.c1, name=f"next_batch{tag}")
+    g.q_start = load_element(b, kb["cu_q"], (g.batch,), g.c0, 1, name=f"q_start{tag}")
+    g.k_start = load_element(b, kb["cu_k"], (g.batch,), g.c0, 1, name=f"k_start{tag}")
+    g.sq = b.arith.sub(load_element(b, kb["cu_q"], (next_batch,), g.c0, 1, name=f"q_stop{tag}"), g.q_start,
+                       name=f"sq{tag}")
+    g.sk = b.arith.sub(load_element(b, kb["cu_k"], (next_batch,), g.c0, 1, name=f"k_stop{tag}"), g.k_start,
+                       name=f"sk{tag}")
 
 
-def kv_tiles(g):
+def kv_tiles(g, tag: str = ""):
     """The KV tiles the CTA's query rows see: all ⌈Sk/bn⌉, or (causal) those up to the one holding the last query
     row's last visible key column min(q0 + bm, Sq) − 1 + Sk − Sq (none when that is negative)."""
     b = g.b
-    tiles = b.arith.cdiv(g.sk, g.c_bn, name="kv_tiles")
+    tiles = b.arith.cdiv(g.sk, g.c_bn, name=f"kv_tiles{tag}")
     if g.config.causal:
-        rows_end = b.arith.min(b.arith.add(g.q0, b.const(g.config.bm, i32, name="bm_end"), name="q_end0"), g.sq, name="q_end")
-        g.diag_shift = b.arith.sub(g.sk, g.sq, name="diag_shift")
-        visible = b.arith.max(b.arith.add(rows_end, g.diag_shift, name="visible0"), g.c0, name="visible")
-        tiles = b.arith.min(tiles, b.arith.cdiv(visible, g.c_bn, name="causal_tiles"), name="seen_tiles")
+        rows_end = b.arith.min(b.arith.add(g.q0, b.const(g.config.bm, i32, name=f"bm_end{tag}"), name=f"q_end0{tag}"),
+                               g.sq, name=f"q_end{tag}")
+        g.diag_shift = b.arith.sub(g.sk, g.sq, name=f"diag_shift{tag}")
+        visible = b.arith.max(b.arith.add(rows_end, g.diag_shift, name=f"visible0{tag}"), g.c0, name=f"visible{tag}")
+        tiles = b.arith.min(tiles, b.arith.cdiv(visible, g.c_bn, name=f"causal_tiles{tag}"), name=f"seen_tiles{tag}")
     if not g.config.varlen:
         return tiles
     # the grid covers the longest sequence: a CTA past its own sequence's rows computes nothing
-    has_rows = b.arith.cmp(g.q0, g.sq, pred="lt", name="has_rows")
-    return b.arith.select(has_rows, tiles, g.c0, name="n_end")
+    has_rows = b.arith.cmp(g.q0, g.sq, pred="lt", name=f"has_rows{tag}")
+    return b.arith.select(has_rows, tiles, g.c0, name=f"n_end{tag}")
 
 
 def load_tile(g, tmap_v, dst, bars, index, head, row, tag: str):
     """The TMA loads of one (rows, D) tile into ``dst`` (a (1, …, rows, D) view): one box per 64 columns (values
-    named ``…_{tag}{j}``). Varlen boxes past the sequence read the next sequence's rows: the masks and the stores'
-    row bounds keep them out of the result."""
+    named ``…_{tag}{j}``; a tag starting with ``q`` loads Q's rows, any other K's or V's). Varlen boxes past the
+    sequence read the next sequence's rows: the masks and the stores' row bounds keep them out of the result."""
     b = g.b
     if g.config.varlen:
-        row = b.arith.add(g.q_start if tag == "q" else g.k_start, row, name=f"{tag}_packed_row")
+        row = b.arith.add(g.q_start if tag.startswith("q") else g.k_start, row, name=f"{tag}_packed_row")
     for j in range(g.config.head_dim // BOX_COLUMNS):
         cj = b.const(j, i32, name=f"{tag}_block{j}")
         box = b.smem.tile(dst, cj, mode=g.lead + 1, size=BOX_COLUMNS, name=f"{tag}_box{j}")
@@ -176,3 +218,68 @@ def produce(g):
         vs = b.pipeline.acquire(g.pv, kt, bytes=g.tile_bytes, name="vs")
         load_tile(g, kb["v"], b.smem.slice(g.sv_ring, vs, name="v_dst"), g.pv, vs, g.kv_head, k0, "v")
         b.scf.yield_()
+
+
+def load_kv(g, iteration, kt, tag: str) -> None:
+    """The persistent producer's loads of the item's KV tile ``kt`` at pipeline ``iteration``: K into the K ring, V
+    into the V ring (values named ``k{tag}…``, ``v{tag}…``)."""
+    b, kb = g.b, g.kb
+    k0 = b.arith.mul(kt, g.c_bn, name=f"kv_row{tag}")
+    ks = b.pipeline.acquire(g.pk, iteration, bytes=g.tile_bytes, name=f"ks{tag}")
+    load_tile(g, kb["k"], b.smem.slice(g.sk_ring, ks, name=f"k_dst{tag}"), g.pk, ks, g.kv_head, k0, f"k{tag}")
+    vs = b.pipeline.acquire(g.pv, iteration, bytes=g.tile_bytes, name=f"vs{tag}")
+    load_tile(g, kb["v"], b.smem.slice(g.sv_ring, vs, name=f"v_dst{tag}"), g.pv, vs, g.kv_head, k0, f"v{tag}")
+
+
+def produce_items(g):
+    """Thread 0 of the persistent producer, per work item (``schedule.work_item``): K and V of its first KV tile
+    (they only need free stages, so they load while the consumers still finish the previous item), then — once the
+    consumers released Q's tile (``%qfree``'s phase of the previous item) — Q, then K and V of the other KV tiles.
+    The pipelines' iteration counter runs on across items."""
+    b, kb, config = g.b, g.kb, g.config
+    c0, c1 = g.c0, g.c1
+    q_bytes = config.bm * config.head_dim * config.element_bytes
+    with b.scf.for_(c0, g.rounds, c1, c0, args=("p_round", "p_it"), names=["p_it_done"]) as (r, it):
+        schedule.work_item(g, r, "_p")
+        item_rows(g, "_p", g.c_bm)
+        with b.scf.if_(b.arith.cmp(g.n_end, c0, pred="gt", name="p_any_tile")).then:
+            load_kv(g, it, c0, "_first")
+            b.scf.yield_()
+        with b.scf.if_(b.arith.cmp(r, c0, pred="gt", name="p_after_first")).then:
+            b.mbarrier.wait(g.qfree, c0, b.arith.rem(b.arith.sub(r, c1, name="p_prev_round"), g.c2,
+                                                     name="p_qfree_parity"))
+            b.scf.yield_()
+        b.mbarrier.arrive_expect_tx(g.qbar, c0, bytes=q_bytes)
+        load_tile(g, kb["q"], g.sq_tile, g.qbar, c0, g.head, g.q0, "q")
+        with b.scf.for_(c1, g.n_end, c1, args=("p_kt",)) as (kt,):
+            load_kv(g, b.arith.add(it, kt, name="p_iteration"), kt, "")
+            b.scf.yield_()
+        b.scf.yield_(b.arith.add(it, g.n_end, name="p_it_next"))
+
+
+def consume_items(g):
+    """The persistent consumer warpgroup, per work item: its rows, Q's phase of the item (parity round mod 2), the KV
+    loop with the pipelines' iteration counter carried on (``g.kv_base``), the epilogue; it releases Q's tile
+    (``%qfree``, every consumer thread arriving) once the item's last S = Q·Kᵀ completed where O is not staged in
+    Q's tile (``o_buffer`` or the ``direct`` epilogue), else after the epilogue's stores have read it."""
+    b, config = g.b, g.config
+    c0, c1 = g.c0, g.c1
+    softmax.setup(g)
+    early = config.o_buffer or config.epilogue == "direct"
+
+    def release_q():
+        b.mbarrier.arrive(g.qfree, c0)
+
+    with b.scf.for_(c0, g.rounds, c1, c0, args=("c_round", "c_it"), names=["c_it_done"]) as (r, it):
+        schedule.work_item(g, r, "_c")
+        item_rows(g, "_c", g.c_bm)
+        g.row0 = b.arith.add(g.q0, b.arith.mul(g.cw, b.const(CONSUMER_ROWS, i32, name="rows"), name="row_off"),
+                             name="row0")
+        g.kv_base = it
+        g.q_done = release_q if early else None
+        softmax.wait_q(g, b.arith.rem(r, g.c2, name="q_parity"))
+        o, m, l = softmax.mainloop(g)
+        epilogue.store(g, o, m, l)
+        if not early:
+            release_q()
+        b.scf.yield_(b.arith.add(it, g.n_end, name="c_it_next"))

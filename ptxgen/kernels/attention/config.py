@@ -54,6 +54,13 @@ class AttentionConfig:
       K-major tile, ``fence.proxy_async``, the warpgroup's own barrier) instead of RS from registers: under the overlap
       the registers of P_{j-1} are free while S_j's softmax runs (FA3's choice for D = 64 non-causal with bn = 192
       and 3 consumer warpgroups, where the RS form spills at 160 registers).
+    - ``persistent``: FA3's persistent kernel: min(work items, ``%ctas``) CTAs (``ctas``: the SMs), each walking work
+      items (batch, head, query tile) in ``schedule``'s serpentine order (query tiles fastest, causal longest first),
+      the producer loading the next item's first K/V tile and Q while the consumers finish the current one's softmax
+      and epilogue; the K/V pipelines' iteration counter and Q's barrier phase run on across items.
+    - ``o_buffer``: the ``tma`` and ``rows`` epilogues stage O in a (bm, D) tile of its own instead of Q's, so that a
+      persistent CTA's next Q may load as soon as the current item's last S = Q·Kᵀ has completed (not after its
+      epilogue's stores have read O).
 
     Post (``validate``): the builder accepts the config; a violated rule is a ValueError naming the field."""
 
@@ -69,6 +76,8 @@ class AttentionConfig:
     registers: tuple | None = None
     consumer_warpgroups: int = 2
     p_in_smem: bool = False
+    persistent: bool = False
+    o_buffer: bool = False
 
     def __post_init__(self):
         if isinstance(self.registers, list):
@@ -108,7 +117,9 @@ class AttentionConfig:
         + 2·2·192·64·2 + 8 + 64 = 122952."""
         tile = self.head_dim * self.element_bytes
         p_tile = self.bm * self.bn * self.element_bytes if self.p_in_smem else 0
-        return self.bm * tile + 2 * self.stages * self.bn * tile + p_tile + 8 + 2 * 16 * self.stages
+        o_tile = self.bm * tile if self.o_buffer else 0
+        q_bars = 16 if self.persistent else 8
+        return self.bm * tile + 2 * self.stages * self.bn * tile + p_tile + o_tile + q_bars + 2 * 16 * self.stages
 
     def validate(self) -> "AttentionConfig":
         """Raise ValueError naming the field of the first rule the config breaks; → the config. E.g.
@@ -150,6 +161,9 @@ def _shape(c: AttentionConfig):
     if c.p_in_smem and c.bn % 64:
         return (f"bn = {c.bn}: with p_in_smem, P's (64, bn) tile is the SS wgmma's A operand in K-major SW128 atoms of "
                 "64 columns: bn a multiple of 64")
+    if c.o_buffer and c.epilogue == "direct":
+        return ("o_buffer = True: O is staged in shared memory only by the 'tma' and 'rows' epilogues, not by "
+                "epilogue = 'direct'")
     if c.pingpong and not c.overlap:
         return ("pingpong = True: the ping-pong alternates the sections that queue S_j and P_{j-1}·V_{j-1} together: "
                 "it needs overlap = True")
@@ -172,6 +186,7 @@ def _shared_memory(c: AttentionConfig):
     need = c.smem_bytes()
     if need > SMEM_BYTES:
         p_tile = f", P's tile ({c.bm} × {c.bn})" if c.p_in_smem else ""
+        p_tile += f", O's tile ({c.bm} × {c.head_dim})" if c.o_buffer else ""
         return (f"stages = {c.stages}: Q's tile ({c.bm} × {c.head_dim}){p_tile} and {c.stages} stages of K and V "
                 f"tiles ({c.bn} × {c.head_dim}) need {need} bytes of shared memory, over the {SMEM_BYTES} a Hopper CTA can have")
     return None
@@ -194,6 +209,7 @@ def choose_config(dtype: str, head_dim: int, causal: bool, varlen: bool = False,
        ``SHORT_CAUSAL_KV`` = 1024 keys (or unknown lengths, causal), where the 192-row tiles' masked diagonal
        costs more than they save (−8% at S = 1k). D = 128 keeps two (three spill at 160 registers).
     3. The TMA-store epilogue (varlen: the ``rows`` epilogue, whose stores stop at each sequence's end).
+    Not measured yet, so off: the persistent kernel (``persistent``, ``o_buffer``).
     Measured and not taken: 192-row KV tiles for D = 64 (spill with three warpgroups; behind them with two), a
     3-stage pipeline for D = 128 (within ±2% at S = 16k), P through shared memory (SS wgmma: −25-40%).
 

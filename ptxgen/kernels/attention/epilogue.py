@@ -20,7 +20,7 @@ from ptxgen.ir.builder import frag, i32
 from ptxgen.ir.ops.smem import tile_split
 
 from .config import BOX_COLUMNS, CONSUMER_ROWS
-from .layouts import tile_layout
+from .layouts import operand_view, tile_layout
 from .warpgroups import warpgroup_barrier
 
 NO_LSE = 2.0 ** 100
@@ -38,27 +38,42 @@ def out_box(config):
                       BOX_COLUMNS)[0]
 
 
-def stage_blocks(g, o16_blocks):
-    """stmatrix O's 16-bit column blocks into the warpgroup's own 64 rows of Q's tile (Q is no longer read: every
-    wgmma retired): block j at columns j·o_block …"""
+def staged_rows(g):
+    """The warpgroup's 64 rows of the tile O is staged in, as the (64, D) view stmatrix writes: its rows of Q's tile
+    (Q is no longer read: every wgmma retired), or of O's own tile (``o_buffer``)."""
+    if not g.config.o_buffer:
+        return g.q_rows
+    b = g.b
+    return b.smem.tile(operand_view(b, g.so_tile, (0, 1), "o_mk", g.lead), g.cw, mode=0, size=CONSUMER_ROWS,
+                       name="o_stage_rows")
+
+
+def stage_blocks(g, rows, o16_blocks):
+    """stmatrix O's 16-bit column blocks into the warpgroup's staging ``rows`` (``staged_rows``): block j at columns
+    j·o_block … A persistent kernel's staging in O's own tile first waits at the warpgroup's barrier for its first
+    thread, which saw the previous item's TMA stores read the tile (``tma.store_wait``)."""
     b, config = g.b, g.config
     ob = config.o_block
+    if config.persistent and config.o_buffer:
+        warpgroup_barrier(g)
     for j, block in enumerate(o16_blocks):
-        view = g.q_rows if len(o16_blocks) == 1 else b.smem.tile(g.q_rows, b.const(j, i32, name=f"o_cols{j}"), mode=1,
-                                                                 size=ob, name=f"o_stage{j}")
+        view = rows if len(o16_blocks) == 1 else b.smem.tile(rows, b.const(j, i32, name=f"o_cols{j}"), mode=1,
+                                                             size=ob, name=f"o_stage{j}")
         b.smem.stmatrix(view, g.lt, block, tv=accumulator_tv(ob), num=4, trans=False)
 
 
 def store_through_smem(g, o16_blocks):
-    """The ``tma`` epilogue: O staged in the warpgroup's rows of Q's tile (``stage_blocks``), made visible to the
-    async proxy, then stored by its first thread as 64 × 64 TMA boxes; rows past Sq are clipped by TMA. The thread
-    waits until the stores have read shared memory (the CTA must not end before)."""
+    """The ``tma`` epilogue: O staged in the warpgroup's rows of Q's (or O's own) tile (``stage_blocks``), made
+    visible to the async proxy, then stored by its first thread as 64 × 64 TMA boxes; rows past Sq are clipped by
+    TMA. The thread waits until the stores have read shared memory (the CTA must not end before; a persistent CTA's
+    next Q or O must not overwrite them)."""
     b, kb, config = g.b, g.kb, g.config
     d = config.head_dim
-    stage_blocks(g, o16_blocks)
+    stage_blocks(g, staged_rows(g), o16_blocks)
     b.fence.proxy_async()   # the generic smem writes before the async-proxy (TMA) reads
     warpgroup_barrier(g)
-    rows = b.smem.tile(g.sq_tile, g.cw, mode=g.lead, size=CONSUMER_ROWS, name="o_rows")
+    tile = g.so_tile if config.o_buffer else g.sq_tile
+    rows = b.smem.tile(tile, g.cw, mode=g.lead, size=CONSUMER_ROWS, name="o_rows")
     with b.scf.if_(b.arith.cmp(g.lt, g.c0, pred="eq", name="wg_leader")).then:
         for j in range(d // BOX_COLUMNS):
             cj = b.const(j, i32, name=f"o_block{j}")
@@ -67,8 +82,6 @@ def store_through_smem(g, o16_blocks):
         b.tma.store_commit()
         b.tma.store_wait(pending=0, read=True)
         b.scf.yield_()
-
-
 def row_tv(head_dim: int):
     """The ``rows`` epilogue's TV layout of a warpgroup's (64, D) tile: thread t holds half t % 2 of row t / 2 (D/2
     consecutive columns), so each thread's values share one row and one predicate. ``row_tv(64)`` =
@@ -77,14 +90,17 @@ def row_tv(head_dim: int):
 
 
 def store_rows(g, o16_blocks):
-    """The ``rows`` epilogue (varlen's): O staged by stmatrix in the warpgroup's rows of Q's tile, read back by rows
-    (``row_tv``), and stored by each thread only if its row lies inside its sequence — a packed varlen tensor's next
-    rows belong to the next sequence, which no tensor bound protects."""
+    """The ``rows`` epilogue (varlen's): O staged by stmatrix in the warpgroup's rows of Q's (or O's own) tile, read
+    back by rows (``row_tv``), and stored by each thread only if its row lies inside its sequence — a packed varlen
+    tensor's next rows belong to the next sequence, which no tensor bound protects."""
     b, kb, config = g.b, g.kb, g.config
     d = config.head_dim
-    stage_blocks(g, o16_blocks)
+    staging = staged_rows(g)
+    stage_blocks(g, staging, o16_blocks)
+    if config.persistent and not config.o_buffer:
+        b.fence.proxy_async()   # the next item's Q lands on these bytes by TMA (the async proxy)
     warpgroup_barrier(g)
-    rows = b.smem.load(g.q_rows, g.lt, tv=row_tv(d), type=frag(config.dtype, d // 2), name="o_by_rows")
+    rows = b.smem.load(staging, g.lt, tv=row_tv(d), type=frag(config.dtype, d // 2), name="o_by_rows")
     my_row = b.arith.add(g.row0, b.arith.div(g.lt, b.const(2, i32, name="c2"), name="lt_half"), name="o_row")
     inside = b.arith.cmp(my_row, g.sq, pred="lt", name="o_row_inside")
     with b.scf.if_(inside).then:

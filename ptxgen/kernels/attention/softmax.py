@@ -67,11 +67,17 @@ def mask_scores(g, s, k0, tag: str = ""):
     return branch.results[0]
 
 
+def pipeline_iteration(g, kt, name: str):
+    """The K/V pipelines' iteration of the item's KV tile ``kt``: ``kt``, or (persistent) ``g.kv_base + kt``, the
+    counter running on across the CTA's work items (the producer's runs alike)."""
+    return kt if g.kv_base is None else g.b.arith.add(g.kv_base, kt, name=name)
+
+
 def issue_scores(g, kt, tag: str = ""):
     """Wait for KV tile ``kt``'s K stage and queue S = Q·Kᵀ (from zero) as one wgmma group; → (S in flight, the
     stage). The caller fences before it."""
     b = g.b
-    ks = b.pipeline.wait(g.pk, kt, name=f"cks{tag}")
+    ks = b.pipeline.wait(g.pk, pipeline_iteration(g, kt, f"k_it{tag}"), name=f"cks{tag}")
     k_view = operand_view(b, b.smem.slice(g.sk_ring, ks, name=f"k_stage{tag}"), (0, 1), f"k_nk{tag}", g.lead)
     s = b.wgmma.mma(g.q_rows, k_view, g.zero_s, name=f"s_issued{tag}")
     b.wgmma.commit()
@@ -88,7 +94,7 @@ def issue_pv(g, p16, o_blocks, kt, tag: str = ""):
     warpgroup's staged tile ``g.p_rows`` and ``p16`` None; V seen (D, rows) MN-major; one wgmma per column block of O)
     as one wgmma group; → (O's blocks in flight, the stage). The caller fences before it."""
     b, config = g.b, g.config
-    vs = b.pipeline.wait(g.pv, kt, name=f"cvs{tag}")
+    vs = b.pipeline.wait(g.pv, pipeline_iteration(g, kt, f"v_it{tag}"), name=f"cvs{tag}")
     v_view = operand_view(b, b.smem.slice(g.sv_ring, vs, name=f"v_stage{tag}"), (1, 0), f"v_nk{tag}", g.lead)
     count = len(o_blocks)
     issued = []
@@ -151,11 +157,22 @@ def rescale(g, o_blocks, alpha, tag: str = ""):
 def consume(g):
     """The consumer warpgroup's KV loop over tiles 0 … n_end-1; → (O's column blocks, m, l) after the last tile (O's
     wgmmas completed)."""
+    wait_q(g, g.c0)
+    setup(g)
+    return mainloop(g)
+
+
+def wait_q(g, parity) -> None:
+    """Wait until Q's tile of the item has landed (the phase of parity ``parity`` of Q's barrier)."""
+    g.b.mbarrier.wait(g.qbar, g.c0, parity)
+
+
+def setup(g) -> None:
+    """The consumer's values shared by its work items: its rows of Q's (and P's) tile, the folded scale, the masks'
+    constants, the zero S and the initial O, m and l (``g.o0``, ``g.m0``, ``g.l0``)."""
     b, kb, config = g.b, g.kb, g.config
     bn = config.bn
-    count = config.head_dim // config.o_block
     s_t, o_t = frag("f32", bn // 2), frag("f32", config.o_block // 2)
-    b.mbarrier.wait(g.qbar, g.c0, g.c0)
     g.q_rows = b.smem.tile(operand_view(b, g.sq_tile, (0, 1), "q_mk", g.lead), g.cw, mode=0, size=CONSUMER_ROWS,
                            name="q_rows")
     if config.p_in_smem:
@@ -168,9 +185,17 @@ def consume(g):
     else:
         g.c_no_diag = b.const(NO_DIAGONAL, i32, name="no_diag")
     g.zero_s = b.frag.splat(fzero, type=s_t, name="zero_s")
-    o0 = b.frag.splat(fzero, type=o_t, name="o0")
-    m0 = b.frag.splat(b.const(M_INIT, f32, name="m_init"), type=s_t, name="m0")
-    l0 = b.frag.splat(fzero, type=s_t, name="l0")
+    g.o0 = b.frag.splat(fzero, type=o_t, name="o0")
+    g.m0 = b.frag.splat(b.const(M_INIT, f32, name="m_init"), type=s_t, name="m0")
+    g.l0 = b.frag.splat(fzero, type=s_t, name="l0")
+
+
+def mainloop(g):
+    """The KV loop of the item (``g.n_end`` tiles) from ``g.o0``, ``g.m0``, ``g.l0``; → (O's column blocks, m, l),
+    O's wgmmas completed. ``g.q_done`` (persistent) is built where every S = Q·Kᵀ of the item has completed."""
+    b, config = g.b, g.config
+    count = config.head_dim // config.o_block
+    o0, m0, l0 = g.o0, g.m0, g.l0
     if config.overlap:
         return consume_overlapped(g, [o0] * count, m0, l0)
     with b.scf.for_(g.c0, g.n_end, g.c1, *([o0] * count), m0, l0,
@@ -190,6 +215,8 @@ def consume(g):
         o_new = wait_blocks(g, o_issued, "o_new")
         b.pipeline.release(g.pv, vs)
         b.scf.yield_(*o_new, m_new, l_new)
+    if g.q_done is not None:
+        g.q_done()
     *o_end, m_end, l_end = loop.results
     return o_end, m_end, l_end
 
@@ -254,6 +281,8 @@ def consume_overlapped(g, o0: list, m0, l0):
         else:
             stage_p(g, p16)
             b.scf.yield_(*o_next, m_new, l_new)
+    if g.q_done is not None:
+        g.q_done()   # S_{n_end-1} completed in the loop (or tile 0's branch): Q is read no more
     *o_loop, m_end, l_end = loop.results
     p_last = o_loop.pop() if carry_p else None
     last = b.scf.if_(any_tile, types=[x.type for x in o0], names=block_names("o_end", count))
