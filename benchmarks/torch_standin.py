@@ -137,19 +137,41 @@ class Tensor:
     view = reshape
 
     def __getitem__(self, key) -> "Tensor":
-        """A view of slices with unit step (``x[:1]``, ``buffer[:, :n]``): its address moved to the first element."""
+        """A view of slices with unit step and integer indices (``x[:1]``, ``buffer[:, :n]``, ``view[0]``): its
+        address moved to the first element, an indexed mode dropped."""
         key = key if isinstance(key, tuple) else (key,)
-        shape, ptr = list(self.shape), self._ptr
+        shape, strides, ptr, kept = list(self.shape), list(self._strides), self._ptr, []
         for dim, part in enumerate(key):
+            if isinstance(part, int):
+                ptr += (part % shape[dim]) * strides[dim] * self.dtype.itemsize
+                continue
             if not isinstance(part, slice) or part.step not in (None, 1):
-                raise TypeError("the stand-in tensor takes slices of unit step only")
+                raise TypeError("the stand-in tensor takes integers and slices of unit step only")
             start, stop, _ = part.indices(shape[dim])
-            ptr += start * self._strides[dim] * self.dtype.itemsize
+            ptr += start * strides[dim] * self.dtype.itemsize
             shape[dim] = max(stop - start, 0)
-        return Tensor(shape, self._strides, self.dtype, ptr, self.device)
+            kept.append(dim)
+        kept += list(range(len(key), len(shape)))
+        return Tensor(tuple(shape[d] for d in kept), tuple(strides[d] for d in kept), self.dtype, ptr, self.device)
 
     def copy_(self, other) -> "Tensor":
         return self
+
+    def permute(self, *dims) -> "Tensor":
+        """torch's view with the modes in ``dims`` order (no data moves)."""
+        if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+            dims = tuple(dims[0])
+        return Tensor(tuple(self.shape[d] for d in dims), tuple(self._strides[d] for d in dims), self.dtype,
+                      self._ptr, self.device)
+
+    def transpose(self, d0: int, d1: int) -> "Tensor":
+        dims = list(range(len(self.shape)))
+        dims[d0], dims[d1] = dims[d1], dims[d0]
+        return self.permute(*dims)
+
+    def contiguous(self) -> "Tensor":
+        """Itself where row-major already, else a row-major copy at another address (as torch's)."""
+        return self if self.is_contiguous() else empty(self.shape, dtype=self.dtype, device=self.device)
 
     def __repr__(self):
         return f"Tensor(shape={self.shape}, strides={self._strides}, {self.dtype}, {self._ptr:#x})"

@@ -192,7 +192,7 @@ def _gemm(a, a_scales, b, b_scales, out, config, sm_count):
     else:
         config = _forced(config)
     if config.epilogue == "tma" and not c_row_ok:
-        config = config.replace(epilogue="direct", epilogue_split=1).validate()
+        config = config.replace(epilogue="direct", epilogue_split=1, overlap=0).validate()
     a_view, b_view = _operand(a_arg, False, "K"), _operand(b_arg, False, "K")
     arguments = kernel_arguments(config, a_view, sa_arg.value, b_view, sb_arg.value, c, m, n, k, kind)
     if kind == "numpy":
@@ -418,7 +418,7 @@ def _grouped_out(op, out_arg, shape, kind, like):
 def _grouped_run(op, config, arguments, kind, sms, sm_count, c_row_ok):
     """Run a grouped GEMM's kernel → (the GPU call site or None, its tensors, whether A and B swapped)."""
     if config.epilogue == "tma" and not c_row_ok:
-        config = config.replace(epilogue="direct", epilogue_split=1).validate()
+        config = config.replace(epilogue="direct", epilogue_split=1, overlap=0).validate()
     if kind == "numpy":
         from ptxgen.interp import interpret
 

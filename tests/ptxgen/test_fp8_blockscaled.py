@@ -101,11 +101,14 @@ def test_names_read_back(config):
 def test_heuristic_choices():
     names = {(m, n, k): choose_block_scaled_config(m, n, k).name
              for m, n, k in [(4096, 7168, 2048), (4096, 2112, 7168), (64, 7168, 2048), (16, 4096, 7168),
-                             (1, 2112, 7168), (128, 7168, 2048), (100, 64, 128)]}
+                             (1, 2112, 7168), (32, 2112, 7168), (33, 2112, 7168), (128, 7168, 2048), (100, 64, 128)]}
     assert names == {(4096, 7168, 2048): "h128x128s5to1BS", (4096, 2112, 7168): "h128x128s5to1BS",
-                     (64, 7168, 2048): "h128x64s8xBl", (16, 4096, 7168): "h128x16s8xBl",
-                     (1, 2112, 7168): "h128x16s8xBl", (128, 7168, 2048): "h128x64s8tBl",
-                     (100, 64, 128): "h128x64s8tBl"}
+                     (64, 7168, 2048): "h128x128s5to1BS", (16, 4096, 7168): "h128x16s8xBl",
+                     (1, 2112, 7168): "h128x16s8xBl", (32, 2112, 7168): "h128x32s8xBl",
+                     (33, 2112, 7168): "h128x128s5to1BS", (128, 7168, 2048): "h128x128s5to1BS",
+                     (100, 64, 128): "h128x128s5to1BS"}
+    assert choose_block_scaled_config(4096, 7168, 2048, grouped="contiguous").name == "h128x128s5to1BSGc"
+    assert choose_block_scaled_config(4096, 7168, 2048, grouped="masked").name == "h128x128s6tBlGm"
     for config in BLOCK_SCALED_CANDIDATES:
         assert config.validate().scales == "block"
 

@@ -180,14 +180,12 @@ def _variants(base: GemmConfig, m: int, n: int, k: int, sms: int):
         yield base
 
 
-# block-scaled fp8 (DeepGEMM's fp8_gemm_nt): late_scales — promotion as (chunk × column scale) × row scale — because
-# with one FMA by the scale product ptxas places that product (an FMUL of the k-tile's just-loaded scales) between
-# the stage's arrival and the first QGMMA of h128x128s6tB: every k-tile of each warpgroup waited an L2 round trip
-# before issuing its wgmmas; late, every instruction reading a scale load also reads the waited chunk, and the loads
-# hide behind the wgmmas (one more FMUL per value: 64 per k-tile at BN = 128). Loading the scales a k-tile ahead
-# (scale_prefetch) does not remove the wait (the loop's copies of the loaded values take the product's place).
-# Wider tiles (BN = 176, 192: no spills since their column scales are a select between blocks), ping-pong and the
-# epilogue overlap are built and tested but not chosen before they are measured (benchmarks/bench_fp8.py --variants)
+# block-scaled fp8 (DeepGEMM's fp8_gemm_nt). With the scales loaded from global memory in the consumers (s11's
+# kernels), ptxas put the product of a k-tile's just-loaded scales between the stage's arrival and the first QGMMA:
+# every k-tile waited an L2 round trip before its wgmmas (late_scales, scale_prefetch and ping-pong only moved that
+# wait). scales_smem removes it: the scales arrive with the stage, by TMA, and every read is an ld.shared.
+BLOCK_SCALED_SWAP_MAX_M = 32
+BLOCK_SCALED_TILE = GemmConfig("e4m3", bn=128, stages=5, epilogue="tma", scales="block", overlap=1, scales_smem=True)
 BLOCK_SCALED_CANDIDATES = (GemmConfig("e4m3", bn=128, stages=6, epilogue="tma", scales="block", late_scales=True),
                            GemmConfig("e4m3", bn=64, stages=8, epilogue="tma", scales="block", late_scales=True))
 
@@ -195,31 +193,28 @@ BLOCK_SCALED_CANDIDATES = (GemmConfig("e4m3", bn=128, stages=6, epilogue="tma", 
 def choose_block_scaled_config(m: int, n: int, k: int, sm_count: int = H100_SMS, *,
                                grouped: str = "none") -> GemmConfig:
     """The configuration of the block-scaled fp8 GEMM (``ptxgen.kernels.fp8_gemm_nt``) for C (m, n) = A (m, k) · Bᵀ:
-    rule 1 (swap A and B for m ≤ 64 < n: the kernel's N is m rounded up to 16, 32 or 64, 8 stages, the direct
-    epilogue), else the cheaper of ``BLOCK_SCALED_CANDIDATES`` by ``estimated_cost`` (128 × 128, 6 stages, TMA store;
-    128 × 64, 8 stages, where 128 × 128 leaves SMs idle), their scales applied late (``late_scales``); a dense
-    128 × 128 tile takes DeepGEMM's scales with the stage (``scales_smem``, 5 stages) and the overlapped epilogue
-    (measured: docs/gpu-runs/2026-11-26-s12.log section 6).
+    swapped A and B for m ≤ ``BLOCK_SCALED_SWAP_MAX_M`` = 32 < n (the kernel's N is m rounded up to 16 or 32, 8
+    stages, the direct epilogue, scales applied late); otherwise — dense from M = 64 up and both grouped layouts —
+    ``BLOCK_SCALED_TILE``: DeepGEMM's design, 128 × 128 tiles whose scales arrive with their stage by TMA and are
+    read by ld.shared (``scales_smem``, 5 stages to fit their rings), promoted as one FMA by the scale product, the
+    epilogue behind the next tile's first k-tile. Measured (docs/gpu-runs/2026-11-26-s12.log section 6, ratio to
+    cuBLAS block-scaled, interleaved): M = 4096 0.92-1.18 (geomean 0.99, against 0.74 for s11's h128x128s6to1Bwl);
+    M = 64 and 128 faster than the swapped 128 × 64 and the 128 × 64 tiles at 11 of 12 shapes (128×7168×16384: 537
+    against 382 TFLOP/s); grouped contiguous +22-30% over s11's choice. Masked groups keep s11's 128 × 128 tile
+    (``BLOCK_SCALED_CANDIDATES[0]``): their (G, M_max, KB) scales are no matrix TMA reads in place (scales_smem
+    measured +10-16% there, copying them each call). The candidates stay valid configurations (``config=``).
     ``choose_block_scaled_config(4096, 7168, 2048).name`` = ``h128x128s5to1BS``;
-    ``choose_block_scaled_config(64, 7168, 2048).name`` = ``h128x64s8xBl``. ``grouped``
+    ``choose_block_scaled_config(16, 7168, 2048).name`` = ``h128x16s8xBl``. ``grouped``
     ("contiguous", "masked"; ``m`` the rows of all groups): never swapped (the groups are A's rows).
     Post: deterministic, valid, e4m3 → bf16 with ``scales="block"``."""
     if min(m, n, k) < 0:
         raise ValueError(f"choose_block_scaled_config: m, n, k must be >= 0, not {m}, {n}, {k}")
-    if m <= SWAP_AB_MAX_M < n and grouped == "none":
-        bn = 16 if m <= 16 else 32 if m <= 32 else 64
+    if m <= BLOCK_SCALED_SWAP_MAX_M < n and grouped == "none":
+        bn = 16 if m <= 16 else 32
         return GemmConfig("e4m3", bn=bn, stages=SWAP_STAGES, swap_ab=True, scales="block",
                           late_scales=True).validate()
-    best, best_cost = None, None
-    for config in BLOCK_SCALED_CANDIDATES:
-        config = config.replace(grouped=grouped)
-        cost = estimated_cost(config, m, n, k, sm_count)
-        if best_cost is None or cost < best_cost - 1e-9:
-            best, best_cost = config, cost
-    if grouped == "none" and best.bn == 128:
-        # DeepGEMM's design: the scales arrive with their stage by TMA and are read by ld.shared (scales_smem, 5 stages
-        # to fit their rings), promoted as one FMA by the scale product (no late_scales, no ping-pong: their point was
-        # the global loads' latency), the epilogue behind the next tile's first k-tile: 0.991 x cuBLAS block-scaled
-        # in geometric mean over issue 19's six M = 4096 shapes, against 0.736 for h128x128s6to1Bwl (s12 section 6)
-        best = best.replace(stages=5, overlap=1, late_scales=False, scales_smem=True)
-    return best.validate()
+    if grouped == "masked":
+        # a masked A's scales (G, M_max, KB) are no (KB, rows) matrix TMA can read in place: scales_smem would copy them
+        # on every call (and the op's remembered fast path needs views); s11's tile until a rank-3 scale map exists
+        return BLOCK_SCALED_CANDIDATES[0].replace(grouped=grouped).validate()
+    return BLOCK_SCALED_TILE.replace(grouped=grouped).validate()
