@@ -264,10 +264,14 @@ def test_tma_epilogue_ptx():
 
 def test_choose_config():
     assert choose_config("bf16", 64, True) == AttentionConfig("bf16", 64, 128, 2, True, overlap=True, pingpong=True,
-                                                              epilogue="tma")
+                                                              epilogue="tma", persistent=True, o_buffer=True)
     assert choose_config("bf16", 256, False) == AttentionConfig("bf16", 256, 64, 2, False, epilogue="tma")
     assert choose_config("f16", 128, False, varlen=True) == AttentionConfig(
-        "f16", 128, 128, 2, False, overlap=True, pingpong=True, epilogue="rows", varlen=True)
+        "f16", 128, 128, 2, False, overlap=True, pingpong=True, epilogue="rows", varlen=True, persistent=True,
+        o_buffer=True)
+    # the persistent kernel below 16384 keys only; never with three warpgroups
+    assert not choose_config("bf16", 128, True, seqlens=(16384, 16384)).persistent
+    assert not choose_config("bf16", 64, False, seqlens=(1024, 1024)).persistent
     assert choose_config("bf16", 256, False).o_block == 64
     for d in (64, 128, 256):
         assert choose_config("f16", d, False).validate().head_dim == d

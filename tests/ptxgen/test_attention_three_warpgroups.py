@@ -5,6 +5,7 @@ schedule, the configuration rules, the PTX assembled by nvJitLink (turn barriers
 sequence-length-aware ``choose_config`` and the benchmark's variant words; on a GPU (``-m gpu``) against float64."""
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import numpy as np
@@ -183,7 +184,8 @@ def test_two_warpgroup_kernel_keeps_its_barriers():
     and 4, 384 threads."""
     from ptxgen.lower import compile_kernel
 
-    ptx = compile_kernel(build(choose_config("bf16", 64, True)), defer_assembly=True).ptx
+    grid_kernel = dataclasses.replace(choose_config("bf16", 64, True), persistent=False, o_buffer=False)
+    ptx = compile_kernel(build(grid_kernel), defer_assembly=True).ptx
     assert ".reqntid 384, 1, 1" in ptx
     for ident in (1, 2):
         assert len(re.findall(rf"\bbarrier\.sync\s+{ident}, 256;", ptx)) == 3
