@@ -4,6 +4,7 @@ sequences, Sq ≠ Sk per sequence), rows past the last sequence untouched; the o
 one element per thread (``load_element``'s ops); and on a GPU (``-m gpu``) against the dense op per sequence."""
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import ml_dtypes

@@ -147,8 +147,9 @@ def attention(q, k, v, causal: bool = False, softmax_scale=None, out=None, *, co
     if config is None:
         config = choose_config(dtype, d, bool(causal), seqlens=(sq, sk))
         if config.epilogue == "tma" and out_arg is not None and kind != "numpy" and not _tma_able(out_arg):
-            # a given out TMA cannot store into (unaligned base or strides): stored from the registers instead
-            config = dataclasses.replace(config, epilogue="direct")
+            # a given out TMA cannot store into (unaligned base or strides): stored from the registers instead (no
+            # staging tile for O then)
+            config = dataclasses.replace(config, epilogue="direct", o_buffer=False)
     elif not isinstance(config, AttentionConfig):
         raise TypeError(f"{op}: config must be an AttentionConfig, not {type(config).__name__}")
     else:
