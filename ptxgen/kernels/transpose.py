@@ -300,11 +300,7 @@ def build(config: TransposeConfig = TransposeConfig()):
     b = kb.b
     x, out = kb["x"], kb["out"]
     tile = b.smem.alloc(type=smem(dtype, ls["smem"]), name="tile")
-    thread = b.gpu.thread_id(dim="x", name="thread")
-    col_block = b.gpu.block_id(dim="x", name="col_block")
-    row_block = b.gpu.block_id(dim="y", name="row_block")
-    m0 = b.arith.mul(row_block, b.const(bm, i32, name="bm"), name="m0")
-    n0 = b.arith.mul(col_block, b.const(bn, i32, name="bn"), name="n0")
+    thread, m0, n0 = _block_origin(b, bm, bn)
     x_tile = b.gmem.tile(x, m0, n0, shape=(bm, bn), name="x_tile")
     values_t = frag(dtype, lc.shape(ls["load"][1]))
     xs = b.gmem.load(x_tile, thread, tv=ls["load"], type=values_t, name="xs")
@@ -316,6 +312,16 @@ def build(config: TransposeConfig = TransposeConfig()):
     b.gmem.store(out_tile, thread, ys, tv=ls["store"])
     assert values == lc.size(ls["store"][1])
     return kb.module("ptxgen/kernels/transpose")
+
+
+def _block_origin(b, bm: int, bn: int):
+    """(the thread index, x's row m0 = BM·blockIdx.y, x's column n0 = BN·blockIdx.x) of the CTA's (BM, BN) block."""
+    thread = b.gpu.thread_id(dim="x", name="thread")
+    col_block = b.gpu.block_id(dim="x", name="col_block")
+    row_block = b.gpu.block_id(dim="y", name="row_block")
+    m0 = b.arith.mul(row_block, b.const(bm, i32, name="bm"), name="m0")
+    n0 = b.arith.mul(col_block, b.const(bn, i32, name="bn"), name="n0")
+    return thread, m0, n0
 
 
 def build_sector(config: TransposeConfig):
@@ -334,11 +340,7 @@ def build_sector(config: TransposeConfig):
     b = kb.b
     x, out = kb["x"], kb["out"]
     tile = b.smem.alloc(type=smem(dtype, ls["smem"]), name="tile")
-    thread = b.gpu.thread_id(dim="x", name="thread")
-    col_block = b.gpu.block_id(dim="x", name="col_block")
-    row_block = b.gpu.block_id(dim="y", name="row_block")
-    m0 = b.arith.mul(row_block, b.const(bm, i32, name="bm"), name="m0")
-    n0 = b.arith.mul(col_block, b.const(bn, i32, name="bn"), name="n0")
+    thread, m0, n0 = _block_origin(b, bm, bn)
     sector = b.const(a, i32, name="sector")
     x_tile = b.gmem.tile(x, b.arith.sub(m0, sector, name="x_row0"), n0, shape=(rows, bn), name="x_tile")
     xs = b.gmem.load(x_tile, thread, tv=ls["load"], type=frag(dtype, lc.shape(ls["load"][1])), name="xs")

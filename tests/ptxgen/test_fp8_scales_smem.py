@@ -7,7 +7,6 @@ registers, and the GPU."""
 import re
 
 import layoutc as lc
-import ml_dtypes
 import numpy as np
 import pytest
 
@@ -21,28 +20,7 @@ from ptxgen.kernels import fp8 as fp8_module
 from ptxgen.kernels.gemm import block_scales
 from ptxgen.kernels.gemm.config import SMEM_BYTES
 
-E4M3 = ml_dtypes.float8_e4m3fn
-BF16 = ml_dtypes.bfloat16
-
-
-def cdiv(x, y):
-    return -(-x // y)
-
-
-def product(a, sa, b, sb):
-    """float64 (A·scale) @ (B·scale)ᵀ: a (M, K), sa (M, KB), b (N, K), sb (NB, KB)."""
-    k, n = a.shape[1], b.shape[0]
-    ea = np.repeat(sa.astype(np.float64), 128, axis=1)[:, :k]
-    eb = np.repeat(np.repeat(sb.astype(np.float64), 128, axis=0)[:n], 128, axis=1)[:, :k]
-    return (a.astype(np.float64) * ea) @ (b.astype(np.float64) * eb).T
-
-
-def rel_err(got, want):
-    return float(np.linalg.norm(np.asarray(got, np.float64) - want) / np.linalg.norm(want))
-
-
-def config(name, grouped="none"):
-    return GemmConfig.from_name(name, "e4m3").replace(grouped=grouped).validate()
+from test_fp8_mainloop_variants import BF16, E4M3, cdiv, config, product, rel_err
 
 
 # -- name, rules, shared memory ----------------------------------------------------------------------------------------
