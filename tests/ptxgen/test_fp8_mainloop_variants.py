@@ -5,7 +5,6 @@ the dequantized operands (dense, contiguous and masked), the PTX (no serialized 
 width, a few loads per k-tile whatever BN), the validation rules, and the GPU against float64."""
 import re
 
-import ml_dtypes
 import numpy as np
 import pytest
 
@@ -17,24 +16,7 @@ from ptxgen.kernels import (
 from ptxgen.kernels import fp8 as fp8_module
 from ptxgen.kernels.gemm import block_scales
 
-E4M3 = ml_dtypes.float8_e4m3fn
-BF16 = ml_dtypes.bfloat16
-
-
-def cdiv(x, y):
-    return -(-x // y)
-
-
-def product(a, sa, b, sb):
-    """float64 (A·scale) @ (B·scale)ᵀ: a (M, K), sa (M, KB), b (N, K), sb (NB, KB)."""
-    k, n = a.shape[1], b.shape[0]
-    ea = np.repeat(sa.astype(np.float64), 128, axis=1)[:, :k]
-    eb = np.repeat(np.repeat(sb.astype(np.float64), 128, axis=0)[:n], 128, axis=1)[:, :k]
-    return (a.astype(np.float64) * ea) @ (b.astype(np.float64) * eb).T
-
-
-def rel_err(got, want):
-    return float(np.linalg.norm(np.asarray(got, np.float64) - want) / np.linalg.norm(want))
+from test_fp8_grouped import BF16, E4M3, cdiv, product, rel_err
 
 
 def config(name, grouped="none"):

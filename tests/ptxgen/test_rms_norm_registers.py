@@ -4,26 +4,14 @@ there spilled (96 bytes with nvJitLink; 96-128 bytes of local memory on the driv
 more, spilled nothing. ``NormConfig.inverse_n = "approx"`` (the default) forms 1/n with ``rcp.approx.ftz.f32``: no
 call, no spill. Each kernel is assembled by nvJitLink on the CPU; the GPU tests compare both reciprocals against
 float64."""
-import ml_dtypes
 import numpy as np
 import pytest
 
-from ptxgen.kernels import norms
 from ptxgen.kernels.norms import NormConfig, choose_norm_config, layer_norm, rms_norm
 
-DTYPES = {"f32": np.float32, "bf16": ml_dtypes.bfloat16}
+from test_norm_variants import DTYPES, compiled
+
 TOLERANCE = {"f32": 1e-6, "bf16": 8e-3}
-
-
-def compiled(config, kind):
-    from ptxgen.runtime import jit
-    module = norms.build(config, kind, True, kind == "layer")
-    kern = jit(module)
-    x = np.zeros((config.rows, config.cols), DTYPES[config.dtype])
-    args = {"x": x, "y": x.copy(), "m": config.rows, "eps": 1e-5, "w": np.zeros(config.cols, x.dtype)}
-    if kind == "layer":
-        args["b"] = np.zeros(config.cols, x.dtype)
-    return kern.compile(kern.specialization(**args))
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "f32"])
