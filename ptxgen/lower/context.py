@@ -220,6 +220,17 @@ class LoweringContext:
             return ir.Constant(I8, int(fp8_encode(round_to(np.array([float(value)]), t), t.name)[0]))
         return ir.Constant(llvm_type(t), float(value))
 
+    @staticmethod
+    def is_zero(values) -> bool:
+        """Whether every LLVM value of ``values`` is the constant zero (a ``frag.splat`` of 0 reaching its use)."""
+        return all(isinstance(x, ir.Constant) and not isinstance(x.constant, (str, type(ir.Undefined)))
+                   and x.constant == 0 for x in values)
+
+    @staticmethod
+    def undefined(value):
+        """LLVM's ``undef`` of ``value``'s type: an input whose value the instruction ignores costs no register write."""
+        return ir.Constant(value.type, ir.Undefined)
+
     def intrinsic(self, name: str, ret, args):
         """Declare (once) and return the LLVM function ``name`` of type ``ret(args)``."""
         f = self._intrinsics.get(name)

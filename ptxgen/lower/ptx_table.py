@@ -214,7 +214,7 @@ def f32_struct(count: int):
     return t
 
 
-def wgmma_mma(n: int, ab_type: str, trans_a: int, trans_b: int, ksteps: int = 1) -> str:
+def wgmma_mma(n: int, ab_type: str, trans_a: int, trans_b: int, ksteps: int = 1, fenced: bool = False) -> str:
     """The table entry (added on first use) of ``ksteps`` chained ``wgmma.mma_async`` m64nNk* with an f32
     accumulator and both operands in shared memory, as ONE asm statement: ``$0..$(N/2-1)`` the accumulators
     (outputs tied to the inputs of the same index), then per k-step the A and B descriptors (64-bit), then scale-d
@@ -222,33 +222,36 @@ def wgmma_mma(n: int, ab_type: str, trans_a: int, trans_b: int, ksteps: int = 1)
     1 for an MN-major operand (f16/bf16 only; fp8 takes no transpose operands). One statement for the k-steps of
     a k-tile keeps the accumulators out of LLVM between them: m64n256 with 4 k-steps took 4 calls and 512
     extractvalues, a third of gemm_hopper's LLVM IR and of LLVM's time on it.
+    ``fenced``: the statement begins with ``wgmma.fence.sync.aligned`` (name suffix ``.fenced``), so that no
+    instruction can land between the fence and the first wgmma (see ``_wgmma_chain``).
     ``wgmma_mma(128, 'bf16', 0, 0)`` → ``"wgmma.m64n128.f32.bf16.t00"``; with ``ksteps=4`` ``"….t00.x4"``.
     Post: ``TABLE[name]`` exists."""
     trans = f", {trans_a}, {trans_b}" if _k_of(ab_type) == 16 else ""
     return _wgmma_chain(f"wgmma.m64n{n}.f32.{ab_type}.t{trans_a}{trans_b}", n, ab_type, ["l"], trans, ksteps,
-                        "D(64 x N) = A·Bᵀ (+ D): one warpgroup, operands through smem descriptors")
+                        "D(64 x N) = A·Bᵀ (+ D): one warpgroup, operands through smem descriptors", fenced)
 
 
-def wgmma_mma_rs(n: int, ab_type: str, trans_b: int, ksteps: int = 1) -> str:
+def wgmma_mma_rs(n: int, ab_type: str, trans_b: int, ksteps: int = 1, fenced: bool = False) -> str:
     """The table entry (added on first use) of ``ksteps`` chained RS ``wgmma.mma_async`` m64nNk* with an f32
     accumulator, as one asm statement: ``$0..$(N/2-1)`` the accumulators (tied as in ``wgmma_mma``), then per k-step
     the four A registers ``{a0, a1, a2, a3}`` (two 16-bit or four 8-bit values each, the lower-index value in the
     low bits) and B's descriptor, then scale-d (as in ``wgmma_mma``). The RS form has no imm-trans-a (hopper-ptx
-    §1.2): ``trans_b`` only, and only for f16/bf16 (fp8 takes none).
+    §1.2): ``trans_b`` only, and only for f16/bf16 (fp8 takes none). ``fenced`` as in ``wgmma_mma``.
     ``wgmma_mma_rs(64, 'bf16', 0)`` → ``"wgmma.rs.m64n64.f32.bf16.t0"``, whose PTX is
     ``wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {...}, {a0, a1, a2, a3}, descB, p, 1, 1, 0;``.
     Post: ``TABLE[name]`` exists."""
     trans = f", {trans_b}" if _k_of(ab_type) == 16 else ""
     return _wgmma_chain(f"wgmma.rs.m64n{n}.f32.{ab_type}.t{trans_b}", n, ab_type, ["r"] * 4, trans, ksteps,
-                        "D(64 x N) = A·Bᵀ (+ D): one warpgroup, A in registers, B through its descriptor")
+                        "D(64 x N) = A·Bᵀ (+ D): one warpgroup, A in registers, B through its descriptor", fenced)
 
 
 def _k_of(ab_type: str) -> int:
     return 16 if ab_type in ("f16", "bf16") else 32
 
 
-def _wgmma_chain(base: str, n: int, ab_type: str, a_constraints: list, trans: str, ksteps: int, doc: str) -> str:
-    name = base if ksteps == 1 else f"{base}.x{ksteps}"
+def _wgmma_chain(base: str, n: int, ab_type: str, a_constraints: list, trans: str, ksteps: int, doc: str,
+                 fenced: bool = False) -> str:
+    name = (base if ksteps == 1 else f"{base}.x{ksteps}") + (".fenced" if fenced else "")
     if name in TABLE:
         return name
     h = n // 2
@@ -259,6 +262,10 @@ def _wgmma_chain(base: str, n: int, ab_type: str, a_constraints: list, trans: st
     # later steps accumulate whatever scale-d says: %acc is true ($S == $S) without an immediate predicate
     lines = [f"setp.ne.b32 %scale_d, ${scale}, 0;"] + ([f"setp.eq.b32 %acc, ${scale}, ${scale};"]
                                                        if ksteps > 1 else [])
+    # a fence in the statement itself: a register write LLVM or ptxas places between a separate wgmma.fence and the
+    # wgmma (an operand's copy, a branch's join) makes ptxas inject a warpgroup.arrive (C7519), and in a divergent
+    # path serialize every wgmma of the kernel (C7520)
+    lines = (["wgmma.fence.sync.aligned;"] if fenced else []) + lines
     for j in range(ksteps):
         first = h + per_step * j
         a = (f"${first}" if len(a_constraints) == 1

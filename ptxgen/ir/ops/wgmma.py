@@ -8,6 +8,10 @@ P × K/k wgmma instructions (k = 32 bytes of K: 16 for f16/bf16, 32 for fp8); ea
 derived from the views' layouts by ``layoutc.hopper.DescriptorIterator`` (major-ness, LBO, SBO, swizzle), at the
 view's runtime base address.
 
+``{fence = true}`` on either form: the op begins with a ``wgmma.fence`` lowered into the wgmmas' own asm statement,
+where nothing can be scheduled between them (a separate fence followed by a pipeline wait or a copy of an operand makes
+ptxas inject a ``warpgroup.arrive``, C7519, and in a divergent path serialize every wgmma, C7520).
+
 wgmma is asynchronous: ``wgmma.fence`` orders earlier register writes of the accumulator before the first wgmma,
 ``wgmma.commit`` closes the warpgroup's issued wgmmas into a group and ``wgmma.wait {pending = N}`` waits until all
 but the N most recent groups completed. The interpreter computes D when the op is issued, reading the operands
@@ -293,11 +297,22 @@ def _accumulate(ix, op, w: int, a_tiles, b_tiles, out, acc, n: int, blocks: int,
     ix.inflight.append(inflight)
 
 
+def _verify_fence_attr(op, v) -> None:
+    if "fence" in op.attrs:
+        v.attr(op, "fence", bool)
+
+
+def _fenced(op) -> bool:
+    """``{fence = true}``: the op begins with ``wgmma.fence`` (lowered into the wgmmas' own asm statement)."""
+    return op.attrs.get("fence") is True
+
+
 def _lower_mma(op, lx, name_of, blocks: int, ksteps: int, a_operands) -> None:
     """The P × S instructions of either form (m-block outer, k-step inner), the accumulator registers threaded
     through them: per m-block ONE asm statement ``name_of(ksteps)`` holding the S chained instructions;
     ``a_operands(block, j)`` gives the A operands of one instruction (a descriptor, or 4 registers), B's descriptor
-    is its layout's (DescriptorIterator at base 0) with the view's runtime base in the start field."""
+    is its layout's (DescriptorIterator at base 0) with the view's runtime base in the start field. ``name_of(ksteps,
+    fenced)``: with ``{fence = true}`` each statement begins with its wgmma.fence."""
     b_v, c_v = op.operands[1], op.operands[2]
     tb = b_v.type
     n = _extents(tb.layout)[0]
@@ -305,11 +320,17 @@ def _lower_mma(op, lx, name_of, blocks: int, ksteps: int, a_operands) -> None:
     rb = lx.get(b_v)
     acc = list(lx.get(c_v))
     h = n // 2
-    name = name_of(ksteps)
+    name = name_of(ksteps, _fenced(op))
     descriptors_b = [_runtime_descriptor(lx, rb.base, it_b.descriptor(k=j)) for j in range(ksteps)]
     for blk in range(blocks):
         steps = [x for j in range(ksteps) for x in (*a_operands(blk, j), descriptors_b[j])]
-        out = lx.inline_ptx(name, [*steps, 1, *acc[blk * h:(blk + 1) * h]])
+        c_in = acc[blk * h:(blk + 1) * h]
+        # C = 0: scale-d 0 ignores the inputs, which are left undefined — zeroing them would write the accumulator's
+        # registers between wgmma.fence and the wgmma, where ptxas then injects a warpgroup.arrive (C7519)
+        zero_c = lx.is_zero(c_in)
+        if zero_c:
+            c_in = [lx.undefined(x) for x in c_in]
+        out = lx.inline_ptx(name, [*steps, 0 if zero_c else 1, *c_in])
         acc[blk * h:(blk + 1) * h] = [lx.b.extract_value(out, i) for i in range(h)]
     lx.set(op.results[0], acc)
 
@@ -328,8 +349,10 @@ class Mma(OpDef):
     summary = "D = A·Bᵀ + C for one warpgroup: A (M, K) and B (N, K) in shared memory, C/D accumulator fragments"
     num_operands = 3
     num_results = 1
+    optional_attrs = ("fence",)
 
     def verify(self, op, v):
+        _verify_fence_attr(op, v)
         a, b, c = op.operands
         d = op.results[0].type
         ta, tb = _verify_operand(op, v, a, "A"), _verify_operand(op, v, b, "B")
@@ -370,7 +393,8 @@ class Mma(OpDef):
         major_b = _b_major(lx, tb)
         ra = lx.get(a_v)
         trans_a, trans_b = int(major_a == "MN"), int(major_b == "MN")
-        _lower_mma(op, lx, lambda steps: lx.ptx_table.wgmma_mma(n, ta.dtype.name, trans_a, trans_b, steps), m // 64,
+        _lower_mma(op, lx, lambda steps, fenced: lx.ptx_table.wgmma_mma(n, ta.dtype.name, trans_a, trans_b, steps, fenced),
+                   m // 64,
                    kk // k_step(ta.dtype),
                    lambda blk, j: [_runtime_descriptor(lx, ra.base, it_a.descriptor(k=j, mn_block=blk))])
 
@@ -400,8 +424,10 @@ class MmaRS(OpDef):
     summary = "D = A·Bᵀ + C for one warpgroup: A (M, K) a register fragment (rs_a_tv), B (N, K) in shared memory"
     num_operands = 3
     num_results = 1
+    optional_attrs = ("fence",)
 
     def verify(self, op, v):
+        _verify_fence_attr(op, v)
         a, b, c = op.operands
         d = op.results[0].type
         ta = a.type
@@ -498,8 +524,8 @@ class MmaRS(OpDef):
                 words = [lx.pack_pair(low, high) for low, high in halves]
             return words
 
-        _lower_mma(op, lx, lambda steps: lx.ptx_table.wgmma_mma_rs(n, t.name, int(major_b == "MN"), steps), blocks,
-                   ksteps, registers)
+        _lower_mma(op, lx, lambda steps, fenced: lx.ptx_table.wgmma_mma_rs(n, t.name, int(major_b == "MN"), steps, fenced),
+                   blocks, ksteps, registers)
 
 
 @register
@@ -655,6 +681,8 @@ class _FenceRule:
         if op.name == "wgmma.fence":
             return _FenceState(True, {})
         if op.name in _WGMMA_MMA:
+            if _fenced(op):
+                state = _FenceState(True, {})
             if report:
                 self.check(op, state)
             for r in op.results:

@@ -74,12 +74,13 @@ def pipeline_iteration(g, kt, name: str):
 
 
 def issue_scores(g, kt, tag: str = ""):
-    """Wait for KV tile ``kt``'s K stage and queue S = Q·Kᵀ (from zero) as one wgmma group; → (S in flight, the
-    stage). The caller fences before it."""
+    """Wait for KV tile ``kt``'s K stage and queue S = Q·Kᵀ (from zero) as one wgmma group, fenced in its own
+    statement (``{fence = true}``: after the pipeline wait, nothing comes between the fence and the wgmma); → (S in
+    flight, the stage)."""
     b = g.b
     ks = b.pipeline.wait(g.pk, pipeline_iteration(g, kt, f"k_it{tag}"), name=f"cks{tag}")
     k_view = operand_view(b, b.smem.slice(g.sk_ring, ks, name=f"k_stage{tag}"), (0, 1), f"k_nk{tag}", g.lead)
-    s = b.wgmma.mma(g.q_rows, k_view, g.zero_s, name=f"s_issued{tag}")
+    s = b.wgmma.mma(g.q_rows, k_view, g.zero_s, fence=True, name=f"s_issued{tag}")
     b.wgmma.commit()
     return s, ks
 
@@ -92,7 +93,8 @@ def block_names(base: str, count: int, tag: str = "") -> list:
 def issue_pv(g, p16, o_blocks, kt, tag: str = ""):
     """Wait for KV tile ``kt``'s V stage and queue O += P·V (RS: P in registers, ``p16``; ``p_in_smem``: SS, P the
     warpgroup's staged tile ``g.p_rows`` and ``p16`` None; V seen (D, rows) MN-major; one wgmma per column block of O)
-    as one wgmma group; → (O's blocks in flight, the stage). The caller fences before it."""
+    as one wgmma group, each wgmma fenced in its own statement as in ``issue_scores``; → (O's blocks in flight, the
+    stage)."""
     b, config = g.b, g.config
     vs = b.pipeline.wait(g.pv, pipeline_iteration(g, kt, f"v_it{tag}"), name=f"cvs{tag}")
     v_view = operand_view(b, b.smem.slice(g.sv_ring, vs, name=f"v_stage{tag}"), (1, 0), f"v_nk{tag}", g.lead)
@@ -102,9 +104,9 @@ def issue_pv(g, p16, o_blocks, kt, tag: str = ""):
         view = v_view if count == 1 else b.smem.tile(v_view, b.const(j, i32, name=f"pv_block{j}{tag}"), mode=0,
                                                      size=config.o_block, name=f"v_nk{j}{tag}")
         if config.p_in_smem:
-            issued.append(b.wgmma.mma(g.p_rows, view, o, name=name))
+            issued.append(b.wgmma.mma(g.p_rows, view, o, fence=True, name=name))
         else:
-            issued.append(b.wgmma.mma_rs(p16, view, o, name=name))
+            issued.append(b.wgmma.mma_rs(p16, view, o, fence=True, name=name))
     b.wgmma.commit()
     return issued, vs
 
@@ -202,7 +204,6 @@ def mainloop(g):
                     args=["ct"] + block_names("o", count) + ["m", "l"],
                     names=block_names("o_end", count) + ["m_end", "l_end"]) as loop:
         ct, *o, m, l = loop
-        b.wgmma.fence()
         s_issued, ks = issue_scores(g, ct)
         s = b.wgmma.wait(s_issued, pending=0, name="s")
         b.pipeline.release(g.pk, ks)
@@ -210,7 +211,6 @@ def mainloop(g):
         o_scaled = rescale(g, o, alpha)
         if config.p_in_smem:
             stage_p(g, p16)
-        b.wgmma.fence()
         o_issued, vs = issue_pv(g, p16, o_scaled, ct)
         o_new = wait_blocks(g, o_issued, "o_new")
         b.pipeline.release(g.pv, vs)
@@ -239,7 +239,6 @@ def consume_overlapped(g, o0: list, m0, l0):
         if config.pingpong:
             pingpong_turn(g, "start")
             pingpong_turn(g, "take")
-        b.wgmma.fence()
         s_issued, ks = issue_scores(g, g.c0, "_first")
         if config.pingpong:
             pingpong_turn(g, "pass")
@@ -264,7 +263,6 @@ def consume_overlapped(g, o0: list, m0, l0):
         p_prev = o.pop() if carry_p else None
         if config.pingpong:
             pingpong_turn(g, "take")
-        b.wgmma.fence()
         s_issued, ks = issue_scores(g, ct)
         prev = b.arith.sub(ct, g.c1, name="prev_tile")
         o_issued, vs_prev = issue_pv(g, p_prev, o, prev)
@@ -289,7 +287,6 @@ def consume_overlapped(g, o0: list, m0, l0):
     with last.then:
         if config.pingpong:
             pingpong_turn(g, "take")
-        b.wgmma.fence()
         last_tile = b.arith.sub(g.n_end, g.c1, name="last_tile")
         o_issued, vs = issue_pv(g, p_last, o_loop, last_tile, "_last")
         if config.pingpong:
