@@ -162,7 +162,9 @@ def test_ptx_of_three_warpgroups_with_round_robin_turns():
 def test_ptx_of_p_in_smem():
     """p_in_smem, 3 warpgroups, bn = 192 (FA3's non-causal D = 64 form): P·V is an SS wgmma (A through its
     descriptor, bn/16 k-steps, none from registers), P reaches shared memory by 12 stmatrix.x4 per thread and tile
-    (96 values) behind ``fence.proxy_async``; under the consumers' 160 registers no spill, where the RS form spills."""
+    (96 values) behind ``fence.proxy_async``; under the consumers' 160 registers it spills under a third of what the RS
+    form spills (108 against 420 bytes, every wgmma issued unserialized: before the wgmma statements carried their own
+    fence, ptxas serialized them here — C7520 — and this form spilled none)."""
     from ptxgen.lower import compile_kernel
 
     config = wg3(bn=192, pingpong=False, p_in_smem=True)
@@ -174,9 +176,9 @@ def test_ptx_of_p_in_smem():
     assert not re.findall(wgmma.format(64) + r"\{", ptx)
     assert len(re.findall(r"stmatrix\.sync\.aligned\.m8n8\.x4\.shared\.b16", ptx)) == 2 * 12 + 64 // 16
     assert "fence.proxy.async.shared::cta" in ptx
-    assert registers_at(ptx, 160)[1] == 0
+    smem_spill = registers_at(ptx, 160)[1]
     rs = compile_kernel(build(wg3(bn=192, pingpong=False)), defer_assembly=True).ptx
-    assert registers_at(rs, 160)[1] > 0
+    assert 3 * smem_spill <= registers_at(rs, 160)[1]
 
 
 def test_two_warpgroup_kernel_keeps_its_barriers():
