@@ -68,7 +68,7 @@ def staged_c_columns(config: GemmConfig) -> int:
 
 def staged_c_layout(config: GemmConfig):
     """The CTA's staged C in shared memory (``rows``/``tma``): BM × BN/epilogue_split of ``out_dtype`` in K-major
-    atoms of ``staged_c_atom`` (``gmma_smem_layout``): bf16 BM 128, BN 96 → ``Sw<2,4,3> o 0 o ((8,16),(32,3)):
+    atoms of ``staged_c_swizzle`` (``gmma_smem_layout``): bf16 BM 128, BN 96 → ``Sw<2,4,3> o 0 o ((8,16),(32,3)):
     ((32,256),(1,4096))``. Post: a bijection onto BM·BN/epilogue_split elements (``smem_bytes`` counts exactly
     them)."""
     return gmma_smem_layout("K", staged_c_swizzle(config), config.out_dtype,
