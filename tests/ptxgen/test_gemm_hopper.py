@@ -88,10 +88,10 @@ def test_builder_variants_match_float64(args, dtype, shape):
 
 @pytest.mark.parametrize("args, message", [
     (dict(epilogue_split=2), "epilogue_split = 2: column blocks are staged by the 'tma' or 'rows' epilogue"),
-    (dict(bn=176, epilogue="rows"), "BN = 176 must split into blocks of a multiple of 64"),
+    (dict(bn=184, epilogue="rows"), "BN = 184 must split into 1 block of a multiple of 16"),
     (dict(bm=256, bn=128, epilogue="tma", epilogue_split=2), "built for BM = 128"),
-    (dict(bn=256, epilogue="tma", epilogue_split=3), "BN = 256 must split into blocks of a multiple of 64"),
-    (dict(bn=176, epilogue="tma"), "BN = 176 must split into blocks of a multiple of 64"),
+    (dict(bn=256, epilogue="tma", epilogue_split=3), "BN = 256 must split into 3 blocks of a multiple of 16"),
+    (dict(bn=240, epilogue="tma", epilogue_split=2), "BN = 240 must split into 2 blocks of a multiple of 16"),
     (dict(overlap=2), "overlap = 2: .* is built for the TMA-store epilogue"),
     (dict(epilogue="tma", overlap=2, streamk=True), "overlap = 2: .* data-parallel tiles"),
     (dict(epilogue="tma", overlap=2, pending=0), "pending=1"),

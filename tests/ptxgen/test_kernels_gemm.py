@@ -63,9 +63,10 @@ def rand(shape, dtype, rng, scale=1.0):
     (dict(epilogue="smem"), "GemmConfig.epilogue = 'smem': the epilogue is 'direct', 'rows' or 'tma'"),
     (dict(epilogue_split=2), "GemmConfig.epilogue_split = 2: column blocks are staged by the 'tma' or 'rows' "
                              "epilogue, not 'direct'"),
-    (dict(bn=176, epilogue="rows"), "GemmConfig.epilogue_split = 1: BN = 176 must split into blocks of a multiple "
-                                    "of 64 columns"),
-    (dict(bn=256, epilogue="tma", epilogue_split=3), "BN = 256 must split into blocks of a multiple of 64"),
+    (dict(bn=184, epilogue="rows"), "GemmConfig.bn = 184: BN = 184 must split into 1 block of a multiple of 16 "
+                                    "columns"),
+    (dict(bn=256, epilogue="tma", epilogue_split=3), "GemmConfig.epilogue_split = 3: BN = 256 must split into 3 "
+                                                     "blocks of a multiple of 16"),
     (dict(bm=256, bn=128, stages=2, epilogue="tma", epilogue_split=2), "column blocks are built for BM = 128"),
     (dict(epilogue="tma", swap_ab=True), "GemmConfig.swap_ab = True: C is written through its transposed view, "
                                          "which only the 'direct' epilogue stores"),

@@ -32,6 +32,9 @@ SMEM_BYTES = 227 * 1024  # the dynamic shared memory a Hopper CTA can have
 REGISTER_FILE = 64 * 1024  # 32-bit registers per SM
 # mbarrier bytes per pipeline stage (a full and an empty barrier of 8 bytes each)
 PIPELINE_STAGE_BYTES = 16
+# bytes of C's row in the narrowest atom the staged epilogue tiles its column blocks from (SW32: 16 bf16/f16 columns;
+# wider blocks take SW64's 64-byte or SW128's 128-byte rows where they divide them: ``epilogue.staged_c_swizzle``)
+STAGED_ROW_BYTES = 32
 
 
 def k_tile(dtype: str) -> int:
@@ -53,7 +56,10 @@ class GemmConfig:
     - ``cluster``: CTAs per cluster along M sharing B by TMA multicast.
     - ``epilogue``: ``"direct"`` (st.global from the registers, any N), ``"rows"`` (staged in smem, stored by warps
       along rows: any N), ``"tma"`` (staged in smem, TMA stores: C's rows 16-byte aligned); ``epilogue_split`` stages
-      the tile in that many column blocks.
+      the tile in that many column blocks of BN/epilogue_split columns each, a multiple of 16 (32 bytes of C). A
+      block is staged by stmatrix in K-major atoms of the widest swizzle whose row divides it — SW128 (64 columns:
+      BN 128, 192, 256), SW64 (32: BN 96, 160, 224), SW32 (16: BN 112, 144, 176) — and stored by TMA one atom row
+      wide (so 3 stores of 64 × 32 per warpgroup for BN 96, 7 of 64 × 16 for BN 112).
     - ``a_major``, ``b_major``: ``"K"`` (A (M, K), B (N, K)) or ``"MN"`` (A (K, M), B (K, N)).
     - ``promote`` (fp8): k-tiles whose wgmma products are summed before they join the f32 total.
     - ``registers``: the (producer, consumer) setmaxnreg budgets.
@@ -417,9 +423,13 @@ def _epilogue(c: GemmConfig):
     if c.epilogue_split > 1 and not c.staged:
         return (f"epilogue_split = {c.epilogue_split}: column blocks are staged by the 'tma' or 'rows' epilogue, not "
                 f"{c.epilogue!r}")
-    if c.staged and c.bn % (64 * c.epilogue_split):
-        return (f"epilogue_split = {c.epilogue_split}: BN = {c.bn} must split into blocks of a multiple of 64 columns "
-                "(whole 64-column SW128 atoms of the staged epilogue)")
+    if c.staged and (c.bn % c.epilogue_split or (c.bn // c.epilogue_split) * ELEMENT_BYTES[c.out_dtype]
+                     % STAGED_ROW_BYTES):
+        return (("bn = " if c.epilogue_split == 1 else "epilogue_split = ")
+                + f"{c.bn if c.epilogue_split == 1 else c.epilogue_split}: BN = {c.bn} must split into "
+                f"{c.epilogue_split} block{'s' if c.epilogue_split > 1 else ''} of a multiple of "
+                f"{STAGED_ROW_BYTES // ELEMENT_BYTES[c.out_dtype]} columns (whole {STAGED_ROW_BYTES}-byte rows of "
+                f"{c.out_dtype}: the narrowest swizzle atom, SW32, of the staged epilogue)")
     if c.epilogue_split > 1 and c.rows != 64:
         return (f"epilogue_split = {c.epilogue_split}: column blocks are built for BM = 128 (a column block is then a "
                 f"run of the accumulator's values), not BM = {c.bm}")

@@ -3,7 +3,8 @@ from the registers through the accumulator's TV layout (``direct``), or staged i
 stmatrix and stored by TMA (``tma``) or by warps along rows (``rows``)."""
 from __future__ import annotations
 
-from layoutc.hopper import gmma_smem_layout
+import layoutc as lc
+from layoutc.hopper import gmma_atom, gmma_smem_layout
 
 from ptxgen.ir.builder import frag, gtensor, i32, partition, tmap
 from ptxgen.ir.ops.smem import tile_split
@@ -20,26 +21,66 @@ def accumulator_block_tv(rows: int, bn: int):
 
 
 def row_tv(rows: int, cols: int):
-    """A warpgroup's TV layout of a (rows, cols) tile whose warps each cover 32 consecutive columns of one row, named by
-    its partition function ``copy(threads = (2, 64), vector = 1, tile = (rows, cols))``: thread t → row t // 64,
-    column t % 64; its values step 2 rows, then 64 columns (``layoutc.hopper.copy_tv``; the ``.value`` of
-    ``row_tv(64, 64)`` is ((64,2),32):((64,1),2)). Post: a bijection of 128 threads × rows·cols/128 values onto the
-    tile (cols a multiple of 64, rows even)."""
-    return partition("copy", threads=(2, 64), vector=1, tile=(rows, cols))
+    """A warpgroup's TV layout of a (rows, cols) tile whose warps each store runs of ``row_width(cols)`` consecutive
+    columns, named by its partition function ``copy(threads = (128/W, W), vector = 1, tile = (rows, cols))`` with
+    W = ``row_width(cols)``: thread t → row t // W, column t % W; its values step 128/W rows, then W columns
+    (``layoutc.hopper.copy_tv``; the ``.value`` of ``row_tv(64, 64)`` is ((64,2),32):((64,1),2)). Post: a bijection
+    of 128 threads × rows·cols/128 values onto the tile (cols a multiple of 16, rows a multiple of 128/W)."""
+    width = row_width(cols)
+    return partition("copy", threads=(128 // width, width), vector=1, tile=(rows, cols))
+
+
+def row_width(cols: int) -> int:
+    """The columns one pass of ``row_tv``'s threads covers along a row: the widest of 64, 32, 16 that divides
+    ``cols`` (64: each warp stores 32 consecutive elements of one row; 16: two rows of 16). ``row_width(96)`` = 32."""
+    return next(width for width in (64, 32, 16) if cols % width == 0)
+
+
+# the staged C's swizzles, widest first: a column block is staged in the widest whose row divides it
+STAGED_SWIZZLES = ("SW128", "SW64", "SW32")
+
+
+def staged_c_swizzle(config: GemmConfig) -> str:
+    """The staged C's (``rows``/``tma``) swizzle: the widest of SW128, SW64, SW32 (K-major atom rows of 128, 64, 32
+    bytes) whose row's columns divide a column block of BN/epilogue_split columns, so that every TMA box (one atom
+    row wide: a swizzled box spans at most its swizzle's row) is whole, and a warp's stmatrix writes of 8 rows ×
+    16 bytes still cover the 32 banks once. bf16: BN 256 → ``"SW128"``, BN 96 → ``"SW64"``, BN 112 → ``"SW32"``.
+    Post: ``staged_c_columns(config)`` divides the column block (the config validated: the block is a multiple of
+    one SW32 row, 16 columns of a 16-bit C)."""
+    block = config.bn // config.epilogue_split
+    for swizzle in STAGED_SWIZZLES:
+        if block % _atom_columns(swizzle, config.out_dtype) == 0:
+            return swizzle
+    raise ValueError(f"GemmConfig.epilogue_split = {config.epilogue_split}: a column block of {block} "
+                     f"{config.out_dtype} columns is no whole number of SW32 rows "
+                     f"({_atom_columns('SW32', config.out_dtype)} columns)")
+
+
+def _atom_columns(swizzle: str, out_dtype: str) -> int:
+    return lc.shape(gmma_atom("K", swizzle, out_dtype).inner)[1]
+
+
+def staged_c_columns(config: GemmConfig) -> int:
+    """Columns of one row of the staged C's atom, one TMA box's width: 64 / 32 / 16 of a 16-bit C for SW128 / SW64 /
+    SW32. ``h128x96s6t`` (bf16) → 32."""
+    return _atom_columns(staged_c_swizzle(config), config.out_dtype)
 
 
 def staged_c_layout(config: GemmConfig):
-    """The CTA's staged C in shared memory (``rows``/``tma``): BM × BN/epilogue_split in 64-column K-major SW128
-    atoms of ``out_dtype``."""
-    return gmma_smem_layout("K", "SW128", config.out_dtype, (config.bm, config.bn // config.epilogue_split))
+    """The CTA's staged C in shared memory (``rows``/``tma``): BM × BN/epilogue_split of ``out_dtype`` in K-major
+    atoms of ``staged_c_swizzle`` (``gmma_smem_layout``): bf16 BM 128, BN 96 → ``Sw<2,4,3> o 0 o ((8,16),(32,3)):
+    ((32,256),(1,4096))``. Post: a bijection onto BM·BN/epilogue_split elements (``smem_bytes`` counts exactly
+    them)."""
+    return gmma_smem_layout("K", staged_c_swizzle(config), config.out_dtype,
+                            (config.bm, config.bn // config.epilogue_split))
 
 
 def c_parameter(config: GemmConfig):
-    """The type of the kernel's ``%c``: a TMA map of one consumer warpgroup's rows × 64 columns (``tma``), else a
-    rank-2 gtensor."""
+    """The type of the kernel's ``%c``: a TMA map of one consumer warpgroup's rows × one atom row of columns
+    (``staged_c_columns``: 64 bf16 for SW128, 32 for SW64, 16 for SW32) (``tma``), else a rank-2 gtensor."""
     if config.epilogue == "tma":
-        c_rows = tile_split(staged_c_layout(config), 0, config.rows)[0]   # one consumer warpgroup's rows
-        c_box = tile_split(c_rows, 1, 64)[0]                              # one TMA store: rows x 64 columns
+        c_rows = tile_split(staged_c_layout(config), 0, config.rows)[0]           # one consumer warpgroup's rows
+        c_box = tile_split(c_rows, 1, staged_c_columns(config))[0]               # one TMA store: rows x atom row
         return tmap(config.out_dtype, 2, c_box)
     return gtensor(config.out_dtype, 2)
 
@@ -85,8 +126,9 @@ def store_out(g, out, tm2, tn2):
         b.gmem.store(c_tile, g.lt, out, tv=accumulator_block_tv(rows, bn))
     elif config.epilogue == "rows":
         # C rows that TMA cannot store (not 16-byte aligned): the accumulator goes through shared memory so that
-        # each warp then stores 32 consecutive elements of one row (2 or 3 sectors per instruction) instead of 4
-        # elements in each of 8 rows (8 sectors), one column block at a time; the named barriers over both consumer
+        # each warp then stores 32 consecutive elements of one row (2 or 3 sectors per instruction; two rows of 16
+        # where a block is an odd number of 16-column runs: ``row_width``) instead of 4 elements in each of 8 rows
+        # (8 sectors), one column block at a time; the named barriers over both consumer
         # warpgroups keep a block's writes after the previous block's reads
         c_mine = b.smem.tile(g.sc, g.cw, mode=0, size=rows, name="c_mine")
         part_values = g.acc_t.size // split
@@ -110,7 +152,9 @@ def store_out(g, out, tm2, tn2):
         # block h-1's stores have read the buffer.
         wg_leader = b.arith.cmp(g.lt, g.c0, pred="eq", name="wg_leader")
         c_mine = b.smem.tile(g.sc, g.cw, mode=0, size=rows, name="c_mine")
-        c_col = b.const(64, i32, name="c64")
+        box_cols = staged_c_columns(config)   # one TMA box: the warpgroup's rows x one row of the staged atom
+        boxes = c_cols // box_cols
+        c_col = b.const(box_cols, i32, name=f"c{box_cols}")
         for h in range(split):
             tag = f"_{h}" if split > 1 else ""
             with b.scf.if_(wg_leader).then:
@@ -121,10 +165,10 @@ def store_out(g, out, tm2, tn2):
             b.fence.proxy_async()   # the generic smem writes before the async-proxy (TMA) reads
             b.barrier.named(id=1, threads=256)
             with b.scf.if_(wg_leader).then:
-                for j in range(c_cols // 64):
-                    cj = b.const(j + h * (c_cols // 64), i32, name=f"cj{j}{tag}")
+                for j in range(boxes):
+                    cj = b.const(j + h * boxes, i32, name=f"cj{j}{tag}")
                     box = b.smem.tile(c_mine, b.const(j, i32, name=f"cb{j}{tag}") if h else cj, mode=1,
-                                      size=64, name=f"c_box{j}{tag}")
+                                      size=box_cols, name=f"c_box{j}{tag}")
                     col = b.arith.add(n0c, b.arith.mul(cj, c_col, name=f"c_off{j}{tag}"),
                                       name=f"c_col{j}{tag}")
                     b.tma.store(kb["c"], box, r0, col)
