@@ -266,8 +266,10 @@ def promote_block_scaled(g, init, lo, hi, cit, tm, tn, hook=None):
     (warpgroup 1 issues a k-tile's wgmmas after warpgroup 0 has issued its own: their chunks complete one after the
     other, each promotion behind the other warpgroup's wgmmas), ``late_scales`` (``block_scales.promote_late``: no
     instruction reading a scale load can precede the k-tile's wgmmas), ``scales_smem`` (the scales arrived with the
-    stage: read by ld.shared after its wait, while its wgmmas run; ``block_scales.stage_scale_loads``) and ``hook`` (``overlap``: k-tile lo's wgmmas are
-    issued, then ``hook()`` — the previous tile's epilogue — runs while they execute). → (the f32 total, the
+    stage: read by ld.shared after its wait, while its wgmmas run; ``block_scales.stage_scale_loads``),
+    ``zero_rows_late`` (grouped: no row validity in the scales; the rows outside their group zeroed once,
+    ``block_scales.zero_outside``, their reads issued behind k-tile lo's wgmmas) and ``hook`` (``overlap``: k-tile
+    lo's wgmmas are issued, then ``hook()`` — the previous tile's epilogue — runs while they execute). → (the f32 total, the
     iteration counter after k-tile hi-1)."""
     b, config = g.b, g.config
     prefetch = config.scale_prefetch
