@@ -206,10 +206,11 @@ def test_gpu_contiguous_matches_float64(name, sizes, n, k):
     idx = torch.tensor(sum(([g] * s + [-1] * (cdiv(s, 128) * 128 - s) for g, s in enumerate(sizes)), []),
                        dtype=torch.int32, device="cuda")
     m = idx.numel()
-    a = (torch.randn(m, k, device="cuda") * 3).to(torch.float8_e4m3fn)
-    sa = torch.rand(m, cdiv(k, 128), device="cuda") + 0.25
+    a = torch.randn(m, k, device="cuda") * 3
     if config(name).zero_rows_late:
-        a[idx < 0] = torch.full((1, k), float("nan"), device="cuda").to(torch.float8_e4m3fn)
+        a[idx < 0] = float("nan")
+    a = a.to(torch.float8_e4m3fn)
+    sa = torch.rand(m, cdiv(k, 128), device="cuda") + 0.25
     sa_aligned = get_mn_major_tma_aligned_tensor(sa)
     got = m_grouped_fp8_gemm_nt_contiguous(a, sa_aligned, b, sb, None, idx, config=config(name))
     again = m_grouped_fp8_gemm_nt_contiguous(a, sa_aligned, b, sb, None, idx, config=config(name))
