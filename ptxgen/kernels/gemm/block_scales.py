@@ -145,20 +145,54 @@ def parameters(config: GemmConfig) -> dict:
     return params
 
 
-def tile_group(g, tm, thread, threads: int, tag: str):
-    """The group of tile row ``tm`` of a grouped GEMM and whether the tile has rows to compute: contiguous — the
-    group of the tile's first row (``%m_indices[tm·BM]``; a padding row's -1 reads as group 0: its rows compute
-    zeros, see ``row_validity``), every tile computed; masked — tm / tiles per group, computed when its first row
-    lies below ``%masked_m`` of the group. → (group i32, i1 or None, the masked tile's (first local row, rows))."""
+def group_read(g, tm, thread, threads: int, tag: str):
+    """The one global value ``tile_group`` reads for tile row ``tm``: contiguous ``%m_indices[tm·BM]`` (the group of
+    the tile's first row, -1 for padding), masked ``%masked_m[tm / tiles per group]`` (the group's rows); a tile row
+    past the problem reads 0 (``load_element``). ``group_ahead`` issues it a tile early. Post: an i32 scalar."""
     b, kb, config = g.b, g.kb, g.config
     if config.grouped == "contiguous":
         m0 = b.arith.mul(tm, g.c_bm, name=f"gm0_{tag}")
-        raw = load_element(b, kb["m_indices"], (m0,), thread, threads, name=f"group_raw_{tag}")
-        return b.arith.max(raw, g.c0, name=f"group_{tag}"), None, None
+        return load_element(b, kb["m_indices"], (m0,), thread, threads, name=f"group_raw_{tag}")
+    group = b.arith.div(tm, g.group_tiles_m, name=f"group_of_{tag}")
+    return load_element(b, kb["masked_m"], (group,), thread, threads, name=f"group_rows_{tag}")
+
+
+def tile_group(g, tm, thread, threads: int, tag: str, read=None):
+    """The group of tile row ``tm`` of a grouped GEMM and whether the tile has rows to compute: contiguous — the
+    group of the tile's first row (``%m_indices[tm·BM]``; a padding row's -1 reads as group 0: its rows compute
+    zeros, see ``row_validity``), every tile computed; masked — tm / tiles per group, computed when its first row
+    lies below ``%masked_m`` of the group. ``read``: ``group_read``'s value for ``tm`` where the caller loaded it
+    already (None: loaded here). → (group i32, i1 or None, the masked tile's (first local row, rows))."""
+    b, config = g.b, g.config
+    if read is None:
+        read = group_read(g, tm, thread, threads, tag)
+    if config.grouped == "contiguous":
+        return b.arith.max(read, g.c0, name=f"group_{tag}"), None, None
     group = b.arith.div(tm, g.group_tiles_m, name=f"group_{tag}")
     local0 = b.arith.mul(b.arith.rem(tm, g.group_tiles_m, name=f"gtm_{tag}"), g.c_bm, name=f"local0_{tag}")
-    count = load_element(b, kb["masked_m"], (group,), thread, threads, name=f"group_rows_{tag}")
-    return group, b.arith.cmp(local0, count, pred="lt", name=f"has_rows_{tag}"), (local0, count)
+    return group, b.arith.cmp(local0, read, pred="lt", name=f"has_rows_{tag}"), (local0, read)
+
+
+def row_reads(g, tm, masked_rows):
+    """The global loads that tell which of this warpgroup's rows of tile row ``tm`` belong to their group, i32
+    fragments in the accumulator's shape, nothing computed from them: contiguous [the rows' ``%m_indices``];
+    masked [the ``%m_window`` window placed so that exactly the rows below ``%masked_m[group]`` are inside, loaded
+    with ``other`` 0, then with ``other`` 1] (see ``row_validity``)."""
+    b, kb, config = g.b, g.kb, g.config
+    rows, bn = config.rows, config.bn
+    tv = row_tv(rows, bn)
+    ints = frag("i32", g.acc_t.shape)
+    if config.grouped == "contiguous":
+        r0 = b.arith.add(b.arith.mul(tm, g.c_bm, name="v_m0"), g.row_off, name="v_r0")
+        return [b.gmem.load(b.gmem.tile(kb["m_indices"], r0, shape=(rows,), name="v_rows"), g.lt, tv=tv, type=ints,
+                            name="v_index")]
+    local0, count = masked_rows
+    m_max = b.gtensor.dim(kb["m_window"], mode=0, name="v_m_max")
+    origin = b.arith.add(b.arith.add(local0, g.row_off, name="v_local"),
+                         b.arith.sub(m_max, count, name="v_spare"), name="v_origin")
+    window = b.gmem.tile(kb["m_window"], origin, shape=(rows,), name="v_rows")
+    return [b.gmem.load(window, g.lt, tv=tv, type=ints, other=0, name="v_other0"),
+            b.gmem.load(window, g.lt, tv=tv, type=ints, other=1, name="v_other1")]
 
 
 def row_validity(g, tm, masked_rows):
@@ -167,26 +201,29 @@ def row_validity(g, tm, masked_rows):
     + 1, 1)); masked, rows below ``%masked_m[group]`` — read through a window of ``%m_window`` (extent M_max) placed so
     that exactly those rows are inside: out of bounds a load gives its ``other``, so 1 - (load other 1 - load other 0)
     is 1 inside, 0 outside."""
-    b, kb, config = g.b, g.kb, g.config
-    rows, bn = config.rows, config.bn
-    tv = row_tv(rows, bn)
-    ints = frag("i32", g.acc_t.shape)
+    b = g.b
+    reads = row_reads(g, tm, masked_rows)
     one = b.const(1, i32, name="v_one")
-    if config.grouped == "contiguous":
-        r0 = b.arith.add(b.arith.mul(tm, g.c_bm, name="v_m0"), g.row_off, name="v_r0")
-        index = b.gmem.load(b.gmem.tile(kb["m_indices"], r0, shape=(rows,), name="v_rows"), g.lt, tv=tv, type=ints,
-                            name="v_index")
-        valid = b.frag.min(b.frag.add(index, one, name="v_index1"), one, name="v_valid")
+    if len(reads) == 1:
+        valid = b.frag.min(b.frag.add(reads[0], one, name="v_index1"), one, name="v_valid")
     else:
-        local0, count = masked_rows
-        m_max = b.gtensor.dim(kb["m_window"], mode=0, name="v_m_max")
-        origin = b.arith.add(b.arith.add(local0, g.row_off, name="v_local"),
-                             b.arith.sub(m_max, count, name="v_spare"), name="v_origin")
-        window = b.gmem.tile(kb["m_window"], origin, shape=(rows,), name="v_rows")
-        inside0 = b.gmem.load(window, g.lt, tv=tv, type=ints, other=0, name="v_other0")
-        inside1 = b.gmem.load(window, g.lt, tv=tv, type=ints, other=1, name="v_other1")
-        valid = b.frag.sub(one, b.frag.sub(inside1, inside0, name="v_outside"), name="v_valid")
+        valid = b.frag.sub(one, b.frag.sub(reads[1], reads[0], name="v_outside"), name="v_valid")
     return b.frag.cast(valid, type=g.acc_t, name="v_valid_f32")
+
+
+def zero_outside(g, total, reads):
+    """``zero_rows_late``: the tile's f32 ``total`` with the values of rows outside their group replaced by 0, from
+    ``row_reads``' loads (issued at the tile's start; the comparisons built here, after its last k-tile, so that the
+    loads are first waited for there): contiguous, rows whose index is ≥ 0 are kept (for tile row 1 of a
+    contiguous GEMM whose ``%m_indices`` is (…, 0, 0, -1, …) at rows 128, 129, 130: rows 128 and 129); masked, rows
+    whose two window loads agree (inside the window). One select per value, whatever the total holds there (NaN
+    included). Post: ``total`` where ``row_validity`` is 1, else 0."""
+    b = g.b
+    if len(reads) == 1:
+        keep = b.frag.cmp(reads[0], g.c0, pred="ge", name="v_keep")
+    else:
+        keep = b.frag.cmp(reads[0], reads[1], pred="eq", name="v_keep")
+    return b.frag.select(keep, total, g.fzero, name="total_rows")
 
 
 def scale_fragment(g, kt, tm, tn, group=None, valid=None, masked_rows=None):

@@ -126,7 +126,9 @@ def build(config: GemmConfig = GemmConfig()):
     role = b.roles(producer=(1, config.registers[0]), consumer=(2, config.registers[1]))
     with role["producer"]:
         with b.scf.if_(leader).then:
-            schedule.produce_tiles(g, lambda t, lo, hi, it: mainloop.produce(g, t, lo, hi, it))
+            schedule.produce_tiles(g, lambda t, lo, hi, it, *read: mainloop.produce(g, t, lo, hi, it, *read),
+                                   (lambda t, tag: mainloop.group_read_of(g, t, tag)) if config.group_ahead
+                                   else None)
             b.scf.yield_()
     with role["consumer"]:
         g.cw = b.arith.sub(g.wg, c1, name="cw")

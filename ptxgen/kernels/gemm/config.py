@@ -101,6 +101,15 @@ class GemmConfig:
       aligned) into one of ``B_SCALE_SLOT`` bytes per stage — so that the consumers read every scale with ld.shared
       from the stage they already waited for (``block_scales.stage_scale_loads``). Not with ``swap_ab`` or
       ``scale_prefetch``.
+    - ``zero_rows_late`` (grouped): the rows outside their group (contiguous: ``%m_indices`` -1; masked: past
+      ``%masked_m``) are zeroed by ONE select on the tile's f32 total, instead of a zero row scale in every k-tile's
+      promotion — each k-tile's scale is the dense kernel's (row · column, no validity multiply), so its promotion
+      and the place ptxas gives its scale reads are the dense kernel's, and the rows' group reads are first needed
+      after the tile's last k-tile (they were waited for before its first wgmmas). Such rows are zeros whatever A or
+      its scales hold there (NaN included; without it a NaN in a padding row of A gives NaN).
+    - ``group_ahead`` (grouped): the producer reads the group of its NEXT tile (contiguous ``%m_indices[tm·BM]``,
+      masked ``%masked_m[group]``) while it issues the current tile's loads, so that no global load lies between a
+      tile's last TMA load and the next tile's first.
 
     Post (``validate``): the builder accepts the config; any violated rule is a ValueError naming the field."""
 
@@ -132,6 +141,8 @@ class GemmConfig:
     load_batch: int = 1
     prefetch_maps: bool = False
     scales_smem: bool = False
+    zero_rows_late: bool = False
+    group_ahead: bool = False
 
     def __post_init__(self):
         if self.out_dtype is None:
@@ -199,7 +210,9 @@ class GemmConfig:
         ``n`` each: ``mkn`` = A K-major, B MN-major), ``x`` (swap_ab), ``b`` (bias), ``B`` (block scales),
         ``f`` (block scales loaded a k-tile ahead: ``scale_prefetch``), ``w`` (``pingpong``), ``l`` (``late_scales``),
         ``S`` (``scales_smem``), ``Gc``/``Gm``
-        (grouped: contiguous / masked), ``R<producer>-<consumer>`` (registers), ``_<out_dtype>`` (fp8 with an f16 C). The dtype is not part of the name.
+        (grouped: contiguous / masked) followed by its own options ``z`` (``zero_rows_late``) and ``n``
+        (``group_ahead``: the next tile's group) — ``h128x128s5to1BSGczn`` —, ``R<producer>-<consumer>``
+        (registers), ``_<out_dtype>`` (fp8 with an f16 C). The dtype is not part of the name.
         ``GemmConfig(cluster=2, epilogue="tma", epilogue_split=2).name`` = ``h128x256s4c2t2``."""
         parts = [f"h{self.bm}x{self.bn}s{self.stages}"]
         if self.pending != 1:
@@ -239,7 +252,8 @@ class GemmConfig:
         if self.scales_smem:
             parts.append("S")
         if self.grouped != "none":
-            parts.append("G" + self.grouped[0])
+            parts.append("G" + self.grouped[0] + ("z" if self.zero_rows_late else "")
+                         + ("n" if self.group_ahead else ""))
         if tuple(self.registers) != (24, 240):
             parts.append(f"R{self.registers[0]}-{self.registers[1]}")
         if self.out_dtype != ("bf16" if self.fp8 else self.dtype):
@@ -255,7 +269,7 @@ class GemmConfig:
         if not m:
             raise ValueError(f"unknown GEMM variant {name!r}: h<BM>x<BN>s<stages>[p<pending>][g<group>][c<cluster>]"
                              "[k<promote>][t|r[<split>]][o<overlap>][q<load batch>][d][sk[a][<min saving>]][m<a><b>][x][b][B][f][w]"
-                             "[l][S][Gc|Gm]"
+                             "[l][S][Gc|Gm[z][n]]"
                              "[R<producer>-<consumer>][_<out dtype>]")
         g = m.groupdict()
         return cls(
@@ -273,6 +287,7 @@ class GemmConfig:
             scale_prefetch=bool(g["prefetch"]), pingpong=bool(g["pingpong"]), late_scales=bool(g["late"]),
             scales_smem=bool(g["smem"]),
             grouped={"c": "contiguous", "m": "masked", None: "none"}[g["grouped"]],
+            zero_rows_late=bool(g["zero_late"]), group_ahead=bool(g["ahead"]),
             registers=(int(g["rp"]), int(g["rc"])) if g["rp"] else (24, 240), out_dtype=g["out"])
 
 
@@ -280,7 +295,7 @@ _NAME = re.compile(r"h(?P<bm>\d+)x(?P<bn>\d+)s(?P<stages>\d+)(?:p(?P<pending>\d+
                    r"(?:c(?P<cluster>\d+))?(?:k(?P<promote>\d+))?(?:(?P<epi>[tr])(?P<split>\d)?)?(?:o(?P<overlap>\d+))?"
                    r"(?:q(?P<batch>\d+))?(?P<maps>d)?"
                    r"(?:(?P<sk>sk)(?P<every>a)?(?P<saving>\d+)?)?(?:m(?P<majors>[kn]{2}))?(?P<swap>x)?(?P<bias>b)?"
-                   r"(?P<block>B)?(?P<prefetch>f)?(?P<pingpong>w)?(?P<late>l)?(?P<smem>S)?(?:G(?P<grouped>[cm]))?(?:R(?P<rp>\d+)-(?P<rc>\d+))?(?:_(?P<out>bf16|f16))?")
+                   r"(?P<block>B)?(?P<prefetch>f)?(?P<pingpong>w)?(?P<late>l)?(?P<smem>S)?(?:G(?P<grouped>[cm])(?P<zero_late>z)?(?P<ahead>n)?)?(?:R(?P<rp>\d+)-(?P<rc>\d+))?(?:_(?P<out>bf16|f16))?")
 
 
 # -- the rules, in the order they are checked: each → None, or "field = value: what is wrong" --------------------------
@@ -381,6 +396,10 @@ def _scales(c: GemmConfig):
                 "none")
     if c.grouped not in GROUPINGS:
         return f"grouped = {c.grouped!r}: the grouping is 'none', 'contiguous' or 'masked'"
+    if c.grouped == "none" and (c.zero_rows_late or c.group_ahead):
+        field = "zero_rows_late" if c.zero_rows_late else "group_ahead"
+        return (f"{field} = True: it concerns the groups of a grouped GEMM (grouped = 'contiguous' or 'masked'), "
+                "not grouped = 'none'")
     if c.grouped != "none":
         if c.scales != "block":
             return f"grouped = {c.grouped!r}: the grouped GEMMs are block-scaled (scales = 'block')"

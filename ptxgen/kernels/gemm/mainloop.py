@@ -52,9 +52,10 @@ def release_previous(b, pipe, cond, kit, c1, c_stages, name):
         b.scf.yield_()
 
 
-def produce(g, t, lo, hi, it):
+def produce(g, t, lo, hi, it, group_read=None):
     """The producer's TMA loads of k-tiles lo … hi-1 of work item t (a cluster's CTA loading its A box and its part
-    of B, multicast to the cluster); → the iteration counter after them."""
+    of B, multicast to the cluster); → the iteration counter after them. ``group_read`` (grouped, ``group_ahead``):
+    ``block_scales.group_read``'s value for t's tile row, loaded by the caller a tile earlier."""
     b, kb, config = g.b, g.kb, g.config
     c1 = g.c1
     tm, tn = tile_of(g, t, ("tm", "tn", "tmc", "tm_own"))
@@ -63,7 +64,7 @@ def produce(g, t, lo, hi, it):
     group = None
     if config.grouped != "none":
         # B is (G·N, K): the group's rows start at group·N; a masked tile past its group's rows loads nothing
-        group, has_rows, _rows = block_scales.tile_group(g, tm, g.thread, 384, "p")
+        group, has_rows, _rows = block_scales.tile_group(g, tm, g.thread, 384, "p", group_read)
         n0 = b.arith.add(n0, b.arith.mul(group, kb["n"], name="group_n0"), name="n0_grouped")
         if has_rows is not None:
             hi = b.arith.select(has_rows, hi, lo, name="hi_p")
@@ -265,19 +266,27 @@ def promote_block_scaled(g, init, lo, hi, cit, tm, tn, hook=None):
     (warpgroup 1 issues a k-tile's wgmmas after warpgroup 0 has issued its own: their chunks complete one after the
     other, each promotion behind the other warpgroup's wgmmas), ``late_scales`` (``block_scales.promote_late``: no
     instruction reading a scale load can precede the k-tile's wgmmas), ``scales_smem`` (the scales arrived with the
-    stage: read by ld.shared after its wait, while its wgmmas run; ``block_scales.stage_scale_loads``) and ``hook`` (``overlap``: k-tile lo's wgmmas are
-    issued, then ``hook()`` — the previous tile's epilogue — runs while they execute). → (the f32 total, the
+    stage: read by ld.shared after its wait, while its wgmmas run; ``block_scales.stage_scale_loads``),
+    ``zero_rows_late`` (grouped: no row validity in the scales; the rows outside their group zeroed once,
+    ``block_scales.zero_outside``, their reads issued behind k-tile lo's wgmmas) and ``hook`` (``overlap``: k-tile
+    lo's wgmmas are issued, then ``hook()`` — the previous tile's epilogue — runs while they execute). → (the f32 total, the
     iteration counter after k-tile hi-1)."""
     b, config = g.b, g.config
     prefetch = config.scale_prefetch
-    group = valid = masked_rows = None
+    group = valid = reads = masked_rows = None
     if config.grouped != "none":
-        # grouped: the tile's group picks B's scale blocks; rows outside their group get scale 0; a masked tile past
-        # its group's rows runs no k-tile (its C is written as zeros), as its producer loads none
+        # grouped: the tile's group picks B's scale blocks; rows outside their group get scale 0 (zero_rows_late: a
+        # zero total); a masked tile past its group's rows runs no k-tile (its C is written as zeros), as its
+        # producer loads none
         group, has_rows, masked_rows = block_scales.tile_group(g, tm, g.lt, 128, "c")
         if has_rows is not None:
             hi = b.arith.select(has_rows, hi, lo, name="hi_c")
-        valid = block_scales.row_validity(g, tm, masked_rows)
+        if config.zero_rows_late:
+            # with a hook, read behind the peeled k-tile's wgmmas (below): LLVM folds the comparison into the guarded
+            # load's block, so the reads are waited for where they are issued
+            reads = block_scales.row_reads(g, tm, masked_rows) if hook is None else None
+        else:
+            valid = block_scales.row_validity(g, tm, masked_rows)
     if config.pingpong:
         first_wg = b.arith.cmp(g.cw, g.c0, pred="eq", name="pp_first")
         second_wg = b.arith.cmp(g.cw, g.c0, pred="ne", name="pp_second")
@@ -310,7 +319,8 @@ def promote_block_scaled(g, init, lo, hi, cit, tm, tn, hook=None):
             b.pipeline.release(g.pipe, s2)
             total_out = b.frag.fma(chunk, scale, total_in, name="total_out")
             b.scf.yield_(total_out, b.arith.add(kit, g.c1, name="kit_b1"))
-        return loop.results
+        total, kit_done = loop.results
+        return (total if reads is None else block_scales.zero_outside(g, total, reads)), kit_done
     later = block_scales.later_blocks(g, tn)
     total0, kit0, loop_lo = init, cit, lo
     if hook is not None:
@@ -332,6 +342,8 @@ def promote_block_scaled(g, init, lo, hi, cit, tm, tn, hook=None):
         if in_smem:
             first_scales = smem_scales
         next_scales = loads(peel_end, "_first") if prefetch else None
+        if config.zero_rows_late and config.grouped != "none":
+            reads = block_scales.row_reads(g, tm, masked_rows)
         hook()
         chunk_h = b.wgmma.wait(chunk_h, pending=0, name="chunk_h")
         any_k = b.arith.cmp(peel_end, lo, pred="gt", name="any_k_h")
@@ -376,7 +388,19 @@ def promote_block_scaled(g, init, lo, hi, cit, tm, tn, hook=None):
     if late and valid is not None:
         # the rows outside their group: 0 × Σ (chunk · scales), as 0 × each k-tile's term would give
         total = b.frag.mul(total, valid, name="total_valid")
+    if reads is not None:
+        total = block_scales.zero_outside(g, total, reads)
     return total, kit_done
+
+
+def group_read_of(g, t, tag: str):
+    """``group_ahead``: ``block_scales.group_read`` of work item ``t``'s tile row, read by the producer's thread;
+    a ``t`` past the tiles reads tile 0's (the value is then never used)."""
+    b = g.b
+    t_safe = b.arith.select(b.arith.cmp(t, g.tiles, pred="lt", name=f"ahead_in_{tag}"), t, g.c0,
+                            name=f"ahead_t_{tag}")
+    tm, _tn = tile_of(g, t_safe, (f"ahead_tm_{tag}", f"ahead_tn_{tag}", f"ahead_tmc_{tag}", f"ahead_own_{tag}"))
+    return block_scales.group_read(g, tm, g.thread, 384, f"ahead_{tag}")
 
 
 def _first_k_tile(g, lo, hi):

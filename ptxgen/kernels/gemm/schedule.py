@@ -179,11 +179,20 @@ def streamk_join(b, kb, split, ct, acc, ktiles, rank, cw, lt, acc_t):
     return loop.results[0]
 
 
-def produce_tiles(g, produce) -> None:
+def produce_tiles(g, produce, read_ahead=None) -> None:
     """The producer's walk over its work items: ``produce(t, lo, hi, it)`` issues the loads of k-tiles lo … hi-1 of
-    work item t from iteration ``it`` on; the counter runs across items (stream-K items: ``streamk_item``)."""
+    work item t from iteration ``it`` on; the counter runs across items (stream-K items: ``streamk_item``).
+    ``read_ahead(t, tag)`` (a grouped GEMM's ``group_ahead``): a value of work item t that its loads need — read for
+    the NEXT item before this one's loads are issued, carried, and passed as ``produce(t, lo, hi, it, value)``, so
+    that its global load's latency is not between two tiles' loads."""
     b, c0, c1 = g.b, g.c0, g.c1
-    if g.config.streamk:
+    if read_ahead is not None:
+        first_value = read_ahead(g.first, "first")
+        with b.scf.for_(g.first, g.tiles, g.step, c0, first_value, args=("t", "it", "ahead"),
+                        names=["it_done", "ahead_last"]) as (t, it, value):
+            following = read_ahead(b.arith.add(t, g.step, name="t_next"), "next")
+            b.scf.yield_(produce(t, c0, g.ktiles, it, value), following)
+    elif g.config.streamk:
         with b.scf.for_(c0, g.split["items"], c1, c0, args=("i", "it"), names=["it_done"]) as (i, it):
             t, lo, hi = streamk_item(b, g.split, i, g.ktiles, c0, "p")
             b.scf.yield_(produce(t, lo, hi, it))
