@@ -58,8 +58,14 @@ SWAP_AB_MAX_M = 64
 H100_SMS = 132
 # the time of one k-tile of a tile relative to its area share of the largest candidate (1: as efficient per FLOP);
 # fp8 128 x 128 from the two measured wave-quantization winners (between 0.92 and 1.02), 16-bit ones estimated
-EFFICIENCY = {(16, 256): 1.0, (16, 192): 0.95, (16, 128): 0.90, (16, 64): 0.49,
-              (8, 192): 1.0, (8, 128): 0.96, (8, 64): 0.61}
+EFFICIENCY = {(16, 256): 1.0, (16, 192): 0.95, (16, 176): 0.94, (16, 160): 0.86, (16, 144): 0.85, (16, 128): 0.90,
+              (16, 112): 0.83, (16, 96): 0.80, (16, 64): 0.49,
+              (8, 192): 1.0, (8, 176): 0.95, (8, 160): 0.89, (8, 144): 0.88, (8, 128): 0.96, (8, 112): 0.83,
+              (8, 64): 0.61}
+# the tiles whose widths fill the SMs' waves where 64-column steps do not (a multiple of 16 columns, C staged in SW64
+# or SW32 atoms): data-parallel, no overlap, the most stages that fit (s13 section 4: their stream-K and overlap not
+# measured faster); 16-bit and fp8 widths -> stages
+WAVE_FILLING = {16: {96: 7, 112: 6, 144: 5, 160: 5, 176: 4}, 8: {112: 6, 144: 5, 160: 5, 176: 4}}
 # stream-K's partial sums in k-tiles of a 128 x 256 tile (s8 section 6), and the extra per further piece of a tile
 STREAMK_FIXUP = 15.0
 STREAMK_FIXUP_PER_PIECE = 0.25
@@ -78,13 +84,16 @@ def _candidates(dtype: str, tma_store: bool, bias: bool) -> list:
         if tma_store:
             return [GemmConfig(bn=192, promote=4, epilogue="tma", **base),
                     GemmConfig(bn=128, promote=4, epilogue="tma", **base),
-                    GemmConfig(bn=64, stages=8, promote=4, epilogue="tma", **base)]
+                    GemmConfig(bn=64, stages=8, promote=4, epilogue="tma", **base)] + [
+                GemmConfig(bn=bn, stages=stages, promote=4, epilogue="tma", **base)
+                for bn, stages in WAVE_FILLING[8].items()]
         return [GemmConfig(bn=128, cluster=2, promote=4, epilogue="rows", **base)]
     if tma_store:
         return [GemmConfig(bn=256, epilogue="tma", epilogue_split=2, **base),
                 GemmConfig(bn=192, epilogue="tma", epilogue_split=3, **base),
                 GemmConfig(bn=128, stages=6, epilogue="tma", **base),
-                GemmConfig(bn=64, stages=8, epilogue="tma", **base)]
+                GemmConfig(bn=64, stages=8, epilogue="tma", **base)] + [
+            GemmConfig(bn=bn, stages=stages, epilogue="tma", **base) for bn, stages in WAVE_FILLING[16].items()]
     return [GemmConfig(bn=192, cluster=2, epilogue="rows", epilogue_split=3, **base),
             GemmConfig(bn=128, stages=6, epilogue="rows", **base)]
 
@@ -164,7 +173,8 @@ def _variants(base: GemmConfig, m: int, n: int, k: int, sms: int):
     """Rules 3 and 4 applied to a candidate tile: stream-K where it pays (clusters of 2 for long K), else
     data-parallel overlapped with the TMA-store epilogue where a CTA has several tiles. The 128 × 64 tile and the
     16-bit 128 × 192 TMA-store tile run data-parallel without overlap: the forms measured."""
-    if base.bn == NARROW_BN or (base.bn == WIDE_THIRDS_BN and not base.fp8 and base.epilogue == "tma"):
+    if base.bn == NARROW_BN or (base.bn == WIDE_THIRDS_BN and not base.fp8 and base.epilogue == "tma") or \
+            base.bn in WAVE_FILLING[_width(base.dtype)]:
         yield base   # the forms measured: 128 x 192's stream-K (32 B of spills) and overlap were no faster
         return
     if not base.fp8:
