@@ -350,9 +350,9 @@ def _scales(c: GemmConfig):
                     "promote = 1")
         if c.bias:
             return "bias = True: the block-scaled GEMM (DeepGEMM's fp8_gemm_nt) has no bias"
-        if c.streamk:
-            return ("streamk = True: block scales promote whole k-tiles of one tile at a time; stream-K's partial "
-                    "sums are not built for them")
+        if c.streamk and c.overlap:
+            return (f"overlap = {c.overlap}: stream-K's pieces end in a partial sum or a join, not a held tile whose "
+                    "epilogue could run behind the next tile's wgmmas: overlap = 0 with streamk = True")
         if c.overlap > 1:
             return (f"overlap = {c.overlap}: block scales promote every k-tile, so the epilogue hides behind the next "
                     "tile's first k-tile only: overlap = 0 or 1")
@@ -383,6 +383,10 @@ def _scales(c: GemmConfig):
         if c.cluster != 1:
             return (f"cluster = {c.cluster}: the CTAs of a cluster share B by multicast, but neighbouring tiles of a "
                     "grouped GEMM may belong to different groups: cluster = 1")
+        if c.streamk:
+            return (f"streamk = True: a {c.grouped} grouped GEMM finds each tile's group (and, masked, whether it has "
+                    "rows) on the device, while stream-K shares out k-tiles as if every tile had them all: "
+                    "streamk = False")
         if c.bm != 128:
             return (f"bm = {c.bm}: a grouped GEMM's tiles are the 128-row M block its groups are aligned to: "
                     "bm = 128")
