@@ -171,15 +171,8 @@ def _gpu():
     return torch
 
 
-@pytest.mark.gpu
-@pytest.mark.parametrize("name", ["h128x128s5tskaBS", "h128x128s5tskaBwlS", "h128x128s5tskaB"])
-@pytest.mark.parametrize("m, n, k, sms", [(64, 7168, 16384, None), (128, 2112, 7168, None), (77, 4096, 7168, None),
-                                          (128, 24576, 1536, None), (77, 2112, 1040, 6)], ids=str)
-def test_gpu_matches_float64(name, m, n, k, sms):
-    """fresh per_token / per_block quantized operands through ``fp8_gemm_nt`` with the stream-K config (every SM, or
-    6 CTAs: many cuts per tile), twice on one workspace: within 2e-3 of float64 in relative norm, bitwise equal (the
-    join adds the partial sums in k order, so the result is deterministic and the flags were left zero)."""
-    torch = _gpu()
+def _quantized(torch, m, n, k):
+    """per_token / per_block quantized fresh operands and the float64 product of their dequantized values."""
     from ptxgen.kernels import per_block_cast_to_fp8, per_token_cast_to_fp8
 
     x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
@@ -188,10 +181,37 @@ def test_gpu_matches_float64(name, m, n, k, sms):
     b, sb = per_block_cast_to_fp8(w)
     ea = sa.double().repeat_interleave(128, dim=1)[:, :k]
     eb = sb.double().repeat_interleave(128, dim=0)[:n].repeat_interleave(128, dim=1)[:, :k]
-    want = (a.double() * ea) @ (b.double() * eb).T
+    return a, sa, b, sb, (a.double() * ea) @ (b.double() * eb).T
+
+
+def _check_twice(torch, name, m, n, k, sms):
+    """``fp8_gemm_nt`` with config ``name`` twice on one workspace: within 2e-3 of float64 in relative norm, and
+    bitwise equal (the join adds the partial sums in k order, so the result is deterministic, and the first launch
+    left the flags zero)."""
+    a, sa, b, sb, want = _quantized(torch, m, n, k)
     got = fp8_gemm_nt(a, sa, b, sb, config=config(name), sm_count=sms)
     again = fp8_gemm_nt(a, sa, b, sb, config=config(name), sm_count=sms)
     torch.cuda.synchronize()
     err = (torch.linalg.norm(got.double() - want) / torch.linalg.norm(want)).item()
     assert err < 2e-3
     assert torch.equal(got, again)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["h128x128s5tskaBS", "h128x128s5tskaBwlS", "h128x128s5tskaB"])
+@pytest.mark.parametrize("m, n, k", [(64, 7168, 16384), (128, 7168, 16384), (128, 2112, 7168), (77, 4096, 7168),
+                                     (128, 24576, 1536)], ids=str)
+def test_gpu_matches_float64(name, m, n, k):
+    """On every SM: 56 tiles of 128 k-tiles (K = 16384) over 132 CTAs in runs of 54-55, 17 tiles of 56 in runs of
+    7-8, 32 tiles in runs of 13-14; 192 tiles of 12 k-tiles stay data-parallel (the last wave's saving is 6 < 20)."""
+    _check_twice(_gpu(), name, m, n, k, None)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["h128x128s5tska0BS", "h128x128s5tska0BwlS", "h128x128s5tska0B"])
+@pytest.mark.parametrize("m, n, k, sms", [(77, 2112, 1040, 6), (128, 7168, 16384, 20), (64, 320, 256, 7)], ids=str)
+def test_gpu_few_ctas_match_float64(name, m, n, k, sms):
+    """A few CTAs, stream-K wherever the last wave is ragged (min saving 0): 17 tiles of 9 k-tiles on 6 CTAs (12
+    data-parallel, 5 shared in runs of 7-8), 56 tiles of 128 on 20 (40 data-parallel, 16 in runs of 102-103), 3 tiles
+    of 2 on 7 (a k-tile each, a CTA idle)."""
+    _check_twice(_gpu(), name, m, n, k, sms)
