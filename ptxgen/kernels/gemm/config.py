@@ -59,7 +59,8 @@ class GemmConfig:
     - ``registers``: the (producer, consumer) setmaxnreg budgets.
     - ``streamk``: share the last partial wave out by k-tiles where that saves ``streamk_min_saving`` k-tiles;
       ``streamk_every_sm``: launch ``sms`` CTAs even when there are fewer tiles, so that a problem of few tiles is
-      shared out by k-tiles over every SM (split-K where the tiles alone leave SMs idle).
+      shared out by k-tiles over every SM (split-K where the tiles alone leave SMs idle). With block scales (dense,
+      not grouped, no ``overlap``) each piece promotes its own k-tiles, so the partial sums are promoted totals.
     - ``overlap``: the epilogue runs behind the next tile's first ``overlap`` k-tiles of wgmmas.
     - ``bias``: C = A·Bᵀ + bias, the kernel taking ``%bias`` (``out_dtype``, rank 2: an (M, N) addend, in practice a
       per-column vector seen through a stride-0 view) added to the f32 accumulator before the conversion.
