@@ -20,6 +20,7 @@ import numpy as np
 from .gemm.build import build
 from .gemm.config import SCALE_BLOCK, GemmConfig
 from .gemm.heuristic import H100_SMS, choose_block_scaled_config
+from .gemm.schedule import streamk_buffers
 from . import arguments
 from .arguments import Arg as _Arg, NUMPY_TYPES as _NUMPY_TYPES, device_sms as _device_sms, \
     kernel_operand as _operand, same_kind as _same_kind, stream as _stream, torch_dtype as _torch_dtype
@@ -32,6 +33,7 @@ _JIT = {}       # config -> JitKernel
 _SITES = {}     # (config, signature, stream) -> BoundLaunch
 _SITE_LIMIT = 512
 _FAST = {}      # (op, False, each tensor's signature, extras, stream) -> fast_call.FastCall
+_WORKSPACES = {}  # (config, CTAs, stream) -> stream-K's work and flags, shared by the call sites of a stream
 
 
 def ceil_div(x: int, y: int) -> int:
@@ -199,6 +201,7 @@ def _gemm(a, a_scales, b, b_scales, out, config, sm_count):
         from ptxgen.interp import interpret
 
         arguments["sms"] = sms
+        arguments.update(streamk_workspace(config, sms, "numpy"))
         interpret(kernel_module(config), arguments)
         return c, None, {}, False
     return (c,) + _launch(config, arguments, sm_count)
@@ -333,6 +336,8 @@ def _launch(config: GemmConfig, arguments: dict, sm_count):
         return site, tensors, config.swap_ab
     kern = jit_kernel(config)
     arguments["sms"] = sm_count or _device_sms()
+    # a grid cut to the resident CTAs below needs no more workspace than the one sized for ``sms``
+    arguments.update(streamk_workspace(config, arguments["sms"], "torch", arguments["c"].device, stream))
     site = kern.prepare(**arguments, stream=stream)
     resident = site.compiled.resident_ctas()
     if resident < arguments["sms"]:
@@ -344,6 +349,27 @@ def _launch(config: GemmConfig, arguments: dict, sm_count):
     site()
     _release(site, tensors)
     return site, tensors, config.swap_ab
+
+
+def streamk_workspace(config: GemmConfig, ctas: int, kind: str, device=None, stream=0) -> dict:
+    """Stream-K's ``%work`` and ``%flags`` (``schedule.streamk_buffers``) for a grid of at most ``ctas`` CTAs, {}
+    without stream-K: numpy zeros for the interpreter; on the GPU one pair per (config, CTAs, stream), which every
+    launch of a stream shares — launches on a stream run one after another, and each leaves the flags zero.
+    ``streamk_workspace(GemmConfig("e4m3", bn=128, scales="block", streamk=True), 3, "numpy")["flags"].shape`` =
+    (768,). Post: the flags are zero before the first launch that uses them."""
+    if not config.streamk:
+        return {}
+    shapes = streamk_buffers(config, ctas)
+    if kind == "numpy":
+        return {"work": np.zeros(shapes["work"], np.float32), "flags": np.zeros(shapes["flags"], np.int32)}
+    workspace = _WORKSPACES.get((config, ctas, stream))
+    if workspace is None:
+        import torch
+
+        workspace = _WORKSPACES[(config, ctas, stream)] = {
+            "work": torch.empty(shapes["work"], device=device, dtype=torch.float32),
+            "flags": torch.zeros(shapes["flags"], device=device, dtype=torch.int32)}
+    return workspace
 
 
 def _release(site, tensors: dict) -> None:

@@ -64,8 +64,9 @@ def check(got, want):
     (dict(promote=4), "GemmConfig.promote = 4: block scales promote every k-tile (the 128-deep scale block): "
                       "promote = 1"),
     (dict(bias=True), "GemmConfig.bias = True: the block-scaled GEMM (DeepGEMM's fp8_gemm_nt) has no bias"),
-    (dict(streamk=True), "GemmConfig.streamk = True: block scales promote whole k-tiles of one tile at a time; "
-                         "stream-K's partial sums are not built for them"),
+    (dict(streamk=True, epilogue="tma", overlap=1),
+     "GemmConfig.overlap = 1: stream-K's pieces end in a partial sum or a join, not a held tile whose epilogue could "
+     "run behind the next tile's wgmmas: overlap = 0 with streamk = True"),
     (dict(epilogue="tma", overlap=2), "GemmConfig.overlap = 2: block scales promote every k-tile, so the epilogue "
                                       "hides behind the next tile's first k-tile only: overlap = 0 or 1"),
     (dict(overlap=1), "GemmConfig.overlap = 1: the epilogue behind the next tile's wgmmas is built for the TMA-store "

@@ -88,10 +88,11 @@ def test_fp8_streamk_matches_float64(config, shape, ctas):
     assert not flags.any()
 
 
-def test_block_scales_still_refuse_streamk():
-    with pytest.raises(ValueError, match="GemmConfig.streamk = True: block scales promote whole k-tiles of one tile at "
-                                         "a time; stream-K's partial sums are not built for them"):
-        GemmConfig("e4m3", bn=128, streamk=True, scales="block").validate()
+def test_block_scales_refuse_grouped_streamk():
+    """Block scales take stream-K dense (tests/ptxgen/test_fp8_block_streamk.py), not grouped."""
+    with pytest.raises(ValueError, match=r"GemmConfig.streamk = True: a contiguous grouped GEMM finds each tile's "
+                                         r"group \(and, masked, whether it has rows\) on the device"):
+        GemmConfig("e4m3", bn=128, streamk=True, scales="block", grouped="contiguous").validate()
 
 
 def test_fp8_streamk_names_round_trip():

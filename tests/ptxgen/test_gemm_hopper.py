@@ -146,10 +146,11 @@ def test_fp8_overlap_needs_chunked_promotion():
         gemm_kernel("e4m3", bn=128, epilogue="tma", overlap=1, promote=1)
 
 
-def test_streamk_is_not_for_block_scales():
-    """fp8 with per-tensor scales takes stream-K (tests/ptxgen/test_fp8_streamk.py); block scales do not."""
-    with pytest.raises(ValueError, match="block scales promote whole k-tiles of one tile at a time"):
-        gemm_kernel("e4m3", bn=128, streamk=True, scales="block")
+def test_streamk_is_not_for_grouped_block_scales():
+    """fp8 takes stream-K with per-tensor scales (tests/ptxgen/test_fp8_streamk.py) and with dense block scales
+    (tests/ptxgen/test_fp8_block_streamk.py); a grouped GEMM does not."""
+    with pytest.raises(ValueError, match="a contiguous grouped GEMM finds each tile's group"):
+        gemm_kernel("e4m3", bn=128, streamk=True, scales="block", grouped="contiguous")
 
 
 def test_zero_k_stores_zeros():

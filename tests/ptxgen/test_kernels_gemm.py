@@ -70,9 +70,9 @@ def rand(shape, dtype, rng, scale=1.0):
     (dict(bm=256, bn=128, stages=2, epilogue="tma", epilogue_split=2), "column blocks are built for BM = 128"),
     (dict(epilogue="tma", swap_ab=True), "GemmConfig.swap_ab = True: C is written through its transposed view, "
                                          "which only the 'direct' epilogue stores"),
-    (dict(dtype="e4m3", streamk=True, bn=128, scales="block"),
-     "GemmConfig.streamk = True: block scales promote whole k-tiles of one tile at a time; stream-K's partial sums "
-     "are not built for them"),
+    (dict(dtype="e4m3", streamk=True, bn=128, scales="block", grouped="masked"),
+     "GemmConfig.streamk = True: a masked grouped GEMM finds each tile's group \\(and, masked, whether it has rows\\) on "
+     "the device, while stream-K shares out k-tiles as if every tile had them all: streamk = False"),
     (dict(streamk=True, streamk_min_saving=-1), "GemmConfig.streamk_min_saving = -1"),
     (dict(streamk_every_sm=True), "GemmConfig.streamk_every_sm = True: .* streamk = True"),
     (dict(epilogue="tma", overlap=-1), "GemmConfig.overlap = -1: 0 \\(no overlap\\)"),

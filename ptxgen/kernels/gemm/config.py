@@ -65,7 +65,8 @@ class GemmConfig:
     - ``registers``: the (producer, consumer) setmaxnreg budgets.
     - ``streamk``: share the last partial wave out by k-tiles where that saves ``streamk_min_saving`` k-tiles;
       ``streamk_every_sm``: launch ``sms`` CTAs even when there are fewer tiles, so that a problem of few tiles is
-      shared out by k-tiles over every SM (split-K where the tiles alone leave SMs idle).
+      shared out by k-tiles over every SM (split-K where the tiles alone leave SMs idle). With block scales (dense,
+      not grouped, no ``overlap``) each piece promotes its own k-tiles, so the partial sums are promoted totals.
     - ``overlap``: the epilogue runs behind the next tile's first ``overlap`` k-tiles of wgmmas.
     - ``bias``: C = A·Bᵀ + bias, the kernel taking ``%bias`` (``out_dtype``, rank 2: an (M, N) addend, in practice a
       per-column vector seen through a stride-0 view) added to the f32 accumulator before the conversion.
@@ -371,9 +372,9 @@ def _scales(c: GemmConfig):
                     "promote = 1")
         if c.bias:
             return "bias = True: the block-scaled GEMM (DeepGEMM's fp8_gemm_nt) has no bias"
-        if c.streamk:
-            return ("streamk = True: block scales promote whole k-tiles of one tile at a time; stream-K's partial "
-                    "sums are not built for them")
+        if c.streamk and c.overlap:
+            return (f"overlap = {c.overlap}: stream-K's pieces end in a partial sum or a join, not a held tile whose "
+                    "epilogue could run behind the next tile's wgmmas: overlap = 0 with streamk = True")
         if c.overlap > 1:
             return (f"overlap = {c.overlap}: block scales promote every k-tile, so the epilogue hides behind the next "
                     "tile's first k-tile only: overlap = 0 or 1")
@@ -408,6 +409,10 @@ def _scales(c: GemmConfig):
         if c.cluster != 1:
             return (f"cluster = {c.cluster}: the CTAs of a cluster share B by multicast, but neighbouring tiles of a "
                     "grouped GEMM may belong to different groups: cluster = 1")
+        if c.streamk:
+            return (f"streamk = True: a {c.grouped} grouped GEMM finds each tile's group (and, masked, whether it has "
+                    "rows) on the device, while stream-K shares out k-tiles as if every tile had them all: "
+                    "streamk = False")
         if c.bm != 128:
             return (f"bm = {c.bm}: a grouped GEMM's tiles are the 128-row M block its groups are aligned to: "
                     "bm = 128")
