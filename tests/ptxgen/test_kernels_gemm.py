@@ -145,8 +145,14 @@ def test_unknown_name_gives_the_grammar():
     ((3001, 2999, 2016), "e4m3", {}, "h128x128s4c2k4r"),
     # rule 2 for fp8: the wave quantization picks 128 x 192 or 128 x 128
     ((8192, 8192, 8192), "e4m3", {}, "h128x192s4k4t"),
-    ((4096, 4096, 4096), "e4m3", {}, "h128x128s4k4t"),
-    ((4096, 4096, 16384), "e4m3", {}, "h128x128s4k4t"),
+    ((4096, 4096, 4096), "e4m3", {}, "h128x176s4k4t"),      # 6 waves (5.8) of 128 x 176 against 8 (7.8) of 128²
+    ((4096, 4096, 16384), "e4m3", {}, "h128x176s4k4t"),
+    # the wave-filling widths (s13 section 4): the last wave nearly full where 64-column steps leave it short
+    ((384, 4096, 4096), "bf16", {}, "h128x96s7t"),           # 129 tiles
+    ((384, 6144, 4096), "bf16", {}, "h128x144s5t"),          # 129 tiles
+    ((640, 4096, 14336), "bf16", {}, "h128x160s5t"),         # 130 tiles
+    ((256, 14336, 4096), "e4m3", {}, "h128x112s6k4t"),       # 256 tiles: two full waves
+    ((1024, 1024, 1024), "bf16", {}, "h128x64s8t"),          # 128 x 96's 88 tiles fill two thirds: not taken
     # fewer 128 x 256 tiles than SMs: 128 x 128 tiles where they fill a wave, 128 x 64 where they leave SMs idle
     ((512, 4096, 4096), "bf16", {}, "h128x128s6t"),          # one wave: no next tile to overlap the store with
     ((128, 4096, 4096), "bf16", {}, "h128x64s8t"),
@@ -172,7 +178,7 @@ def test_unknown_name_gives_the_grammar():
     # rule 5: MN-major operands in clusters of 1; the bias is a flag of the config
     ((4096, 4096, 16384), "bf16", dict(b_major="MN"), "h128x256s4t2skmkn"),
     ((4096, 4096, 4096), "bf16", dict(bias=True), "h128x256s4t2o1b"),
-    ((4096, 4096, 4096), "e4m3", dict(out_dtype="f16"), "h128x128s4k4t_f16"),
+    ((4096, 4096, 4096), "e4m3", dict(out_dtype="f16"), "h128x176s4k4t_f16"),
 ])
 def test_heuristic_choices(shape, dtype, extra, name):
     assert choose_config(*shape, dtype, 132, **extra).name == name

@@ -22,7 +22,13 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
      in thirds, data-parallel without overlap (``h128x192s4t3``: where the waves of 128 × 256 and 128 × 128 fit badly,
      M = 384-3072: 512×6144×4096 628 against 486 TFLOP/s for 128 × 128 stream-K, 768×4096×4096 637 against 491,
      640×14336×4096 637 against 586, 768×8192×8192 652 against 602; its stream-K (32 B of spills) and overlap
-     within -3..+3%: s12 section 5; ``EFFICIENCY`` 0.95 estimated); 128 × 128, 6 stages, TMA store
+     within -3..+3%: s12 section 5; ``EFFICIENCY`` 0.95 estimated); the **wave-filling** widths
+     (``WAVE_FILLING``: 16-bit 96, 112, 144, 160, 176; fp8 112, 144, 160, 176 — C staged in SW64/SW32 atoms, TMA
+     boxes of 32 or 16 columns), data-parallel with the most stages that fit, where their last wave holds at least
+     ``WAVE_FILL_MIN`` of the SMs — the tiles cuBLAS picks at mid M (its 128 × 96 at 384×4096×4096, 144 × 128 at
+     384×6144×4096, 128 × 160 at 640×4096×14336): bf16 384×4096×4096 544 against 464 TFLOP/s (x1.009 cuBLAS),
+     384×6144×4096 576 against 498 (x0.927), 640×4096×14336 624-652 against 597; e4m3 640×8192×4096 1050 against
+     1004; their ``EFFICIENCY`` fitted to those sweeps (s13 section 4); 128 × 128, 6 stages, TMA store
      (``h128x128s6t``: more tiles where 128 × 256 leaves SMs idle); 128 × 64, 8 stages, TMA store, data-parallel
      (``h128x64s8t``: 340 against 310 TFLOP/s for 128 × 128 at 128×7168×18432, whose 56 tiles of 128 × 128
      leave half the SMs idle; cuBLAS 317; 2026-11-26 s10 sweep, from which its ``EFFICIENCY`` 0.49 comes);
@@ -57,15 +63,19 @@ from .schedule import streamk_ktiles_saved
 SWAP_AB_MAX_M = 64
 H100_SMS = 132
 # the time of one k-tile of a tile relative to its area share of the largest candidate (1: as efficient per FLOP);
-# fp8 128 x 128 from the two measured wave-quantization winners (between 0.92 and 1.02), 16-bit ones estimated
+# fp8 128 x 128 within the two measured wave-quantization winners (between 0.92 and 1.02) and the s13 sweeps (0.74-0.93
+# relative to 128 x 192 at mid M); the other widths from the s13 sweeps (section 4); 16-bit 256, 192 and 64 estimated
 EFFICIENCY = {(16, 256): 1.0, (16, 192): 0.95, (16, 176): 0.94, (16, 160): 0.86, (16, 144): 0.85, (16, 128): 0.90,
               (16, 112): 0.83, (16, 96): 0.80, (16, 64): 0.49,
-              (8, 192): 1.0, (8, 176): 0.95, (8, 160): 0.89, (8, 144): 0.88, (8, 128): 0.96, (8, 112): 0.83,
+              (8, 192): 1.0, (8, 176): 0.95, (8, 160): 0.89, (8, 144): 0.88, (8, 128): 0.92, (8, 112): 0.83,
               (8, 64): 0.61}
 # the tiles whose widths fill the SMs' waves where 64-column steps do not (a multiple of 16 columns, C staged in SW64
 # or SW32 atoms): data-parallel, no overlap, the most stages that fit (s13 section 4: their stream-K and overlap not
 # measured faster); 16-bit and fp8 widths -> stages
 WAVE_FILLING = {16: {96: 7, 112: 6, 144: 5, 160: 5, 176: 4}, 8: {112: 6, 144: 5, 160: 5, 176: 4}}
+# ... taken only where their last wave holds at least this share of the SMs: with fewer tiles than SMs a problem of
+# small M streams its B through fewer SMs (bf16 128x4096x4096: 128 x 64's 64 tiles 264 TFLOP/s, 128 x 96's 43: 198)
+WAVE_FILL_MIN = 0.75
 # stream-K's partial sums in k-tiles of a 128 x 256 tile (s8 section 6), and the extra per further piece of a tile
 STREAMK_FIXUP = 15.0
 STREAMK_FIXUP_PER_PIECE = 0.25
@@ -162,11 +172,20 @@ def choose_config(m: int, n: int, k: int, dtype: str = "bf16", sm_count: int = H
             base = base.replace(cluster=1)
             if b_major == "MN" and base.bn % 64:
                 continue
+        if base.bn in WAVE_FILLING[_width(dtype)] and _last_wave_share(base, m, n, sm_count) < WAVE_FILL_MIN:
+            continue
         for config in _variants(base, m, n, k, sm_count):
             cost = estimated_cost(config, m, n, k, sm_count)
             if best_cost is None or cost < best_cost - 1e-9:
                 best, best_cost = config, cost
     return best.validate()
+
+
+def _last_wave_share(config: GemmConfig, m: int, n: int, sms: int) -> float:
+    """The share of the SMs the last wave of ``config``'s tiles occupies: 1 for whole waves; 43 tiles on 132 SMs:
+    0.33."""
+    tiles = -(-m // config.bm) * -(-n // config.bn)
+    return ((tiles - 1) % sms + 1) / sms if tiles else 1.0
 
 
 def _variants(base: GemmConfig, m: int, n: int, k: int, sms: int):
@@ -196,6 +215,11 @@ def _variants(base: GemmConfig, m: int, n: int, k: int, sms: int):
 # wait). scales_smem removes it: the scales arrive with the stage, by TMA, and every read is an ld.shared.
 BLOCK_SCALED_SWAP_MAX_M = 32
 BLOCK_SCALED_TILE = GemmConfig("e4m3", bn=128, stages=5, epilogue="tma", scales="block", overlap=1, scales_smem=True)
+# stream-K for block scales where the last wave holds less than this share of the SMs (it gives up the epilogue's
+# overlap: 4096x2112x7168, last wave 12%: 968 against 904 TFLOP/s; 4096x7168x16384, 58%: 1049 against 1074)
+BLOCK_SCALED_STREAMK_SHARE = 0.5
+BLOCK_SCALED_STREAMK = GemmConfig("e4m3", bn=128, stages=5, epilogue="tma", scales="block", scales_smem=True,
+                                  streamk=True, streamk_every_sm=True)
 BLOCK_SCALED_CANDIDATES = (GemmConfig("e4m3", bn=128, stages=6, epilogue="tma", scales="block", late_scales=True),
                            GemmConfig("e4m3", bn=64, stages=8, epilogue="tma", scales="block", late_scales=True))
 
@@ -210,11 +234,19 @@ def choose_block_scaled_config(m: int, n: int, k: int, sm_count: int = H100_SMS,
     epilogue behind the next tile's first k-tile. Measured (docs/gpu-runs/2026-11-26-s12.log section 6, ratio to
     cuBLAS block-scaled, interleaved): M = 4096 0.92-1.18 (geomean 0.99, against 0.74 for s11's h128x128s6to1Bwl);
     M = 64 and 128 faster than the swapped 128 × 64 and the 128 × 64 tiles at 11 of 12 shapes (128×7168×16384: 537
-    against 382 TFLOP/s); grouped contiguous +22-30% over s11's choice. Masked groups keep s11's 128 × 128 tile
+    against 382 TFLOP/s); grouped contiguous +22-30% over s11's choice. A dense problem whose few tiles leave SMs
+    idle, or whose last wave holds under ``BLOCK_SCALED_STREAMK_SHARE`` of them, with long K loops — where stream-K on
+    every SM saves at least ``streamk_min_saving`` k-tiles — takes
+    ``BLOCK_SCALED_STREAMK`` (the same tile, its k-tiles shared out over every SM, each piece promoting its own
+    k-tiles; plain TMA store): M = 64 / 128 at N × K = 2112 × 7168 1.30×, 4096 × 7168 1.19×, 7168 × 16384 1.00-1.04×
+    cuBLAS block-scaled against 0.93-0.97× for the tile alone; M = 4096, N × K = 2112 × 7168 0.998× against 0.932×
+    (docs/gpu-runs/2026-11-26-s13.log section 5).
+    Masked groups keep s11's 128 × 128 tile
     (``BLOCK_SCALED_CANDIDATES[0]``): their (G, M_max, KB) scales are no matrix TMA reads in place (scales_smem
     measured +10-16% there, copying them each call). The candidates stay valid configurations (``config=``).
     ``choose_block_scaled_config(4096, 7168, 2048).name`` = ``h128x128s5to1BS``;
-    ``choose_block_scaled_config(16, 7168, 2048).name`` = ``h128x16s8xBl``. ``grouped``
+    ``choose_block_scaled_config(16, 7168, 2048).name`` = ``h128x16s8xBl``;
+    ``choose_block_scaled_config(128, 4096, 7168).name`` = ``h128x128s5tskaBS``. ``grouped``
     ("contiguous", "masked"; ``m`` the rows of all groups): never swapped (the groups are A's rows).
     Post: deterministic, valid, e4m3 → bf16 with ``scales="block"``."""
     if min(m, n, k) < 0:
@@ -223,6 +255,11 @@ def choose_block_scaled_config(m: int, n: int, k: int, sm_count: int = H100_SMS,
         bn = 16 if m <= 16 else 32
         return GemmConfig("e4m3", bn=bn, stages=SWAP_STAGES, swap_ab=True, scales="block",
                           late_scales=True).validate()
+    if grouped == "none" and streamk_ktiles_saved(m, n, k, BLOCK_SCALED_STREAMK, sm_count) >= \
+            BLOCK_SCALED_STREAMK.streamk_min_saving and \
+            _last_wave_share(BLOCK_SCALED_STREAMK, m, n, sm_count) < BLOCK_SCALED_STREAMK_SHARE:
+        # few tiles with long K loops (M <= 128, N up to ~16k, K from ~4k): their k-tiles shared out over every SM
+        return BLOCK_SCALED_STREAMK.validate()
     if grouped == "masked":
         # a masked A's scales (G, M_max, KB) are no (KB, rows) matrix TMA can read in place: scales_smem would copy them
         # on every call (and the op's remembered fast path needs views); s11's tile until a rank-3 scale map exists
