@@ -7,6 +7,12 @@ Hypothesis profiles (select with the environment variable ``HYPOTHESIS_PROFILE``
 
 The compile cache (``ptxgen.runtime.cache``) is pointed at a temporary directory for the session.
 
+The README's test command runs the suite on every core with pytest-xdist (``-n auto --dist worksteal``): each worker
+process imports this file, so each has its own compile-cache directory (no entry is shared, none is written twice at
+once) and its own ``tmp_path`` root; worksteal hands each worker a contiguous half of the tests, so a module's
+in-process kernel caches serve its tests on one worker, and an idle worker takes tests from the other's tail. The
+GPU tests run on the device without ``-n`` (``python -m pytest -q -m gpu tests/``), one process, as before.
+
 Tests are grouped by package: ``tests/layoutc/``, ``tests/ptxgen/`` (``tests/gpu/`` holds the device scripts); the
 repository-wide checks (spec doctests, the README quickstart, the import graph) stay here. Both package folders are
 on ``sys.path`` so a test module may import a helper from either (``tests/ptxgen/test_tma_extent_one.py`` uses the
@@ -70,6 +76,29 @@ def pytest_collection_modifyitems(config, items):
     skip = pytest.mark.skip(reason="needs a CUDA GPU (none found through cuda.bindings.driver)")
     for item in gpu_items:
         item.add_marker(skip)
+
+
+def pytest_sessionfinish(session):
+    """An xdist worker hands its pycute differential counters to the controller, which prints the summary."""
+    workeroutput = getattr(session.config, "workeroutput", None)
+    stats = getattr(session.config, "_layoutc_diff_stats", None)
+    if workeroutput is not None and stats:
+        workeroutput["layoutc_diff_stats"] = {op: dict(counts) for op, counts in stats.items()}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """xdist controller: add up the workers' differential counters (worksteal may split the module between them)."""
+    stats = getattr(node, "workeroutput", {}).get("layoutc_diff_stats")
+    if not stats:
+        return
+    total = getattr(node.config, "_layoutc_diff_stats", None)
+    if total is None:
+        total = node.config._layoutc_diff_stats = {}
+    for op, counts in stats.items():
+        into = total.setdefault(op, {})
+        for name, count in counts.items():
+            into[name] = into.get(name, 0) + count
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):

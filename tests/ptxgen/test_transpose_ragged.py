@@ -18,6 +18,8 @@ from ptxgen.kernels.transpose import (
 )
 from ptxgen.lower import Specialization, TensorSpec, compile_kernel
 
+from test_transpose import bank_report_configs
+
 NUMPY = {"f32": np.float32, "bf16": ml_dtypes.bfloat16, "f16": np.float16}
 SCALAR = [TransposeConfig(dtype, threads, 1, "scalar") for dtype in ("bf16", "f16", "f32")
           for threads in (64, 128, 256) if not (dtype != "f32" and threads < 64)]
@@ -39,7 +41,7 @@ def test_layouts():
                 assert si % rows == r                                  # rows stay put: only columns move
 
 
-@pytest.mark.parametrize("config", SCALAR, ids=str)
+@pytest.mark.parametrize("config", bank_report_configs(SCALAR), ids=str)
 def test_zero_bank_conflicts(config):
     """Every warp's element store (a row's 32 contiguous elements) and element load (one column's 32 rows) is
     1-way in layoutc's report."""

@@ -22,6 +22,8 @@ from ptxgen.kernels.transpose import (
 from ptxgen.lower import Specialization, TensorSpec, compile_kernel
 from ptxgen.verify import verify
 
+from test_transpose import bank_report_configs
+
 NUMPY = {"f32": np.float32, "bf16": ml_dtypes.bfloat16, "f16": np.float16}
 SECTOR = [TransposeConfig(dtype, threads, 1, "sector") for dtype in ("bf16", "f16", "f32")
           for threads in (64, 128, 256) if not (dtype != "f32" and threads < 64)]
@@ -47,7 +49,7 @@ def test_layouts():
             assert len({store(t, q) % bn % config.sector for q in range(lc.size(store[1]))}) == 1
 
 
-@pytest.mark.parametrize("config", SECTOR, ids=str)
+@pytest.mark.parametrize("config", bank_report_configs(SECTOR), ids=str)
 def test_zero_bank_conflicts_at_every_shift(config):
     """layoutc's reports: the x window's element stores, and the out passes' element loads for every pass, every
     shift s in [0, A) and every warp (the origin a warp can meet at run time), all 1-way."""
