@@ -330,3 +330,25 @@ def test_gpu_launcher_copies_torch_row_and_column_views(gpu_copy):
         torch.cuda.synchronize()
         # columns 1.. of each box are out of bounds along x's extent-1 mode: zeros, not x's neighbours in memory
         assert torch.equal(y[:, :1], x) and not bool(y[:, 1:].any())
+
+
+def test_launcher_maps_promote_l2_fills_to_256_bytes(monkeypatch):
+    """The kernels' maps ask L2 for 256-byte fills (CuTe and layoutc default to 128): every map the launcher encodes
+    goes through ``make_tma_params`` with L2_256B (measured +1.5-3.5% on memory-bound GEMMs, s13 section 6)."""
+    import layoutc.hopper as hopper
+    from layoutc.hopper import TmaL2Promotion
+
+    seen = []
+    real = hopper.make_tma_params
+
+    def spy(*args, **kwargs):
+        params = real(*args, **kwargs)
+        seen.append(params.l2_promotion)
+        return params
+
+    monkeypatch.setattr(hopper, "make_tma_params", spy)
+    k = jit(tma_copy())
+    t, static = k.tmaps["x"]
+    encode_tensor_map("tma_copy", "x", 0x10000, (64, 300), (300, 1), t, static, encode=False)
+    assert seen == [TmaL2Promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B]
+    assert real(L((64, 300), (300, 1)), "f32", t.box).l2_promotion == TmaL2Promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_128B
