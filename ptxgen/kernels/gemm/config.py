@@ -144,6 +144,7 @@ class GemmConfig:
     scales_smem: bool = False
     zero_rows_late: bool = False
     group_ahead: bool = False
+    chunk_ahead: bool = False
 
     def __post_init__(self):
         if self.out_dtype is None:
@@ -210,7 +211,7 @@ class GemmConfig:
         (stream-K; ``ska``: on every SM; a number after it: ``streamk_min_saving``), ``m<a><b>`` (majors, ``k`` or
         ``n`` each: ``mkn`` = A K-major, B MN-major), ``x`` (swap_ab), ``b`` (bias), ``B`` (block scales),
         ``f`` (block scales loaded a k-tile ahead: ``scale_prefetch``), ``w`` (``pingpong``), ``l`` (``late_scales``),
-        ``S`` (``scales_smem``), ``Gc``/``Gm``
+        ``S`` (``scales_smem``), ``A`` (``chunk_ahead``), ``Gc``/``Gm``
         (grouped: contiguous / masked) followed by its own options ``z`` (``zero_rows_late``) and ``n``
         (``group_ahead``: the next tile's group) — ``h128x128s5to1BSGczn`` —, ``R<producer>-<consumer>``
         (registers), ``_<out_dtype>`` (fp8 with an f16 C). The dtype is not part of the name.
@@ -252,6 +253,8 @@ class GemmConfig:
             parts.append("l")
         if self.scales_smem:
             parts.append("S")
+        if self.chunk_ahead:
+            parts.append("A")
         if self.grouped != "none":
             parts.append("G" + self.grouped[0] + ("z" if self.zero_rows_late else "")
                          + ("n" if self.group_ahead else ""))
@@ -270,7 +273,7 @@ class GemmConfig:
         if not m:
             raise ValueError(f"unknown GEMM variant {name!r}: h<BM>x<BN>s<stages>[p<pending>][g<group>][c<cluster>]"
                              "[k<promote>][t|r[<split>]][o<overlap>][q<load batch>][d][sk[a][<min saving>]][m<a><b>][x][b][B][f][w]"
-                             "[l][S][Gc|Gm[z][n]]"
+                             "[l][S][A][Gc|Gm[z][n]]"
                              "[R<producer>-<consumer>][_<out dtype>]")
         g = m.groupdict()
         return cls(
@@ -286,7 +289,7 @@ class GemmConfig:
             b_major="MN" if g["majors"] and g["majors"][1] == "n" else "K",
             swap_ab=bool(g["swap"]), bias=bool(g["bias"]), scales="block" if g["block"] else "tensor",
             scale_prefetch=bool(g["prefetch"]), pingpong=bool(g["pingpong"]), late_scales=bool(g["late"]),
-            scales_smem=bool(g["smem"]),
+            scales_smem=bool(g["smem"]), chunk_ahead=bool(g["ahead_chunk"]),
             grouped={"c": "contiguous", "m": "masked", None: "none"}[g["grouped"]],
             zero_rows_late=bool(g["zero_late"]), group_ahead=bool(g["ahead"]),
             registers=(int(g["rp"]), int(g["rc"])) if g["rp"] else (24, 240), out_dtype=g["out"])
@@ -296,7 +299,7 @@ _NAME = re.compile(r"h(?P<bm>\d+)x(?P<bn>\d+)s(?P<stages>\d+)(?:p(?P<pending>\d+
                    r"(?:c(?P<cluster>\d+))?(?:k(?P<promote>\d+))?(?:(?P<epi>[tr])(?P<split>\d)?)?(?:o(?P<overlap>\d+))?"
                    r"(?:q(?P<batch>\d+))?(?P<maps>d)?"
                    r"(?:(?P<sk>sk)(?P<every>a)?(?P<saving>\d+)?)?(?:m(?P<majors>[kn]{2}))?(?P<swap>x)?(?P<bias>b)?"
-                   r"(?P<block>B)?(?P<prefetch>f)?(?P<pingpong>w)?(?P<late>l)?(?P<smem>S)?(?:G(?P<grouped>[cm])(?P<zero_late>z)?(?P<ahead>n)?)?(?:R(?P<rp>\d+)-(?P<rc>\d+))?(?:_(?P<out>bf16|f16))?")
+                   r"(?P<block>B)?(?P<prefetch>f)?(?P<pingpong>w)?(?P<late>l)?(?P<smem>S)?(?P<ahead_chunk>A)?(?:G(?P<grouped>[cm])(?P<zero_late>z)?(?P<ahead>n)?)?(?:R(?P<rp>\d+)-(?P<rc>\d+))?(?:_(?P<out>bf16|f16))?")
 
 
 # -- the rules, in the order they are checked: each → None, or "field = value: what is wrong" --------------------------
@@ -390,9 +393,15 @@ def _scales(c: GemmConfig):
         if c.scales_smem and c.scale_prefetch:
             return ("scales_smem = True: the scales arrive with their stage, so there is nothing to load a k-tile "
                     "ahead (scale_prefetch): choose one")
-    elif c.scale_prefetch or c.pingpong or c.late_scales or c.scales_smem:
+        if c.chunk_ahead and not c.scales_smem:
+            return ("chunk_ahead = True: the second chunk's k-tile reads its scales from its stage (scales_smem), "
+                    "loaded with it: scales_smem = True")
+        if c.chunk_ahead and c.pingpong:
+            return ("chunk_ahead = True: each warpgroup keeps its next k-tile's wgmmas queued while it promotes; "
+                    "pingpong's turns hold them back until the other warpgroup has issued: choose one")
+    elif c.scale_prefetch or c.pingpong or c.late_scales or c.scales_smem or c.chunk_ahead:
         field = ("scale_prefetch" if c.scale_prefetch else "pingpong" if c.pingpong else "late_scales"
-                 if c.late_scales else "scales_smem")
+                 if c.late_scales else "scales_smem" if c.scales_smem else "chunk_ahead")
         return (f"{field} = True: it orders the promotion of block scales; a config with scales = {c.scales!r} has "
                 "none")
     if c.grouped not in GROUPINGS:

@@ -116,8 +116,9 @@ def produce(g, t, lo, hi, it, group_read=None):
     return loop.results[0]
 
 
-def issue(g, acc_in, kit, tag=""):
-    """Wait for iteration ``kit``'s stage and queue its wgmmas onto ``acc_in``; → (acc, stage)."""
+def issue(g, acc_in, kit, tag="", fence_inline=False):
+    """Wait for iteration ``kit``'s stage and queue its wgmmas onto ``acc_in``; → (acc, stage). ``fence_inline``:
+    the wgmma.fence in the wgmmas' own asm statement (``{fence = true}``), so nothing is scheduled between them."""
     b, config = g.b, g.config
     s2 = b.pipeline.wait(g.pipe, kit, name=f"s2{tag}")
     a_stage = b.smem.slice(g.sa, s2, name=f"a_stage{tag}")
@@ -128,8 +129,11 @@ def issue(g, acc_in, kit, tag=""):
     b_stage = b.smem.slice(g.sb, s2, name=f"b_stage{tag}")
     if config.b_major == "MN":
         b_stage = b.smem.permute(b_stage, order=(1, 0), name=f"b_stage_nk{tag}")
-    b.wgmma.fence()
-    acc_out = b.wgmma.mma(a_rows, b_stage, acc_in, name=f"acc_out{tag}")
+    if fence_inline:
+        acc_out = b.wgmma.mma(a_rows, b_stage, acc_in, fence=True, name=f"acc_out{tag}")
+    else:
+        b.wgmma.fence()
+        acc_out = b.wgmma.mma(a_rows, b_stage, acc_in, name=f"acc_out{tag}")
     b.wgmma.commit()
     return acc_out, s2
 
@@ -308,6 +312,17 @@ def promote_block_scaled(g, init, lo, hi, cit, tm, tn, hook=None):
         return block_scales.scale_loads(g, kt, tm, tn, group, masked_rows, tag)
 
     late, in_smem = config.late_scales, config.scales_smem
+    if config.chunk_ahead:
+        row_reads = None
+        if config.zero_rows_late and config.grouped != "none" and reads is None:
+            def row_reads():
+                return block_scales.row_reads(g, tm, masked_rows)
+        total, kit_done, late_reads = promote_chunk_ahead(g, init, lo, hi, cit, valid, block_scales.later_blocks(g, tn),
+                                                          hook, row_reads)
+        reads = reads if late_reads is None else late_reads
+        if late and valid is not None:
+            total = b.frag.mul(total, valid, name="total_valid")
+        return (total if reads is None else block_scales.zero_outside(g, total, reads)), kit_done
     if not (prefetch or late or in_smem or config.pingpong or hook is not None):
         with b.scf.for_(lo, hi, g.c1, init, cit, args=("kt_b", "total_in", "kit_b"),
                         names=["total", "kit_done"]) as loop:
@@ -391,6 +406,99 @@ def promote_block_scaled(g, init, lo, hi, cit, tm, tn, hook=None):
     if reads is not None:
         total = block_scales.zero_outside(g, total, reads)
     return total, kit_done
+
+
+def promote_chunk_ahead(g, init, lo, hi, cit, valid=None, later=(), hook=None, row_reads=None):
+    """``chunk_ahead`` (block scales with ``scales_smem``): each consumer warpgroup keeps two chunks, so that its own
+    tensor-core queue is never empty while it promotes: k-tile j+1's wgmmas are issued into one chunk (from zero)
+    before k-tile j's chunk is promoted; ``wgmma.wait {pending = 1}`` then completes k-tile j's group only, stage j
+    is released (its scales were read by ld.shared right after its wgmmas were issued, before that release), and
+    total += chunk_j · scale_j runs on the CUDA cores while k-tile j+1's wgmmas execute. Over k-tiles [lo, hi) — a
+    whole tile or a stream-K piece, 0, 1 or more k-tiles:
+
+    - k-tile lo → chunk X, a loop of at most one trip (X stays the zero chunk, its scales zeros, without a k-tile);
+      then ``row_reads()`` (grouped, ``zero_rows_late``) and ``hook()`` (``overlap``: the previous tile's epilogue
+      behind X's wgmmas);
+    - pairs of k-tiles (kt, kt+1): Y ← kt, promote X; X ← kt+1, promote Y — unrolled by two so that each chunk keeps
+      its registers through the loop's back edge (a one-k-tile body would swap the in-flight chunk into the other's
+      registers: copies of an accumulator in flight, which make ptxas serialize every wgmma, C7514);
+    - the odd k-tile left, a loop of at most one trip: Y ← it, promote X, Y waited for (pending = 0), so that what
+      leaves the loop is either X in flight (no trip) or Y completed;
+    - the last chunk waited for, its stage released, promoted.
+
+    With the chunk for BN = 128: 3 × 64 f32 accumulator registers per thread (two chunks and the total).
+    → (the f32 total of k-tiles lo … hi-1 from ``init`` — without grouped row zeroing, nor ``late_scales``' row
+    validity —, the iteration counter after k-tile hi-1, ``row_reads()``'s value or None). E.g. k-tiles [0, 4): X←0,
+    hook, Y←1 promote 0, X←2 promote 1, Y←3 promote 2 (the remainder), promote 3."""
+    b, config = g.b, g.config
+    c1, pipe, c_stages = g.c1, g.pipe, g.c_stages
+    parts = block_scales.scale_parts(config)
+    zero = b.frag.splat(g.fzero, type=g.acc_t, name="zero_a")
+
+    def issue_from_zero(kit, kt, tag):
+        chunk, stage = issue(g, zero, kit, tag, fence_inline=True)
+        return chunk, stage, block_scales.stage_scale_loads(g, stage, kt, tag)
+
+    def promote(chunk, scales, total, tag):
+        if config.late_scales:
+            return block_scales.promote_late(g, chunk, scales, later, total, tag)
+        scale = block_scales.scale_product(g, scales, valid, later, tag)
+        return b.frag.fma(chunk, scale, total, name=f"total{tag}")
+
+    def release_stage_of(kit, tag):
+        """Release the stage of iteration ``kit`` - 1 (the chunk just waited for)."""
+        prev = b.arith.sub(kit, c1, name=f"prev{tag}")
+        b.pipeline.release(pipe, b.arith.rem(prev, c_stages, name=f"prev_s{tag}"))
+
+    def scale_args(tag):
+        return tuple(f"scale{tag}{i}" for i in range(parts))
+
+    peel_end = b.arith.min(b.arith.add(lo, c1, name="peel_end_a0"), hi, name="peel_end_a")
+    with b.scf.for_(lo, peel_end, c1, zero, cit, *[zero] * parts, args=("kp_a", "x_p", "kit_p") + scale_args("_p"),
+                    names=["x_first", "kit_first"] + [f"scale_first{i}" for i in range(parts)]) as ploop:
+        kp, _x_p, kit_p, *_scales = ploop
+        x_q, _s, got = issue_from_zero(kit_p, kp, "_a0")
+        b.scf.yield_(x_q, b.arith.add(kit_p, c1, name="kit_p1_a"), *got)
+    x, kit, *x_scales = ploop.results
+    reads = row_reads() if row_reads is not None else None
+    if hook is not None:
+        hook()
+    # the k-tiles after lo in pairs; the remainder loop below takes the odd one
+    c2 = b.const(2, i32, name="pair")
+    rest = b.arith.max(b.arith.sub(hi, peel_end, name="rest_a0"), g.c0, name="rest_a")
+    pairs_end = b.arith.add(peel_end, b.arith.mul(b.arith.div(rest, c2, name="pairs"), c2, name="paired"),
+                            name="pairs_end")
+    with b.scf.for_(peel_end, pairs_end, c2, init, x, kit, *x_scales,
+                    args=("kt_a", "total_a", "x_in", "kit_a") + scale_args("_x"),
+                    names=["total_paired", "x_paired", "kit_paired"] + [f"scale_xp{i}" for i in range(parts)]) as loop:
+        kt, total, x_in, kit_in, *x_in_scales = loop
+        y, y_stage, y_scales = issue_from_zero(kit_in, kt, "_ay")
+        x_done = b.wgmma.wait(x_in, pending=1, name="x_done")
+        release_stage_of(kit_in, "_ax")
+        total = promote(x_done, x_in_scales, total, "_ax")
+        kit_y = b.arith.add(kit_in, c1, name="kit_y")
+        x_next, _s, x_next_scales = issue_from_zero(kit_y, b.arith.add(kt, c1, name="kt_a1"), "_ax")
+        y_done = b.wgmma.wait(y, pending=1, name="y_done")
+        b.pipeline.release(pipe, y_stage)
+        total = promote(y_done, y_scales, total, "_ay")
+        b.scf.yield_(total, x_next, b.arith.add(kit_in, c2, name="kit_a2"), *x_next_scales)
+    total, x, kit, *x_scales = loop.results
+    with b.scf.for_(pairs_end, hi, c1, total, x, kit, *x_scales,
+                    args=("kt_r", "total_r", "x_r", "kit_r") + scale_args("_r"),
+                    names=["total_rest", "last", "kit_rest"] + [f"scale_last{i}" for i in range(parts)]) as rloop:
+        kt, total, x_in, kit_in, *x_in_scales = rloop
+        y, _y_stage, y_scales = issue_from_zero(kit_in, kt, "_ar")
+        x_done = b.wgmma.wait(x_in, pending=1, name="x_done_r")
+        release_stage_of(kit_in, "_ar")
+        total = promote(x_done, x_in_scales, total, "_ar")
+        # every wgmma done before the loop's exit joins Y with an X in flight (no copy of an accumulator in flight)
+        y_done = b.wgmma.wait(y, pending=0, name="y_done_r")
+        b.scf.yield_(total, y_done, b.arith.add(kit_in, c1, name="kit_r1"), *y_scales)
+    total, last, kit_end, *last_scales = rloop.results
+    last = b.wgmma.wait(last, pending=0, name="last_done")
+    any_k = b.arith.cmp(hi, lo, pred="gt", name="any_k_a")
+    release_previous(b, pipe, any_k, kit_end, c1, c_stages, "last_a")
+    return promote(last, last_scales, total, "_al"), kit_end, reads
 
 
 def group_read_of(g, t, tag: str):
