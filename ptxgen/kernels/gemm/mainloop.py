@@ -476,6 +476,11 @@ def promote_chunk_ahead(g, init, lo, hi, cit, valid=None, later=(), hook=None, r
         x_done = b.wgmma.wait(x_in, pending=1, name="x_done")
         release_stage_of(kit_in, "_ax")
         total = promote(x_done, x_in_scales, total, "_ax")
+        # the promotion pinned before X's next wgmmas: a wait that completes nothing (only Y's group is in flight)
+        # but reads the new total, so LLVM cannot sink the promotion below the next issue — there X's old and new
+        # values would both be live (64 more registers) and the loop's copy of the new X would read an
+        # accumulator in flight (ptxas serializes every wgmma, C7514)
+        total = b.wgmma.wait(total, pending=1, name="total_x")
         kit_y = b.arith.add(kit_in, c1, name="kit_y")
         x_next, _s, x_next_scales = issue_from_zero(kit_y, b.arith.add(kt, c1, name="kt_a1"), "_ax")
         y_done = b.wgmma.wait(y, pending=1, name="y_done")

@@ -1,0 +1,121 @@
+"""``GemmConfig.chunk_ahead`` (name letter ``A``): the block-scaled mainloop keeps two chunks per consumer warpgroup,
+k-tile j+1's wgmmas queued before k-tile j's promotion. Its name and rules; the CPU interpreter against float64
+products of the dequantized operands for 1, 2 and a ragged number of k-tiles, stream-K pieces (0, 1 or several
+k-tiles each), the overlapped epilogue, grouped; the PTX assembled by nvJitLink; the GPU."""
+import numpy as np
+import pytest
+
+from ptxgen.interp import interpret
+from ptxgen.kernels import GemmConfig, fp8_gemm_nt, get_mn_major_tma_aligned_tensor
+from ptxgen.kernels import fp8 as fp8_module
+from ptxgen.kernels.gemm import streamk_buffers
+
+from test_fp8_mainloop_variants import BF16, config, product, rel_err
+from test_fp8_scales_smem import _compiled, operands
+
+
+def test_name_reads_back():
+    want = GemmConfig("e4m3", bn=128, stages=5, epilogue="tma", overlap=1, scales="block", scales_smem=True,
+                      chunk_ahead=True).validate()
+    assert want.name == "h128x128s5to1BSA"
+    assert GemmConfig.from_name("h128x128s5to1BSA", "e4m3") == want
+    assert GemmConfig.from_name("h128x128s5to1BlSAGczn", "e4m3").chunk_ahead
+
+
+@pytest.mark.parametrize("fields, message", [
+    (dict(scales_smem=False), "GemmConfig.chunk_ahead = True: the second chunk's k-tile reads its scales from its "
+                              "stage (scales_smem), loaded with it: scales_smem = True"),
+    (dict(pingpong=True), "GemmConfig.chunk_ahead = True: each warpgroup keeps its next k-tile's wgmmas queued while "
+                          "it promotes; pingpong's turns hold them back until the other warpgroup has issued: choose "
+                          "one"),
+    (dict(scales="tensor", scales_smem=False, promote=2),
+     "GemmConfig.chunk_ahead = True: it orders the promotion of block scales; a config with scales = 'tensor' has "
+     "none"),
+])
+def test_rules(fields, message):
+    base = dict(dtype="e4m3", bn=128, stages=5, epilogue="tma", scales="block", scales_smem=True, chunk_ahead=True)
+    base.update(fields)
+    with pytest.raises(ValueError) as info:
+        GemmConfig(**base).validate()
+    assert str(info.value) == message
+
+
+@pytest.mark.parametrize("name, m, n, k", [
+    ("h128x128s5to1BSA", 77, 384, 128),      # 1 k-tile: the peel alone, overlapped epilogue
+    ("h128x128s5to1BSA", 77, 2112, 256),     # 2 k-tiles: the peel and the remainder; N = 2112 (16.5 blocks)
+    ("h128x128s3to1BSA", 130, 256, 1040),    # 9 k-tiles (the last 16 deep): 4 pairs through 3 stages
+    ("h128x128s3tBSA", 77, 256, 640),        # 5 k-tiles, no overlap
+    ("h128x128s4to1BlSA", 200, 384, 768),    # late_scales: 6 k-tiles, the remainder
+    ("h128x192s3tBSA", 130, 400, 512),       # straddling BN = 192: 2 scale blocks per tile
+])
+def test_dense_matches_float64(name, m, n, k):
+    rng = np.random.default_rng()
+    a, sa, b, sb = operands(m, n, k, rng)
+    got = fp8_gemm_nt(a, sa, b, sb, config=config(name), sm_count=3)
+    want = product(a, sa, b, sb)
+    assert got.dtype == np.dtype(BF16)
+    assert rel_err(got, want) < 4e-3
+    got = got.astype(np.float64)
+    assert np.all(np.abs(got - want) <= 2 ** -7 * np.abs(want) + 1e-2 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("name, shape, ctas", [
+    ("h128x128s3tska0BSA", (77, 320, 1040), 5),   # 3 tiles of 9 k-tiles over 5 CTAs: pieces of 5-6 k-tiles
+    ("h128x128s2tska0BSA", (64, 384, 256), 7),    # pieces of 1 k-tile, a CTA without a run
+    ("h128x128s3tska0BSA", (77, 2112, 1040), 6),  # 17 tiles on 6 CTAs: data-parallel tiles, then pieces
+])
+def test_streamk_matches_float64(name, shape, ctas):
+    c = config(name)
+    m, n, k = shape
+    rng = np.random.default_rng()
+    a, sa, b, sb = operands(m, n, k, rng)
+    out = np.full((m, n), -7.0, BF16)
+    args = fp8_module.kernel_arguments(c, a, get_mn_major_tma_aligned_tensor(sa), b, sb, out, m, n, k, "numpy")
+    shapes = streamk_buffers(c, ctas)
+    work = np.full(shapes["work"], np.nan, np.float32)
+    flags = np.zeros(shapes["flags"], np.int32)
+    interpret(fp8_module.kernel_module(c), {**args, "sms": ctas, "work": work, "flags": flags})
+    assert rel_err(out.astype(np.float64), product(a, sa, b, sb)) < 4e-3
+    assert not np.any(flags)
+
+
+@pytest.mark.parametrize("name", ["h128x128s5to1BSA", "h128x128s5tskaBSA"])
+def test_ptx_assembles(name):
+    """nvJitLink assembles the kernel. Known limit (see the final report): ptxas reports C7514 for it — a chunk
+    carried in flight across the loop's back edge and read after wait_group 1 — so this asserts assembly only."""
+    compiled = _compiled(config(name))
+    assert compiled.registers > 0
+    assert "wgmma.wait_group.sync.aligned 1" in compiled.ptx
+
+
+# -- the GPU -----------------------------------------------------------------------------------------------------------
+
+def _gpu():
+    torch = pytest.importorskip("torch")
+    from ptxgen.runtime import gpu_available
+    if not gpu_available():
+        pytest.skip("needs a CUDA GPU")
+    return torch
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["h128x128s5to1BSA", "h128x128s5tskaBSA", "h128x128s5to1BlSA"])
+@pytest.mark.parametrize("m, n, k", [(4096, 2112, 7168), (4096, 4096, 7168), (77, 2112, 1040), (128, 7168, 16384),
+                                     (333, 256, 256)], ids=str)
+def test_gpu_matches_float64(name, m, n, k):
+    torch = _gpu()
+    from ptxgen.kernels import per_block_cast_to_fp8, per_token_cast_to_fp8
+
+    x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
+    a, sa = per_token_cast_to_fp8(x, tma_aligned_scales=True)
+    b, sb = per_block_cast_to_fp8(w)
+    ea = sa.double().repeat_interleave(128, dim=1)[:, :k]
+    eb = sb.double().repeat_interleave(128, dim=0)[:n].repeat_interleave(128, dim=1)[:, :k]
+    want = (a.double() * ea) @ (b.double() * eb).T
+    got = fp8_gemm_nt(a, sa, b, sb, config=config(name))
+    again = fp8_gemm_nt(a, sa, b, sb, config=config(name))
+    torch.cuda.synchronize()
+    err = (torch.linalg.norm(got.double() - want) / torch.linalg.norm(want)).item()
+    assert err < 2e-3
+    assert torch.equal(got, again)
