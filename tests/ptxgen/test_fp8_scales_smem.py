@@ -20,6 +20,7 @@ from ptxgen.kernels import fp8 as fp8_module
 from ptxgen.kernels.gemm import block_scales
 from ptxgen.kernels.gemm.config import SMEM_BYTES
 
+from test_fp8_blockscaled import compiled_block_scaled as _compiled, operands
 from test_fp8_mainloop_variants import BF16, E4M3, cdiv, config, product, rel_err
 
 
@@ -130,17 +131,7 @@ def test_tma_views_of_the_scales():
 
 # -- the interpreter ---------------------------------------------------------------------------------------------------
 
-def operands(m, n, k, rng):
-    a = (rng.standard_normal((m, k)) * 3).astype(E4M3)
-    b = (rng.standard_normal((n, k)) * 3).astype(E4M3)
-    sa = rng.uniform(0.25, 4.0, (m, cdiv(k, 128))).astype(np.float32)
-    sb = rng.uniform(0.25, 4.0, (cdiv(n, 128), cdiv(k, 128))).astype(np.float32)
-    return a, sa, b, sb
 
-
-# The kernel reads A's scales through a TMA map over ``tma_row_scales``'s view, the same tensor with the same strides
-# for both layouts (test_tma_views_of_the_scales): the row-major (copied) one runs every configuration, the M-major
-# (no copy) one the cheapest, end to end.
 @pytest.mark.parametrize("name, m, n, k, layout", [
     ("h128x128s5to1BwlS", 200, 2112, 640, "row-major"),    # the candidate: N = 2112 (16.5 blocks), 5 k-blocks, ragged M
     ("h128x128s6t2o1BwlS", 130, 384, 400, "row-major"),    # split epilogue; K % 128 != 0
@@ -231,15 +222,6 @@ def test_masked_matches_float64(name, layout):
 
 
 # -- PTX ---------------------------------------------------------------------------------------------------------------
-
-def _compiled(c):
-    from ptxgen.lower import Specialization, TensorSpec, compile_kernel
-
-    specs = {} if c.scales_smem else {"row_scales": TensorSpec(2 if c.grouped == "masked" else 1, True, 4),
-                                      "col_scales": TensorSpec(1, True, 4)}
-    if c.epilogue != "tma":
-        specs["c"] = TensorSpec(1, True, 16)
-    return compile_kernel(fp8_module.kernel_module(c).kernels[0], Specialization.of(**specs))
 
 
 @pytest.mark.parametrize("name", ["h128x128s5to1BwlS", "h128x128s6t2o1BwlS", "h128x128s5to1BS", "h128x128s5to1BwlSGc",
