@@ -11,7 +11,7 @@ import pytest
 from ptxgen.kernels import (
     GemmConfig, get_mn_major_tma_aligned_tensor, m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_masked,
 )
-from test_fp8_blockscaled import compiled_block_scaled as _compiled
+from test_fp8_blockscaled import compiled_block_scaled as _compiled, torch_or_skip
 from test_fp8_grouped import BF16, E4M3, cdiv, product, rel_err
 
 
@@ -159,21 +159,13 @@ def test_ptx_against_the_default_and_the_dense_kernel(name):
 
 # -- the GPU -----------------------------------------------------------------------------------------------------------
 
-def _gpu():
-    torch = pytest.importorskip("torch")
-    from ptxgen.runtime import gpu_available
-    if not gpu_available():
-        pytest.skip("needs a CUDA GPU")
-    return torch
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", ["h128x128s5to1BSGcz", "h128x128s5to1BSGcn", "h128x128s5to1BSGczn"])
 @pytest.mark.parametrize("sizes, n, k", [([1000, 0, 3000, 77, 2048], 2112, 7168), ([8192, 8192], 4096, 2048)])
 def test_gpu_contiguous_matches_float64(name, sizes, n, k):
     """Fresh random operands; ragged groups with padding rows (NaN codes in A there) and an empty group: each
     group's rows against float64, padding rows exact zeros; a second launch gives the same bits."""
-    torch = _gpu()
+    torch = torch_or_skip()
     groups = len(sizes)
     b = (torch.randn(groups, n, k, device="cuda") * 3).to(torch.float8_e4m3fn)
     sb = torch.rand(groups, cdiv(n, 128), cdiv(k, 128), device="cuda") + 0.25

@@ -20,7 +20,7 @@ from ptxgen.kernels import fp8 as fp8_module
 from ptxgen.kernels.gemm import block_scales
 from ptxgen.kernels.gemm.config import SMEM_BYTES
 
-from test_fp8_blockscaled import compiled_block_scaled as _compiled, operands
+from test_fp8_blockscaled import compiled_block_scaled as _compiled, operands, torch_or_skip
 from test_fp8_mainloop_variants import BF16, E4M3, cdiv, config, product, rel_err
 
 
@@ -243,21 +243,13 @@ def test_ptx_reads_every_scale_from_shared_memory(name):
 
 # -- the GPU -----------------------------------------------------------------------------------------------------------
 
-def _gpu():
-    torch = pytest.importorskip("torch")
-    from ptxgen.runtime import gpu_available
-    if not gpu_available():
-        pytest.skip("needs a CUDA GPU")
-    return torch
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", ["h128x128s5to1BwlS", "h128x128s6t2o1BwlS", "h128x128s5to1BS", "h128x192s4to1BwlS",
                                   "h128x112s5BlS", "h128x128s5c2to1BwlS"])
 @pytest.mark.parametrize("m, n, k", [(4096, 2112, 7168), (1000, 2112, 512), (333, 7168, 2048), (77, 256, 400)])
 @pytest.mark.parametrize("aligned", [True, False])
 def test_gpu_matches_float64(name, m, n, k, aligned):
-    torch = _gpu()
+    torch = torch_or_skip()
     from ptxgen.kernels import per_block_cast_to_fp8, per_token_cast_to_fp8
 
     x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
@@ -278,7 +270,7 @@ def test_gpu_matches_float64(name, m, n, k, aligned):
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", ["h128x128s5to1BwlS", "h128x192s4tBS"])
 def test_gpu_grouped_match_float64(name):
-    torch = _gpu()
+    torch = torch_or_skip()
     groups, n, k, m_max = 3, 2112, 1024, 384
     counts = [0, 200, 384]
     b = (torch.randn(groups, n, k, device="cuda") * 3).to(torch.float8_e4m3fn)
