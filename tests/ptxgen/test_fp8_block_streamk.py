@@ -12,20 +12,14 @@ from ptxgen.kernels import GemmConfig, fp8_gemm_nt, get_mn_major_tma_aligned_ten
 from ptxgen.kernels import fp8 as fp8_module
 from ptxgen.kernels.gemm import streamk_buffers
 
-from test_fp8_grouped import BF16, E4M3, cdiv, product, rel_err
+from test_fp8_blockscaled import compiled_block_scaled as _compiled, gpu_operands, operands, torch_or_skip
+from test_fp8_grouped import BF16, cdiv, product, rel_err
 from test_fp8_streamk import streamk_runs
 
 
 def config(name):
     return GemmConfig.from_name(name, "e4m3").validate()
 
-
-def operands(m, n, k, rng):
-    a = (rng.standard_normal((m, k)) * 3).astype(E4M3)
-    b = (rng.standard_normal((n, k)) * 3).astype(E4M3)
-    sa = rng.uniform(0.25, 4.0, (m, cdiv(k, 128))).astype(np.float32)
-    sb = rng.uniform(0.25, 4.0, (cdiv(n, 128), cdiv(k, 128))).astype(np.float32)
-    return a, sa, b, sb
 
 
 def piece_starts(c: GemmConfig, m: int, n: int, k: int, ctas: int) -> list:
@@ -138,14 +132,6 @@ def test_rules(fields, message):
 
 # -- PTX ---------------------------------------------------------------------------------------------------------------
 
-def _compiled(c):
-    from ptxgen.lower import Specialization, TensorSpec, compile_kernel
-
-    specs = {} if c.scales_smem else {"row_scales": TensorSpec(1, True, 4), "col_scales": TensorSpec(1, True, 4)}
-    if c.streamk:
-        specs.update(work=TensorSpec(1, True, 16), flags=TensorSpec(0, True, 16))
-    return compile_kernel(fp8_module.kernel_module(c).kernels[0], Specialization.of(**specs))
-
 
 @pytest.mark.parametrize("name", ["h128x128s5tskaBS", "h128x128s5tskaBwl"])
 def test_ptx_assembles_beside_the_data_parallel_kernel(name):
@@ -163,32 +149,13 @@ def test_ptx_assembles_beside_the_data_parallel_kernel(name):
 
 # -- the GPU -----------------------------------------------------------------------------------------------------------
 
-def _gpu():
-    torch = pytest.importorskip("torch")
-    from ptxgen.runtime import gpu_available
-    if not gpu_available():
-        pytest.skip("needs a CUDA GPU")
-    return torch
-
-
-def _quantized(torch, m, n, k):
-    """per_token / per_block quantized fresh operands and the float64 product of their dequantized values."""
-    from ptxgen.kernels import per_block_cast_to_fp8, per_token_cast_to_fp8
-
-    x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
-    w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
-    a, sa = per_token_cast_to_fp8(x, tma_aligned_scales=True)
-    b, sb = per_block_cast_to_fp8(w)
-    ea = sa.double().repeat_interleave(128, dim=1)[:, :k]
-    eb = sb.double().repeat_interleave(128, dim=0)[:n].repeat_interleave(128, dim=1)[:, :k]
-    return a, sa, b, sb, (a.double() * ea) @ (b.double() * eb).T
 
 
 def _check_twice(torch, name, m, n, k, sms):
     """``fp8_gemm_nt`` with config ``name`` twice on one workspace: within 2e-3 of float64 in relative norm, and
     bitwise equal (the join adds the partial sums in k order, so the result is deterministic, and the first launch
     left the flags zero)."""
-    a, sa, b, sb, want = _quantized(torch, m, n, k)
+    a, sa, b, sb, want = gpu_operands(torch, m, n, k)
     got = fp8_gemm_nt(a, sa, b, sb, config=config(name), sm_count=sms)
     again = fp8_gemm_nt(a, sa, b, sb, config=config(name), sm_count=sms)
     torch.cuda.synchronize()
@@ -204,7 +171,7 @@ def _check_twice(torch, name, m, n, k, sms):
 def test_gpu_matches_float64(name, m, n, k):
     """On every SM: 56 tiles of 128 k-tiles (K = 16384) over 132 CTAs in runs of 54-55, 17 tiles of 56 in runs of
     7-8, 32 tiles in runs of 13-14; 192 tiles of 12 k-tiles stay data-parallel (the last wave's saving is 6 < 20)."""
-    _check_twice(_gpu(), name, m, n, k, None)
+    _check_twice(torch_or_skip(), name, m, n, k, None)
 
 
 @pytest.mark.gpu
@@ -214,4 +181,4 @@ def test_gpu_few_ctas_match_float64(name, m, n, k, sms):
     """A few CTAs, stream-K wherever the last wave is ragged (min saving 0): 17 tiles of 9 k-tiles on 6 CTAs (12
     data-parallel, 5 shared in runs of 7-8), 56 tiles of 128 on 20 (40 data-parallel, 16 in runs of 102-103), 3 tiles
     of 2 on 7 (a k-tile each, a CTA idle)."""
-    _check_twice(_gpu(), name, m, n, k, sms)
+    _check_twice(torch_or_skip(), name, m, n, k, sms)

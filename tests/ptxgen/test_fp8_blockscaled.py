@@ -274,14 +274,22 @@ def test_bad_sizes_outputs_and_configs():
 
 # -- PTX ---------------------------------------------------------------------------------------------------------------
 
-def _compiled(config):
+def compiled_block_scaled(config):
+    """The block-scaled kernel of ``config`` lowered and assembled by nvJitLink, specialized as the op launches it:
+    scales from global memory unless ``scales_smem`` (a masked A's scales rank 2), C's unit stride for a non-TMA
+    epilogue (mode 0 when swapped), stream-K's workspace and flags."""
     from ptxgen.lower import Specialization, TensorSpec, compile_kernel
 
-    specs = {"row_scales": TensorSpec(1, True, 4),
-             "col_scales": TensorSpec(1, True, 4)}
+    specs = {} if config.scales_smem else {"row_scales": TensorSpec(2 if config.grouped == "masked" else 1, True, 4),
+                                           "col_scales": TensorSpec(1, True, 4)}
     if config.epilogue != "tma":
         specs["c"] = TensorSpec(0 if config.swap_ab else 1, True, 16)
+    if config.streamk:
+        specs.update(work=TensorSpec(1, True, 16), flags=TensorSpec(0, True, 16))
     return compile_kernel(fp8_module.kernel_module(config).kernels[0], Specialization.of(**specs))
+
+
+_compiled = compiled_block_scaled
 
 
 MAIN = list(BLOCK_SCALED_CANDIDATES) + [GemmConfig("e4m3", bn=bn, stages=8, swap_ab=True, scales="block",

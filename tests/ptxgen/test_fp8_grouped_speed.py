@@ -5,37 +5,18 @@ float64 products of the dequantized operands (ragged groups, padding rows and ti
 rows), their names and rules, the PTX and the GPU."""
 import re
 
-import ml_dtypes
 import numpy as np
 import pytest
 
 from ptxgen.kernels import (
     GemmConfig, get_mn_major_tma_aligned_tensor, m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_masked,
 )
-from ptxgen.kernels import fp8 as fp8_module
-
-E4M3 = ml_dtypes.float8_e4m3fn
-BF16 = ml_dtypes.bfloat16
-
-
-def cdiv(x, y):
-    return -(-x // y)
+from test_fp8_blockscaled import compiled_block_scaled as _compiled, torch_or_skip
+from test_fp8_grouped import BF16, E4M3, cdiv, product, rel_err
 
 
 def config(name, grouped=None):
     return GemmConfig.from_name(name, "e4m3")
-
-
-def product(a, sa, b, sb):
-    """float64 (A·scale) @ (B·scale)ᵀ of one group: a (M, K), sa (M, KB), b (N, K), sb (NB, KB)."""
-    k, n = a.shape[1], b.shape[0]
-    ea = np.repeat(sa.astype(np.float64), 128, axis=1)[:, :k]
-    eb = np.repeat(np.repeat(sb.astype(np.float64), 128, axis=0)[:n], 128, axis=1)[:, :k]
-    return (a.astype(np.float64) * ea) @ (b.astype(np.float64) * eb).T
-
-
-def rel_err(got, want):
-    return float(np.linalg.norm(got.astype(np.float64) - want) / np.linalg.norm(want))
 
 
 def contiguous_case(sizes, n, k, rng, padding_tiles=1):
@@ -151,13 +132,6 @@ def test_masked_matches_float64(name):
 
 # -- PTX ---------------------------------------------------------------------------------------------------------------
 
-def _compiled(c):
-    from ptxgen.lower import Specialization, TensorSpec, compile_kernel
-
-    specs = {} if c.scales_smem else {"row_scales": TensorSpec(2 if c.grouped == "masked" else 1, True, 4),
-                                      "col_scales": TensorSpec(1, True, 4)}
-    return compile_kernel(fp8_module.kernel_module(c).kernels[0], Specialization.of(**specs))
-
 
 def _f32_multiplies(ptx: str) -> int:
     return len(re.findall(r"\bmul\.(?:rn\.)?f32\b", ptx))
@@ -185,21 +159,13 @@ def test_ptx_against_the_default_and_the_dense_kernel(name):
 
 # -- the GPU -----------------------------------------------------------------------------------------------------------
 
-def _gpu():
-    torch = pytest.importorskip("torch")
-    from ptxgen.runtime import gpu_available
-    if not gpu_available():
-        pytest.skip("needs a CUDA GPU")
-    return torch
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", ["h128x128s5to1BSGcz", "h128x128s5to1BSGcn", "h128x128s5to1BSGczn"])
 @pytest.mark.parametrize("sizes, n, k", [([1000, 0, 3000, 77, 2048], 2112, 7168), ([8192, 8192], 4096, 2048)])
 def test_gpu_contiguous_matches_float64(name, sizes, n, k):
     """Fresh random operands; ragged groups with padding rows (NaN codes in A there) and an empty group: each
     group's rows against float64, padding rows exact zeros; a second launch gives the same bits."""
-    torch = _gpu()
+    torch = torch_or_skip()
     groups = len(sizes)
     b = (torch.randn(groups, n, k, device="cuda") * 3).to(torch.float8_e4m3fn)
     sb = torch.rand(groups, cdiv(n, 128), cdiv(k, 128), device="cuda") + 0.25

@@ -20,6 +20,7 @@ from ptxgen.kernels import fp8 as fp8_module
 from ptxgen.kernels.gemm import block_scales
 from ptxgen.kernels.gemm.config import SMEM_BYTES
 
+from test_fp8_blockscaled import compiled_block_scaled as _compiled, operands, torch_or_skip
 from test_fp8_mainloop_variants import BF16, E4M3, cdiv, config, product, rel_err
 
 
@@ -130,17 +131,7 @@ def test_tma_views_of_the_scales():
 
 # -- the interpreter ---------------------------------------------------------------------------------------------------
 
-def operands(m, n, k, rng):
-    a = (rng.standard_normal((m, k)) * 3).astype(E4M3)
-    b = (rng.standard_normal((n, k)) * 3).astype(E4M3)
-    sa = rng.uniform(0.25, 4.0, (m, cdiv(k, 128))).astype(np.float32)
-    sb = rng.uniform(0.25, 4.0, (cdiv(n, 128), cdiv(k, 128))).astype(np.float32)
-    return a, sa, b, sb
 
-
-# The kernel reads A's scales through a TMA map over ``tma_row_scales``'s view, the same tensor with the same strides
-# for both layouts (test_tma_views_of_the_scales): the row-major (copied) one runs every configuration, the M-major
-# (no copy) one the cheapest, end to end.
 @pytest.mark.parametrize("name, m, n, k, layout", [
     ("h128x128s5to1BwlS", 200, 2112, 640, "row-major"),    # the candidate: N = 2112 (16.5 blocks), 5 k-blocks, ragged M
     ("h128x128s6t2o1BwlS", 130, 384, 400, "row-major"),    # split epilogue; K % 128 != 0
@@ -232,15 +223,6 @@ def test_masked_matches_float64(name, layout):
 
 # -- PTX ---------------------------------------------------------------------------------------------------------------
 
-def _compiled(c):
-    from ptxgen.lower import Specialization, TensorSpec, compile_kernel
-
-    specs = {} if c.scales_smem else {"row_scales": TensorSpec(2 if c.grouped == "masked" else 1, True, 4),
-                                      "col_scales": TensorSpec(1, True, 4)}
-    if c.epilogue != "tma":
-        specs["c"] = TensorSpec(1, True, 16)
-    return compile_kernel(fp8_module.kernel_module(c).kernels[0], Specialization.of(**specs))
-
 
 @pytest.mark.parametrize("name", ["h128x128s5to1BwlS", "h128x128s6t2o1BwlS", "h128x128s5to1BS", "h128x128s5to1BwlSGc",
                                   "h128x128s5to1BwlSGm", "h128x112s5BlS"])
@@ -261,21 +243,13 @@ def test_ptx_reads_every_scale_from_shared_memory(name):
 
 # -- the GPU -----------------------------------------------------------------------------------------------------------
 
-def _gpu():
-    torch = pytest.importorskip("torch")
-    from ptxgen.runtime import gpu_available
-    if not gpu_available():
-        pytest.skip("needs a CUDA GPU")
-    return torch
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", ["h128x128s5to1BwlS", "h128x128s6t2o1BwlS", "h128x128s5to1BS", "h128x192s4to1BwlS",
                                   "h128x112s5BlS", "h128x128s5c2to1BwlS"])
 @pytest.mark.parametrize("m, n, k", [(4096, 2112, 7168), (1000, 2112, 512), (333, 7168, 2048), (77, 256, 400)])
 @pytest.mark.parametrize("aligned", [True, False])
 def test_gpu_matches_float64(name, m, n, k, aligned):
-    torch = _gpu()
+    torch = torch_or_skip()
     from ptxgen.kernels import per_block_cast_to_fp8, per_token_cast_to_fp8
 
     x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
@@ -296,7 +270,7 @@ def test_gpu_matches_float64(name, m, n, k, aligned):
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", ["h128x128s5to1BwlS", "h128x192s4tBS"])
 def test_gpu_grouped_match_float64(name):
-    torch = _gpu()
+    torch = torch_or_skip()
     groups, n, k, m_max = 3, 2112, 1024, 384
     counts = [0, 200, 384]
     b = (torch.randn(groups, n, k, device="cuda") * 3).to(torch.float8_e4m3fn)

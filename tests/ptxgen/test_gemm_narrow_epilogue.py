@@ -21,6 +21,7 @@ from ptxgen.kernels.gemm import block_scales, epilogue
 from ptxgen.kernels.gemm import run as gemm_run
 from ptxgen.kernels.gemm.config import SMEM_BYTES
 
+from test_fp8_blockscaled import gpu_operands, operands, torch_or_skip
 from test_fp8_grouped import BF16, E4M3, cdiv, product, rel_err
 
 F16 = np.float16
@@ -213,13 +214,6 @@ def test_scaled_mm_per_tensor_fp8_matches_float64():
     _close(got, a.astype(np.float64) @ b.astype(np.float64).T * 0.75)
 
 
-def _block_operands(m, n, k, rng):
-    a = (rng.standard_normal((m, k)) * 3).astype(E4M3)
-    b = (rng.standard_normal((n, k)) * 3).astype(E4M3)
-    sa = rng.uniform(0.25, 4.0, (m, cdiv(k, 128))).astype(np.float32)
-    sb = rng.uniform(0.25, 4.0, (cdiv(n, 128), cdiv(k, 128))).astype(np.float32)
-    return a, sa, b, sb
-
 
 @pytest.mark.parametrize("name, m, n, k", [
     ("h128x160s4to1BS", 77, 2112, 256),      # N = 2112: 13.2 tiles of 160, each straddling B scale blocks
@@ -230,7 +224,7 @@ def _block_operands(m, n, k, rng):
 ])
 def test_fp8_gemm_nt_matches_float64(name, m, n, k):
     rng = np.random.default_rng()
-    a, sa, b, sb = _block_operands(m, n, k, rng)
+    a, sa, b, sb = operands(m, n, k, rng)
     got = fp8_gemm_nt(a, get_mn_major_tma_aligned_tensor(sa), b, sb, config=gemm(name, "e4m3"), sm_count=3)
     assert got.dtype == np.dtype(BF16)
     _close(got, product(a, sa, b, sb))
@@ -295,13 +289,6 @@ def test_ptx_assembles_like_the_64_column_tiles(name, dtype, reference):
 
 # -- the GPU -----------------------------------------------------------------------------------------------------------
 
-def _gpu():
-    torch = pytest.importorskip("torch")
-    from ptxgen.runtime import gpu_available
-    if not gpu_available():
-        pytest.skip("needs a CUDA GPU")
-    return torch
-
 
 def _gpu_err(torch, got, want):
     return (torch.linalg.norm(got.double() - want) / torch.linalg.norm(want)).item()
@@ -312,7 +299,7 @@ def _gpu_err(torch, got, want):
                                   "h128x96s6r", "h128x96s6t2", "h128x96s6tsk", "h128x96s4c2to1"])
 @pytest.mark.parametrize("m, n, k", [(384, 4096, 4096), (77, 2112, 1000), (1000, 6144, 4096), (4096, 1120, 512)])
 def test_gpu_matmul_matches_float64(name, m, n, k):
-    torch = _gpu()
+    torch = torch_or_skip()
     a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
     got = matmul(a, b, config=gemm(name))
@@ -324,7 +311,7 @@ def test_gpu_matmul_matches_float64(name, m, n, k):
 
 @pytest.mark.gpu
 def test_gpu_linear_bias_matches_float64():
-    torch = _gpu()
+    torch = torch_or_skip()
     x = torch.randn(333, 1024, device="cuda", dtype=torch.bfloat16)
     w = torch.randn(2112, 1024, device="cuda", dtype=torch.bfloat16)
     bias = torch.randn(2112, device="cuda", dtype=torch.bfloat16)
@@ -338,16 +325,8 @@ def test_gpu_linear_bias_matches_float64():
                                   "h128x160s4to1BwlS"])
 @pytest.mark.parametrize("m, n, k", [(4096, 2112, 7168), (77, 2112, 512), (333, 7168, 2048), (128, 24576, 1536)])
 def test_gpu_fp8_gemm_nt_matches_float64(name, m, n, k):
-    torch = _gpu()
-    from ptxgen.kernels import per_block_cast_to_fp8, per_token_cast_to_fp8
-
-    x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
-    w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
-    a, sa = per_token_cast_to_fp8(x, tma_aligned_scales=True)
-    b, sb = per_block_cast_to_fp8(w)
-    ea = sa.double().repeat_interleave(128, dim=1)[:, :k]
-    eb = sb.double().repeat_interleave(128, dim=0)[:n].repeat_interleave(128, dim=1)[:, :k]
-    want = (a.double() * ea) @ (b.double() * eb).T
+    torch = torch_or_skip()
+    a, sa, b, sb, want = gpu_operands(torch, m, n, k)
     got = fp8_gemm_nt(a, sa, b, sb, config=gemm(name, "e4m3"))
     again = fp8_gemm_nt(a, sa, b, sb, config=gemm(name, "e4m3"))
     torch.cuda.synchronize()

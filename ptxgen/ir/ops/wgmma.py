@@ -265,21 +265,24 @@ def _smem_tiles(ix, op, w: int, view, major_it, mn: int, blocks: int, ksteps: in
     if phase and not k_offset_in_row(view.layout, view.dtype, major, phase):
         ix.fail(op, f"{view.name} starts at byte {base}, not on its {rep}-byte swizzle repeat (nor a K offset "
                     "inside the first row of a K-major pattern)")
-    tiles, reads = {}, []
+    tiles, keys = {}, []
     for blk in range(blocks):
         for j in range(ksteps):
             d0 = it.descriptor(k=j, mn_block=blk)
             desc = d0.with_start(d0.start_address + base)
-            addr = ix.cached(("wgmma-addr", desc.encode(), view.dtype, major, mn),
-                             lambda d=desc, mj=major, r=mn, t=view.dtype: np.array(
-                                 core_matrix_addresses(d, layoutc_dtype(t), mj, r), dtype=np.int64))
+            key = ("wgmma-addr", desc.encode(), view.dtype, major, mn)
+            addr = ix.cached(key, lambda d=desc, mj=major, r=mn, t=view.dtype: np.array(
+                core_matrix_addresses(d, layoutc_dtype(t), mj, r), dtype=np.int64))
             if addr.min() < view.lo or addr.max() + esize > view.hi:
                 ix.fail(op, f"the {name} tile of k-step {j} reaches bytes outside {view.name}'s "
                             f"allocation [{view.lo}, {view.hi})")
             raw = ix.smem_read(op, view.name, addr, esize, group=threads)
             tiles[(blk, j)] = from_bytes(raw, view.dtype).astype(np.float64)
-            reads.append(np.unique((addr[..., None] + np.arange(esize)).ravel()))
-    return tiles, np.unique(np.concatenate(reads))
+            keys.append(key)
+    # the bytes the tiles occupy depend only on their descriptors: sorted once per set of descriptors, not per wgmma
+    held = ix.cached(("wgmma-bytes", tuple(keys), esize), lambda: np.unique(np.concatenate(
+        [(ix.cached(k, None)[..., None] + np.arange(esize)).ravel() for k in keys])))
+    return tiles, held
 
 
 def _accumulate(ix, op, w: int, a_tiles, b_tiles, out, acc, n: int, blocks: int, ksteps: int, smem_bytes) -> None:

@@ -8,7 +8,9 @@ output cannot take, is left out) and the duplicates dropped:
 
 1. the heuristic's pick (``choose_config``; ties keep it);
 2. its tile N neighbours: BN halved and doubled (unswapped 64 to 256; swapped 16 to 128), the staged epilogue's column
-   blocks kept whole;
+   blocks kept whole; unswapped, also the next narrower and wider of the heuristic's widths (``TILE_WIDTHS``: 64, 96,
+   112, 128, 144, 160, 176, 192, 256 — the wave-filling ones included, where a wave of tiles fits the SMs better), with
+   as many stages as shared memory holds, up to 8;
 3. its pipeline neighbours: one stage fewer and one more (where shared memory holds them);
 4. stream-K toggled (bf16/f16, and swapped fp8): on → off (with the TMA-store epilogue's overlap where the pick has
    that epilogue), off → on (unswapped: the last wave shared out; swapped: every SM);
@@ -16,7 +18,11 @@ output cannot take, is left out) and the duplicates dropped:
    64 or 128, 8 stages or as many as shared memory holds, direct epilogue), or the unswapped 128 × 128 tile of a
    swapped pick (TMA-store epilogue, or the rows epilogue for a C whose rows TMA cannot store).
 
-E.g. ``candidates(choose_config(16, 4096, 4096), 16, 4096, 4096)`` starts ``h128x16s8ska1x`` (the pick), then
+E.g. ``candidates(choose_config(4096, 4096, 4096), 4096, 4096, 4096)`` = ``h128x256s4t2o1`` (the pick),
+``h128x128s6t2o1`` (BN halved), ``h128x192s5t2o1`` (the next narrower width), ``h128x256s3t2o1`` (one stage fewer;
+one more does not fit), ``h128x256s4t2sk`` (stream-K); ``candidates(choose_config(16, 4096, 4096), 16, 4096, 4096)``
+starts
+``h128x16s8ska1x`` (the pick), then
 ``h128x32s8ska1x`` (BN doubled), ``h128x16s7ska1x``, ``h128x16s9ska1x`` (stages), ``h128x16s8x`` (no stream-K) and
 ``h128x128s6t`` (unswapped).
 
@@ -39,6 +45,7 @@ SWAP_MAX_M = 128
 WARMUP = 5
 REPEATS = 25
 MAX_CANDIDATES = 8
+TILE_WIDTHS = (64, 96, 112, 128, 144, 160, 176, 192, 256)   # the unswapped widths of the heuristic's candidates
 
 _CHOICES = {}   # (problem, device) -> GemmConfig, this process's
 
@@ -57,10 +64,16 @@ def _fitting(config: GemmConfig) -> GemmConfig:
 def _neighbours(pick: GemmConfig, m: int, c_row_ok: bool):
     """Rules 2 to 5 of the module docstring, unvalidated."""
     lo, hi = (16, 128) if pick.swap_ab else (64, 256)
-    for bn in (pick.bn * 2, pick.bn // 2):
+    widths = [pick.bn * 2, pick.bn // 2]
+    if not pick.swap_ab:
+        narrower = [w for w in TILE_WIDTHS if w < pick.bn]
+        wider = [w for w in TILE_WIDTHS if w > pick.bn]
+        widths += narrower[-1:] + wider[:1]
+    for bn in widths:
         if lo <= bn <= hi:
-            split = pick.epilogue_split if pick.staged and bn % (64 * pick.epilogue_split) == 0 else 1
-            yield _fitting(pick.replace(bn=bn, epilogue_split=split))
+            split = pick.epilogue_split if pick.staged and bn % (16 * pick.epilogue_split) == 0 else 1
+            stages = pick.stages if bn >= pick.bn else 8
+            yield _fitting(pick.replace(bn=bn, epilogue_split=split, stages=stages))
     yield pick.replace(stages=pick.stages - 1)
     yield pick.replace(stages=pick.stages + 1)
     if not pick.fp8 or pick.swap_ab:
