@@ -1,16 +1,22 @@
 """``GemmConfig.chunk_ahead`` (name letter ``A``): the block-scaled mainloop keeps two chunks per consumer warpgroup,
-k-tile j+1's wgmmas queued before k-tile j's promotion. Its name and rules; the CPU interpreter against float64
-products of the dequantized operands for 1, 2 and a ragged number of k-tiles, stream-K pieces (0, 1 or several
-k-tiles each), the overlapped epilogue, grouped; the PTX assembled by nvJitLink; the GPU."""
+k-tile j+1's wgmmas queued before k-tile j's promotion, both waited for within one loop trip. Its name and rules; the
+CPU interpreter against float64 products of the dequantized operands for 1, 2 and a ragged number of k-tiles (the
+peel, whole trips, the remainder), stream-K pieces (0, 1 or several k-tiles each), the overlapped epilogue, grouped;
+the PTX assembled by nvJitLink without a serialized wgmma (C7514); the GPU."""
 import numpy as np
 import pytest
 
 from ptxgen.interp import interpret
-from ptxgen.kernels import GemmConfig, fp8_gemm_nt, get_mn_major_tma_aligned_tensor
+from ptxgen.kernels import (
+    GemmConfig, fp8_gemm_nt, get_mn_major_tma_aligned_tensor, m_grouped_fp8_gemm_nt_contiguous,
+    m_grouped_fp8_gemm_nt_masked,
+)
 from ptxgen.kernels import fp8 as fp8_module
 from ptxgen.kernels.gemm import streamk_buffers
 
 from test_fp8_mainloop_variants import BF16, config, product, rel_err
+from test_fp8_grouped import E4M3, cdiv
+from test_fp8_grouped_speed import contiguous_case, want_contiguous
 from test_fp8_scales_smem import _compiled, operands
 
 
@@ -43,9 +49,11 @@ def test_rules(fields, message):
 @pytest.mark.parametrize("name, m, n, k", [
     ("h128x128s5to1BSA", 77, 384, 128),      # 1 k-tile: the peel alone, overlapped epilogue
     ("h128x128s5to1BSA", 77, 2112, 256),     # 2 k-tiles: the peel and the remainder; N = 2112 (16.5 blocks)
-    ("h128x128s3to1BSA", 130, 256, 1040),    # 9 k-tiles (the last 16 deep): 4 pairs through 3 stages
-    ("h128x128s3tBSA", 77, 256, 640),        # 5 k-tiles, no overlap
-    ("h128x128s4to1BlSA", 200, 384, 768),    # late_scales: 6 k-tiles, the remainder
+    ("h128x128s3to1BSA", 130, 256, 1040),    # 9 k-tiles (the last 16 deep): the peel and 4 trips through 3 stages
+    ("h128x128s3to1BSA", 77, 256, 896),      # 7 k-tiles: the peel and 3 trips, no remainder
+    ("h128x128s3tBSA", 77, 256, 640),        # 5 k-tiles, no overlap (no peel): 2 trips and the remainder
+    ("h128x128s3tBSA", 77, 256, 128),        # 1 k-tile, no overlap: the remainder alone
+    ("h128x128s4to1BlSA", 200, 384, 768),    # late_scales: 6 k-tiles, the peel, 2 trips and the remainder
     ("h128x192s3tBSA", 130, 400, 512),       # straddling BN = 192: 2 scale blocks per tile
 ])
 def test_dense_matches_float64(name, m, n, k):
@@ -79,13 +87,61 @@ def test_streamk_matches_float64(name, shape, ctas):
     assert not np.any(flags)
 
 
-@pytest.mark.parametrize("name", ["h128x128s5to1BSA", "h128x128s5tskaBSA"])
-def test_ptx_assembles(name):
-    """nvJitLink assembles the kernel. Known limit (see the final report): ptxas reports C7514 for it — a chunk
-    carried in flight across the loop's back edge and read after wait_group 1 — so this asserts assembly only."""
+@pytest.mark.parametrize("name, k", [("h128x128s5to1BSAGczn", 272), ("h128x128s3to1BlSAGc", 400)])
+def test_contiguous_grouped_matches_float64(name, k):
+    """Grouped contiguous (ragged groups 100, 0, 200, 3 rows, padding rows and a padding tile): 3 k-tiles (the peel
+    and one trip) and 4 (the peel, a trip and the remainder); ``z``: the padding rows' NaN never reaches C."""
+    rng = np.random.default_rng()
+    idx, a, sa, b, sb = contiguous_case([100, 0, 200, 3], 144, k, rng)
+    c = GemmConfig.from_name(name, "e4m3")
+    if c.zero_rows_late:
+        a[idx < 0] = np.float32("nan")
+        sa[idx < 0] = np.nan
+    out = np.full((idx.size, 144), 5, BF16)
+    m_grouped_fp8_gemm_nt_contiguous(a, get_mn_major_tma_aligned_tensor(sa), b, sb, out, idx, config=c, sm_count=3)
+    got = out.astype(np.float64)
+    assert not np.any(got[idx < 0])
+    want = want_contiguous(idx, a, sa, b, sb)
+    assert rel_err(got[idx >= 0], want[idx >= 0]) < 4e-3
+
+
+def test_masked_grouped_matches_float64():
+    """Grouped masked with ``z`` and no overlap (the peel for the rows' reads): counts 0, partial and M_max."""
+    rng = np.random.default_rng()
+    counts, m_max, n, k = [0, 130, 256], 256, 144, 400
+    groups = len(counts)
+    b = (rng.standard_normal((groups, n, k)) * 3).astype(E4M3)
+    sb = rng.uniform(0.25, 4.0, (groups, cdiv(n, 128), cdiv(k, 128))).astype(np.float32)
+    a = (rng.standard_normal((groups, m_max, k)) * 3).astype(E4M3)
+    sa = rng.uniform(0.25, 4.0, (groups, m_max, cdiv(k, 128))).astype(np.float32)
+    for g, count in enumerate(counts):
+        a[g, count:] = np.float32("nan")
+    out = np.full((groups, m_max, n), 5, BF16)
+    m_grouped_fp8_gemm_nt_masked(a, sa, b, sb, out, np.array(counts, np.int32), 128,
+                                 config=GemmConfig.from_name("h128x128s3tBSAGmz", "e4m3"), sm_count=3)
+    for g, count in enumerate(counts):
+        assert not np.any(out[g, count:].astype(np.float32))
+        if count:
+            assert rel_err(out[g, :count], product(a[g, :count], sa[g, :count], b[g], sb[g])) < 4e-3
+
+
+@pytest.mark.parametrize("name", ["h128x128s5to1BSA", "h128x128s5tskaBSA", "h128x128s4to1BlSA"])
+def test_ptx_has_no_serialized_wgmma(name):
+    """nvJitLink assembles the kernel and ptxas serializes no wgmma (C7514: a chunk queued in one iteration and read
+    after a wait in the next — the previous structure carried a chunk in flight across the loop's back edge and got
+    it); the next chunk's group is queued during a promotion (a wait with pending = 1)."""
     compiled = _compiled(config(name))
     assert compiled.registers > 0
+    for code in ("C7509", "C7512", "C7514", "C7519", "C7520"):
+        assert code not in compiled.info_log
     assert "wgmma.wait_group.sync.aligned 1" in compiled.ptx
+
+
+def test_default_unchanged():
+    """chunk_ahead off: no wait with pending = 1 in the block-scaled kernel (each k-tile's chunk waited for alone)."""
+    compiled = _compiled(config("h128x128s5to1BS"))
+    assert "wgmma.wait_group.sync.aligned 1" not in compiled.ptx
+    assert "C7514" not in compiled.info_log
 
 
 # -- the GPU -----------------------------------------------------------------------------------------------------------

@@ -408,31 +408,39 @@ def promote_block_scaled(g, init, lo, hi, cit, tm, tn, hook=None):
     return total, kit_done
 
 
+CHUNKS_AHEAD_UNROLL = 2   # k-tiles per iteration of ``promote_chunk_ahead``'s loop: one promotion in U exposed
+
+
 def promote_chunk_ahead(g, init, lo, hi, cit, valid=None, later=(), hook=None, row_reads=None):
     """``chunk_ahead`` (block scales with ``scales_smem``): each consumer warpgroup keeps two chunks, so that its own
-    tensor-core queue is never empty while it promotes: k-tile j+1's wgmmas are issued into one chunk (from zero)
+    tensor-core queue is not empty while it promotes: k-tile j+1's wgmmas are issued into one chunk (from zero)
     before k-tile j's chunk is promoted; ``wgmma.wait {pending = 1}`` then completes k-tile j's group only, stage j
     is released (its scales were read by ld.shared right after its wgmmas were issued, before that release), and
-    total += chunk_j · scale_j runs on the CUDA cores while k-tile j+1's wgmmas execute. Over k-tiles [lo, hi) — a
-    whole tile or a stream-K piece, 0, 1 or more k-tiles:
+    total += chunk_j · scale_j runs on the CUDA cores while k-tile j+1's wgmmas execute.
 
-    - k-tile lo → chunk X, a loop of at most one trip (X stays the zero chunk, its scales zeros, without a k-tile);
-      then ``row_reads()`` (grouped, ``zero_rows_late``) and ``hook()`` (``overlap``: the previous tile's epilogue
-      behind X's wgmmas);
-    - pairs of k-tiles (kt, kt+1): Y ← kt, promote X; X ← kt+1, promote Y — unrolled by two so that each chunk keeps
-      its registers through the loop's back edge (a one-k-tile body would swap the in-flight chunk into the other's
-      registers: copies of an accumulator in flight, which make ptxas serialize every wgmma, C7514);
-    - the odd k-tile left, a loop of at most one trip: Y ← it, promote X, Y waited for (pending = 0), so that what
-      leaves the loop is either X in flight (no trip) or Y completed;
-    - the last chunk waited for, its stage released, promoted.
+    No chunk is in flight across the loop's back edge: ptxas serializes every wgmma of the kernel (C7514) when a
+    chunk queued in one iteration is waited for and read in the next — the wait it counts from is in another
+    iteration. So the loop takes ``CHUNKS_AHEAD_UNROLL`` = U k-tiles per trip, the two chunks alternating within
+    the trip (X ← kt, Y ← kt+1, promote X, X ← kt+2, promote Y, …), and waits for its last chunk with pending = 0
+    before the back edge: one promotion in U has no wgmma of its own warpgroup queued behind it (the other
+    warpgroup's keep the tensor cores busy). Over k-tiles [lo, hi) — a whole tile or a stream-K piece, 0, 1 or
+    more k-tiles:
+
+    - with ``hook`` or ``row_reads``: k-tile lo → a chunk, a loop of at most one trip (the zero chunk and zero
+      scales without a k-tile); then ``row_reads()`` (grouped, ``zero_rows_late``) and ``hook()`` (``overlap``:
+      the previous tile's epilogue behind its wgmmas); it is waited for and promoted;
+    - whole trips of U k-tiles, as above;
+    - the k-tiles left (fewer than U), one per trip: issued, waited for (pending = 0), promoted.
 
     With the chunk for BN = 128: 3 × 64 f32 accumulator registers per thread (two chunks and the total).
     → (the f32 total of k-tiles lo … hi-1 from ``init`` — without grouped row zeroing, nor ``late_scales``' row
-    validity —, the iteration counter after k-tile hi-1, ``row_reads()``'s value or None). E.g. k-tiles [0, 4): X←0,
-    hook, Y←1 promote 0, X←2 promote 1, Y←3 promote 2 (the remainder), promote 3."""
+    validity —, the iteration counter after k-tile hi-1, ``row_reads()``'s value or None). E.g. k-tiles [0, 6)
+    with ``hook``: 0 in flight over the hook, promote 0; X←1 Y←2 promote 1, X←3 promote 2, Y←4 promote 3, X←5
+    promote 4, promote 5 — the trips (1, 2) and (3, 4), then 5 alone."""
     b, config = g.b, g.config
-    c1, pipe, c_stages = g.c1, g.pipe, g.c_stages
+    c1, pipe = g.c1, g.pipe
     parts = block_scales.scale_parts(config)
+    unroll = CHUNKS_AHEAD_UNROLL
     zero = b.frag.splat(g.fzero, type=g.acc_t, name="zero_a")
 
     def issue_from_zero(kit, kt, tag):
@@ -445,65 +453,62 @@ def promote_chunk_ahead(g, init, lo, hi, cit, valid=None, later=(), hook=None, r
         scale = block_scales.scale_product(g, scales, valid, later, tag)
         return b.frag.fma(chunk, scale, total, name=f"total{tag}")
 
-    def release_stage_of(kit, tag):
-        """Release the stage of iteration ``kit`` - 1 (the chunk just waited for)."""
-        prev = b.arith.sub(kit, c1, name=f"prev{tag}")
-        b.pipeline.release(pipe, b.arith.rem(prev, c_stages, name=f"prev_s{tag}"))
-
     def scale_args(tag):
         return tuple(f"scale{tag}{i}" for i in range(parts))
 
-    peel_end = b.arith.min(b.arith.add(lo, c1, name="peel_end_a0"), hi, name="peel_end_a")
-    with b.scf.for_(lo, peel_end, c1, zero, cit, *[zero] * parts, args=("kp_a", "x_p", "kit_p") + scale_args("_p"),
-                    names=["x_first", "kit_first"] + [f"scale_first{i}" for i in range(parts)]) as ploop:
-        kp, _x_p, kit_p, *_scales = ploop
-        x_q, _s, got = issue_from_zero(kit_p, kp, "_a0")
-        b.scf.yield_(x_q, b.arith.add(kit_p, c1, name="kit_p1_a"), *got)
-    x, kit, *x_scales = ploop.results
-    reads = row_reads() if row_reads is not None else None
-    if hook is not None:
-        hook()
-    # the k-tiles after lo in pairs; the remainder loop below takes the odd one
-    c2 = b.const(2, i32, name="pair")
-    rest = b.arith.max(b.arith.sub(hi, peel_end, name="rest_a0"), g.c0, name="rest_a")
-    pairs_end = b.arith.add(peel_end, b.arith.mul(b.arith.div(rest, c2, name="pairs"), c2, name="paired"),
-                            name="pairs_end")
-    with b.scf.for_(peel_end, pairs_end, c2, init, x, kit, *x_scales,
-                    args=("kt_a", "total_a", "x_in", "kit_a") + scale_args("_x"),
-                    names=["total_paired", "x_paired", "kit_paired"] + [f"scale_xp{i}" for i in range(parts)]) as loop:
-        kt, total, x_in, kit_in, *x_in_scales = loop
-        y, y_stage, y_scales = issue_from_zero(kit_in, kt, "_ay")
-        x_done = b.wgmma.wait(x_in, pending=1, name="x_done")
-        release_stage_of(kit_in, "_ax")
-        total = promote(x_done, x_in_scales, total, "_ax")
-        # the promotion pinned before X's next wgmmas: a wait that completes nothing (only Y's group is in flight)
-        # but reads the new total, so LLVM cannot sink the promotion below the next issue — there X's old and new
-        # values would both be live (64 more registers) and the loop's copy of the new X would read an
-        # accumulator in flight (ptxas serializes every wgmma, C7514)
-        total = b.wgmma.wait(total, pending=1, name="total_x")
-        kit_y = b.arith.add(kit_in, c1, name="kit_y")
-        x_next, _s, x_next_scales = issue_from_zero(kit_y, b.arith.add(kt, c1, name="kt_a1"), "_ax")
-        y_done = b.wgmma.wait(y, pending=1, name="y_done")
-        b.pipeline.release(pipe, y_stage)
-        total = promote(y_done, y_scales, total, "_ay")
-        b.scf.yield_(total, x_next, b.arith.add(kit_in, c2, name="kit_a2"), *x_next_scales)
-    total, x, kit, *x_scales = loop.results
-    with b.scf.for_(pairs_end, hi, c1, total, x, kit, *x_scales,
-                    args=("kt_r", "total_r", "x_r", "kit_r") + scale_args("_r"),
-                    names=["total_rest", "last", "kit_rest"] + [f"scale_last{i}" for i in range(parts)]) as rloop:
-        kt, total, x_in, kit_in, *x_in_scales = rloop
-        y, _y_stage, y_scales = issue_from_zero(kit_in, kt, "_ar")
-        x_done = b.wgmma.wait(x_in, pending=1, name="x_done_r")
-        release_stage_of(kit_in, "_ar")
-        total = promote(x_done, x_in_scales, total, "_ar")
-        # every wgmma done before the loop's exit joins Y with an X in flight (no copy of an accumulator in flight)
-        y_done = b.wgmma.wait(y, pending=0, name="y_done_r")
-        b.scf.yield_(total, y_done, b.arith.add(kit_in, c1, name="kit_r1"), *y_scales)
-    total, last, kit_end, *last_scales = rloop.results
-    last = b.wgmma.wait(last, pending=0, name="last_done")
-    any_k = b.arith.cmp(hi, lo, pred="gt", name="any_k_a")
-    release_previous(b, pipe, any_k, kit_end, c1, c_stages, "last_a")
-    return promote(last, last_scales, total, "_al"), kit_end, reads
+    total, kit, loop_lo, reads = init, cit, lo, None
+    if hook is not None or row_reads is not None:
+        peel_end = b.arith.min(b.arith.add(lo, c1, name="peel_end_a0"), hi, name="peel_end_a")
+        with b.scf.for_(lo, peel_end, c1, zero, cit, *[zero] * parts,
+                        args=("kp_a", "x_p", "kit_p") + scale_args("_p"),
+                        names=["x_first", "kit_first"] + [f"scale_first{i}" for i in range(parts)]) as ploop:
+            kp, _x_p, kit_p, *_scales = ploop
+            x_q, _s, got = issue_from_zero(kit_p, kp, "_ap")
+            b.scf.yield_(x_q, b.arith.add(kit_p, c1, name="kit_p1_a"), *got)
+        first, kit, *first_scales = ploop.results
+        reads = row_reads() if row_reads is not None else None
+        if hook is not None:
+            hook()
+        # a loop of at most one trip, so no branch joins the chunk in flight: it leaves the loop as it entered
+        first = b.wgmma.wait(first, pending=0, name="first_done")
+        any_k = b.arith.cmp(peel_end, lo, pred="gt", name="any_k_a")
+        release_previous(b, pipe, any_k, kit, c1, g.c_stages, "first_a")
+        total = promote(first, first_scales, total, "_ap")
+        loop_lo = peel_end
+    c_unroll = b.const(unroll, i32, name="chunks_unroll")
+    rest = b.arith.max(b.arith.sub(hi, loop_lo, name="rest_a0"), g.c0, name="rest_a")
+    trips_end = b.arith.add(loop_lo, b.arith.mul(b.arith.div(rest, c_unroll, name="trips_a"), c_unroll,
+                                                 name="tripped_a"), name="trips_end_a")
+    with b.scf.for_(loop_lo, trips_end, c_unroll, total, kit, args=("kt_a", "total_a", "kit_a"),
+                    names=["total_trips", "kit_trips"]) as loop:
+        kt, total, kit_in = loop
+        chunk, stage, scales = issue_from_zero(kit_in, kt, "_a0")
+        for j in range(1, unroll):
+            kit_j = b.arith.add(kit_in, b.const(j, i32, name=f"kit_off{j}"), name=f"kit_a{j}")
+            kt_j = b.arith.add(kt, b.const(j, i32, name=f"kt_off{j}"), name=f"kt_a{j}")
+            following = issue_from_zero(kit_j, kt_j, f"_a{j}")
+            done = b.wgmma.wait(chunk, pending=1, name=f"chunk_done{j - 1}")
+            b.pipeline.release(pipe, stage)
+            total = promote(done, scales, total, f"_a{j - 1}")
+            # the promotion pinned before the next issue into the chunk's registers: a wait that completes nothing
+            # (only the following chunk's group is in flight) but reads the new total, so LLVM cannot sink the
+            # promotion below it — there the old and the new chunk would both be live (64 more registers)
+            total = b.wgmma.wait(total, pending=1, name=f"total_pinned{j - 1}")
+            chunk, stage, scales = following
+        done = b.wgmma.wait(chunk, pending=0, name=f"chunk_done{unroll - 1}")
+        b.pipeline.release(pipe, stage)
+        total = promote(done, scales, total, f"_a{unroll - 1}")
+        b.scf.yield_(total, b.arith.add(kit_in, c_unroll, name="kit_a_next"))
+    total, kit = loop.results
+    with b.scf.for_(trips_end, hi, c1, total, kit, args=("kt_r", "total_r", "kit_r"),
+                    names=["total_rest", "kit_rest"]) as rloop:
+        kt, total, kit_in = rloop
+        chunk, stage, scales = issue_from_zero(kit_in, kt, "_ar")
+        done = b.wgmma.wait(chunk, pending=0, name="chunk_done_r")
+        b.pipeline.release(pipe, stage)
+        b.scf.yield_(promote(done, scales, total, "_ar"), b.arith.add(kit_in, c1, name="kit_r1"))
+    total, kit_end = rloop.results
+    return total, kit_end, reads
 
 
 def group_read_of(g, t, tag: str):
