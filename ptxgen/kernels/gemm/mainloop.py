@@ -408,7 +408,7 @@ def promote_block_scaled(g, init, lo, hi, cit, tm, tn, hook=None):
     return total, kit_done
 
 
-CHUNKS_AHEAD_UNROLL = 2   # k-tiles per iteration of ``promote_chunk_ahead``'s loop: one promotion in U exposed
+CHUNKS_AHEAD_UNROLL = 2   # k-tiles per trip of ``promote_chunk_ahead``'s loop: one promotion in U without own wgmmas
 
 
 def promote_chunk_ahead(g, init, lo, hi, cit, valid=None, later=(), hook=None, row_reads=None):
@@ -421,9 +421,9 @@ def promote_chunk_ahead(g, init, lo, hi, cit, valid=None, later=(), hook=None, r
     No chunk is in flight across the loop's back edge: ptxas serializes every wgmma of the kernel (C7514) when a
     chunk queued in one iteration is waited for and read in the next — the wait it counts from is in another
     iteration. So the loop takes ``CHUNKS_AHEAD_UNROLL`` = U k-tiles per trip, the two chunks alternating within
-    the trip (X ← kt, Y ← kt+1, promote X, X ← kt+2, promote Y, …), and waits for its last chunk with pending = 0
-    before the back edge: one promotion in U has no wgmma of its own warpgroup queued behind it (the other
-    warpgroup's keep the tensor cores busy). Over k-tiles [lo, hi) — a whole tile or a stream-K piece, 0, 1 or
+    the trip (X ← kt, Y ← kt+1, promote X, X ← kt+2, promote Y, …), and waits for its last chunk with
+    pending = 0 before the back edge: one promotion in U has no wgmma of its own warpgroup queued behind it (the
+    other warpgroup's keep the tensor cores busy). U = 3 assembles as cleanly; U = 4 spills under setmaxnreg. Over k-tiles [lo, hi) — a whole tile or a stream-K piece, 0, 1 or
     more k-tiles:
 
     - with ``hook`` or ``row_reads``: k-tile lo → a chunk, a loop of at most one trip (the zero chunk and zero
