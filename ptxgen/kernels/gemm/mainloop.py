@@ -423,8 +423,8 @@ def promote_chunk_ahead(g, init, lo, hi, cit, valid=None, later=(), hook=None, r
     iteration. So the loop takes ``CHUNKS_AHEAD_UNROLL`` = U k-tiles per trip, the two chunks alternating within
     the trip (X ← kt, Y ← kt+1, promote X, X ← kt+2, promote Y, …), and waits for its last chunk with
     pending = 0 before the back edge: one promotion in U has no wgmma of its own warpgroup queued behind it (the
-    other warpgroup's keep the tensor cores busy). U = 3 assembles as cleanly; U = 4 spills under setmaxnreg. Over k-tiles [lo, hi) — a whole tile or a stream-K piece, 0, 1 or
-    more k-tiles:
+    other warpgroup's keep the tensor cores busy). U = 3 assembles as cleanly; U = 4 spills under setmaxnreg.
+    Over k-tiles [lo, hi) — a whole tile or a stream-K piece, 0, 1 or more k-tiles:
 
     - with ``hook`` or ``row_reads``: k-tile lo → a chunk, a loop of at most one trip (the zero chunk and zero
       scales without a k-tile); then ``row_reads()`` (grouped, ``zero_rows_late``) and ``hook()`` (``overlap``:
