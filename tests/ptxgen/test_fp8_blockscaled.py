@@ -103,15 +103,17 @@ def test_heuristic_choices():
     names = {(m, n, k): choose_block_scaled_config(m, n, k).name
              for m, n, k in [(4096, 7168, 2048), (4096, 2112, 7168), (64, 7168, 2048), (16, 4096, 7168),
                              (1, 2112, 7168), (32, 2112, 7168), (33, 2112, 7168), (128, 7168, 2048), (100, 64, 128),
-                             (128, 24576, 1536), (64, 7168, 16384)]}
-    assert names == {(4096, 7168, 2048): "h128x128s5to1BS", (4096, 2112, 7168): "h128x128s5tskaBS",   # last wave 12%
-                     (64, 7168, 2048): "h128x128s5to1BS", (16, 4096, 7168): "h128x16s8xBl",
+                             (128, 24576, 1536), (64, 7168, 16384), (1024, 2112, 7168), (2048, 2112, 7168)]}
+    assert names == {(4096, 7168, 2048): "h128x128s5to1BSA", (4096, 2112, 7168): "h128x128s5tskaBS",   # last wave 12%
+                     (64, 7168, 2048): "h128x128s5to1BSA", (16, 4096, 7168): "h128x16s8xBl",
                      (1, 2112, 7168): "h128x16s8xBl", (32, 2112, 7168): "h128x32s8xBl",
-                     (33, 2112, 7168): "h128x128s5tskaBS", (128, 7168, 2048): "h128x128s5to1BS",
-                     (100, 64, 128): "h128x128s5to1BS",
+                     (33, 2112, 7168): "h128x128s5tskaBS", (128, 7168, 2048): "h128x128s5to1BSA",
+                     (100, 64, 128): "h128x128s5to1BSA",
                      # stream-K on every SM only where it saves 20 k-tiles: 192 tiles of 12 k-tiles do not
-                     (128, 24576, 1536): "h128x128s5to1BS", (64, 7168, 16384): "h128x128s5tskaBS"}
-    assert choose_block_scaled_config(4096, 7168, 2048, grouped="contiguous").name == "h128x128s5to1BSGc"
+                     (128, 24576, 1536): "h128x128s5to1BSA", (64, 7168, 16384): "h128x128s5tskaBS",
+                     # 136 tiles (one to two waves): no stream-K; 272 tiles (two full waves, 3% in the last): stream-K
+                     (1024, 2112, 7168): "h128x128s5to1BSA", (2048, 2112, 7168): "h128x128s5tskaBS"}
+    assert choose_block_scaled_config(4096, 7168, 2048, grouped="contiguous").name == "h128x128s5to1BSAGc"
     assert choose_block_scaled_config(4096, 7168, 2048, grouped="masked").name == "h128x128s6tBlGm"
     for config in BLOCK_SCALED_CANDIDATES:
         assert config.validate().scales == "block"

@@ -214,7 +214,8 @@ def _variants(base: GemmConfig, m: int, n: int, k: int, sms: int):
 # every k-tile waited an L2 round trip before its wgmmas (late_scales, scale_prefetch and ping-pong only moved that
 # wait). scales_smem removes it: the scales arrive with the stage, by TMA, and every read is an ld.shared.
 BLOCK_SCALED_SWAP_MAX_M = 32
-BLOCK_SCALED_TILE = GemmConfig("e4m3", bn=128, stages=5, epilogue="tma", scales="block", overlap=1, scales_smem=True)
+BLOCK_SCALED_TILE = GemmConfig("e4m3", bn=128, stages=5, epilogue="tma", scales="block", overlap=1, scales_smem=True,
+                               chunk_ahead=True)
 # stream-K for block scales where the last wave holds less than this share of the SMs (it gives up the epilogue's
 # overlap: 4096x2112x7168, last wave 12%: 968 against 904 TFLOP/s; 4096x7168x16384, 58%: 1049 against 1074)
 BLOCK_SCALED_STREAMK_SHARE = 0.5
@@ -230,21 +231,20 @@ def choose_block_scaled_config(m: int, n: int, k: int, sm_count: int = H100_SMS,
     swapped A and B for m ≤ ``BLOCK_SCALED_SWAP_MAX_M`` = 32 < n (the kernel's N is m rounded up to 16 or 32, 8
     stages, the direct epilogue, scales applied late); otherwise — dense from M = 64 up and both grouped layouts —
     ``BLOCK_SCALED_TILE``: DeepGEMM's design, 128 × 128 tiles whose scales arrive with their stage by TMA and are
-    read by ld.shared (``scales_smem``, 5 stages to fit their rings), promoted as one FMA by the scale product, the
-    epilogue behind the next tile's first k-tile. Measured (docs/gpu-runs/2026-11-26-s12.log section 6, ratio to
-    cuBLAS block-scaled, interleaved): M = 4096 0.92-1.18 (geomean 0.99, against 0.74 for s11's h128x128s6to1Bwl);
-    M = 64 and 128 faster than the swapped 128 × 64 and the 128 × 64 tiles at 11 of 12 shapes (128×7168×16384: 537
-    against 382 TFLOP/s); grouped contiguous +22-30% over s11's choice. A dense problem whose few tiles leave SMs
-    idle, or whose last wave holds under ``BLOCK_SCALED_STREAMK_SHARE`` of them, with long K loops — where stream-K on
-    every SM saves at least ``streamk_min_saving`` k-tiles — takes
-    ``BLOCK_SCALED_STREAMK`` (the same tile, its k-tiles shared out over every SM, each piece promoting its own
-    k-tiles; plain TMA store): M = 64 / 128 at N × K = 2112 × 7168 1.30×, 4096 × 7168 1.19×, 7168 × 16384 1.00-1.04×
-    cuBLAS block-scaled against 0.93-0.97× for the tile alone; M = 4096, N × K = 2112 × 7168 0.998× against 0.932×
-    (docs/gpu-runs/2026-11-26-s13.log section 5).
-    Masked groups keep s11's 128 × 128 tile
-    (``BLOCK_SCALED_CANDIDATES[0]``): their (G, M_max, KB) scales are no matrix TMA reads in place (scales_smem
-    measured +10-16% there, copying them each call). The candidates stay valid configurations (``config=``).
-    ``choose_block_scaled_config(4096, 7168, 2048).name`` = ``h128x128s5to1BS``;
+    read by ld.shared (``scales_smem``, 5 stages to fit their rings), promoted as one FMA by the scale product, two
+    chunks in flight per consumer warpgroup (``chunk_ahead``: k-tile j + 1's wgmmas queued before k-tile j's
+    promotion), the epilogue behind the next tile's first k-tile. Measured (docs/gpu-runs/2026-11-26-s14.log
+    section 1, interleaved): chunk_ahead +1-5% over one chunk at M = 256-4096, +18-21% on contiguous groups. Masked
+    groups keep s11's 128 × 128 tile (``BLOCK_SCALED_CANDIDATES[0]``): their (G, M_max, KB) A scales are no matrix
+    TMA reads in place, so scales_smem would copy them on every call. A dense problem whose few tiles leave SMs idle, or which has at least two full waves and a last wave
+    holding under ``BLOCK_SCALED_STREAMK_SHARE`` of the SMs, with long K loops — where stream-K on every SM saves at
+    least ``streamk_min_saving`` k-tiles — takes ``BLOCK_SCALED_STREAMK`` (the same tile, its k-tiles shared out
+    over every SM, each piece promoting its own k-tiles; plain TMA store): M = 64 / 128 at N × K = 2112 × 7168
+    1.30×, 4096 × 7168 1.19-1.25×, 7168 × 16384 0.96-1.04× cuBLAS block-scaled against 0.88-0.97× for the tile
+    alone; M = 4096, N × K = 2112 × 7168 0.99-1.00× against 0.98× (s13.log section 5, s14.log section 1). Between
+    one and two waves stream-K lost: 1024 × 2112 × 7168 (136 tiles) 565 TFLOP/s against 656 for the tile.
+    The candidates stay valid configurations (``config=``).
+    ``choose_block_scaled_config(4096, 7168, 2048).name`` = ``h128x128s5to1BSA``;
     ``choose_block_scaled_config(16, 7168, 2048).name`` = ``h128x16s8xBl``;
     ``choose_block_scaled_config(128, 4096, 7168).name`` = ``h128x128s5tskaBS``. ``grouped``
     ("contiguous", "masked"; ``m`` the rows of all groups): never swapped (the groups are A's rows).
@@ -255,10 +255,12 @@ def choose_block_scaled_config(m: int, n: int, k: int, sm_count: int = H100_SMS,
         bn = 16 if m <= 16 else 32
         return GemmConfig("e4m3", bn=bn, stages=SWAP_STAGES, swap_ab=True, scales="block",
                           late_scales=True).validate()
-    if grouped == "none" and streamk_ktiles_saved(m, n, k, BLOCK_SCALED_STREAMK, sm_count) >= \
-            BLOCK_SCALED_STREAMK.streamk_min_saving and \
-            _last_wave_share(BLOCK_SCALED_STREAMK, m, n, sm_count) < BLOCK_SCALED_STREAMK_SHARE:
-        # few tiles with long K loops (M <= 128, N up to ~16k, K from ~4k): their k-tiles shared out over every SM
+    tiles = -(-m // BLOCK_SCALED_STREAMK.bm) * -(-n // BLOCK_SCALED_STREAMK.bn)
+    if grouped == "none" and (tiles < sm_count or tiles >= 2 * sm_count) and \
+            streamk_ktiles_saved(m, n, k, BLOCK_SCALED_STREAMK, sm_count) >= BLOCK_SCALED_STREAMK.streamk_min_saving \
+            and _last_wave_share(BLOCK_SCALED_STREAMK, m, n, sm_count) < BLOCK_SCALED_STREAMK_SHARE:
+        # few tiles with long K loops (M <= 128, N up to ~16k, K from ~4k): their k-tiles shared out over every SM.
+        # Not between one and two waves: 1024x2112x7168 (136 tiles) ran at 565 TFLOP/s stream-K, 656 as tiles
         return BLOCK_SCALED_STREAMK.validate()
     if grouped == "masked":
         # a masked A's scales (G, M_max, KB) are no (KB, rows) matrix TMA can read in place: scales_smem would copy them
