@@ -219,16 +219,25 @@ def _forced(config) -> GemmConfig:
 def tma_row_scales(a_scales):
     """``scales_smem``'s view of A's scales for the producer's TMA: (MN, KB) scales (any strides) → the (KB, MN)
     row-major tensor of DeepGEMM's M-major TMA-aligned layout (``get_mn_major_tma_aligned_tensor``, transposed: row
-    pitch a multiple of 4 elements); a (G, M_max, KB) masked one → (KB, G·M_max) (M_max a multiple of 128, so the
-    groups' rows are one aligned row). The aligned layout costs nothing (a view at the same address); any other is
-    one small transposing copy (M · ⌈K/128⌉ f32: 0.9 MB at M = 4096, K = 7168). (17, 3) → (3, 17) with element
-    strides (20, 1). Post: ``result.T == a_scales`` (masked: ``result.T`` its (G·M_max, KB) rows)."""
+    pitch a multiple of 4 elements); a (G, M_max, KB) masked one → (G·KB, M_max): group g's k-block kb is row
+    g·KB + kb (M_max a multiple of 128, so every row starts 16-byte aligned). DeepGEMM's layout costs nothing (a view
+    at the same address: strides (KB·P, 1, P) with P ≥ M_max a multiple of 4 are rows of pitch P); any other is one
+    small transposing copy (M · ⌈K/128⌉ f32: 0.9 MB at M = 4096, K = 7168). (17, 3) → (3, 17) with element strides
+    (20, 1); (2, 128, 3) with strides (384, 1, 128) → (6, 128) with strides (128, 1).
+    Post: ``result.T == a_scales``; masked, ``result[g·KB + kb, m] == a_scales[g, m, kb]``."""
     if a_scales.ndim == 3:
         groups, m_max, kb = a_scales.shape
         if isinstance(a_scales, np.ndarray):
-            return np.ascontiguousarray(np.transpose(a_scales, (2, 0, 1))).reshape(kb, groups * m_max)
-        # contiguous first: reshape alone would merge (G, M_max) into a strided view, not the row-major rows TMA reads
-        return a_scales.permute(2, 0, 1).contiguous().reshape(kb, groups * m_max)
+            rows = np.swapaxes(a_scales, 1, 2)
+            if rows.strides[-1] != rows.itemsize:
+                rows = np.ascontiguousarray(rows)
+            return rows.reshape(groups * kb, m_max)   # a view where the rows are of one pitch, else a copy
+        group_pitch, step, pitch = a_scales.stride()
+        rows = a_scales.transpose(1, 2)
+        if not (step == 1 and pitch % 4 == 0 and (group_pitch == kb * pitch or groups == 1) and
+                a_scales.data_ptr() % 16 == 0):
+            rows = rows.contiguous()
+        return rows.reshape(groups * kb, m_max)   # (G, KB, M_max) rows of one pitch: a view
     return get_mn_major_tma_aligned_tensor(a_scales).T
 
 

@@ -114,7 +114,7 @@ def test_heuristic_choices():
                      # 136 tiles (one to two waves): no stream-K; 272 tiles (two full waves, 3% in the last): stream-K
                      (1024, 2112, 7168): "h128x128s5to1BSA", (2048, 2112, 7168): "h128x128s5tskaBS"}
     assert choose_block_scaled_config(4096, 7168, 2048, grouped="contiguous").name == "h128x128s5to1BSAGc"
-    assert choose_block_scaled_config(4096, 7168, 2048, grouped="masked").name == "h128x128s6tBlGm"
+    assert choose_block_scaled_config(4096, 7168, 2048, grouped="masked").name == "h128x128s5to1BSAGm"
     for config in BLOCK_SCALED_CANDIDATES:
         assert config.validate().scales == "block"
 

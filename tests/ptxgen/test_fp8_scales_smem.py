@@ -122,9 +122,11 @@ def test_tma_views_of_the_scales():
     assert np.shares_memory(fp8_module.tma_row_scales(given), given)   # DeepGEMM's layout, transposed: no copy
     masked = rng.uniform(size=(2, 128, 3)).astype(np.float32)
     for given in (masked, get_mn_major_tma_aligned_tensor(masked)):
-        view = fp8_module.tma_row_scales(given)
-        assert view.shape == (3, 256) and np.array_equal(view.T, masked.reshape(256, 3))
-        assert view.strides == (256 * 4, 4)
+        view = fp8_module.tma_row_scales(given)     # group g's k-block kb is row g·KB + kb
+        assert view.shape == (6, 128) and np.array_equal(view.reshape(2, 3, 128), masked.transpose(0, 2, 1))
+        assert view.strides == (128 * 4, 4)
+    given = get_mn_major_tma_aligned_tensor(masked)
+    assert np.shares_memory(fp8_module.tma_row_scales(given), given)   # DeepGEMM's masked layout: no copy either
     sb = rng.uniform(size=(5, 3)).astype(np.float32)
     assert fp8_module.tma_col_scales(sb) is sb
 

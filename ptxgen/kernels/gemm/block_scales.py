@@ -126,7 +126,8 @@ def stage_scale_bytes(config: GemmConfig) -> int:
 def parameters(config: GemmConfig) -> dict:
     """The kernel's scale parameters: ``%row_scales`` (rank 2; masked: (G, M_max, ⌈K/128⌉)) and ``%col_scales``
     (rank 2) — with ``scales_smem`` two TMA maps instead: ``%row_scales`` over A's scales as a row-major
-    (⌈K/128⌉, M) tensor (DeepGEMM's M-major TMA-aligned layout, transposed; masked: (⌈K/128⌉, G·M_max)), box
+    (⌈K/128⌉, M) tensor (DeepGEMM's M-major TMA-aligned layout, transposed; masked: (G·⌈K/128⌉, M_max), the same
+    layout per group, group g's k-block kb in row g·⌈K/128⌉ + kb), box
     ``row_scale_box``, and ``%col_scales`` over B's (⌈N/128⌉, ⌈K/128⌉) (grouped: (G·⌈N/128⌉, ⌈K/128⌉)) with
     16-byte-aligned rows, box ``col_scale_box``; grouped GEMMs (``grouped``): contiguous
     ``%m_indices`` (i32 (M,): each row's group, -1 padding); masked ``%masked_m`` (i32 (G,): each group's rows),
@@ -371,9 +372,10 @@ def box_k_column(b, kt, tag=""):
     return b.arith.rem(kt, b.const(B_BOX_K_BLOCKS, i32, name=f"ss_box_k{tag}"), name=f"ss_kcol{tag}")
 
 
-def load_stage_scales(g, s, kt, m0, tn, group=None, tag=""):
+def load_stage_scales(g, s, kt, m0, tn, group=None, tag="", local_row=None):
     """``scales_smem``, in the producer: the TMA loads of k-tile ``kt``'s scales into stage ``s`` on the stage's
-    barrier — A's rows m0 … m0+BM-1 from (kt, m0) of ``%row_scales`` (m0 a multiple of BM: a 16-byte aligned start)
+    barrier — A's rows m0 … m0+BM-1 from (kt, m0) of ``%row_scales`` (m0 a multiple of BM: a 16-byte aligned start;
+    masked: the group's rows ``local_row`` … from (group·⌈K/128⌉ + kt, local_row))
     and B's blocks n0/128 … (plus the group's ⌈N/128⌉·group) from (block, ``box_k_start(kt)``) of ``%col_scales``.
     Rows and blocks past the problem arrive as TMA's zeros."""
     b, kb, config = g.b, g.kb, g.config
@@ -385,7 +387,12 @@ def load_stage_scales(g, s, kt, m0, tn, group=None, tag=""):
         blocks = b.arith.cdiv(kb["n"], c_block, name=f"ps_blocks{tag}")
         col_block = b.arith.add(b.arith.mul(group, blocks, name=f"ps_group_nb{tag}"), col_block,
                                 name=f"ps_nb_grouped{tag}")
-    b.tma.load(kb["row_scales"], rows_dst, g.pipe, s, kt, m0)
+    if config.grouped == "masked":
+        k_blocks = b.arith.cdiv(kb["k"], c_block, name=f"ps_kblocks{tag}")
+        row = b.arith.add(b.arith.mul(group, k_blocks, name=f"ps_group_kb{tag}"), kt, name=f"ps_row_kb{tag}")
+        b.tma.load(kb["row_scales"], rows_dst, g.pipe, s, row, local_row)
+    else:
+        b.tma.load(kb["row_scales"], rows_dst, g.pipe, s, kt, m0)
     b.tma.load(kb["col_scales"], cols_dst, g.pipe, s, col_block, box_k_start(b, kt, tag))
 
 

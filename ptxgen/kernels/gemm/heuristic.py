@@ -234,9 +234,8 @@ def choose_block_scaled_config(m: int, n: int, k: int, sm_count: int = H100_SMS,
     read by ld.shared (``scales_smem``, 5 stages to fit their rings), promoted as one FMA by the scale product, two
     chunks in flight per consumer warpgroup (``chunk_ahead``: k-tile j + 1's wgmmas queued before k-tile j's
     promotion), the epilogue behind the next tile's first k-tile. Measured (docs/gpu-runs/2026-11-26-s14.log
-    section 1, interleaved): chunk_ahead +1-5% over one chunk at M = 256-4096, +18-21% on contiguous groups. Masked
-    groups keep s11's 128 × 128 tile (``BLOCK_SCALED_CANDIDATES[0]``): their (G, M_max, KB) A scales are no matrix
-    TMA reads in place, so scales_smem would copy them on every call. A dense problem whose few tiles leave SMs idle, or which has at least two full waves and a last wave
+    section 1, interleaved): chunk_ahead +1-5% over one chunk at M = 256-4096, +18-21% on contiguous groups, +1-24%
+    on masked ones (their A scales read in place from DeepGEMM's layout, as (G·KB, M_max) rows). A dense problem whose few tiles leave SMs idle, or which has at least two full waves and a last wave
     holding under ``BLOCK_SCALED_STREAMK_SHARE`` of the SMs, with long K loops — where stream-K on every SM saves at
     least ``streamk_min_saving`` k-tiles — takes ``BLOCK_SCALED_STREAMK`` (the same tile, its k-tiles shared out
     over every SM, each piece promoting its own k-tiles; plain TMA store): M = 64 / 128 at N × K = 2112 × 7168
@@ -262,8 +261,4 @@ def choose_block_scaled_config(m: int, n: int, k: int, sm_count: int = H100_SMS,
         # few tiles with long K loops (M <= 128, N up to ~16k, K from ~4k): their k-tiles shared out over every SM.
         # Not between one and two waves: 1024x2112x7168 (136 tiles) ran at 565 TFLOP/s stream-K, 656 as tiles
         return BLOCK_SCALED_STREAMK.validate()
-    if grouped == "masked":
-        # a masked A's scales (G, M_max, KB) are no (KB, rows) matrix TMA can read in place: scales_smem would copy them
-        # on every call (and the op's remembered fast path needs views); s11's tile until a rank-3 scale map exists
-        return BLOCK_SCALED_CANDIDATES[0].replace(grouped=grouped).validate()
     return BLOCK_SCALED_TILE.replace(grouped=grouped).validate()

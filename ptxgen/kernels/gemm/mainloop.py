@@ -61,10 +61,10 @@ def produce(g, t, lo, hi, it, group_read=None):
     tm, tn = tile_of(g, t, ("tm", "tn", "tmc", "tm_own"))
     m0 = b.arith.mul(tm, g.c_bm, name="m0")
     n0 = b.arith.mul(tn, g.c_bn, name="n0")
-    group = None
+    group = masked_rows = None
     if config.grouped != "none":
         # B is (G·N, K): the group's rows start at group·N; a masked tile past its group's rows loads nothing
-        group, has_rows, _rows = block_scales.tile_group(g, tm, g.thread, 384, "p", group_read)
+        group, has_rows, masked_rows = block_scales.tile_group(g, tm, g.thread, 384, "p", group_read)
         n0 = b.arith.add(n0, b.arith.mul(group, kb["n"], name="group_n0"), name="n0_grouped")
         if has_rows is not None:
             hi = b.arith.select(has_rows, hi, lo, name="hi_p")
@@ -88,7 +88,8 @@ def produce(g, t, lo, hi, it, group_read=None):
         else:
             b.tma.load(kb["b"], b_dst, g.pipe, s, n0, kc)
         if config.scales_smem:
-            block_scales.load_stage_scales(g, s, kt, m0, tn, group, tag)
+            block_scales.load_stage_scales(g, s, kt, m0, tn, group, tag,
+                                           masked_rows[0] if masked_rows is not None else None)
 
     batch = config.load_batch
     if batch > 1:
