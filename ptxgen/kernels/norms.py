@@ -73,6 +73,9 @@ class NormConfig(RowConfig):
       after the reduction, where every value of x and the cross-warp partial sums are live, and the call's clobbered
       registers then spill (RMSNorm bf16 at N = 16384: 48 bytes with nvJitLink 13.0, 96-128 bytes local on the
       driver; LayerNorm's first use comes earlier, at lower pressure).
+    - ``cache`` (RowConfig's, keyword only): the cache hints of x, y and the weight and bias
+      (``rowwise.CACHE_POLICIES``); with ``x_source="reload"`` the first read of x keeps the default (the epilogue
+      reads it again from L2) and the re-read takes x's hint.
 
     ``NormConfig("bf16", 512, 4)`` is a (1, 16384) tile of 512 threads × 32 values, two-pass, chunks of 8, late."""
 
