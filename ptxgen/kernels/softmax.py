@@ -49,7 +49,8 @@ def build(config: RowConfig):
     y_tile = b.gmem.tile(kb["y"], row0, zero, shape=tile, name="y_tile")
     # columns past the row's end read -inf: they change neither the maximum nor (exp(-inf) = 0) the sum
     hints = config.hints
-    xs = b.gmem.load(x_tile, thread, tv=tv, other=-math.inf, type=frag(dtype, values), name="xs", **cache_attrs(hints.x))
+    xs = b.gmem.load(x_tile, thread, tv=tv, other=-math.inf, type=frag(dtype, values), name="xs",
+                     **cache_attrs(hints.x))
     x32 = xs if dtype == "f32" else b.frag.cast(xs, type=frag("f32", values), name="x32")
     reduce = {"tv": tv, "tile": tile, "mode": 1}
     top = b.frag.reduce(x32, thread, kind="max", **reduce, name="top")
