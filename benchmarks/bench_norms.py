@@ -19,8 +19,11 @@ says so (with torch's GB/s) instead of counting it as missed.
 against float64 first): a comma-separated list, each variant ``default`` or settings joined by ``+`` — ``values=V``
 (values per thread: the tiling ``choose_norm_config`` picks with max_values V), ``variance=two-pass|shifted|merged``
 (LayerNorm only), ``params=late|early``, ``epilogue=E`` (epilogue_values), ``source=registers|reload`` (x_source),
-``inverse=approx|rn`` (inverse_n: how 1/n is formed; ``rn`` is the IEEE reciprocal of s11, which spilled at 16384);
-e.g. ``--variants values=16,values=32+epilogue=8+source=reload,variance=merged,params=early,epilogue=16``.
+``inverse=approx|rn`` (inverse_n: how 1/n is formed; ``rn`` is the IEEE reciprocal of s11, which spilled at 16384),
+``cache=default|stream|stream_evict_first|stream_no_allocate|stream_l2`` (RowConfig.cache: PTX cache hints on the x
+loads, y stores and weight/bias loads; ``rowwise.CACHE_POLICIES``); e.g.
+``--variants values=16,values=32+epilogue=8+source=reload,variance=merged,params=early,epilogue=16,cache=stream``.
+The softmax takes the variants that set ``cache`` and nothing but ``cache`` and ``values``.
 Writes JSON (default ``$OUT/bench_norms.json`` or ``./bench_norms.json``); the short table comes last.
 """
 from __future__ import annotations
@@ -31,6 +34,7 @@ import os
 import pathlib
 import statistics
 import sys
+from dataclasses import replace
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -43,7 +47,8 @@ TOLERANCE = {"bf16": 8e-3, "f32": 1e-5}
 INNER = 5
 SETTINGS = {"values": ("max_values", int), "variance": ("variance", str), "params": ("params", str),
             "epilogue": ("epilogue_values", int), "source": ("x_source", str),
-            "inverse": ("inverse_n", str)}
+            "inverse": ("inverse_n", str), "cache": ("cache", str)}
+SOFTMAX_FIELDS = {"max_values", "cache"}
 
 
 def parse_variants(text: str) -> list:
@@ -131,6 +136,11 @@ def main(argv=None):
                 ours = lambda: softmax(x)                                      # noqa: E731
                 theirs = lambda: torch.softmax(x, dim=-1)                      # noqa: E731
                 reference = lambda rows: torch.softmax(rows.double(), dim=-1)  # noqa: E731
+                for spec, fields in variants:
+                    if "cache" in fields and set(fields) <= SOFTMAX_FIELDS:
+                        config = replace(choose_row_config(n, dtype, fields.get("max_values", SOFTMAX_VALUES)),
+                                         cache=fields["cache"])
+                        extra[spec] = (config, lambda c=config: softmax(x, config=c))
             elif op == "rms_norm":
                 ours = lambda: rms_norm(x, w, 1e-6)                            # noqa: E731
                 theirs = lambda: F.rms_norm(x, (n,), w, 1e-6)                  # noqa: E731

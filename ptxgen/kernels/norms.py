@@ -34,8 +34,8 @@ import layoutc as lc
 from ptxgen.ir.builder import KernelBuilder, cdiv, f32, frag, gtensor, i32
 
 from .arguments import as_callers
-from .rowwise import (Operand, RowConfig, check_config, choose_row_config, empty_like, rows_of, run,
-                      vector_of)
+from .rowwise import (Operand, RowConfig, cache_attrs, check_config, choose_row_config, empty_like, rows_of,
+                      run, vector_of)
 
 MAX_VALUES = 32        # values per thread of both norms (see choose_norm_config)
 # values per thread of one epilogue chunk (see build): what fits 64 registers without spilling (ptxas, sm_90a) —
@@ -73,6 +73,9 @@ class NormConfig(RowConfig):
       after the reduction, where every value of x and the cross-warp partial sums are live, and the call's clobbered
       registers then spill (RMSNorm bf16 at N = 16384: 48 bytes with nvJitLink 13.0, 96-128 bytes local on the
       driver; LayerNorm's first use comes earlier, at lower pressure).
+    - ``cache`` (RowConfig's, keyword only): the cache hints of x, y and the weight and bias
+      (``rowwise.CACHE_POLICIES``); with ``x_source="reload"`` the first read of x keeps the default (the epilogue
+      reads it again from L2) and the re-read takes x's hint.
 
     ``NormConfig("bf16", 512, 4)`` is a (1, 16384) tile of 512 threads × 32 values, two-pass, chunks of 8, late."""
 
@@ -131,7 +134,7 @@ def as_norm_config(config: RowConfig, kind: str = "layer") -> NormConfig:
     if isinstance(config, NormConfig):
         return config
     return NormConfig(config.dtype, config.threads, config.vectors, config.rows, config.ctas_per_sm,
-                      epilogue_values=EPILOGUE_VALUES.get(kind, EPILOGUE_VALUES["layer"]))
+                      epilogue_values=EPILOGUE_VALUES.get(kind, EPILOGUE_VALUES["layer"]), cache=config.cache)
 
 
 def build(config: RowConfig, kind: str, weight: bool, bias: bool = False):
@@ -171,7 +174,11 @@ def build(config: RowConfig, kind: str, weight: bool, bias: bool = False):
         inverse_n = b.frag.extract(b.frag.rcp(b.frag.splat(n_f32, type=frag("f32", 1), name="n_frag"),
                                               rounding="approx", name="inverse_n_frag"), index=0, name="inverse_n")
     x_tile = b.gmem.tile(kb["x"], row0, zero, shape=tile, name="x_tile")
-    loaded = b.gmem.load(x_tile, thread, tv=tv, type=io_frag, name="loaded")   # columns past the row read 0
+    hints = config.hints
+    # x is read once, unless the epilogue reads it again (x_source="reload": then the second read is the last)
+    x_hint = hints.x if config.x_source == "registers" else "normal"
+    loaded = b.gmem.load(x_tile, thread, tv=tv, type=io_frag, name="loaded",  # columns past the row read 0
+                         **cache_attrs(x_hint))
     x32 = to_f32(loaded, "x32")
 
     # the epilogue's chunks: vectors j·per … j·per + per - 1 of each thread, columns j·chunk.cols … of the tile
@@ -190,7 +197,7 @@ def build(config: RowConfig, kind: str, weight: bool, bias: bool = False):
                 view = b.gmem.tile(kb[name], b.const(j * chunk.cols, i32, name=f"{name}_col{j}"),
                                    shape=(chunk.cols,), name=f"{name}_tile{j}")
                 entries[name] = b.gmem.load(view, thread, tv=line_tv, type=frag(dtype, chunk_values),
-                                            name=f"{name}s{j}")
+                                            name=f"{name}s{j}", **cache_attrs(hints.params))
         return entries
 
     early = [params_of(j) for j in range(config.vectors // per)] if config.params == "early" else None
@@ -234,7 +241,8 @@ def build(config: RowConfig, kind: str, weight: bool, bias: bool = False):
         else:
             view = b.gmem.tile(kb["x"], row0, b.const(j * chunk.cols, i32, name=f"x_col{j}"), shape=chunk_tile,
                                name=f"x_again{j}")
-            part = b.gmem.load(view, thread, tv=chunk_tv, type=frag(dtype, chunk_values), name=f"xs{j}")
+            part = b.gmem.load(view, thread, tv=chunk_tv, type=frag(dtype, chunk_values), name=f"xs{j}",
+                               **cache_attrs(hints.x))
             if dtype != "f32":
                 part = b.frag.cast(part, type=frag("f32", chunk_values), name=f"x32_{j}")
             if subtract is not None:
@@ -251,9 +259,10 @@ def build(config: RowConfig, kind: str, weight: bool, bias: bool = False):
         ys = y32 if dtype == "f32" else b.frag.cast(y32, type=frag(dtype, chunk_values), name=f"ys{j}")
         y_chunk = b.gmem.tile(kb["y"], row0, b.const(j * chunk.cols, i32, name=f"col{j}"), shape=chunk_tile,
                               name=f"y_tile{j}")
-        b.gmem.store(y_chunk, thread, ys, tv=chunk_tv)
+        b.gmem.store(y_chunk, thread, ys, tv=chunk_tv, **cache_attrs(hints.y))
     flags = ("w" if weight else "") + ("b" if bias else "")
     variant = f"{config.variance},{config.epilogue_values},{config.params},{config.x_source},{config.inverse_n}"
+    variant += "" if config.cache == "default" else f",{config.cache}"
     return kb.module(f"ptxgen/kernels/norms[{kind},{dtype},{config.threads}x{config.vectors}x{config.rows},{flags},"
                      f"{variant}]")
 

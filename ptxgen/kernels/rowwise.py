@@ -13,11 +13,12 @@ ctas_per_sm=1)``: a (1, 16384) tile, TV ``(1024,(8,2)):(8,(1,8192))``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 import layoutc as lc
+from ptxgen.ir.suggest import did_you_mean
 
 from .arguments import Arg, stream
 
@@ -31,14 +32,47 @@ LONGEST_ROW = 16384    # the longest row the ops take
 
 
 @dataclass(frozen=True)
+class CachePolicy:
+    """The gmem.load/store ``cache`` hints (spec/tile-ir.md §4.4) of a row kernel's three streams: ``x`` (read once),
+    ``y`` (written once) and ``params`` (the weight and bias, which every row reads again)."""
+
+    x: str
+    y: str
+    params: str
+
+
+# RowConfig.cache → the hints. x is read once and y written once, so both may leave the caches first; the weight and
+# bias are re-read by every CTA, so they may stay. The PTX ISA's read-once operator is ``.cs`` (evict-first in L1
+# and L2: "streaming"); the L1-only priorities and the L2 policy are the alternatives the benchmark times beside it.
+CACHE_POLICIES = {
+    "default": CachePolicy("normal", "normal", "normal"),
+    "stream": CachePolicy("streaming", "streaming", "evict_last"),
+    "stream_evict_first": CachePolicy("evict_first", "streaming", "evict_last"),
+    "stream_no_allocate": CachePolicy("no_allocate", "streaming", "evict_last"),
+    "stream_l2": CachePolicy("l2_evict_first", "streaming", "evict_last"),
+}
+
+
+@dataclass(frozen=True)
 class RowConfig:
-    """A CTA of ``rows`` × ``threads`` threads holding ``rows`` rows of up to ``cols`` elements of ``dtype``."""
+    """A CTA of ``rows`` × ``threads`` threads holding ``rows`` rows of up to ``cols`` elements of ``dtype``;
+    ``cache`` (keyword only) names the cache hints of its global accesses (``CACHE_POLICIES``): ``"default"`` none,
+    ``"stream"`` x read with ``ld.global.cs``, y written with ``st.global.cs``, the weight and bias read with
+    ``.L1::evict_last``; ``"stream_evict_first"`` / ``"stream_no_allocate"`` / ``"stream_l2"`` the same with x read
+    ``.L1::evict_first`` / ``.L1::no_allocate`` / with an L2 evict-first policy."""
 
     dtype: str
     threads: int
     vectors: int
     rows: int = 1
     ctas_per_sm: int = 1
+    cache: str = field(default="default", kw_only=True)
+
+    @property
+    def hints(self) -> CachePolicy:
+        """The cache hints of ``cache``: ``RowConfig("bf16", 512, 4, cache="stream").hints`` →
+        ``CachePolicy(x="streaming", y="streaming", params="evict_last")``. Pre: a valid cache name."""
+        return CACHE_POLICIES[self.cache]
 
     @property
     def vec(self) -> int:
@@ -65,7 +99,8 @@ class RowConfig:
 
     def validate(self) -> None:
         """The rules: a known dtype; threads a power of two from 1 to 1024; the block at most 1024 threads; at most
-        MAX_VALUES values per thread; ctas_per_sm CTAs fit an SM's 2048 threads. ``RowConfig("f32", 96, 1)`` →
+        MAX_VALUES values per thread; ctas_per_sm CTAs fit an SM's 2048 threads; a known cache policy.
+        ``RowConfig("f32", 96, 1)`` →
         ``ValueError: RowConfig: threads must be a power of two from 1 to 1024, not 96``. Post: returns None only
         when every rule holds."""
         if self.dtype not in ELEMENT_BYTES:
@@ -80,6 +115,9 @@ class RowConfig:
         if self.ctas_per_sm < 1 or self.ctas_per_sm * self.block > SM_THREADS:
             raise ValueError(f"RowConfig: ctas_per_sm must be 1 to {SM_THREADS // self.block} (CTAs of {self.block} "
                              f"threads in an SM's {SM_THREADS}), not {self.ctas_per_sm}")
+        if self.cache not in CACHE_POLICIES:
+            raise ValueError(f"RowConfig: cache must be one of {', '.join(CACHE_POLICIES)}, not {self.cache!r}"
+                             f"{did_you_mean(str(self.cache), CACHE_POLICIES)}")
 
     def layouts(self):
         """(tile, tv): the (rows, cols) tile and its TV layout ``(threads·rows, (vec, vectors))``, derived with
@@ -90,6 +128,13 @@ class RowConfig:
                                       lc.Layout((1, self.vec)))
         repeat = lc.Layout(self.vectors, lc.product(tiler))
         return self.tile, lc.make_layout(tv[0], lc.make_layout(tv[1], repeat))
+
+
+def cache_attrs(hint: str) -> dict:
+    """The builder keyword of gmem.load/store's cache hint ``hint``: ``cache_attrs("streaming")`` →
+    ``{"cache": "streaming"}``, ``cache_attrs("normal")`` → ``{}`` (the op's text stays as it was without hints).
+    Post: ``b.gmem.load(..., **cache_attrs(h))`` carries ``h`` unless it is the default."""
+    return {} if hint == "normal" else {"cache": hint}
 
 
 def longest_row(dtype: str) -> int:

@@ -23,7 +23,8 @@ import layoutc as lc
 from ptxgen.ir.builder import KernelBuilder, cdiv, f32, frag, gtensor, i32
 
 from .arguments import as_callers
-from .rowwise import Operand, RowConfig, check_config, choose_row_config, empty_like, rows_of, run
+from .rowwise import (Operand, RowConfig, cache_attrs, check_config, choose_row_config, empty_like, rows_of,
+                      run)
 
 LOG2E = 1.4426950408889634
 MAX_VALUES = 32   # values per thread: softmax fits them in 64 registers, so 16384 bf16 takes 2 CTAs of 512 per SM
@@ -47,7 +48,9 @@ def build(config: RowConfig):
     x_tile = b.gmem.tile(kb["x"], row0, zero, shape=tile, name="x_tile")
     y_tile = b.gmem.tile(kb["y"], row0, zero, shape=tile, name="y_tile")
     # columns past the row's end read -inf: they change neither the maximum nor (exp(-inf) = 0) the sum
-    xs = b.gmem.load(x_tile, thread, tv=tv, other=-math.inf, type=frag(dtype, values), name="xs")
+    hints = config.hints
+    xs = b.gmem.load(x_tile, thread, tv=tv, other=-math.inf, type=frag(dtype, values), name="xs",
+                     **cache_attrs(hints.x))
     x32 = xs if dtype == "f32" else b.frag.cast(xs, type=frag("f32", values), name="x32")
     reduce = {"tv": tv, "tile": tile, "mode": 1}
     top = b.frag.reduce(x32, thread, kind="max", **reduce, name="top")
@@ -58,8 +61,9 @@ def build(config: RowConfig):
     inverse = b.frag.rcp(total, rounding="rn", name="inverse")
     y32 = b.frag.mul(exps, inverse, name="y32")
     ys = y32 if dtype == "f32" else b.frag.cast(y32, type=frag(dtype, values), name="ys")
-    b.gmem.store(y_tile, thread, ys, tv=tv)
-    return kb.module(f"ptxgen/kernels/softmax[{config.dtype},{config.threads}x{config.vectors}x{config.rows}]")
+    b.gmem.store(y_tile, thread, ys, tv=tv, **cache_attrs(hints.y))
+    cache = "" if config.cache == "default" else f",{config.cache}"
+    return kb.module(f"ptxgen/kernels/softmax[{config.dtype},{config.threads}x{config.vectors}x{config.rows}{cache}]")
 
 
 def softmax(x, dim: int = -1, *, config: RowConfig | None = None):

@@ -20,7 +20,7 @@ from ..ir.ops import element_bytes
 from ..ir.types import ScalarType
 from . import ptx_table
 from .plans import coordinate_layout, plan_access
-from .values import I8, I32, I64, GView, memory_type, pow2_divisor
+from .values import I8, I16, I32, I64, GView, memory_type, pow2_divisor
 
 
 class GmemAddresses:
@@ -122,8 +122,10 @@ class GmemAddresses:
         return self.lx.b.icmp_unsigned("!=", x, ir.Constant(I8, 0)) if self.dtype.name == "i1" else x
 
 
-def load(lx, view: GView, thread, tv, dtype: ScalarType, other=0.0) -> list:
-    """gmem.load: the thread's values (value order), ``other`` where an element is outside the tensor.
+def load(lx, view: GView, thread, tv, dtype: ScalarType, other=0.0, cache: str = "normal") -> list:
+    """gmem.load: the thread's values (value order), ``other`` where an element is outside the tensor; every access
+    (vector, edge element) carries ``cache``'s qualifier (``ptx_table.CACHE_QUALIFIERS``: ``streaming`` →
+    ``ld.global.cs.v4.b32``), ``normal`` leaves them plain LLVM loads.
 
     A view with stride-0 modes (``TensorSpec.broadcast``: a bias row expanded over the tile's rows) is read once per
     distinct address: the groups whose coordinates differ only along those modes share one (vector) load, guarded by
@@ -149,33 +151,33 @@ def load(lx, view: GView, thread, tv, dtype: ScalarType, other=0.0) -> list:
             same_element[element] = v0
         cs = at.coords(v0)
         if not at.broadcast:
-            lanes = _load_group(lx, at, group, cs, at.pointer(v0), other_c)
+            lanes = _load_group(lx, at, group, cs, at.pointer(v0), other_c, cache=cache)
             for v, x in zip(group, lanes):
                 results[v] = x
             continue
         key = tuple(at.plan.coords[m].values[v0] for m in kept)
         if key not in loaded:
-            loaded[key] = _load_group(lx, at, group, cs, at.pointer(v0), other_c, kept)
+            loaded[key] = _load_group(lx, at, group, cs, at.pointer(v0), other_c, kept, cache)
         own = at.inside(cs, modes=at.broadcast)
         for v, x in zip(group, loaded[key]):
             results[v] = b.select(own, x, other_c)
     return results
 
 
-def _load_group(lx, at: GmemAddresses, group, cs, ptr, other_c, modes=None) -> list:
+def _load_group(lx, at: GmemAddresses, group, cs, ptr, other_c, modes=None, cache: str = "normal") -> list:
     """The values of one access group (``at.width`` lanes from ``ptr``, coordinates ``cs`` of its first), ``other``
     where outside the tensor along ``modes`` (default all): one vector load where the whole vector is inside, element
     by element at the edge."""
     b = lx.b
     k, mem_t, esize = at.width, at.mem_t, at.esize
     if k == 1:
-        return [_guarded_load(lx, at.inside(cs, modes=modes), ptr, mem_t, esize, other_c, at.from_mem)]
+        return [_guarded_load(lx, at.inside(cs, modes=modes), ptr, mem_t, esize, other_c, at.from_mem, cache)]
     vt = ir.VectorType(mem_t, k)
     full = at.vector_inside(cs, modes)
     fast, slow, done = lx.block("vec"), lx.block("vec.edge"), lx.block("vec.done")
     b.cbranch(full, fast, slow)
     b.position_at_end(fast)
-    vec = b.load(ptr, typ=vt, align=k * esize)
+    vec = _load(lx, ptr, vt, k * esize, cache)
     fast_vals = [at.from_mem(b.extract_element(vec, lx.i32(j))) for j in range(k)]
     fast_end = b.block
     b.branch(done)
@@ -185,7 +187,7 @@ def _load_group(lx, at: GmemAddresses, group, cs, ptr, other_c, modes=None) -> l
         for j in range(len(group)):
             pj = at.inside(cs, j, modes=modes)
             lane_ptr = ptr if j == 0 else b.gep(ptr, [lx.i64(j)], source_etype=mem_t)
-            slow_vals.append(_guarded_load(lx, pj, lane_ptr, mem_t, esize, other_c, at.from_mem))
+            slow_vals.append(_guarded_load(lx, pj, lane_ptr, mem_t, esize, other_c, at.from_mem, cache))
     else:
         slow_vals = [other_c] * k
     slow_end = b.block
@@ -200,9 +202,10 @@ def _load_group(lx, at: GmemAddresses, group, cs, ptr, other_c, modes=None) -> l
     return out
 
 
-def store(lx, view: GView, thread, tv, dtype: ScalarType, values) -> None:
-    """gmem.store: write the thread's ``values`` (value order) where their elements are inside the tensor.
-    Post: no element outside the tensor is written."""
+def store(lx, view: GView, thread, tv, dtype: ScalarType, values, cache: str = "normal") -> None:
+    """gmem.store: write the thread's ``values`` (value order) where their elements are inside the tensor, every
+    access with ``cache``'s qualifier (``streaming`` → ``st.global.cs.v4.b32``; ``normal``: plain LLVM stores and
+    the unqualified predicated store). Post: no element outside the tensor is written."""
     b = lx.b
     at = GmemAddresses(lx, view, thread, tv, dtype)
     k, mem_t, esize = at.width, at.mem_t, at.esize
@@ -218,24 +221,24 @@ def store(lx, view: GView, thread, tv, dtype: ScalarType, values) -> None:
         cs = at.coords(v0)
         ptr = at.pointer(v0)
         if k == 1:
-            _branched_store(lx, at.inside(cs), ptr, at.to_mem(values[v0]), esize)
+            _branched_store(lx, at.inside(cs), ptr, at.to_mem(values[v0]), esize, cache)
             continue
         vt = ir.VectorType(mem_t, k)
         full = at.vector_inside(cs)
         if at.exact and k * esize >= 4:  # all of the vector or none of it: no branch
-            _predicated_store(lx, full, ptr, packed(vt, group), k * esize)
+            _predicated_store(lx, full, ptr, packed(vt, group), k * esize, cache)
             continue
         fast, slow, done = lx.block("vec"), lx.block("vec.edge"), lx.block("vec.done")
         b.cbranch(full, fast, slow)
         b.position_at_end(fast)
-        b.store(packed(vt, group), ptr, align=k * esize)
+        _store(lx, ptr, packed(vt, group), k * esize, cache)
         b.branch(done)
         b.position_at_end(slow)
         if not at.exact:
             for j, v in enumerate(group):
                 pj = at.inside(cs, j)
                 lane_ptr = ptr if j == 0 else b.gep(ptr, [lx.i64(j)], source_etype=mem_t)
-                _branched_store(lx, pj, lane_ptr, at.to_mem(values[v]), esize)
+                _branched_store(lx, pj, lane_ptr, at.to_mem(values[v]), esize, cache)
         b.branch(done)
         b.position_at_end(done)
 
@@ -247,13 +250,13 @@ def _and_all(b, preds):
     return out
 
 
-def _guarded_load(lx, pred, ptr, mem_t, esize, other, from_mem):
+def _guarded_load(lx, pred, ptr, mem_t, esize, other, from_mem, cache="normal"):
     b = lx.b
     then, done = lx.block("ld"), lx.block("ld.done")
     start = b.block
     b.cbranch(pred, then, done)
     b.position_at_end(then)
-    val = from_mem(b.load(ptr, typ=mem_t, align=esize))
+    val = from_mem(_load(lx, ptr, mem_t, esize, cache))
     b.branch(done)
     b.position_at_end(done)
     phi = b.phi(val.type)
@@ -262,7 +265,7 @@ def _guarded_load(lx, pred, ptr, mem_t, esize, other, from_mem):
     return phi
 
 
-def _predicated_store(lx, pred, ptr, vec, nbytes):
+def _predicated_store(lx, pred, ptr, vec, nbytes, cache="normal"):
     """Store the vector ``vec`` of ``nbytes`` (4, 8 or 16) bytes at ``ptr`` (aligned to that) where ``pred`` holds:
     ONE predicated ``st.global`` (``ptx_table.st_global_if``), as Triton stores edge tiles. No branch, so a
     fragment's epilogue stays one basic block: gemm_hopper's 64 guarded bf16x2 stores were 64 diamonds, a sizeable
@@ -273,14 +276,52 @@ def _predicated_store(lx, pred, ptr, vec, nbytes):
     words = nbytes // 4
     raw = b.bitcast(vec, I32 if words == 1 else ir.VectorType(I32, words))
     parts = [raw] if words == 1 else [b.extract_element(raw, lx.i32(j)) for j in range(words)]
-    ptx_table.emit(lx, ptx_table.st_global_if(nbytes), [b.zext(pred, I32), b.ptrtoint(ptr, I64), *parts])
+    ptx_table.emit(lx, ptx_table.st_global_if(nbytes, cache), [b.zext(pred, I32), b.ptrtoint(ptr, I64), *parts])
 
 
-def _branched_store(lx, pred, ptr, value, align):
+def _branched_store(lx, pred, ptr, value, align, cache="normal"):
     b = lx.b
     then, done = lx.block("st"), lx.block("st.done")
     b.cbranch(pred, then, done)
     b.position_at_end(then)
-    b.store(value, ptr, align=align)
+    _store(lx, ptr, value, align, cache)
     b.branch(done)
     b.position_at_end(done)
+
+
+# the integer registers of an access of so many bytes (ptx_table's ``ld_global``/``st_global`` operands)
+_WORDS = {1: (I16, 1), 2: (I16, 1), 4: (I32, 1), 8: (I32, 2), 16: (I32, 4)}
+
+
+def _load(lx, ptr, typ, nbytes: int, cache: str):
+    """The ``nbytes`` bytes at ``ptr`` (aligned to them) as LLVM type ``typ`` (an element or a vector of them): a
+    plain LLVM load for ``normal``, else ``ptx_table.ld_global(nbytes, cache)`` (``ld.global.cs.v4.b32``) and its
+    words reinterpreted as ``typ``."""
+    b = lx.b
+    if cache == "normal":
+        return b.load(ptr, typ=typ, align=nbytes)
+    word, count = _WORDS[nbytes]
+    raw = ptx_table.emit(lx, ptx_table.ld_global(nbytes, cache), [b.ptrtoint(ptr, I64)])
+    if count == 1:
+        return b.bitcast(b.trunc(raw, I8) if nbytes == 1 else raw, typ)
+    vec = ir.Constant(ir.VectorType(word, count), None)
+    for j in range(count):
+        vec = b.insert_element(vec, b.extract_value(raw, j), lx.i32(j))
+    return b.bitcast(vec, typ)
+
+
+def _store(lx, ptr, value, nbytes: int, cache: str) -> None:
+    """Store ``value`` (``nbytes`` bytes: an element or a vector of them) at ``ptr`` (aligned to them): a plain LLVM
+    store for ``normal``, else ``ptx_table.st_global(nbytes, cache)`` on its words (``st.global.cs.v4.b32``)."""
+    b = lx.b
+    if cache == "normal":
+        b.store(value, ptr, align=nbytes)
+        return
+    word, count = _WORDS[nbytes]
+    if count == 1:
+        raw = b.zext(b.bitcast(value, I8), I16) if nbytes == 1 else b.bitcast(value, word)
+        words = [raw]
+    else:
+        vec = b.bitcast(value, ir.VectorType(word, count))
+        words = [b.extract_element(vec, lx.i32(j)) for j in range(count)]
+    ptx_table.emit(lx, ptx_table.st_global(nbytes, cache), [b.ptrtoint(ptr, I64), *words])

@@ -4,7 +4,8 @@
 the mbarrier forms (init, arrive, arrive.expect_tx, try_wait.parity), the fences (mbarrier init, async proxy), the
 CTA barrier, the flags between CTAs (``red.release.gpu.add``, ``ld.acquire.gpu``) and the TMA tile copies with their bulk-group completion (``tma_load(rank)``, ``tma_store(rank)``),
 the TMA L2 prefetch (``tma_prefetch(rank)``), ``stmatrix(num, trans)``, predicated global stores
-(``st_global_if(bytes)``), and the warpgroup ops further down (wgmma SS
+(``st_global_if(bytes, cache)``), global loads and stores with a cache hint (``ld_global(bytes, cache)``,
+``st_global(bytes, cache)``: gmem.load/store's ``cache``, ``CACHE_QUALIFIERS``), and the warpgroup ops further down (wgmma SS
 and RS forms: ``wgmma_mma``, ``wgmma_mma_rs``; setmaxnreg; named barriers).
 
 An entry gives the PTX template (``$0`` the result, ``$1…`` the operands), the LLVM constraint string, the result
@@ -282,19 +283,90 @@ def _wgmma_chain(base: str, n: int, ab_type: str, a_constraints: list, trans: st
     return name
 
 
-def st_global_if(nbytes: int) -> str:
-    """The table entry (added on first use) of a predicated global store of ``nbytes`` (4, 8 or 16) bytes: ``$0``
-    the condition (i32, stored where non-zero), ``$1`` the 64-bit global address (aligned to ``nbytes``), then the
-    value as one, two or four b32 words. ``st_global_if(8)`` → ``"st.global.if.8"``, whose PTX is
-    ``@%p st.global.v2.b32 [addr], {w0, w1};``. Post: ``TABLE[name]`` exists."""
-    name = f"st.global.if.{nbytes}"
+# gmem.load/store's ``cache`` hints (ptxgen.ir.ops.gmem.CACHE_HINTS) → (the qualifier after ``ld.global``/``st.global``,
+# the L2 priority of a ``createpolicy.fractional`` policy passed with ``.L2::cache_hint``, or None). Every one assembles
+# for sm_90a at PTX 8.0 on loads and stores of 1 to 16 bytes (nvJitLink; tests/ptxgen/test_gmem_cache_hints.py).
+# ``.L2::evict_first`` written on ld/st itself needs sm_100 (ptxas: "requires .v8.b32/.v4.b64"), so on sm_90 an L2
+# priority of its own goes through a policy register; ``.cs`` is evict-first in L1 and L2 both.
+CACHE_QUALIFIERS = {
+    "normal": ("", None),
+    "evict_first": (".L1::evict_first", None),
+    "evict_last": (".L1::evict_last", None),
+    "no_allocate": (".L1::no_allocate", None),
+    "streaming": (".cs", None),
+    "l2_evict_first": (".L2::cache_hint", "evict_first"),
+    "l2_evict_last": (".L2::cache_hint", "evict_last"),
+}
+
+# one access of ``nbytes`` bytes: its PTX type and register constraint, and how many registers
+_ACCESS = {1: (".b8", "h", 1), 2: (".b16", "h", 1), 4: (".b32", "r", 1), 8: (".v2.b32", "r", 2),
+           16: (".v4.b32", "r", 4)}
+_REG_TYPES = {"h": I16, "r": I32}
+
+
+def _cached_access(op: str, nbytes: int, cache: str, operands: str, guard: str = "") -> str:
+    """The PTX of ``op`` (ld/st) ``.global`` with ``cache``'s qualifier on ``nbytes`` bytes, ``operands`` its operand
+    text, ``guard`` its predicate prefix (``"@%p "``); for an L2 hint the policy register ``%policy`` is declared and
+    created first (the caller wraps the whole in braces)."""
+    qualifier, l2 = CACHE_QUALIFIERS[cache]
+    access = f"{guard}{op}.global{qualifier}{_ACCESS[nbytes][0]} {operands}{', %policy' if l2 else ''};"
+    if not l2:
+        return access
+    return f".reg .b64 %policy; createpolicy.fractional.L2::{l2}.b64 %policy, 1.0; {access}"
+
+
+def _registers(first: int, count: int) -> str:
+    regs = ", ".join(f"${first + i}" for i in range(count))
+    return regs if count == 1 else f"{{{regs}}}"
+
+
+def ld_global(nbytes: int, cache: str) -> str:
+    """The table entry (added on first use) of a global load of ``nbytes`` (1, 2, 4, 8 or 16) bytes with gmem.load's
+    ``cache`` hint: ``$0…`` the value as one b8/b16 register (``h``) or one, two or four b32 words, then the 64-bit
+    global address (aligned to ``nbytes``). ``ld_global(16, "streaming")`` → ``"ld.global.streaming.16"``, whose PTX is
+    ``ld.global.cs.v4.b32 {w0, w1, w2, w3}, [addr];``. No side effect: LLVM keeps it in order with the other memory
+    accesses (an asm call may touch memory), and drops it when its value is unused. Post: ``TABLE[name]`` exists."""
+    name = f"ld.global.{cache}.{nbytes}"
+    if name not in TABLE:
+        _kind, letter, count = _ACCESS[nbytes]
+        body = _cached_access("ld", nbytes, cache, f"{_registers(0, count)}, [${count}]")
+        template = body if not CACHE_QUALIFIERS[cache][1] else f"{{ {body} }}"
+        reg = _REG_TYPES[letter]
+        TABLE[name] = PtxInstr(template, ",".join([f"={letter}"] * count + ["l"]),
+                               reg if count == 1 else ir.LiteralStructType([reg] * count), (I64,),
+                               doc=f"load {nbytes} bytes at ${count} ({cache})")
+    return name
+
+
+def st_global(nbytes: int, cache: str) -> str:
+    """The table entry (added on first use) of a global store of ``nbytes`` (1, 2, 4, 8 or 16) bytes with
+    gmem.store's ``cache`` hint: ``$0`` the 64-bit global address (aligned to ``nbytes``), then the value as one
+    b8/b16 register or one, two or four b32 words. ``st_global(16, "streaming")`` → ``"st.global.streaming.16"``:
+    ``st.global.cs.v4.b32 [addr], {w0, w1, w2, w3};``. Post: ``TABLE[name]`` exists."""
+    name = f"st.global.{cache}.{nbytes}"
+    if name not in TABLE:
+        _kind, letter, count = _ACCESS[nbytes]
+        body = _cached_access("st", nbytes, cache, f"[$0], {_registers(1, count)}")
+        template = body if not CACHE_QUALIFIERS[cache][1] else f"{{ {body} }}"
+        reg = _REG_TYPES[letter]
+        TABLE[name] = PtxInstr(template, ",".join(["l"] + [letter] * count), VOID, (I64,) + (reg,) * count,
+                               side_effect=True, doc=f"store {nbytes} bytes at $0 ({cache})")
+    return name
+
+
+def st_global_if(nbytes: int, cache: str = "normal") -> str:
+    """The table entry (added on first use) of a predicated global store of ``nbytes`` (4, 8 or 16) bytes with
+    gmem.store's ``cache`` hint: ``$0`` the condition (i32, stored where non-zero), ``$1`` the 64-bit global address
+    (aligned to ``nbytes``), then the value as one, two or four b32 words. ``st_global_if(8)`` →
+    ``"st.global.if.8"``, whose PTX is ``@%p st.global.v2.b32 [addr], {w0, w1};``; ``st_global_if(16, "streaming")``
+    → ``"st.global.if.16.streaming"`` (``@%p st.global.cs.v4.b32 …``). Post: ``TABLE[name]`` exists."""
+    name = f"st.global.if.{nbytes}" + ("" if cache == "normal" else f".{cache}")
     if name not in TABLE:
         words = nbytes // 4
-        regs = ", ".join(f"${2 + i}" for i in range(words))
-        what = f".b32 [$1], {regs}" if words == 1 else f".v{words}.b32 [$1], {{{regs}}}"
-        TABLE[name] = PtxInstr(f"{{ .reg .pred %p; setp.ne.b32 %p, $0, 0; @%p st.global{what}; }}",
+        body = _cached_access("st", nbytes, cache, f"[$1], {_registers(2, words)}", guard="@%p ")
+        TABLE[name] = PtxInstr(f"{{ .reg .pred %p; setp.ne.b32 %p, $0, 0; {body} }}",
                                ",".join(["r", "l"] + ["r"] * words), VOID, (I32, I64) + (I32,) * words,
-                               side_effect=True, doc=f"store {nbytes} bytes at $1 where $0 != 0")
+                               side_effect=True, doc=f"store {nbytes} bytes at $1 where $0 != 0 ({cache})")
     return name
 
 

@@ -6,6 +6,9 @@ import numpy as np
 
 import layoutc as lc
 
+from ..hostexpr import Word
+from ..suggest import did_you_mean
+from ..text import attribute_text
 from ..types import F32, I32, I64, FragmentType, GlobalTensorType, GlobalViewType
 from . import (
     TABLE_LIMIT,
@@ -115,7 +118,32 @@ class GTile(OpDef):
 
 
 
+# gmem.load/store's ``cache`` hints: how the accesses of a tile read once, or re-read by every CTA, may treat the
+# caches (PTX's cache operators and eviction priorities; spec/tile-ir.md §4.4). ``normal`` is the unqualified access.
+# Each maps to one qualifier in ptxgen.lower.ptx_table.CACHE_QUALIFIERS. A performance hint only: the values read and
+# written are the same, so the interpreter ignores it.
+CACHE_HINTS = ("normal", "evict_first", "evict_last", "no_allocate", "streaming", "l2_evict_first", "l2_evict_last")
+
+
 class _GmemAccess(OpDef):
+    optional_attrs = ("cache",)
+
+    def _check_cache(self, op, v):
+        """``cache``, when present, is one of CACHE_HINTS: ``gmem.load: attribute 'cache' must be one of normal,
+        evict_first, …, not evict_frist (did you mean 'evict_first'?)``."""
+        if "cache" not in op.attrs:
+            return
+        value = op.attrs["cache"]
+        if not isinstance(value, (Word, str)) or str(value) not in CACHE_HINTS:
+            hint = did_you_mean(str(value), CACHE_HINTS) if isinstance(value, (Word, str)) else ""
+            v.error(op, f"attribute 'cache' must be one of {', '.join(CACHE_HINTS)}, not {attribute_text(value)}"
+                        f"{hint}")
+
+    @staticmethod
+    def cache(op) -> str:
+        """The op's cache hint (``normal`` when absent)."""
+        return str(op.attrs.get("cache", "normal"))
+
     def _check_view_and_thread(self, op, v, view, thread):
         if not isinstance(view.type, GlobalViewType):
             v.error(op, f"the first operand must be a gview, not {view.type}")
@@ -143,7 +171,7 @@ class GLoad(_GmemAccess):
     name = "gmem.load"
     summary = "each thread reads its values of a global tile (out-of-bounds values read `other`)"
     required_attrs = ("tv",)
-    optional_attrs = ("other",)
+    optional_attrs = ("other", "cache")
     num_operands = 2
     num_results = 1
 
@@ -165,6 +193,7 @@ class GLoad(_GmemAccess):
             problem = value_problem(other, t.dtype) if other is not None else None
             if problem:
                 v.error(op, f"other: {problem}")
+        self._check_cache(op, v)
 
     def interpret(self, op, ix):
         view, thread = op.operands
@@ -183,7 +212,7 @@ class GLoad(_GmemAccess):
         the width, else a per-element edge path), scalar predicated loads otherwise; out of bounds reads `other`."""
         view, thread = op.operands
         values = lx.gmem_load(lx.get(view), lx.get(thread), op.attrs["tv"], op.results[0].type.dtype,
-                              other=op.attrs.get("other", 0))
+                              other=op.attrs.get("other", 0), cache=self.cache(op))
         lx.set(op.results[0], values)
 
 
@@ -207,6 +236,7 @@ class GStore(_GmemAccess):
         tv = tv_attr(op, v)
         if tv is not None:
             verify_tv(op, v, tv, frag.type.shape, view.type.size)
+        self._check_cache(op, v)
 
     def interpret(self, op, ix):
         view, thread, frag = op.operands
@@ -220,7 +250,8 @@ class GStore(_GmemAccess):
     def lower(self, op, lx):
         """The inverse of gmem.load's lowering: vector stores where the plan allows, predicated; out of bounds skipped."""
         view, thread, frag = op.operands
-        lx.gmem_store(lx.get(view), lx.get(thread), op.attrs["tv"], frag.type.dtype, lx.get(frag))
+        lx.gmem_store(lx.get(view), lx.get(thread), op.attrs["tv"], frag.type.dtype, lx.get(frag),
+                      cache=self.cache(op))
 
 
 class _Flag(OpDef):
