@@ -2,6 +2,7 @@
 """Compile latency: IR text → ready-to-load cubin (→ loaded kernel on a GPU), cold and through the disk cache.
 
     python benchmarks/bench_compile.py [--examples gemm,sqrt_sin,l2norm,tma_copy] [--repeat 3]
+    python benchmarks/bench_compile.py --gemm [--shapes 4096x4096x14336] [--dtypes bf16] [--compileall]
 
 Per example, each in FRESH Python processes (``python -c``) against a private, initially EMPTY cache directory:
 
@@ -19,6 +20,19 @@ Per example, each in FRESH Python processes (``python -c``) against a private, i
   after the CUDA context exists) cold and cached, and the launch overhead per call of sqrt_sin on tiny torch
   tensors: a prepared site ``site()``, ``k(x=, z=, n=)`` and torch's own ``torch.add(a, b, out=c)``, host wall time over 10000 calls after a
   synchronize (no CUDA events), median of 5.
+
+``--gemm``: the cold first ``ptxgen.kernels.matmul`` of a new configuration instead (issue 17's "cold first call of a
+new config"), per shape (``--shapes``, default 4096x4096x14336: h128x256s4c2t2sk) and dtype, each in ``--processes``
+fresh processes with empty caches (``PTXGEN_CACHE_DIR``, ``CUDA_CACHE_PATH``), torch imported and its CUDA context
+created first where there is a GPU (numpy otherwise), then ``import ptxgen.kernels`` (timed), then the first call
+split into exclusive phases: ``imports`` (modules imported during the call: llvmlite, ptxgen.lower/runtime, cuda
+bindings), ``choose``, ``build`` (the IR of the config), ``verify``, ``hash`` (printing the IR for the cache key),
+``lower`` (IR → LLVM IR text, Python), ``llvm`` (LLVM parse, passes, NVPTX emission), ``store`` (the disk cache),
+``load`` (cuModuleLoadData: the driver's PTX JIT; GPU only) and ``other`` (the rest: argument checks, JitKernel,
+binding, launch). With a GPU the call is ``matmul(a, b)`` on torch tensors plus a synchronize; without one the same path
+up to the image handed to the driver (``jit_kernel(config).compile(spec)`` with the call's specialization).
+``--compileall`` byte-compiles layoutc and ptxgen first into a private ``PYTHONPYCACHEPREFIX`` (what ``pip install``
+does; a checkout run with ``PYTHONDONTWRITEBYTECODE`` compiles every source again in every process).
 
 ``spec``: every gtensor parameter contiguous in its last mode, 16-byte aligned, extent a multiple of 16 (what a
 launch with ordinary torch tensors gets). Writes JSON to ``$OUT/bench_compile.json`` (else ./bench_compile.json).
@@ -132,6 +146,107 @@ print("RESULT " + json.dumps({name: v * 1e6 for name, v in res.items()}))
 '''
 
 
+_GEMM = r'''
+import importlib, json, os, sys, time
+import importlib._bootstrap as bootstrap
+m, n, k = (int(x) for x in sys.argv[1].split("x"))
+dtype, gpu = sys.argv[2], sys.argv[3] == "1"
+t0 = time.perf_counter()
+if gpu:
+    import torch
+    torch.cuda.init(); torch.empty(1, device="cuda"); torch.cuda.synchronize()   # torch's CUDA context, as a caller has
+else:
+    import numpy
+pre_s = time.perf_counter() - t0
+t0 = time.perf_counter()
+import ptxgen.kernels
+import_s = time.perf_counter() - t0
+phases = {}
+imports = [0.0, 0]                      # seconds inside top-level imports during the call, nesting depth
+find_and_load = bootstrap._find_and_load
+PATCHES = [("ptxgen.kernels.linalg", "choose_config", "choose"), ("ptxgen.kernels.gemm.run", "build", "build"),
+           ("ptxgen.verify", "verify", "verify"), ("ptxgen.ir.text", "print_kernel", "hash"),
+           ("ptxgen.lower", "lower_kernel", "lower"), ("ptxgen.lower.target", "emit_ptx", "llvm"),
+           ("ptxgen.runtime.cache", "store", "store"), ("ptxgen.runtime.kernel_launch", "Module", "load")]
+def timed(mod, attr, phase):
+    fn = getattr(mod, attr)
+    def wrapped(*a, **kw):
+        s, before = time.perf_counter(), imports[0]
+        try:
+            return fn(*a, **kw)
+        finally:   # exclusive of the imports made inside (charged to "imports")
+            phases[phase] = phases.get(phase, 0.0) + time.perf_counter() - s - (imports[0] - before)
+    setattr(mod, attr, wrapped)
+def patch():
+    """wrap the phases' functions of the modules imported so far (the others once the call imports them)"""
+    for entry in list(PATCHES):
+        if entry[0] in sys.modules:
+            timed(sys.modules[entry[0]], entry[1], entry[2])
+            PATCHES.remove(entry)
+def timed_import(*a, **kw):
+    imports[1] += 1
+    s = time.perf_counter()
+    try:
+        return find_and_load(*a, **kw)
+    finally:
+        imports[1] -= 1
+        if not imports[1]:
+            imports[0] += time.perf_counter() - s
+            patch()
+from ptxgen.kernels.gemm import heuristic, run
+sms = torch.cuda.get_device_properties(0).multi_processor_count if gpu else 132
+config = heuristic.choose_config(m, n, k, dtype, sms)
+if gpu:
+    tdt = {"bf16": torch.bfloat16, "f16": torch.float16, "e4m3": torch.float8_e4m3fn}[dtype]
+    a = torch.randn(m, k, device="cuda").to(tdt)
+    b = torch.randn(n, k, device="cuda").to(tdt).T
+    torch.cuda.synchronize()
+    def first_call():
+        if dtype == "e4m3":
+            ptxgen.kernels.scaled_mm(a, b, 1.0, 1.0)
+        else:
+            ptxgen.kernels.matmul(a, b)
+        torch.cuda.synchronize()
+else:
+    import numpy as np
+    from numpy.lib.stride_tricks import as_strided
+    from ptxgen.kernels.gemm.schedule import streamk_buffers
+    import ml_dtypes
+    def stand_in(shape, host_dtype):   # the call's strides without the memory (only the specialization reads them)
+        base = np.zeros(64, host_dtype)
+        return as_strided(base, shape, (shape[1] * base.itemsize, base.itemsize))
+    def first_call():
+        cfg = ptxgen.kernels.linalg.choose_config(m, n, k, dtype, sms)
+        host = {"bf16": ml_dtypes.bfloat16, "f16": np.float16, "e4m3": ml_dtypes.float8_e4m3fn}[dtype]
+        out = ml_dtypes.bfloat16 if dtype == "e4m3" else host
+        args = run.kernel_arguments(cfg, stand_in((m, k), host), stand_in((n, k), host), stand_in((m, n), out), None,
+                                    m, n, k, lambda x: x.T, None)
+        args["sms"] = sms
+        if cfg.fp8:
+            args["scale_a"] = args["scale_b"] = 1.0
+        if cfg.streamk:
+            shapes = streamk_buffers(run.kernel_config(cfg), sms)
+            args["work"] = np.zeros(shapes["work"], np.float32)
+            args["flags"] = np.zeros(shapes["flags"], np.int32)
+        kern = run.jit_kernel(cfg)
+        compiled = kern.compile(kern.specialization(**args))
+        from ptxgen.runtime.kernel_launch import load_image
+        return load_image(compiled)
+patch()
+bootstrap._find_and_load = timed_import
+s = time.perf_counter()
+image = first_call()
+first_s = time.perf_counter() - s
+bootstrap._find_and_load = find_and_load
+phases["imports"] = imports[0]
+phases["other"] = first_s - sum(phases.values())
+print("RESULT " + json.dumps({"config": config.name, "pre_s": pre_s, "import_s": import_s, "first_s": first_s,
+                              "phases": phases, "image": image,
+                              "bytecode_writes": not sys.flags.dont_write_bytecode,
+                              "pycache_prefix": sys.pycache_prefix}))
+'''
+
+
 def _run(code: str, args, env) -> dict:
     out = subprocess.run([sys.executable, "-c", code, *map(str, args)], cwd=ROOT, env=env, capture_output=True,
                          text=True, timeout=600)
@@ -150,17 +265,68 @@ def _gpu() -> bool:
         return False
 
 
+GEMM_PHASES = ("imports", "choose", "build", "verify", "hash", "lower", "llvm", "store", "load", "other")
+
+
+def gemm_first_calls(args, gpu: bool, env: dict) -> dict:
+    """``--gemm``: the cold first matmul per shape and dtype, the median process of ``args.processes`` (each with
+    empty caches of its own) and every phase's median over them. → the results (JSON)."""
+    results = {}
+    if args.compileall:
+        prefix = tempfile.mkdtemp(prefix="ptxgen-bench-pycache-")
+        env = {**env, "PYTHONPYCACHEPREFIX": prefix}
+        subprocess.run([sys.executable, "-m", "compileall", "-q", "layoutc", "ptxgen"], cwd=ROOT, env=env, check=True)
+    ms = lambda s: f"{s * 1e3:7.1f}"  # noqa: E731
+    print(f"{'dtype':<5} {'shape':<18} {'config':<20} {'import':>7} {'first':>7} " +
+          " ".join(f"{p:>7}" for p in GEMM_PHASES) + "   ms, median of processes")
+    for dtype in args.dtypes.split(","):
+        for shape in args.shapes.split(","):
+            runs = []
+            for _ in range(args.processes):
+                with tempfile.TemporaryDirectory(prefix="ptxgen-bench-gemm-") as d:
+                    runs.append(_run(_GEMM, [shape, dtype, int(gpu)],
+                                     {**env, "PTXGEN_CACHE_DIR": d, "CUDA_CACHE_PATH": os.path.join(d, "driver-jit")}))
+            med = lambda key: statistics.median(key(r) for r in runs)  # noqa: E731
+            row = {"config": runs[0]["config"], "image": runs[0]["image"], "import_s": med(lambda r: r["import_s"]),
+                   "first_s": med(lambda r: r["first_s"]), "first_s_all": [r["first_s"] for r in runs],
+                   "import_s_all": [r["import_s"] for r in runs],
+                   "phases": {p: med(lambda r: r["phases"].get(p, 0.0)) for p in GEMM_PHASES},
+                   "bytecode_writes": runs[0]["bytecode_writes"], "pycache_prefix": runs[0]["pycache_prefix"]}
+            results[f"{dtype} {shape}"] = row
+            print(f"{dtype:<5} {shape:<18} {row['config']:<20} {ms(row['import_s'])} {ms(row['first_s'])} " +
+                  " ".join(ms(row["phases"][p]) for p in GEMM_PHASES))
+    print("import = import ptxgen.kernels (after torch / numpy); first = the first matmul (a new config, empty caches), "
+          "split into exclusive phases;\nfirst calls per process (ms): " + "; ".join(
+              f"{key}: " + ", ".join(f"{t * 1e3:.0f}" for t in r["first_s_all"]) for key, r in results.items()))
+    return results
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--examples", default="gemm_hopper,gemm,sqrt_sin,l2norm,tma_copy")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--processes", type=int, default=5,
                     help="fresh processes for the cold and for the cached first call (the median is reported)")
+    ap.add_argument("--gemm", action="store_true",
+                    help="time the cold first matmul of a new config instead of the examples' compiles")
+    ap.add_argument("--shapes", default="4096x4096x14336", help="--gemm: MxNxK shapes, comma-separated")
+    ap.add_argument("--dtypes", default="bf16", help="--gemm: bf16, f16, e4m3, comma-separated")
+    ap.add_argument("--compileall", action="store_true",
+                    help="byte-compile layoutc and ptxgen first (as an installed package is), into a private prefix")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
     gpu = _gpu()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     env.pop("PTXGEN_CACHE", None)
+    if args.gemm:
+        results = {"gpu": gpu, "python": sys.version.split()[0],
+                   "PYTHONDONTWRITEBYTECODE": bool(os.environ.get("PYTHONDONTWRITEBYTECODE")),
+                   "compileall": args.compileall, "gemm": gemm_first_calls(args, gpu, env)}
+        out_dir = os.environ.get("OUT")
+        path = pathlib.Path(out_dir) / "bench_compile_gemm.json" if out_dir else pathlib.Path("bench_compile_gemm.json")
+        path.write_text(json.dumps(results, indent=1))
+        print(f"wrote {path}")
+        return
     results = {"gpu": gpu, "python": sys.version.split()[0],
                "PYTHONDONTWRITEBYTECODE": bool(os.environ.get("PYTHONDONTWRITEBYTECODE")), "examples": {}}
     if gpu:

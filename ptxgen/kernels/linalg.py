@@ -26,7 +26,6 @@ import numpy as np
 
 from .gemm.config import ELEMENT_BYTES, FP8, GemmConfig
 from .gemm.heuristic import H100_SMS, choose_config
-from .gemm import autotune as tuner
 from .gemm import run
 from . import arguments
 from .fast_call import FastCall, remember, signature_key
@@ -121,6 +120,8 @@ def _autotuned(pick: GemmConfig, a: Arg, a_t: bool, b: Arg, b_t: bool, m: int, n
     """The configuration ``autotune`` chose for this problem on this device (``ptxgen.kernels.gemm.autotune``): the
     stored one, or — the first time — the fastest of the candidates around ``pick``, timed here on fresh random
     operands of the call's shapes, strides and dtypes, and stored."""
+    from .gemm import autotune as tuner   # only autotune=True calls need it: not imported with the op
+
     problem = tuner.problem_key(m, n, k, pick.dtype, out_dtype, a_major, b_major, bias is not None, c_row_ok)
     device = tuner.device_key()
     chosen = tuner.stored(problem, device)
