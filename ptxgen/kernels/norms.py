@@ -34,8 +34,8 @@ import layoutc as lc
 from ptxgen.ir.builder import KernelBuilder, cdiv, f32, frag, gtensor, i32
 
 from .arguments import as_callers
-from .rowwise import (Operand, RowConfig, cache_attrs, check_config, choose_row_config, empty_like, rows_of,
-                      run, vector_of)
+from .rowwise import (CHOSEN_CACHE, Operand, RowConfig, cache_attrs, check_config, choose_row_config, empty_like,
+                      rows_of, run, vector_of)
 
 MAX_VALUES = 32        # values per thread of both norms (see choose_norm_config)
 # values per thread of one epilogue chunk (see build): what fits 64 registers without spilling (ptxas, sm_90a) —
@@ -111,19 +111,21 @@ class NormConfig(RowConfig):
 def choose_norm_config(n: int, dtype: str, kind: str = "layer", max_values: int | None = None,
                        **variant) -> NormConfig:
     """``rowwise.choose_row_config(n, dtype, max_values)`` as a NormConfig with the given variant fields (defaults:
-    two-pass, chunks of ``EPILOGUE_VALUES[kind]``, late). ``max_values`` None: ``MAX_VALUES`` = 32 (the softmax's)
+    two-pass, chunks of ``EPILOGUE_VALUES[kind]``, late, cache hints ``CHOSEN_CACHE``). ``max_values`` None: ``MAX_VALUES`` = 32 (the softmax's)
     for both: 16384 bf16 is 2 CTAs of 512 threads per SM, twice the bytes in flight of the 1024-thread CTA that 16
     values need (one per SM: 64 registers × 1024 threads fill the register file). LayerNorm then fits 64 registers
     without spilling (two-pass from registers, 8-value epilogue chunks), and so does RMSNorm with 1/n an
     approximate reciprocal (``inverse_n="approx"``, the default; with the IEEE one it spilled 96-128 bytes at 16384:
     see NormConfig) — the faster tiling on the H100 at every N (docs/gpu-runs/2026-11-26-s11.log section 5).
-    ``choose_norm_config(16384, "bf16")`` → ``NormConfig("bf16", 512, 4, 1, 2)``. Pre: 1 ≤ n ≤ 16384.
+    ``choose_norm_config(16384, "bf16")`` → ``NormConfig("bf16", 512, 4, 1, 2, cache="stream_evict_first")``.
+    Pre: 1 ≤ n ≤ 16384.
     Post: the config holds rows of n elements (cols ≥ n) and validates."""
     if kind not in EPILOGUE_VALUES:
         raise ValueError(f"choose_norm_config: kind must be 'rms' or 'layer', not {kind!r}")
     if max_values is None:
         max_values = MAX_VALUES
     variant.setdefault("epilogue_values", EPILOGUE_VALUES[kind])
+    variant.setdefault("cache", CHOSEN_CACHE)
     row = choose_row_config(n, dtype, max_values)
     return NormConfig(row.dtype, row.threads, row.vectors, row.rows, row.ctas_per_sm, **variant)
 

@@ -51,6 +51,10 @@ CACHE_POLICIES = {
     "stream_no_allocate": CachePolicy("no_allocate", "streaming", "evict_last"),
     "stream_l2": CachePolicy("l2_evict_first", "streaming", "evict_last"),
 }
+# what the ops choose: x read .L1::evict_first, y written .cs, the parameters kept. Against no hints, interleaved on the
+# H100, +1.5-3% for RMSNorm and LayerNorm (N = 1k-16k, bf16), softmax within ±0.5%; "stream" (x read .cs) -0.5-2%,
+# the L2 policy -2 to -25% (docs/gpu-runs/2026-11-26-s14.log section 2)
+CHOSEN_CACHE = "stream_evict_first"
 
 
 @dataclass(frozen=True)
@@ -143,15 +147,16 @@ def longest_row(dtype: str) -> int:
     return LONGEST_ROW
 
 
-def choose_row_config(n: int, dtype: str, max_values: int = 16) -> RowConfig:
+def choose_row_config(n: int, dtype: str, max_values: int = 16, cache: str = CHOSEN_CACHE) -> RowConfig:
     """The configuration for rows of ``n`` elements: the fewest threads per row (a power of two, at least a warp)
     that hold the row with at most ``max_values`` values each, vectors = ⌈n / (vec · threads)⌉, rows per CTA so the
     CTA has MIN_BLOCK threads when a row needs fewer, and ``ctas_per_sm`` = max(1, 1024 / block): the register budget
     of 64 per thread (1024 threads per SM), which the kernels fit without spilling (softmax and both norms with 32
     values per thread: ``norms.choose_norm_config``), so that a 512-thread CTA still has a second one
-    on its SM loading while it reduces. ``choose_row_config(1000, "f32")`` →
-    ``RowConfig("f32", threads=64, vectors=4, rows=4, ctas_per_sm=4)`` (tile (4, 1024)); ``choose_row_config(16384,
-    "bf16", 32)`` → ``RowConfig("bf16", 512, 4, 1, 2)``. Pre: 1 ≤ n ≤ longest_row(dtype)."""
+    on its SM loading while it reduces; the cache hints ``cache`` (``CHOSEN_CACHE``). ``choose_row_config(1000,
+    "f32")`` → ``RowConfig("f32", threads=64, vectors=4, rows=4, ctas_per_sm=4, cache="stream_evict_first")`` (tile
+    (4, 1024)); ``choose_row_config(16384, "bf16", 32)`` → ``RowConfig("bf16", 512, 4, 1, 2, cache=
+    "stream_evict_first")``. Pre: 1 ≤ n ≤ longest_row(dtype)."""
     vec = VECTOR_BYTES // ELEMENT_BYTES[dtype]
     vectors_per_row = -(-n // vec)
     per_thread = max(1, max_values // vec)
@@ -160,7 +165,7 @@ def choose_row_config(n: int, dtype: str, max_values: int = 16) -> RowConfig:
         threads *= 2
     vectors = -(-vectors_per_row // threads)
     rows = max(1, MIN_BLOCK // threads)
-    return RowConfig(dtype, threads, vectors, rows, max(1, 1024 // (threads * rows)))
+    return RowConfig(dtype, threads, vectors, rows, max(1, 1024 // (threads * rows)), cache=cache)
 
 
 def check_config(op: str, config: RowConfig, dtype: str, n: int) -> None:

@@ -165,13 +165,13 @@ def test_the_stream_kernels_qualify_x_y_and_the_weights_in_the_default_registers
     """x (4 vectors per thread) read .cs, the weight (and bias) .L1::evict_last, y written .cs; no unqualified global
     access left; registers no more than the default kernel's, no spill."""
     for kind, params in (("rms", 1), ("layer", 2)):
-        default = compiled_norm(choose_norm_config(n, "bf16", kind), kind)
+        default = compiled_norm(choose_norm_config(n, "bf16", kind, cache="default"), kind)
         stream = compiled_norm(choose_norm_config(n, "bf16", kind, cache="stream"), kind)
         assert accesses(default.ptx) == Counter({"ld.global.v4.b32": 4 + 4 * params, "st.global.v4.b32": 4})
         assert accesses(stream.ptx) == Counter({"ld.global.cs.v4.b32": 4, "ld.global.L1::evict_last.v4.b32":
                                                 4 * params, "st.global.cs.v4.b32": 4})
         assert stream.spill_bytes == 0 and stream.registers <= default.registers, stream.info_log
-    row = choose_row_config(n, "bf16", SOFTMAX_VALUES)
+    row = choose_row_config(n, "bf16", SOFTMAX_VALUES, cache="default")
     default, stream = compiled_softmax(row), compiled_softmax(dataclasses.replace(row, cache="stream"))
     assert accesses(stream.ptx) == Counter({"ld.global.cs.v4.b32": 4, "st.global.cs.v4.b32": 4})
     assert stream.spill_bytes == 0 and stream.registers <= default.registers

@@ -7,6 +7,7 @@ import pytest
 
 from ptxgen.kernels import norms
 from ptxgen.kernels.norms import NormConfig, choose_norm_config, layer_norm, rms_norm
+from test_norms import global_vectors
 
 DTYPES = {"f32": np.float32, "bf16": ml_dtypes.bfloat16}
 TOLERANCE = {"f32": 1e-6, "bf16": 8e-3}
@@ -60,9 +61,11 @@ def test_the_shifted_variance_of_rows_far_from_zero(variance):
 
 
 def test_choices():
-    assert choose_norm_config(16384, "bf16") == NormConfig("bf16", 512, 4, 1, 2)
-    assert choose_norm_config(16384, "bf16", "rms") == NormConfig("bf16", 512, 4, 1, 2)
-    assert choose_norm_config(8192, "bf16", variance="shifted") == NormConfig("bf16", 256, 4, 1, 4, "shifted")
+    chosen = "stream_evict_first"     # rowwise.CHOSEN_CACHE
+    assert choose_norm_config(16384, "bf16") == NormConfig("bf16", 512, 4, 1, 2, cache=chosen)
+    assert choose_norm_config(16384, "bf16", "rms") == NormConfig("bf16", 512, 4, 1, 2, cache=chosen)
+    assert choose_norm_config(8192, "bf16", variance="shifted") == NormConfig("bf16", 256, 4, 1, 4, "shifted",
+                                                                              cache=chosen)
     assert NormConfig("bf16", 512, 4).chunk_vectors == 1
     assert NormConfig("f32", 32, 6, epilogue_values=16).chunk_vectors == 3     # the most vectors dividing 6
     with pytest.raises(ValueError, match=r"^choose_norm_config: kind must be 'rms' or 'layer', not 'group'$"):
@@ -122,9 +125,9 @@ def test_variants_compile_with_their_register_figures(kind, n, dtype, variant, s
     c = compiled(config, kind)
     ptx = c.ptx
     assert ".minnctapersm %d" % config.ctas_per_sm in ptx and c.registers <= 64
-    assert ptx.count("st.global.v4") == config.vectors                      # y: one 16-byte vector per store
+    assert global_vectors(ptx, "st") == config.vectors                      # y: one 16-byte vector per store
     again = config.vectors if config.x_source == "reload" else 0                 # x read again in the epilogue
-    assert ptx.count("ld.global.v4") >= config.vectors * (2 if kind == "layer" else 1) + config.vectors + again
+    assert global_vectors(ptx, "ld") >= config.vectors * (2 if kind == "layer" else 1) + config.vectors + again
     reductions = 1 if kind == "rms" or config.variance == "merged" else 2    # barriers: one per CTA-wide reduction
     assert ptx.count("bar.sync 15, %d;" % config.block) == (reductions if config.threads > 32 else 0)
     assert c.spill_bytes <= spill, (c.registers, c.spill_bytes)

@@ -28,7 +28,8 @@ def test_the_ieee_reciprocal_is_the_spill():
     cross-warp barrier, and nvJitLink reports spills; the default has one rcp.approx.ftz.f32 and none."""
     default = choose_norm_config(16384, "bf16", "rms")
     ieee = choose_norm_config(16384, "bf16", "rms", inverse_n="rn")
-    assert default.inverse_n == "approx" and ieee == NormConfig("bf16", 512, 4, 1, 2, inverse_n="rn")
+    assert default.inverse_n == "approx" and ieee == NormConfig("bf16", 512, 4, 1, 2, inverse_n="rn",
+                                                                 cache=default.cache)
     fast, slow = compiled(default, "rms"), compiled(ieee, "rms")
     assert fast.ptx.count("rcp.approx.ftz.f32") == 1 and "rcp.rn.f32" not in fast.ptx
     assert slow.ptx.count("rcp.rn.f32") == 1 and "rcp.approx" not in slow.ptx
