@@ -386,13 +386,13 @@ class LoweringContext:
     # -- memory ----------------------------------------------------------------------------------------------
     GView = GView  # the lowered gview an op binds: lx.GView(tensor, origin, multiples, shape)
 
-    def gmem_load(self, view: GView, thread, tv, dtype: ScalarType, other=0.0) -> list:
+    def gmem_load(self, view: GView, thread, tv, dtype: ScalarType, other=0.0, vector_check: bool = False) -> list:
         """gmem.load: the thread's values of the tile (``other`` outside the tensor); see ``ptxgen.lower.gmem``."""
-        return gmem.load(self, view, thread, tv, dtype, other)
+        return gmem.load(self, view, thread, tv, dtype, other, vector_check)
 
-    def gmem_store(self, view: GView, thread, tv, dtype: ScalarType, values) -> None:
+    def gmem_store(self, view: GView, thread, tv, dtype: ScalarType, values, vector_check: bool = False) -> None:
         """gmem.store: write the thread's ``values`` where they are inside the tensor; see ``ptxgen.lower.gmem``."""
-        gmem.store(self, view, thread, tv, dtype, values)
+        gmem.store(self, view, thread, tv, dtype, values, vector_check)
 
     def frag_reduce(self, values, thread_value, tv, tile, mode: int, kind: str, dtype: ScalarType,
                     scratch=None) -> list:

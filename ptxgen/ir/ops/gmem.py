@@ -116,6 +116,11 @@ class GTile(OpDef):
 
 
 class _GmemAccess(OpDef):
+    def _verify_vector_check(self, op, v):
+        """``{vector_check = true}`` (optional, a bool): vectors whose alignment is checked at run time."""
+        if "vector_check" in op.attrs:
+            v.attr(op, "vector_check", bool)
+
     def _check_view_and_thread(self, op, v, view, thread):
         if not isinstance(view.type, GlobalViewType):
             v.error(op, f"the first operand must be a gview, not {view.type}")
@@ -143,7 +148,7 @@ class GLoad(_GmemAccess):
     name = "gmem.load"
     summary = "each thread reads its values of a global tile (out-of-bounds values read `other`)"
     required_attrs = ("tv",)
-    optional_attrs = ("other",)
+    optional_attrs = ("other", "vector_check")
     num_operands = 2
     num_results = 1
 
@@ -165,6 +170,7 @@ class GLoad(_GmemAccess):
             problem = value_problem(other, t.dtype) if other is not None else None
             if problem:
                 v.error(op, f"other: {problem}")
+        self._verify_vector_check(op, v)
 
     def interpret(self, op, ix):
         view, thread = op.operands
@@ -180,10 +186,14 @@ class GLoad(_GmemAccess):
     def lower(self, op, lx):
         """Per the access plan (plans.plan_access from tv and the tile shape): vectors of up to 16 bytes along the
         specialization's contiguous mode, one bounds predicate per vector (exact when the extent is a multiple of
-        the width, else a per-element edge path), scalar predicated loads otherwise; out of bounds reads `other`."""
+        the width, else a per-element edge path), scalar predicated loads otherwise; out of bounds reads `other`.
+        ``{vector_check = true}``: where the specialization cannot prove a vector aligned (row pitches not multiples
+        of 16 bytes, origins of unknown divisibility), vectors of up to 16 bytes anyway, each taken only where its
+        address is aligned at run time and it lies inside the tensor, else element by element (the interpreter's
+        semantics are the same with or without it)."""
         view, thread = op.operands
         values = lx.gmem_load(lx.get(view), lx.get(thread), op.attrs["tv"], op.results[0].type.dtype,
-                              other=op.attrs.get("other", 0))
+                              other=op.attrs.get("other", 0), vector_check=op.attrs.get("vector_check") is True)
         lx.set(op.results[0], values)
 
 
@@ -192,6 +202,7 @@ class GStore(_GmemAccess):
     name = "gmem.store"
     summary = "each thread writes its values of a global tile (out-of-bounds values are skipped)"
     required_attrs = ("tv",)
+    optional_attrs = ("vector_check",)
     num_operands = 3
     num_results = 0
 
@@ -207,6 +218,7 @@ class GStore(_GmemAccess):
         tv = tv_attr(op, v)
         if tv is not None:
             verify_tv(op, v, tv, frag.type.shape, view.type.size)
+        self._verify_vector_check(op, v)
 
     def interpret(self, op, ix):
         view, thread, frag = op.operands
@@ -218,9 +230,11 @@ class GStore(_GmemAccess):
         tile.array[idx] = values[write]
 
     def lower(self, op, lx):
-        """The inverse of gmem.load's lowering: vector stores where the plan allows, predicated; out of bounds skipped."""
+        """The inverse of gmem.load's lowering: vector stores where the plan allows, predicated; out of bounds skipped.
+        ``{vector_check = true}`` as in gmem.load."""
         view, thread, frag = op.operands
-        lx.gmem_store(lx.get(view), lx.get(thread), op.attrs["tv"], frag.type.dtype, lx.get(frag))
+        lx.gmem_store(lx.get(view), lx.get(thread), op.attrs["tv"], frag.type.dtype, lx.get(frag),
+                      vector_check=op.attrs.get("vector_check") is True)
 
 
 class _Flag(OpDef):
