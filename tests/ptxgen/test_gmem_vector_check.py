@@ -5,6 +5,7 @@ import pytest
 
 import layoutc as lc
 from ptxgen.interp import interpret
+from ptxgen.ir.text import parse_module, print_module
 from ptxgen.ir.builder import KernelBuilder, frag, gtensor, i32
 from ptxgen.lower import Specialization, TensorSpec, compile_kernel
 from ptxgen.verify import VerifyError
@@ -50,5 +51,11 @@ def test_vector_check_must_be_bool():
     zero = b.const(0, i32, name="zero")
     b.gmem.load(b.gmem.tile(kb["x"], zero, zero, shape=(4, 32)), t, tv=TV, type=frag("f32", 4),
                 vector_check=2, name="xs")
-    with pytest.raises(VerifyError, match="gmem.load: .*vector_check"):
+    with pytest.raises(VerifyError, match=r"^<builder>:0:0: gmem.load: attribute 'vector_check' must be true or "
+                                          r"false, not 2$"):
         interpret(kb.module("test"), {"x": np.zeros((4, 32), np.float32)})
+
+
+def test_vector_check_prints_and_parses_back():
+    text = print_module(_copy(True))
+    assert "vector_check = true}" in text and print_module(parse_module(text)) == text
