@@ -97,8 +97,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--shapes", default="8192x8192,16384x16384,8191x12289")
     ap.add_argument("--dtypes", default="bf16,f32")
     ap.add_argument("--variants", default="256/2,128/2,256/1,256/1/s,128/1/s,64/1/s,256/1/sector,128/1/sector",
-                    help="TransposeConfig threads/pair[/s|/sector|/sectorv|/sectorvs] variants to time (those invalid for a dtype are "
-                         "skipped)")
+                    help="TransposeConfig threads/pair[/s|/sector|/sectorv|/sectorvs] variants to time (those "
+                         "invalid for a dtype are skipped)")
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)

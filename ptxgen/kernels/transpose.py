@@ -299,11 +299,12 @@ def row_vector_tv(warps: int, cols: int, vector: int):
 
 def sector_vector_swizzle():
     """The byte-address swizzle of ``sector_vector``'s column-major smem tile: address bits 2-3 (the word within a
-    16-byte chunk) XOR bits 7-8. A warp's transposed read — lane l the V elements of one column from row b + V·l, element j
-    at instruction j, any run-time b — touches 32 consecutive 16-byte chunks (bits 4-8 of the address run through 32
-    consecutive values, the low bits fixed), which this XOR maps to 32 different banks (bits 4-6 and, XORed in, 7-8);
-    the x side's stores stay conflict-free with the column pitch of ``sector_vector_layouts`` (the tests assert both
-    with ``bank_reports``). Its pattern repeats every 512 bytes. ``sector_vector_swizzle()`` = ``Sw<2,2,5>``."""
+    16-byte chunk) XOR bits 7-8. A warp's transposed read — lane l the V elements of one column from row b + V·l,
+    element j at instruction j, any run-time b — touches 32 consecutive 16-byte chunks (bits 4-8 of the address run
+    through 32 consecutive values, the low bits fixed), which this XOR maps to 32 different banks (bits 4-6 and,
+    XORed in, 7-8); the x side's stores stay conflict-free with the column pitch of ``sector_vector_layouts`` (the
+    tests assert both with ``bank_reports``). Its pattern repeats every 512 bytes. ``sector_vector_swizzle()`` =
+    ``Sw<2,2,5>``."""
     return lc.Swizzle(2, 2, 5)
 
 
