@@ -44,6 +44,18 @@ passes (``sector_pass_tv``), each thread's values of a pass in out rows of one r
 per thread: ``smem.offset`` of the transposed tile by (the pass's first row, A − s) and ``gmem.store`` at the
 per-thread origin (n0 + pass row, t·BM − s). Element accesses on both sides (warps on 32 contiguous elements).
 
+``access="sector_vector"`` (selectable; ``transpose`` still picks ``sector``) keeps those windows and stores 16-byte
+vectors: inside a window every V-element group starts on a sector boundary plus a multiple of 16 bytes, so one warp
+per out row and pass stores the window's 32 vectors (``row_vector_tv``: 512 contiguous bytes) with ``gmem.store
+{vector_check = true}`` — ``st.global.v4`` where the address is 16-byte aligned at run time, element stores at the
+row's two ends. The tile is (BM, BN) = (32·V, 8·V) (a window is one warp's 32 vectors), the x window of BM + A rows
+is read in two parts: rows t·BM … by ``sector_vector_tv`` (16-byte vectors where x's rows are 16-byte aligned; V rows
+V apart per warp instruction) and the A rows above by ``scalar_tv`` (``sector_vector_scalar`` reads both by
+``scalar_tv``). Shared memory holds the window column-major (an out row's elements contiguous), the column pitch one
+16-byte chunk longer than the window, under ``sector_vector_swizzle`` (``Sw<2,2,5>`` on byte addresses): a lane
+gathers its V out elements from V consecutive rows of one column, and at each of those V loads a warp's 32 lanes
+(rows b + V·l, any run-time b) hit 32 banks; the x side's stores stay conflict-free too (``bank_reports``).
+
 Example (post-condition: ``out == x.T`` exactly)::
 
     >>> import numpy as np
@@ -70,7 +82,8 @@ ELEMENT_BYTES = {"f32": 4, "bf16": 2, "f16": 2}
 VECTOR_BYTES = 16
 SECTOR_BYTES = 32   # the unit of a global memory transaction: a partly written sector costs a read-modify-write
 BANK_BYTES = 4
-ACCESSES = ("vector", "scalar", "sector")
+ACCESSES = ("vector", "scalar", "sector", "sector_vector", "sector_vector_scalar")
+SECTOR_VECTOR = ("sector_vector", "sector_vector_scalar")   # sector windows and 16-byte out stores
 CHUNKS = 8          # 16-byte chunks of a 128-byte row: the XOR's 3 bits
 
 
@@ -79,8 +92,10 @@ class TransposeConfig:
     """``dtype`` (f32, bf16, f16); ``threads`` per CTA (a multiple of 32 dividing the tile's vectors, at most 8 warps);
     ``pair``: rows per thread's value block (1 or 2; ``tile_tv``): with 2 the transposed smem read takes two elements
     per access; ``access``: ``vector`` (16-byte accesses where rows allow), ``scalar`` (element accesses by warps on
-    contiguous elements) or ``sector`` (``scalar``'s accesses, each CTA's out windows starting on 32-byte sectors).
-    ``validate()`` names the field that breaks a rule."""
+    contiguous elements) or ``sector`` (``scalar``'s accesses, each CTA's out windows starting on 32-byte sectors),
+    ``sector_vector`` (sector windows one warp per out row, 16-byte out stores checked at run time; x read through
+    ``sector_vector_tv``: 16-byte vectors where x's rows allow) or ``sector_vector_scalar`` (the same with x read by
+    ``scalar_tv``). ``validate()`` names the field that breaks a rule."""
 
     dtype: str = "bf16"
     threads: int = 256
@@ -114,8 +129,12 @@ class TransposeConfig:
 
     @property
     def tile(self) -> tuple:
-        """(BM, BN): rows and columns of x one CTA moves, 8 16-byte vectors square (64 x 64 bf16, 32 x 32 f32)."""
+        """(BM, BN): rows and columns of x one CTA moves, 8 16-byte vectors square (64 x 64 bf16, 32 x 32 f32); for
+        ``sector_vector``/``sector_vector_scalar`` 32 vectors by 8 (256 x 64 bf16, 128 x 32 f32): an out row's window
+        is one warp's 32 16-byte vectors."""
         v = self.vector
+        if self.access in SECTOR_VECTOR:
+            return 32 * v, CHUNKS * v
         return CHUNKS * v, CHUNKS * v
 
     def validate(self) -> "TransposeConfig":
@@ -127,9 +146,17 @@ class TransposeConfig:
         if self.pair not in (1, 2):
             raise ValueError(f"TransposeConfig.pair must be 1 or 2, not {self.pair!r}")
         if self.access not in ACCESSES:
-            raise ValueError(f"TransposeConfig.access must be 'vector', 'scalar' or 'sector', not {self.access!r}"
+            choices = ", ".join(repr(a) for a in ACCESSES[:-1]) + f" or {ACCESSES[-1]!r}"
+            raise ValueError(f"TransposeConfig.access must be {choices}, not {self.access!r}"
                              f"{did_you_mean(str(self.access), ACCESSES)}")
         bm, bn = self.tile
+        if self.access in SECTOR_VECTOR:
+            warps = self.threads // 32
+            if self.pair != 1 or self.threads % bn or self.threads > 32 * 8 or warps & (warps - 1):
+                raise ValueError(f"TransposeConfig.threads = {self.threads} with access = '{self.access}' must be a "
+                                 f"multiple of the tile's {bn} columns with a power-of-two number of warps, at most "
+                                 f"256 (8 warps), with pair = 1 (not {self.pair})")
+            return self
         if self.access in ("scalar", "sector"):
             down = self.threads // bn
             if self.pair != 1 or self.threads % bn or self.threads > 32 * 8 or down & (down - 1):
@@ -239,6 +266,82 @@ def sector_layouts(config: TransposeConfig) -> dict:
             "passes": a // (config.threads // bm)}
 
 
+def sector_vector_tv(rows: int, cols: int, vector: int, threads: int):
+    """The x side of ``access="sector_vector"``: ``make_layout_tv`` of the threads over the tile's (rows/V, cols/V)
+    grid of (V, V) blocks — V rows of one 16-byte vector each per thread — with a warp's lanes on V row blocks × 32/V
+    chunks (lane l: block l/(32/V), chunk l%(32/V)), the warps side by side along the chunks, then below each other,
+    repeated down the tile. One instruction of a warp reads V rows V apart, 16·32/V contiguous bytes of each (whole
+    sectors), which the column-major smem tile of ``sector_vector_layouts`` spreads over 32 banks.
+    ``sector_vector_tv(256, 64, 8, 256)`` = ``(((4,8),(2,4)),(8,8)):(((2048,8),(8192,64)),(1,256))``: thread t =
+    lane + 32·(c + 2·r), value (q, j) → row 8·(lane/4 + 8r) + q, column 8·(lane%4 + 4c) + j. Pre: V·V·(warps /
+    (cols/32)) divides rows, cols/32 divides the warps. Post: a bijection of threads × values onto the (rows, cols)
+    tile (column-major index)."""
+    lanes_c = 32 // vector                      # a warp's lanes along the chunks of a row
+    warps_c = cols // vector // lanes_c
+    warps_r = threads // 32 // warps_c
+    thread_grid = lc.Layout(((vector, warps_r), (lanes_c, warps_c)), ((lanes_c, 32 * warps_c), (1, 32)))
+    tiler, tv = lc.make_layout_tv(thread_grid, lc.Layout((vector, vector)))
+    repeats = rows // tiler[0]
+    in_tile = lc.composition(lc.Layout(tiler, (1, rows)), tv)
+    values = in_tile[1] if repeats == 1 else lc.make_layout(in_tile[1], lc.Layout(repeats, tiler[0]))
+    return lc.make_layout(in_tile[0], values)
+
+
+def row_vector_tv(warps: int, cols: int, vector: int):
+    """The out side of ``access="sector_vector"``: ``make_layout_tv`` of threads ``(warps, 32)`` row-major (warp w on
+    row w, lane l on its 16-byte vector l) holding (1, vector) each: a warp stores 512 contiguous bytes of one out
+    row.
+    ``row_vector_tv(8, 256, 8)`` = ``((32,8),8):((64,1),8)``. Post: a bijection onto the (warps, cols) tile."""
+    _tiler, tv = lc.make_layout_tv(lc.Layout((warps, 32), (32, 1)), lc.Layout((1, vector)))
+    assert _tiler == (warps, cols)
+    return tv
+
+
+def sector_vector_swizzle():
+    """The byte-address swizzle of ``sector_vector``'s column-major smem tile: address bits 2-3 (the word within a
+    16-byte chunk) XOR bits 7-8. A warp's transposed read — lane l the V elements of one column from row b + V·l,
+    element j at instruction j, any run-time b — touches 32 consecutive 16-byte chunks (bits 4-8 of the address run
+    through 32 consecutive values, the low bits fixed), which this XOR maps to 32 different banks (bits 4-6 and,
+    XORed in, 7-8); the x side's stores stay conflict-free with the column pitch of ``sector_vector_layouts`` (the
+    tests assert both with ``bank_reports``). Its pattern repeats every 512 bytes. ``sector_vector_swizzle()`` =
+    ``Sw<2,2,5>``."""
+    return lc.Swizzle(2, 2, 5)
+
+
+def sector_vector_layouts(config: TransposeConfig) -> dict:
+    """The layouts of ``access="sector_vector"``/``"sector_vector_scalar"`` (tile (BM, BN) = (32·V, 8·V)): ``load``
+    (x rows t·BM … of the window: ``sector_vector_tv``, or ``scalar_tv`` for ``sector_vector_scalar``), ``head``
+    (the A rows above them: ``scalar_tv``), ``smem`` (the (BM + A, BN) window COLUMN-major — an out row's elements
+    contiguous — with a column pitch of BM + A + 16 bytes of elements, ``pitch``, and ``sector_vector_swizzle``),
+    ``smem_t`` (its transpose), ``load_smem``/``head_smem`` (``load``/``head`` placed at the window's rows A… / 0…),
+    ``store`` (``row_vector_tv``: one pass, warp w on out row w), ``store_smem`` (it over the transposed window) and
+    ``passes`` (BN / warps). For ``TransposeConfig("bf16", 256, 1, "sector_vector")``: ``smem`` =
+    ``Sw<2,2,5> o 0 o (272,64):(1,280)``, ``store`` = ``((32,8),8):((64,1),8)``, 8 passes. Post: the passes of
+    ``store`` cover the (BN, BM) out tile once; ``load`` and ``head`` are bijections onto their tiles."""
+    bm, bn = config.tile
+    v, a = config.vector, config.sector
+    warps = config.threads // 32
+    rows = bm + a
+    if config.access == "sector_vector":
+        load = sector_vector_tv(bm, bn, v, config.threads)
+    else:
+        load = scalar_tv(bm, bn, config.threads)
+    head = scalar_tv(a, bn, config.threads)
+    store = row_vector_tv(warps, bm, v)
+    sw = sector_vector_swizzle()
+    pitch = rows + VECTOR_BYTES // ELEMENT_BYTES[config.dtype]   # one 16-byte chunk past the column's rows
+    return {"load": load, "head": head,
+            "smem": lc.ComposedLayout(sw, 0, lc.Layout((rows, bn), (1, pitch))),
+            "smem_t": lc.ComposedLayout(sw, 0, lc.Layout((bn, rows), (pitch, 1))),
+            # the x rows t·BM … sit below the A head rows: the tile index moves by A (a static offset keeps the
+            # smem stores' alignment known, so they take 4 bytes where the column holds two of a thread's values)
+            "load_smem": lc.ComposedLayout(lc.Swizzle(0, 0, 0), a,
+                                           lc.composition(lc.Layout((bm, bn), (1, rows)), load)),
+            "head_smem": lc.composition(lc.Layout((a, bn), (1, rows)), head),
+            "store": store, "store_smem": lc.composition(lc.Layout((warps, bm), (1, bn)), store),
+            "passes": bn // warps, "pitch": pitch}
+
+
 def layouts(config: TransposeConfig) -> dict:
     """The kernel's layouts: ``load`` (x tile), ``store_smem`` (Sw_in o 0 o load), ``load_smem`` (Sw_out o 0 o
     store), ``store`` (out tile), ``smem`` (the x tile in shared memory, row-major) and ``smem_t`` (its transpose).
@@ -247,6 +350,8 @@ def layouts(config: TransposeConfig) -> dict:
     their tiles, and ``store_smem``, ``load_smem`` name the same smem element for x's (r, c) and out's (c, r)."""
     if config.access == "sector":
         return sector_layouts(config)
+    if config.access in SECTOR_VECTOR:
+        return sector_vector_layouts(config)
     bm, bn = config.tile
     v = config.vector
     tile = lc.Layout((bm, bn), (bn, 1))
@@ -268,10 +373,21 @@ def bank_reports(config: TransposeConfig) -> dict:
     (``smem.offset`` by the pass's first row and A − s rows of x): a warp's 32 threads share one out row, so one
     origin, and ``load`` holds a report per warp for every pass and every shift s in [0, A) (base = the origin's
     byte offset): what the kernel can meet at run time, not a bound. Post: ``ways == 1`` for all (the tests assert
-    it)."""
+    it). With ``sector_vector``/``sector_vector_scalar`` the store holds the x rows' and the head rows' reports and
+    the load one report per warp, pass and shift s in [0, A) (each warp reads its out row's window from row A − s of
+    the transposed tile), at the 2-byte (bf16) or 4-byte width of the element loads the run-time origin allows."""
     ls = layouts(config)
     dtype = config.dtype
     warps = config.threads // 32
+    if config.access in SECTOR_VECTOR:
+        esize = ELEMENT_BYTES[dtype]
+        a, pitch = config.sector, ls["pitch"]
+        return {"store": [bank_conflicts(ls["load_smem"], ls["smem"], dtype, warp=w)
+                          for w in range(warps)]
+                + [bank_conflicts(ls["head_smem"], ls["smem"], dtype, warp=w) for w in range(warps)],
+                "load": [bank_conflicts(ls["store_smem"], ls["smem_t"], dtype, esize, warp=w,
+                                        base=esize * (k * warps * pitch + a - s))
+                         for k in range(ls["passes"]) for s in range(a) for w in range(warps)]}
     if config.access == "sector":
         esize = ELEMENT_BYTES[dtype]
         down = config.threads // config.tile[0]
@@ -291,6 +407,8 @@ def build(config: TransposeConfig = TransposeConfig()):
     config.validate()
     if config.access == "sector":
         return build_sector(config)
+    if config.access in SECTOR_VECTOR:
+        return build_sector_vector(config)
     dtype = config.dtype
     bm, bn = config.tile
     ls = layouts(config)
@@ -364,6 +482,54 @@ def build_sector(config: TransposeConfig):
         out_tile = b.gmem.tile(out, b.arith.add(n0, first, name=f"pass{k}_n0"),
                                b.arith.sub(m0, shift, name=f"pass{k}_m0"), shape=(bn, bm), name=f"pass{k}_out")
         b.gmem.store(out_tile, thread, ys, tv=ls["store"])
+    return kb.module("ptxgen/kernels/transpose")
+
+
+def build_sector_vector(config: TransposeConfig):
+    """The ``access="sector_vector"``/``"sector_vector_scalar"`` kernel (``build``'s signature): ``build_sector``'s
+    windows (out row c's window of CTA t starts at column t·BM − s_c, s_c = (c·M) mod A, on a 32-byte sector) with
+    one warp per out row and pass, each lane one 16-byte vector of it: ``gmem.store {vector_check = true}`` stores
+    it as one ``st.global.v4`` (aligned by construction; checked at run time since out's pitch is not) and the row's
+    two ends element-wise. x's rows t·BM … (t+1)·BM − 1 are read by ``load`` (16-byte vectors where x's rows are
+    16-byte aligned, for ``sector_vector``), the A rows above by ``head``, into the swizzled window. Post: a verified
+    Module whose kernel writes ``out = x.T``."""
+    dtype = config.dtype
+    bm, bn = config.tile
+    a = config.sector
+    ls = sector_vector_layouts(config)
+    warps = config.threads // 32
+    kb = KernelBuilder("transpose", grid=(cdiv(dim("x", 1), bn), cdiv(hadd(dim("x", 0), a - 1), bm), 1),
+                       block=(config.threads, 1, 1), x=gtensor(dtype, 2), out=gtensor(dtype, 2))
+    b = kb.b
+    x, out = kb["x"], kb["out"]
+    tile = b.smem.alloc(type=smem(dtype, ls["smem"]), name="tile")
+    thread, m0, n0 = _block_origin(b, bm, bn)
+    sector = b.const(a, i32, name="sector")
+    x_head = b.gmem.tile(x, b.arith.sub(m0, sector, name="x_head_row0"), n0, shape=(a, bn), name="x_head")
+    heads = b.gmem.load(x_head, thread, tv=ls["head"], type=frag(dtype, lc.shape(ls["head"][1])), name="heads")
+    b.smem.store(tile, thread, heads, tv=ls["head_smem"])
+    x_tile = b.gmem.tile(x, m0, n0, shape=(bm, bn), name="x_tile")
+    xs = b.gmem.load(x_tile, thread, tv=ls["load"], type=frag(dtype, lc.shape(ls["load"][1])), name="xs")
+    b.smem.store(tile, thread, xs, tv=ls["load_smem"])
+    b.barrier.cta()
+    tile_t = b.smem.permute(tile, order=(1, 0), name="tile_t")
+    # warp w writes out row n0 + k·warps + w in pass k: one shift s per warp
+    warp = b.arith.div(thread, b.const(32, i32, name="warp_threads"), name="warp")
+    out_cols = b.gtensor.dim(out, mode=1, name="out_cols")
+    low_bits = b.const(a - 1, i32, name="sector_mask")
+    values_t = frag(dtype, lc.shape(ls["store"][1]))
+    for k in range(ls["passes"]):
+        first = b.const(k * warps, i32, name=f"pass{k}_row")
+        row0 = b.arith.add(n0, first, name=f"pass{k}_n0")
+        out_row = b.arith.add(row0, warp, name=f"pass{k}_out_row")
+        # s = out_row·M mod A: where the row starts inside its sector (i32 wrap-around keeps the low bits exact)
+        shift = b.arith.and_(b.arith.mul(out_row, out_cols), low_bits, name=f"pass{k}_shift")
+        x_row = b.arith.sub(sector, shift, name=f"pass{k}_x_row")       # the window's first x row in the tile
+        window = b.smem.offset(tile_t, first, x_row, name=f"pass{k}_window")
+        ys = b.smem.load(window, thread, tv=ls["store_smem"], type=values_t, name=f"pass{k}_ys")
+        out_tile = b.gmem.tile(out, row0, b.arith.sub(m0, shift, name=f"pass{k}_m0"), shape=(warps, bm),
+                               name=f"pass{k}_out")
+        b.gmem.store(out_tile, thread, ys, tv=ls["store"], vector_check=True)
     return kb.module("ptxgen/kernels/transpose")
 
 

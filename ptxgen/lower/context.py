@@ -386,15 +386,17 @@ class LoweringContext:
     # -- memory ----------------------------------------------------------------------------------------------
     GView = GView  # the lowered gview an op binds: lx.GView(tensor, origin, multiples, shape)
 
-    def gmem_load(self, view: GView, thread, tv, dtype: ScalarType, other=0.0, cache: str = "normal") -> list:
+    def gmem_load(self, view: GView, thread, tv, dtype: ScalarType, other=0.0, cache: str = "normal",
+                  vector_check: bool = False) -> list:
         """gmem.load: the thread's values of the tile (``other`` outside the tensor), each access with the ``cache``
-        hint's qualifier; see ``ptxgen.lower.gmem``."""
-        return gmem.load(self, view, thread, tv, dtype, other, cache)
+        hint's qualifier, vectors checked at run time with ``vector_check``; see ``ptxgen.lower.gmem``."""
+        return gmem.load(self, view, thread, tv, dtype, other, cache, vector_check)
 
-    def gmem_store(self, view: GView, thread, tv, dtype: ScalarType, values, cache: str = "normal") -> None:
+    def gmem_store(self, view: GView, thread, tv, dtype: ScalarType, values, cache: str = "normal",
+                   vector_check: bool = False) -> None:
         """gmem.store: write the thread's ``values`` where they are inside the tensor, each access with the ``cache``
-        hint's qualifier; see ``ptxgen.lower.gmem``."""
-        gmem.store(self, view, thread, tv, dtype, values, cache)
+        hint's qualifier, vectors checked at run time with ``vector_check``; see ``ptxgen.lower.gmem``."""
+        gmem.store(self, view, thread, tv, dtype, values, cache, vector_check)
 
     def frag_reduce(self, values, thread_value, tv, tile, mode: int, kind: str, dtype: ScalarType,
                     scratch=None) -> list:

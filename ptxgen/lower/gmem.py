@@ -27,11 +27,13 @@ class GmemAddresses:
     """The addresses of one thread's values of a gmem.load/store (see the module docstring).
 
     ``width``: values per vector access (1: scalar); ``exact``: the contiguous extent is a multiple of ``width``
-    (a vector is all inside or all outside); ``groups``: the value indices of each access; ``mem_t``, ``esize``:
+    (a vector is all inside or all outside); ``checked``: ``{vector_check = true}`` widened the vectors beyond what
+    the specialization proves aligned, so each one also tests its address at run time (``vector_ok``) and falls back
+    to elements; ``groups``: the value indices of each access; ``mem_t``, ``esize``:
     the element's LLVM memory type and bytes. Post: ``pointer(v)`` points at the element of value ``v`` and
     ``inside(coords(v))`` holds iff that element is inside the tensor."""
 
-    def __init__(self, lx, view: GView, thread, tv, dtype: ScalarType):
+    def __init__(self, lx, view: GView, thread, tv, dtype: ScalarType, vector_check: bool = False):
         b = lx.b
         self.lx, self.view, self.tv, self.dtype = lx, view, tv, dtype
         tensor = view.tensor
@@ -43,13 +45,19 @@ class GmemAddresses:
         max_width = 1
         if c is not None and spec.aligned and dtype.name != "i1":
             max_width = min(16 // self.esize, pow2_divisor(view.multiples[c]))
+        # {vector_check = true}: wider vectors than the specialization proves aligned, each checked at run time
+        self.checked = (vector_check and c is not None and dtype.name != "i1" and 16 // self.esize > max_width
+                        and plan_access(tv, view.shape, c, 16 // self.esize).width > max_width)
+        if self.checked:
+            max_width = 16 // self.esize
         plan = plan_access(tv, view.shape, c, max_width)
         self.plan = plan
         # stride-0 modes (an expanded view) move no address: their coordinates only decide "inside"
         self.broadcast = tuple(spec.broadcast) if plan.coords is not None else ()
         self.width = plan.width
-        self.exact = self.width > 1 and spec.extent_multiple % self.width == 0
-        if self.width > lx.vector_widths.get(tensor.name, 1):
+        # a checked vector may start anywhere along the contiguous mode: the extent's multiple says nothing of it
+        self.exact = self.width > 1 and not self.checked and spec.extent_multiple % self.width == 0
+        if not self.checked and self.width > lx.vector_widths.get(tensor.name, 1):
             lx.vector_widths[tensor.name] = self.width
         self.groups = plan.groups
         # thread-dependent coordinates (i32) per mode, and the thread's base pointer
@@ -115,6 +123,16 @@ class GmemAddresses:
             return self.inside(cs, modes=modes)
         return _and_all(self.lx.b, [self.inside(cs, modes=modes), self.inside(cs, self.width - 1, modes=modes)])
 
+    def vector_ok(self, cs, ptr, modes=None):
+        """The i1 "one vector access from ``ptr`` (coordinates ``cs``) is legal": the whole vector inside (along
+        ``modes``) and, for a checked plan (``{vector_check = true}``), ``ptr`` aligned to the vector's bytes."""
+        full = self.vector_inside(cs, modes)
+        if not self.checked:
+            return full
+        b = self.lx.b
+        low = b.and_(b.ptrtoint(ptr, I64), self.lx.i64(self.width * self.esize - 1))
+        return b.and_(full, b.icmp_unsigned("==", low, self.lx.i64(0)))
+
     def to_mem(self, x):
         return self.lx.b.zext(x, I8) if self.dtype.name == "i1" else x
 
@@ -122,7 +140,8 @@ class GmemAddresses:
         return self.lx.b.icmp_unsigned("!=", x, ir.Constant(I8, 0)) if self.dtype.name == "i1" else x
 
 
-def load(lx, view: GView, thread, tv, dtype: ScalarType, other=0.0, cache: str = "normal") -> list:
+def load(lx, view: GView, thread, tv, dtype: ScalarType, other=0.0, cache: str = "normal",
+         vector_check: bool = False) -> list:
     """gmem.load: the thread's values (value order), ``other`` where an element is outside the tensor; every access
     (vector, edge element) carries ``cache``'s qualifier (``ptx_table.CACHE_QUALIFIERS``: ``streaming`` →
     ``ld.global.cs.v4.b32``), ``normal`` leaves them plain LLVM loads.
@@ -131,9 +150,10 @@ def load(lx, view: GView, thread, tv, dtype: ScalarType, other=0.0, cache: str =
     distinct address: the groups whose coordinates differ only along those modes share one (vector) load, guarded by
     the other modes' bounds, and each value is ``other`` where its own broadcast coordinate is outside. The GEMM
     epilogue's bias through the accumulator's TV layout: one ``bf16x2`` load per column pair instead of one per
-    column pair and row. Post: one LLVM value of ``dtype``'s register type per value of ``tv``."""
+    column pair and row. ``vector_check``: ``{vector_check = true}`` (``GmemAddresses``). Post: one LLVM value of
+    ``dtype``'s register type per value of ``tv``."""
     b = lx.b
-    at = GmemAddresses(lx, view, thread, tv, dtype)
+    at = GmemAddresses(lx, view, thread, tv, dtype, vector_check)
     other_c = lx.const(dtype, other)
     results = [None] * lc.size(tv[1])
     kept = [m for m in range(at.rank) if m not in at.broadcast]
@@ -173,7 +193,7 @@ def _load_group(lx, at: GmemAddresses, group, cs, ptr, other_c, modes=None, cach
     if k == 1:
         return [_guarded_load(lx, at.inside(cs, modes=modes), ptr, mem_t, esize, other_c, at.from_mem, cache)]
     vt = ir.VectorType(mem_t, k)
-    full = at.vector_inside(cs, modes)
+    full = at.vector_ok(cs, ptr, modes)
     fast, slow, done = lx.block("vec"), lx.block("vec.edge"), lx.block("vec.done")
     b.cbranch(full, fast, slow)
     b.position_at_end(fast)
@@ -202,12 +222,14 @@ def _load_group(lx, at: GmemAddresses, group, cs, ptr, other_c, modes=None, cach
     return out
 
 
-def store(lx, view: GView, thread, tv, dtype: ScalarType, values, cache: str = "normal") -> None:
+def store(lx, view: GView, thread, tv, dtype: ScalarType, values, cache: str = "normal",
+          vector_check: bool = False) -> None:
     """gmem.store: write the thread's ``values`` (value order) where their elements are inside the tensor, every
     access with ``cache``'s qualifier (``streaming`` → ``st.global.cs.v4.b32``; ``normal``: plain LLVM stores and
-    the unqualified predicated store). Post: no element outside the tensor is written."""
+    the unqualified predicated store); ``vector_check``: ``{vector_check = true}`` (``GmemAddresses``). Post: no
+    element outside the tensor is written."""
     b = lx.b
-    at = GmemAddresses(lx, view, thread, tv, dtype)
+    at = GmemAddresses(lx, view, thread, tv, dtype, vector_check)
     k, mem_t, esize = at.width, at.mem_t, at.esize
 
     def packed(vt, group):
@@ -224,7 +246,7 @@ def store(lx, view: GView, thread, tv, dtype: ScalarType, values, cache: str = "
             _branched_store(lx, at.inside(cs), ptr, at.to_mem(values[v0]), esize, cache)
             continue
         vt = ir.VectorType(mem_t, k)
-        full = at.vector_inside(cs)
+        full = at.vector_ok(cs, ptr)
         if at.exact and k * esize >= 4:  # all of the vector or none of it: no branch
             _predicated_store(lx, full, ptr, packed(vt, group), k * esize, cache)
             continue

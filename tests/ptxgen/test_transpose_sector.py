@@ -152,7 +152,7 @@ def test_transpose_picks_sector_for_out_rows_off_sectors():
 
 
 def test_bad_config():
-    with pytest.raises(ValueError, match=r"^TransposeConfig.access must be 'vector', 'scalar' or 'sector', not "
+    with pytest.raises(ValueError, match=r"^TransposeConfig.access must be 'vector', 'scalar', 'sector', 'sector_vector' or 'sector_vector_scalar', not "
                                          r"'sectors' \(did you mean 'sector'\?\)$"):
         TransposeConfig("bf16", 256, 1, "sectors").validate()
     with pytest.raises(ValueError, match=r"^TransposeConfig.threads = 32 with access = 'sector' must be the tile's 64 "
@@ -184,7 +184,7 @@ def test_benchmark_variant_names():
     assert bench_transpose.variant_config("bf16", "256/1/sector") == TransposeConfig("bf16", 256, 1, "sector")
     assert bench_transpose.variant_config("f32", "128/1/s") == TransposeConfig("f32", 128, 1, "scalar")
     assert bench_transpose.variant_config("f32", "128/2") == TransposeConfig("f32", 128, 2)
-    with pytest.raises(SystemExit, match="'256/1/w' is not threads/pair, threads/pair/s or threads/pair/sector"):
+    with pytest.raises(SystemExit, match="'256/1/w' is not threads/pair, threads/pair/s, threads/pair/sector, "):
         bench_transpose.variant_config("bf16", "256/1/w")
 
 

@@ -126,7 +126,7 @@ CACHE_HINTS = ("normal", "evict_first", "evict_last", "no_allocate", "streaming"
 
 
 class _GmemAccess(OpDef):
-    optional_attrs = ("cache",)
+    optional_attrs = ("cache", "vector_check")
 
     def _check_cache(self, op, v):
         """``cache``, when present, is one of CACHE_HINTS: ``gmem.load: attribute 'cache' must be one of normal,
@@ -143,6 +143,11 @@ class _GmemAccess(OpDef):
     def cache(op) -> str:
         """The op's cache hint (``normal`` when absent)."""
         return str(op.attrs.get("cache", "normal"))
+
+    def _verify_vector_check(self, op, v):
+        """``{vector_check = true}`` (optional, a bool): vectors whose alignment is checked at run time."""
+        if "vector_check" in op.attrs:
+            v.attr(op, "vector_check", bool)
 
     def _check_view_and_thread(self, op, v, view, thread):
         if not isinstance(view.type, GlobalViewType):
@@ -171,7 +176,7 @@ class GLoad(_GmemAccess):
     name = "gmem.load"
     summary = "each thread reads its values of a global tile (out-of-bounds values read `other`)"
     required_attrs = ("tv",)
-    optional_attrs = ("other", "cache")
+    optional_attrs = ("other", "cache", "vector_check")
     num_operands = 2
     num_results = 1
 
@@ -194,6 +199,7 @@ class GLoad(_GmemAccess):
             if problem:
                 v.error(op, f"other: {problem}")
         self._check_cache(op, v)
+        self._verify_vector_check(op, v)
 
     def interpret(self, op, ix):
         view, thread = op.operands
@@ -209,10 +215,15 @@ class GLoad(_GmemAccess):
     def lower(self, op, lx):
         """Per the access plan (plans.plan_access from tv and the tile shape): vectors of up to 16 bytes along the
         specialization's contiguous mode, one bounds predicate per vector (exact when the extent is a multiple of
-        the width, else a per-element edge path), scalar predicated loads otherwise; out of bounds reads `other`."""
+        the width, else a per-element edge path), scalar predicated loads otherwise; out of bounds reads `other`.
+        ``{vector_check = true}``: where the specialization cannot prove a vector aligned (row pitches not multiples
+        of 16 bytes, origins of unknown divisibility), vectors of up to 16 bytes anyway, each taken only where its
+        address is aligned at run time and it lies inside the tensor, else element by element (the interpreter's
+        semantics are the same with or without it)."""
         view, thread = op.operands
         values = lx.gmem_load(lx.get(view), lx.get(thread), op.attrs["tv"], op.results[0].type.dtype,
-                              other=op.attrs.get("other", 0), cache=self.cache(op))
+                              other=op.attrs.get("other", 0), cache=self.cache(op),
+                              vector_check=op.attrs.get("vector_check") is True)
         lx.set(op.results[0], values)
 
 
@@ -237,6 +248,7 @@ class GStore(_GmemAccess):
         if tv is not None:
             verify_tv(op, v, tv, frag.type.shape, view.type.size)
         self._check_cache(op, v)
+        self._verify_vector_check(op, v)
 
     def interpret(self, op, ix):
         view, thread, frag = op.operands
@@ -248,10 +260,11 @@ class GStore(_GmemAccess):
         tile.array[idx] = values[write]
 
     def lower(self, op, lx):
-        """The inverse of gmem.load's lowering: vector stores where the plan allows, predicated; out of bounds skipped."""
+        """The inverse of gmem.load's lowering: vector stores where the plan allows, predicated; out of bounds skipped.
+        ``{vector_check = true}`` as in gmem.load."""
         view, thread, frag = op.operands
         lx.gmem_store(lx.get(view), lx.get(thread), op.attrs["tv"], frag.type.dtype, lx.get(frag),
-                      cache=self.cache(op))
+                      cache=self.cache(op), vector_check=op.attrs.get("vector_check") is True)
 
 
 class _Flag(OpDef):
