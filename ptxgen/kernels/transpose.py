@@ -82,6 +82,8 @@ ELEMENT_BYTES = {"f32": 4, "bf16": 2, "f16": 2}
 VECTOR_BYTES = 16
 SECTOR_BYTES = 32   # the unit of a global memory transaction: a partly written sector costs a read-modify-write
 BANK_BYTES = 4
+SM_SHARED_BYTES = 228 * 1024   # an H100 SM's shared memory, of which each resident CTA also takes 1 KB
+SM_THREADS = 2048
 ACCESSES = ("vector", "scalar", "sector", "sector_vector", "sector_vector_scalar")
 SECTOR_VECTOR = ("sector_vector", "sector_vector_scalar")   # sector windows and 16-byte out stores
 CHUNKS = 8          # 16-byte chunks of a 128-byte row: the XOR's 3 bits
@@ -103,17 +105,24 @@ class TransposeConfig:
     access: str = "vector"
 
     @staticmethod
-    def default(dtype: str, aligned: bool = True, out_sectors: bool = True) -> "TransposeConfig":
+    def default(dtype: str, aligned: bool = True, out_sectors: bool = True,
+                x_aligned: bool = False) -> "TransposeConfig":
         """The configuration ``transpose`` uses: 8 warps for 16-bit types (64 x 64 tiles: 2 vectors per thread), 4 for
-        f32 (32 x 32 tiles), each thread a (2, V) block; for rows not 16-byte aligned (``aligned`` False) the same
-        tile and threads with element accesses: ``access="sector"`` (``pair`` 1) where out's rows do not start on
-        32-byte sectors (``out_sectors`` False), else ``access="scalar"``. ``TransposeConfig.default("f32")`` →
+        f32 (32 x 32 tiles), each thread a (2, V) block; for rows not 16-byte aligned (``aligned`` False) element
+        accesses: where out's rows do not start on 32-byte sectors (``out_sectors`` False) ``access="sector"`` with 8
+        warps, or for 16-bit types whose x rows are 16-byte aligned (``x_aligned``) ``"sector_vector"`` (16-byte
+        loads and out stores: 94-99% of copy at 8191 x 8192 bf16 against 87-94% for ``sector``, docs/gpu-runs/
+        2026-11-26-s14.log section 3); else ``access="scalar"``. ``TransposeConfig.default("f32")`` →
         ``TransposeConfig(dtype='f32', threads=128, pair=2)``; ``TransposeConfig.default("bf16", False, False)`` →
         ``TransposeConfig(dtype='bf16', threads=256, pair=1, access='sector')``."""
         threads = 128 if dtype == "f32" else 256
         if aligned:
             return TransposeConfig(dtype, threads, 2)
-        return TransposeConfig(dtype, threads, 1, "scalar" if out_sectors else "sector")
+        if out_sectors:
+            return TransposeConfig(dtype, threads, 1, "scalar")
+        if x_aligned and dtype != "f32":
+            return TransposeConfig(dtype, 256, 1, "sector_vector")
+        return TransposeConfig(dtype, 256, 1, "sector")
 
     @property
     def vector(self) -> int:
@@ -498,8 +507,17 @@ def build_sector_vector(config: TransposeConfig):
     a = config.sector
     ls = sector_vector_layouts(config)
     warps = config.threads // 32
+    # a thread holds BM·BN/threads values between its loads and the smem store. Read element by element
+    # (sector_vector_scalar), ptxas fits them in the registers that let as many CTAs stay resident as shared memory
+    # allows (nvJitLink, bf16, 256 threads: 147 registers unbounded, 40 with no spill under this bound); as 16-byte
+    # vectors (sector_vector) it spills under any bound tighter than its own 78 registers, so it gets none
+    resident = None
+    if config.access == "sector_vector_scalar":
+        smem_bytes = lc.cosize(ls["smem"]) * ELEMENT_BYTES[dtype]
+        resident = min(SM_THREADS // config.threads, SM_SHARED_BYTES // (smem_bytes + 1024))
     kb = KernelBuilder("transpose", grid=(cdiv(dim("x", 1), bn), cdiv(hadd(dim("x", 0), a - 1), bm), 1),
-                       block=(config.threads, 1, 1), x=gtensor(dtype, 2), out=gtensor(dtype, 2))
+                       block=(config.threads, 1, 1), min_ctas_per_sm=resident, x=gtensor(dtype, 2),
+                       out=gtensor(dtype, 2))
     b = kb.b
     x, out = kb["x"], kb["out"]
     tile = b.smem.alloc(type=smem(dtype, ls["smem"]), name="tile")
@@ -556,7 +574,8 @@ def transpose(x, out=None, *, config: TransposeConfig | None = None):
     arg.check_rank("transpose", 2, "(M, N)")
     x = arg.value
     m, n = (int(s) for s in x.shape)
-    config = config or TransposeConfig.default(dtype, rows_aligned(x, out, m, n), out_rows_on_sectors(x, out, m))
+    config = config or TransposeConfig.default(dtype, rows_aligned(x, out, m, n), out_rows_on_sectors(x, out, m),
+                                               rows_aligned(x, None, 0, n))
     if out is None:
         out = np.empty((n, m), x.dtype) if isinstance(x, np.ndarray) else x.new_empty((n, m))
     if tuple(out.shape) != (n, m):
@@ -574,7 +593,8 @@ def transpose(x, out=None, *, config: TransposeConfig | None = None):
 def rows_aligned(x, out, m: int, n: int) -> bool:
     """Whether every row of x and of out (given or new) starts 16-byte aligned: x's and out's row pitches (bytes)
     and base addresses multiples of 16 — the condition of ``access="vector"``'s 16-byte accesses (the launcher
-    otherwise specializes them to element accesses). A numpy x (the interpreter) counts by its pitches only."""
+    otherwise specializes them to element accesses). A numpy x (the interpreter) counts by its pitches only.
+    ``rows_aligned(x, None, 0, n)``: x's rows alone (out's pitch 0)."""
     import numpy as np
 
     esize = x.itemsize if isinstance(x, np.ndarray) else x.element_size()

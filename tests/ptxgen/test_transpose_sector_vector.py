@@ -18,7 +18,8 @@ import layoutc as lc
 from layoutc.hopper import bank_conflicts
 from ptxgen.interp import interpret, run_cta
 from ptxgen.kernels.transpose import (
-    TransposeConfig, bank_reports, build, layouts, row_vector_tv, sector_vector_layouts, sector_vector_tv, transpose,
+    TransposeConfig, bank_reports, build, layouts, out_rows_on_sectors, row_vector_tv, rows_aligned,
+    sector_vector_layouts, sector_vector_tv, transpose,
 )
 from ptxgen.ir.layout_table import tv_index
 from ptxgen.lower import Specialization, TensorSpec, compile_kernel
@@ -223,3 +224,15 @@ def test_gpu_strided_views(dtype, access):
     transpose(x, wide[:, :m], config=TransposeConfig(dtype, 256 if dtype == "bf16" else 128, 1, access))
     torch.cuda.synchronize()
     assert torch.equal(wide[:, :m], x.t()) and bool((wide[:, m:] == -7).all())
+
+
+def test_the_default_takes_sector_vector_where_x_rows_are_aligned():
+    """Out rows off their sectors: 16-bit types whose x rows are 16-byte aligned take ``sector_vector`` (8 warps);
+    others ``sector`` with 8 warps (f32 too); out rows on sectors keep ``scalar``."""
+    assert TransposeConfig.default("bf16", False, False, True) == TransposeConfig("bf16", 256, 1, "sector_vector")
+    assert TransposeConfig.default("f16", False, False, True).access == "sector_vector"
+    assert TransposeConfig.default("bf16", False, False, False) == TransposeConfig("bf16", 256, 1, "sector")
+    assert TransposeConfig.default("f32", False, False, True) == TransposeConfig("f32", 256, 1, "sector")
+    assert TransposeConfig.default("bf16", False, True, True).access == "scalar"
+    x = np.zeros((8191, 8192), ml_dtypes.bfloat16)           # x rows 16384 bytes, out rows 16382
+    assert rows_aligned(x, None, 0, 8192) and not out_rows_on_sectors(x, None, 8191)
