@@ -17,6 +17,7 @@ from ptxgen.kernels.gemm import streamk_buffers
 from test_fp8_mainloop_variants import BF16, config, product, rel_err
 from test_fp8_grouped import E4M3, cdiv
 from test_fp8_grouped_speed import contiguous_case, want_contiguous
+from test_fp8_blockscaled import gpu_operands
 from test_fp8_scales_smem import _compiled, operands
 
 
@@ -160,15 +161,7 @@ def _gpu():
                                      (333, 256, 256)], ids=str)
 def test_gpu_matches_float64(name, m, n, k):
     torch = _gpu()
-    from ptxgen.kernels import per_block_cast_to_fp8, per_token_cast_to_fp8
-
-    x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
-    w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
-    a, sa = per_token_cast_to_fp8(x, tma_aligned_scales=True)
-    b, sb = per_block_cast_to_fp8(w)
-    ea = sa.double().repeat_interleave(128, dim=1)[:, :k]
-    eb = sb.double().repeat_interleave(128, dim=0)[:n].repeat_interleave(128, dim=1)[:, :k]
-    want = (a.double() * ea) @ (b.double() * eb).T
+    a, sa, b, sb, want = gpu_operands(torch, m, n, k)
     got = fp8_gemm_nt(a, sa, b, sb, config=config(name))
     again = fp8_gemm_nt(a, sa, b, sb, config=config(name))
     torch.cuda.synchronize()

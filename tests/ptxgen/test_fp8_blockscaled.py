@@ -332,14 +332,15 @@ def torch_or_skip():
     return torch
 
 
-def gpu_operands(torch, m, n, k):
+def gpu_operands(torch, m, n, k, aligned=True):
     """Fresh random operands quantized as DeepGEMM's tests do (bf16 activations per token, weights per block, by
-    our quantization kernels) → (a, a_scales (M-major TMA-aligned), b, b_scales, float64 reference)."""
+    our quantization kernels) → (a, a_scales (M-major TMA-aligned; ``aligned`` False: row-major), b, b_scales,
+    float64 reference)."""
     from ptxgen.kernels import per_block_cast_to_fp8, per_token_cast_to_fp8
 
     x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
     w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
-    a, sa = per_token_cast_to_fp8(x, tma_aligned_scales=True)
+    a, sa = per_token_cast_to_fp8(x, tma_aligned_scales=aligned)
     b, sb = per_block_cast_to_fp8(w)
     ea = sa.double().repeat_interleave(128, dim=1)[:, :k]
     eb = sb.double().repeat_interleave(128, dim=0)[:n].repeat_interleave(128, dim=1)[:, :k]

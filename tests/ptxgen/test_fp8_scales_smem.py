@@ -20,7 +20,7 @@ from ptxgen.kernels import fp8 as fp8_module
 from ptxgen.kernels.gemm import block_scales
 from ptxgen.kernels.gemm.config import SMEM_BYTES
 
-from test_fp8_blockscaled import compiled_block_scaled as _compiled, operands, torch_or_skip
+from test_fp8_blockscaled import compiled_block_scaled as _compiled, gpu_operands, operands, torch_or_skip
 from test_fp8_mainloop_variants import BF16, E4M3, cdiv, config, product, rel_err
 
 
@@ -252,15 +252,7 @@ def test_ptx_reads_every_scale_from_shared_memory(name):
 @pytest.mark.parametrize("aligned", [True, False])
 def test_gpu_matches_float64(name, m, n, k, aligned):
     torch = torch_or_skip()
-    from ptxgen.kernels import per_block_cast_to_fp8, per_token_cast_to_fp8
-
-    x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
-    w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
-    a, sa = per_token_cast_to_fp8(x, tma_aligned_scales=aligned)
-    b, sb = per_block_cast_to_fp8(w)
-    ea = sa.double().repeat_interleave(128, dim=1)[:, :k]
-    eb = sb.double().repeat_interleave(128, dim=0)[:n].repeat_interleave(128, dim=1)[:, :k]
-    want = (a.double() * ea) @ (b.double() * eb).T
+    a, sa, b, sb, want = gpu_operands(torch, m, n, k, aligned)
     got = fp8_gemm_nt(a, sa, b, sb, config=config(name))
     again = fp8_gemm_nt(a, sa, b, sb, config=config(name))
     torch.cuda.synchronize()
