@@ -120,8 +120,8 @@ class GTile(OpDef):
 
 # gmem.load/store's ``cache`` hints: how the accesses of a tile read once, or re-read by every CTA, may treat the
 # caches (PTX's cache operators and eviction priorities; spec/tile-ir.md §4.4). ``normal`` is the unqualified access.
-# Each maps to one qualifier in ptxgen.lower.ptx_table.CACHE_QUALIFIERS. A performance hint only: the values read and
-# written are the same, so the interpreter ignores it.
+# Each maps to one PTX qualifier (the lowering's table of cache qualifiers). A performance hint only: the values
+# read and written are the same, so the interpreter ignores it.
 CACHE_HINTS = ("normal", "evict_first", "evict_last", "no_allocate", "streaming", "l2_evict_first", "l2_evict_last")
 
 
