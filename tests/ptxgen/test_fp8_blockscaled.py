@@ -103,14 +103,17 @@ def test_heuristic_choices():
     names = {(m, n, k): choose_block_scaled_config(m, n, k).name
              for m, n, k in [(4096, 7168, 2048), (4096, 2112, 7168), (64, 7168, 2048), (16, 4096, 7168),
                              (1, 2112, 7168), (32, 2112, 7168), (33, 2112, 7168), (128, 7168, 2048), (100, 64, 128),
-                             (128, 24576, 1536), (64, 7168, 16384), (1024, 2112, 7168), (2048, 2112, 7168)]}
+                             (128, 24576, 1536), (64, 7168, 16384), (1024, 2112, 7168), (2048, 2112, 7168),
+                             (128, 32768, 512), (128, 4096, 7168)]}
     assert names == {(4096, 7168, 2048): "h128x128s5to1BSA", (4096, 2112, 7168): "h128x128s5tskaBS",   # last wave 12%
                      (64, 7168, 2048): "h128x128s5to1BSA", (16, 4096, 7168): "h128x16s8xBl",
                      (1, 2112, 7168): "h128x16s8xBl", (32, 2112, 7168): "h128x32s8xBl",
-                     (33, 2112, 7168): "h128x128s5tskaBS", (128, 7168, 2048): "h128x128s5to1BSA",
-                     (100, 64, 128): "h128x128s5to1BSA",
+                     (33, 2112, 7168): "h128x128s5tskaBS", (128, 7168, 2048): "h128x64s8to1BSA",
+                     (100, 64, 128): "h128x64s8to1BSA",
                      # stream-K on every SM only where it saves 20 k-tiles: 192 tiles of 12 k-tiles do not
-                     (128, 24576, 1536): "h128x128s5to1BSA", (64, 7168, 16384): "h128x128s5tskaBS",
+                     (128, 24576, 1536): "h128x64s8to1BSA", (64, 7168, 16384): "h128x128s5tskaBS",
+                     # one row of tiles above M = 64: 64-wide tiles where 128-wide ones leave the last wave under 3/4
+                     (128, 32768, 512): "h128x128s5to1BSA", (128, 4096, 7168): "h128x64s8tskaBS",
                      # 136 tiles (one to two waves): no stream-K; 272 tiles (two full waves, 3% in the last): stream-K
                      (1024, 2112, 7168): "h128x128s5to1BSA", (2048, 2112, 7168): "h128x128s5tskaBS"}
     assert choose_block_scaled_config(4096, 7168, 2048, grouped="contiguous").name == "h128x128s5to1BSAGc"
@@ -159,6 +162,15 @@ def test_heuristic_config_matches_float64(m, n, k):
     out = fp8_gemm_nt(a, a_scales, b, sb, sm_count=2)
     assert out.shape == (m, n)
     check(out, reference(a, sa, b, sb))
+
+
+@pytest.mark.parametrize("k", [384, 1040])
+def test_the_narrow_tile_the_heuristic_picks_matches_float64(k):
+    """64 < M ≤ 128 with 128-wide tiles leaving a part wave: the 64-wide chunk_ahead tile (``BLOCK_SCALED_NARROW``)."""
+    assert choose_block_scaled_config(100, 272, k, 2).name == "h128x64s8to1BSA"
+    rng = np.random.default_rng()
+    a, sa, b, sb = operands(100, 272, k, rng)
+    check(fp8_gemm_nt(a, get_mn_major_tma_aligned_tensor(sa), b, sb, sm_count=2), reference(a, sa, b, sb))
 
 
 FORCED = [

@@ -221,6 +221,11 @@ BLOCK_SCALED_TILE = GemmConfig("e4m3", bn=128, stages=5, epilogue="tma", scales=
 BLOCK_SCALED_STREAMK_SHARE = 0.5
 BLOCK_SCALED_STREAMK = GemmConfig("e4m3", bn=128, stages=5, epilogue="tma", scales="block", scales_smem=True,
                                   streamk=True, streamk_every_sm=True)
+# one row of 128-row tiles (64 < M <= 128) whose 128-wide tiles leave the SMs' last wave under WAVE_FILL_MIN full: 64-wide
+# tiles, twice as many CTAs (M = 128: 7168x2048 467 against 387 TFLOP/s kernel time, 7168x16384 629 against 547,
+# 24576x1536 514 against 465; at M = 64, where half of each tile's rows are padding, they lost: s14 log section 5)
+BLOCK_SCALED_NARROW_MAX_M = 128
+BLOCK_SCALED_NARROW = BLOCK_SCALED_TILE.replace(bn=64, stages=8)
 BLOCK_SCALED_CANDIDATES = (GemmConfig("e4m3", bn=128, stages=6, epilogue="tma", scales="block", late_scales=True),
                            GemmConfig("e4m3", bn=64, stages=8, epilogue="tma", scales="block", late_scales=True))
 
@@ -242,10 +247,13 @@ def choose_block_scaled_config(m: int, n: int, k: int, sm_count: int = H100_SMS,
     1.30×, 4096 × 7168 1.19-1.25×, 7168 × 16384 0.96-1.04× cuBLAS block-scaled against 0.88-0.97× for the tile
     alone; M = 4096, N × K = 2112 × 7168 0.99-1.00× against 0.98× (s13.log section 5, s14.log section 1). Between
     one and two waves stream-K lost: 1024 × 2112 × 7168 (136 tiles) 565 TFLOP/s against 656 for the tile.
+    One row of tiles with 64 < M ≤ 128 whose 128-wide tiles leave the last wave under ``WAVE_FILL_MIN`` of the SMs
+    takes the same two choices with 64-wide tiles (``BLOCK_SCALED_NARROW``, 8 stages): twice the CTAs.
     The candidates stay valid configurations (``config=``).
     ``choose_block_scaled_config(4096, 7168, 2048).name`` = ``h128x128s5to1BSA``;
     ``choose_block_scaled_config(16, 7168, 2048).name`` = ``h128x16s8xBl``;
-    ``choose_block_scaled_config(128, 4096, 7168).name`` = ``h128x128s5tskaBS``. ``grouped``
+    ``choose_block_scaled_config(64, 4096, 7168).name`` = ``h128x128s5tskaBS``;
+    ``choose_block_scaled_config(128, 4096, 7168).name`` = ``h128x64s8tskaBS``. ``grouped``
     ("contiguous", "masked"; ``m`` the rows of all groups): never swapped (the groups are A's rows).
     Post: deterministic, valid, e4m3 → bf16 with ``scales="block"``."""
     if min(m, n, k) < 0:
@@ -254,11 +262,17 @@ def choose_block_scaled_config(m: int, n: int, k: int, sm_count: int = H100_SMS,
         bn = 16 if m <= 16 else 32
         return GemmConfig("e4m3", bn=bn, stages=SWAP_STAGES, swap_ab=True, scales="block",
                           late_scales=True).validate()
-    tiles = -(-m // BLOCK_SCALED_STREAMK.bm) * -(-n // BLOCK_SCALED_STREAMK.bn)
+    tile, streamk = BLOCK_SCALED_TILE, BLOCK_SCALED_STREAMK
+    wide_tiles = -(-m // tile.bm) * -(-n // tile.bn)
+    if grouped == "none" and tile.bm // 2 < m <= BLOCK_SCALED_NARROW_MAX_M and \
+            (wide_tiles < sm_count or _last_wave_share(tile, m, n, sm_count) < WAVE_FILL_MIN):
+        tile, streamk = BLOCK_SCALED_NARROW, BLOCK_SCALED_STREAMK.replace(bn=BLOCK_SCALED_NARROW.bn,
+                                                                          stages=BLOCK_SCALED_NARROW.stages)
+    tiles = -(-m // streamk.bm) * -(-n // streamk.bn)
     if grouped == "none" and (tiles < sm_count or tiles >= 2 * sm_count) and \
-            streamk_ktiles_saved(m, n, k, BLOCK_SCALED_STREAMK, sm_count) >= BLOCK_SCALED_STREAMK.streamk_min_saving \
-            and _last_wave_share(BLOCK_SCALED_STREAMK, m, n, sm_count) < BLOCK_SCALED_STREAMK_SHARE:
+            streamk_ktiles_saved(m, n, k, streamk, sm_count) >= streamk.streamk_min_saving \
+            and _last_wave_share(streamk, m, n, sm_count) < BLOCK_SCALED_STREAMK_SHARE:
         # few tiles with long K loops (M <= 128, N up to ~16k, K from ~4k): their k-tiles shared out over every SM.
         # Not between one and two waves: 1024x2112x7168 (136 tiles) ran at 565 TFLOP/s stream-K, 656 as tiles
-        return BLOCK_SCALED_STREAMK.validate()
-    return BLOCK_SCALED_TILE.replace(grouped=grouped).validate()
+        return streamk.validate()
+    return tile.replace(grouped=grouped).validate()
