@@ -7,16 +7,12 @@ import numpy as np
 import pytest
 
 from ptxgen.interp import interpret
-from ptxgen.kernels import (
-    GemmConfig, fp8_gemm_nt, get_mn_major_tma_aligned_tensor, m_grouped_fp8_gemm_nt_contiguous,
-    m_grouped_fp8_gemm_nt_masked,
-)
+from ptxgen.kernels import GemmConfig, fp8_gemm_nt, get_mn_major_tma_aligned_tensor, m_grouped_fp8_gemm_nt_contiguous
 from ptxgen.kernels import fp8 as fp8_module
 from ptxgen.kernels.gemm import streamk_buffers
 
 from test_fp8_mainloop_variants import BF16, config, product, rel_err
-from test_fp8_grouped import E4M3, cdiv
-from test_fp8_grouped_speed import contiguous_case, want_contiguous
+from test_fp8_grouped_speed import check_masked, contiguous_case, want_contiguous
 from test_fp8_blockscaled import gpu_operands
 from test_fp8_scales_smem import _compiled, operands
 
@@ -108,22 +104,7 @@ def test_contiguous_grouped_matches_float64(name, k):
 
 def test_masked_grouped_matches_float64():
     """Grouped masked with ``z`` and no overlap (the peel for the rows' reads): counts 0, partial and M_max."""
-    rng = np.random.default_rng()
-    counts, m_max, n, k = [0, 130, 256], 256, 144, 400
-    groups = len(counts)
-    b = (rng.standard_normal((groups, n, k)) * 3).astype(E4M3)
-    sb = rng.uniform(0.25, 4.0, (groups, cdiv(n, 128), cdiv(k, 128))).astype(np.float32)
-    a = (rng.standard_normal((groups, m_max, k)) * 3).astype(E4M3)
-    sa = rng.uniform(0.25, 4.0, (groups, m_max, cdiv(k, 128))).astype(np.float32)
-    for g, count in enumerate(counts):
-        a[g, count:] = np.float32("nan")
-    out = np.full((groups, m_max, n), 5, BF16)
-    m_grouped_fp8_gemm_nt_masked(a, sa, b, sb, out, np.array(counts, np.int32), 128,
-                                 config=GemmConfig.from_name("h128x128s3tBSAGmz", "e4m3"), sm_count=3)
-    for g, count in enumerate(counts):
-        assert not np.any(out[g, count:].astype(np.float32))
-        if count:
-            assert rel_err(out[g, :count], product(a[g, :count], sa[g, :count], b[g], sb[g])) < 4e-3
+    check_masked(GemmConfig.from_name("h128x128s3tBSAGmz", "e4m3"), 400)
 
 
 @pytest.mark.parametrize("name", ["h128x128s5to1BSA", "h128x128s5tskaBSA", "h128x128s4to1BlSA"])
