@@ -84,8 +84,9 @@ SECTOR_BYTES = 32   # the unit of a global memory transaction: a partly written 
 BANK_BYTES = 4
 SM_SHARED_BYTES = 228 * 1024   # an H100 SM's shared memory, of which each resident CTA also takes 1 KB
 SM_THREADS = 2048
-ACCESSES = ("vector", "scalar", "sector", "sector_vector", "sector_vector_scalar")
-SECTOR_VECTOR = ("sector_vector", "sector_vector_scalar")   # sector windows and 16-byte out stores
+ACCESSES = ("vector", "scalar", "sector", "sector_vector", "sector_vector_scalar", "sector_vector_aligned_x")
+# sector windows and 16-byte out stores
+SECTOR_VECTOR = ("sector_vector", "sector_vector_scalar", "sector_vector_aligned_x")
 CHUNKS = 8          # 16-byte chunks of a 128-byte row: the XOR's 3 bits
 
 
@@ -159,6 +160,10 @@ class TransposeConfig:
             raise ValueError(f"TransposeConfig.access must be {choices}, not {self.access!r}"
                              f"{did_you_mean(str(self.access), ACCESSES)}")
         bm, bn = self.tile
+        if self.access == "sector_vector_aligned_x" and (self.pair != 1 or self.threads != 32 * self.vector):
+            raise ValueError(f"TransposeConfig.threads = {self.threads} with access = 'sector_vector_aligned_x' must be "
+                             f"32 x the {self.vector} {self.dtype} elements of a 16-byte vector ({32 * self.vector}: one "
+                             f"warp per residue of x's rows mod {self.vector}), with pair = 1 (not {self.pair})")
         if self.access in SECTOR_VECTOR:
             warps = self.threads // 32
             if self.pair != 1 or self.threads % bn or self.threads > 32 * 8 or warps & (warps - 1):
@@ -317,38 +322,107 @@ def sector_vector_swizzle():
     return lc.Swizzle(2, 2, 5)
 
 
+def residue_lanes_per_row(vector: int, pitch_bytes: int) -> int:
+    """The lanes along one x row of ``residue_vector_tv`` (the rest of the warp's 32 lanes on that many rows of one
+    residue mod V): the largest of 8, 4, 2, 1 for which a warp's smem stores into ``sector_vector_layouts``'
+    column-major window (column pitch ``pitch_bytes``) fall in 32 banks. A lane stores its vector's element i in
+    column V·c + i − s of row V·a + q: lanes on consecutive residue rows are 16 bytes apart, lanes on consecutive
+    chunks V columns apart, so their 16-byte chunks of the column-major tile are a + c·step, step = V·pitch/16, and
+    the window's swizzle (``sector_vector_swizzle``: address bits 7-8 into 2-3) sends 32 different chunk indices mod 32
+    to 32 banks, whatever the run-time base (s, q, i). ``residue_lanes_per_row(8, 560)`` = 4 (bf16: step 280 ≡ 24
+    mod 32), ``residue_lanes_per_row(4, 560)`` = 8 (f32: step 140 ≡ 12). Post: the 32 values of a + c·step mod 32
+    over a < 32/result, c < result are distinct."""
+    step = vector * pitch_bytes // VECTOR_BYTES
+    for lanes in (8, 4, 2, 1):
+        if len({(a + c * step) % 32 for a in range(32 // lanes) for c in range(lanes)}) == 32:
+            return lanes
+    raise ValueError(f"residue_lanes_per_row: no split of a warp's 32 lanes is conflict-free for a column pitch of "
+                     f"{pitch_bytes} bytes")
+
+
+def residue_vector_tv(rows: int, cols: int, vector: int, lanes_c: int):
+    """The x side of ``access="sector_vector_aligned_x"``: warp q on the tile's rows ≡ q (mod V) — rows whose starts
+    share one offset inside a 16-byte vector, so one shift per warp — ``make_layout_tv`` of its lanes on
+    (32/lanes_c residue rows, ``lanes_c`` 16-byte chunks) row-major holding one vector (1, V) each, repeated over the
+    residue rows and the chunks. One instruction of a warp reads 32/lanes_c rows V apart, 16·lanes_c contiguous bytes
+    of each. ``residue_vector_tv(256, 64, 8, 4)`` = ``(((4,8),8),(8,(4,2))):(((2048,8),1),(256,(64,8192)))``: thread t =
+    lane + 32·q, value (i, (p, h)) → row q + 8·(lane/4 + 8p), column 8·(lane%4 + 4h) + i. Pre: V·32/lanes_c divides
+    rows, V·lanes_c divides cols. Post: a bijection of V warps × values onto the (rows, cols) tile (column-major
+    index), each thread's values in rows of one residue mod V."""
+    lanes_r = 32 // lanes_c
+    tiler, warp_tv = lc.make_layout_tv(lc.Layout((lanes_r, lanes_c), (lanes_c, 1)), lc.Layout((1, vector)))
+    in_tile = lc.composition(lc.Layout(tiler, (vector, rows)), warp_tv)   # residue row a → tile row V·a
+    repeats = lc.Layout((rows // (vector * lanes_r), cols // (vector * lanes_c)),
+                        (vector * lanes_r, rows * vector * lanes_c))
+    return lc.make_layout(lc.make_layout(in_tile[0], lc.Layout(vector, 1)), lc.make_layout(in_tile[1], repeats))
+
+
+def residue_tail_tv(rows: int, vector: int):
+    """The last 16-byte vector of each x row's window for ``access="sector_vector_aligned_x"`` (a (rows, V) tile):
+    ``make_layout_tv`` of a warp's 32 lanes on 32 residue rows (lane l on row V·l + q for warp q), one vector each.
+    ``residue_tail_tv(256, 8)`` = ``((32,8),8):((8,1),256)``. Pre: rows = 32·V. Post: a bijection of V warps × V
+    values onto the (rows, V) tile, each warp's rows of one residue mod V."""
+    tiler, warp_tv = lc.make_layout_tv(lc.Layout((32, 1), (1, 1)), lc.Layout((1, vector)))
+    in_tile = lc.composition(lc.Layout(tiler, (vector, rows)), warp_tv)
+    return lc.make_layout(lc.make_layout(in_tile[0], lc.Layout(vector, 1)), in_tile[1])
+
+
 def sector_vector_layouts(config: TransposeConfig) -> dict:
     """The layouts of ``access="sector_vector"``/``"sector_vector_scalar"`` (tile (BM, BN) = (32·V, 8·V)): ``load``
     (x rows t·BM … of the window: ``sector_vector_tv``, or ``scalar_tv`` for ``sector_vector_scalar``), ``head``
     (the A rows above them: ``scalar_tv``), ``smem`` (the (BM + A, BN) window COLUMN-major — an out row's elements
     contiguous — with a column pitch of BM + A + 16 bytes of elements, ``pitch``, and ``sector_vector_swizzle``),
     ``smem_t`` (its transpose), ``load_smem``/``head_smem`` (``load``/``head`` placed at the window's rows A… / 0…),
-    ``store`` (``row_vector_tv``: one pass, warp w on out row w), ``store_smem`` (it over the transposed window) and
-    ``passes`` (BN / warps). For ``TransposeConfig("bf16", 256, 1, "sector_vector")``: ``smem`` =
-    ``Sw<2,2,5> o 0 o (272,64):(1,280)``, ``store`` = ``((32,8),8):((64,1),8)``, 8 passes. Post: the passes of
-    ``store`` cover the (BN, BM) out tile once; ``load`` and ``head`` are bijections onto their tiles."""
+    ``store`` (``row_vector_tv``: one pass, warp w on out row w), ``store_smem`` (it over the transposed window),
+    ``passes`` (BN / warps) and ``origin`` (the smem column of x's column n0: 0). For ``TransposeConfig("bf16", 256,
+    1, "sector_vector")``: ``smem`` = ``Sw<2,2,5> o 0 o (272,64):(1,280)``, ``store`` = ``((32,8),8):((64,1),8)``, 8
+    passes.
+
+    ``sector_vector_aligned_x`` reads each x row's window from column n0 − s (s: the row's start inside a 16-byte
+    vector, one per warp), BN + V wide: ``load`` = ``residue_vector_tv`` over its first BN columns, ``tail`` =
+    ``residue_tail_tv`` over its last V (a (BM, V) tile of its own), both stored with the window's column j at smem
+    column j − s + ``origin`` (origin = V − 1, through ``smem.offset`` by (A, V − 1 − s); ``tail_smem`` adds BN
+    columns), so x's column n0 + c lands in smem column c + origin whatever s; the up to V − 1 elements of a row's
+    window before n0 and after n0 + BN − 1 land in the V − 1 columns before and the V after: ``smem`` has BN + 2V − 1
+    columns. bf16: ``smem`` = ``Sw<2,2,5> o 0 o (272,79):(1,280)``. Post: the passes of ``store`` cover the (BN, BM)
+    out tile once; ``load`` and ``head`` (and ``tail``) are bijections onto their tiles."""
     bm, bn = config.tile
     v, a = config.vector, config.sector
     warps = config.threads // 32
     rows = bm + a
-    if config.access == "sector_vector":
+    pitch = rows + VECTOR_BYTES // ELEMENT_BYTES[config.dtype]   # one 16-byte chunk past the column's rows
+    aligned_x = config.access == "sector_vector_aligned_x"
+    origin = v - 1 if aligned_x else 0
+    cols = bn + 2 * origin + (1 if aligned_x else 0)
+    extra = {}
+    if aligned_x:
+        load = residue_vector_tv(bm, bn, v, residue_lanes_per_row(v, pitch * ELEMENT_BYTES[config.dtype]))
+        tail = residue_tail_tv(bm, v)
+        extra = {"tail": tail,
+                 # the window's last V columns sit BN columns right of its first: a static offset of the tile index
+                 "tail_smem": lc.ComposedLayout(lc.Swizzle(0, 0, 0), rows * bn,
+                                                lc.composition(lc.Layout((bm, v), (1, rows)), tail))}
+    elif config.access == "sector_vector":
         load = sector_vector_tv(bm, bn, v, config.threads)
     else:
         load = scalar_tv(bm, bn, config.threads)
     head = scalar_tv(a, bn, config.threads)
     store = row_vector_tv(warps, bm, v)
     sw = sector_vector_swizzle()
-    pitch = rows + VECTOR_BYTES // ELEMENT_BYTES[config.dtype]   # one 16-byte chunk past the column's rows
+    head_smem = lc.composition(lc.Layout((a, bn), (1, rows)), head)
+    if aligned_x:
+        load_smem = lc.composition(lc.Layout((bm, bn), (1, rows)), load)   # moved by smem.offset (A, V − 1 − s)
+        head_smem = lc.ComposedLayout(lc.Swizzle(0, 0, 0), rows * origin, head_smem)
+    else:
+        # the x rows t·BM … sit below the A head rows: the tile index moves by A (a static offset keeps the smem
+        # stores' alignment known, so they take 4 bytes where the column holds two of a thread's values)
+        load_smem = lc.ComposedLayout(lc.Swizzle(0, 0, 0), a, lc.composition(lc.Layout((bm, bn), (1, rows)), load))
     return {"load": load, "head": head,
-            "smem": lc.ComposedLayout(sw, 0, lc.Layout((rows, bn), (1, pitch))),
-            "smem_t": lc.ComposedLayout(sw, 0, lc.Layout((bn, rows), (pitch, 1))),
-            # the x rows t·BM … sit below the A head rows: the tile index moves by A (a static offset keeps the
-            # smem stores' alignment known, so they take 4 bytes where the column holds two of a thread's values)
-            "load_smem": lc.ComposedLayout(lc.Swizzle(0, 0, 0), a,
-                                           lc.composition(lc.Layout((bm, bn), (1, rows)), load)),
-            "head_smem": lc.composition(lc.Layout((a, bn), (1, rows)), head),
-            "store": store, "store_smem": lc.composition(lc.Layout((warps, bm), (1, bn)), store),
-            "passes": bn // warps, "pitch": pitch}
+            "smem": lc.ComposedLayout(sw, 0, lc.Layout((rows, cols), (1, pitch))),
+            "smem_t": lc.ComposedLayout(sw, 0, lc.Layout((cols, rows), (pitch, 1))),
+            "load_smem": load_smem, "head_smem": head_smem,
+            "store": store, "store_smem": lc.composition(lc.Layout((warps, bm), (1, cols)), store),
+            "passes": bn // warps, "pitch": pitch, "origin": origin, **extra}
 
 
 def layouts(config: TransposeConfig) -> dict:
@@ -390,12 +464,17 @@ def bank_reports(config: TransposeConfig) -> dict:
     warps = config.threads // 32
     if config.access in SECTOR_VECTOR:
         esize = ELEMENT_BYTES[dtype]
-        a, pitch = config.sector, ls["pitch"]
-        return {"store": [bank_conflicts(ls["load_smem"], ls["smem"], dtype, warp=w)
-                          for w in range(warps)]
-                + [bank_conflicts(ls["head_smem"], ls["smem"], dtype, warp=w) for w in range(warps)],
+        a, pitch, origin = config.sector, ls["pitch"], ls["origin"]
+        if config.access == "sector_vector_aligned_x":
+            # warp q's x rows start s (any of [0, V)) elements into a 16-byte vector: its window goes to smem.offset
+            # (A, V − 1 − s) of the tile
+            x_rows = [bank_conflicts(ls[tv], ls["smem"], dtype, warp=w, base=esize * (a + (origin - s) * pitch))
+                      for tv in ("load_smem", "tail_smem") for s in range(config.vector) for w in range(warps)]
+        else:
+            x_rows = [bank_conflicts(ls["load_smem"], ls["smem"], dtype, warp=w) for w in range(warps)]
+        return {"store": x_rows + [bank_conflicts(ls["head_smem"], ls["smem"], dtype, warp=w) for w in range(warps)],
                 "load": [bank_conflicts(ls["store_smem"], ls["smem_t"], dtype, esize, warp=w,
-                                        base=esize * (k * warps * pitch + a - s))
+                                        base=esize * ((k * warps + origin) * pitch + a - s))
                          for k in range(ls["passes"]) for s in range(a) for w in range(warps)]}
     if config.access == "sector":
         esize = ELEMENT_BYTES[dtype]
@@ -526,13 +605,16 @@ def build_sector_vector(config: TransposeConfig):
     x_head = b.gmem.tile(x, b.arith.sub(m0, sector, name="x_head_row0"), n0, shape=(a, bn), name="x_head")
     heads = b.gmem.load(x_head, thread, tv=ls["head"], type=frag(dtype, lc.shape(ls["head"][1])), name="heads")
     b.smem.store(tile, thread, heads, tv=ls["head_smem"])
-    x_tile = b.gmem.tile(x, m0, n0, shape=(bm, bn), name="x_tile")
-    xs = b.gmem.load(x_tile, thread, tv=ls["load"], type=frag(dtype, lc.shape(ls["load"][1])), name="xs")
-    b.smem.store(tile, thread, xs, tv=ls["load_smem"])
+    warp = b.arith.div(thread, b.const(32, i32, name="warp_threads"), name="warp")
+    if config.access == "sector_vector_aligned_x":
+        _load_x_windows(b, config, ls, x, tile, thread, warp, m0, n0)
+    else:
+        x_tile = b.gmem.tile(x, m0, n0, shape=(bm, bn), name="x_tile")
+        xs = b.gmem.load(x_tile, thread, tv=ls["load"], type=frag(dtype, lc.shape(ls["load"][1])), name="xs")
+        b.smem.store(tile, thread, xs, tv=ls["load_smem"])
     b.barrier.cta()
     tile_t = b.smem.permute(tile, order=(1, 0), name="tile_t")
     # warp w writes out row n0 + k·warps + w in pass k: one shift s per warp
-    warp = b.arith.div(thread, b.const(32, i32, name="warp_threads"), name="warp")
     out_cols = b.gtensor.dim(out, mode=1, name="out_cols")
     low_bits = b.const(a - 1, i32, name="sector_mask")
     values_t = frag(dtype, lc.shape(ls["store"][1]))
@@ -543,12 +625,42 @@ def build_sector_vector(config: TransposeConfig):
         # s = out_row·M mod A: where the row starts inside its sector (i32 wrap-around keeps the low bits exact)
         shift = b.arith.and_(b.arith.mul(out_row, out_cols), low_bits, name=f"pass{k}_shift")
         x_row = b.arith.sub(sector, shift, name=f"pass{k}_x_row")       # the window's first x row in the tile
-        window = b.smem.offset(tile_t, first, x_row, name=f"pass{k}_window")
+        column = first if not ls["origin"] else b.const(k * warps + ls["origin"], i32, name=f"pass{k}_column")
+        window = b.smem.offset(tile_t, column, x_row, name=f"pass{k}_window")
         ys = b.smem.load(window, thread, tv=ls["store_smem"], type=values_t, name=f"pass{k}_ys")
         out_tile = b.gmem.tile(out, row0, b.arith.sub(m0, shift, name=f"pass{k}_m0"), shape=(warps, bm),
                                name=f"pass{k}_out")
         b.gmem.store(out_tile, thread, ys, tv=ls["store"], vector_check=True)
     return kb.module("ptxgen/kernels/transpose")
+
+
+def _load_x_windows(b, config: TransposeConfig, ls: dict, x, tile, thread, warp, m0, n0) -> None:
+    """``sector_vector_aligned_x``'s x side: warp q reads x rows m0 + q + V·a (all ≡ q mod V: m0 is a multiple of V),
+    whose starts share one offset s = ((m0 + q)·N + n0) mod V inside a 16-byte vector (x's base taken as 16-byte
+    aligned; i32 wrap-around keeps the low bits exact), from column n0 − s, BN + V columns: ``gmem.load {vector_check
+    = true}`` of 16-byte vectors (aligned by construction, checked at run time: element loads where x's pitch or base
+    breaks that, or at the tensor's edges), stored at ``smem.offset`` (A, V − 1 − s) of the tile so that x's column
+    n0 + c lands in the tile's column c + V − 1 (``sector_vector_layouts``' origin) for every row."""
+    dtype = config.dtype
+    bm, bn = config.tile
+    v = config.vector
+    x_cols = b.gtensor.dim(x, mode=1, name="x_cols")
+    row = b.arith.add(m0, warp, name="x_row")
+    x_shift = b.arith.and_(b.arith.add(b.arith.mul(row, x_cols), n0), b.const(v - 1, i32, name="vector_mask"),
+                           name="x_shift")
+    x_col0 = b.arith.sub(n0, x_shift, name="x_col0")
+    x_tile = b.gmem.tile(x, m0, x_col0, shape=(bm, bn), name="x_tile")
+    x_tail = b.gmem.tile(x, m0, b.arith.add(x_col0, b.const(bn, i32, name="bn_cols"), name="x_tail_col0"),
+                         shape=(bm, v), name="x_tail")
+    xs = b.gmem.load(x_tile, thread, tv=ls["load"], type=frag(dtype, lc.shape(ls["load"][1])), vector_check=True,
+                     name="xs")
+    tails = b.gmem.load(x_tail, thread, tv=ls["tail"], type=frag(dtype, lc.shape(ls["tail"][1])), vector_check=True,
+                        name="tails")
+    window = b.smem.offset(tile, b.const(config.sector, i32, name="x_rows_row"),
+                           b.arith.sub(b.const(ls["origin"], i32, name="origin"), x_shift, name="x_window_col"),
+                           name="x_window")
+    b.smem.store(window, thread, xs, tv=ls["load_smem"])
+    b.smem.store(window, thread, tails, tv=ls["tail_smem"])
 
 
 _BUILT: dict = {}
