@@ -84,6 +84,8 @@ SECTOR_BYTES = 32   # the unit of a global memory transaction: a partly written 
 BANK_BYTES = 4
 SM_SHARED_BYTES = 228 * 1024   # an H100 SM's shared memory, of which each resident CTA also takes 1 KB
 SM_THREADS = 2048
+SM_REGISTERS = 65536
+X_VECTOR_REGISTERS = 80   # per thread: sector_vector's 78 (nvJitLink, bf16, unbounded) rounded to the allocation unit 8
 ACCESSES = ("vector", "scalar", "sector", "sector_vector", "sector_vector_scalar", "sector_vector_aligned_x")
 # sector windows and 16-byte out stores
 SECTOR_VECTOR = ("sector_vector", "sector_vector_scalar", "sector_vector_aligned_x")
@@ -594,6 +596,11 @@ def build_sector_vector(config: TransposeConfig):
     if config.access == "sector_vector_scalar":
         smem_bytes = lc.cosize(ls["smem"]) * ELEMENT_BYTES[dtype]
         resident = min(SM_THREADS // config.threads, SM_SHARED_BYTES // (smem_bytes + 1024))
+    elif config.access == "sector_vector_aligned_x":
+        # its run-time checked x vectors (each merged with its element path) leave ptxas free to keep every loaded
+        # value apart: 154 registers unbounded (nvJitLink, bf16: one CTA per SM); bounded to sector_vector's own
+        # residency, 80 with no spill (spills at 4 CTAs)
+        resident = SM_REGISTERS // (X_VECTOR_REGISTERS * config.threads)
     kb = KernelBuilder("transpose", grid=(cdiv(dim("x", 1), bn), cdiv(hadd(dim("x", 0), a - 1), bm), 1),
                        block=(config.threads, 1, 1), min_ctas_per_sm=resident, x=gtensor(dtype, 2),
                        out=gtensor(dtype, 2))
