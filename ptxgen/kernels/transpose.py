@@ -56,6 +56,16 @@ V apart per warp instruction) and the A rows above by ``scalar_tv`` (``sector_ve
 gathers its V out elements from V consecutive rows of one column, and at each of those V loads a warp's 32 lanes
 (rows b + V·l, any run-time b) hit 32 banks; the x side's stores stay conflict-free too (``bank_reports``).
 
+``access="sector_vector_aligned_x"`` (selectable) takes 16-byte x loads where x's rows are not 16-byte aligned either
+(8191 x 12289 bf16): x row r starts s_r = (r·N + n0) mod V elements into a 16-byte vector, so the CTA reads the row's
+window from column n0 − s_r (a 16-byte boundary), BN + V columns (``gmem.load {vector_check = true}``: vectors, element
+loads at the tensor's edges or where x's base or pitch breaks the alignment), and stores it into the tile shifted back
+by s_r (``smem.offset``), so the tile holds x's columns n0 … n0 + BN − 1 at fixed columns and the out side is
+``sector_vector``'s. s_r depends on r mod V only: warp q takes the rows ≡ q (mod V) (``residue_vector_tv``, V warps:
+256 threads for 16-bit types, 128 for f32), so one shift per warp; the 16-byte windows' other V elements per row land
+in V − 1 spare columns before the tile and V after (``sector_vector_layouts``), and every store stays conflict-free
+for every shift (``bank_reports``).
+
 Example (post-condition: ``out == x.T`` exactly)::
 
     >>> import numpy as np
@@ -99,8 +109,10 @@ class TransposeConfig:
     per access; ``access``: ``vector`` (16-byte accesses where rows allow), ``scalar`` (element accesses by warps on
     contiguous elements) or ``sector`` (``scalar``'s accesses, each CTA's out windows starting on 32-byte sectors),
     ``sector_vector`` (sector windows one warp per out row, 16-byte out stores checked at run time; x read through
-    ``sector_vector_tv``: 16-byte vectors where x's rows allow) or ``sector_vector_scalar`` (the same with x read by
-    ``scalar_tv``). ``validate()`` names the field that breaks a rule."""
+    ``sector_vector_tv``: 16-byte vectors where x's rows allow), ``sector_vector_scalar`` (the same with x read by
+    ``scalar_tv``) or ``sector_vector_aligned_x`` (the same with x read as 16-byte vectors from windows moved onto
+    16-byte boundaries per row, whatever x's pitch: ``threads`` = 32·V). ``validate()`` names the field that breaks a
+    rule."""
 
     dtype: str = "bf16"
     threads: int = 256
@@ -142,8 +154,8 @@ class TransposeConfig:
     @property
     def tile(self) -> tuple:
         """(BM, BN): rows and columns of x one CTA moves, 8 16-byte vectors square (64 x 64 bf16, 32 x 32 f32); for
-        ``sector_vector``/``sector_vector_scalar`` 32 vectors by 8 (256 x 64 bf16, 128 x 32 f32): an out row's window
-        is one warp's 32 16-byte vectors."""
+        ``sector_vector``/``sector_vector_scalar``/``sector_vector_aligned_x`` 32 vectors by 8 (256 x 64 bf16, 128 x 32
+        f32): an out row's window is one warp's 32 16-byte vectors."""
         v = self.vector
         if self.access in SECTOR_VECTOR:
             return 32 * v, CHUNKS * v
@@ -163,9 +175,10 @@ class TransposeConfig:
                              f"{did_you_mean(str(self.access), ACCESSES)}")
         bm, bn = self.tile
         if self.access == "sector_vector_aligned_x" and (self.pair != 1 or self.threads != 32 * self.vector):
-            raise ValueError(f"TransposeConfig.threads = {self.threads} with access = 'sector_vector_aligned_x' must be "
-                             f"32 x the {self.vector} {self.dtype} elements of a 16-byte vector ({32 * self.vector}: one "
-                             f"warp per residue of x's rows mod {self.vector}), with pair = 1 (not {self.pair})")
+            raise ValueError(f"TransposeConfig.threads = {self.threads} with access = 'sector_vector_aligned_x' "
+                             f"must be 32 x the {self.vector} {self.dtype} elements of a 16-byte vector "
+                             f"({32 * self.vector}: one warp per residue of x's rows mod {self.vector}), with pair = 1 "
+                             f"(not {self.pair})")
         if self.access in SECTOR_VECTOR:
             warps = self.threads // 32
             if self.pair != 1 or self.threads % bn or self.threads > 32 * 8 or warps & (warps - 1):
@@ -460,7 +473,10 @@ def bank_reports(config: TransposeConfig) -> dict:
     byte offset): what the kernel can meet at run time, not a bound. Post: ``ways == 1`` for all (the tests assert
     it). With ``sector_vector``/``sector_vector_scalar`` the store holds the x rows' and the head rows' reports and
     the load one report per warp, pass and shift s in [0, A) (each warp reads its out row's window from row A − s of
-    the transposed tile), at the 2-byte (bf16) or 4-byte width of the element loads the run-time origin allows."""
+    the transposed tile), at the 2-byte (bf16) or 4-byte width of the element loads the run-time origin allows. With
+    ``sector_vector_aligned_x`` the x rows' stores (``load_smem`` and ``tail_smem``) hold a report per warp for every
+    shift s in [0, V) of the warp's window (base: the smem.offset (A, V − 1 − s)), and the loads start at the tile's
+    origin column V − 1."""
     ls = layouts(config)
     dtype = config.dtype
     warps = config.threads // 32
@@ -581,8 +597,8 @@ def build_sector_vector(config: TransposeConfig):
     one warp per out row and pass, each lane one 16-byte vector of it: ``gmem.store {vector_check = true}`` stores
     it as one ``st.global.v4`` (aligned by construction; checked at run time since out's pitch is not) and the row's
     two ends element-wise. x's rows t·BM … (t+1)·BM − 1 are read by ``load`` (16-byte vectors where x's rows are
-    16-byte aligned, for ``sector_vector``), the A rows above by ``head``, into the swizzled window. Post: a verified
-    Module whose kernel writes ``out = x.T``."""
+    16-byte aligned, for ``sector_vector``; ``_load_x_windows`` for ``sector_vector_aligned_x``), the A rows above by
+    ``head``, into the swizzled window. Post: a verified Module whose kernel writes ``out = x.T``."""
     dtype = config.dtype
     bm, bn = config.tile
     a = config.sector
