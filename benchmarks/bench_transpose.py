@@ -19,7 +19,9 @@ rows that are not 16-byte aligned when out's rows start on 32-byte sectors) or `
 (``access="sector"``: the same accesses, each CTA's window of an out row starting on a 32-byte sector, what
 ``transpose`` picks when out's rows do not) or ``threads/1/sectorv`` (``access="sector_vector"``: those windows
 stored as 16-byte vectors, x read as 16-byte vectors where its rows allow) or ``threads/1/sectorvs``
-(``sector_vector_scalar``: the same with x read element-wise); each row names the one ``transpose`` would pick for
+(``sector_vector_scalar``: the same with x read element-wise) or ``threads/1/sectorva``
+(``sector_vector_aligned_x``: x's rows read as 16-byte vectors from a window moved onto 16-byte boundaries per row,
+whatever x's pitch; 256 threads for 16-bit types, 128 for f32); each row names the one ``transpose`` would pick for
 the shape.
 Writes JSON to ``--json`` or, when $OUT is set, ``$OUT/bench_transpose.json``.
 """
@@ -68,21 +70,22 @@ def interleaved(torch, fns: dict, runs: int) -> dict:
 
 
 ACCESS_SUFFIXES = {"": "vector", "s": "scalar", "sector": "sector", "sectorv": "sector_vector",
-                   "sectorvs": "sector_vector_scalar"}
+                   "sectorvs": "sector_vector_scalar", "sectorva": "sector_vector_aligned_x"}
 LABEL_SUFFIXES = {access: f"/{suffix}" if suffix else "" for suffix, access in ACCESS_SUFFIXES.items()}
 
 
 def variant_config(dtype: str, variant: str):
     """The TransposeConfig a ``--variants`` entry names: ``threads/pair`` (vector), ``threads/pair/s`` (scalar),
-    ``threads/pair/sector``, ``threads/pair/sectorv`` (sector_vector) or ``threads/pair/sectorvs``
-    (sector_vector_scalar): ``variant_config("bf16", "256/1/sector")`` → ``TransposeConfig('bf16', 256, 1,
-    'sector')``. SystemExit for a malformed entry, ValueError (``validate``'s) for one invalid for ``dtype``."""
+    ``threads/pair/sector``, ``threads/pair/sectorv`` (sector_vector), ``threads/pair/sectorvs``
+    (sector_vector_scalar) or ``threads/pair/sectorva`` (sector_vector_aligned_x): ``variant_config("bf16",
+    "256/1/sector")`` → ``TransposeConfig('bf16', 256, 1, 'sector')``. SystemExit for a malformed entry, ValueError
+    (``validate``'s) for one invalid for ``dtype``."""
     from ptxgen.kernels.transpose import TransposeConfig
 
     threads, pair, *access = variant.split("/") + ([] if variant.count("/") > 1 else [""])
     if len(access) != 1 or access[0] not in ACCESS_SUFFIXES or not (threads.isdigit() and pair.isdigit()):
         raise SystemExit(f"--variants: {variant!r} is not threads/pair, threads/pair/s, threads/pair/sector, "
-                         "threads/pair/sectorv or threads/pair/sectorvs")
+                         "threads/pair/sectorv, threads/pair/sectorvs or threads/pair/sectorva")
     return TransposeConfig(dtype, int(threads), int(pair), ACCESS_SUFFIXES[access[0]]).validate()
 
 
@@ -97,7 +100,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--shapes", default="8192x8192,16384x16384,8191x12289")
     ap.add_argument("--dtypes", default="bf16,f32")
     ap.add_argument("--variants", default="256/2,128/2,256/1,256/1/s,128/1/s,64/1/s,256/1/sector,128/1/sector",
-                    help="TransposeConfig threads/pair[/s|/sector|/sectorv|/sectorvs] variants to time (those "
+                    help="TransposeConfig threads/pair[/s|/sector|/sectorv|/sectorvs|/sectorva] variants to time (those "
                          "invalid for a dtype are skipped)")
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--json", default=None)

@@ -56,6 +56,16 @@ V apart per warp instruction) and the A rows above by ``scalar_tv`` (``sector_ve
 gathers its V out elements from V consecutive rows of one column, and at each of those V loads a warp's 32 lanes
 (rows b + V·l, any run-time b) hit 32 banks; the x side's stores stay conflict-free too (``bank_reports``).
 
+``access="sector_vector_aligned_x"`` (selectable) takes 16-byte x loads where x's rows are not 16-byte aligned either
+(8191 x 12289 bf16): x row r starts s_r = (r·N + n0) mod V elements into a 16-byte vector, so the CTA reads the row's
+window from column n0 − s_r (a 16-byte boundary), BN + V columns (``gmem.load {vector_check = true}``: vectors, element
+loads at the tensor's edges or where x's base or pitch breaks the alignment), and stores it into the tile shifted back
+by s_r (``smem.offset``), so the tile holds x's columns n0 … n0 + BN − 1 at fixed columns and the out side is
+``sector_vector``'s. s_r depends on r mod V only: warp q takes the rows ≡ q (mod V) (``residue_vector_tv``, V warps:
+256 threads for 16-bit types, 128 for f32), so one shift per warp; the 16-byte windows' other V elements per row land
+in V − 1 spare columns before the tile and V after (``sector_vector_layouts``), and every store stays conflict-free
+for every shift (``bank_reports``).
+
 Example (post-condition: ``out == x.T`` exactly)::
 
     >>> import numpy as np
@@ -84,8 +94,11 @@ SECTOR_BYTES = 32   # the unit of a global memory transaction: a partly written 
 BANK_BYTES = 4
 SM_SHARED_BYTES = 228 * 1024   # an H100 SM's shared memory, of which each resident CTA also takes 1 KB
 SM_THREADS = 2048
-ACCESSES = ("vector", "scalar", "sector", "sector_vector", "sector_vector_scalar")
-SECTOR_VECTOR = ("sector_vector", "sector_vector_scalar")   # sector windows and 16-byte out stores
+SM_REGISTERS = 65536
+X_VECTOR_REGISTERS = 80   # per thread: sector_vector's 78 (nvJitLink, bf16, unbounded) rounded to the allocation unit 8
+ACCESSES = ("vector", "scalar", "sector", "sector_vector", "sector_vector_scalar", "sector_vector_aligned_x")
+# sector windows and 16-byte out stores
+SECTOR_VECTOR = ("sector_vector", "sector_vector_scalar", "sector_vector_aligned_x")
 CHUNKS = 8          # 16-byte chunks of a 128-byte row: the XOR's 3 bits
 
 
@@ -96,8 +109,10 @@ class TransposeConfig:
     per access; ``access``: ``vector`` (16-byte accesses where rows allow), ``scalar`` (element accesses by warps on
     contiguous elements) or ``sector`` (``scalar``'s accesses, each CTA's out windows starting on 32-byte sectors),
     ``sector_vector`` (sector windows one warp per out row, 16-byte out stores checked at run time; x read through
-    ``sector_vector_tv``: 16-byte vectors where x's rows allow) or ``sector_vector_scalar`` (the same with x read by
-    ``scalar_tv``). ``validate()`` names the field that breaks a rule."""
+    ``sector_vector_tv``: 16-byte vectors where x's rows allow), ``sector_vector_scalar`` (the same with x read by
+    ``scalar_tv``) or ``sector_vector_aligned_x`` (the same with x read as 16-byte vectors from windows moved onto
+    16-byte boundaries per row, whatever x's pitch: ``threads`` = 32·V). ``validate()`` names the field that breaks a
+    rule."""
 
     dtype: str = "bf16"
     threads: int = 256
@@ -139,8 +154,8 @@ class TransposeConfig:
     @property
     def tile(self) -> tuple:
         """(BM, BN): rows and columns of x one CTA moves, 8 16-byte vectors square (64 x 64 bf16, 32 x 32 f32); for
-        ``sector_vector``/``sector_vector_scalar`` 32 vectors by 8 (256 x 64 bf16, 128 x 32 f32): an out row's window
-        is one warp's 32 16-byte vectors."""
+        ``sector_vector``/``sector_vector_scalar``/``sector_vector_aligned_x`` 32 vectors by 8 (256 x 64 bf16, 128 x 32
+        f32): an out row's window is one warp's 32 16-byte vectors."""
         v = self.vector
         if self.access in SECTOR_VECTOR:
             return 32 * v, CHUNKS * v
@@ -159,6 +174,11 @@ class TransposeConfig:
             raise ValueError(f"TransposeConfig.access must be {choices}, not {self.access!r}"
                              f"{did_you_mean(str(self.access), ACCESSES)}")
         bm, bn = self.tile
+        if self.access == "sector_vector_aligned_x" and (self.pair != 1 or self.threads != 32 * self.vector):
+            raise ValueError(f"TransposeConfig.threads = {self.threads} with access = 'sector_vector_aligned_x' "
+                             f"must be 32 x the {self.vector} {self.dtype} elements of a 16-byte vector "
+                             f"({32 * self.vector}: one warp per residue of x's rows mod {self.vector}), with pair = 1 "
+                             f"(not {self.pair})")
         if self.access in SECTOR_VECTOR:
             warps = self.threads // 32
             if self.pair != 1 or self.threads % bn or self.threads > 32 * 8 or warps & (warps - 1):
@@ -317,38 +337,107 @@ def sector_vector_swizzle():
     return lc.Swizzle(2, 2, 5)
 
 
+def residue_lanes_per_row(vector: int, pitch_bytes: int) -> int:
+    """The lanes along one x row of ``residue_vector_tv`` (the rest of the warp's 32 lanes on that many rows of one
+    residue mod V): the largest of 8, 4, 2, 1 for which a warp's smem stores into ``sector_vector_layouts``'
+    column-major window (column pitch ``pitch_bytes``) fall in 32 banks. A lane stores its vector's element i in
+    column V·c + i − s of row V·a + q: lanes on consecutive residue rows are 16 bytes apart, lanes on consecutive
+    chunks V columns apart, so their 16-byte chunks of the column-major tile are a + c·step, step = V·pitch/16, and
+    the window's swizzle (``sector_vector_swizzle``: address bits 7-8 into 2-3) sends 32 different chunk indices mod 32
+    to 32 banks, whatever the run-time base (s, q, i). ``residue_lanes_per_row(8, 560)`` = 4 (bf16: step 280 ≡ 24
+    mod 32), ``residue_lanes_per_row(4, 560)`` = 8 (f32: step 140 ≡ 12). Post: the 32 values of a + c·step mod 32
+    over a < 32/result, c < result are distinct."""
+    step = vector * pitch_bytes // VECTOR_BYTES
+    for lanes in (8, 4, 2, 1):
+        if len({(a + c * step) % 32 for a in range(32 // lanes) for c in range(lanes)}) == 32:
+            return lanes
+    raise ValueError(f"residue_lanes_per_row: no split of a warp's 32 lanes is conflict-free for a column pitch of "
+                     f"{pitch_bytes} bytes")
+
+
+def residue_vector_tv(rows: int, cols: int, vector: int, lanes_c: int):
+    """The x side of ``access="sector_vector_aligned_x"``: warp q on the tile's rows ≡ q (mod V) — rows whose starts
+    share one offset inside a 16-byte vector, so one shift per warp — ``make_layout_tv`` of its lanes on
+    (32/lanes_c residue rows, ``lanes_c`` 16-byte chunks) row-major holding one vector (1, V) each, repeated over the
+    residue rows and the chunks. One instruction of a warp reads 32/lanes_c rows V apart, 16·lanes_c contiguous bytes
+    of each. ``residue_vector_tv(256, 64, 8, 4)`` = ``(((4,8),8),(8,(4,2))):(((2048,8),1),(256,(64,8192)))``: thread t =
+    lane + 32·q, value (i, (p, h)) → row q + 8·(lane/4 + 8p), column 8·(lane%4 + 4h) + i. Pre: V·32/lanes_c divides
+    rows, V·lanes_c divides cols. Post: a bijection of V warps × values onto the (rows, cols) tile (column-major
+    index), each thread's values in rows of one residue mod V."""
+    lanes_r = 32 // lanes_c
+    tiler, warp_tv = lc.make_layout_tv(lc.Layout((lanes_r, lanes_c), (lanes_c, 1)), lc.Layout((1, vector)))
+    in_tile = lc.composition(lc.Layout(tiler, (vector, rows)), warp_tv)   # residue row a → tile row V·a
+    repeats = lc.Layout((rows // (vector * lanes_r), cols // (vector * lanes_c)),
+                        (vector * lanes_r, rows * vector * lanes_c))
+    return lc.make_layout(lc.make_layout(in_tile[0], lc.Layout(vector, 1)), lc.make_layout(in_tile[1], repeats))
+
+
+def residue_tail_tv(rows: int, vector: int):
+    """The last 16-byte vector of each x row's window for ``access="sector_vector_aligned_x"`` (a (rows, V) tile):
+    ``make_layout_tv`` of a warp's 32 lanes on 32 residue rows (lane l on row V·l + q for warp q), one vector each.
+    ``residue_tail_tv(256, 8)`` = ``((32,8),8):((8,1),256)``. Pre: rows = 32·V. Post: a bijection of V warps × V
+    values onto the (rows, V) tile, each warp's rows of one residue mod V."""
+    tiler, warp_tv = lc.make_layout_tv(lc.Layout((32, 1), (1, 1)), lc.Layout((1, vector)))
+    in_tile = lc.composition(lc.Layout(tiler, (vector, rows)), warp_tv)
+    return lc.make_layout(lc.make_layout(in_tile[0], lc.Layout(vector, 1)), in_tile[1])
+
+
 def sector_vector_layouts(config: TransposeConfig) -> dict:
     """The layouts of ``access="sector_vector"``/``"sector_vector_scalar"`` (tile (BM, BN) = (32·V, 8·V)): ``load``
     (x rows t·BM … of the window: ``sector_vector_tv``, or ``scalar_tv`` for ``sector_vector_scalar``), ``head``
     (the A rows above them: ``scalar_tv``), ``smem`` (the (BM + A, BN) window COLUMN-major — an out row's elements
     contiguous — with a column pitch of BM + A + 16 bytes of elements, ``pitch``, and ``sector_vector_swizzle``),
     ``smem_t`` (its transpose), ``load_smem``/``head_smem`` (``load``/``head`` placed at the window's rows A… / 0…),
-    ``store`` (``row_vector_tv``: one pass, warp w on out row w), ``store_smem`` (it over the transposed window) and
-    ``passes`` (BN / warps). For ``TransposeConfig("bf16", 256, 1, "sector_vector")``: ``smem`` =
-    ``Sw<2,2,5> o 0 o (272,64):(1,280)``, ``store`` = ``((32,8),8):((64,1),8)``, 8 passes. Post: the passes of
-    ``store`` cover the (BN, BM) out tile once; ``load`` and ``head`` are bijections onto their tiles."""
+    ``store`` (``row_vector_tv``: one pass, warp w on out row w), ``store_smem`` (it over the transposed window),
+    ``passes`` (BN / warps) and ``origin`` (the smem column of x's column n0: 0). For ``TransposeConfig("bf16", 256,
+    1, "sector_vector")``: ``smem`` = ``Sw<2,2,5> o 0 o (272,64):(1,280)``, ``store`` = ``((32,8),8):((64,1),8)``, 8
+    passes.
+
+    ``sector_vector_aligned_x`` reads each x row's window from column n0 − s (s: the row's start inside a 16-byte
+    vector, one per warp), BN + V wide: ``load`` = ``residue_vector_tv`` over its first BN columns, ``tail`` =
+    ``residue_tail_tv`` over its last V (a (BM, V) tile of its own), both stored with the window's column j at smem
+    column j − s + ``origin`` (origin = V − 1, through ``smem.offset`` by (A, V − 1 − s); ``tail_smem`` adds BN
+    columns), so x's column n0 + c lands in smem column c + origin whatever s; the up to V − 1 elements of a row's
+    window before n0 and after n0 + BN − 1 land in the V − 1 columns before and the V after: ``smem`` has BN + 2V − 1
+    columns. bf16: ``smem`` = ``Sw<2,2,5> o 0 o (272,79):(1,280)``. Post: the passes of ``store`` cover the (BN, BM)
+    out tile once; ``load`` and ``head`` (and ``tail``) are bijections onto their tiles."""
     bm, bn = config.tile
     v, a = config.vector, config.sector
     warps = config.threads // 32
     rows = bm + a
-    if config.access == "sector_vector":
+    pitch = rows + VECTOR_BYTES // ELEMENT_BYTES[config.dtype]   # one 16-byte chunk past the column's rows
+    aligned_x = config.access == "sector_vector_aligned_x"
+    origin = v - 1 if aligned_x else 0
+    cols = bn + 2 * origin + (1 if aligned_x else 0)
+    extra = {}
+    if aligned_x:
+        load = residue_vector_tv(bm, bn, v, residue_lanes_per_row(v, pitch * ELEMENT_BYTES[config.dtype]))
+        tail = residue_tail_tv(bm, v)
+        extra = {"tail": tail,
+                 # the window's last V columns sit BN columns right of its first: a static offset of the tile index
+                 "tail_smem": lc.ComposedLayout(lc.Swizzle(0, 0, 0), rows * bn,
+                                                lc.composition(lc.Layout((bm, v), (1, rows)), tail))}
+    elif config.access == "sector_vector":
         load = sector_vector_tv(bm, bn, v, config.threads)
     else:
         load = scalar_tv(bm, bn, config.threads)
     head = scalar_tv(a, bn, config.threads)
     store = row_vector_tv(warps, bm, v)
     sw = sector_vector_swizzle()
-    pitch = rows + VECTOR_BYTES // ELEMENT_BYTES[config.dtype]   # one 16-byte chunk past the column's rows
+    head_smem = lc.composition(lc.Layout((a, bn), (1, rows)), head)
+    if aligned_x:
+        load_smem = lc.composition(lc.Layout((bm, bn), (1, rows)), load)   # moved by smem.offset (A, V − 1 − s)
+        head_smem = lc.ComposedLayout(lc.Swizzle(0, 0, 0), rows * origin, head_smem)
+    else:
+        # the x rows t·BM … sit below the A head rows: the tile index moves by A (a static offset keeps the smem
+        # stores' alignment known, so they take 4 bytes where the column holds two of a thread's values)
+        load_smem = lc.ComposedLayout(lc.Swizzle(0, 0, 0), a, lc.composition(lc.Layout((bm, bn), (1, rows)), load))
     return {"load": load, "head": head,
-            "smem": lc.ComposedLayout(sw, 0, lc.Layout((rows, bn), (1, pitch))),
-            "smem_t": lc.ComposedLayout(sw, 0, lc.Layout((bn, rows), (pitch, 1))),
-            # the x rows t·BM … sit below the A head rows: the tile index moves by A (a static offset keeps the
-            # smem stores' alignment known, so they take 4 bytes where the column holds two of a thread's values)
-            "load_smem": lc.ComposedLayout(lc.Swizzle(0, 0, 0), a,
-                                           lc.composition(lc.Layout((bm, bn), (1, rows)), load)),
-            "head_smem": lc.composition(lc.Layout((a, bn), (1, rows)), head),
-            "store": store, "store_smem": lc.composition(lc.Layout((warps, bm), (1, bn)), store),
-            "passes": bn // warps, "pitch": pitch}
+            "smem": lc.ComposedLayout(sw, 0, lc.Layout((rows, cols), (1, pitch))),
+            "smem_t": lc.ComposedLayout(sw, 0, lc.Layout((cols, rows), (pitch, 1))),
+            "load_smem": load_smem, "head_smem": head_smem,
+            "store": store, "store_smem": lc.composition(lc.Layout((warps, bm), (1, cols)), store),
+            "passes": bn // warps, "pitch": pitch, "origin": origin, **extra}
 
 
 def layouts(config: TransposeConfig) -> dict:
@@ -384,18 +473,26 @@ def bank_reports(config: TransposeConfig) -> dict:
     byte offset): what the kernel can meet at run time, not a bound. Post: ``ways == 1`` for all (the tests assert
     it). With ``sector_vector``/``sector_vector_scalar`` the store holds the x rows' and the head rows' reports and
     the load one report per warp, pass and shift s in [0, A) (each warp reads its out row's window from row A − s of
-    the transposed tile), at the 2-byte (bf16) or 4-byte width of the element loads the run-time origin allows."""
+    the transposed tile), at the 2-byte (bf16) or 4-byte width of the element loads the run-time origin allows. With
+    ``sector_vector_aligned_x`` the x rows' stores (``load_smem`` and ``tail_smem``) hold a report per warp for every
+    shift s in [0, V) of the warp's window (base: the smem.offset (A, V − 1 − s)), and the loads start at the tile's
+    origin column V − 1."""
     ls = layouts(config)
     dtype = config.dtype
     warps = config.threads // 32
     if config.access in SECTOR_VECTOR:
         esize = ELEMENT_BYTES[dtype]
-        a, pitch = config.sector, ls["pitch"]
-        return {"store": [bank_conflicts(ls["load_smem"], ls["smem"], dtype, warp=w)
-                          for w in range(warps)]
-                + [bank_conflicts(ls["head_smem"], ls["smem"], dtype, warp=w) for w in range(warps)],
+        a, pitch, origin = config.sector, ls["pitch"], ls["origin"]
+        if config.access == "sector_vector_aligned_x":
+            # warp q's x rows start s (any of [0, V)) elements into a 16-byte vector: its window goes to smem.offset
+            # (A, V − 1 − s) of the tile
+            x_rows = [bank_conflicts(ls[tv], ls["smem"], dtype, warp=w, base=esize * (a + (origin - s) * pitch))
+                      for tv in ("load_smem", "tail_smem") for s in range(config.vector) for w in range(warps)]
+        else:
+            x_rows = [bank_conflicts(ls["load_smem"], ls["smem"], dtype, warp=w) for w in range(warps)]
+        return {"store": x_rows + [bank_conflicts(ls["head_smem"], ls["smem"], dtype, warp=w) for w in range(warps)],
                 "load": [bank_conflicts(ls["store_smem"], ls["smem_t"], dtype, esize, warp=w,
-                                        base=esize * (k * warps * pitch + a - s))
+                                        base=esize * ((k * warps + origin) * pitch + a - s))
                          for k in range(ls["passes"]) for s in range(a) for w in range(warps)]}
     if config.access == "sector":
         esize = ELEMENT_BYTES[dtype]
@@ -500,8 +597,8 @@ def build_sector_vector(config: TransposeConfig):
     one warp per out row and pass, each lane one 16-byte vector of it: ``gmem.store {vector_check = true}`` stores
     it as one ``st.global.v4`` (aligned by construction; checked at run time since out's pitch is not) and the row's
     two ends element-wise. x's rows t·BM … (t+1)·BM − 1 are read by ``load`` (16-byte vectors where x's rows are
-    16-byte aligned, for ``sector_vector``), the A rows above by ``head``, into the swizzled window. Post: a verified
-    Module whose kernel writes ``out = x.T``."""
+    16-byte aligned, for ``sector_vector``; ``_load_x_windows`` for ``sector_vector_aligned_x``), the A rows above by
+    ``head``, into the swizzled window. Post: a verified Module whose kernel writes ``out = x.T``."""
     dtype = config.dtype
     bm, bn = config.tile
     a = config.sector
@@ -515,6 +612,11 @@ def build_sector_vector(config: TransposeConfig):
     if config.access == "sector_vector_scalar":
         smem_bytes = lc.cosize(ls["smem"]) * ELEMENT_BYTES[dtype]
         resident = min(SM_THREADS // config.threads, SM_SHARED_BYTES // (smem_bytes + 1024))
+    elif config.access == "sector_vector_aligned_x":
+        # its run-time checked x vectors (each merged with its element path) leave ptxas free to keep every loaded
+        # value apart: 154 registers unbounded (nvJitLink, bf16: one CTA per SM); bounded to sector_vector's own
+        # residency, 80 with no spill (spills at 4 CTAs)
+        resident = SM_REGISTERS // (X_VECTOR_REGISTERS * config.threads)
     kb = KernelBuilder("transpose", grid=(cdiv(dim("x", 1), bn), cdiv(hadd(dim("x", 0), a - 1), bm), 1),
                        block=(config.threads, 1, 1), min_ctas_per_sm=resident, x=gtensor(dtype, 2),
                        out=gtensor(dtype, 2))
@@ -526,13 +628,16 @@ def build_sector_vector(config: TransposeConfig):
     x_head = b.gmem.tile(x, b.arith.sub(m0, sector, name="x_head_row0"), n0, shape=(a, bn), name="x_head")
     heads = b.gmem.load(x_head, thread, tv=ls["head"], type=frag(dtype, lc.shape(ls["head"][1])), name="heads")
     b.smem.store(tile, thread, heads, tv=ls["head_smem"])
-    x_tile = b.gmem.tile(x, m0, n0, shape=(bm, bn), name="x_tile")
-    xs = b.gmem.load(x_tile, thread, tv=ls["load"], type=frag(dtype, lc.shape(ls["load"][1])), name="xs")
-    b.smem.store(tile, thread, xs, tv=ls["load_smem"])
+    warp = b.arith.div(thread, b.const(32, i32, name="warp_threads"), name="warp")
+    if config.access == "sector_vector_aligned_x":
+        _load_x_windows(b, config, ls, x, tile, thread, warp, m0, n0)
+    else:
+        x_tile = b.gmem.tile(x, m0, n0, shape=(bm, bn), name="x_tile")
+        xs = b.gmem.load(x_tile, thread, tv=ls["load"], type=frag(dtype, lc.shape(ls["load"][1])), name="xs")
+        b.smem.store(tile, thread, xs, tv=ls["load_smem"])
     b.barrier.cta()
     tile_t = b.smem.permute(tile, order=(1, 0), name="tile_t")
     # warp w writes out row n0 + k·warps + w in pass k: one shift s per warp
-    warp = b.arith.div(thread, b.const(32, i32, name="warp_threads"), name="warp")
     out_cols = b.gtensor.dim(out, mode=1, name="out_cols")
     low_bits = b.const(a - 1, i32, name="sector_mask")
     values_t = frag(dtype, lc.shape(ls["store"][1]))
@@ -543,12 +648,42 @@ def build_sector_vector(config: TransposeConfig):
         # s = out_row·M mod A: where the row starts inside its sector (i32 wrap-around keeps the low bits exact)
         shift = b.arith.and_(b.arith.mul(out_row, out_cols), low_bits, name=f"pass{k}_shift")
         x_row = b.arith.sub(sector, shift, name=f"pass{k}_x_row")       # the window's first x row in the tile
-        window = b.smem.offset(tile_t, first, x_row, name=f"pass{k}_window")
+        column = first if not ls["origin"] else b.const(k * warps + ls["origin"], i32, name=f"pass{k}_column")
+        window = b.smem.offset(tile_t, column, x_row, name=f"pass{k}_window")
         ys = b.smem.load(window, thread, tv=ls["store_smem"], type=values_t, name=f"pass{k}_ys")
         out_tile = b.gmem.tile(out, row0, b.arith.sub(m0, shift, name=f"pass{k}_m0"), shape=(warps, bm),
                                name=f"pass{k}_out")
         b.gmem.store(out_tile, thread, ys, tv=ls["store"], vector_check=True)
     return kb.module("ptxgen/kernels/transpose")
+
+
+def _load_x_windows(b, config: TransposeConfig, ls: dict, x, tile, thread, warp, m0, n0) -> None:
+    """``sector_vector_aligned_x``'s x side: warp q reads x rows m0 + q + V·a (all ≡ q mod V: m0 is a multiple of V),
+    whose starts share one offset s = ((m0 + q)·N + n0) mod V inside a 16-byte vector (x's base taken as 16-byte
+    aligned; i32 wrap-around keeps the low bits exact), from column n0 − s, BN + V columns: ``gmem.load {vector_check
+    = true}`` of 16-byte vectors (aligned by construction, checked at run time: element loads where x's pitch or base
+    breaks that, or at the tensor's edges), stored at ``smem.offset`` (A, V − 1 − s) of the tile so that x's column
+    n0 + c lands in the tile's column c + V − 1 (``sector_vector_layouts``' origin) for every row."""
+    dtype = config.dtype
+    bm, bn = config.tile
+    v = config.vector
+    x_cols = b.gtensor.dim(x, mode=1, name="x_cols")
+    row = b.arith.add(m0, warp, name="x_row")
+    x_shift = b.arith.and_(b.arith.add(b.arith.mul(row, x_cols), n0), b.const(v - 1, i32, name="vector_mask"),
+                           name="x_shift")
+    x_col0 = b.arith.sub(n0, x_shift, name="x_col0")
+    x_tile = b.gmem.tile(x, m0, x_col0, shape=(bm, bn), name="x_tile")
+    x_tail = b.gmem.tile(x, m0, b.arith.add(x_col0, b.const(bn, i32, name="bn_cols"), name="x_tail_col0"),
+                         shape=(bm, v), name="x_tail")
+    xs = b.gmem.load(x_tile, thread, tv=ls["load"], type=frag(dtype, lc.shape(ls["load"][1])), vector_check=True,
+                     name="xs")
+    tails = b.gmem.load(x_tail, thread, tv=ls["tail"], type=frag(dtype, lc.shape(ls["tail"][1])), vector_check=True,
+                        name="tails")
+    window = b.smem.offset(tile, b.const(config.sector, i32, name="x_rows_row"),
+                           b.arith.sub(b.const(ls["origin"], i32, name="origin"), x_shift, name="x_window_col"),
+                           name="x_window")
+    b.smem.store(window, thread, xs, tv=ls["load_smem"])
+    b.smem.store(window, thread, tails, tv=ls["tail_smem"])
 
 
 _BUILT: dict = {}
