@@ -106,6 +106,8 @@ def test_scales_ride_the_stage(name):
     ("h128x64s8skaxBS", 64, 272, 1040, "row-major"),   # stream-K on every SM: pieces promote their own k-tiles
     ("h128x64s8skaxBS", 17, 2112, 1040, "m-major"),
     ("h256x32s4xBSA", 40, 272, 1040, "row-major"),     # BM = 256: warpgroup 1's rows in the tile's second B block
+    ("h128x32s8c2xBSA", 17, 528, 1040, "m-major"),     # clusters of 2 multicasting B; each CTA loads its own scales
+    ("h128x16s8skaxBSA", 17, 528, 1040, "row-major"),  # stream-K with two chunks in flight
 ])
 def test_matches_float64(name, m, n, k, layout):
     rng = np.random.default_rng()
