@@ -44,9 +44,6 @@ def test_names_read_back(name, fields):
 @pytest.mark.parametrize("fields, message", [
     (dict(scales="tensor", promote=2), "GemmConfig.scales_smem = True: it orders the promotion of block scales; a "
                                        "config with scales = 'tensor' has none"),
-    (dict(swap_ab=True, epilogue="direct"), "GemmConfig.scales_smem = True: the stage's scales are A's per row and "
-                                            "B's per 128 × 128 block; swapped (swap_ab) the kernel's rows would take "
-                                            "B's: scales_smem = False"),
     (dict(scale_prefetch=True), "GemmConfig.scales_smem = True: the scales arrive with their stage, so there is "
                                 "nothing to load a k-tile ahead (scale_prefetch): choose one"),
     (dict(overlap=1, late_scales=True, pingpong=True),

@@ -27,7 +27,7 @@ from layoutc.hopper import wgmma_accumulator_tv
 from ptxgen.ir.builder import frag, gtensor, i32, smem, tmap
 
 from ..global_element import load_element
-from .config import B_SCALE_SLOT, SCALE_BLOCK, GemmConfig
+from .config import SCALE_BLOCK, GemmConfig
 
 
 def _accumulator_modes(rows: int, bn: int):
@@ -103,29 +103,51 @@ def scale_parts(config: GemmConfig) -> int:
 B_BOX_K_BLOCKS = 4
 
 
+def _token_box(width: int):
+    """A stage's box of A's per-token scales over the global (⌈K/128⌉, M) modes: one k-block, ``width`` tokens,
+    (1, width):(width, 1)."""
+    return lc.Layout((1, width), (width, 1))
+
+
+def _block_box(blocks: int):
+    """A stage's box of B's block scales over the global (⌈N/128⌉, ⌈K/128⌉) modes: (blocks, 4):(4, 1) — k-tile kt's
+    stage holds k-blocks 4·⌊kt/4⌋ … 4·⌊kt/4⌋ + 3 (the box starts on a 16-byte boundary, as TMA requires), its own
+    in column kt mod 4 (``box_k_start``, ``box_k_column``)."""
+    return lc.Layout((blocks, B_BOX_K_BLOCKS), (B_BOX_K_BLOCKS, 1))
+
+
 def row_scale_box(config: GemmConfig):
-    """``scales_smem``: the smem layout of one stage's row scales as TMA writes it, over the global (⌈K/128⌉, M)
-    modes: (1, BM):(BM, 1)."""
-    return lc.Layout((1, config.bm), (config.bm, 1))
+    """``scales_smem``: the smem layout of one stage's kernel-ROW scales as TMA writes it: unswapped, A's BM
+    per-token scales over the global (⌈K/128⌉, M) modes, (1, BM):(BM, 1); swapped (``swap_ab``: the kernel's rows
+    are B's), B's BM/128 blocks over (⌈N/128⌉, ⌈K/128⌉), (BM/128, 4):(4, 1).
+    ``row_scale_box(bm=128, swap_ab=True)`` = (1,4):(4,1)."""
+    if config.swap_ab:
+        return _block_box(config.bm // SCALE_BLOCK)
+    return _token_box(config.bm)
 
 
 def col_scale_box(config: GemmConfig):
-    """``scales_smem``: the smem layout of one stage's B scales, over the global (⌈N/128⌉, ⌈K/128⌉) modes:
-    (W, 4):(4, 1) with W = ``column_blocks``: k-tile kt's stage holds k-blocks 4·⌊kt/4⌋ … 4·⌊kt/4⌋ + 3 (the box
-    starts on a 16-byte boundary, as TMA requires), its own in column kt mod 4 (``box_k_start``, ``box_k_column``).
-    ``col_scale_box(bn=128)`` = (1,4):(4,1)."""
-    return lc.Layout((column_blocks(config), B_BOX_K_BLOCKS), (B_BOX_K_BLOCKS, 1))
+    """``scales_smem``: the smem layout of one stage's kernel-COLUMN scales: unswapped, B's blocks over the global
+    (⌈N/128⌉, ⌈K/128⌉) modes, (W, 4):(4, 1) with W = ``column_blocks``; swapped, A's per-token scales of the
+    tile's BN columns over (⌈K/128⌉, M), (1, BN):(BN, 1) (a box start tn·BN along the contiguous M: 16-byte
+    aligned, BN being a multiple of 8). ``col_scale_box(bn=128)`` = (1,4):(4,1); ``col_scale_box(bn=32,
+    swap_ab=True)`` = (1,32):(32,1)."""
+    if config.swap_ab:
+        return _token_box(config.bn)
+    return _block_box(column_blocks(config))
 
 
 def stage_scale_bytes(config: GemmConfig) -> int:
     """The bytes ``scales_smem``'s two TMA loads deliver per stage (boxes in full, zero fill included):
-    BM · 4 + W · 16."""
-    return config.bm * 4 + lc.size(col_scale_box(config)) * 4
+    BM · 4 + W · 16 unswapped, BM/128 · 16 + BN · 4 swapped."""
+    return (lc.size(row_scale_box(config)) + lc.size(col_scale_box(config))) * 4
 
 
 def parameters(config: GemmConfig) -> dict:
     """The kernel's scale parameters: ``%row_scales`` (rank 2; masked: (G, M_max, ⌈K/128⌉)) and ``%col_scales``
-    (rank 2) — with ``scales_smem`` two TMA maps instead: ``%row_scales`` over A's scales as a row-major
+    (rank 2) — with ``scales_smem`` two TMA maps instead (swapped, ``swap_ab``: the same two maps with their roles
+    turned, ``%row_scales`` over B's blocks with box ``row_scale_box``, ``%col_scales`` over A's (⌈K/128⌉, M) with
+    box ``col_scale_box``): ``%row_scales`` over A's scales as a row-major
     (⌈K/128⌉, M) tensor (DeepGEMM's M-major TMA-aligned layout, transposed; masked: (G·⌈K/128⌉, M_max), the same
     layout per group, group g's k-block kb in row g·⌈K/128⌉ + kb), box
     ``row_scale_box``, and ``%col_scales`` over B's (⌈N/128⌉, ⌈K/128⌉) (grouped: (G·⌈N/128⌉, ⌈K/128⌉)) with
@@ -348,16 +370,18 @@ def promote_late(g, chunk, loads, later, total, tag=""):
 # -- scales_smem: the scales travel with the pipeline's stages ---------------------------------------------------------
 
 def alloc_scale_rings(g):
-    """``scales_smem``: the rings the producer's TMA fills per stage, ``g.s_rows`` ((1, BM) f32 per stage, the
-    ``row_scale_box``) and ``g.s_cols`` (the ``col_scale_box`` in a ``B_SCALE_SLOT``-byte slot per stage), each
-    stage 128-byte aligned as TMA's destinations must be."""
+    """``scales_smem``: the rings the producer's TMA fills per stage, ``g.s_rows`` (the ``row_scale_box``) and
+    ``g.s_cols`` (the ``col_scale_box``), each box in a slot of ``GemmConfig.scale_slot_bytes`` per stage, so that
+    every stage starts 128-byte aligned as TMA's destinations must: unswapped ((1, BM) in BM · 4 bytes, (W, 4) in
+    ``B_SCALE_SLOT``), swapped ((BM/128, 4) in ``B_SCALE_SLOT``, (1, BN) in BN · 4 rounded up to 128)."""
     b, config = g.b, g.config
-    bm, stages = config.bm, config.stages
-    rows = lc.Layout((1, bm, stages), (bm, 1, bm))
-    box = col_scale_box(config)
-    cols = lc.Layout(box.shape + (stages,), box.stride + (B_SCALE_SLOT // 4,))
-    g.s_rows = b.smem.alloc(type=smem("f32", rows), align=128, name="s_rows")
-    g.s_cols = b.smem.alloc(type=smem("f32", cols), align=128, name="s_cols")
+    row_slot, col_slot = config.scale_slot_bytes()
+
+    def ring(box, slot):
+        return smem("f32", lc.Layout(box.shape + (config.stages,), box.stride + (slot // 4,)))
+
+    g.s_rows = b.smem.alloc(type=ring(row_scale_box(config), row_slot), align=128, name="s_rows")
+    g.s_cols = b.smem.alloc(type=ring(col_scale_box(config), col_slot), align=128, name="s_cols")
 
 
 def box_k_start(b, kt, tag=""):
@@ -376,12 +400,19 @@ def load_stage_scales(g, s, kt, m0, tn, group=None, tag="", local_row=None):
     """``scales_smem``, in the producer: the TMA loads of k-tile ``kt``'s scales into stage ``s`` on the stage's
     barrier — A's rows m0 … m0+BM-1 from (kt, m0) of ``%row_scales`` (m0 a multiple of BM: a 16-byte aligned start;
     masked: the group's rows ``local_row`` … from (group·⌈K/128⌉ + kt, local_row))
-    and B's blocks n0/128 … (plus the group's ⌈N/128⌉·group) from (block, ``box_k_start(kt)``) of ``%col_scales``.
+    and B's blocks n0/128 … (plus the group's ⌈N/128⌉·group) from (block, ``box_k_start(kt)``) of ``%col_scales``;
+    swapped (``swap_ab``), B's blocks m0/128 … of the kernel's rows from (m0/128, ``box_k_start(kt)``) of
+    ``%row_scales`` and A's tokens n0 … n0+BN-1 of its columns from (kt, n0) of ``%col_scales``.
     Rows and blocks past the problem arrive as TMA's zeros."""
     b, kb, config = g.b, g.kb, g.config
     rows_dst = b.smem.slice(g.s_rows, s, name=f"s_rows_dst{tag}")
     cols_dst = b.smem.slice(g.s_cols, s, name=f"s_cols_dst{tag}")
     c_block = b.const(SCALE_BLOCK, i32, name=f"ps_block{tag}")
+    if config.swap_ab:
+        row_block = b.arith.div(m0, c_block, name=f"ps_mb{tag}")
+        b.tma.load(kb["row_scales"], rows_dst, g.pipe, s, row_block, box_k_start(b, kt, tag))
+        b.tma.load(kb["col_scales"], cols_dst, g.pipe, s, kt, b.arith.mul(tn, g.c_bn, name=f"ps_n0{tag}"))
+        return
     col_block = b.arith.div(b.arith.mul(tn, g.c_bn, name=f"ps_n0{tag}"), c_block, name=f"ps_nb{tag}")
     if group is not None:
         blocks = b.arith.cdiv(kb["n"], c_block, name=f"ps_blocks{tag}")
@@ -417,9 +448,14 @@ def stage_scale_loads(g, s2, kt, tag=""):
     """``scales_smem``, in a consumer: ``scale_loads``' factors of k-tile ``kt`` read from its stage ``s2`` (which
     the caller waited for and has not released) with ld.shared: [this warpgroup's row scales through ``row_tv`` (2
     rows per thread per m64 block: ``accumulator_rows_tv``), then B's scale(s) as ``scale_loads`` gives them (one
-    part, or one per window of a straddling tile) from the box's column ``box_k_column(kt)``]."""
+    part, or one per window of a straddling tile) from the box's column ``box_k_column(kt)``]. Swapped
+    (``swap_ab``): [the B block of this warpgroup's rows (cw·rows/128 of the stage's BM/128) at column
+    ``box_k_column(kt)``, one value for every (thread, value); A's per-token scales of the tile's BN columns through
+    ``column_tv``]."""
     b, config = g.b, g.config
     rows, bn, acc_t = config.rows, config.bn, g.acc_t
+    if config.swap_ab:
+        return _swapped_stage_scale_loads(g, s2, kt, tag)
     stage_rows = b.smem.slice(g.s_rows, s2, name=f"ss_rows_stage{tag}")
     mine = b.smem.tile(stage_rows, g.cw, mode=1, size=rows, name=f"ss_rows{tag}")
     row = b.smem.load(mine, g.lt, tv=accumulator_rows_tv(rows, bn), type=acc_t, name=f"ss_row{tag}")
@@ -433,3 +469,18 @@ def stage_scale_loads(g, s2, kt, tag=""):
         block = b.smem.tile(k_block, b.const(i, i32, name=f"ss_i{i}{tag}"), mode=0, size=1, name=f"ss_block{i}{tag}")
         parts.append(b.smem.load(block, g.lt, tv=uniform_tv(rows, bn), type=acc_t, name=f"ss_col{i}{tag}"))
     return parts
+
+
+def _swapped_stage_scale_loads(g, s2, kt, tag=""):
+    """``stage_scale_loads`` swapped: the kernel's rows m0 + cw·rows … lie in one B block (rows ≤ 128 and the
+    warpgroup's first row a multiple of rows: block cw·rows/128 of the tile's), read once for the whole accumulator
+    (``uniform_tv``); the kernel's columns are tokens n0 + j, column j of the stage's (1, BN) box (``column_tv``)."""
+    b, config = g.b, g.config
+    rows, bn, acc_t = config.rows, config.bn, g.acc_t
+    stage_rows = b.smem.slice(g.s_rows, s2, name=f"ss_rows_stage{tag}")
+    k_block = b.smem.tile(stage_rows, box_k_column(b, kt, tag), mode=1, size=1, name=f"ss_kblock{tag}")
+    block = b.arith.div(g.row_off, b.const(SCALE_BLOCK, i32, name=f"ss_block{tag}"), name=f"ss_rb{tag}")
+    mine = b.smem.tile(k_block, block, mode=0, size=1, name=f"ss_rows{tag}")
+    row = b.smem.load(mine, g.lt, tv=uniform_tv(rows, bn), type=acc_t, name=f"ss_row{tag}")
+    stage_cols = b.smem.slice(g.s_cols, s2, name=f"ss_cols_stage{tag}")
+    return [row, b.smem.load(stage_cols, g.lt, tv=column_tv(rows, bn), type=acc_t, name=f"ss_col{tag}")]

@@ -23,6 +23,7 @@ SCALE_BLOCK = 128  # elements of K (and of B's N) per block scale: one e4m3 k-ti
 # ``scales_smem``: bytes per pipeline stage of B's scales in shared memory — one TMA box of at most 3 B scale blocks ×
 # 4 k-blocks (16 bytes each), its slot a TMA destination's 128-byte alignment
 B_SCALE_SLOT = 128
+TMA_SMEM_ALIGN = 128  # bytes: a TMA load's shared-memory destination starts on this boundary
 MAJORS = ("K", "MN")
 # Stream-K's partial sums cost a launch the time of several k-tiles (each CTA writes and reads 128 KiB of f32 and
 # waits on its flags); it pays where it shortens the last wave by more
@@ -100,8 +101,10 @@ class GemmConfig:
       on the stage's mbarrier — A's BM row scales (from the M-major TMA-aligned layout, seen as (⌈K/128⌉, M)) into a
       ring of BM × 4 bytes per stage and B's scale blocks (from a (⌈N/128⌉, ⌈K/128⌉) layout whose rows are 16-byte
       aligned) into one of ``B_SCALE_SLOT`` bytes per stage — so that the consumers read every scale with ld.shared
-      from the stage they already waited for (``block_scales.stage_scale_loads``). Not with ``swap_ab`` or
-      ``scale_prefetch``.
+      from the stage they already waited for (``block_scales.stage_scale_loads``). Swapped (``swap_ab``) the roles
+      turn: the kernel's rows take B's scale blocks (the (⌈N/128⌉, ⌈K/128⌉) box, in a ``B_SCALE_SLOT``-byte slot)
+      and its columns A's per-token scales (a box BN wide of the (⌈K/128⌉, M) view, in a slot of BN × 4 bytes
+      rounded up to 128). Not with ``scale_prefetch``.
     - ``zero_rows_late`` (grouped): the rows outside their group (contiguous: ``%m_indices`` -1; masked: past
       ``%masked_m``) are zeroed by ONE select on the tile's f32 total, instead of a zero row scale in every k-tile's
       promotion — each k-tile's scale is the dense kernel's (row · column, no validity multiply), so its promotion
@@ -181,10 +184,20 @@ class GemmConfig:
         return ring + staged + self.scale_ring_bytes() + PIPELINE_STAGE_BYTES * self.stages
 
     def scale_ring_bytes(self) -> int:
-        """The shared memory of ``scales_smem``'s scale rings: per stage BM f32 row scales and ``B_SCALE_SLOT``
-        bytes of B's (the plan gives the last stage's B slot only its box, up to 112 bytes less); 0 without. ``GemmConfig("e4m3", bn=128, stages=5, scales="block", scales_smem=True)
-        .scale_ring_bytes()`` = 5 · (128 · 4 + 128) = 3200."""
-        return self.stages * (self.bm * 4 + B_SCALE_SLOT) if self.scales_smem else 0
+        """The shared memory of ``scales_smem``'s scale rings: ``stages`` × the two slots of ``scale_slot_bytes``
+        (the plan gives the last stage's second slot only its box, a few bytes less); 0 without. ``GemmConfig("e4m3",
+        bn=128, stages=5, scales="block", scales_smem=True).scale_ring_bytes()`` = 5 · (128 · 4 + 128) = 3200."""
+        return self.stages * sum(self.scale_slot_bytes()) if self.scales_smem else 0
+
+    def scale_slot_bytes(self) -> tuple:
+        """``scales_smem``: the bytes per stage of the kernel's (row scale, column scale) rings, each a multiple of
+        128 (TMA's destination alignment): unswapped (BM × 4: A's per-row scales, ``B_SCALE_SLOT``: B's blocks),
+        swapped (``B_SCALE_SLOT``: B's blocks of the kernel's rows, BN × 4 rounded up to 128: A's per-token scales
+        of its columns). ``GemmConfig("e4m3", bn=16, swap_ab=True, scales="block", scales_smem=True)
+        .scale_slot_bytes()`` = (128, 128)."""
+        if self.swap_ab:
+            return B_SCALE_SLOT, -(-self.bn * 4 // TMA_SMEM_ALIGN) * TMA_SMEM_ALIGN
+        return self.bm * 4, B_SCALE_SLOT
 
     def replace(self, **changes) -> "GemmConfig":
         """A copy with ``changes``; ``out_dtype`` follows a new fp8/16-bit ``dtype`` unless given."""
@@ -387,9 +400,6 @@ def _scales(c: GemmConfig):
         if c.overlap and c.epilogue != "tma":
             return (f"overlap = 1: the epilogue behind the next tile's wgmmas is built for the TMA-store epilogue, "
                     f"not {c.epilogue!r}")
-        if c.scales_smem and c.swap_ab:
-            return ("scales_smem = True: the stage's scales are A's per row and B's per 128 × 128 block; swapped "
-                    "(swap_ab) the kernel's rows would take B's: scales_smem = False")
         if c.scales_smem and c.scale_prefetch:
             return ("scales_smem = True: the scales arrive with their stage, so there is nothing to load a k-tile "
                     "ahead (scale_prefetch): choose one")
@@ -495,7 +505,9 @@ def _shared_memory(c: GemmConfig):
     need = c.smem_bytes()
     if need > SMEM_BYTES:
         return (f"stages = {c.stages}: {c.stages} stages of (BM + BN) × 128 bytes"
-                + (f" and BM × 4 + {B_SCALE_SLOT} bytes of scales (scales_smem)" if c.scales_smem else "")
+                + ((f" and {B_SCALE_SLOT} + BN × 4 bytes (rounded up to {TMA_SMEM_ALIGN}) of scales (scales_smem, "
+                    "swapped)" if c.swap_ab else f" and BM × 4 + {B_SCALE_SLOT} bytes of scales (scales_smem)")
+                   if c.scales_smem else "")
                 + (" and the staged C" if c.staged else "") + f" need {need} bytes of shared memory, over the "
                 f"{SMEM_BYTES} a Hopper CTA can have")
     return None
