@@ -106,18 +106,21 @@ def test_heuristic_choices():
                              (128, 24576, 1536), (64, 7168, 16384), (1024, 2112, 7168), (2048, 2112, 7168),
                              (128, 32768, 512), (128, 4096, 7168)]}
     assert names == {(4096, 7168, 2048): "h128x128s5to1BSA", (4096, 2112, 7168): "h128x128s5tskaBS",   # last wave 12%
-                     (64, 7168, 2048): "h128x128s5to1BSA", (16, 4096, 7168): "h128x16s8xBl",
-                     (1, 2112, 7168): "h128x16s8xBl", (32, 2112, 7168): "h128x32s8xBl",
-                     (33, 2112, 7168): "h128x128s5tskaBS", (128, 7168, 2048): "h128x64s8to1BSA",
+                     # M <= 64 swapped (the kernel's N is M), scales by TMA; stream-K where under a third of the
+                     # SMs hold a tile
+                     (64, 7168, 2048): "h128x64s8xBSA", (16, 4096, 7168): "h128x16s8skaxBS",
+                     (1, 2112, 7168): "h128x16s8skaxBS", (32, 2112, 7168): "h128x32s8skaxBS",
+                     (33, 2112, 7168): "h128x64s8skaxBS", (128, 7168, 2048): "h128x64s8to1BSA",
                      (100, 64, 128): "h128x64s8to1BSA",
                      # stream-K on every SM only where it saves 20 k-tiles: 192 tiles of 12 k-tiles do not
-                     (128, 24576, 1536): "h128x64s8to1BSA", (64, 7168, 16384): "h128x128s5tskaBS",
+                     (128, 24576, 1536): "h128x64s8to1BSA", (64, 7168, 16384): "h128x64s8xBSA",
                      # one row of tiles above M = 64: 64-wide tiles where 128-wide ones leave the last wave under 3/4
                      (128, 32768, 512): "h128x128s5to1BSA", (128, 4096, 7168): "h128x64s8tskaBS",
                      # 136 tiles (one to two waves): no stream-K; 272 tiles (two full waves, 3% in the last): stream-K
                      (1024, 2112, 7168): "h128x128s5to1BSA", (2048, 2112, 7168): "h128x128s5tskaBS"}
     assert choose_block_scaled_config(4096, 7168, 2048, grouped="contiguous").name == "h128x128s5to1BSAGc"
     assert choose_block_scaled_config(4096, 7168, 2048, grouped="masked").name == "h128x128s5to1BSAGm"
+    assert choose_block_scaled_config(40, 24576, 1536).name == "h128x64s8xBSA"
     for config in BLOCK_SCALED_CANDIDATES:
         assert config.validate().scales == "block"
 

@@ -213,7 +213,13 @@ def _variants(base: GemmConfig, m: int, n: int, k: int, sms: int):
 # kernels), ptxas put the product of a k-tile's just-loaded scales between the stage's arrival and the first QGMMA:
 # every k-tile waited an L2 round trip before its wgmmas (late_scales, scale_prefetch and ping-pong only moved that
 # wait). scales_smem removes it: the scales arrive with the stage, by TMA, and every read is an ld.shared.
-BLOCK_SCALED_SWAP_MAX_M = 32
+# M <= 64: the swapped kernel (Cᵀ = B·Aᵀ, its 128-row side N, no padded rows) with its scales by TMA (scales_smem)
+# and two chunks in flight; kernel-time ratio to cuBLAS block-scaled at M = 64: 1.00-1.18 against 0.80-1.14 for the
+# 128 x 128 tiles, M = 16/32 1.11-1.37 against 0.64-1.13 (s14 log section 6). Stream-K on every SM where it saves
+# k-tiles and the tiles hold under a third of the SMs (17 or 32 tiles of 2112 or 4096 rows: 1.24-1.61; 56 tiles of
+# 7168: 0.95 against 1.06 without)
+BLOCK_SCALED_SWAP_MAX_M = 64
+BLOCK_SCALED_SWAP_STREAMK_SHARE = 1 / 3
 BLOCK_SCALED_TILE = GemmConfig("e4m3", bn=128, stages=5, epilogue="tma", scales="block", overlap=1, scales_smem=True,
                                chunk_ahead=True)
 # stream-K for block scales where the last wave holds less than this share of the SMs (it gives up the epilogue's
@@ -233,8 +239,10 @@ BLOCK_SCALED_CANDIDATES = (GemmConfig("e4m3", bn=128, stages=6, epilogue="tma", 
 def choose_block_scaled_config(m: int, n: int, k: int, sm_count: int = H100_SMS, *,
                                grouped: str = "none") -> GemmConfig:
     """The configuration of the block-scaled fp8 GEMM (``ptxgen.kernels.fp8_gemm_nt``) for C (m, n) = A (m, k) · Bᵀ:
-    swapped A and B for m ≤ ``BLOCK_SCALED_SWAP_MAX_M`` = 32 < n (the kernel's N is m rounded up to 16 or 32, 8
-    stages, the direct epilogue, scales applied late); otherwise — dense from M = 64 up and both grouped layouts —
+    swapped A and B for m ≤ ``BLOCK_SCALED_SWAP_MAX_M`` = 64 < n (the kernel's N is m rounded up to 16, 32 or 64, 8
+    stages, the direct epilogue, the scales by TMA with each stage, two chunks in flight — or stream-K on every SM
+    where it saves ``streamk_min_saving`` k-tiles and the tiles hold under ``BLOCK_SCALED_SWAP_STREAMK_SHARE`` of
+    the SMs); otherwise — dense from M = 65 up and both grouped layouts —
     ``BLOCK_SCALED_TILE``: DeepGEMM's design, 128 × 128 tiles whose scales arrive with their stage by TMA and are
     read by ld.shared (``scales_smem``, 5 stages to fit their rings), promoted as one FMA by the scale product, two
     chunks in flight per consumer warpgroup (``chunk_ahead``: k-tile j + 1's wgmmas queued before k-tile j's
@@ -251,17 +259,22 @@ def choose_block_scaled_config(m: int, n: int, k: int, sm_count: int = H100_SMS,
     takes the same two choices with 64-wide tiles (``BLOCK_SCALED_NARROW``, 8 stages): twice the CTAs.
     The candidates stay valid configurations (``config=``).
     ``choose_block_scaled_config(4096, 7168, 2048).name`` = ``h128x128s5to1BSA``;
-    ``choose_block_scaled_config(16, 7168, 2048).name`` = ``h128x16s8xBl``;
-    ``choose_block_scaled_config(64, 4096, 7168).name`` = ``h128x128s5tskaBS``;
+    ``choose_block_scaled_config(16, 7168, 2048).name`` = ``h128x16s8xBSA``;
+    ``choose_block_scaled_config(64, 4096, 7168).name`` = ``h128x64s8skaxBS``;
     ``choose_block_scaled_config(128, 4096, 7168).name`` = ``h128x64s8tskaBS``. ``grouped``
     ("contiguous", "masked"; ``m`` the rows of all groups): never swapped (the groups are A's rows).
     Post: deterministic, valid, e4m3 → bf16 with ``scales="block"``."""
     if min(m, n, k) < 0:
         raise ValueError(f"choose_block_scaled_config: m, n, k must be >= 0, not {m}, {n}, {k}")
     if m <= BLOCK_SCALED_SWAP_MAX_M < n and grouped == "none":
-        bn = 16 if m <= 16 else 32
-        return GemmConfig("e4m3", bn=bn, stages=SWAP_STAGES, swap_ab=True, scales="block",
-                          late_scales=True).validate()
+        # the kernel computes Cᵀ: its rows are B's (n), its columns A's m rows
+        bn = 16 if m <= 16 else 32 if m <= 32 else 64
+        swapped = GemmConfig("e4m3", bn=bn, stages=SWAP_STAGES, swap_ab=True, scales="block", scales_smem=True)
+        streamk = swapped.replace(streamk=True, streamk_every_sm=True)
+        if streamk_ktiles_saved(n, m, k, streamk, sm_count) >= streamk.streamk_min_saving and \
+                _last_wave_share(streamk, n, m, sm_count) < BLOCK_SCALED_SWAP_STREAMK_SHARE:
+            return streamk.validate()
+        return swapped.replace(chunk_ahead=True).validate()
     tile, streamk = BLOCK_SCALED_TILE, BLOCK_SCALED_STREAMK
     wide_tiles = -(-m // tile.bm) * -(-n // tile.bn)
     if grouped == "none" and tile.bm // 2 < m <= BLOCK_SCALED_NARROW_MAX_M and \
