@@ -363,6 +363,16 @@ def gpu_operands(torch, m, n, k, aligned=True):
     return a, sa, b, sb, want
 
 
+def check_on_gpu(torch, config, m, n, k, aligned=True):
+    """``fp8_gemm_nt`` with ``config`` on fresh ``gpu_operands``: within 2e-3 of float64, the same bits twice."""
+    a, sa, b, sb, want = gpu_operands(torch, m, n, k, aligned)
+    got = fp8_gemm_nt(a, sa, b, sb, config=config)
+    again = fp8_gemm_nt(a, sa, b, sb, config=config)
+    torch.cuda.synchronize()
+    assert torch_rel_err(torch, got, want) < 2e-3
+    assert torch.equal(got, again)
+
+
 def torch_rel_err(torch, got, want):
     return (torch.linalg.norm(got.double() - want) / torch.linalg.norm(want)).item()
 

@@ -20,7 +20,7 @@ from ptxgen.kernels import fp8 as fp8_module
 from ptxgen.kernels.gemm import block_scales
 from ptxgen.kernels.gemm.config import SMEM_BYTES
 
-from test_fp8_blockscaled import compiled_block_scaled as _compiled, gpu_operands, operands, torch_or_skip
+from test_fp8_blockscaled import check_on_gpu, compiled_block_scaled as _compiled, operands, torch_or_skip
 from test_fp8_mainloop_variants import BF16, E4M3, cdiv, config, product, rel_err
 
 
@@ -249,13 +249,7 @@ def test_ptx_reads_every_scale_from_shared_memory(name):
 @pytest.mark.parametrize("aligned", [True, False])
 def test_gpu_matches_float64(name, m, n, k, aligned):
     torch = torch_or_skip()
-    a, sa, b, sb, want = gpu_operands(torch, m, n, k, aligned)
-    got = fp8_gemm_nt(a, sa, b, sb, config=config(name))
-    again = fp8_gemm_nt(a, sa, b, sb, config=config(name))
-    torch.cuda.synchronize()
-    err = (torch.linalg.norm(got.double() - want) / torch.linalg.norm(want)).item()
-    assert err < 2e-3
-    assert torch.equal(got, again)
+    check_on_gpu(torch, config(name), m, n, k, aligned)
 
 
 @pytest.mark.gpu

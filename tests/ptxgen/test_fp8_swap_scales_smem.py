@@ -12,9 +12,8 @@ from ptxgen.ir.core import walk
 from ptxgen.ir.ops import smem_plan
 from ptxgen.kernels import GemmConfig, fp8_gemm_nt, get_mn_major_tma_aligned_tensor
 from ptxgen.kernels import fp8 as fp8_module
-from ptxgen.kernels.gemm import block_scales
 
-from test_fp8_blockscaled import compiled_block_scaled, gpu_operands, operands, reference, rel_err, torch_or_skip
+from test_fp8_blockscaled import check_on_gpu, compiled_block_scaled, operands, reference, rel_err, torch_or_skip
 
 SWAPPED = ["h128x16s8xBS", "h128x16s8xBSA", "h128x32s8xBSA", "h128x64s8xBSA", "h128x64s8skaxBS", "h256x32s4xBSA"]
 
@@ -177,10 +176,4 @@ def test_ptx_reads_every_scale_from_shared_memory(name):
 @pytest.mark.parametrize("aligned", [True, False])
 def test_gpu_matches_float64(name, m, n, k, aligned):
     torch = torch_or_skip()
-    a, sa, b, sb, want = gpu_operands(torch, m, n, k, aligned)
-    got = fp8_gemm_nt(a, sa, b, sb, config=config(name))
-    again = fp8_gemm_nt(a, sa, b, sb, config=config(name))
-    torch.cuda.synchronize()
-    err = (torch.linalg.norm(got.double() - want) / torch.linalg.norm(want)).item()
-    assert err < 2e-3
-    assert torch.equal(got, again)
+    check_on_gpu(torch, config(name), m, n, k, aligned)
