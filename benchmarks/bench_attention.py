@@ -48,7 +48,8 @@ from ptxgen.kernels.attention import run as attention_run  # noqa: E402
 VARIANT_WORDS = {"plain": {"overlap": False, "pingpong": False, "epilogue": "direct"}, "overlap": {"overlap": True},
                  "pingpong": {"overlap": True, "pingpong": True}, "nopingpong": {"pingpong": False},
                  "tma": {"epilogue": "tma"}, "direct": {"epilogue": "direct"}, "psmem": {"p_in_smem": True},
-                 "rs": {"p_in_smem": False}, "persist": {"persistent": True}, "obuf": {"o_buffer": True}}
+                 "rs": {"p_in_smem": False}, "persist": {"persistent": True}, "obuf": {"o_buffer": True},
+                 "nopersist": {"persistent": False, "o_buffer": False}, "noobuf": {"o_buffer": False}}
 
 
 def variant_fields(name: str) -> dict:
@@ -56,7 +57,8 @@ def variant_fields(name: str) -> dict:
     joined by ``-``, applied left to right: ``plain`` (no overlap, no ping-pong, direct epilogue), ``overlap``,
     ``pingpong`` (with overlap), ``nopingpong``, ``tma``, ``direct``, ``psmem`` (P·V's P staged in shared memory:
     an SS wgmma), ``rs`` (P in registers), ``persist`` (the persistent kernel: a CTA per SM walking the work items),
-    ``obuf`` (O staged in its own shared-memory tile: a persistent CTA's next Q loads before the epilogue), ``s<stages>``, ``bn<rows>``,
+    ``obuf`` (O staged in its own shared-memory tile: a persistent CTA's next Q loads before the epilogue), ``noobuf``
+    (O staged in Q's tile), ``nopersist`` (a CTA per work item, O in Q's tile), ``s<stages>``, ``bn<rows>``,
     ``wg<count>`` (consumer warpgroups: ``wg3`` = 192-row query tiles, registers (32, 160) unless ``r…`` says),
     ``r<producer>x<consumer>`` (setmaxnreg budgets). ``variant_fields("plain-pingpong-s3")`` = {overlap: True,
     pingpong: True, epilogue: "direct", stages: 3}; ``variant_fields("wg3-bn192")`` = {consumer_warpgroups: 3, bn:

@@ -127,6 +127,20 @@ def test_interpreter_tma_epilogue_matches_float64(case, overlap):
     assert_matches(out, lse, *reference(q, k, v, causal, d ** -0.5), dtype)
 
 
+def test_interpreter_long_kv_config_matches_float64():
+    """The configuration chosen for long non-causal D = 128 loops (176-row KV tiles, persistent, O staged in Q's
+    tile) on a problem whose KV loop ends in a ragged 48-row tile and whose query tiles outnumber the CTAs."""
+    config = choose_config("bf16", 128, False, seqlens=(8192, 8192))
+    assert (config.bn, config.persistent, config.o_buffer) == (176, True, False)
+    from ptxgen.kernels.attention import run
+
+    q, k, v = random_problem(1, 3, 1, 150, 400, 128, "bf16", seed=17)
+    out = np.zeros(q.shape, q.dtype)
+    lse = np.zeros((1, 3, 150), np.float32)
+    run.run_numpy(config, q, k, v, out, lse, 128 ** -0.5, ctas=2)   # 6 work items on 2 CTAs
+    assert_matches(out, lse, *reference(q, k, v, False, 128 ** -0.5), "bf16")
+
+
 def test_interpreter_scale_out_and_transposed_inputs():
     """A given softmax_scale and ``out``, and q, k, v that are (B, H, S, D) arrays seen as (B, S, H, D)."""
     rng = np.random.default_rng(7)
@@ -273,6 +287,12 @@ def test_choose_config():
     assert not choose_config("bf16", 128, True, seqlens=(16384, 16384)).persistent
     assert not choose_config("bf16", 64, False, seqlens=(1024, 1024)).persistent
     assert choose_config("bf16", 256, False).o_block == 64
+    # D = 128 dense non-causal from 4096 keys: 176-row KV tiles, persistent at any length, O staged in Q's tile
+    long = choose_config("bf16", 128, False, seqlens=(16384, 16384))
+    assert (long.bn, long.persistent, long.o_buffer) == (176, True, False)
+    assert choose_config("bf16", 128, False, seqlens=(4095, 4095)).bn == 128
+    assert choose_config("bf16", 128, True, seqlens=(8192, 8192)).bn == 128
+    assert choose_config("bf16", 128, False, varlen=True, seqlens=(8192, 8192)).bn == 128
     for d in (64, 128, 256):
         assert choose_config("f16", d, False).validate().head_dim == d
 
@@ -367,7 +387,7 @@ def torch_reference(torch, q, k, v, causal, scale):
 GPU_CASES = [(2, 16, 16, 1024, 1024, 128), (1, 16, 2, 2048, 2048, 128), (4, 8, 8, 512, 512, 64),
              (2, 8, 2, 1000, 1000, 256), (1, 4, 4, 300, 700, 256),
              (1, 4, 1, 1000, 3001, 64), (1, 4, 4, 3001, 1000, 128), (3, 6, 2, 129, 257, 128), (1, 2, 1, 1, 1, 64),
-             (1, 2, 2, 77, 77, 64)]
+             (1, 2, 2, 77, 77, 64), (2, 4, 2, 500, 4500, 128)]   # the last: 176-row KV tiles when non-causal
 
 
 @pytest.mark.gpu

@@ -22,6 +22,8 @@ BOX_COLUMNS = 64         # head-dim columns per TMA box: one 128-byte SW128 row 
 DEFAULT_REGISTERS = {2: (24, 240), 3: (32, 160)}
 SHORT_CAUSAL_KV = 1024   # choose_config: a causal KV loop of at most this many keys keeps 128-row query tiles
 PERSISTENT_MAX_KV = 16384  # choose_config: the persistent kernel for KV loops shorter than this (see choose_config)
+LONG_KV = 4096           # choose_config: a dense non-causal D = 128 KV loop of at least this many keys takes LONG_KV_BN
+LONG_KV_BN = 176         # choose_config: KV rows per tile there (FA3's D = 128 non-causal tile)
 
 
 @dataclass(frozen=True)
@@ -214,18 +216,27 @@ def choose_config(dtype: str, head_dim: int, causal: bool, varlen: bool = False,
        and D = 64's short causal loops) below ``PERSISTENT_MAX_KV`` = 16384 keys: D = 128 non-causal +8% at S = 1k, +5%
        at 2k, +2% at 4k, +1% at 8k; causal +13% / +10% / +7% / +5% (x0.97-1.11 cuDNN); D = 64 causal 1k +10%. Not
        with three warpgroups (-35-40%) nor at 16k causal (450 against 666 TFLOP/s; non-causal even).
+    5. D = 128, dense (not varlen), non-causal, at least ``LONG_KV`` = 4096 keys: KV tiles of ``LONG_KV_BN`` = 176 rows
+       (FA3's), persistent at every length, O staged in Q's tile (two stages of 176-row K and V tiles leave no room
+       for O's own): S = 16k 698 against 654 TFLOP/s (x1.07 cuDNN), 8k 652 against 620, 4k 623 against 614
+       (docs/gpu-runs/2026-11-26-s15.log section 1). Below 4k the 128-row tiles stay ahead (1k: 546 against 509);
+       causal keeps 128 (176: -5 to -12% at 2k-4k).
     Measured and not taken: 192-row KV tiles for D = 64 (spill with three warpgroups; behind them with two), a
     3-stage pipeline for D = 128 (within ±2% at S = 16k), P through shared memory (SS wgmma: −25-40%).
 
     ``choose_config("bf16", 64, True)`` = AttentionConfig("bf16", 64, 128, 2, True, overlap=True, pingpong=True,
     epilogue="tma", persistent=True, o_buffer=True); ``choose_config("bf16", 64, False).consumer_warpgroups`` = 3;
-    ``choose_config("bf16", 64, True, seqlens=(4096, 4096)).consumer_warpgroups`` = 3.
+    ``choose_config("bf16", 64, True, seqlens=(4096, 4096)).consumer_warpgroups`` = 3;
+    ``choose_config("bf16", 128, False, seqlens=(8192, 8192)).bn`` = 176.
     Post: ``validate()`` accepts the result."""
     fa3 = head_dim != 256
     short_causal = causal and (seqlens is None or seqlens[1] <= SHORT_CAUSAL_KV)
     warpgroups = 3 if head_dim == 64 and not short_causal else 2
     bn = 64 if head_dim == 256 else 128
     persistent = warpgroups == 2 and head_dim != 256 and (seqlens is None or seqlens[1] < PERSISTENT_MAX_KV)
+    o_buffer = persistent
+    if head_dim == 128 and not (causal or varlen) and seqlens is not None and seqlens[1] >= LONG_KV:
+        bn, persistent, o_buffer = LONG_KV_BN, True, False
     return AttentionConfig(dtype=dtype, head_dim=head_dim, bn=bn, stages=2, causal=causal, overlap=fa3,
                            pingpong=fa3, epilogue="rows" if varlen else "tma", varlen=varlen,
-                           consumer_warpgroups=warpgroups, persistent=persistent, o_buffer=persistent)
+                           consumer_warpgroups=warpgroups, persistent=persistent, o_buffer=o_buffer)
