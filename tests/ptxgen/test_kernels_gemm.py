@@ -138,7 +138,8 @@ def test_unknown_name_gives_the_grammar():
     ((8192, 8192, 1024), "f16", {}, "h128x256s4t2o1"),
     # rule 3: stream-K where the last wave shrinks by >= 20 k-tiles; clusters of 2 for K >= 2 max(M, N)
     ((8192, 8192, 8192), "bf16", {}, "h128x256s4t2sk"),
-    ((4096, 4352, 4096), "bf16", {}, "h128x256s4t2sk"),
+    ((4096, 4608, 4096), "bf16", {}, "h128x256s4t2sk"),
+    ((4096, 4352, 4096), "bf16", {}, "h128x160s4t"),         # 28 x 32 tiles of 128 x 160: 636 against 615 (s15)
     ((4096, 4096, 16384), "bf16", {}, "h128x256s4c2t2sk"),
     # C rows not 16-byte aligned: the rows epilogue
     ((3001, 2999, 2016), "bf16", {}, "h128x192s4c2r3"),
@@ -149,9 +150,13 @@ def test_unknown_name_gives_the_grammar():
     ((4096, 4096, 16384), "e4m3", {}, "h128x176s4k4t"),
     # the wave-filling widths (s13 section 4): the last wave nearly full where 64-column steps leave it short
     ((384, 4096, 4096), "bf16", {}, "h128x96s7t"),           # 129 tiles
-    ((384, 6144, 4096), "bf16", {}, "h128x144s5t"),          # 129 tiles
-    ((640, 4096, 14336), "bf16", {}, "h128x160s5t"),         # 130 tiles
+    ((384, 6144, 4096), "bf16", {}, "h128x144s4t"),          # 129 tiles
+    ((640, 4096, 14336), "bf16", {}, "h128x160s4t"),         # 130 tiles
     ((256, 14336, 4096), "e4m3", {}, "h128x112s6k4t"),       # 256 tiles: two full waves
+    # rule 5: a narrow tile's deep pipeline while M spans fewer than 8 tiles, 4 stages from there (128 x 96: 5)
+    ((256, 18432, 14336), "bf16", {}, "h128x144s4t"),        # 2 row tiles: 584 against 551 for 128 x 128 stream-K
+    ((3072, 1024, 1024), "bf16", {}, "h128x96s5t"),          # 24 row tiles: 5 stages, not 7
+    ((512, 4096, 4096), "e4m3", {}, "h128x128s4k4t"),
     ((1024, 1024, 1024), "bf16", {}, "h128x64s8t"),          # 128 x 96's 88 tiles fill two thirds: not taken
     # fewer 128 x 256 tiles than SMs: 128 x 128 tiles where they fill a wave, 128 x 64 where they leave SMs idle
     ((512, 4096, 4096), "bf16", {}, "h128x128s6t"),          # one wave: no next tile to overlap the store with
@@ -175,7 +180,7 @@ def test_unknown_name_gives_the_grammar():
     ((64, 28672, 4096), "e4m3", {}, "h128x64s8k4x"),
     ((16, 4096, 4096), "bf16", dict(a_major="MN"), "h128x64s8ska5mknx"),   # an MN-major A: the kernel's B, 64 wide
     ((16, 4096, 4096), "bf16", dict(b_major="MN"), "h128x16s8ska1mnkx"),
-    # rule 5: MN-major operands in clusters of 1; the bias is a flag of the config
+    # rule 6: MN-major operands in clusters of 1; the bias is a flag of the config
     ((4096, 4096, 16384), "bf16", dict(b_major="MN"), "h128x256s4t2skmkn"),
     ((4096, 4096, 4096), "bf16", dict(bias=True), "h128x256s4t2o1b"),
     ((4096, 4096, 4096), "e4m3", dict(out_dtype="f16"), "h128x176s4k4t_f16"),
@@ -191,6 +196,22 @@ def test_heuristic_is_deterministic_and_valid_everywhere():
         assert config == choose_config(m, n, k, dtype, sms)
         config.validate()
         assert config.epilogue != "tma" or n * 2 % 16 == 0
+
+
+def test_pipeline_depth_follows_the_row_tiles():
+    """Rule 5: a tile's deep pipeline stands while M spans fewer than 8 tiles; from 8 on, 4 stages (16-bit 128 x 96:
+    5); never deeper than the tile's own, and the 128 x 64 tile keeps its 8."""
+    from ptxgen.kernels.gemm.heuristic import pipeline_stages
+
+    deep = GemmConfig(bn=128, stages=6, epilogue="tma")
+    assert pipeline_stages(deep, 512, 4096) == 6
+    assert pipeline_stages(deep, 896, 57344) == 6           # 7 row tiles, however many columns
+    assert pipeline_stages(deep, 897, 4096) == 4            # 8 row tiles
+    assert pipeline_stages(deep, 8192, 7680) == 4
+    assert pipeline_stages(GemmConfig(bn=96, stages=7, epilogue="tma"), 8192, 7680) == 5
+    assert pipeline_stages(GemmConfig("e4m3", bn=112, stages=6, promote=4), 8192, 7680) == 4
+    assert pipeline_stages(GemmConfig(bn=64, stages=8, epilogue="tma"), 8192, 7680) == 8
+    assert pipeline_stages(GemmConfig(bn=256, stages=3), 8192, 7680) == 3
 
 
 def test_streamk_host_rule_is_the_kernels():

@@ -24,7 +24,7 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
      640×14336×4096 637 against 586, 768×8192×8192 652 against 602; its stream-K (32 B of spills) and overlap
      within -3..+3%: s12 section 5; ``EFFICIENCY`` 0.95 estimated); the **wave-filling** widths
      (``WAVE_FILLING``: 16-bit 96, 112, 144, 160, 176; fp8 112, 144, 160, 176 — C staged in SW64/SW32 atoms, TMA
-     boxes of 32 or 16 columns), data-parallel with the most stages that fit, where their last wave holds at least
+     boxes of 32 or 16 columns), data-parallel with the stages of ``WAVE_FILLING``, where their last wave holds at least
      ``WAVE_FILL_MIN`` of the SMs — the tiles cuBLAS picks at mid M (its 128 × 96 at 384×4096×4096, 144 × 128 at
      384×6144×4096, 128 × 160 at 640×4096×14336): bf16 384×4096×4096 544 against 464 TFLOP/s (x1.009 cuBLAS),
      384×6144×4096 576 against 498 (x0.927), 640×4096×14336 624-652 against 597; e4m3 640×8192×4096 1050 against
@@ -47,7 +47,10 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
 4. Otherwise data-parallel; bf16/f16 with the TMA-store epilogue **overlapped** with the next tile's first k-tile
    (``o1``: 4096³ 1.003, 8192²×1024 1.022 × cuBLAS in s9 section 12) where a CTA has more than one tile (one wave:
    nothing to overlap, and o1 measured 1% slower at 512×4096×4096, s12 section 5).
-5. **MN-major operands** (a (K, M) A or a (K, N) B, M or N contiguous: 16-bit only) run in clusters of 1; an MN-major
+5. **Pipeline depth** (``pipeline_stages``): a tile's stages above stand where M spans fewer than ``MANY_ROW_TILES``
+   = 8 tiles; from 8 on (the CTAs at work share each B tile), 4 stages (16-bit 128 × 96: 5) — deeper pipelines lost
+   12-30% there (s15 section 3).
+6. **MN-major operands** (a (K, M) A or a (K, N) B, M or N contiguous: 16-bit only) run in clusters of 1; an MN-major
    B needs BN a multiple of 64.
 
 ``choose_config(8192, 8192, 8192, "bf16", 132)`` = h128x256s4t2sk; ``choose_config(4096, 4096, 4096, "bf16")`` =
@@ -64,15 +67,30 @@ SWAP_AB_MAX_M = 64
 H100_SMS = 132
 # the time of one k-tile of a tile relative to its area share of the largest candidate (1: as efficient per FLOP);
 # fp8 128 x 128 within the two measured wave-quantization winners (between 0.92 and 1.02) and the s13 sweeps (0.74-0.93
-# relative to 128 x 192 at mid M); the other widths from the s13 sweeps (section 4); 16-bit 256, 192 and 64 estimated
-EFFICIENCY = {(16, 256): 1.0, (16, 192): 0.95, (16, 176): 0.94, (16, 160): 0.86, (16, 144): 0.85, (16, 128): 0.90,
+# relative to 128 x 192 at mid M); the other widths from the s13 sweeps (section 4), 144 and 160 from s15's with 4
+# stages (section 3: 16-bit 2048x5120x4096 128 x 160 650 TFLOP/s against 607 for 128 x 256 stream-K, 384x18432x4096
+# 128 x 144 588 against 553; e4m3 2048x5120x4096 128 x 160 1157 against 1109 for 128 x 128); 16-bit 256, 192 and 64
+# estimated
+EFFICIENCY = {(16, 256): 1.0, (16, 192): 0.95, (16, 176): 0.94, (16, 160): 0.95, (16, 144): 0.92, (16, 128): 0.90,
               (16, 112): 0.83, (16, 96): 0.80, (16, 64): 0.49,
-              (8, 192): 1.0, (8, 176): 0.95, (8, 160): 0.89, (8, 144): 0.88, (8, 128): 0.92, (8, 112): 0.83,
+              (8, 192): 1.0, (8, 176): 0.95, (8, 160): 0.93, (8, 144): 0.93, (8, 128): 0.92, (8, 112): 0.83,
               (8, 64): 0.61}
 # the tiles whose widths fill the SMs' waves where 64-column steps do not (a multiple of 16 columns, C staged in SW64
-# or SW32 atoms): data-parallel, no overlap, the most stages that fit (s13 section 4: their stream-K and overlap not
-# measured faster); 16-bit and fp8 widths -> stages
-WAVE_FILLING = {16: {96: 7, 112: 6, 144: 5, 160: 5, 176: 4}, 8: {112: 6, 144: 5, 160: 5, 176: 4}}
+# or SW32 atoms): data-parallel, no overlap (s13 section 4: their stream-K and overlap not measured faster); 16-bit
+# and fp8 widths -> their stages where M spans fewer than ``MANY_ROW_TILES`` tiles (``pipeline_stages``). Deeper is
+# not always better (s15 section 3, stages 4-8 swept): 128 x 160 takes 4 (bf16 640x4096x14336 719 TFLOP/s against
+# 657 with 5 stages, 640x8192x4096 665 / 616; e4m3 1288 / 1221), 128 x 144 4 (bf16 640x11008x4096 612 / 572,
+# 384x18432x4096 588 / 564, 384x6144x4096 563 / 579; e4m3 384x6144x4096 1035 / 1006); the narrower tiles their
+# deepest pipelines (bf16 384x4096x4096 128 x 96 552 with 7 stages, 479 with 4; e4m3 256x14336x4096 128 x 112 932
+# with 6, 802 with 4)
+WAVE_FILLING = {16: {96: 7, 112: 6, 144: 4, 160: 4, 176: 4}, 8: {112: 6, 144: 4, 160: 4, 176: 4}}
+# ... and where M spans at least this many tiles (a raster group's rows: the CTAs at work share each B tile), 4 stages,
+# 16-bit 128 x 96 5 (bf16 8192x7680x8192: 128 x 128 675 TFLOP/s with 4 stages against 517 with 6, 128 x 144 680 /
+# 601 (5), 128 x 160 712 / 590 (5), 128 x 112 612 / 527 (6), 128 x 96 563 (5) / 542 (4) / 512 (7); e4m3 128 x 112
+# 1134 / 970 (6), 128 x 160 1275 / 1096)
+MANY_ROW_TILES = 8
+MANY_ROW_STAGES = {16: {96: 5}, 8: {}}
+MANY_ROW_DEFAULT_STAGES = 4
 # ... taken only where their last wave holds at least this share of the SMs: with fewer tiles than SMs a problem of
 # small M streams its B through fewer SMs (bf16 128x4096x4096: 128 x 64's 64 tiles 264 TFLOP/s, 128 x 96's 43: 198)
 WAVE_FILL_MIN = 0.75
@@ -178,7 +196,17 @@ def choose_config(m: int, n: int, k: int, dtype: str = "bf16", sm_count: int = H
             cost = estimated_cost(config, m, n, k, sm_count)
             if best_cost is None or cost < best_cost - 1e-9:
                 best, best_cost = config, cost
-    return best.validate()
+    return best.replace(stages=pipeline_stages(best, m, n, sm_count)).validate()
+
+
+def pipeline_stages(config: GemmConfig, m: int, n: int, sms: int = H100_SMS) -> int:
+    """The pipeline depth of an unswapped tile config for an (m, n) problem: its own ``stages`` where M spans fewer
+    than ``MANY_ROW_TILES`` tiles (or where it is 4 or fewer, or the 128 x 64 tile's 8), else ``MANY_ROW_STAGES``
+    (default 4). ``pipeline_stages(GemmConfig(bn=128, stages=6), 512, 4096)`` = 6;
+    ``pipeline_stages(GemmConfig(bn=128, stages=6), 8192, 7680)`` = 4. Post: ≤ ``config.stages``."""
+    if -(-m // config.bm) < MANY_ROW_TILES or config.stages <= MANY_ROW_DEFAULT_STAGES or config.bn == NARROW_BN:
+        return config.stages
+    return min(config.stages, MANY_ROW_STAGES[_width(config.dtype)].get(config.bn, MANY_ROW_DEFAULT_STAGES))
 
 
 def _last_wave_share(config: GemmConfig, m: int, n: int, sms: int) -> float:
