@@ -33,7 +33,12 @@ binding, launch). ``--warm``: each process first compiles and runs the configura
 so the call measured is a new configuration in a process whose toolchain is loaded. With a GPU the call is ``matmul(a, b)`` on torch tensors plus a synchronize; without one the same path
 up to the image handed to the driver (``jit_kernel(config).compile(spec)`` with the call's specialization).
 ``--compileall`` byte-compiles layoutc and ptxgen first into a private ``PYTHONPYCACHEPREFIX`` (what ``pip install``
-does; a checkout run with ``PYTHONDONTWRITEBYTECODE`` compiles every source again in every process).
+does; a checkout run with ``PYTHONDONTWRITEBYTECODE`` compiles every source again in every process), then runs one
+untimed first call (its own empty caches, bytecode writes on) so that the standard library's and the third-party
+modules the call imports (llvmlite, cuda.bindings) have their bytecode in the prefix too: Python reads every ``.pyc``
+from the prefix once it is set, so without this each measured process compiled llvmlite's sources again (49 of the 73
+ms of ``imports`` on a 2-core CPU host) — not what an installed environment, whose packages carry their bytecode, pays.
+``compiled_from_source`` (count, ms) reports the modules the measured call still compiled from source.
 
 ``spec``: every gtensor parameter contiguous in its last mode, 16-byte aligned, extent a multiple of 16 (what a
 launch with ordinary torch tensors gets). Writes JSON to ``$OUT/bench_compile.json`` (else ./bench_compile.json).
@@ -150,6 +155,7 @@ print("RESULT " + json.dumps({name: v * 1e6 for name, v in res.items()}))
 _GEMM = r'''
 import importlib, json, os, sys, time
 import importlib._bootstrap as bootstrap
+import importlib.machinery
 m, n, k = (int(x) for x in sys.argv[1].split("x"))
 dtype, gpu = sys.argv[2], sys.argv[3] == "1"
 WARM = (256, 512, 512)   # --warm: this shape's configuration first (a 128 x 64 tile, not the measured one)
@@ -164,6 +170,15 @@ t0 = time.perf_counter()
 import ptxgen.kernels
 import_s = time.perf_counter() - t0
 phases = {}
+compiled = [0, 0.0]                     # modules compiled from source during the call (no bytecode found), seconds
+source_to_code = importlib.machinery.SourceFileLoader.source_to_code
+def counted_source_to_code(self, *a, **kw):
+    s = time.perf_counter()
+    try:
+        return source_to_code(self, *a, **kw)
+    finally:
+        compiled[0] += 1
+        compiled[1] += time.perf_counter() - s
 imports = [0.0, 0]                      # seconds inside top-level imports during the call, nesting depth
 find_and_load = bootstrap._find_and_load
 PATCHES = [("ptxgen.kernels.linalg", "choose_config", "choose"), ("ptxgen.kernels.gemm.run", "build", "build"),
@@ -246,14 +261,16 @@ if sys.argv[4] == "1":   # the process has compiled and run another configuratio
 first_call = call(m, n, k)
 patch()
 bootstrap._find_and_load = timed_import
+importlib.machinery.SourceFileLoader.source_to_code = counted_source_to_code
 s = time.perf_counter()
 image = first_call()
 first_s = time.perf_counter() - s
 bootstrap._find_and_load = find_and_load
+importlib.machinery.SourceFileLoader.source_to_code = source_to_code
 phases["imports"] = imports[0]
 phases["other"] = first_s - sum(phases.values())
 print("RESULT " + json.dumps({"config": config.name, "warm_config": warm, "pre_s": pre_s, "import_s": import_s, "first_s": first_s,
-                              "phases": phases, "image": image,
+                              "phases": phases, "image": image, "compiled_from_source": [compiled[0], compiled[1]],
                               "bytecode_writes": not sys.flags.dont_write_bytecode,
                               "pycache_prefix": sys.pycache_prefix}))
 '''
@@ -288,6 +305,13 @@ def gemm_first_calls(args, gpu: bool, env: dict) -> dict:
         prefix = tempfile.mkdtemp(prefix="ptxgen-bench-pycache-")
         env = {**env, "PYTHONPYCACHEPREFIX": prefix}
         subprocess.run([sys.executable, "-m", "compileall", "-q", "layoutc", "ptxgen"], cwd=ROOT, env=env, check=True)
+        # the modules from outside the tree (stdlib, llvmlite, cuda.bindings) get their bytecode in the prefix from one
+        # untimed first call with bytecode writes on (an installed environment has theirs already)
+        writes = {key: value for key, value in env.items() if key != "PYTHONDONTWRITEBYTECODE"}
+        for dtype in args.dtypes.split(","):
+            with tempfile.TemporaryDirectory(prefix="ptxgen-bench-bytecode-") as d:
+                _run(_GEMM, [args.shapes.split(",")[0], dtype, int(gpu), int(args.warm)],
+                     {**writes, "PTXGEN_CACHE_DIR": d, "CUDA_CACHE_PATH": os.path.join(d, "driver-jit")})
     ms = lambda s: f"{s * 1e3:7.1f}"  # noqa: E731
     print(f"{'dtype':<5} {'shape':<18} {'config':<20} {'import':>7} {'first':>7} " +
           " ".join(f"{p:>7}" for p in GEMM_PHASES) + "   ms, median of processes")
@@ -303,6 +327,7 @@ def gemm_first_calls(args, gpu: bool, env: dict) -> dict:
                    "first_s": med(lambda r: r["first_s"]), "first_s_all": [r["first_s"] for r in runs],
                    "import_s_all": [r["import_s"] for r in runs],
                    "phases": {p: med(lambda r: r["phases"].get(p, 0.0)) for p in GEMM_PHASES},
+                   "compiled_from_source_all": [r["compiled_from_source"] for r in runs],
                    "bytecode_writes": runs[0]["bytecode_writes"], "pycache_prefix": runs[0]["pycache_prefix"]}
             results[f"{dtype} {shape}"] = row
             print(f"{dtype:<5} {shape:<18} {row['config']:<20} {ms(row['import_s'])} {ms(row['first_s'])} " +
@@ -310,7 +335,10 @@ def gemm_first_calls(args, gpu: bool, env: dict) -> dict:
     print("import = import ptxgen.kernels (after torch / numpy); first = the first matmul (a new config, empty caches"
           + (f"; the process compiled and ran {runs[0]['warm_config']} first" if args.warm else "") + "), "
           "split into exclusive phases;\nfirst calls per process (ms): " + "; ".join(
-              f"{key}: " + ", ".join(f"{t * 1e3:.0f}" for t in r["first_s_all"]) for key, r in results.items()))
+              f"{key}: " + ", ".join(f"{t * 1e3:.0f}" for t in r["first_s_all"]) for key, r in results.items()) +
+          "\nmodules compiled from source during the call (count/ms per process): " + "; ".join(
+              f"{key}: " + ", ".join(f"{n}/{t * 1e3:.0f}" for n, t in r["compiled_from_source_all"])
+              for key, r in results.items()))
     return results
 
 
