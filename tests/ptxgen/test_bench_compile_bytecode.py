@@ -14,10 +14,10 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 SHAPE = "256x512x512"   # a small configuration: the phases, not the kernel, are under test
 
 
-def bench(tmp_path, *flags) -> dict:
+def bench(tmp_path, *flags, env_extra=None) -> dict:
     out = tmp_path / "out"
     out.mkdir()
-    env = {**os.environ, "OUT": str(out), "PYTHONDONTWRITEBYTECODE": "1"}
+    env = {**os.environ, "OUT": str(out), "PYTHONDONTWRITEBYTECODE": "1", **(env_extra or {})}
     run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_compile.py"), "--gemm", "--shapes", SHAPE,
                           "--processes", "1", *flags], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
@@ -33,8 +33,11 @@ def test_compileall_leaves_nothing_to_compile_in_the_call(tmp_path):
 
 
 def test_without_bytecode_the_call_compiles_sources(tmp_path):
-    row = bench(tmp_path)
+    # an empty bytecode prefix: whatever __pycache__ the checkout or site-packages hold, no module has bytecode
+    empty = tmp_path / "no-bytecode"
+    empty.mkdir()
+    row = bench(tmp_path, env_extra={"PYTHONPYCACHEPREFIX": str(empty)})
     (count, seconds), = row["compiled_from_source_all"]
     # the call imports ptxgen.lower and ptxgen.runtime (dozens of modules), none with bytecode under the variable
     assert count >= 10 and seconds > 0.0, row
-    assert row["pycache_prefix"] is None and not row["bytecode_writes"]
+    assert row["pycache_prefix"] == str(empty) and not row["bytecode_writes"]
