@@ -60,7 +60,9 @@ def variant_fields(name: str) -> dict:
     ``obuf`` (O staged in its own shared-memory tile: a persistent CTA's next Q loads before the epilogue), ``noobuf``
     (O staged in Q's tile), ``nopersist`` (a CTA per work item, O in Q's tile), ``s<stages>``, ``bn<rows>``,
     ``wg<count>`` (consumer warpgroups: ``wg3`` = 192-row query tiles, registers (32, 160) unless ``r…`` says),
-    ``r<producer>x<consumer>`` (setmaxnreg budgets). ``variant_fields("plain-pingpong-s3")`` = {overlap: True,
+    ``r<producer>x<consumer>`` (setmaxnreg budgets), ``poly<k>of<n>`` (``exp2_poly = (k, n)``: k of every n of P's
+    exponentials by the polynomial on the FP32 pipe). ``variant_fields("poly1of4")`` = {exp2_poly: (1, 4)};
+    ``variant_fields("plain-pingpong-s3")`` = {overlap: True,
     pingpong: True, epilogue: "direct", stages: 3}; ``variant_fields("wg3-bn192")`` = {consumer_warpgroups: 3, bn:
     192}."""
     fields = {}
@@ -73,6 +75,8 @@ def variant_fields(name: str) -> dict:
             fields["bn"] = int(word[2:])
         elif word[:2] == "wg" and word[2:].isdigit():
             fields["consumer_warpgroups"] = int(word[2:])
+        elif word[:4] == "poly" and "of" in word and all(x.isdigit() for x in word[4:].split("of", 1)):
+            fields["exp2_poly"] = tuple(int(x) for x in word[4:].split("of", 1))
         elif word[:1] == "r" and "x" in word:
             fields["registers"] = tuple(int(x) for x in word[1:].split("x"))
         else:

@@ -7,7 +7,7 @@ import numpy as np
 
 import layoutc as lc
 
-from .. import launch
+from .. import exp2_poly, launch
 from ..core import walk
 from ..reduce_plan import ReducePlanError, line_table, plan_reduce
 from ..text import attribute_text
@@ -112,12 +112,18 @@ _frag_op("frag.cos", 1, np.cos, float_only=True)
 class Exp2(_FragElementwise):
     """``frag.exp2 {ftz = true}``: results below 2^-126 (subnormal) flush to zero — ``ex2.approx.ftz.f32``, one
     MUFU.EX2. Without it (``ex2.approx.f32``) ptxas guards each value for subnormal results with a compare and two
-    predicated multiplies around the MUFU: an exp-bound softmax pays 4 instructions per value instead of 1."""
+    predicated multiplies around the MUFU: an exp-bound softmax pays 4 instructions per value instead of 1.
+
+    ``poly = (k, n)`` (with ftz): value i of the fragment (its flat value order) takes the software exp2 of
+    ``ptxgen.ir.exp2_poly`` (FP32-pipe instructions, a polynomial of degree ``poly_degree``, 3 by default) where
+    i mod n < k, the MUFU otherwise — FlashAttention-4's split of a softmax's exponentials between the MUFU
+    (16 per clock per SM) and the FMA pipe. ``{ftz = true, poly = (1, 4)}`` on frag<f32>[(64)]: values 0, 4, 8, …
+    by the polynomial."""
     name = "frag.exp2"
     num_operands = 1
     float_only = True
-    optional_attrs = ("ftz",)
-    summary = "elementwise exp2 on fragments (ftz: subnormal results flushed to zero)"
+    optional_attrs = ("ftz", "poly", "poly_degree")
+    summary = "elementwise exp2 on fragments (ftz: subnormal results flushed to zero; poly: a share in software)"
 
     @staticmethod
     def compute(a):
@@ -127,19 +133,58 @@ class Exp2(_FragElementwise):
         super().verify(op, v)
         if "ftz" in op.attrs:
             v.attr(op, "ftz", bool)
+        poly = op.attrs.get("poly")
+        if "poly" in op.attrs and not _is_share(poly):
+            v.error(op, f"attribute 'poly' must be a tuple (k, n) of integers with n ≥ 1 and 0 ≤ k ≤ n (value i takes "
+                        f"the polynomial where i mod n < k), not {attribute_text(poly)}")
+        elif "poly" in op.attrs and op.attrs.get("ftz") is not True:
+            v.error(op, "attribute 'poly' needs ftz = true (the polynomial flushes results below 2^-126 to zero, as "
+                        "ex2.approx.ftz does)")
+        if "poly_degree" in op.attrs:
+            degree = op.attrs["poly_degree"]
+            if "poly" not in op.attrs:
+                v.error(op, "attribute 'poly_degree' needs attribute 'poly' (the share of values the polynomial takes)")
+            elif isinstance(degree, bool) or degree not in exp2_poly.DEGREES:
+                v.error(op, f"attribute 'poly_degree' must be one of {', '.join(map(str, exp2_poly.DEGREES))}, not "
+                            f"{attribute_text(degree)}")
 
     def interpret(self, op, ix):
+        """ftz: the correctly rounded 2^x with results below 2^-126 flushed; the ``poly`` share: the f32 steps of
+        ``exp2_poly.exp2`` on numpy (the lowering's, step for step)."""
         super().interpret(op, ix)
         if op.attrs.get("ftz") is True:
             r = ix.get(op.results[0])
-            ix.set(op.results[0], np.where(np.abs(r) < np.finfo(np.float32).tiny, np.float32(0), r).astype(r.dtype))
+            r = np.where(np.abs(r) < np.finfo(np.float32).tiny, np.float32(0), r).astype(r.dtype)
+            poly = op.attrs.get("poly")
+            if poly is not None:
+                chosen = [i for i in range(r.shape[1]) if exp2_poly.takes_poly(i, poly)]
+                x = ix.get(op.operands[0]).astype(np.float32)[:, chosen]
+                with np.errstate(all="ignore"):
+                    r[:, chosen] = exp2_poly.exp2(exp2_poly.NumpyF32(), x, self.degree(op))
+            ix.set(op.results[0], r)
+
+    @staticmethod
+    def degree(op) -> int:
+        return op.attrs.get("poly_degree", exp2_poly.DEFAULT_DEGREE)
 
     def lower(self, op, lx):
-        """``llvm.nvvm.ex2.approx.ftz.f`` per value with ``ftz``, else the shared scalar exp2 (mathlib)."""
+        """``llvm.nvvm.ex2.approx.ftz.f`` per value with ``ftz`` (the ``poly`` share: ``exp2_poly.exp2``'s FP32
+        steps instead), else the shared scalar exp2 (mathlib)."""
         if op.attrs.get("ftz") is not True:
             return super().lower(op, lx)
         f32 = lx.llvm_type(F32)
-        lx.set(op.results[0], [lx.call("llvm.nvvm.ex2.approx.ftz.f", f32, [x]) for x in lx.get(op.operands[0])])
+        poly = op.attrs.get("poly", (0, 1))
+        steps = exp2_poly.LLVMF32(lx)
+        lx.set(op.results[0], [exp2_poly.exp2(steps, x, self.degree(op)) if exp2_poly.takes_poly(i, poly)
+                               else lx.call("llvm.nvvm.ex2.approx.ftz.f", f32, [x])
+                               for i, x in enumerate(lx.get(op.operands[0]))])
+
+
+def _is_share(poly) -> bool:
+    """Whether ``poly`` is (k, n): two integers, n ≥ 1, 0 ≤ k ≤ n (``(1, 4)`` is; ``(5, 4)``, ``(1, 0)`` are not)."""
+    return (isinstance(poly, tuple) and len(poly) == 2 and all(isinstance(x, int) and not isinstance(x, bool)
+                                                               for x in poly)
+            and poly[1] >= 1 and 0 <= poly[0] <= poly[1])
 
 
 @register

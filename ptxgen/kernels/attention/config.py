@@ -64,6 +64,11 @@ class AttentionConfig:
     - ``o_buffer``: the ``tma`` and ``rows`` epilogues stage O in a (bm, D) tile of its own instead of Q's, so that a
       persistent CTA's next Q may load as soon as the current item's last S = Q·Kᵀ has completed (not after its
       epilogue's stores have read O).
+    - ``exp2_poly``: (k, n), the share of P's exponentials computed in software on the FP32 pipe instead of the MUFU
+      (``frag.exp2 {ftz = true, poly = (k, n)}``: value i of S's fragment where i mod n < k, a degree-3 polynomial,
+      ≈ 1e-4 relative, below P's 16-bit rounding); (0, 1): all on the MUFU. At D = 64 a KV iteration's 24576 exp2
+      keep the MUFU (16 per clock per SM) as busy as the tensor cores: FlashAttention-4's remedy. α's exp2 (one per
+      row) stays on the MUFU.
 
     Post (``validate``): the builder accepts the config; a violated rule is a ValueError naming the field."""
 
@@ -81,10 +86,12 @@ class AttentionConfig:
     p_in_smem: bool = False
     persistent: bool = False
     o_buffer: bool = False
+    exp2_poly: tuple = (0, 1)
 
     def __post_init__(self):
-        if isinstance(self.registers, list):
-            object.__setattr__(self, "registers", tuple(self.registers))
+        for field in ("registers", "exp2_poly"):
+            if isinstance(getattr(self, field), list):
+                object.__setattr__(self, field, tuple(getattr(self, field)))
 
     @property
     def bm(self) -> int:
@@ -167,6 +174,11 @@ def _shape(c: AttentionConfig):
     if c.o_buffer and c.epilogue == "direct":
         return ("o_buffer = True: O is staged in shared memory only by the 'tma' and 'rows' epilogues, not by "
                 "epilogue = 'direct'")
+    if not (isinstance(c.exp2_poly, tuple) and len(c.exp2_poly) == 2
+            and all(isinstance(x, int) and not isinstance(x, bool) for x in c.exp2_poly)
+            and c.exp2_poly[1] >= 1 and 0 <= c.exp2_poly[0] <= c.exp2_poly[1]):
+        return (f"exp2_poly = {c.exp2_poly!r}: (k, n), two integers with n ≥ 1 and 0 ≤ k ≤ n (P's value i takes the "
+                "polynomial exp2 where i mod n < k; (0, 1): every value on the MUFU)")
     if c.pingpong and not c.overlap:
         return ("pingpong = True: the ping-pong alternates the sections that queue S_j and P_{j-1}·V_{j-1} together: "
                 "it needs overlap = True")

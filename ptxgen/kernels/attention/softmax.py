@@ -24,6 +24,7 @@ import math
 from layoutc.hopper import accumulator_tv
 
 from ptxgen.ir.builder import f32, frag, i32
+from ptxgen.ir.text import TupleAttr
 
 from .config import CONSUMER_ROWS
 from .layouts import operand_view
@@ -137,8 +138,10 @@ def softmax_step(g, s, m, l, kt, tag: str = ""):
     row_max = b.frag.reduce(s, g.lt, tv=tv, tile=tile, mode=1, kind="max", type=s.type, name=f"row_max{tag}")
     m_new = b.frag.max(m, row_max, name=f"m_new{tag}")
     neg_mc = b.frag.mul(m_new, g.neg_scale_log2, name=f"neg_mc{tag}")
-    # ftz: one MUFU.EX2 per value (a P or α below 2^-126 is 0 to the bf16/f16 P and the f32 sums alike)
-    p = b.frag.exp2(b.frag.fma(s, g.scale_log2, neg_mc, name=f"p_log2{tag}"), ftz=True, name=f"p{tag}")
+    # ftz: one MUFU.EX2 per value (a P or α below 2^-126 is 0 to the bf16/f16 P and the f32 sums alike); the
+    # exp2_poly share on the FP32 pipe instead, so the MUFU is not the D = 64 kernel's bound
+    poly = {"poly": TupleAttr(config.exp2_poly)} if config.exp2_poly[0] else {}
+    p = b.frag.exp2(b.frag.fma(s, g.scale_log2, neg_mc, name=f"p_log2{tag}"), ftz=True, name=f"p{tag}", **poly)
     alpha = b.frag.exp2(b.frag.fma(m, g.scale_log2, neg_mc, name=f"alpha_log2{tag}"), ftz=True, name=f"alpha{tag}")
     row_sum = b.frag.reduce(p, g.lt, tv=tv, tile=tile, mode=1, kind="add", type=s.type, name=f"row_sum{tag}")
     l_new = b.frag.fma(l, alpha, row_sum, name=f"l_new{tag}")
