@@ -214,6 +214,20 @@ def test_pipeline_depth_follows_the_row_tiles():
     assert pipeline_stages(GemmConfig(bn=256, stages=3), 8192, 7680) == 3
 
 
+def test_wave_filling_tiles_short_of_a_full_last_wave():
+    """A wave-filling width whose last wave holds under 3/4 of the SMs is left out below two waves or with at most 3
+    row tiles; in a problem of more the cost model alone weighs it."""
+    from ptxgen.kernels.gemm.heuristic import _wave_fill_refused
+
+    tile = GemmConfig(bn=144, stages=4, epilogue="tma")
+    assert _wave_fill_refused(tile, 384, 4096, 132)            # 87 tiles: 0.66 of the SMs
+    assert not _wave_fill_refused(tile, 384, 6144, 132)        # 129 tiles: 0.98
+    assert not _wave_fill_refused(tile, 1536, 8960, 132)       # 756 tiles, 12 row tiles: last wave 0.73
+    assert _wave_fill_refused(tile, 384, 28672, 132)           # 600 tiles but 3 row tiles: last wave 0.55
+    assert choose_config(1536, 8960, 1536, "bf16").name == "h128x176s4t"
+    assert choose_config(256, 28672, 4096, "bf16").name == "h128x256s4t2o1"
+
+
 def test_streamk_host_rule_is_the_kernels():
     """The host's stream-K test is the kernel's ``streamk_split``: 8192³ on 132 CTAs saves 62 k-tiles (the kernel's
     rule then takes stream-K), 4096³ 7 (it does not)."""

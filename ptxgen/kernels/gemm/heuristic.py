@@ -94,6 +94,12 @@ MANY_ROW_DEFAULT_STAGES = 4
 # ... taken only where their last wave holds at least this share of the SMs: with fewer tiles than SMs a problem of
 # small M streams its B through fewer SMs (bf16 128x4096x4096: 128 x 64's 64 tiles 264 TFLOP/s, 128 x 96's 43: 198)
 WAVE_FILL_MIN = 0.75
+# ... a rule for problems of under two waves or of fewer row tiles than this; in the others the cost model alone
+# weighs the last wave (s15 section 6, the picks it changes, TFLOP/s before / after: bf16 1536x8960x1536 539 / 578,
+# 1024x7168x4096 593 / 622, 512x14336x4096 578 / 600, 2048x11008x1536 563 / 589; e4m3 512x14336x8192 1008 / 1102,
+# 1024x7168x4096 1026 / 1113, 384x28672x4096 989 / 1040; with 1-2 row tiles the wider tiles stayed ahead: bf16
+# 256x28672x4096 537 / 524, e4m3 128x57344x4096 651 / 641)
+WAVE_FILL_FREE_ROW_TILES = 3
 # stream-K's partial sums in k-tiles of a 128 x 256 tile (s8 section 6), and the extra per further piece of a tile
 STREAMK_FIXUP = 15.0
 STREAMK_FIXUP_PER_PIECE = 0.25
@@ -190,7 +196,7 @@ def choose_config(m: int, n: int, k: int, dtype: str = "bf16", sm_count: int = H
             base = base.replace(cluster=1)
             if b_major == "MN" and base.bn % 64:
                 continue
-        if base.bn in WAVE_FILLING[_width(dtype)] and _last_wave_share(base, m, n, sm_count) < WAVE_FILL_MIN:
+        if base.bn in WAVE_FILLING[_width(dtype)] and _wave_fill_refused(base, m, n, sm_count):
             continue
         for config in _variants(base, m, n, k, sm_count):
             cost = estimated_cost(config, m, n, k, sm_count)
@@ -207,6 +213,16 @@ def pipeline_stages(config: GemmConfig, m: int, n: int, sms: int = H100_SMS) -> 
     if -(-m // config.bm) < MANY_ROW_TILES or config.stages <= MANY_ROW_DEFAULT_STAGES or config.bn == NARROW_BN:
         return config.stages
     return min(config.stages, MANY_ROW_STAGES[_width(config.dtype)].get(config.bn, MANY_ROW_DEFAULT_STAGES))
+
+
+def _wave_fill_refused(config: GemmConfig, m: int, n: int, sms: int) -> bool:
+    """A wave-filling tile is left out where its last wave holds under ``WAVE_FILL_MIN`` of the SMs, in a problem of
+    under two waves of its tiles or of at most ``WAVE_FILL_FREE_ROW_TILES`` row tiles. E.g. 128 x 144 on 132 SMs at
+    1536x8960 (756 tiles, last wave 0.73): kept; at 384x4096 (87 tiles, 0.66): left out. Post: False where the last
+    wave holds at least ``WAVE_FILL_MIN``."""
+    tiles = -(-m // config.bm) * -(-n // config.bn)
+    few = tiles < 2 * sms or -(-m // config.bm) <= WAVE_FILL_FREE_ROW_TILES
+    return few and _last_wave_share(config, m, n, sms) < WAVE_FILL_MIN
 
 
 def _last_wave_share(config: GemmConfig, m: int, n: int, sms: int) -> float:
