@@ -159,7 +159,9 @@ def test_unknown_name_gives_the_grammar():
     ((512, 4096, 4096), "e4m3", {}, "h128x128s4k4t"),
     ((1024, 1024, 1024), "bf16", {}, "h128x64s8t"),          # 128 x 96's 88 tiles fill two thirds: not taken
     # fewer 128 x 256 tiles than SMs: 128 x 128 tiles where they fill a wave, 128 x 64 where they leave SMs idle
-    ((512, 4096, 4096), "bf16", {}, "h128x128s6t"),          # one wave: no next tile to overlap the store with
+    ((512, 4096, 4096), "bf16", {}, "h128x128s6p0t"),        # one wave: no next tile to overlap the store with;
+    # rule 4: the data-parallel 16-bit 128 x 128 tile waits for each k-tile's wgmmas (p0)
+    ((256, 8192, 4096), "f16", {}, "h128x128s6p0t"),
     ((128, 4096, 4096), "bf16", {}, "h128x64s8t"),
     # 16-bit 128 x 192 tiles where the waves of 128 x 256 and 128 x 128 fit badly (data-parallel, no overlap)
     ((768, 4096, 4096), "bf16", {}, "h128x192s4t3"),

@@ -46,7 +46,8 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
    (302 against 310 TFLOP/s) and 512×4096×4096 (562 against 580; 2026-11-26 s10 sweep), where the narrower tile wins.
 4. Otherwise data-parallel; bf16/f16 with the TMA-store epilogue **overlapped** with the next tile's first k-tile
    (``o1``: 4096³ 1.003, 8192²×1024 1.022 × cuBLAS in s9 section 12) where a CTA has more than one tile (one wave:
-   nothing to overlap, and o1 measured 1% slower at 512×4096×4096, s12 section 5).
+   nothing to overlap, and o1 measured 1% slower at 512×4096×4096, s12 section 5); without overlap, the 16-bit
+   128 × 128 tile waits for each k-tile's wgmmas (``DATA_PARALLEL_PENDING``, ``p0``: +2-6%).
 5. **Pipeline depth** (``pipeline_stages``): a tile's stages above stand where M spans fewer than ``MANY_ROW_TILES``
    = 8 tiles; from 8 on (the CTAs at work share each B tile), 4 stages (16-bit 128 × 96: 5) — deeper pipelines lost
    12-30% there (s15 section 3).
@@ -104,6 +105,11 @@ WAVE_FILL_FREE_ROW_TILES = 3
 STREAMK_FIXUP = 15.0
 STREAMK_FIXUP_PER_PIECE = 0.25
 SWAP_STAGES = 8
+# the wgmma groups a consumer leaves in flight at each k-tile's wait, by (operand bits, BN), for a data-parallel tile
+# without overlap (the overlapped epilogue needs 1): the 16-bit 128 x 128 tile waits for each group (s15 section 7:
+# +2-6% at 14 problems of M = 256-1024, bf16 and f16, e.g. 512x4096x4096 580 against 555 TFLOP/s; other widths within
+# ±1%, fp8 -5 to -14%)
+DATA_PARALLEL_PENDING = {(16, 128): 0}
 # rule 1: a swapped problem of fewer tiles than a third of the SMs shares its k-tiles over every SM; from a third on,
 # its tiles' loads already keep DRAM busy and data-parallel is faster (bf16 and e4m3, 2026-11-26 s12 section 5)
 SWAP_STREAMK_SHARE = 3
@@ -249,6 +255,8 @@ def _variants(base: GemmConfig, m: int, n: int, k: int, sms: int):
     tiles = -(-m // (base.bm * base.cluster)) * -(-n // base.bn)
     if base.epilogue == "tma" and not base.fp8 and tiles > sms // base.cluster:
         yield base.replace(overlap=1)   # only a CTA of several tiles has a next tile to overlap the store with
+    elif base.epilogue == "tma":
+        yield base.replace(pending=DATA_PARALLEL_PENDING.get((_width(base.dtype), base.bn), base.pending))
     else:
         yield base
 
