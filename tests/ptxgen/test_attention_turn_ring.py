@@ -146,7 +146,8 @@ def test_kernel_text_starts_once_and_drains_once():
 
 @pytest.mark.parametrize("config", [dataclasses.replace(choose_config("bf16", 128, False), persistent=True,
                                                         o_buffer=True),
-                                    dataclasses.replace(choose_config("bf16", 128, False), persistent=True),
+                                    dataclasses.replace(choose_config("bf16", 128, False), persistent=True,
+                                                        o_buffer=False),
                                     choose_config("bf16", 64, True),
                                     dataclasses.replace(choose_config("bf16", 64, False), persistent=True,
                                                         o_buffer=True)],
