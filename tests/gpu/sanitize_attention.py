@@ -3,12 +3,15 @@ float64, for compute-sanitizer (memcheck, racecheck, synccheck):
 
     compute-sanitizer --tool racecheck --error-exitcode 9 python3 tests/gpu/sanitize_attention.py
     compute-sanitizer --tool synccheck --error-exitcode 9 python3 tests/gpu/sanitize_attention.py
+    compute-sanitizer --tool synccheck --error-exitcode 9 python3 tests/gpu/sanitize_attention.py --ring
 
 Configurations: the chosen ones (overlap + ping-pong; TMA-store epilogue) for D = 64, 128, 256, causal and not, the
 plain loop (no overlap, direct epilogue) for D = 128 and 256, 3 consumer warpgroups at D = 64 (causal with the
 round-robin ping-pong; non-causal with 192-row KV tiles and P staged in shared memory), the persistent kernel on 3 CTAs
 (D = 128 causal with O staged in Q's tile, D = 64 with 3 consumer warpgroups and O's own tile), and varlen (the
-chosen one: ping-pong, rows epilogue). Exits 0 when every run matched (the sanitizer's own exit code reports its findings).
+chosen one: ping-pong, rows epilogue), and the persistent kernel with the turn ring running on across its items
+(``continuous_turns``: D = 128 causal with O in Q's tile, D = 64 with 3 consumer warpgroups and O's own tile, on 3
+CTAs; ``--ring`` runs only these). Exits 0 when every run matched (the sanitizer's own exit code reports its findings).
 """
 from __future__ import annotations
 
@@ -39,22 +42,34 @@ def rel(torch, got, want):
     return (torch.linalg.norm(got.double() - want) / torch.linalg.norm(want)).item()
 
 
+# the persistent kernel with the continuous turn ring, on 3 CTAs (5-8 items each); "sk": the KV length (457 unless
+# given): 100 gives causal items with no KV tile (the first query tile's rows all above the first key)
+RING = [(128, True, {"overlap": True, "pingpong": True, "epilogue": "tma", "persistent": True,
+                     "continuous_turns": True, "ctas": 3}),
+        (64, True, {"overlap": True, "pingpong": True, "epilogue": "tma", "persistent": True, "o_buffer": True,
+                    "continuous_turns": True, "ctas": 3, "sk": 100}),
+        (64, False, {"consumer_warpgroups": 3, "overlap": True, "pingpong": True, "epilogue": "tma",
+                     "persistent": True, "o_buffer": True, "continuous_turns": True, "ctas": 3})]
+CONFIGS = [(128, False, None), (128, True, None), (64, False, None), (256, True, None),
+           (128, True, {}), (256, False, {"bn": 64}),
+           (64, True, {"consumer_warpgroups": 3, "overlap": True, "pingpong": True, "epilogue": "tma"}),
+           (64, False, {"bn": 192, "consumer_warpgroups": 3, "overlap": True, "epilogue": "tma", "p_in_smem": True}),
+           (128, True, {"overlap": True, "pingpong": True, "epilogue": "tma", "persistent": True, "ctas": 3}),
+           (64, False, {"consumer_warpgroups": 3, "overlap": True, "pingpong": True, "epilogue": "tma",
+                        "persistent": True, "o_buffer": True, "ctas": 3})] + RING
+
+
 def main() -> int:
     import torch
 
     ok = True
-    for d, causal, fields in [(128, False, None), (128, True, None), (64, False, None), (256, True, None),
-                              (128, True, {}), (256, False, {"bn": 64}),
-                              (64, True, {"consumer_warpgroups": 3, "overlap": True, "pingpong": True, "epilogue": "tma"}),
-                              (64, False, {"bn": 192, "consumer_warpgroups": 3, "overlap": True, "epilogue": "tma",
-                                           "p_in_smem": True}),
-                              (128, True, {"overlap": True, "pingpong": True, "epilogue": "tma", "persistent": True,
-                                           "ctas": 3}),
-                              (64, False, {"consumer_warpgroups": 3, "overlap": True, "pingpong": True,
-                                           "epilogue": "tma", "persistent": True, "o_buffer": True, "ctas": 3})]:
+    only_ring = "--ring" in sys.argv[1:]
+    for d, causal, fields in RING if only_ring else CONFIGS:
+        fields = None if fields is None else dict(fields)
+        sk = 457 if fields is None else fields.pop("sk", 457)
         q = torch.randn(2, 300, 4, d, device="cuda", dtype=torch.bfloat16)
-        k = torch.randn(2, 457, 2, d, device="cuda", dtype=torch.bfloat16)
-        v = torch.randn(2, 457, 2, d, device="cuda", dtype=torch.bfloat16)
+        k = torch.randn(2, sk, 2, d, device="cuda", dtype=torch.bfloat16)
+        v = torch.randn(2, sk, 2, d, device="cuda", dtype=torch.bfloat16)
         ctas = None if fields is None else fields.pop("ctas", None)
         config = (choose_config("bf16", d, causal) if fields is None
                   else AttentionConfig("bf16", d, fields.pop("bn", 128), 2, causal, **fields))
@@ -63,6 +78,9 @@ def main() -> int:
         err = rel(torch, out, reference(torch, q, k, v, causal))
         print(f"attention D={d} causal={causal} {config}: rel err {err:.2e}", flush=True)
         ok &= err < 1e-2
+    if only_ring:
+        print("all ok" if ok else "MISMATCH")
+        return 0 if ok else 1
     lens_q, lens_k = [300, 1, 129], [200, 64, 500]
     cu_q = torch.tensor([0, 300, 301, 430], dtype=torch.int32, device="cuda")
     cu_k = torch.tensor([0, 200, 264, 764], dtype=torch.int32, device="cuda")

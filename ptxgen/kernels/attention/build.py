@@ -261,7 +261,13 @@ def consume_items(g):
     """The persistent consumer warpgroup, per work item: its rows, Q's phase of the item (parity round mod 2), the KV
     loop with the pipelines' iteration counter carried on (``g.kv_base``), the epilogue; it releases Q's tile
     (``%qfree``, every consumer thread arriving) once the item's last S = Q·Kᵀ completed where O is not staged in
-    Q's tile (``o_buffer`` or the ``direct`` epilogue), else after the epilogue's stores have read it."""
+    Q's tile (``o_buffer`` or the ``direct`` epilogue), else after the epilogue's stores have read it.
+    ``continuous_turns``: the ping-pong's ring starts before the first item and is drained after the last
+    (``softmax.pingpong_turn``), so warpgroup 0 may queue item i+1's first S = Q·Kᵀ while the last warpgroup is still
+    in item i's softmax tail or epilogue. That S reads item i+1's Q, which the producer loads only after every
+    consumer thread released item i's (``%qfree``: after the epilogue where O is staged in Q's tile), so no staging of
+    O in Q's tile is overwritten; the K/V stages are waited on by iteration as before (each warpgroup consumes every
+    iteration in order, so its waits never alias a phase)."""
     b, config = g.b, g.config
     c0, c1 = g.c0, g.c1
     softmax.setup(g)
@@ -270,6 +276,8 @@ def consume_items(g):
     def release_q():
         b.mbarrier.arrive(g.qfree, c0)
 
+    if config.continuous_turns:
+        softmax.pingpong_turn(g, "start")   # once: the ring runs on across the items
     with b.scf.for_(c0, g.rounds, c1, c0, args=("c_round", "c_it"), names=["c_it_done"]) as (r, it):
         schedule.work_item(g, r, "_c")
         item_rows(g, "_c", g.c_bm)
@@ -283,3 +291,5 @@ def consume_items(g):
         if not early:
             release_q()
         b.scf.yield_(b.arith.add(it, g.n_end, name="c_it_next"))
+    if config.continuous_turns:
+        softmax.pingpong_turn(g, "drain")   # the last warpgroup's hand-over after the CTA's last section

@@ -69,6 +69,10 @@ class AttentionConfig:
       ≈ 1e-4 relative, below P's 16-bit rounding); (0, 1): all on the MUFU. At D = 64 a KV iteration's 24576 exp2
       keep the MUFU (16 per clock per SM) as busy as the tensor cores: FlashAttention-4's remedy. α's exp2 (one per
       row) stays on the MUFU.
+    - ``continuous_turns``: the ping-pong's turn ring runs on across a persistent CTA's work items instead of
+      restarting at each (``softmax.pingpong_turn``): warpgroup 0 queues item i+1's first S = Q·Kᵀ as soon as the
+      last warpgroup has queued item i's last P·V, not after that warpgroup's softmax tail and epilogue. Needs
+      ``persistent`` and ``pingpong``.
 
     Post (``validate``): the builder accepts the config; a violated rule is a ValueError naming the field."""
 
@@ -87,6 +91,7 @@ class AttentionConfig:
     persistent: bool = False
     o_buffer: bool = False
     exp2_poly: tuple = (0, 1)
+    continuous_turns: bool = False
 
     def __post_init__(self):
         for field in ("registers", "exp2_poly"):
@@ -182,6 +187,10 @@ def _shape(c: AttentionConfig):
     if c.pingpong and not c.overlap:
         return ("pingpong = True: the ping-pong alternates the sections that queue S_j and P_{j-1}·V_{j-1} together: "
                 "it needs overlap = True")
+    if c.continuous_turns and not (c.persistent and c.pingpong):
+        missing = " and ".join(f"{field} = True" for field in ("persistent", "pingpong") if not getattr(c, field))
+        return ("continuous_turns = True: the ping-pong's turn ring runs on across the work items of a persistent "
+                f"CTA: it needs {missing}")
     return None
 
 

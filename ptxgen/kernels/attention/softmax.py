@@ -240,7 +240,8 @@ def consume_overlapped(g, o0: list, m0, l0):
                       names=(["p_tile0"] if carry_p else []) + ["m_tile0", "l_tile0"])
     with first.then:
         if config.pingpong:
-            pingpong_turn(g, "start")
+            if not config.continuous_turns:   # the ring restarts at each item; else it started before the first
+                pingpong_turn(g, "start")
             pingpong_turn(g, "take")
         s_issued, ks = issue_scores(g, g.c0, "_first")
         if config.pingpong:
@@ -293,7 +294,8 @@ def consume_overlapped(g, o0: list, m0, l0):
         last_tile = b.arith.sub(g.n_end, g.c1, name="last_tile")
         o_issued, vs = issue_pv(g, p_last, o_loop, last_tile, "_last")
         if config.pingpong:
-            pingpong_turn(g, "pass_last")
+            # continuous turns: the last warpgroup hands on to warpgroup 0's next item too
+            pingpong_turn(g, "pass" if config.continuous_turns else "pass_last")
         o_last = wait_blocks(g, o_issued, "o_last")
         b.pipeline.release(g.pv, vs)
         b.scf.yield_(*o_last)
@@ -314,19 +316,36 @@ def pingpong_turn(g, point: str):
     on barrier ``turn_barrier(v)`` (``barrier.named``, 256 threads: its own 128 and the previous warpgroup's 128
     arrivals) and, its section queued, hands the turn to warpgroup v + 1 (mod w) with a non-blocking
     ``barrier.arrive`` on that one's barrier, so it never waits for another to reach a point — only for the previous
-    one's section to be queued. The last warpgroup first arrives once on warpgroup 0's barrier (warpgroup 0 goes
-    first) and does not hand over after its last section, so every generation of every turn barrier completes: each
-    warpgroup runs n_end + 1 sections. A warpgroup cannot arrive twice on a barrier before its waiter took the first
-    arrival: its next section waits for the whole ring, the waiter's section included. ``point``: "start" (the last
-    warpgroup's first arrival), "take" (before a section), "pass" (after it), "pass_last" (after the last: every
-    warpgroup but the last)."""
+    one's section to be queued. ``point``: "start" (the last warpgroup's first arrival on warpgroup 0's barrier:
+    warpgroup 0 goes first), "take" (before a section), "pass" (after it, every warpgroup), "pass_last" (after an
+    item's last section: every warpgroup but the last), "drain" (warpgroup 0 takes the last warpgroup's final hand-over).
+
+    Invariants. Every consumer warpgroup of a work item runs the same sections: n_end + 1 of them, or none when
+    n_end = 0 (n_end, the item's KV tiles, depends only on the CTA's query tile — its first row and bm, not the
+    warpgroup's 64 rows — and the sequences, so every warpgroup computes the same value). Hence the k-th section of
+    every warpgroup belongs to the same item and the ring's k-th round is wg 0, 1, …, w−1's k-th sections. Barrier v
+    ≥ 1 completes one generation per round (wg v's take, wg v−1's pass). Warpgroup 0's barrier completes a generation
+    per wait of warpgroup 0 only if the last warpgroup arrives there exactly as often ("start" and its passes):
+
+    - per item (default): "start" inside the item's first section's branch and "pass_last" after its last section:
+      per item n_end + 1 takes of warpgroup 0 against 1 + n_end arrivals; an item of no sections runs neither.
+    - ``continuous_turns`` (persistent): "start" once before the CTA's first item, "pass" after every section (the
+      last warpgroup's hand-over after item i's last section opens warpgroup 0's item i+1), and "drain" once after
+      the CTA's last item: over the CTA's N sections, 1 + N arrivals against N + 1 waits, whatever items had no
+      sections (a final item of n_end = 0 leaves the hand-over of the last item that had sections to the drain;
+      N = 0 pairs "start" with "drain"). So no arrival is left without its waiter when the CTA exits.
+
+    In both, a warpgroup cannot arrive twice on a barrier before its waiter took the first arrival: its next section
+    waits for the whole ring, the waiter's section included (the drain takes the generation after warpgroup 0's last
+    take, which the last warpgroup's final pass — after its own last take — cannot precede)."""
     b = g.b
     count = g.config.consumer_warpgroups
 
     def turn(v):
-        if point == "take":
+        if point in ("take", "drain"):
             b.barrier.named(id=turn_barrier(v), threads=256)
         elif point in ("pass", "pass_last") or v == count - 1:
             b.barrier.arrive(id=turn_barrier((v + 1) % count), threads=256)
 
-    by_warpgroup(g, turn, upto=count - 1 if point == "pass_last" else count)
+    upto = {"pass_last": count - 1, "drain": 1}.get(point, count)
+    by_warpgroup(g, turn, upto=upto)
