@@ -49,7 +49,8 @@ VARIANT_WORDS = {"plain": {"overlap": False, "pingpong": False, "epilogue": "dir
                  "pingpong": {"overlap": True, "pingpong": True}, "nopingpong": {"pingpong": False},
                  "tma": {"epilogue": "tma"}, "direct": {"epilogue": "direct"}, "psmem": {"p_in_smem": True},
                  "rs": {"p_in_smem": False}, "persist": {"persistent": True}, "obuf": {"o_buffer": True},
-                 "nopersist": {"persistent": False, "o_buffer": False}, "noobuf": {"o_buffer": False},
+                 "nopersist": {"persistent": False, "o_buffer": False, "continuous_turns": False},
+                 "noobuf": {"o_buffer": False},
                  "ring": {"continuous_turns": True}}
 
 

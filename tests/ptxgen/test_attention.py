@@ -278,14 +278,21 @@ def test_tma_epilogue_ptx():
 
 def test_choose_config():
     assert choose_config("bf16", 64, True) == AttentionConfig("bf16", 64, 128, 2, True, overlap=True, pingpong=True,
-                                                              epilogue="tma", persistent=True, o_buffer=True)
+                                                              epilogue="tma", persistent=True, o_buffer=True,
+                                                              continuous_turns=True)
     assert choose_config("bf16", 256, False) == AttentionConfig("bf16", 256, 64, 2, False, epilogue="tma")
     assert choose_config("f16", 128, False, varlen=True) == AttentionConfig(
         "f16", 128, 128, 2, False, overlap=True, pingpong=True, epilogue="rows", varlen=True, persistent=True,
-        o_buffer=True)
-    # the persistent kernel below 16384 keys only; never with three warpgroups
+        o_buffer=True, continuous_turns=True)
+    # the persistent kernel below 16384 keys (its turn ring across the items); three warpgroups persistent only for
+    # D = 64 non-causal loops of at most 1024 keys
     assert not choose_config("bf16", 128, True, seqlens=(16384, 16384)).persistent
-    assert not choose_config("bf16", 64, False, seqlens=(1024, 1024)).persistent
+    short = choose_config("bf16", 64, False, seqlens=(1024, 1024))
+    assert (short.consumer_warpgroups, short.persistent, short.o_buffer, short.continuous_turns) == (3, True, True, True)
+    assert not choose_config("bf16", 64, False, seqlens=(1025, 1025)).persistent
+    causal = choose_config("bf16", 64, True, seqlens=(4096, 4096))
+    assert (causal.consumer_warpgroups, causal.persistent, causal.continuous_turns) == (2, True, True)
+    assert choose_config("bf16", 64, True, seqlens=(4097, 4097)).consumer_warpgroups == 3
     assert choose_config("bf16", 256, False).o_block == 64
     # D = 128 dense non-causal from 4096 keys: 176-row KV tiles, persistent at any length, O staged in Q's tile
     long = choose_config("bf16", 128, False, seqlens=(16384, 16384))

@@ -89,7 +89,7 @@ def test_ptx_replaces_mufu_share_for_share_without_new_spills(causal):
     """D = 64, 3 consumer warpgroups (setmaxnreg 160): of each softmax step's 64 P exponentials per thread, the share
     k/n is the polynomial's (one mul.rn.ftz.f32 each, no ex2), the rest and α's stay ex2.approx.ftz.f32; nvJitLink
     at the consumers' 160 registers spills no more than the default kernel."""
-    base = choose_config("bf16", 64, causal, seqlens=(4096, 4096))
+    base = choose_config("bf16", 64, causal, seqlens=(8192, 8192))
     assert base.consumer_warpgroups == 3
     default = ptx_of(base)
     ex2 = default.count("ex2.approx.ftz.f32")

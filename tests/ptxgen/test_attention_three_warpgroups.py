@@ -187,7 +187,8 @@ def test_two_warpgroup_kernel_keeps_its_barriers():
     and 4, 384 threads."""
     from ptxgen.lower import compile_kernel
 
-    grid_kernel = dataclasses.replace(choose_config("bf16", 64, True), persistent=False, o_buffer=False)
+    grid_kernel = dataclasses.replace(choose_config("bf16", 64, True), persistent=False, o_buffer=False,
+                                      continuous_turns=False)
     ptx = compile_kernel(build(grid_kernel), defer_assembly=True).ptx
     assert ".reqntid 384, 1, 1" in ptx
     for ident in (1, 2):
@@ -199,19 +200,20 @@ def test_two_warpgroup_kernel_keeps_its_barriers():
 # -- the sequence-length-aware choice ----------------------------------------------------------------------------------
 
 def test_choose_config_sees_the_kv_length():
-    """D = 64 takes three consumer warpgroups except for a causal KV loop of at most 1024 keys (or unknown lengths,
+    """D = 64 takes three consumer warpgroups except for a causal KV loop of at most 4096 keys (or unknown lengths,
     causal); D = 128 and 256 keep two; every choice has 2 stages, 128-row KV tiles (64 at D = 256; 176 for D = 128
     non-causal from 4096 keys) and validates."""
     for d in (64, 128, 256):
         for causal in (False, True):
             for seqlens in (None, (1, 1024), (1024, 1025), (16384, 16384), (100, 20000)):
                 config = choose_config("bf16", d, causal, seqlens=seqlens).validate()
-                three = d == 64 and not (causal and (seqlens is None or seqlens[1] <= 1024))
+                three = d == 64 and not (causal and (seqlens is None or seqlens[1] <= 4096))
                 assert config.consumer_warpgroups == (3 if three else 2), (d, causal, seqlens)
                 long_kv = d == 128 and not causal and seqlens is not None and seqlens[1] >= 4096
                 assert (config.bn, config.stages) == (64 if d == 256 else 176 if long_kv else 128, 2)
     assert choose_config("bf16", 64, False) == AttentionConfig("bf16", 64, 128, 2, False, overlap=True, pingpong=True,
-                                                               epilogue="tma", consumer_warpgroups=3)
+                                                               epilogue="tma", consumer_warpgroups=3, persistent=True,
+                                                               o_buffer=True, continuous_turns=True)
     varlen = choose_config("f16", 64, True, varlen=True, seqlens=(100, 20000))
     assert (varlen.consumer_warpgroups, varlen.epilogue, varlen.varlen) == (3, "rows", True)
 

@@ -140,7 +140,8 @@ def test_varlen_ptx():
     from ptxgen.runtime.kernel_launch import load_image
 
     # the grid kernel's loads (the persistent one, chosen below 16384 keys, adds the next item's: test_attention_persistent)
-    config = dataclasses.replace(choose_config("bf16", 128, True, varlen=True), persistent=False, o_buffer=False)
+    config = dataclasses.replace(choose_config("bf16", 128, True, varlen=True), persistent=False, o_buffer=False,
+                                 continuous_turns=False)
     compiled = compile_kernel(build(config))
     ptx = compiled.ptx
     assert len(re.findall(r"cp\.async\.bulk\.tensor\.3d\.shared::cluster\.global", ptx)) == 6

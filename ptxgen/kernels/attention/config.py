@@ -20,7 +20,8 @@ BOX_COLUMNS = 64         # head-dim columns per TMA box: one 128-byte SW128 row 
 # the (producer, consumer) setmaxnreg budgets when ``registers`` is not given, per consumer warpgroup count w:
 # 128·producer + 128·w·consumer = 64512 (w = 2) and 65536 (w = 3: FA3's 32 and 160) of the SM's 65536
 DEFAULT_REGISTERS = {2: (24, 240), 3: (32, 160)}
-SHORT_CAUSAL_KV = 1024   # choose_config: a causal KV loop of at most this many keys keeps 128-row query tiles
+SHORT_CAUSAL_KV = 4096   # choose_config: a causal KV loop of at most this many keys keeps 128-row query tiles
+SHORT_KV = 1024          # choose_config: a D = 64 non-causal loop of at most this many keys runs 3 warpgroups persistent
 PERSISTENT_MAX_KV = 16384  # choose_config: the persistent kernel for KV loops shorter than this (see choose_config)
 LONG_KV = 4096           # choose_config: a dense non-causal D = 128 KV loop of at least this many keys takes LONG_KV_BN
 LONG_KV_BN = 176         # choose_config: KV rows per tile there (FA3's D = 128 non-causal tile)
@@ -230,8 +231,8 @@ def choose_config(dtype: str, head_dim: int, causal: bool, varlen: bool = False,
        the plain loop (overlap's second S spills there: 0.67× the plain loop's speed).
     2. D = 64: three consumer warpgroups (FA3's 192-row query tiles, setmaxnreg 32/160): +7% (S = 1k) to +22%
        (S = 8k-16k) non-causal and +5-12% causal from S = 2k, over two — except a causal KV loop of at most
-       ``SHORT_CAUSAL_KV`` = 1024 keys (or unknown lengths, causal), where the 192-row tiles' masked diagonal
-       costs more than they save (−8% at S = 1k). D = 128 keeps two (three spill at 160 registers).
+       ``SHORT_CAUSAL_KV`` = 4096 keys (or unknown lengths, causal; 1024 before rule 6), where the 192-row tiles'
+       masked diagonal costs more than they save (−8% at S = 1k). D = 128 keeps two (three spill at 160 registers).
     3. The TMA-store epilogue (varlen: the ``rows`` epilogue, whose stores stop at each sequence's end).
     4. The persistent kernel with O in its own tile (``persistent``, ``o_buffer``) for two consumer warpgroups (D = 128,
        and D = 64's short causal loops) below ``PERSISTENT_MAX_KV`` = 16384 keys: D = 128 non-causal +8% at S = 1k, +5%
@@ -242,12 +243,18 @@ def choose_config(dtype: str, head_dim: int, causal: bool, varlen: bool = False,
        for O's own): S = 16k 698 against 654 TFLOP/s (x1.07 cuDNN), 8k 652 against 620, 4k 623 against 614
        (docs/gpu-runs/2026-11-26-s15.log section 1). Below 4k the 128-row tiles stay ahead (1k: 546 against 509);
        causal keeps 128 (176: -5 to -12% at 2k-4k).
+    6. Every persistent kernel runs its turn ring across its work items (``continuous_turns``; s15 section 11: D = 128
+       non-causal S = 1k 548 -> 575, 2k 609 -> 627 TFLOP/s, causal 1k 418 -> 440, 4k 596 -> 608; D = 64 causal 1k
+       282 -> 292). With it, D = 64 causal loops of up to ``SHORT_CAUSAL_KV`` = 4096 keys take two warpgroups,
+       persistent (2k 331 -> 355, 4k 392 -> 396 against three warpgroups), and D = 64 non-causal loops of up to
+       ``SHORT_KV`` = 1024 keys three warpgroups persistent with O's own tile (371 -> 383; at 2k even, at 4k -2%).
     Measured and not taken: 192-row KV tiles for D = 64 (spill with three warpgroups; behind them with two), a
     3-stage pipeline for D = 128 (within ±2% at S = 16k), P through shared memory (SS wgmma: −25-40%).
 
     ``choose_config("bf16", 64, True)`` = AttentionConfig("bf16", 64, 128, 2, True, overlap=True, pingpong=True,
-    epilogue="tma", persistent=True, o_buffer=True); ``choose_config("bf16", 64, False).consumer_warpgroups`` = 3;
-    ``choose_config("bf16", 64, True, seqlens=(4096, 4096)).consumer_warpgroups`` = 3;
+    epilogue="tma", persistent=True, o_buffer=True, continuous_turns=True);
+    ``choose_config("bf16", 64, False).consumer_warpgroups`` = 3;
+    ``choose_config("bf16", 64, True, seqlens=(8192, 8192)).consumer_warpgroups`` = 3;
     ``choose_config("bf16", 128, False, seqlens=(8192, 8192)).bn`` = 176.
     Post: ``validate()`` accepts the result."""
     fa3 = head_dim != 256
@@ -255,9 +262,12 @@ def choose_config(dtype: str, head_dim: int, causal: bool, varlen: bool = False,
     warpgroups = 3 if head_dim == 64 and not short_causal else 2
     bn = 64 if head_dim == 256 else 128
     persistent = warpgroups == 2 and head_dim != 256 and (seqlens is None or seqlens[1] < PERSISTENT_MAX_KV)
+    if head_dim == 64 and not causal and (seqlens is None or seqlens[1] <= SHORT_KV):
+        persistent = True
     o_buffer = persistent
     if head_dim == 128 and not (causal or varlen) and seqlens is not None and seqlens[1] >= LONG_KV:
         bn, persistent, o_buffer = LONG_KV_BN, True, False
     return AttentionConfig(dtype=dtype, head_dim=head_dim, bn=bn, stages=2, causal=causal, overlap=fa3,
                            pingpong=fa3, epilogue="rows" if varlen else "tma", varlen=varlen,
-                           consumer_warpgroups=warpgroups, persistent=persistent, o_buffer=o_buffer)
+                           consumer_warpgroups=warpgroups, persistent=persistent, o_buffer=o_buffer,
+                           continuous_turns=persistent and fa3)
