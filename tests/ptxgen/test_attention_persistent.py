@@ -181,7 +181,8 @@ def test_ptx_registers_as_the_non_persistent_kernel(config, request):
 
 # -- the benchmark's variant words -------------------------------------------------------------------------------------
 
-def test_bench_variant_words():
+def bench_variant_fields():
+    """benchmarks/bench_attention.py's ``variant_fields`` (the benchmarks folder is not a package)."""
     import pathlib
     import sys
 
@@ -191,6 +192,11 @@ def test_bench_variant_words():
         from bench_attention import variant_fields
     finally:
         sys.path.remove(str(root / "benchmarks"))
+    return variant_fields
+
+
+def test_bench_variant_words():
+    variant_fields = bench_variant_fields()
     assert variant_fields("persist") == {"persistent": True}
     assert variant_fields("persist-obuf") == {"persistent": True, "o_buffer": True}
     for d, causal in ((128, False), (64, True)):
@@ -218,11 +224,18 @@ def test_gpu_matches_float64(b, hq, hkv, sq, sk, d, causal, variant):
     torch = torch_or_skip()
     config = dataclasses.replace(choose_config("bf16", d, causal, seqlens=(sq, sk)), persistent=True,
                                  o_buffer="obuf" in variant)
+    check_persistent_on_gpu(torch, config, (b, hq, hkv, sq, sk, d), causal, ctas=7 if "ctas7" in variant else None)
+
+
+def check_persistent_on_gpu(torch, config, shape, causal, ctas=None) -> None:
+    """Fresh random bf16 q, k, v of ``shape`` (B, Hq, Hkv, Sq, Sk, D), ``out`` filled with NaN first, ``config`` on
+    ``ctas`` CTAs (None: one per SM): out and lse as ``assert_matches_torch`` wants against float64."""
+    b, hq, hkv, sq, sk, d = shape
     q = torch.randn(b, sq, hq, d, device="cuda", dtype=torch.bfloat16)
     k = torch.randn(b, sk, hkv, d, device="cuda", dtype=torch.bfloat16)
     v = torch.randn(b, sk, hkv, d, device="cuda", dtype=torch.bfloat16)
     out = torch.full_like(q, float("nan"))
-    out, lse = attention(q, k, v, causal=causal, out=out, config=config, ctas=7 if "ctas7" in variant else None)
+    out, lse = attention(q, k, v, causal=causal, out=out, config=config, ctas=ctas)
     torch.cuda.synchronize()
     want, want_lse = torch_reference(torch, q, k, v, causal, d ** -0.5)
     assert_matches_torch(torch, out, lse, want, want_lse)

@@ -16,9 +16,8 @@ from ptxgen.interp import run_cta
 from ptxgen.ir.text import print_module
 from ptxgen.kernels import AttentionConfig, attention, attention_varlen
 from ptxgen.kernels.attention import build, choose_config, run, softmax
-from test_attention import (assert_matches, assert_matches_torch, random_problem, reference, torch_or_skip,
-                            torch_reference)
-from test_attention_persistent import persistent
+from test_attention import assert_matches, random_problem, reference, torch_or_skip
+from test_attention_persistent import bench_variant_fields, check_persistent_on_gpu, persistent
 from test_attention_three_warpgroups import registers_at
 from test_attention_varlen import assert_sequences_match, packed_problem
 
@@ -170,15 +169,7 @@ def test_ptx_registers_as_the_per_item_ring(config):
 
 
 def test_bench_variant_word():
-    import pathlib
-    import sys
-
-    root = pathlib.Path(__file__).resolve().parents[2]
-    sys.path.insert(0, str(root / "benchmarks"))
-    try:
-        from bench_attention import variant_fields
-    finally:
-        sys.path.remove(str(root / "benchmarks"))
+    variant_fields = bench_variant_fields()
     assert variant_fields("persist-obuf-ring") == {"persistent": True, "o_buffer": True, "continuous_turns": True}
     assert variant_fields("wg3-persist-obuf-ring") == {"consumer_warpgroups": 3, "persistent": True,
                                                        "o_buffer": True, "continuous_turns": True}
@@ -214,14 +205,7 @@ def test_gpu_matches_float64(b, hq, hkv, sq, sk, d, causal, variant):
     config = dataclasses.replace(choose_config("bf16", d, causal, seqlens=(sq, sk)), bn=128, persistent=True,
                                  o_buffer="obuf" in variant, continuous_turns=True,
                                  consumer_warpgroups=3 if variant.startswith("wg3") else 2)
-    q = torch.randn(b, sq, hq, d, device="cuda", dtype=torch.bfloat16)
-    k = torch.randn(b, sk, hkv, d, device="cuda", dtype=torch.bfloat16)
-    v = torch.randn(b, sk, hkv, d, device="cuda", dtype=torch.bfloat16)
-    out = torch.full_like(q, float("nan"))
-    out, lse = attention(q, k, v, causal=causal, out=out, config=config, ctas=7 if "ctas7" in variant else None)
-    torch.cuda.synchronize()
-    want, want_lse = torch_reference(torch, q, k, v, causal, d ** -0.5)
-    assert_matches_torch(torch, out, lse, want, want_lse)
+    check_persistent_on_gpu(torch, config, (b, hq, hkv, sq, sk, d), causal, ctas=7 if "ctas7" in variant else None)
 
 
 @pytest.mark.gpu
