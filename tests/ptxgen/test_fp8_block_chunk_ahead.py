@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 
 from ptxgen.interp import interpret
-from ptxgen.kernels import GemmConfig, fp8_gemm_nt, get_mn_major_tma_aligned_tensor, m_grouped_fp8_gemm_nt_contiguous
+from ptxgen.kernels import GemmConfig, fp8_gemm_nt, get_mn_major_tma_aligned_tensor
 from ptxgen.kernels import fp8 as fp8_module
 from ptxgen.kernels.gemm import streamk_buffers
 
 from test_fp8_mainloop_variants import BF16, config, product, rel_err
-from test_fp8_grouped_speed import check_masked, contiguous_case, want_contiguous
+from test_fp8_grouped_speed import check_contiguous, check_masked
 from test_fp8_blockscaled import check_on_gpu
 from test_fp8_scales_smem import _compiled, operands
 
@@ -88,18 +88,7 @@ def test_streamk_matches_float64(name, shape, ctas):
 def test_contiguous_grouped_matches_float64(name, k):
     """Grouped contiguous (ragged groups 100, 0, 200, 3 rows, padding rows and a padding tile): 3 k-tiles (the peel
     and one trip) and 4 (the peel, a trip and the remainder); ``z``: the padding rows' NaN never reaches C."""
-    rng = np.random.default_rng()
-    idx, a, sa, b, sb = contiguous_case([100, 0, 200, 3], 144, k, rng)
-    c = GemmConfig.from_name(name, "e4m3")
-    if c.zero_rows_late:
-        a[idx < 0] = np.float32("nan")
-        sa[idx < 0] = np.nan
-    out = np.full((idx.size, 144), 5, BF16)
-    m_grouped_fp8_gemm_nt_contiguous(a, get_mn_major_tma_aligned_tensor(sa), b, sb, out, idx, config=c, sm_count=3)
-    got = out.astype(np.float64)
-    assert not np.any(got[idx < 0])
-    want = want_contiguous(idx, a, sa, b, sb)
-    assert rel_err(got[idx >= 0], want[idx >= 0]) < 4e-3
+    check_contiguous(GemmConfig.from_name(name, "e4m3"), k)
 
 
 def test_masked_grouped_matches_float64():
