@@ -105,7 +105,8 @@ def test_heuristic_choices():
                              (1, 2112, 7168), (32, 2112, 7168), (33, 2112, 7168), (128, 7168, 2048), (100, 64, 128),
                              (128, 24576, 1536), (64, 7168, 16384), (1024, 2112, 7168), (2048, 2112, 7168),
                              (128, 32768, 512), (128, 4096, 7168)]}
-    assert names == {(4096, 7168, 2048): "h128x128s5to1BSA", (4096, 2112, 7168): "h128x128s5tskaBS",   # last wave 12%
+    # 128 x 192 tiles where their waves fill the SMs nearly as well: 2.7 waves against 4.1 of 128 x 128
+    assert names == {(4096, 7168, 2048): "h128x128s5to1BSA", (4096, 2112, 7168): "h128x192s4to1BS",
                      # M <= 64 swapped (the kernel's N is M), scales by TMA; stream-K where under a third of the
                      # SMs hold a tile
                      (64, 7168, 2048): "h128x64s8xBSA", (16, 4096, 7168): "h128x16s8skaxBS",
@@ -121,6 +122,24 @@ def test_heuristic_choices():
     assert choose_block_scaled_config(4096, 7168, 2048, grouped="contiguous").name == "h128x128s5to1BSAGc"
     assert choose_block_scaled_config(4096, 7168, 2048, grouped="masked").name == "h128x128s5to1BSAGm"
     assert choose_block_scaled_config(40, 24576, 1536).name == "h128x64s8xBSA"
+
+
+@pytest.mark.parametrize("m, n, k, wide", [
+    (4096, 24576, 1536, True),     # 0.970 of the waves filled against 0.990: within the margin
+    (8192, 2112, 7168, True),      # 0.889 against 0.916
+    (4096, 5120, 5120, False),     # 0.935 against 0.970: beyond it
+    (4096, 4096, 7168, False),     # 0.889 against 0.970
+    (4096, 32768, 512, False),     # 4 k-tiles
+    (256, 24576, 1536, False),     # under 512 rows
+    (2048, 2112, 7168, False),     # 176 tiles: 0.67 of two waves (stream-K)
+])
+def test_wide_tile_rule(m, n, k, wide):
+    """128 x 192 tiles (one chunk per warpgroup) where their waves fill the SMs at least 0.8 and at most 0.03 less
+    than 128 x 128 tiles', from 512 rows and 8 k-tiles; the same for contiguous groups, never for masked ones."""
+    dense = choose_block_scaled_config(m, n, k)
+    assert (dense.name == "h128x192s4to1BS") == wide
+    assert (choose_block_scaled_config(m, n, k, grouped="contiguous").name == "h128x192s4to1BSGc") == wide
+    assert choose_block_scaled_config(m, n, k, grouped="masked").bn == 128
     for config in BLOCK_SCALED_CANDIDATES:
         assert config.validate().scales == "block"
 

@@ -95,7 +95,8 @@ def test_masked_matches_float64(counts, config, layout):
 
 
 def test_heuristic_for_groups():
-    assert choose_block_scaled_config(16384, 4096, 7168, grouped="contiguous").name == "h128x128s5to1BSAGc"
+    assert choose_block_scaled_config(16384, 4096, 7168, grouped="contiguous").name == "h128x192s4to1BSGc"
+    assert choose_block_scaled_config(32768, 4096, 7168, grouped="contiguous").name == "h128x192s4to1BSGc"
     assert choose_block_scaled_config(4 * 256, 7168, 2048, grouped="masked").name == "h128x128s5to1BSAGm"
     assert choose_block_scaled_config(16, 7168, 2048, grouped="masked").name == "h128x128s5to1BSAGm"   # never swapped
 

@@ -20,11 +20,12 @@ later exactly when j ≥ 16·(i + 1) − (n0 % 128)/8 — a select per boundary,
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import layoutc as lc
 from layoutc.hopper import wgmma_accumulator_tv
 
-from ptxgen.ir.builder import frag, gtensor, i32, smem, tmap
+from ptxgen.ir.builder import f32, frag, gtensor, i32, smem, tmap
 
 from ..global_element import load_element
 from .config import SCALE_BLOCK, GemmConfig
@@ -304,9 +305,11 @@ def scale_loads(g, kt, tm, tn, group=None, masked_rows=None, tag=""):
 
 
 def later_blocks(g, tn, tag=""):
-    """Straddling tiles (``straddles``): per boundary i = 1 … ``column_windows(BN)`` - 1, the i1 fragment (the
-    accumulator's shape) that holds for the values whose column lies in the tile's i-th B scale block or a later one:
-    8-column group j ≥ 16·i − (n0 % 128)/8. [] for a tile inside one block."""
+    """Straddling tiles (``straddles``): per boundary i = 1 … ``column_windows(BN)`` - 1, which values' columns lie in
+    the tile's i-th B scale block or a later one — 8-column group j ≥ 16·i − (n0 % 128)/8 — as a ``Boundary``: the
+    f32 ``weight`` (1 there, 0 before), the i1 fragments of the groups that lie there in every tile (``always``:
+    j ≥ 16·i) and before it in every tile (``never``: j < 16·i − (128 − gcd(BN, 128))/8, n0 % 128 being a multiple
+    of the gcd); only the groups between depend on the tile. [] for a tile inside one block."""
     b, config = g.b, g.config
     rows, bn = config.rows, config.bn
     if not straddles(config):
@@ -317,11 +320,29 @@ def later_blocks(g, tn, tag=""):
     column_group = b.frag.coords(g.lt, tv=column_group_tv(rows, bn), tile=(bn // 8,), name=f"lb_group_tv{tag}")
     # the same values in the accumulator's flat shape (a whole-fragment slice: no code)
     column_group = b.frag.slice(column_group, offset=0, type=frag("i32", g.acc_t.shape), name=f"lb_group{tag}")
-    masks = []
+    one = b.frag.splat(b.const(1.0, f32, name=f"lb_one{tag}"), type=g.acc_t, name=f"lb_ones{tag}")
+    zero = b.frag.splat(g.fzero, type=g.acc_t, name=f"lb_zeros{tag}")
+    most_into = (SCALE_BLOCK - math.gcd(bn, SCALE_BLOCK)) // 8
+    boundaries = []
     for i in range(1, column_windows(bn)):
-        boundary = b.arith.sub(b.const(GROUPS * i, i32, name=f"lb_edge{i}{tag}"), into, name=f"lb_boundary{i}{tag}")
-        masks.append(b.frag.cmp(column_group, boundary, pred="ge", name=f"lb_later{i}{tag}"))
-    return masks
+        edge = GROUPS * i
+        boundary = b.arith.sub(b.const(edge, i32, name=f"lb_edge{i}{tag}"), into, name=f"lb_boundary{i}{tag}")
+        later = b.frag.cmp(column_group, boundary, pred="ge", name=f"lb_later{i}{tag}")
+        always = b.frag.cmp(column_group, b.const(edge, i32, name=f"lb_always_edge{i}{tag}"), pred="ge",
+                            name=f"lb_always{i}{tag}")
+        never = b.frag.cmp(column_group, b.const(edge - most_into, i32, name=f"lb_never_edge{i}{tag}"), pred="lt",
+                           name=f"lb_never{i}{tag}")
+        weight = b.frag.select(later, one, zero, name=f"lb_weight{i}{tag}")
+        boundaries.append(Boundary(weight, always, never))
+    return boundaries
+
+
+class Boundary(NamedTuple):
+    """One B scale block boundary inside a straddling tile (``later_blocks``): ``weight`` (f32 1 / 0: the value's
+    column lies at / past it), ``always`` / ``never`` (i1: in every tile at / past it, before it)."""
+    weight: object
+    always: object
+    never: object
 
 
 def scale_product(g, loads, valid=None, later=(), tag=""):
@@ -344,13 +365,20 @@ def scale_factors(g, loads, valid=None, tag=""):
 
 
 def pick_scale(g, factors, later=(), tag=""):
-    """Each value's scale: the factor of the last block whose ``later_blocks`` mask holds for it (the first's where
-    none does)."""
+    """Each value's scale: the factor of the last block whose ``later_blocks`` boundary it lies past (the first's
+    where none). The groups on a fixed side of a boundary take their factor directly; the others take
+    previous + weight · (factor − previous), one FMA per (row, 8-column group) from a tile-constant weight — not a
+    select on a per-group predicate, of which a 160-wide tile has more than the warp's predicate registers (ptxas
+    then moves them through general registers in every k-tile). Exact where the weight is 0; within an ulp of the
+    factor where it is 1."""
     b = g.b
     scale = factors[0]
-    for i, (factor, mask) in enumerate(zip(factors[1:], later), 1):
+    for i, (factor, boundary) in enumerate(zip(factors[1:], later), 1):
         name = f"scale{tag}" if i == len(factors) - 1 else f"sc_pick{i}{tag}"
-        scale = b.frag.select(mask, factor, scale, name=name)
+        step = b.frag.fma(boundary.weight, b.frag.sub(factor, scale, name=f"sc_step{i}{tag}"), scale,
+                          name=f"sc_blend{i}{tag}")
+        scale = b.frag.select(boundary.always, factor,
+                              b.frag.select(boundary.never, scale, step, name=f"sc_fixed{i}{tag}"), name=name)
     return scale
 
 

@@ -284,8 +284,37 @@ BLOCK_SCALED_STREAMK = GemmConfig("e4m3", bn=128, stages=5, epilogue="tma", scal
 # 24576x1536 514 against 465; at M = 64, where half of each tile's rows are padding, they lost: s14 log section 5)
 BLOCK_SCALED_NARROW_MAX_M = 128
 BLOCK_SCALED_NARROW = BLOCK_SCALED_TILE.replace(bn=64, stages=8)
+# 128 × 192 tiles (one chunk per warpgroup: 96 + 96 accumulator registers leave no room for a second) where their
+# waves fill the SMs about as well as the 128 × 128 tiles' (their wave efficiency — tiles / (waves · SMs) — at most
+# BLOCK_SCALED_WIDE_MARGIN below), at least BLOCK_SCALED_WIDE_MIN_FILL, with K of at least BLOCK_SCALED_WIDE_MIN_K:
+# per tile they run as fast as the 128 × 128 tile with two chunks in flight and load 17% fewer bytes per FLOP, so
+# equal waves favour them (4096 × 9216 × 4096 1102 against 1076 TFLOP/s, 6144 × 6144 × 4096 1069 / 1045) and fewer
+# waves more so (4096 × 2112 × 7168: 2.7 waves, 1094 against 967, stream-K 984); contiguous groups 1060-1168 against
+# 968-1051. Not at K = 512 (4 k-tiles: 766 against 838) nor 8% fewer filled waves (4096 × 4096 × 7168: 1008 against
+# 1105; 4096 × 5120 × 5120, 3.5% fewer: 1072 against 1105). Not for masked groups (a group's rows are few: 630-758
+# against 702-1042). docs/gpu-runs/2026-11-26-s16.log section 2.
+BLOCK_SCALED_WIDE = GemmConfig("e4m3", bn=192, stages=4, epilogue="tma", scales="block", overlap=1, scales_smem=True)
+BLOCK_SCALED_WIDE_MARGIN = 0.03
+BLOCK_SCALED_WIDE_MIN_FILL = 0.8
+BLOCK_SCALED_WIDE_MIN_K = 8 * 128
+BLOCK_SCALED_WIDE_MIN_M = 512
 BLOCK_SCALED_CANDIDATES = (GemmConfig("e4m3", bn=128, stages=6, epilogue="tma", scales="block", late_scales=True),
                            GemmConfig("e4m3", bn=64, stages=8, epilogue="tma", scales="block", late_scales=True))
+
+
+def _wave_efficiency(config: GemmConfig, m: int, n: int, sms: int) -> float:
+    """tiles / (waves · SMs) of ``config``'s tiles over (m, n): 1 for whole waves; 544 tiles on 132 SMs: 0.82."""
+    tiles = -(-m // config.bm) * -(-n // config.bn)
+    return tiles / (-(-tiles // sms) * sms) if tiles else 1.0
+
+
+def _wide_block_scaled(m: int, n: int, k: int, sms: int) -> bool:
+    """Whether ``BLOCK_SCALED_WIDE``'s rule holds for C (m, n), K = k on ``sms`` SMs (see its comment)."""
+    if m < BLOCK_SCALED_WIDE_MIN_M or k < BLOCK_SCALED_WIDE_MIN_K:
+        return False
+    wide = _wave_efficiency(BLOCK_SCALED_WIDE, m, n, sms)
+    return wide >= BLOCK_SCALED_WIDE_MIN_FILL and \
+        wide >= _wave_efficiency(BLOCK_SCALED_TILE, m, n, sms) - BLOCK_SCALED_WIDE_MARGIN
 
 
 def choose_block_scaled_config(m: int, n: int, k: int, sm_count: int = H100_SMS, *,
@@ -308,9 +337,12 @@ def choose_block_scaled_config(m: int, n: int, k: int, sm_count: int = H100_SMS,
     alone; M = 4096, N × K = 2112 × 7168 0.99-1.00× against 0.98× (s13.log section 5, s14.log section 1). Between
     one and two waves stream-K lost: 1024 × 2112 × 7168 (136 tiles) 565 TFLOP/s against 656 for the tile.
     One row of tiles with 64 < M ≤ 128 whose 128-wide tiles leave the last wave under ``WAVE_FILL_MIN`` of the SMs
-    takes the same two choices with 64-wide tiles (``BLOCK_SCALED_NARROW``, 8 stages): twice the CTAs.
+    takes the same two choices with 64-wide tiles (``BLOCK_SCALED_NARROW``, 8 stages): twice the CTAs. Before the
+    stream-K rule, a dense or contiguous problem with M ≥ 512 and K ≥ 1024 whose 128 × 192 tiles fill the waves
+    of SMs nearly as well as 128 × 128 tiles (``_wide_block_scaled``) takes ``BLOCK_SCALED_WIDE``.
     The candidates stay valid configurations (``config=``).
     ``choose_block_scaled_config(4096, 7168, 2048).name`` = ``h128x128s5to1BSA``;
+    ``choose_block_scaled_config(4096, 2112, 7168).name`` = ``h128x192s4to1BS``;
     ``choose_block_scaled_config(16, 7168, 2048).name`` = ``h128x16s8xBSA``;
     ``choose_block_scaled_config(64, 4096, 7168).name`` = ``h128x64s8skaxBS``;
     ``choose_block_scaled_config(128, 4096, 7168).name`` = ``h128x64s8tskaBS``. ``grouped``
@@ -333,6 +365,8 @@ def choose_block_scaled_config(m: int, n: int, k: int, sm_count: int = H100_SMS,
             (wide_tiles < sm_count or _last_wave_share(tile, m, n, sm_count) < WAVE_FILL_MIN):
         tile, streamk = BLOCK_SCALED_NARROW, BLOCK_SCALED_STREAMK.replace(bn=BLOCK_SCALED_NARROW.bn,
                                                                           stages=BLOCK_SCALED_NARROW.stages)
+    if grouped in ("none", "contiguous") and _wide_block_scaled(m, n, k, sm_count):
+        return BLOCK_SCALED_WIDE.replace(grouped=grouped).validate()
     tiles = -(-m // streamk.bm) * -(-n // streamk.bn)
     if grouped == "none" and (tiles < sm_count or tiles >= 2 * sm_count) and \
             streamk_ktiles_saved(m, n, k, streamk, sm_count) >= streamk.streamk_min_saving \
