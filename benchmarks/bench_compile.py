@@ -194,18 +194,12 @@ def timed(mod, attr, phase):
         finally:   # exclusive of the imports made inside (charged to "imports")
             phases[phase] = phases.get(phase, 0.0) + time.perf_counter() - s - (imports[0] - before)
     setattr(mod, attr, wrapped)
-CODEGEN = os.environ.get("BENCH_CODEGEN", "default")   # --codegen: the library's choice compiled with it
 def patch():
     """wrap the phases' functions of the modules imported so far (the others once the call imports them)"""
-    global CODEGEN
     for entry in list(PATCHES):
         if entry[0] in sys.modules:
             timed(sys.modules[entry[0]], entry[1], entry[2])
             PATCHES.remove(entry)
-    if CODEGEN != "default" and "ptxgen.kernels.linalg" in sys.modules:
-        linalg, codegen, CODEGEN = sys.modules["ptxgen.kernels.linalg"], CODEGEN, "default"
-        choose = linalg.choose_config
-        linalg.choose_config = lambda *a, **kw: choose(*a, **kw).replace(codegen=codegen)
 def timed_import(*a, **kw):
     imports[1] += 1
     s = time.perf_counter()
@@ -218,7 +212,7 @@ def timed_import(*a, **kw):
             patch()
 from ptxgen.kernels.gemm import heuristic, run
 sms = torch.cuda.get_device_properties(0).multi_processor_count if gpu else 132
-config = heuristic.choose_config(m, n, k, dtype, sms).replace(codegen=os.environ.get("BENCH_CODEGEN", "default"))
+config = heuristic.choose_config(m, n, k, dtype, sms)
 if gpu:
     tdt = {"bf16": torch.bfloat16, "f16": torch.float16, "e4m3": torch.float8_e4m3fn}[dtype]
     def call(m, n, k):
@@ -360,8 +354,6 @@ def main() -> None:
     ap.add_argument("--dtypes", default="bf16", help="--gemm: bf16, f16, e4m3, comma-separated")
     ap.add_argument("--warm", action="store_true",
                     help="--gemm: each process first compiles and runs another configuration (256x512x512)")
-    ap.add_argument("--codegen", default="default",
-                    help="--gemm: the library's config compiled with this codegen (ptxgen.lower.target.CODEGENS)")
     ap.add_argument("--compileall", action="store_true",
                     help="byte-compile layoutc and ptxgen first (as an installed package is), into a private prefix")
     args = ap.parse_args()
@@ -369,7 +361,6 @@ def main() -> None:
     gpu = _gpu()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     env.pop("PTXGEN_CACHE", None)
-    env["BENCH_CODEGEN"] = args.codegen
     if args.gemm:
         results = {"gpu": gpu, "python": sys.version.split()[0],
                    "PYTHONDONTWRITEBYTECODE": bool(os.environ.get("PYTHONDONTWRITEBYTECODE")),

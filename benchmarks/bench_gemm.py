@@ -292,8 +292,7 @@ def sweep(args):
         kernels = {}
         for v in (args.variants or SWEEP_VARIANTS[dtype]).split(","):
             module, needs_sms = variant_kernel(v, dtype)
-            kind, config = variant_config(v, dtype)   # a name ending in F: the same kernel, codegen = "fast"
-            kernels[v] = (jit(module, codegen=config.codegen if kind == "h" else "default"), needs_sms)
+            kernels[v] = (jit(module), needs_sms)
         for shape in args.shapes.split(","):
             m, n, k = (int(x) for x in shape.split("x"))
             fp8 = dtype == "e4m3"

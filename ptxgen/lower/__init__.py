@@ -33,15 +33,12 @@ def _kernel(ir, name=None) -> Kernel:
 
 
 def lower_kernel(kernel, specialization: Specialization | None = None, arch: str = DEFAULT_ARCH,
-                 verify: bool = True, vector_widths: dict | None = None, codegen: str = "default") -> str:
+                 verify: bool = True, vector_widths: dict | None = None) -> str:
     """The LLVM IR text (unoptimized) of ``kernel`` for ``specialization`` (default: generic, correct for any
     arguments). Pre: the kernel verifies (checked unless ``verify=False``: VerifyError). Raises LoweringError naming
     the op; a Module without the kernel asked for is a ValueError. ``vector_widths``: a dict that receives, per
-    gtensor parameter with a vector access, the widest one (elements), e.g. ``{"z": 4}`` for sqrt_sin aligned.
-    ``codegen`` (``target.CODEGENS``): ``"fast"`` also shapes the LLVM IR for NVPTX's fast code generation (each gmem
-    access's thread base pointer frozen)."""
+    gtensor parameter with a vector access, the widest one (elements), e.g. ``{"z": 4}`` for sqrt_sin aligned."""
     kernel = _kernel(kernel)
-    target.check_codegen(codegen)
     if verify:
         from ..verify import verify as _verify
         _verify(kernel)
@@ -51,7 +48,6 @@ def lower_kernel(kernel, specialization: Specialization | None = None, arch: str
                                       "has no lowering yet")
     lx = LoweringContext(kernel, specialization or Specialization.generic(), target.data_layout(arch),
                          op_locations(kernel))
-    lx.codegen = codegen
     lx.lower_ops(kernel.body.ops)
     lx.b.debug_metadata = None
     lx.b.ret_void()
@@ -159,14 +155,11 @@ class Compiled:
 
 @gc_paused
 def compile_kernel(kernel, specialization: Specialization | None = None, arch: str = DEFAULT_ARCH,
-                   options=DEFAULT_OPTIONS, verify: bool = True, defer_assembly: bool = False,
-                   codegen: str = "default") -> Compiled:
+                   options=DEFAULT_OPTIONS, verify: bool = True, defer_assembly: bool = False) -> Compiled:
     """Lower, optimize, emit PTX and assemble: a ``Compiled`` (unpacks as ``(ptx, cubin)``). ``verify=False`` for a
     kernel the caller has verified (``JitKernel`` does at construction; verifying a GEMM twice is a noticeable share of
     a cold compile).
     ``defer_assembly=True``: nvJitLink runs when the cubin is first read (a ptxas error is raised then), not here.
-    ``codegen`` (``target.CODEGENS``): ``"fast"`` shortens LLVM's part of a cold compile (h128x256s4c2t2sk: ~115 →
-    ~70 ms) at a slightly different PTX outside the mainloop (the stream-K fixup's row indices and partial stores).
 
     >>> compile_kernel(kernel).registers          # doctest: +SKIP
     90
@@ -177,9 +170,9 @@ def compile_kernel(kernel, specialization: Specialization | None = None, arch: s
     kernel = _kernel(kernel)
     spec = specialization or Specialization.generic()
     widths = {}
-    llvm_ir = lower_kernel(kernel, spec, arch, verify=verify, vector_widths=widths, codegen=codegen)
+    llvm_ir = lower_kernel(kernel, spec, arch, verify=verify, vector_widths=widths)
     try:
-        ptx = target.emit_ptx(llvm_ir, arch, codegen)
+        ptx = target.emit_ptx(llvm_ir, arch)
     except target.InvalidModule as e:
         raise _invalid_module(kernel, llvm_ir, e) from None
     if defer_assembly:

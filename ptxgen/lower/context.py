@@ -94,7 +94,6 @@ class LoweringContext:
         # gtensor parameter -> the widest vector access lowered on it: what of its spec's extent_multiple the code
         # can depend on (see ptxgen.lower.specialize.canonical)
         self.vector_widths = {}
-        self.codegen = "default"  # target.CODEGENS: lower_kernel sets it; "fast" shapes the IR for the fast codegen
         self.yielded = None
         self.op = None
         self._intrinsics = {}

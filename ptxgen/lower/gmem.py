@@ -72,12 +72,6 @@ class GmemAddresses:
                     term = b.mul(term, tensor.stride(m))
                 offset = term if offset is None else b.add(offset, term)
             self.thread_ptr = tensor.ptr if offset is None else b.gep(tensor.ptr, [offset], source_etype=self.mem_t)
-            if offset is not None and lx.codegen == "fast":
-                # one opaque value for LLVM's scalar evolution: NVPTX's straight-line strength reduction compares each
-                # value's pointer with every earlier one, and re-folding the base's expression (all the tile
-                # coordinates' arithmetic) per pair made it quadratic — 20 ms of h128x256s4c2t2sk's stream-K partial
-                # store, 4 ms with the freeze (and the rows' pointers then chain: add.s64 from the row two before)
-                self.thread_ptr = _freeze(b, self.thread_ptr)
         else:  # decode each value's tile index at run time
             self.thread = thread
             self.cl = [coordinate_layout(view.shape, m) for m in range(self.rank)]
@@ -269,13 +263,6 @@ def store(lx, view: GView, thread, tv, dtype: ScalarType, values, cache: str = "
                 _branched_store(lx, pj, lane_ptr, at.to_mem(values[v]), esize, cache)
         b.branch(done)
         b.position_at_end(done)
-
-
-def _freeze(b, value):
-    """``freeze value`` (llvmlite's builder has no freeze): the same value, opaque to LLVM's analyses."""
-    frozen = ir.instructions.Instruction(b.block, value.type, "freeze", [value])
-    b._insert(frozen)
-    return frozen
 
 
 def _and_all(b, preds):

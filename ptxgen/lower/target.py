@@ -5,9 +5,6 @@ never aborts the process), runs a short pass pipeline (``pipeline_for``: LLVM's 
 when a loop asks to be unrolled, else instcombine, simplifycfg and GVN), and emits
 PTX with the target machine for ``arch`` (``sm_90a``: ``.target sm_90a``, PTX ISA 8.0 — raise ``PTX_FEATURE`` only
 when an instruction needs a newer ISA). llvmlite is not thread-safe: one lock serializes every use.
-
-``codegen`` (``CODEGENS``) picks NVPTX's code generation: ``"default"`` its full -O3 pipeline; ``"fast"`` the same
-without Loop Strength Reduction (see ``FAST_CODEGEN_OPTIONS``), for a shorter cold compile.
 """
 from __future__ import annotations
 
@@ -17,13 +14,6 @@ import threading
 TRIPLE = "nvptx64-nvidia-cuda"
 PTX_FEATURE = "+ptx80"
 _LOCK = threading.RLock()
-CODEGENS = ("default", "fast")
-# "fast" codegen: LLVM's -disable-lsr while this module is emitted, reset right after (an LLVM option is process-wide:
-# another llvmlite user emitting code in another thread at that moment, outside our lock, would run without LSR too).
-# Why: on the stream-K GEMM h128x256s4c2t2sk LSR costs ~30 ms of a ~95 ms emission, nearly all of it in the fixup
-# loop (32 guarded row loads: 32 branch diamonds in one loop; the time does not depend on the addresses or the IV —
-# it grows with the diamonds), and only rewrites that loop's row indices (adds instead of ors; mainloop unchanged).
-FAST_CODEGEN_OPTIONS = (("-disable-lsr", "-disable-lsr=false"),)
 
 
 def _llvm():
@@ -123,30 +113,8 @@ def _optimized(llvm_ir: str, arch: str):
     return mod
 
 
-def check_codegen(codegen: str) -> str:
-    """``codegen`` if it is one of ``CODEGENS``, else ValueError: ``codegen = 'quick': not one of 'default', 'fast'
-    (did you mean 'fast'?)``."""
-    if codegen not in CODEGENS:
-        from ..ir.suggest import did_you_mean
-
-        raise ValueError(f"codegen = {codegen!r}: not one of {', '.join(map(repr, CODEGENS))}"
-                         f"{did_you_mean(codegen, CODEGENS)}")
-    return codegen
-
-
-def emit_ptx(llvm_ir: str, arch: str = "sm_90a", codegen: str = "default") -> str:
-    """PTX for the (unoptimized) LLVM IR text ``llvm_ir`` with NVPTX's ``codegen`` (``CODEGENS``). Raises
-    InvalidModule when LLVM rejects it. Post: LLVM's options are as before the call (``"fast"`` resets its own)."""
-    check_codegen(codegen)
+def emit_ptx(llvm_ir: str, arch: str = "sm_90a") -> str:
+    """PTX for the (unoptimized) LLVM IR text ``llvm_ir``. Raises InvalidModule when LLVM rejects it."""
     with _LOCK:
         mod = _optimized(llvm_ir, arch)
-        if codegen == "default":
-            return target_machine(arch).emit_assembly(mod)
-        llvm = _llvm()
-        for on, _off in FAST_CODEGEN_OPTIONS:
-            llvm.set_option("ptxgen", on)
-        try:
-            return target_machine(arch).emit_assembly(mod)
-        finally:
-            for _on, off in FAST_CODEGEN_OPTIONS:
-                llvm.set_option("ptxgen", off)
+        return target_machine(arch).emit_assembly(mod)

@@ -40,15 +40,11 @@ class KernelCache:
     """The specializations of one kernel: ``compile(spec)`` gives the ``ptxgen.lower.Compiled`` (no device needed),
     ``load(spec)`` the ``CompiledKernel`` (``loaded``: Specialization → CompiledKernel)."""
 
-    def __init__(self, kernel, ir_hash: str, arch: str, options: tuple, shape: LaunchShape, codegen: str = "default"):
+    def __init__(self, kernel, ir_hash: str, arch: str, options: tuple, shape: LaunchShape):
         self.kernel = kernel
         self.ir_hash = ir_hash
         self.arch = arch
         self.options = options
-        self.codegen = codegen
-        # what the memory and disk caches file a compile under: the options, and the codegen where not the default
-        # (the default's keys are those of before codegen existed: its cached kernels stay valid)
-        self.key_options = options if codegen == "default" else options + (f"codegen={codegen}",)
         self.shape = shape
         self.loaded = {}
 
@@ -63,26 +59,24 @@ class KernelCache:
         widths = self.vector_widths(spec)
         if widths is not None:
             spec = spec.canonical(widths)
-        key = (self.ir_hash, spec, self.arch, self.key_options)
+        key = (self.ir_hash, spec, self.arch, self.options)
         c = _COMPILED.get(key)
         if c is None:
-            disk_key = cache.kernel_key(self.ir_hash, spec, self.arch, self.key_options) if cache.enabled() else None
+            disk_key = cache.kernel_key(self.ir_hash, spec, self.arch, self.options) if cache.enabled() else None
             c = cache.lookup(disk_key) if disk_key else None
             if c is None:
                 from ..lower import compile_kernel
 
                 # verified when its JitKernel was made (or, through jit_text, before its Module was cached); a kernel
                 # the driver loads from PTX is assembled by nvJitLink only once its cubin is read
-                c = compile_kernel(self.kernel, spec, self.arch, self.options, verify=False, defer_assembly=True,
-                                   codegen=self.codegen)
+                c = compile_kernel(self.kernel, spec, self.arch, self.options, verify=False, defer_assembly=True)
                 if load_image(c) == "cubin":
                     c.cubin  # assembled now: the one image this kernel loads, stored with it
                 if widths is None and c.vector_widths is not None:
                     # the first of its pattern: filed under its canonical form, where every later one looks
                     canonical = spec.canonical(self._learn(spec, c.vector_widths))
-                    _COMPILED[(self.ir_hash, canonical, self.arch, self.key_options)] = c
-                    disk_key = (cache.kernel_key(self.ir_hash, canonical, self.arch, self.key_options)
-                                if disk_key else None)
+                    _COMPILED[(self.ir_hash, canonical, self.arch, self.options)] = c
+                    disk_key = cache.kernel_key(self.ir_hash, canonical, self.arch, self.options) if disk_key else None
                 if disk_key:
                     cache.store(disk_key, c, self.options)
             elif widths is None and c.vector_widths is not None:   # the pattern's widths lost from the disk
@@ -95,7 +89,7 @@ class KernelCache:
     def vector_widths(self, spec):
         """The widest vector access per tensor of this kernel's specializations of ``spec``'s pattern: in memory,
         else from the disk cache, else None (not compiled yet)."""
-        pattern = (self.ir_hash, spec.pattern(), self.arch, self.key_options)
+        pattern = (self.ir_hash, spec.pattern(), self.arch, self.options)
         widths = _WIDTHS.get(pattern)
         if widths is None:
             from . import cache
@@ -111,7 +105,7 @@ class KernelCache:
         → the widths."""
         from . import cache
 
-        pattern = (self.ir_hash, spec.pattern(), self.arch, self.key_options)
+        pattern = (self.ir_hash, spec.pattern(), self.arch, self.options)
         widths = _WIDTHS[pattern] = dict(widths)
         if cache.enabled():
             cache.store_choice(cache.choice_key(("vector widths",) + pattern, ()), widths)

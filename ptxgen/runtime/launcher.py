@@ -55,14 +55,13 @@ class JitKernel:
     kernel (``.ptx``, ``.cubin``, ``.registers``); ``k.specialization(**args)`` the one a call would use;
     ``k.prepare(**args)`` a call site."""
 
-    def __init__(self, kernel, arch: str = "sm_90a", options=None, *, codegen: str = "default",
-                 _verified: bool = False, _ir_hash: str | None = None):
+    def __init__(self, kernel, arch: str = "sm_90a", options=None, *, _verified: bool = False,
+                 _ir_hash: str | None = None):
         from ..ir import launch
         from ..ir.core import walk
         from ..ir.ops.tma import map_params
         from ..ir.types import GlobalTensorType, ScalarType, TensorMapType
         from ..lower import DEFAULT_OPTIONS
-        from ..lower.target import check_codegen
         from ..lower.specialize import Specialization, TensorSpec, kernel_abi
 
         # The verifier and the printer are imported only when needed: a cache hit through jit_text has neither to
@@ -76,7 +75,6 @@ class JitKernel:
         self.name = kernel.name
         self.arch = arch
         self.options = tuple(options) if options is not None else DEFAULT_OPTIONS
-        self.codegen = check_codegen(codegen)
         # jit_text passes the hash stored with its cached Module: printing a kernel costs a fresh process far more than
         # the rest of a cache hit (the printer builds layoutc's CuTe parser to check layout attributes)
         if _ir_hash is None:
@@ -117,7 +115,7 @@ class JitKernel:
         self.smem_bytes = dynamic_smem_bytes(kernel)
         self._kernels = KernelCache(kernel, self.ir_hash, arch, self.options,
                                     LaunchShape(self.abi, self.block, self.cluster, self.smem_bytes,
-                                                self.non_portable_cluster), codegen)
+                                                self.non_portable_cluster))
         self._loaded = self._kernels.loaded  # Specialization -> CompiledKernel
         me, name = weakref.ref(self), self.name  # the entry's way back, not keeping the kernel alive
 
@@ -227,21 +225,21 @@ class JitKernel:
             host[...] = out[..., :host.shape[-1]] if device_shape != host.shape else out
 
 
-def jit(ir, kernel: str | None = None, arch: str = "sm_90a", options=None, codegen: str = "default") -> JitKernel:
+def jit(ir, kernel: str | None = None, arch: str = "sm_90a", options=None) -> JitKernel:
     """A callable for a kernel of ``ir`` (a Module — its first kernel, or the one named ``kernel`` — or a Kernel;
     IR text goes through ``jit_text`` with file ``<text>``). Errors: those of ``parse_module``, ``verify`` and
     ``compile_kernel`` (``compile()`` or the first call), LaunchError for arguments and launches, ValueError for a
     kernel name the module lacks (``no kernel @third in two.tile; its kernels: @first, @second``), TypeError for an
-    ``ir`` that is no IR. ``codegen``: ``ptxgen.lower.target.CODEGENS`` (``"fast"``: a shorter cold compile)."""
+    ``ir`` that is no IR."""
     from ..ir.core import Kernel
     from ..ir.core import Module as IRModule
 
     if isinstance(ir, str):
-        return jit_text(ir, kernel=kernel, arch=arch, options=options, codegen=codegen)
+        return jit_text(ir, kernel=kernel, arch=arch, options=options)
     if not isinstance(ir, (IRModule, Kernel)):
         raise TypeError(f"jit takes IR text, a Module or a Kernel, not {type(ir).__name__}")
     k = ir.kernel(kernel or None) if isinstance(ir, IRModule) else ir
-    return JitKernel(k, arch, options, codegen=codegen)
+    return JitKernel(k, arch, options)
 
 
 def parse_verified(text: str, file: str = "<text>"):
@@ -278,7 +276,7 @@ def _parse_verified(text: str, file: str):
 
 
 def jit_text(text: str, file: str = "<text>", kernel: str | None = None, arch: str = "sm_90a",
-             options=None, codegen: str = "default") -> JitKernel:
+             options=None) -> JitKernel:
     """``jit(parse_module(text, file), kernel, arch, options)`` with the parsed, verified Module and the compiled
     kernels taken from the disk cache when an earlier process (or call) has seen them: IR text → ready-to-load
     cubin without lark, the verifier, LLVM or nvJitLink.
@@ -289,4 +287,4 @@ def jit_text(text: str, file: str = "<text>", kernel: str | None = None, arch: s
     Post: the same kernel, specializations and errors as the uncached path (see ``parse_verified``)."""
     module, hashes = _parse_verified(text, file)
     k = module.kernel(kernel or None)
-    return JitKernel(k, arch, options, codegen=codegen, _verified=True, _ir_hash=hashes.get(k.name))
+    return JitKernel(k, arch, options, _verified=True, _ir_hash=hashes.get(k.name))

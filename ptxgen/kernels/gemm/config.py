@@ -114,9 +114,6 @@ class GemmConfig:
     - ``group_ahead`` (grouped): the producer reads the group of its NEXT tile (contiguous ``%m_indices[tm·BM]``,
       masked ``%masked_m[group]``) while it issues the current tile's loads, so that no global load lies between a
       tile's last TMA load and the next tile's first.
-    - ``codegen``: LLVM's code generation (``ptxgen.lower.target.CODEGENS``); ``"fast"`` (name ``F``) compiles a cold
-      config faster (h128x256s4c2t2sk: LLVM ~115 → ~70 ms here) with the same mainloop; only the stream-K fixup's
-      row indices and the partial/gmem stores' address arithmetic differ in the PTX.
 
     Post (``validate``): the builder accepts the config; any violated rule is a ValueError naming the field."""
 
@@ -151,7 +148,6 @@ class GemmConfig:
     zero_rows_late: bool = False
     group_ahead: bool = False
     chunk_ahead: bool = False
-    codegen: str = "default"
 
     def __post_init__(self):
         if self.out_dtype is None:
@@ -231,8 +227,7 @@ class GemmConfig:
         ``S`` (``scales_smem``), ``A`` (``chunk_ahead``), ``Gc``/``Gm``
         (grouped: contiguous / masked) followed by its own options ``z`` (``zero_rows_late``) and ``n``
         (``group_ahead``: the next tile's group) — ``h128x128s5to1BSGczn`` —, ``R<producer>-<consumer>``
-        (registers), ``F`` (``codegen = "fast"``), ``_<out_dtype>`` (fp8 with an f16 C). The dtype is not part of
-        the name.
+        (registers), ``_<out_dtype>`` (fp8 with an f16 C). The dtype is not part of the name.
         ``GemmConfig(cluster=2, epilogue="tma", epilogue_split=2).name`` = ``h128x256s4c2t2``."""
         parts = [f"h{self.bm}x{self.bn}s{self.stages}"]
         if self.pending != 1:
@@ -278,8 +273,6 @@ class GemmConfig:
                          + ("n" if self.group_ahead else ""))
         if tuple(self.registers) != (24, 240):
             parts.append(f"R{self.registers[0]}-{self.registers[1]}")
-        if self.codegen == "fast":
-            parts.append("F")
         if self.out_dtype != ("bf16" if self.fp8 else self.dtype):
             parts.append(f"_{self.out_dtype}")
         return "".join(parts)
@@ -294,7 +287,7 @@ class GemmConfig:
             raise ValueError(f"unknown GEMM variant {name!r}: h<BM>x<BN>s<stages>[p<pending>][g<group>][c<cluster>]"
                              "[k<promote>][t|r[<split>]][o<overlap>][q<load batch>][d][sk[a][<min saving>]][m<a><b>][x][b][B][f][w]"
                              "[l][S][A][Gc|Gm[z][n]]"
-                             "[R<producer>-<consumer>][F][_<out dtype>]")
+                             "[R<producer>-<consumer>][_<out dtype>]")
         g = m.groupdict()
         return cls(
             dtype=dtype, bm=int(g["bm"]), bn=int(g["bn"]), stages=int(g["stages"]),
@@ -312,15 +305,14 @@ class GemmConfig:
             scales_smem=bool(g["smem"]), chunk_ahead=bool(g["ahead_chunk"]),
             grouped={"c": "contiguous", "m": "masked", None: "none"}[g["grouped"]],
             zero_rows_late=bool(g["zero_late"]), group_ahead=bool(g["ahead"]),
-            registers=(int(g["rp"]), int(g["rc"])) if g["rp"] else (24, 240), out_dtype=g["out"],
-            codegen="fast" if g["fast"] else "default")
+            registers=(int(g["rp"]), int(g["rc"])) if g["rp"] else (24, 240), out_dtype=g["out"])
 
 
 _NAME = re.compile(r"h(?P<bm>\d+)x(?P<bn>\d+)s(?P<stages>\d+)(?:p(?P<pending>\d+))?(?:g(?P<group>\d+))?"
                    r"(?:c(?P<cluster>\d+))?(?:k(?P<promote>\d+))?(?:(?P<epi>[tr])(?P<split>\d)?)?(?:o(?P<overlap>\d+))?"
                    r"(?:q(?P<batch>\d+))?(?P<maps>d)?"
                    r"(?:(?P<sk>sk)(?P<every>a)?(?P<saving>\d+)?)?(?:m(?P<majors>[kn]{2}))?(?P<swap>x)?(?P<bias>b)?"
-                   r"(?P<block>B)?(?P<prefetch>f)?(?P<pingpong>w)?(?P<late>l)?(?P<smem>S)?(?P<ahead_chunk>A)?(?:G(?P<grouped>[cm])(?P<zero_late>z)?(?P<ahead>n)?)?(?:R(?P<rp>\d+)-(?P<rc>\d+))?(?P<fast>F)?(?:_(?P<out>bf16|f16))?")
+                   r"(?P<block>B)?(?P<prefetch>f)?(?P<pingpong>w)?(?P<late>l)?(?P<smem>S)?(?P<ahead_chunk>A)?(?:G(?P<grouped>[cm])(?P<zero_late>z)?(?P<ahead>n)?)?(?:R(?P<rp>\d+)-(?P<rc>\d+))?(?:_(?P<out>bf16|f16))?")
 
 
 # -- the rules, in the order they are checked: each → None, or "field = value: what is wrong" --------------------------
@@ -521,18 +513,8 @@ def _shared_memory(c: GemmConfig):
     return None
 
 
-def _codegen(c: GemmConfig):
-    from ptxgen.ir.suggest import did_you_mean
-    from ptxgen.lower.target import CODEGENS
-
-    if c.codegen not in CODEGENS:
-        return (f"codegen = {c.codegen!r}: not one of {', '.join(map(repr, CODEGENS))}"
-                f"{did_you_mean(c.codegen, CODEGENS)}")
-    return None
-
-
 _RULES = (_dtypes, _tile, _majors, _cluster, _promotion, _scales, _registers, _epilogue, _streamk, _overlap,
-          _shared_memory, _codegen)
+          _shared_memory)
 
 # the configuration examples/gemm_hopper.tile spells out (bf16, 128 x 256, 4 stages, clusters of 2 sharing B by
 # multicast, C through stmatrix and TMA stores in two column halves)

@@ -44,7 +44,7 @@ def jit_kernel(config: GemmConfig):
     if kern is None:
         from ptxgen.runtime import jit
 
-        kern = _JIT[key] = jit(kernel_module(key), codegen=key.codegen)
+        kern = _JIT[key] = jit(kernel_module(key))
     return kern
 
 
