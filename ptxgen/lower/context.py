@@ -387,16 +387,18 @@ class LoweringContext:
     GView = GView  # the lowered gview an op binds: lx.GView(tensor, origin, multiples, shape)
 
     def gmem_load(self, view: GView, thread, tv, dtype: ScalarType, other=0.0, cache: str = "normal",
-                  vector_check: bool = False) -> list:
+                  vector_check: bool = False, unchecked: bool = False) -> list:
         """gmem.load: the thread's values of the tile (``other`` outside the tensor), each access with the ``cache``
-        hint's qualifier, vectors checked at run time with ``vector_check``; see ``ptxgen.lower.gmem``."""
-        return gmem.load(self, view, thread, tv, dtype, other, cache, vector_check)
+        hint's qualifier, vectors checked at run time with ``vector_check``, no bounds compared with ``unchecked``;
+        see ``ptxgen.lower.gmem``."""
+        return gmem.load(self, view, thread, tv, dtype, other, cache, vector_check, unchecked)
 
     def gmem_store(self, view: GView, thread, tv, dtype: ScalarType, values, cache: str = "normal",
-                   vector_check: bool = False) -> None:
+                   vector_check: bool = False, unchecked: bool = False) -> None:
         """gmem.store: write the thread's ``values`` where they are inside the tensor, each access with the ``cache``
-        hint's qualifier, vectors checked at run time with ``vector_check``; see ``ptxgen.lower.gmem``."""
-        gmem.store(self, view, thread, tv, dtype, values, cache, vector_check)
+        hint's qualifier, vectors checked at run time with ``vector_check``, no bounds compared with ``unchecked``;
+        see ``ptxgen.lower.gmem``."""
+        gmem.store(self, view, thread, tv, dtype, values, cache, vector_check, unchecked)
 
     def frag_reduce(self, values, thread_value, tv, tile, mode: int, kind: str, dtype: ScalarType,
                     scratch=None) -> list:

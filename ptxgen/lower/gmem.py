@@ -31,11 +31,14 @@ class GmemAddresses:
     the specialization proves aligned, so each one also tests its address at run time (``vector_ok``) and falls back
     to elements; ``groups``: the value indices of each access; ``mem_t``, ``esize``:
     the element's LLVM memory type and bytes. Post: ``pointer(v)`` points at the element of value ``v`` and
-    ``inside(coords(v))`` holds iff that element is inside the tensor."""
+    ``inside(coords(v))`` holds iff that element is inside the tensor — with ``unchecked`` (``{unchecked = true}``:
+    the program guarantees every element is) it is the constant true and no bound is compared."""
 
-    def __init__(self, lx, view: GView, thread, tv, dtype: ScalarType, vector_check: bool = False):
+    def __init__(self, lx, view: GView, thread, tv, dtype: ScalarType, vector_check: bool = False,
+                 unchecked: bool = False):
         b = lx.b
         self.lx, self.view, self.tv, self.dtype = lx, view, tv, dtype
+        self.unchecked = unchecked
         tensor = view.tensor
         spec = tensor.spec
         self.rank = tensor.rank
@@ -110,6 +113,8 @@ class GmemAddresses:
         """The i1 "inside the tensor" of the element at coordinates ``cs``, ``lane_offset`` further along the
         contiguous mode (along ``modes`` only, default all)."""
         b, c, tensor = self.lx.b, self.c, self.view.tensor
+        if self.unchecked:
+            return ir.Constant(ir.IntType(1), 1)
         preds = []
         for m in (range(self.rank) if modes is None else modes):
             cm = cs[m] if not (m == c and lane_offset) else b.add(cs[m], self.lx.i32(lane_offset))
@@ -141,7 +146,7 @@ class GmemAddresses:
 
 
 def load(lx, view: GView, thread, tv, dtype: ScalarType, other=0.0, cache: str = "normal",
-         vector_check: bool = False) -> list:
+         vector_check: bool = False, unchecked: bool = False) -> list:
     """gmem.load: the thread's values (value order), ``other`` where an element is outside the tensor; every access
     (vector, edge element) carries ``cache``'s qualifier (``ptx_table.CACHE_QUALIFIERS``: ``streaming`` →
     ``ld.global.cs.v4.b32``), ``normal`` leaves them plain LLVM loads.
@@ -150,10 +155,11 @@ def load(lx, view: GView, thread, tv, dtype: ScalarType, other=0.0, cache: str =
     distinct address: the groups whose coordinates differ only along those modes share one (vector) load, guarded by
     the other modes' bounds, and each value is ``other`` where its own broadcast coordinate is outside. The GEMM
     epilogue's bias through the accumulator's TV layout: one ``bf16x2`` load per column pair instead of one per
-    column pair and row. ``vector_check``: ``{vector_check = true}`` (``GmemAddresses``). Post: one LLVM value of
+    column pair and row. ``vector_check``: ``{vector_check = true}`` (``GmemAddresses``); ``unchecked``:
+    ``{unchecked = true}``, every access a plain (vector) load, no bounds compared, no branch. Post: one LLVM value of
     ``dtype``'s register type per value of ``tv``."""
     b = lx.b
-    at = GmemAddresses(lx, view, thread, tv, dtype, vector_check)
+    at = GmemAddresses(lx, view, thread, tv, dtype, vector_check, unchecked)
     other_c = lx.const(dtype, other)
     results = [None] * lc.size(tv[1])
     kept = [m for m in range(at.rank) if m not in at.broadcast]
@@ -190,6 +196,11 @@ def _load_group(lx, at: GmemAddresses, group, cs, ptr, other_c, modes=None, cach
     by element at the edge."""
     b = lx.b
     k, mem_t, esize = at.width, at.mem_t, at.esize
+    if at.unchecked and not at.checked:
+        if k == 1:
+            return [at.from_mem(_load(lx, ptr, mem_t, esize, cache))]
+        vec = _load(lx, ptr, ir.VectorType(mem_t, k), k * esize, cache)
+        return [at.from_mem(b.extract_element(vec, lx.i32(j))) for j in range(k)]
     if k == 1:
         return [_guarded_load(lx, at.inside(cs, modes=modes), ptr, mem_t, esize, other_c, at.from_mem, cache)]
     vt = ir.VectorType(mem_t, k)
@@ -223,13 +234,14 @@ def _load_group(lx, at: GmemAddresses, group, cs, ptr, other_c, modes=None, cach
 
 
 def store(lx, view: GView, thread, tv, dtype: ScalarType, values, cache: str = "normal",
-          vector_check: bool = False) -> None:
+          vector_check: bool = False, unchecked: bool = False) -> None:
     """gmem.store: write the thread's ``values`` (value order) where their elements are inside the tensor, every
     access with ``cache``'s qualifier (``streaming`` → ``st.global.cs.v4.b32``; ``normal``: plain LLVM stores and
-    the unqualified predicated store); ``vector_check``: ``{vector_check = true}`` (``GmemAddresses``). Post: no
-    element outside the tensor is written."""
+    the unqualified predicated store); ``vector_check``: ``{vector_check = true}`` (``GmemAddresses``);
+    ``unchecked``: ``{unchecked = true}``, plain (vector) stores without predicates. Post: no element outside the
+    tensor is written (with ``unchecked``, given the program's guarantee)."""
     b = lx.b
-    at = GmemAddresses(lx, view, thread, tv, dtype, vector_check)
+    at = GmemAddresses(lx, view, thread, tv, dtype, vector_check, unchecked)
     k, mem_t, esize = at.width, at.mem_t, at.esize
 
     def packed(vt, group):
@@ -242,6 +254,10 @@ def store(lx, view: GView, thread, tv, dtype: ScalarType, values, cache: str = "
         v0 = group[0]
         cs = at.coords(v0)
         ptr = at.pointer(v0)
+        if at.unchecked and not at.checked:
+            _store(lx, ptr, at.to_mem(values[v0]) if k == 1 else packed(ir.VectorType(mem_t, k), group), k * esize,
+                   cache)
+            continue
         if k == 1:
             _branched_store(lx, at.inside(cs), ptr, at.to_mem(values[v0]), esize, cache)
             continue

@@ -126,7 +126,7 @@ CACHE_HINTS = ("normal", "evict_first", "evict_last", "no_allocate", "streaming"
 
 
 class _GmemAccess(OpDef):
-    optional_attrs = ("cache", "vector_check")
+    optional_attrs = ("cache", "vector_check", "unchecked")
 
     def _check_cache(self, op, v):
         """``cache``, when present, is one of CACHE_HINTS: ``gmem.load: attribute 'cache' must be one of normal,
@@ -145,9 +145,30 @@ class _GmemAccess(OpDef):
         return str(op.attrs.get("cache", "normal"))
 
     def _verify_vector_check(self, op, v):
-        """``{vector_check = true}`` (optional, a bool): vectors whose alignment is checked at run time."""
+        """``{vector_check = true}`` (optional, a bool): vectors whose alignment is checked at run time;
+        ``{unchecked = true}`` (optional, a bool): the program guarantees every element inside the tensor."""
         if "vector_check" in op.attrs:
             v.attr(op, "vector_check", bool)
+        if "unchecked" in op.attrs:
+            v.attr(op, "unchecked", bool)
+
+    @staticmethod
+    def unchecked(op) -> bool:
+        """``{unchecked = true}``: no bounds compared in the lowering."""
+        return op.attrs.get("unchecked") is True
+
+    def _check_inside(self, op, ix, glob, inside, shape):
+        """``{unchecked = true}`` promises that every active thread's elements lie inside the tensor; the
+        interpreter holds the program to it: ``gmem.load {unchecked = true}: thread 5, value 3 is at (16, 0),
+        outside the tensor's (16, 512)``."""
+        if not self.unchecked(op):
+            return
+        bad = ~inside & ix.mask[:, None]
+        if bad.any():
+            t, val = (int(x) for x in np.argwhere(bad)[0])
+            at = ", ".join(str(int(c)) for c in glob[t, val])
+            ix.fail(op, f"{{unchecked = true}}: thread {t}, value {val} is at ({at}), outside the tensor's "
+                        f"({', '.join(str(d) for d in shape)})")
 
     def _check_view_and_thread(self, op, v, view, thread):
         if not isinstance(view.type, GlobalViewType):
@@ -176,7 +197,7 @@ class GLoad(_GmemAccess):
     name = "gmem.load"
     summary = "each thread reads its values of a global tile (out-of-bounds values read `other`)"
     required_attrs = ("tv",)
-    optional_attrs = ("other", "cache", "vector_check")
+    optional_attrs = ("other", "cache", "vector_check", "unchecked")
     num_operands = 2
     num_results = 1
 
@@ -205,6 +226,7 @@ class GLoad(_GmemAccess):
         view, thread = op.operands
         tile = ix.get(view)
         glob, inside = self._addresses(ix, op, tile, thread, op.attrs["tv"])
+        self._check_inside(op, ix, glob, inside, tile.array.shape)
         safe = np.where(inside[..., None], glob, 0)
         dtype = op.results[0].type.dtype
         # the host array holds host_dtype (ml_dtypes.bfloat16, ...); the interpreter computes in numpy_dtype
@@ -219,11 +241,12 @@ class GLoad(_GmemAccess):
         ``{vector_check = true}``: where the specialization cannot prove a vector aligned (row pitches not multiples
         of 16 bytes, origins of unknown divisibility), vectors of up to 16 bytes anyway, each taken only where its
         address is aligned at run time and it lies inside the tensor, else element by element (the interpreter's
-        semantics are the same with or without it)."""
+        semantics are the same with or without it). ``{unchecked = true}``: plain (vector) loads, no bound compared
+        and no branch — the program guarantees every element inside (the interpreter fails where one is not)."""
         view, thread = op.operands
         values = lx.gmem_load(lx.get(view), lx.get(thread), op.attrs["tv"], op.results[0].type.dtype,
                               other=op.attrs.get("other", 0), cache=self.cache(op),
-                              vector_check=op.attrs.get("vector_check") is True)
+                              vector_check=op.attrs.get("vector_check") is True, unchecked=self.unchecked(op))
         lx.set(op.results[0], values)
 
 
@@ -254,6 +277,7 @@ class GStore(_GmemAccess):
         view, thread, frag = op.operands
         tile = ix.get(view)
         glob, inside = self._addresses(ix, op, tile, thread, op.attrs["tv"])
+        self._check_inside(op, ix, glob, inside, tile.array.shape)
         write = inside & ix.mask[:, None]
         values = ix.get(frag)
         idx = tuple(glob[..., k][write] for k in range(glob.shape[-1]))
@@ -261,10 +285,11 @@ class GStore(_GmemAccess):
 
     def lower(self, op, lx):
         """The inverse of gmem.load's lowering: vector stores where the plan allows, predicated; out of bounds skipped.
-        ``{vector_check = true}`` as in gmem.load."""
+        ``{vector_check = true}`` and ``{unchecked = true}`` as in gmem.load."""
         view, thread, frag = op.operands
         lx.gmem_store(lx.get(view), lx.get(thread), op.attrs["tv"], frag.type.dtype, lx.get(frag),
-                      cache=self.cache(op), vector_check=op.attrs.get("vector_check") is True)
+                      cache=self.cache(op), vector_check=op.attrs.get("vector_check") is True,
+                      unchecked=self.unchecked(op))
 
 
 class _Flag(OpDef):
