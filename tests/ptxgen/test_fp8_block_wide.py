@@ -47,3 +47,18 @@ def test_wide_tile_ptx():
     for code in ("C7509", "C7512", "C7514", "C7519", "C7520"):
         assert code not in compiled.info_log
     assert compiled.ptx.count("selp.f32") <= (128 - 64) // 8
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name, m, n, k", [
+    ("h128x192s4to1BS", 1000, 2112, 1040),    # ragged M and K, N not a multiple of 192: both block offsets, an edge
+    ("h128x192s4to1BS", 4096, 2112, 7168),    # the heuristic's choice here
+    ("h128x160s4to1BS", 333, 800, 384),       # every offset of BN = 160
+])
+def test_gpu_straddling_tiles(name, m, n, k):
+    """On the GPU: within 2e-3 of float64 of the dequantized operands, the same bits twice (M-major and row-major
+    A scales)."""
+    from test_fp8_blockscaled import check_on_gpu, torch_or_skip
+    torch = torch_or_skip()
+    check_on_gpu(torch, config(name), m, n, k)
+    check_on_gpu(torch, config(name), m, n, k, aligned=False)
