@@ -13,7 +13,7 @@ from ptxgen.kernels.gemm import streamk_buffers
 
 from test_fp8_mainloop_variants import BF16, config, product, rel_err
 from test_fp8_grouped_speed import check_contiguous, check_masked
-from test_fp8_blockscaled import check_on_gpu
+from test_fp8_blockscaled import check, check_on_gpu
 from test_fp8_scales_smem import _compiled, operands
 
 
@@ -58,10 +58,7 @@ def test_dense_matches_float64(name, m, n, k):
     a, sa, b, sb = operands(m, n, k, rng)
     got = fp8_gemm_nt(a, sa, b, sb, config=config(name), sm_count=3)
     want = product(a, sa, b, sb)
-    assert got.dtype == np.dtype(BF16)
-    assert rel_err(got, want) < 4e-3
-    got = got.astype(np.float64)
-    assert np.all(np.abs(got - want) <= 2 ** -7 * np.abs(want) + 1e-2 * np.abs(want).max())
+    check(got, want)
 
 
 @pytest.mark.parametrize("name, shape, ctas", [

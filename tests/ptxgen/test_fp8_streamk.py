@@ -120,7 +120,7 @@ def test_decode_config_assembles_like_the_data_parallel_one():
         assert "C7514" not in compiled.info_log
         assert "wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3" in compiled.ptx
         figures[config.name] = (compiled.registers, compiled.spill_bytes or 0)
-    (old_regs, old_spills), (new_regs, new_spills) = figures[old.name], figures[new.name]
+    old_spills, new_spills = figures[old.name][1], figures[new.name][1]
     assert new_spills <= old_spills, figures
     print(figures)
 
