@@ -221,12 +221,17 @@ def pipeline_stages(config: GemmConfig, m: int, n: int, sms: int = H100_SMS) -> 
     return min(config.stages, MANY_ROW_STAGES[_width(config.dtype)].get(config.bn, MANY_ROW_DEFAULT_STAGES))
 
 
+def _tiles(config: GemmConfig, m: int, n: int) -> int:
+    """⌈m / BM⌉ · ⌈n / BN⌉: ``config``'s tiles over C (m, n); 128 x 144 over 1536x8960: 12 · 63 = 756."""
+    return -(-m // config.bm) * -(-n // config.bn)
+
+
 def _wave_fill_refused(config: GemmConfig, m: int, n: int, sms: int) -> bool:
     """A wave-filling tile is left out where its last wave holds under ``WAVE_FILL_MIN`` of the SMs, in a problem of
     under two waves of its tiles or of at most ``WAVE_FILL_FREE_ROW_TILES`` row tiles. E.g. 128 x 144 on 132 SMs at
     1536x8960 (756 tiles, last wave 0.73): kept; at 384x4096 (87 tiles, 0.66): left out. Post: False where the last
     wave holds at least ``WAVE_FILL_MIN``."""
-    tiles = -(-m // config.bm) * -(-n // config.bn)
+    tiles = _tiles(config, m, n)
     few = tiles < 2 * sms or -(-m // config.bm) <= WAVE_FILL_FREE_ROW_TILES
     return few and _last_wave_share(config, m, n, sms) < WAVE_FILL_MIN
 
@@ -234,7 +239,7 @@ def _wave_fill_refused(config: GemmConfig, m: int, n: int, sms: int) -> bool:
 def _last_wave_share(config: GemmConfig, m: int, n: int, sms: int) -> float:
     """The share of the SMs the last wave of ``config``'s tiles occupies: 1 for whole waves; 43 tiles on 132 SMs:
     0.33."""
-    tiles = -(-m // config.bm) * -(-n // config.bn)
+    tiles = _tiles(config, m, n)
     return ((tiles - 1) % sms + 1) / sms if tiles else 1.0
 
 
@@ -304,7 +309,7 @@ BLOCK_SCALED_CANDIDATES = (GemmConfig("e4m3", bn=128, stages=6, epilogue="tma", 
 
 def _wave_efficiency(config: GemmConfig, m: int, n: int, sms: int) -> float:
     """tiles / (waves · SMs) of ``config``'s tiles over (m, n): 1 for whole waves; 544 tiles on 132 SMs: 0.82."""
-    tiles = -(-m // config.bm) * -(-n // config.bn)
+    tiles = _tiles(config, m, n)
     return tiles / (-(-tiles // sms) * sms) if tiles else 1.0
 
 
@@ -360,14 +365,14 @@ def choose_block_scaled_config(m: int, n: int, k: int, sm_count: int = H100_SMS,
             return streamk.validate()
         return swapped.replace(chunk_ahead=True).validate()
     tile, streamk = BLOCK_SCALED_TILE, BLOCK_SCALED_STREAMK
-    wide_tiles = -(-m // tile.bm) * -(-n // tile.bn)
+    wide_tiles = _tiles(tile, m, n)
     if grouped == "none" and tile.bm // 2 < m <= BLOCK_SCALED_NARROW_MAX_M and \
             (wide_tiles < sm_count or _last_wave_share(tile, m, n, sm_count) < WAVE_FILL_MIN):
         tile, streamk = BLOCK_SCALED_NARROW, BLOCK_SCALED_STREAMK.replace(bn=BLOCK_SCALED_NARROW.bn,
                                                                           stages=BLOCK_SCALED_NARROW.stages)
     if grouped in ("none", "contiguous") and _wide_block_scaled(m, n, k, sm_count):
         return BLOCK_SCALED_WIDE.replace(grouped=grouped).validate()
-    tiles = -(-m // streamk.bm) * -(-n // streamk.bn)
+    tiles = _tiles(streamk, m, n)
     if grouped == "none" and (tiles < sm_count or tiles >= 2 * sm_count) and \
             streamk_ktiles_saved(m, n, k, streamk, sm_count) >= streamk.streamk_min_saving \
             and _last_wave_share(streamk, m, n, sm_count) < BLOCK_SCALED_STREAMK_SHARE:
