@@ -241,6 +241,18 @@ def test_streamk_host_rule_is_the_kernels():
     assert STREAMK_MIN_SAVING == 20
 
 
+@pytest.mark.parametrize("dtype, shape, name", [
+    ("bf16", (384, 14336, 8192), "h128x176s4t"),       # 3 row tiles: stream-K's 128 x 256 costs 1.08x its k-tiles
+    ("bf16", (512, 12288, 14336), "h128x192s4t3"),     # 4 row tiles
+    ("bf16", (448, 14336, 5120), "h128x160s4t"),
+    ("bf16", (192, 28672, 5120), "h128x256s4t2sk"),    # 2 row tiles: the 128 x 256 stream-K pick stays
+    ("bf16", (768, 14336, 8192), "h128x256s4t2sk"),    # 6 row tiles: the model holds
+    ("e4m3", (384, 14336, 8192), "h128x176s4k4t"),     # fp8: unchanged
+])
+def test_streamk_at_few_row_tiles(dtype, shape, name):
+    assert choose_config(*shape, dtype).name == name
+
+
 def test_bad_heuristic_arguments():
     with pytest.raises(ValueError, match="choose_config: dtype must be one of bf16, f16, e4m3, e5m2, not 'f32'"):
         choose_config(1, 1, 1, "f32")

@@ -104,6 +104,13 @@ WAVE_FILL_FREE_ROW_TILES = 3
 # stream-K's partial sums in k-tiles of a 128 x 256 tile (s8 section 6), and the extra per further piece of a tile
 STREAMK_FIXUP = 15.0
 STREAMK_FIXUP_PER_PIECE = 0.25
+# ... and a 16-bit stream-K tile whose M spans 3 or 4 row tiles runs this much slower than the model's k-tiles say
+# (bf16 128 x 256 stream-K against the data-parallel wave-filling tiles: 384x14336x8192 537 / 601 (176), 512x11008x14336
+# 550 / 643 (176), 448x12288x14336 508 / 585 (192); on 10 further shapes the changed picks were 0.6-17% faster, none
+# slower; at 1-2 row tiles the 128 x 256 picks stayed ahead (192x28672x5120: 391 against 337 for 128 x 128 stream-K):
+# docs/gpu-runs/2026-11-26-s16.log section 17)
+STREAMK_FEW_ROW_TILES = (3, 4)
+STREAMK_FEW_ROWS_SLOWDOWN = 1.08
 SWAP_STAGES = 8
 # the wgmma groups a consumer leaves in flight at each k-tile's wait, by (operand bits, BN), for a data-parallel tile
 # without overlap (the overlapped epilogue needs 1): the 16-bit 128 x 128 tile waits for each group (s15 section 7:
@@ -159,6 +166,8 @@ def estimated_cost(config: GemmConfig, m: int, n: int, k: int, ctas: int) -> flo
         longest = ktiles - saved
         pieces = -(-ktiles // max(longest, 1))
         fixup = STREAMK_FIXUP * config.bn / 256 * (1 + STREAMK_FIXUP_PER_PIECE * max(pieces - 2, 0))
+        if width == 16 and STREAMK_FEW_ROW_TILES[0] <= -(-m // config.bm) <= STREAMK_FEW_ROW_TILES[1]:
+            per_ktile *= STREAMK_FEW_ROWS_SLOWDOWN
         return (tiles // step * ktiles + longest) * per_ktile + fixup
     return -(-tiles // step) * ktiles * per_ktile
 
