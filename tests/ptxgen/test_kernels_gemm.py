@@ -245,11 +245,15 @@ def test_streamk_host_rule_is_the_kernels():
     ("bf16", (384, 14336, 8192), "h128x176s4t"),       # 3 row tiles: stream-K's 128 x 256 costs 1.08x its k-tiles
     ("bf16", (512, 12288, 14336), "h128x192s4t3"),     # 4 row tiles
     ("bf16", (448, 14336, 5120), "h128x160s4t"),
-    ("bf16", (192, 28672, 5120), "h128x256s4t2sk"),    # 2 row tiles: the 128 x 256 stream-K pick stays
+    ("bf16", (192, 28672, 5120), "h128x256s4c2t2sk"),  # 2 row tiles: 128 x 256 stream-K stays, in clusters of 2
     ("bf16", (768, 14336, 8192), "h128x256s4t2sk"),    # 6 row tiles: the model holds
     ("e4m3", (384, 14336, 8192), "h128x176s4k4t"),     # fp8: unchanged
+    ("bf16", (256, 28672, 8192), "h128x256s4c2t2sk"),  # 2 row tiles: stream-K in clusters of 2 (B by multicast)
+    ("bf16", (256, 14336, 14336), "h128x128s6c2tsk"),
+    ("bf16", (128, 28672, 8192), "h128x256s4t2"),      # 1 row tile: no pair to share B with
 ])
 def test_streamk_at_few_row_tiles(dtype, shape, name):
+    """16-bit stream-K costs 1.08x its k-tiles at 3-4 row tiles and takes clusters of 2 at exactly 2."""
     assert choose_config(*shape, dtype).name == name
 
 

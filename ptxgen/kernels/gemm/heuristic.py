@@ -110,6 +110,11 @@ STREAMK_FIXUP_PER_PIECE = 0.25
 # slower; at 1-2 row tiles the 128 x 256 picks stayed ahead (192x28672x5120: 391 against 337 for 128 x 128 stream-K):
 # docs/gpu-runs/2026-11-26-s16.log section 17)
 STREAMK_FEW_ROW_TILES = (3, 4)
+# ... and at exactly this many row tiles a 16-bit stream-K tile takes clusters of 2 (the pair shares each B tile by
+# multicast: B is nearly all the traffic there): 192x28672x5120 391 -> 431 TFLOP/s, 256x57344x8192 561 -> 597; on 8
+# further shapes 256x28672x14336 513 -> 601, 256x14336x14336 490 -> 563 (128 x 128), 192x18432x28672 473 -> 472, the
+# others +1..+15% (docs/gpu-runs/2026-11-26-s16.log section 19)
+STREAMK_CLUSTER_ROW_TILES = 2
 STREAMK_FEW_ROWS_SLOWDOWN = 1.08
 SWAP_STAGES = 8
 # the wgmma groups a consumer leaves in flight at each k-tile's wait, by (operand bits, BN), for a data-parallel tile
@@ -253,7 +258,7 @@ def _last_wave_share(config: GemmConfig, m: int, n: int, sms: int) -> float:
 
 
 def _variants(base: GemmConfig, m: int, n: int, k: int, sms: int):
-    """Rules 3 and 4 applied to a candidate tile: stream-K where it pays (clusters of 2 for long K), else
+    """Rules 3 and 4 applied to a candidate tile: stream-K where it pays (clusters of 2 for long K or two row tiles), else
     data-parallel overlapped with the TMA-store epilogue where a CTA has several tiles. The 128 × 64 tile and the
     16-bit 128 × 192 TMA-store tile run data-parallel without overlap: the forms measured."""
     if base.bn == NARROW_BN or (base.bn == WIDE_THIRDS_BN and not base.fp8 and base.epilogue == "tma") or \
@@ -261,7 +266,8 @@ def _variants(base: GemmConfig, m: int, n: int, k: int, sms: int):
         yield base   # the forms measured: 128 x 192's stream-K (32 B of spills) and overlap were no faster
         return
     if not base.fp8:
-        cluster = 2 if k >= 2 * max(m, n) and (base.a_major, base.b_major) == ("K", "K") else base.cluster
+        pairs = k >= 2 * max(m, n) or -(-m // base.bm) == STREAMK_CLUSTER_ROW_TILES
+        cluster = 2 if pairs and (base.a_major, base.b_major) == ("K", "K") else base.cluster
         sk = base.replace(streamk=True, cluster=cluster)
         if base.bn % (8 * cluster) == 0 and streamk_ktiles_saved(m, n, k, sk, sms) >= STREAMK_MIN_SAVING:
             yield sk
