@@ -110,12 +110,12 @@ STREAMK_FIXUP_PER_PIECE = 0.25
 # slower; at 1-2 row tiles the 128 x 256 picks stayed ahead (192x28672x5120: 391 against 337 for 128 x 128 stream-K):
 # docs/gpu-runs/2026-11-26-s16.log section 17)
 STREAMK_FEW_ROW_TILES = (3, 4)
+STREAMK_FEW_ROWS_SLOWDOWN = 1.08
 # ... and at exactly this many row tiles a 16-bit stream-K tile takes clusters of 2 (the pair shares each B tile by
 # multicast: B is nearly all the traffic there): 192x28672x5120 391 -> 431 TFLOP/s, 256x57344x8192 561 -> 597; on 8
 # further shapes 256x28672x14336 513 -> 601, 256x14336x14336 490 -> 563 (128 x 128), 192x18432x28672 473 -> 472, the
 # others +1..+15% (docs/gpu-runs/2026-11-26-s16.log section 19)
 STREAMK_CLUSTER_ROW_TILES = 2
-STREAMK_FEW_ROWS_SLOWDOWN = 1.08
 SWAP_STAGES = 8
 # the wgmma groups a consumer leaves in flight at each k-tile's wait, by (operand bits, BN), for a data-parallel tile
 # without overlap (the overlapped epilogue needs 1): the 16-bit 128 x 128 tile waits for each group (s15 section 7:
@@ -154,6 +154,11 @@ def _width(dtype: str) -> int:
     return 8 * ELEMENT_BYTES[dtype]
 
 
+def _row_tiles(config: GemmConfig, m: int) -> int:
+    """⌈m / BM⌉: the tile rows M spans; 384 rows of 128: 3."""
+    return -(-m // config.bm)
+
+
 def estimated_cost(config: GemmConfig, m: int, n: int, k: int, ctas: int) -> float:
     """The cost model of rule 2: the k-tiles on the critical path of an (m, n, k) problem on ``ctas`` CTAs, each
     weighted by its tile's time relative to the dtype's largest candidate, plus stream-K's partial sums where the
@@ -171,7 +176,7 @@ def estimated_cost(config: GemmConfig, m: int, n: int, k: int, ctas: int) -> flo
         longest = ktiles - saved
         pieces = -(-ktiles // max(longest, 1))
         fixup = STREAMK_FIXUP * config.bn / 256 * (1 + STREAMK_FIXUP_PER_PIECE * max(pieces - 2, 0))
-        if width == 16 and STREAMK_FEW_ROW_TILES[0] <= -(-m // config.bm) <= STREAMK_FEW_ROW_TILES[1]:
+        if width == 16 and STREAMK_FEW_ROW_TILES[0] <= _row_tiles(config, m) <= STREAMK_FEW_ROW_TILES[1]:
             per_ktile *= STREAMK_FEW_ROWS_SLOWDOWN
         return (tiles // step * ktiles + longest) * per_ktile + fixup
     return -(-tiles // step) * ktiles * per_ktile
@@ -230,14 +235,14 @@ def pipeline_stages(config: GemmConfig, m: int, n: int, sms: int = H100_SMS) -> 
     than ``MANY_ROW_TILES`` tiles (or where it is 4 or fewer, or the 128 x 64 tile's 8), else ``MANY_ROW_STAGES``
     (default 4). ``pipeline_stages(GemmConfig(bn=128, stages=6), 512, 4096)`` = 6;
     ``pipeline_stages(GemmConfig(bn=128, stages=6), 8192, 7680)`` = 4. Post: ≤ ``config.stages``."""
-    if -(-m // config.bm) < MANY_ROW_TILES or config.stages <= MANY_ROW_DEFAULT_STAGES or config.bn == NARROW_BN:
+    if _row_tiles(config, m) < MANY_ROW_TILES or config.stages <= MANY_ROW_DEFAULT_STAGES or config.bn == NARROW_BN:
         return config.stages
     return min(config.stages, MANY_ROW_STAGES[_width(config.dtype)].get(config.bn, MANY_ROW_DEFAULT_STAGES))
 
 
 def _tiles(config: GemmConfig, m: int, n: int) -> int:
     """⌈m / BM⌉ · ⌈n / BN⌉: ``config``'s tiles over C (m, n); 128 x 144 over 1536x8960: 12 · 63 = 756."""
-    return -(-m // config.bm) * -(-n // config.bn)
+    return _row_tiles(config, m) * -(-n // config.bn)
 
 
 def _wave_fill_refused(config: GemmConfig, m: int, n: int, sms: int) -> bool:
@@ -246,7 +251,7 @@ def _wave_fill_refused(config: GemmConfig, m: int, n: int, sms: int) -> bool:
     1536x8960 (756 tiles, last wave 0.73): kept; at 384x4096 (87 tiles, 0.66): left out. Post: False where the last
     wave holds at least ``WAVE_FILL_MIN``."""
     tiles = _tiles(config, m, n)
-    few = tiles < 2 * sms or -(-m // config.bm) <= WAVE_FILL_FREE_ROW_TILES
+    few = tiles < 2 * sms or _row_tiles(config, m) <= WAVE_FILL_FREE_ROW_TILES
     return few and _last_wave_share(config, m, n, sms) < WAVE_FILL_MIN
 
 
@@ -266,7 +271,7 @@ def _variants(base: GemmConfig, m: int, n: int, k: int, sms: int):
         yield base   # the forms measured: 128 x 192's stream-K (32 B of spills) and overlap were no faster
         return
     if not base.fp8:
-        pairs = k >= 2 * max(m, n) or -(-m // base.bm) == STREAMK_CLUSTER_ROW_TILES
+        pairs = k >= 2 * max(m, n) or _row_tiles(base, m) == STREAMK_CLUSTER_ROW_TILES
         cluster = 2 if pairs and (base.a_major, base.b_major) == ("K", "K") else base.cluster
         sk = base.replace(streamk=True, cluster=cluster)
         if base.bn % (8 * cluster) == 0 and streamk_ktiles_saved(m, n, k, sk, sms) >= STREAMK_MIN_SAVING:
