@@ -186,7 +186,10 @@ def _fast_call(site, swap: bool, bias: bool, shape, dtype, device) -> FastCall:
 
 def _without_tma_store(config: GemmConfig) -> GemmConfig:
     """``config`` storing C by rows instead of TMA (an output whose rows TMA cannot store: an unaligned base or
-    pitch): the same tile and schedule, the rows epilogue has no overlap."""
+    pitch): the same tile and schedule, the rows epilogue has no overlap; a swapped config stores through C's
+    transposed view (``direct``)."""
+    if config.swap_ab:
+        return config.replace(epilogue="direct", epilogue_split=1, c_major="N", overlap=0).validate()
     return config.replace(epilogue="rows", overlap=0).validate()
 
 

@@ -68,8 +68,15 @@ def rand(shape, dtype, rng, scale=1.0):
     (dict(bn=256, epilogue="tma", epilogue_split=3), "GemmConfig.epilogue_split = 3: BN = 256 must split into 3 "
                                                      "blocks of a multiple of 16"),
     (dict(bm=256, bn=128, stages=2, epilogue="tma", epilogue_split=2), "column blocks are built for BM = 128"),
-    (dict(epilogue="tma", swap_ab=True), "GemmConfig.swap_ab = True: C is written through its transposed view, "
-                                         "which only the 'direct' epilogue stores"),
+    (dict(epilogue="tma", swap_ab=True), "GemmConfig.swap_ab = True: C is written through its transposed view, by "
+                                         "the 'direct' epilogue or by the 'tma' epilogue with c_major = 'M' \\(not "
+                                         "epilogue = 'tma', c_major = 'N'\\)"),
+    (dict(epilogue="rows", swap_ab=True), "GemmConfig.swap_ab = True: .*not epilogue = 'rows'"),
+    (dict(c_major="K"), "GemmConfig.c_major = 'K': C's contiguous mode is 'N' \\(row-major\\) or 'M'"),
+    (dict(c_major="M"), "GemmConfig.c_major = 'M': a column-major C is stored by the 'tma' epilogue's transposed "
+                        "boxes, not 'direct'"),
+    (dict(bn=120, c_major="M", epilogue="tma", epilogue_split=2), "GemmConfig.epilogue_split = 2: BN = 120 must "
+                                                                  "split into 2 blocks of a multiple of 8 columns"),
     (dict(dtype="e4m3", streamk=True, bn=128, scales="block", grouped="masked"),
      "GemmConfig.streamk = True: a masked grouped GEMM finds each tile's group \\(and, masked, whether it has rows\\) on "
      "the device, while stream-K shares out k-tiles as if every tile had them all: streamk = False"),

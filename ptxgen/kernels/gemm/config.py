@@ -72,8 +72,13 @@ class GemmConfig:
     - ``bias``: C = A·Bᵀ + bias, the kernel taking ``%bias`` (``out_dtype``, rank 2: an (M, N) addend, in practice a
       per-column vector seen through a stride-0 view) added to the f32 accumulator before the conversion.
     - ``swap_ab``: for the ops (``ptxgen.kernels.linalg``): the kernel computes Cᵀ = B·Aᵀ (its M is the problem's N),
-      storing C through its transposed view; the kernel itself is the unswapped one (but with block scales, whose
+      storing C through its transposed view (the ``direct`` epilogue) or by TMA with ``c_major = "M"``; the kernel itself is the unswapped one (but with block scales, whose
       granularity differs between A and B: see ``scales``).
+    - ``c_major``: which mode of the kernel's C (M, N) is contiguous in memory for the ``tma`` epilogue: ``"N"``
+      (C row-major) or ``"M"`` (C column-major: its transpose, an (N, M) row-major tensor, is what ``%c`` maps —
+      a swapped problem's own C). With ``"M"`` each consumer warpgroup stages a column block transposed
+      (``stmatrix.trans``) into K-major SW128 atoms of 64 of its rows and stores it by TMA as (block columns, 64)
+      boxes of C's transpose.
     - ``scales`` (fp8): ``"tensor"``, C = (A·Bᵀ)·scale_a·scale_b with two f32 parameters; ``"block"``, DeepGEMM's
       fine-grained scales: A per (row, 128-wide K block), B per 128 × 128 block, each k-tile's wgmma product
       promoted into the f32 total times its row's and column's scales (``ptxgen.kernels.fp8``). With ``swap_ab``
@@ -137,6 +142,7 @@ class GemmConfig:
     out_dtype: str | None = None
     bias: bool = False
     swap_ab: bool = False
+    c_major: str = "N"
     scales: str = "tensor"
     grouped: str = "none"
     scale_prefetch: bool = False
@@ -222,7 +228,7 @@ class GemmConfig:
         """``h<BM>x<BN>s<stages>`` then, where not the default: ``p<pending>``, ``g<group>``, ``c<cluster>``,
         ``k<promote>``, ``t``/``r`` (TMA-store / rows epilogue) with ``<split>`` when > 1, ``o<overlap>``, ``q<load_batch>``, ``d`` (``prefetch_maps``), ``sk``
         (stream-K; ``ska``: on every SM; a number after it: ``streamk_min_saving``), ``m<a><b>`` (majors, ``k`` or
-        ``n`` each: ``mkn`` = A K-major, B MN-major), ``x`` (swap_ab), ``b`` (bias), ``B`` (block scales),
+        ``n`` each: ``mkn`` = A K-major, B MN-major), ``x`` (swap_ab), ``b`` (bias), ``T`` (``c_major = "M"``), ``B`` (block scales),
         ``f`` (block scales loaded a k-tile ahead: ``scale_prefetch``), ``w`` (``pingpong``), ``l`` (``late_scales``),
         ``S`` (``scales_smem``), ``A`` (``chunk_ahead``), ``Gc``/``Gm``
         (grouped: contiguous / masked) followed by its own options ``z`` (``zero_rows_late``) and ``n``
@@ -256,6 +262,8 @@ class GemmConfig:
             parts.append("x")
         if self.bias:
             parts.append("b")
+        if self.c_major == "M":
+            parts.append("T")
         if self.scales == "block":
             parts.append("B")
         if self.scale_prefetch:
@@ -285,7 +293,7 @@ class GemmConfig:
         m = _NAME.fullmatch(name)
         if not m:
             raise ValueError(f"unknown GEMM variant {name!r}: h<BM>x<BN>s<stages>[p<pending>][g<group>][c<cluster>]"
-                             "[k<promote>][t|r[<split>]][o<overlap>][q<load batch>][d][sk[a][<min saving>]][m<a><b>][x][b][B][f][w]"
+                             "[k<promote>][t|r[<split>]][o<overlap>][q<load batch>][d][sk[a][<min saving>]][m<a><b>][x][b][T][B][f][w]"
                              "[l][S][A][Gc|Gm[z][n]]"
                              "[R<producer>-<consumer>][_<out dtype>]")
         g = m.groupdict()
@@ -300,7 +308,7 @@ class GemmConfig:
             streamk_min_saving=int(g["saving"]) if g["saving"] else STREAMK_MIN_SAVING,
             a_major="MN" if g["majors"] and g["majors"][0] == "n" else "K",
             b_major="MN" if g["majors"] and g["majors"][1] == "n" else "K",
-            swap_ab=bool(g["swap"]), bias=bool(g["bias"]), scales="block" if g["block"] else "tensor",
+            swap_ab=bool(g["swap"]), bias=bool(g["bias"]), c_major="M" if g["ctrans"] else "N", scales="block" if g["block"] else "tensor",
             scale_prefetch=bool(g["prefetch"]), pingpong=bool(g["pingpong"]), late_scales=bool(g["late"]),
             scales_smem=bool(g["smem"]), chunk_ahead=bool(g["ahead_chunk"]),
             grouped={"c": "contiguous", "m": "masked", None: "none"}[g["grouped"]],
@@ -311,7 +319,7 @@ class GemmConfig:
 _NAME = re.compile(r"h(?P<bm>\d+)x(?P<bn>\d+)s(?P<stages>\d+)(?:p(?P<pending>\d+))?(?:g(?P<group>\d+))?"
                    r"(?:c(?P<cluster>\d+))?(?:k(?P<promote>\d+))?(?:(?P<epi>[tr])(?P<split>\d)?)?(?:o(?P<overlap>\d+))?"
                    r"(?:q(?P<batch>\d+))?(?P<maps>d)?"
-                   r"(?:(?P<sk>sk)(?P<every>a)?(?P<saving>\d+)?)?(?:m(?P<majors>[kn]{2}))?(?P<swap>x)?(?P<bias>b)?"
+                   r"(?:(?P<sk>sk)(?P<every>a)?(?P<saving>\d+)?)?(?:m(?P<majors>[kn]{2}))?(?P<swap>x)?(?P<bias>b)?(?P<ctrans>T)?"
                    r"(?P<block>B)?(?P<prefetch>f)?(?P<pingpong>w)?(?P<late>l)?(?P<smem>S)?(?P<ahead_chunk>A)?(?:G(?P<grouped>[cm])(?P<zero_late>z)?(?P<ahead>n)?)?(?:R(?P<rp>\d+)-(?P<rc>\d+))?(?:_(?P<out>bf16|f16))?")
 
 
@@ -466,8 +474,18 @@ def _epilogue(c: GemmConfig):
     if c.epilogue_split > 1 and not c.staged:
         return (f"epilogue_split = {c.epilogue_split}: column blocks are staged by the 'tma' or 'rows' epilogue, not "
                 f"{c.epilogue!r}")
-    if c.staged and (c.bn % c.epilogue_split or (c.bn // c.epilogue_split) * ELEMENT_BYTES[c.out_dtype]
-                     % STAGED_ROW_BYTES):
+    if c.c_major not in ("N", "M"):
+        return f"c_major = {c.c_major!r}: C's contiguous mode is 'N' (row-major) or 'M' (column-major)"
+    if c.c_major == "M" and c.epilogue != "tma":
+        return (f"c_major = 'M': a column-major C is stored by the 'tma' epilogue's transposed boxes, not "
+                f"{c.epilogue!r}")
+    if c.c_major == "M" and (c.bn % c.epilogue_split or (c.bn // c.epilogue_split) % 8):
+        return (("bn = " if c.epilogue_split == 1 else "epilogue_split = ")
+                + f"{c.bn if c.epilogue_split == 1 else c.epilogue_split}: BN = {c.bn} must split into "
+                f"{c.epilogue_split} block{'s' if c.epilogue_split > 1 else ''} of a multiple of 8 columns (the rows "
+                "of C's transpose in an SW128 atom, c_major = 'M')")
+    if c.staged and c.c_major == "N" and (c.bn % c.epilogue_split or (c.bn // c.epilogue_split)
+                                          * ELEMENT_BYTES[c.out_dtype] % STAGED_ROW_BYTES):
         return (("bn = " if c.epilogue_split == 1 else "epilogue_split = ")
                 + f"{c.bn if c.epilogue_split == 1 else c.epilogue_split}: BN = {c.bn} must split into "
                 f"{c.epilogue_split} block{'s' if c.epilogue_split > 1 else ''} of a multiple of "
@@ -476,9 +494,9 @@ def _epilogue(c: GemmConfig):
     if c.epilogue_split > 1 and c.rows != 64:
         return (f"epilogue_split = {c.epilogue_split}: column blocks are built for BM = 128 (a column block is then a "
                 f"run of the accumulator's values), not BM = {c.bm}")
-    if c.swap_ab and c.epilogue != "direct":
-        return (f"swap_ab = True: C is written through its transposed view, which only the 'direct' epilogue "
-                f"stores (not {c.epilogue!r})")
+    if c.swap_ab and (c.epilogue == "rows" or (c.epilogue == "tma") != (c.c_major == "M")):
+        return (f"swap_ab = True: C is written through its transposed view, by the 'direct' epilogue or by the "
+                f"'tma' epilogue with c_major = 'M' (not epilogue = {c.epilogue!r}, c_major = {c.c_major!r})")
     return None
 
 

@@ -46,7 +46,10 @@ def staged_c_swizzle(config: GemmConfig) -> str:
     row wide: a swizzled box spans at most its swizzle's row) is whole, and a warp's stmatrix writes of 8 rows ×
     16 bytes still cover the 32 banks once. bf16: BN 256 → ``"SW128"``, BN 96 → ``"SW64"``, BN 112 → ``"SW32"``.
     Post: ``staged_c_columns(config)`` divides the column block (the config validated: the block is a multiple of
-    one SW32 row, 16 columns of a 16-bit C)."""
+    one SW32 row, 16 columns of a 16-bit C). A column-major C (``c_major = "M"``) is staged transposed, its atom
+    rows 64 of the tile's rows: ``"SW128"``."""
+    if config.c_major == "M":
+        return "SW128"
     block = config.bn // config.epilogue_split
     for swizzle in STAGED_SWIZZLES:
         if block % _atom_columns(swizzle, config.out_dtype) == 0:
@@ -62,22 +65,36 @@ def _atom_columns(swizzle: str, out_dtype: str) -> int:
 
 def staged_c_columns(config: GemmConfig) -> int:
     """Columns of one row of the staged C's atom, one TMA box's width: 64 / 32 / 16 of a 16-bit C for SW128 / SW64 /
-    SW32. ``h128x96s6t`` (bf16) → 32."""
+    SW32. ``h128x96s6t`` (bf16) → 32. With ``c_major = "M"`` a box is the whole column block (its rows in C's
+    transpose): ``h128x152s4tT`` → 152."""
+    if config.c_major == "M":
+        return config.bn // config.epilogue_split
     return _atom_columns(staged_c_swizzle(config), config.out_dtype)
+
+
+# the tile rows of one row of a transposed (c_major = "M") staged C's SW128 atom: one TMA box's inner extent
+TRANSPOSED_BOX_ROWS = 64
 
 
 def staged_c_layout(config: GemmConfig):
     """The CTA's staged C in shared memory (``rows``/``tma``): BM × BN/epilogue_split of ``out_dtype`` in K-major
     atoms of ``staged_c_swizzle`` (``gmma_smem_layout``): bf16 BM 128, BN 96 → ``Sw<2,4,3> o 0 o ((8,16),(32,3)):
-    ((32,256),(1,4096))``. Post: a bijection onto BM·BN/epilogue_split elements (``smem_bytes`` counts exactly
+    ((32,256),(1,4096))``. A column-major C (``c_major = "M"``) is staged transposed, (BN/epilogue_split, BM) in
+    SW128 atoms whose rows are 64 of the tile's rows: bf16 BM 128, BN 152 → ``Sw<3,4,3> o 0 o ((8,19),(64,2)):
+    ((64,512),(1,9728))``. Post: a bijection onto BM·BN/epilogue_split elements (``smem_bytes`` counts exactly
     them)."""
-    return gmma_smem_layout("K", staged_c_swizzle(config), config.out_dtype,
-                            (config.bm, config.bn // config.epilogue_split))
+    block = config.bn // config.epilogue_split
+    if config.c_major == "M":
+        return gmma_smem_layout("K", "SW128", config.out_dtype, (block, config.bm))
+    return gmma_smem_layout("K", staged_c_swizzle(config), config.out_dtype, (config.bm, block))
 
 
 def c_parameter(config: GemmConfig):
     """The type of the kernel's ``%c``: a TMA map of one consumer warpgroup's rows × one atom row of columns
-    (``staged_c_columns``: 64 bf16 for SW128, 32 for SW64, 16 for SW32) (``tma``), else a rank-2 gtensor."""
+    (``staged_c_columns``: 64 bf16 for SW128, 32 for SW64, 16 for SW32) (``tma``; with ``c_major = "M"`` a map of
+    C's transpose, (N, M), whose box is a column block × 64 rows of the tile), else a rank-2 gtensor."""
+    if config.epilogue == "tma" and config.c_major == "M":
+        return tmap(config.out_dtype, 2, tile_split(staged_c_layout(config), 1, TRANSPOSED_BOX_ROWS)[0])
     if config.epilogue == "tma":
         c_rows = tile_split(staged_c_layout(config), 0, config.rows)[0]           # one consumer warpgroup's rows
         c_box = tile_split(c_rows, 1, staged_c_columns(config))[0]               # one TMA store: rows x atom row
@@ -85,14 +102,18 @@ def c_parameter(config: GemmConfig):
     return gtensor(config.out_dtype, 2)
 
 
-def stage_column_block(b, c_mine, lt, out, h: int, split: int, rows: int, c_cols: int, out_dtype: str, tag: str):
+def stage_column_block(b, c_mine, lt, out, h: int, split: int, rows: int, c_cols: int, out_dtype: str, tag: str,
+                       trans: bool = False):
     """Write column block ``h`` of ``split`` of the warpgroup's (rows, BN) accumulator ``out`` (already ``out_dtype``)
     into its smem rows ``c_mine`` (rows, c_cols = BN/split) through the accumulator's TV layout: block h is the run
-    of values h·size/split … of the fragment (frag.slice; the whole fragment when split = 1)."""
+    of values h·size/split … of the fragment (frag.slice; the whole fragment when split = 1). ``trans``: c_mine is
+    the transposed view of a K-major tile (``c_major = "M"``), written by ``stmatrix.trans``."""
     values = out.type.size // split
     part = out if split == 1 else b.frag.slice(out, offset=h * values, type=frag(out_dtype, values), name=f"out{tag}")
-    # stmatrix.x4: each lane stores 8 values (four 8 × 8 matrices per warp instruction) instead of 2 per st.shared
-    b.smem.stmatrix(c_mine, lt, part, tv=accumulator_block_tv(rows, c_cols), num=4, trans=False)
+    # stmatrix.x4: each lane stores 8 values (four 8 × 8 matrices per warp instruction) instead of 2 per st.shared;
+    # .x2 where the block's columns are an odd number of 8-column matrices (c_major = "M", e.g. BN = 152)
+    num = 4 if c_cols % 16 == 0 else 2
+    b.smem.stmatrix(c_mine, lt, part, tv=accumulator_block_tv(rows, c_cols), num=num, trans=trans)
 
 
 def c_values(g, acc, tm, tn):
@@ -151,6 +172,9 @@ def store_out(g, out, tm2, tn2):
         # warpgroup: block h is the accumulator's values h·BN/(2S) … (frag.slice), and it is written once
         # block h-1's stores have read the buffer.
         wg_leader = b.arith.cmp(g.lt, g.c0, pred="eq", name="wg_leader")
+        if config.c_major == "M":
+            store_transposed(g, out, r0, n0c, wg_leader)
+            return
         c_mine = b.smem.tile(g.sc, g.cw, mode=0, size=rows, name="c_mine")
         box_cols = staged_c_columns(config)   # one TMA box: the warpgroup's rows x one row of the staged atom
         boxes = c_cols // box_cols
@@ -174,6 +198,38 @@ def store_out(g, out, tm2, tn2):
                     b.tma.store(kb["c"], box, r0, col)
                 b.tma.store_commit()
                 b.scf.yield_()
+
+
+def store_transposed(g, out, r0, n0c, wg_leader) -> None:
+    """The ``tma`` epilogue of a column-major C (``c_major = "M"``): per column block, the warpgroup's rows × block
+    columns staged transposed by ``stmatrix.trans`` into its (block, rows) part of the staged C, then stored by TMA
+    as (block, 64) boxes of C's transpose at (n0c + block offset, r0 + 64·j); the waits and named barriers as in the
+    row-major path (``store_out``)."""
+    b, kb, config = g.b, g.kb, g.config
+    rows, split, out_dtype = config.rows, config.epilogue_split, config.out_dtype
+    c_cols = config.bn // split
+    c_mine = b.smem.tile(g.sc, g.cw, mode=1, size=rows, name="c_mine_t")
+    c_rows_major = b.smem.permute(c_mine, order=(1, 0), name="c_mine")
+    for h in range(split):
+        tag = f"_{h}" if split > 1 else ""
+        with b.scf.if_(wg_leader).then:
+            b.tma.store_wait(pending=0, read=True)
+            b.scf.yield_()
+        b.barrier.named(id=1, threads=256)
+        stage_column_block(b, c_rows_major, g.lt, out, h, split, rows, c_cols, out_dtype, tag, trans=True)
+        b.fence.proxy_async()   # the generic smem writes before the async-proxy (TMA) reads
+        b.barrier.named(id=1, threads=256)
+        with b.scf.if_(wg_leader).then:
+            col = n0c if h == 0 else b.arith.add(n0c, b.const(h * c_cols, i32, name=f"ct_block{tag}"),
+                                                  name=f"ct_col{tag}")
+            for j in range(rows // TRANSPOSED_BOX_ROWS):
+                box = b.smem.tile(c_mine, b.const(j, i32, name=f"ct_j{j}{tag}"), mode=1, size=TRANSPOSED_BOX_ROWS,
+                                  name=f"ct_box{j}{tag}")
+                row = r0 if j == 0 else b.arith.add(r0, b.const(j * TRANSPOSED_BOX_ROWS, i32, name=f"ct_r{j}{tag}"),
+                                                    name=f"ct_row{j}{tag}")
+                b.tma.store(kb["c"], box, col, row)
+            b.tma.store_commit()
+            b.scf.yield_()
 
 
 def drain_tma_stores(g) -> None:

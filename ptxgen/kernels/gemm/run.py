@@ -50,14 +50,16 @@ def jit_kernel(config: GemmConfig):
 
 def kernel_arguments(config: GemmConfig, a, b, c, bias, m: int, n: int, k: int, transpose, broadcast) -> dict:
     """The kernel's tensor arguments and sizes for the problem C (m, n) = A·Bᵀ (+ bias): swapped (``swap_ab``: the
-    kernel's A is B, its B is A, its C is ``transpose(c)``, its M is n), the bias as an (M, N) view of the kernel's C
+    kernel's A is B, its B is A, its C is ``transpose(c)``, its M is n; with ``c_major = "M"`` the kernel takes its
+    C's transpose: c itself swapped, ``transpose(c)`` unswapped), the bias as an (M, N) view of the kernel's C
     shape (``broadcast(bias, shape, along)``: stride 0 along the kernel's rows or columns)."""
+    # a column-major kernel C (c_major = "M") is passed as its transpose: the swapped problem's C itself
     if config.swap_ab:
-        args = {"a": b, "b": a, "c": transpose(c), "m": n, "n": m, "k": k}
+        args = {"a": b, "b": a, "c": c if config.c_major == "M" else transpose(c), "m": n, "n": m, "k": k}
         if config.bias:
             args["bias"] = broadcast(bias, (n, m), 0)
     else:
-        args = {"a": a, "b": b, "c": c, "m": m, "n": n, "k": k}
+        args = {"a": a, "b": b, "c": transpose(c) if config.c_major == "M" else c, "m": m, "n": n, "k": k}
         if config.bias:
             args["bias"] = broadcast(bias, (m, n), 1)
     return args

@@ -1,0 +1,119 @@
+"""``GemmConfig.c_major = "M"``: the TMA-store epilogue of a column-major C — each consumer warpgroup stages its
+column block transposed (``stmatrix.trans``) in SW128 atoms of 64 of its rows and stores (block, 64) boxes of C's
+transpose — which lets a swapped problem (``swap_ab``: Cᵀ = B·Aᵀ) store its C by TMA. Checked in the CPU interpreter
+against float64 (swapped and unswapped, 16-bit and fp8, stream-K, clusters, column blocks, BM = 256, bias, widths that
+are an odd number of 8-column matrices), in the PTX (stmatrix .trans, TMA stores, no serialized wgmma) and on the
+GPU."""
+import ml_dtypes
+import numpy as np
+import pytest
+
+from ptxgen.kernels import linear, matmul, scaled_mm
+from ptxgen.kernels.gemm import run as gemm_run
+from ptxgen.kernels.gemm.config import GemmConfig
+from ptxgen.kernels.gemm.epilogue import c_parameter, staged_c_layout
+
+from test_kernels_gemm import rel_err, torch_or_skip, torch_rel_err
+
+BF16, E4M3 = ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn
+
+SWAPPED = [
+    ("bf16", "h128x152s4txT", (150, 200, 136)),     # 152 = 19 matrices of 8 columns: stmatrix.x2
+    ("bf16", "h128x160s5c2txT", (40, 304, 64)),
+    ("bf16", "h128x64s8txT", (29, 136, 200)),
+    ("bf16", "h128x128s6t2xT", (200, 296, 136)),    # two column blocks
+    ("bf16", "h256x128s3txT", (150, 296, 136)),     # 128 rows per warpgroup: two boxes
+    ("bf16", "h128x192s4t3skxT", (300, 264, 520)),  # stream-K
+    ("e4m3", "h128x176s4k4txT", (100, 264, 328)),
+    ("e4m3", "h128x224s4k4t2skxT", (230, 272, 640)),
+]
+
+
+def operands(dtype, m, n, k, rng):
+    kind = BF16 if dtype == "bf16" else E4M3
+    return rng.standard_normal((m, k)).astype(kind), rng.standard_normal((n, k)).astype(kind)
+
+
+@pytest.mark.parametrize("dtype, name, shape", SWAPPED, ids=[s[1] for s in SWAPPED])
+def test_swapped_problems_store_c_by_tma(dtype, name, shape):
+    """Ragged problems (M, N, K not multiples of the tiles) on 3 CTAs: several tiles per CTA."""
+    rng = np.random.default_rng()
+    config = GemmConfig.from_name(name, dtype)
+    m, n, k = shape
+    a, w = operands(dtype, m, n, k, rng)
+    want = a.astype(np.float64) @ w.astype(np.float64).T
+    if dtype == "bf16":
+        got = matmul(a, w.T, config=config, sm_count=3)
+    else:
+        got, want = scaled_mm(a, w.T, 0.5, 0.25, "bf16", config=config, sm_count=3), want * 0.125
+    assert got.shape == (m, n) and rel_err(got, want) < 1e-2
+
+
+def test_swapped_linear_with_bias():
+    rng = np.random.default_rng()
+    x, w = operands("bf16", 90, 136, 72, rng)
+    bias = rng.standard_normal(136).astype(BF16)
+    got = linear(x, w, bias, config=GemmConfig(bn=96, stages=6, epilogue="tma", swap_ab=True, bias=True, c_major="M"),
+                 sm_count=3)
+    want = x.astype(np.float64) @ w.astype(np.float64).T + bias.astype(np.float64)
+    assert rel_err(got, want) < 1e-2
+
+
+def test_unswapped_column_major_c():
+    """An unswapped kernel writing a column-major C: its %c is C's transpose, a row-major (N, M) array."""
+    rng = np.random.default_rng()
+    m, n, k = 136, 100, 72
+    a, b = operands("bf16", m, n, k, rng)
+    c_t = np.zeros((n, m), BF16)
+    config = GemmConfig(bn=96, stages=6, epilogue="tma", c_major="M")
+    gemm_run.run_numpy(config, a, b, c_t.T, m, n, k, sm_count=3)
+    assert rel_err(c_t.T, a.astype(np.float64) @ b.astype(np.float64).T) < 1e-2
+
+
+def test_staged_layout_and_map():
+    """The staged C is (BN, BM) in SW128 atoms of 64 rows; %c maps one (BN, 64) box of C's transpose."""
+    import layoutc as lc
+    config = GemmConfig.from_name("h128x152s4txT")
+    assert lc.to_str(staged_c_layout(config)) == "Sw<3,4,3> o 0 o ((8,19),(64,2)):((64,512),(1,9728))"
+    assert str(c_parameter(config)) == "tmap<bf16, 2>[Sw<3,4,3> o 0 o ((8,19),64):((64,512),1)]"
+    assert GemmConfig.from_name(config.name) == config and config.c_major == "M" and config.swap_ab
+
+
+@pytest.mark.parametrize("dtype, name", [("bf16", "h128x152s4txT"), ("bf16", "h128x160s4txT"),
+                                         ("e4m3", "h128x160s4k4txT"), ("bf16", "h128x192s4t3skxT")])
+def test_ptx_stores_transposed_boxes(dtype, name):
+    from ptxgen.lower import Specialization, TensorSpec, compile_kernel
+    config = GemmConfig.from_name(name, dtype)
+    specs = dict(work=TensorSpec(1, True, 16), flags=TensorSpec(0, True, 16)) if config.streamk else {}
+    compiled = compile_kernel(gemm_run.kernel_module(config).kernels[0], Specialization.of(**specs))
+    x = "x4" if (config.bn // config.epilogue_split) % 16 == 0 else "x2"
+    assert f"stmatrix.sync.aligned.m8n8.{x}.trans.shared.b16" in compiled.ptx
+    assert "cp.async.bulk.tensor.2d.global.shared::cta" in compiled.ptx
+    assert "C7514" not in compiled.info_log
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype, name, shape", [
+    ("bf16", "h128x152s4txT", (448, 11008, 1000)), ("bf16", "h128x160s5c2txT", (330, 4104, 2000)),
+    ("bf16", "h128x192s4t3skxT", (200, 2056, 3000)), ("bf16", "h256x128s3txT", (500, 1032, 700)),
+    ("e4m3", "h128x160s4k4txT", (450, 3000, 1000)), ("e4m3", "h128x224s4k4t2skxT", (190, 2056, 2048)),
+])
+def test_gpu_swapped_tma_store_matches_float64(dtype, name, shape):
+    torch = torch_or_skip()
+    config = GemmConfig.from_name(name, dtype)
+    m, n, k = shape
+    if dtype == "bf16":
+        a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+        w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
+        c = matmul(a, w.T, config=config)
+        again = matmul(a, w.T, config=config)     # the prepared call site
+        want = a.double() @ w.double().T
+    else:
+        a = torch.randn(m, k, device="cuda").to(torch.float8_e4m3fn)
+        w = torch.randn(n, k, device="cuda").to(torch.float8_e4m3fn)
+        c = scaled_mm(a, w.T, 0.5, 0.25, config=config)
+        again = scaled_mm(a, w.T, 0.5, 0.25, config=config)
+        want = a.double() @ w.double().T * 0.125
+    torch.cuda.synchronize()
+    assert torch_rel_err(torch, c, want) < 1e-2
+    assert torch.equal(c, again)
