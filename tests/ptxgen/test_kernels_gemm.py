@@ -115,7 +115,7 @@ def heuristic_configs(dtypes=("bf16", "e4m3")) -> list:
     for dtype in dtypes:
         majors = [("K", "K")] if dtype in ("e4m3", "e5m2") else list(itertools.product(("K", "MN"), repeat=2))
         for (a_major, b_major), m, n, k, bias in itertools.product(
-                majors, (1, 16, 33, 64, 65, 128, 512, 2048, 8192, 16384), (1024, 3001, 4096, 14336, 57344),
+                majors, (1, 16, 33, 64, 65, 128, 200, 448, 512, 2048, 8192, 16384), (1024, 3001, 4096, 14336, 57344),
                 (1024, 2999, 8192, 16384), (False, True)):
             found.add(choose_config(m, n, k, dtype, 132, a_major=a_major, b_major=b_major, bias=bias))
     return sorted(found, key=lambda c: (c.dtype, c.name))
@@ -193,6 +193,16 @@ def test_unknown_name_gives_the_grammar():
     ((4096, 4096, 16384), "bf16", dict(b_major="MN"), "h128x256s4t2skmkn"),
     ((4096, 4096, 4096), "bf16", dict(bias=True), "h128x256s4t2o1b"),
     ((4096, 4096, 4096), "e4m3", dict(out_dtype="f16"), "h128x176s4k4t_f16"),
+    # rule 7: mid M padded by 128-row tiles: swapped, M split into tiles of any multiple of 8, C stored by TMA as
+    # its transpose (measured faster: s17 log section 3)
+    ((448, 11008, 4096), "bf16", {}, "h128x152s5txT"),
+    ((192, 14336, 14336), "bf16", {}, "h128x192s5t2xT"),
+    ((288, 28672, 8192), "bf16", {}, "h128x144s5tskxT"),
+    ((320, 57344, 14336), "e4m3", {}, "h128x160s5k4tskxT"),
+    ((192, 7168, 4096), "e4m3", {}, "h128x96s6k4txT"),
+    ((384, 14336, 8192), "bf16", {}, "h128x176s4t"),          # no padding: unswapped
+    ((464, 49152, 5120), "bf16", {}, "h128x256s4t2o1"),       # 128 x 232 would hold 3 stages only
+    ((448, 11008, 4096), "bf16", dict(b_major="MN"), "h128x192s4t3mkn"),   # MN-major B: unswapped
 ])
 def test_heuristic_choices(shape, dtype, extra, name):
     assert choose_config(*shape, dtype, 132, **extra).name == name
@@ -251,8 +261,8 @@ def test_streamk_host_rule_is_the_kernels():
 @pytest.mark.parametrize("dtype, shape, name", [
     ("bf16", (384, 14336, 8192), "h128x176s4t"),       # 3 row tiles: stream-K's 128 x 256 costs 1.08x its k-tiles
     ("bf16", (512, 12288, 14336), "h128x192s4t3"),     # 4 row tiles
-    ("bf16", (448, 14336, 5120), "h128x160s4t"),
-    ("bf16", (192, 28672, 5120), "h128x256s4c2t2sk"),  # 2 row tiles: 128 x 256 stream-K stays, in clusters of 2
+    ("bf16", (480, 14336, 5120), "h128x160s4t"),      # (M = 448 pads its 128-row tiles by 14%: rule 7 swaps it)
+    ("bf16", (256, 28672, 5120), "h128x256s4c2t2sk"),  # 2 row tiles: 128 x 256 stream-K stays, in clusters of 2
     ("bf16", (768, 14336, 8192), "h128x256s4t2sk"),    # 6 row tiles: the model holds
     ("e4m3", (384, 14336, 8192), "h128x176s4k4t"),     # fp8: unchanged
     ("bf16", (256, 28672, 8192), "h128x256s4c2t2sk"),  # 2 row tiles: stream-K in clusters of 2 (B by multicast)
@@ -361,7 +371,8 @@ def problem_for(config: GemmConfig, rng):
     """A ragged problem for ``config``: M within the swapped kernel's N tile (swap_ab), else several tiles; N odd
     where C's rows are not TMA-stored; K ragged."""
     n = 200 if config.epilogue == "tma" else 203
-    m = {16: 13, 32: 29, 64: 45}.get(config.bn, 45) if config.swap_ab else 150
+    # a mid-M swapped kernel (C by TMA as its transpose): M over two of its N tiles, the second ragged
+    m = {16: 13, 32: 29, 64: 45}.get(config.bn, config.bn + 13) if config.swap_ab else 150
     k = 328 if config.fp8 else 136
     return m, n, k
 
@@ -558,7 +569,7 @@ def test_gpu_every_heuristic_config_matches_float64(config):
     """Each configuration the heuristic gives, forced, on a ragged problem of several waves (or the swapped
     kernel's small M), with torch tensors lying as the config's majors say."""
     torch = torch_or_skip()
-    m = {16: 13, 32: 29, 64: 45}.get(config.bn) if config.swap_ab else 1000
+    m = {16: 13, 32: 29, 64: 45}.get(config.bn, 2 * config.bn + 17) if config.swap_ab else 1000
     n, k = (1064 if config.epilogue == "tma" else 1063), 2000
     a_major, b_major = (config.b_major, config.a_major) if config.swap_ab else (config.a_major, config.b_major)
     if config.fp8:

@@ -7,13 +7,14 @@ no timing at all.
 output cannot take, is left out) and the duplicates dropped:
 
 1. the heuristic's pick (``choose_config``; ties keep it);
-2. its tile N neighbours: BN halved and doubled (unswapped 64 to 256; swapped 16 to 128), the staged epilogue's column
-   blocks kept whole; unswapped, also the next narrower and wider of the heuristic's widths (``TILE_WIDTHS``: 64, 96,
+2. its tile N neighbours: for a mid-M swapped pick (C stored by TMA as its transpose) the other widths that split M
+   into whole tiles (``heuristic.swapped_mid_widths``), else BN halved and doubled (unswapped 64 to 256; swapped 16 to
+   128), the staged epilogue's column blocks kept whole; unswapped, also the next narrower and wider of the heuristic's widths (``TILE_WIDTHS``: 64, 96,
    112, 128, 144, 160, 176, 192, 256 — the wave-filling ones included, where a wave of tiles fits the SMs better), with
    as many stages as shared memory holds, up to 8;
 3. its pipeline neighbours: one stage fewer and one more (where shared memory holds them);
 4. stream-K toggled (bf16/f16, and swapped fp8): on → off (with the TMA-store epilogue's overlap where the pick has
-   that epilogue), off → on (unswapped: the last wave shared out; swapped: every SM);
+   that epilogue), off → on (unswapped and mid-M swapped: the last wave shared out; small-M swapped: every SM);
 5. swap-AB toggled where M ≤ ``SWAP_MAX_M`` = 128: the swapped form of an unswapped pick (BN = M rounded up to 16, 32,
    64 or 128, 8 stages or as many as shared memory holds, direct epilogue), or the unswapped 128 × 128 tile of a
    swapped pick (TMA-store epilogue, or the rows epilogue for a C whose rows TMA cannot store).
@@ -40,6 +41,7 @@ import dataclasses
 import statistics
 
 from .config import SMEM_BYTES, GemmConfig
+from .heuristic import swapped_mid_tile, swapped_mid_widths
 
 SWAP_MAX_M = 128
 WARMUP = 5
@@ -63,8 +65,14 @@ def _fitting(config: GemmConfig) -> GemmConfig:
 
 def _neighbours(pick: GemmConfig, m: int, c_row_ok: bool):
     """Rules 2 to 5 of the module docstring, unvalidated."""
+    if pick.swap_ab and pick.c_major == "M":
+        # a mid-M swapped pick: the other widths that split M into whole tiles
+        for bn in swapped_mid_widths(m, pick.dtype):
+            tile = swapped_mid_tile(bn, pick.dtype, pick.bias, pick.out_dtype) if bn != pick.bn else None
+            if tile is not None:
+                yield tile.replace(streamk=pick.streamk)
     lo, hi = (16, 128) if pick.swap_ab else (64, 256)
-    widths = [pick.bn * 2, pick.bn // 2]
+    widths = [pick.bn * 2, pick.bn // 2] if pick.c_major == "N" else []
     if not pick.swap_ab:
         narrower = [w for w in TILE_WIDTHS if w < pick.bn]
         wider = [w for w in TILE_WIDTHS if w > pick.bn]
@@ -81,7 +89,7 @@ def _neighbours(pick: GemmConfig, m: int, c_row_ok: bool):
             yield pick.replace(streamk=False, streamk_every_sm=False,
                                overlap=1 if pick.epilogue == "tma" and pick.pending == 1 else 0)
         else:
-            yield pick.replace(streamk=True, streamk_every_sm=pick.swap_ab, overlap=0)
+            yield pick.replace(streamk=True, streamk_every_sm=pick.swap_ab and pick.c_major == "N", overlap=0)
     if pick.swap_ab:
         yield GemmConfig(dtype=pick.dtype, bn=128, stages=4 if pick.fp8 else 6, epilogue="tma" if c_row_ok else "rows",
                          promote=pick.promote, a_major=pick.b_major, b_major=pick.a_major, bias=pick.bias,
@@ -101,8 +109,6 @@ def candidates(pick: GemmConfig, m: int, n: int, k: int, c_row_ok: bool = True) 
         if len(out) >= MAX_CANDIDATES:
             break
         if config.epilogue == "tma" and not c_row_ok:
-            continue
-        if config.swap_ab and config.epilogue != "direct":
             continue
         try:
             config.validate()

@@ -53,6 +53,15 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
    12-30% there (s15 section 3).
 6. **MN-major operands** (a (K, M) A or a (K, N) B, M or N contiguous: 16-bit only) run in clusters of 1; an MN-major
    B needs BN a multiple of 64.
+7. **Swapped tiles for mid M** (64 < M ≤ ``SWAP_MID_MAX_M`` = 640, N ≥ 4·M, K-major operands, C rows TMA-storable,
+   and 128-row tiles padding M by at least ``SWAP_MID_MIN_PADDING`` = 10%): the kernel computes Cᵀ = B·Aᵀ with M
+   split into 1-4 tiles of any multiple of 8 (``swapped_mid_widths``: 448 → 224, 152, 112), C stored by TMA as its
+   transpose (``c_major = "M"``), as many stages as fit (4-6), data-parallel or (from 128 columns) stream-K; they enter
+   rule 2's cost model on the kernel's problem (N, M, K) with their k-tiles ``SWAP_MID_SLOWDOWN`` dearer (16-bit 1.06,
+   fp8 1.05) and win only when strictly cheaper. This is how cuBLAS tiles these problems (its 128 × 160 over (N, M)
+   at 448×11008 and 320×14336). On 68 shapes whose pick changed (two samples, s17 log section 3) the new pick was
+   faster at 62, by up to 1.76× (bf16 272×4608×7168 253 → 445 TFLOP/s; e4m3 192×7168×4096 497 → 681), and slower at
+   6 (at most 5%, after the rules' last fixes).
 
 ``choose_config(8192, 8192, 8192, "bf16", 132)`` = h128x256s4t2sk; ``choose_config(4096, 4096, 4096, "bf16")`` =
 h128x256s4t2o1; ``choose_config(16, 4096, 4096, "bf16")`` = h128x16s8ska1x (swapped, split over every SM);
@@ -61,10 +70,30 @@ h128x256s4t2o1; ``choose_config(16, 4096, 4096, "bf16")`` = h128x16s8ska1x (swap
 """
 from __future__ import annotations
 
-from .config import ELEMENT_BYTES, STREAMK_MIN_SAVING, GemmConfig
+from .config import ELEMENT_BYTES, SMEM_BYTES, STREAMK_MIN_SAVING, GemmConfig
 from .schedule import streamk_ktiles_saved
 
 SWAP_AB_MAX_M = 64
+# mid M: swapped tiles (Cᵀ = B·Aᵀ, the kernel's N the problem's M in 1-4 tiles of any multiple of 8, C stored by TMA
+# as its transpose) compete in the cost model where N is at least this many times M, up to this M; their k-tiles
+# cost this much more than the model's unswapped ones (16-bit 448x11008x14336 632 TFLOP/s against the model's 660 from
+# the unswapped 128 x 176's 573; fp8 as modelled: docs/gpu-runs/2026-11-26-s17.log section 2). cuBLAS tiles these
+# problems so (its 128 x 160 over (N, M) at 448x11008 and 320x14336, bf16 and e4m3)
+SWAP_MID_MAX_M = 640
+SWAP_MID_MIN_N_OVER_M = 4
+SWAP_MID_SLOWDOWN = {16: 1.06, 8: 1.05}
+SWAP_MID_MIN_BN = 96
+SWAP_MID_MAX_BN = {16: 256, 8: 192}   # fp8's promotion keeps a second accumulator: 192 columns at most (as unswapped)
+SWAP_MID_MAX_STAGES = 6
+# ... and at least this many (bf16 464x49152x5120: 128 x 232, whose unsplit staged C leaves room for 3, 526 TFLOP/s
+# against 619 for the unswapped 128 x 256)
+SWAP_MID_MIN_STAGES = 4
+# ... and stream-K only from this width (bf16 192x12288x14336: 96 wide with stream-K 367 TFLOP/s against 452 for the
+# unswapped 128 x 192; 96x28672x8192 257 against 271), as the unswapped wave-filling tiles run data-parallel
+SWAP_MID_MIN_STREAMK_BN = 128
+# ... only where 128-row tiles would pad M by at least this share (M = 448: 14%; 320: 20%; not 704: 9%, nor any multiple
+# of 128, where the unswapped wave-filling tiles already shape the waves)
+SWAP_MID_MIN_PADDING = 0.1
 H100_SMS = 132
 # the time of one k-tile of a tile relative to its area share of the largest candidate (1: as efficient per FLOP);
 # fp8 128 x 128 within the two measured wave-quantization winners (between 0.92 and 1.02) and the s13 sweeps (0.74-0.93
@@ -166,7 +195,7 @@ def estimated_cost(config: GemmConfig, m: int, n: int, k: int, ctas: int) -> flo
     × 64 × 0.5/0.9 = 284.4."""
     width = _width(config.dtype)
     largest = max(bn for w, bn in EFFICIENCY if w == width)
-    per_ktile = (config.bn / largest) / EFFICIENCY.get((width, config.bn), 0.85)
+    per_ktile = (config.bn / largest) / efficiency(width, config.bn)
     ktiles = -(-k // config.k_tile)
     clusters = max(ctas // config.cluster, 1)
     tiles = -(-m // (config.bm * config.cluster)) * -(-n // config.bn)
@@ -180,6 +209,18 @@ def estimated_cost(config: GemmConfig, m: int, n: int, k: int, ctas: int) -> flo
             per_ktile *= STREAMK_FEW_ROWS_SLOWDOWN
         return (tiles // step * ktiles + longest) * per_ktile + fixup
     return -(-tiles // step) * ktiles * per_ktile
+
+
+def efficiency(width: int, bn: int) -> float:
+    """``EFFICIENCY`` of a ``width``-bit tile BN wide, linear between the measured widths around it (a width outside
+    them: the nearest): ``efficiency(16, 152)`` = 0.935 (between 144's 0.92 and 160's 0.95)."""
+    measured = sorted((b, e) for (w, b), e in EFFICIENCY.items() if w == width)
+    if bn <= measured[0][0]:
+        return measured[0][1]
+    for (b0, e0), (b1, e1) in zip(measured, measured[1:]):
+        if bn <= b1:
+            return e0 + (e1 - e0) * (bn - b0) / (b1 - b0)
+    return measured[-1][1]
 
 
 def _swapped(m: int, n: int, k: int, dtype: str, a_major: str, b_major: str, bias: bool, out_dtype,
@@ -227,7 +268,57 @@ def choose_config(m: int, n: int, k: int, dtype: str = "bf16", sm_count: int = H
             cost = estimated_cost(config, m, n, k, sm_count)
             if best_cost is None or cost < best_cost - 1e-9:
                 best, best_cost = config, cost
+    if tma_store and not mn_major and SWAP_AB_MAX_M < m <= SWAP_MID_MAX_M and n >= SWAP_MID_MIN_N_OVER_M * m and \
+            -(-m // 128) * 128 >= (1 + SWAP_MID_MIN_PADDING) * m:
+        for config in _swapped_mid(m, n, k, dtype, bias, out_dtype, sm_count):
+            cost = estimated_cost(config, n, m, k, sm_count) * SWAP_MID_SLOWDOWN[_width(dtype)]
+            if cost < best_cost - 1e-9:
+                best, best_cost = config, cost
+    if best.swap_ab:
+        return best.validate()
     return best.replace(stages=pipeline_stages(best, m, n, sm_count)).validate()
+
+
+def _swapped_mid(m: int, n: int, k: int, dtype: str, bias: bool, out_dtype: str, sms: int):
+    """Rule 2's swapped candidates for mid M (``SWAP_MID_MAX_M``): ``swapped_mid_tile`` of each of
+    ``swapped_mid_widths(m, dtype)``, data-parallel and, from ``SWAP_MID_MIN_STREAMK_BN`` columns where it saves
+    k-tiles on the kernel's problem (n, m, k), stream-K. ``_swapped_mid(448, 11008, 4096, "bf16", False, "bf16",
+    132)`` yields h128x224s4t2xT, h128x224s4t2skxT, h128x152s5txT, h128x112s6txT."""
+    for bn in swapped_mid_widths(m, dtype):
+        base = swapped_mid_tile(bn, dtype, bias, out_dtype)
+        if base is None:
+            continue
+        yield base
+        sk = base.replace(streamk=True)
+        if bn >= SWAP_MID_MIN_STREAMK_BN and streamk_ktiles_saved(n, m, k, sk, sms) >= STREAMK_MIN_SAVING:
+            yield sk
+
+
+def swapped_mid_widths(m: int, dtype: str) -> list:
+    """The kernel BNs of a swapped mid-M problem: M split into j = 1 … 4 tiles, ⌈M/j⌉ rounded up to 8, from
+    ``SWAP_MID_MIN_BN`` to ``SWAP_MID_MAX_BN`` (16-bit 256, fp8 192), each once. ``swapped_mid_widths(448, "bf16")`` =
+    [224, 152, 112]. Post: every width is a multiple of 8 covering M in at most 4 tiles."""
+    widths = []
+    for tiles in range(1, 5):
+        bn = -(-(-(-m // tiles)) // 8) * 8
+        if SWAP_MID_MIN_BN <= bn <= SWAP_MID_MAX_BN[_width(dtype)] and bn not in widths:
+            widths.append(bn)
+    return widths
+
+
+def swapped_mid_tile(bn: int, dtype: str, bias: bool = False, out_dtype: str | None = None) -> GemmConfig | None:
+    """The swapped mid-M tile of kernel width ``bn``: Cᵀ = B·Aᵀ, C stored by TMA as its transpose (``c_major =
+    "M"``) in one column block (two for BN over 176 that halve into multiples of 8), as many stages as shared memory
+    holds up to ``SWAP_MID_MAX_STAGES``; None where that is under ``SWAP_MID_MIN_STAGES``.
+    ``swapped_mid_tile(152, "bf16").name`` = ``h128x152s5txT``; ``swapped_mid_tile(232, "bf16")`` = None (3 stages)."""
+    fp8 = dtype in ("e4m3", "e5m2")
+    split = 1 if bn <= 176 or (bn // 2) % 8 else 2
+    base = GemmConfig(dtype=dtype, bn=bn, epilogue="tma", epilogue_split=split, promote=4 if fp8 else 1,
+                      swap_ab=True, c_major="M", bias=bias, out_dtype=out_dtype)
+    stages = SWAP_MID_MAX_STAGES
+    while base.replace(stages=stages).smem_bytes() > SMEM_BYTES:
+        stages -= 1
+    return base.replace(stages=stages) if stages >= SWAP_MID_MIN_STAGES else None
 
 
 def pipeline_stages(config: GemmConfig, m: int, n: int, sms: int = H100_SMS) -> int:
