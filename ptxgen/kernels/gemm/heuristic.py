@@ -59,9 +59,10 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
    transpose (``c_major = "M"``), as many stages as fit (4-6), data-parallel or (from 128 columns) stream-K; they enter
    rule 2's cost model on the kernel's problem (N, M, K) with their k-tiles ``SWAP_MID_SLOWDOWN`` dearer (16-bit 1.06,
    fp8 1.05) and win only when strictly cheaper. This is how cuBLAS tiles these problems (its 128 × 160 over (N, M)
-   at 448×11008 and 320×14336). On 68 shapes whose pick changed (two samples, s17 log section 3) the new pick was
-   faster at 62, by up to 1.76× (bf16 272×4608×7168 253 → 445 TFLOP/s; e4m3 192×7168×4096 497 → 681), and slower at
-   6 (at most 5%, after the rules' last fixes).
+   at 448×11008 and 320×14336). Of 68 shapes whose pick changed (two samples, s17 log section 3) the new pick was
+   faster at 62, by up to 1.76× (bf16 272×4608×7168 253 → 445 TFLOP/s; e4m3 192×7168×4096 497 → 681); the 6 slower
+   ones fixed the rule's limits (no stream-K under 128 columns, at least 4 stages, ties unswapped, fp8 1.05). On a
+   fresh sample of 24 after that: 23 faster (up to 1.78×), one 0.7% slower.
 
 ``choose_config(8192, 8192, 8192, "bf16", 132)`` = h128x256s4t2sk; ``choose_config(4096, 4096, 4096, "bf16")`` =
 h128x256s4t2o1; ``choose_config(16, 4096, 4096, "bf16")`` = h128x16s8ska1x (swapped, split over every SM);
