@@ -46,8 +46,10 @@ def test_names_read_back(name, fields):
      "(scale_prefetch): choose one"),
     (dict(scales_smem=False), "GemmConfig.chunk_ahead = True: the second chunk's k-tile reads its scales from its "
                               "stage (scales_smem), loaded with it: scales_smem = True"),
-    (dict(epilogue="tma"), "GemmConfig.swap_ab = True: C is written through its transposed view, which only the "
-                           "'direct' epilogue stores (not 'tma')"),
+    (dict(epilogue="tma"), "GemmConfig.swap_ab = True: C is written through its transposed view, by the 'direct' "
+                           "epilogue or by the 'tma' epilogue with c_major = 'M' (not epilogue = 'tma', c_major = 'N')"),
+    (dict(epilogue="tma", c_major="M"), "GemmConfig.c_major = 'M': the block-scaled kernels store a row-major C, or a "
+                                        "swapped one's through its transposed view (epilogue = 'direct')"),
 ])
 def test_rules(fields, message):
     base = dict(dtype="e4m3", bn=64, stages=8, swap_ab=True, scales="block", scales_smem=True, chunk_ahead=True)

@@ -476,6 +476,9 @@ def _epilogue(c: GemmConfig):
                 f"{c.epilogue!r}")
     if c.c_major not in ("N", "M"):
         return f"c_major = {c.c_major!r}: C's contiguous mode is 'N' (row-major) or 'M' (column-major)"
+    if c.c_major == "M" and c.scales == "block":
+        return ("c_major = 'M': the block-scaled kernels store a row-major C, or a swapped one's through its transposed "
+                "view (epilogue = 'direct')")
     if c.c_major == "M" and c.epilogue != "tma":
         return (f"c_major = 'M': a column-major C is stored by the 'tma' epilogue's transposed boxes, not "
                 f"{c.epilogue!r}")
