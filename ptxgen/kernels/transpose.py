@@ -100,6 +100,7 @@ ACCESSES = ("vector", "scalar", "sector", "sector_vector", "sector_vector_scalar
 # sector windows and 16-byte out stores
 SECTOR_VECTOR = ("sector_vector", "sector_vector_scalar", "sector_vector_aligned_x")
 CHUNKS = 8          # 16-byte chunks of a 128-byte row: the XOR's 3 bits
+WINDOW_VECTORS = (8, 16, 32)   # the sector_vector tile's rows BM in 16-byte vectors (TransposeConfig.rows / V)
 
 
 @dataclass(frozen=True)
@@ -118,6 +119,7 @@ class TransposeConfig:
     threads: int = 256
     pair: int = 2
     access: str = "vector"
+    rows: int | None = None
 
     @staticmethod
     def default(dtype: str, aligned: bool = True, out_sectors: bool = True,
@@ -158,7 +160,7 @@ class TransposeConfig:
         f32): an out row's window is one warp's 32 16-byte vectors."""
         v = self.vector
         if self.access in SECTOR_VECTOR:
-            return 32 * v, CHUNKS * v
+            return self.rows or WINDOW_VECTORS[-1] * v, CHUNKS * v
         return CHUNKS * v, CHUNKS * v
 
     def validate(self) -> "TransposeConfig":
@@ -173,6 +175,15 @@ class TransposeConfig:
             choices = ", ".join(repr(a) for a in ACCESSES[:-1]) + f" or {ACCESSES[-1]!r}"
             raise ValueError(f"TransposeConfig.access must be {choices}, not {self.access!r}"
                              f"{did_you_mean(str(self.access), ACCESSES)}")
+        if self.rows is not None:
+            allowed = [k * self.vector for k in WINDOW_VECTORS]
+            if self.access not in SECTOR_VECTOR:
+                raise ValueError(f"TransposeConfig.rows = {self.rows} applies to access = 'sector_vector', "
+                                 f"'sector_vector_scalar' or 'sector_vector_aligned_x' only, not {self.access!r}")
+            if self.rows not in allowed:
+                raise ValueError(f"TransposeConfig.rows = {self.rows!r} must be {allowed[0]}, {allowed[1]} or "
+                                 f"{allowed[2]} for {self.dtype} (8, 16 or 32 16-byte vectors: the tile's rows, one "
+                                 f"out row's window)")
         bm, bn = self.tile
         if self.access == "sector_vector_aligned_x" and (self.pair != 1 or self.threads != 32 * self.vector):
             raise ValueError(f"TransposeConfig.threads = {self.threads} with access = 'sector_vector_aligned_x' "
@@ -308,22 +319,36 @@ def sector_vector_tv(rows: int, cols: int, vector: int, threads: int):
     lanes_c = 32 // vector                      # a warp's lanes along the chunks of a row
     warps_c = cols // vector // lanes_c
     warps_r = threads // 32 // warps_c
+    block_rows = min(vector, rows // (vector * warps_r))
     thread_grid = lc.Layout(((vector, warps_r), (lanes_c, warps_c)), ((lanes_c, 32 * warps_c), (1, 32)))
-    tiler, tv = lc.make_layout_tv(thread_grid, lc.Layout((vector, vector)))
+    tiler, tv = lc.make_layout_tv(thread_grid, lc.Layout((block_rows, vector)))
     repeats = rows // tiler[0]
     in_tile = lc.composition(lc.Layout(tiler, (1, rows)), tv)
     values = in_tile[1] if repeats == 1 else lc.make_layout(in_tile[1], lc.Layout(repeats, tiler[0]))
     return lc.make_layout(in_tile[0], values)
 
 
-def row_vector_tv(warps: int, cols: int, vector: int):
-    """The out side of ``access="sector_vector"``: ``make_layout_tv`` of threads ``(warps, 32)`` row-major (warp w on
-    row w, lane l on its 16-byte vector l) holding (1, vector) each: a warp stores 512 contiguous bytes of one out
-    row.
-    ``row_vector_tv(8, 256, 8)`` = ``((32,8),8):((64,1),8)``. Post: a bijection onto the (warps, cols) tile."""
-    _tiler, tv = lc.make_layout_tv(lc.Layout((warps, 32), (32, 1)), lc.Layout((1, vector)))
-    assert _tiler == (warps, cols)
-    return tv
+def row_vector_tv(warps: int, cols: int, vector: int, spacing: int = 1):
+    """The out side of ``access="sector_vector"`` over a window of ``cols`` = R·V elements (R 16-byte vectors):
+    ``make_layout_tv`` of a warp's lanes on (32/R rows, R vectors) row-major holding (1, vector) each — lane l the
+    vector l % R of the warp's row l / R, so a warp stores R·16 contiguous bytes of each of its 32/R out rows — those
+    rows ``spacing`` apart, warp w's first row w: the tile has ``spacing·(32/R − 1) + warps`` rows (``out_rows``).
+    ``row_vector_tv(8, 256, 8)`` = ``((32,8),8):((64,1),8)`` (R = 32: warp w on row w);
+    ``row_vector_tv(8, 64, 8, 16)`` = ``(((8,4),8),8):(((448,16),1),56)`` (lane l → row w + 16·(l/8), column
+    8·(l%8) + j of a 56-row tile). Post: a bijection onto the tile's rows w + spacing·i (w < warps, i < 32/R) when
+    warps ≤ spacing, onto the (warps, cols) tile when R = 32."""
+    lanes_c = cols // vector
+    rows_in_warp = 32 // lanes_c
+    tiler, warp_tv = lc.make_layout_tv(lc.Layout((rows_in_warp, lanes_c), (lanes_c, 1)), lc.Layout((1, vector)))
+    rows = out_rows(warps, cols, vector, spacing)
+    in_tile = lc.composition(lc.Layout(tiler, (spacing, rows)), warp_tv)
+    return lc.make_layout(lc.make_layout(in_tile[0], lc.Layout(warps, 1)), in_tile[1])
+
+
+def out_rows(warps: int, cols: int, vector: int, spacing: int) -> int:
+    """Rows of ``row_vector_tv``'s tile: warp w's 32·V/cols rows are w + spacing·i. ``out_rows(8, 64, 8, 16)`` = 56
+    (4 rows per warp), ``out_rows(8, 256, 8, 16)`` = 8 (one). Post: ≥ warps."""
+    return spacing * (32 * vector // cols - 1) + warps
 
 
 def sector_vector_swizzle():
@@ -337,7 +362,7 @@ def sector_vector_swizzle():
     return lc.Swizzle(2, 2, 5)
 
 
-def residue_lanes_per_row(vector: int, pitch_bytes: int) -> int:
+def residue_lanes_per_row(vector: int, pitch_bytes: int, residue_rows: int = 32) -> int:
     """The lanes along one x row of ``residue_vector_tv`` (the rest of the warp's 32 lanes on that many rows of one
     residue mod V): the largest of 8, 4, 2, 1 for which a warp's smem stores into ``sector_vector_layouts``'
     column-major window (column pitch ``pitch_bytes``) fall in 32 banks. A lane stores its vector's element i in
@@ -348,7 +373,7 @@ def residue_lanes_per_row(vector: int, pitch_bytes: int) -> int:
     mod 32), ``residue_lanes_per_row(4, 560)`` = 8 (f32: step 140 ≡ 12). Post: the 32 values of a + c·step mod 32
     over a < 32/result, c < result are distinct."""
     step = vector * pitch_bytes // VECTOR_BYTES
-    for lanes in (8, 4, 2, 1):
+    for lanes in (lanes for lanes in (8, 4, 2, 1) if 32 // lanes <= residue_rows):
         if len({(a + c * step) % 32 for a in range(32 // lanes) for c in range(lanes)}) == 32:
             return lanes
     raise ValueError(f"residue_lanes_per_row: no split of a warp's 32 lanes is conflict-free for a column pitch of "
@@ -374,12 +399,33 @@ def residue_vector_tv(rows: int, cols: int, vector: int, lanes_c: int):
 
 def residue_tail_tv(rows: int, vector: int):
     """The last 16-byte vector of each x row's window for ``access="sector_vector_aligned_x"`` (a (rows, V) tile):
-    ``make_layout_tv`` of a warp's 32 lanes on 32 residue rows (lane l on row V·l + q for warp q), one vector each.
-    ``residue_tail_tv(256, 8)`` = ``((32,8),8):((8,1),256)``. Pre: rows = 32·V. Post: a bijection of V warps × V
-    values onto the (rows, V) tile, each warp's rows of one residue mod V."""
-    tiler, warp_tv = lc.make_layout_tv(lc.Layout((32, 1), (1, 1)), lc.Layout((1, vector)))
+    warp q holds the rows ≡ q (mod V), rows/V of them; ``make_layout_tv`` of its 32 lanes on (rows/V residue rows,
+    p = 32·V/rows pieces) row-major, each piece V/p consecutive elements (the whole vector for rows = 32·V; 8 or 4
+    bytes for smaller tiles, aligned like the vector), so all 32 lanes load. ``residue_tail_tv(256, 8)`` =
+    ``((32,8),8):((8,1),256)`` (lane l on row 8·l + q); ``residue_tail_tv(64, 8)`` = ``(((4,8),8),2):(((128,8),1),
+    64)`` (lane l: row 8·(l/4) + q, columns 2·(l%4) + i). Pre: rows/V divides 32, 32·V/rows divides V. Post: a
+    bijection of V warps × V/p values onto the (rows, V) tile, each warp's rows of one residue mod V."""
+    residue_rows = rows // vector
+    pieces = 32 // residue_rows
+    tiler, warp_tv = lc.make_layout_tv(lc.Layout((residue_rows, pieces), (pieces, 1)),
+                                       lc.Layout((1, vector // pieces)))
     in_tile = lc.composition(lc.Layout(tiler, (vector, rows)), warp_tv)
     return lc.make_layout(lc.make_layout(in_tile[0], lc.Layout(vector, 1)), in_tile[1])
+
+
+def window_pitch(rows: int, vector: int, rows_in_warp: int) -> int:
+    """The column pitch (elements) of ``sector_vector``'s column-major smem window of ``rows`` rows: one 16-byte chunk
+    past the rows, and where a warp reads ``rows_in_warp`` > 1 out rows (columns A apart: A·pitch·esize = 32·pitch
+    bytes = 2·pitch chunks) the next pitch whose chunk step 2·pitch is an odd multiple of 32/rows_in_warp: each row's
+    R = 32/rows_in_warp consecutive chunks then sit in 8-chunk groups (address bits 7-8, what
+    ``sector_vector_swizzle`` XORs into the word bits) distinct mod 4 across the warp's rows, so the 32 lanes hit 32
+    banks whatever the run-time shift. ``window_pitch(272, 8, 1)`` = 280, ``window_pitch(80, 8, 4)`` = 92 (step 184
+    = 8·23), ``window_pitch(144, 8, 2)`` = 152 (step 304 = 16·19). Post: ≥ rows + vector."""
+    pitch = rows + vector
+    if rows_in_warp > 1:
+        unit = 16 // rows_in_warp          # pitch ≡ unit (mod 2·unit): step 2·pitch an odd multiple of 2·unit
+        pitch += (unit - pitch) % (2 * unit)
+    return pitch
 
 
 def sector_vector_layouts(config: TransposeConfig) -> dict:
@@ -405,13 +451,16 @@ def sector_vector_layouts(config: TransposeConfig) -> dict:
     v, a = config.vector, config.sector
     warps = config.threads // 32
     rows = bm + a
-    pitch = rows + VECTOR_BYTES // ELEMENT_BYTES[config.dtype]   # one 16-byte chunk past the column's rows
+    pitch = window_pitch(rows, v, 32 * v // bm)
     aligned_x = config.access == "sector_vector_aligned_x"
     origin = v - 1 if aligned_x else 0
     cols = bn + 2 * origin + (1 if aligned_x else 0)
+    # pass k's warps start at out rows e = k·warps + w of the rows ≡ e (mod A) with 32·V/BM rows A apart each
+    # (warps divide A): its first row is e mod A plus A·(32·V/BM) per A of e
+    pass_rows = [(e % a) + a * (32 * v // bm) * (e // a) for e in range(0, bn * bm // (32 * v), warps)]
     extra = {}
     if aligned_x:
-        load = residue_vector_tv(bm, bn, v, residue_lanes_per_row(v, pitch * ELEMENT_BYTES[config.dtype]))
+        load = residue_vector_tv(bm, bn, v, residue_lanes_per_row(v, pitch * ELEMENT_BYTES[config.dtype], bm // v))
         tail = residue_tail_tv(bm, v)
         extra = {"tail": tail,
                  # the window's last V columns sit BN columns right of its first: a static offset of the tile index
@@ -422,7 +471,8 @@ def sector_vector_layouts(config: TransposeConfig) -> dict:
     else:
         load = scalar_tv(bm, bn, config.threads)
     head = scalar_tv(a, bn, config.threads)
-    store = row_vector_tv(warps, bm, v)
+    store = row_vector_tv(warps, bm, v, a)
+    store_rows = out_rows(warps, bm, v, a)
     sw = sector_vector_swizzle()
     head_smem = lc.composition(lc.Layout((a, bn), (1, rows)), head)
     if aligned_x:
@@ -436,8 +486,8 @@ def sector_vector_layouts(config: TransposeConfig) -> dict:
             "smem": lc.ComposedLayout(sw, 0, lc.Layout((rows, cols), (1, pitch))),
             "smem_t": lc.ComposedLayout(sw, 0, lc.Layout((cols, rows), (pitch, 1))),
             "load_smem": load_smem, "head_smem": head_smem,
-            "store": store, "store_smem": lc.composition(lc.Layout((warps, bm), (1, cols)), store),
-            "passes": bn // warps, "pitch": pitch, "origin": origin, **extra}
+            "store": store, "store_smem": lc.composition(lc.Layout((store_rows, bm), (1, cols)), store),
+            "passes": len(pass_rows), "pass_rows": pass_rows, "pitch": pitch, "origin": origin, **extra}
 
 
 def layouts(config: TransposeConfig) -> dict:
@@ -492,8 +542,8 @@ def bank_reports(config: TransposeConfig) -> dict:
             x_rows = [bank_conflicts(ls["load_smem"], ls["smem"], dtype, warp=w) for w in range(warps)]
         return {"store": x_rows + [bank_conflicts(ls["head_smem"], ls["smem"], dtype, warp=w) for w in range(warps)],
                 "load": [bank_conflicts(ls["store_smem"], ls["smem_t"], dtype, esize, warp=w,
-                                        base=esize * ((k * warps + origin) * pitch + a - s))
-                         for k in range(ls["passes"]) for s in range(a) for w in range(warps)]}
+                                        base=esize * ((pass_row + origin) * pitch + a - s))
+                         for pass_row in ls["pass_rows"] for s in range(a) for w in range(warps)]}
     if config.access == "sector":
         esize = ELEMENT_BYTES[dtype]
         down = config.threads // config.tile[0]
@@ -637,21 +687,22 @@ def build_sector_vector(config: TransposeConfig):
         b.smem.store(tile, thread, xs, tv=ls["load_smem"])
     b.barrier.cta()
     tile_t = b.smem.permute(tile, order=(1, 0), name="tile_t")
-    # warp w writes out row n0 + k·warps + w in pass k: one shift s per warp
+    # warp w writes out rows n0 + pass_rows[k] + w + A·i in pass k (i < 32·V/BM): all ≡ mod A, one shift s per warp
     out_cols = b.gtensor.dim(out, mode=1, name="out_cols")
     low_bits = b.const(a - 1, i32, name="sector_mask")
     values_t = frag(dtype, lc.shape(ls["store"][1]))
-    for k in range(ls["passes"]):
-        first = b.const(k * warps, i32, name=f"pass{k}_row")
+    store_rows = out_rows(warps, bm, config.vector, a)
+    for k, pass_row in enumerate(ls["pass_rows"]):
+        first = b.const(pass_row, i32, name=f"pass{k}_row")
         row0 = b.arith.add(n0, first, name=f"pass{k}_n0")
         out_row = b.arith.add(row0, warp, name=f"pass{k}_out_row")
         # s = out_row·M mod A: where the row starts inside its sector (i32 wrap-around keeps the low bits exact)
         shift = b.arith.and_(b.arith.mul(out_row, out_cols), low_bits, name=f"pass{k}_shift")
         x_row = b.arith.sub(sector, shift, name=f"pass{k}_x_row")       # the window's first x row in the tile
-        column = first if not ls["origin"] else b.const(k * warps + ls["origin"], i32, name=f"pass{k}_column")
+        column = first if not ls["origin"] else b.const(pass_row + ls["origin"], i32, name=f"pass{k}_column")
         window = b.smem.offset(tile_t, column, x_row, name=f"pass{k}_window")
         ys = b.smem.load(window, thread, tv=ls["store_smem"], type=values_t, name=f"pass{k}_ys")
-        out_tile = b.gmem.tile(out, row0, b.arith.sub(m0, shift, name=f"pass{k}_m0"), shape=(warps, bm),
+        out_tile = b.gmem.tile(out, row0, b.arith.sub(m0, shift, name=f"pass{k}_m0"), shape=(store_rows, bm),
                                name=f"pass{k}_out")
         b.gmem.store(out_tile, thread, ys, tv=ls["store"], vector_check=True)
     return kb.module("ptxgen/kernels/transpose")
