@@ -96,6 +96,13 @@ SM_SHARED_BYTES = 228 * 1024   # an H100 SM's shared memory, of which each resid
 SM_THREADS = 2048
 SM_REGISTERS = 65536
 X_VECTOR_REGISTERS = 80   # per thread: sector_vector's 78 (nvJitLink, bf16, unbounded) rounded to the allocation unit 8
+# registers per thread with no spill (nvJitLink) for the smaller sector_vector tiles (TransposeConfig.rows < 32·V), by
+# the values a thread holds between its x loads and its smem stores (BM·BN/threads): x read as 16-byte vectors
+# (sector_vector, sector_vector_aligned_x; bf16 and f32 alike, e.g. 48 → 1 spare at 5 CTAs of 256 threads for bf16 BM =
+# 128, 34 bytes of spill at 40) and element by element (sector_vector_scalar: 146 bytes of spill at 32 registers for
+# bf16 BM = 128, 256 threads)
+WINDOW_REGISTERS = {4: 32, 8: 32, 16: 32, 32: 48, 64: 80}
+SCALAR_WINDOW_REGISTERS = {4: 32, 8: 32, 16: 32, 32: 40, 64: 40}
 ACCESSES = ("vector", "scalar", "sector", "sector_vector", "sector_vector_scalar", "sector_vector_aligned_x")
 # sector windows and 16-byte out stores
 SECTOR_VECTOR = ("sector_vector", "sector_vector_scalar", "sector_vector_aligned_x")
@@ -641,6 +648,38 @@ def build_sector(config: TransposeConfig):
     return kb.module("ptxgen/kernels/transpose")
 
 
+def sector_vector_residency(config: TransposeConfig):
+    """The CTAs per SM ``build_sector_vector`` asks ptxas for (``.minnctapersm``), or None for no bound: what shared
+    memory and the SM's threads allow, capped by the registers a thread needs without spilling for the values it holds
+    between its x loads and its smem stores (BM·BN/threads: ``WINDOW_REGISTERS``, ``SCALAR_WINDOW_REGISTERS``,
+    measured with nvJitLink). ``TransposeConfig("bf16", 256, 1, "sector_vector_aligned_x", 64)`` → 8 (16 values, 32
+    registers); ``rows`` = 32·V keeps the earlier bounds (``sector_vector``: none; ``sector_vector_aligned_x``: 80
+    registers). Post: None or ≥ 1."""
+    ls = sector_vector_layouts(config)
+    bm, bn = config.tile
+    smem_bytes = lc.cosize(ls["smem"]) * ELEMENT_BYTES[config.dtype]
+    fits = min(SM_THREADS // config.threads, SM_SHARED_BYTES // (smem_bytes + 1024))
+    values = bm * bn // config.threads
+    if bm == WINDOW_VECTORS[-1] * config.vector:
+        # a thread holds BM·BN/threads values between its loads and the smem store. Read element by element
+        # (sector_vector_scalar), ptxas fits them in the registers that let as many CTAs stay resident as shared
+        # memory allows (nvJitLink, bf16, 256 threads: 147 registers unbounded, 40 with no spill under this bound);
+        # as 16-byte vectors (sector_vector) it spills under any bound tighter than its own 78 registers, so it gets
+        # none
+        if config.access == "sector_vector_scalar":
+            return fits
+        if config.access == "sector_vector_aligned_x":
+            # its run-time checked x vectors (each merged with its element path) leave ptxas free to keep every
+            # loaded value apart: 154 registers unbounded (nvJitLink, bf16: one CTA per SM); bounded to
+            # sector_vector's own residency, 80 with no spill (spills at 4 CTAs)
+            return SM_REGISTERS // (X_VECTOR_REGISTERS * config.threads)
+        return None
+    table = SCALAR_WINDOW_REGISTERS if config.access == "sector_vector_scalar" else WINDOW_REGISTERS
+    if values not in table:         # more values than measured (fewer than 128 threads): no bound
+        return None
+    return min(fits, SM_REGISTERS // (table[values] * config.threads))
+
+
 def build_sector_vector(config: TransposeConfig):
     """The ``access="sector_vector"``/``"sector_vector_scalar"`` kernel (``build``'s signature): ``build_sector``'s
     windows (out row c's window of CTA t starts at column t·BM − s_c, s_c = (c·M) mod A, on a 32-byte sector) with
@@ -654,19 +693,7 @@ def build_sector_vector(config: TransposeConfig):
     a = config.sector
     ls = sector_vector_layouts(config)
     warps = config.threads // 32
-    # a thread holds BM·BN/threads values between its loads and the smem store. Read element by element
-    # (sector_vector_scalar), ptxas fits them in the registers that let as many CTAs stay resident as shared memory
-    # allows (nvJitLink, bf16, 256 threads: 147 registers unbounded, 40 with no spill under this bound); as 16-byte
-    # vectors (sector_vector) it spills under any bound tighter than its own 78 registers, so it gets none
-    resident = None
-    if config.access == "sector_vector_scalar":
-        smem_bytes = lc.cosize(ls["smem"]) * ELEMENT_BYTES[dtype]
-        resident = min(SM_THREADS // config.threads, SM_SHARED_BYTES // (smem_bytes + 1024))
-    elif config.access == "sector_vector_aligned_x":
-        # its run-time checked x vectors (each merged with its element path) leave ptxas free to keep every loaded
-        # value apart: 154 registers unbounded (nvJitLink, bf16: one CTA per SM); bounded to sector_vector's own
-        # residency, 80 with no spill (spills at 4 CTAs)
-        resident = SM_REGISTERS // (X_VECTOR_REGISTERS * config.threads)
+    resident = sector_vector_residency(config)
     kb = KernelBuilder("transpose", grid=(cdiv(dim("x", 1), bn), cdiv(hadd(dim("x", 0), a - 1), bm), 1),
                        block=(config.threads, 1, 1), min_ctas_per_sm=resident, x=gtensor(dtype, 2),
                        out=gtensor(dtype, 2))
