@@ -66,6 +66,17 @@ by s_r (``smem.offset``), so the tile holds x's columns n0 … n0 + BN − 1 at 
 in V − 1 spare columns before the tile and V after (``sector_vector_layouts``), and every store stays conflict-free
 for every shift (``bank_reports``).
 
+``TransposeConfig.rows`` (selectable; default 32·V) gives the three ``sector_vector*`` accesses a smaller tile, BM =
+8·V or 16·V (64 or 128 bf16): fewer x values per thread between load and smem store, so fewer registers and more
+CTAs per SM (``sector_vector_residency``). A window is then BM/V lanes' vectors, so a warp writes 32·V/BM out rows per
+pass (``row_vector_tv``), taken A apart — rows of one residue mod A share the sector shift s, so still one shift per
+warp — and pass k starts at out row ``pass_rows[k]`` (``sector_vector_layouts``). The window's column pitch
+(``window_pitch``) puts those rows' columns in different groups of ``sector_vector_swizzle`` so the transposed read
+stays conflict-free for every shift; ``sector_vector_tv`` gives each thread fewer rows per (rows, V) block, and
+``residue_tail_tv`` splits each x row's tail vector into 32·V/BM aligned pieces (4 or 8 bytes) so all 32 lanes of a
+warp load. Some of the smaller tiles' x-side smem stores are 2-way conflicted (``bank_reports``: the pitch serves the
+read first).
+
 Example (post-condition: ``out == x.T`` exactly)::
 
     >>> import numpy as np
@@ -119,8 +130,8 @@ class TransposeConfig:
     ``sector_vector`` (sector windows one warp per out row, 16-byte out stores checked at run time; x read through
     ``sector_vector_tv``: 16-byte vectors where x's rows allow), ``sector_vector_scalar`` (the same with x read by
     ``scalar_tv``) or ``sector_vector_aligned_x`` (the same with x read as 16-byte vectors from windows moved onto
-    16-byte boundaries per row, whatever x's pitch: ``threads`` = 32·V). ``validate()`` names the field that breaks a
-    rule."""
+    16-byte boundaries per row, whatever x's pitch: ``threads`` = 32·V); ``rows``: the ``sector_vector*`` tile's rows
+    BM (8·V, 16·V or 32·V: 64, 128, 256 for bf16; None = 32·V). ``validate()`` names the field that breaks a rule."""
 
     dtype: str = "bf16"
     threads: int = 256
@@ -163,8 +174,9 @@ class TransposeConfig:
     @property
     def tile(self) -> tuple:
         """(BM, BN): rows and columns of x one CTA moves, 8 16-byte vectors square (64 x 64 bf16, 32 x 32 f32); for
-        ``sector_vector``/``sector_vector_scalar``/``sector_vector_aligned_x`` 32 vectors by 8 (256 x 64 bf16, 128 x 32
-        f32): an out row's window is one warp's 32 16-byte vectors."""
+        ``sector_vector``/``sector_vector_scalar``/``sector_vector_aligned_x`` ``rows`` (default 32 vectors) by 8
+        (256 x 64 bf16, 128 x 32 f32; ``rows=64``: 64 x 64 bf16): an out row's window is BM/V lanes' 16-byte
+        vectors."""
         v = self.vector
         if self.access in SECTOR_VECTOR:
             return self.rows or WINDOW_VECTORS[-1] * v, CHUNKS * v
@@ -315,7 +327,9 @@ def sector_layouts(config: TransposeConfig) -> dict:
 
 def sector_vector_tv(rows: int, cols: int, vector: int, threads: int):
     """The x side of ``access="sector_vector"``: ``make_layout_tv`` of the threads over the tile's (rows/V, cols/V)
-    grid of (V, V) blocks — V rows of one 16-byte vector each per thread — with a warp's lanes on V row blocks × 32/V
+    grid of (V, V) blocks — V rows of one 16-byte vector each per thread (fewer where the tile has fewer rows than
+    the thread grid's V·V·warp rows: ``sector_vector_tv(64, 64, 8, 256)`` =
+    ``((4,8,2,4),(2,8)):((512,2,2048,16),(1,64))``, 2 rows per block) — with a warp's lanes on V row blocks × 32/V
     chunks (lane l: block l/(32/V), chunk l%(32/V)), the warps side by side along the chunks, then below each other,
     repeated down the tile. One instruction of a warp reads V rows V apart, 16·32/V contiguous bytes of each (whole
     sectors), which the column-major smem tile of ``sector_vector_layouts`` spreads over 32 banks.
@@ -442,7 +456,11 @@ def sector_vector_layouts(config: TransposeConfig) -> dict:
     contiguous — with a column pitch of BM + A + 16 bytes of elements, ``pitch``, and ``sector_vector_swizzle``),
     ``smem_t`` (its transpose), ``load_smem``/``head_smem`` (``load``/``head`` placed at the window's rows A… / 0…),
     ``store`` (``row_vector_tv``: one pass, warp w on out row w), ``store_smem`` (it over the transposed window),
-    ``passes`` (BN / warps) and ``origin`` (the smem column of x's column n0: 0). For ``TransposeConfig("bf16", 256,
+    ``passes`` (BN / warps), ``pass_rows`` (pass k's first out row: k·warps) and ``origin`` (the smem column of x's
+    column n0: 0). With ``rows`` = BM < 32·V a warp takes 32·V/BM out rows A apart (``row_vector_tv(warps, BM, V,
+    A)``: one shift per warp), ``passes`` = BN·BM/(32·V·warps), ``pass_rows`` = e mod A + A·(32·V/BM)·⌊e/A⌋ for
+    e = k·warps, the column pitch ``window_pitch`` (bf16 BM = 64: ``Sw<2,2,5> o 0 o (80,64):(1,92)``, ``store`` =
+    ``(((8,4),8),8):(((448,16),1),56)``, passes from out rows 0 and 8). For ``TransposeConfig("bf16", 256,
     1, "sector_vector")``: ``smem`` = ``Sw<2,2,5> o 0 o (272,64):(1,280)``, ``store`` = ``((32,8),8):((64,1),8)``, 8
     passes.
 
@@ -533,7 +551,9 @@ def bank_reports(config: TransposeConfig) -> dict:
     the transposed tile), at the 2-byte (bf16) or 4-byte width of the element loads the run-time origin allows. With
     ``sector_vector_aligned_x`` the x rows' stores (``load_smem`` and ``tail_smem``) hold a report per warp for every
     shift s in [0, V) of the warp's window (base: the smem.offset (A, V − 1 − s)), and the loads start at the tile's
-    origin column V − 1."""
+    origin column V − 1. Pass k's loads start at column ``pass_rows[k]``; with ``rows`` < 32·V a warp's 32·V/BM out
+    rows share the shift, so one report per warp, pass and shift still covers them (``ways == 1`` for every load; the
+    smaller tiles' stores may report 2)."""
     ls = layouts(config)
     dtype = config.dtype
     warps = config.threads // 32
@@ -685,7 +705,8 @@ def build_sector_vector(config: TransposeConfig):
     windows (out row c's window of CTA t starts at column t·BM − s_c, s_c = (c·M) mod A, on a 32-byte sector) with
     one warp per out row and pass, each lane one 16-byte vector of it: ``gmem.store {vector_check = true}`` stores
     it as one ``st.global.v4`` (aligned by construction; checked at run time since out's pitch is not) and the row's
-    two ends element-wise. x's rows t·BM … (t+1)·BM − 1 are read by ``load`` (16-byte vectors where x's rows are
+    two ends element-wise (with ``rows`` < 32·V a warp stores 32·V/BM such rows, A apart, at once). x's rows
+    t·BM … (t+1)·BM − 1 are read by ``load`` (16-byte vectors where x's rows are
     16-byte aligned, for ``sector_vector``; ``_load_x_windows`` for ``sector_vector_aligned_x``), the A rows above by
     ``head``, into the swizzled window. Post: a verified Module whose kernel writes ``out = x.T``."""
     dtype = config.dtype
