@@ -66,6 +66,17 @@ by s_r (``smem.offset``), so the tile holds x's columns n0 … n0 + BN − 1 at 
 in V − 1 spare columns before the tile and V after (``sector_vector_layouts``), and every store stays conflict-free
 for every shift (``bank_reports``).
 
+``TransposeConfig.rows`` (selectable; default 32·V) gives the three ``sector_vector*`` accesses a smaller tile, BM =
+8·V or 16·V (64 or 128 bf16): fewer x values per thread between load and smem store, so fewer registers and more
+CTAs per SM (``sector_vector_residency``). A window is then BM/V lanes' vectors, so a warp writes 32·V/BM out rows per
+pass (``row_vector_tv``), taken A apart — rows of one residue mod A share the sector shift s, so still one shift per
+warp — and pass k starts at out row ``pass_rows[k]`` (``sector_vector_layouts``). The window's column pitch
+(``window_pitch``) puts those rows' columns in different groups of ``sector_vector_swizzle`` so the transposed read
+stays conflict-free for every shift; ``sector_vector_tv`` gives each thread fewer rows per (rows, V) block, and
+``residue_tail_tv`` splits each x row's tail vector into 32·V/BM aligned pieces (4 or 8 bytes) so all 32 lanes of a
+warp load. Some of the smaller tiles' x-side smem stores are 2-way conflicted (``bank_reports``: the pitch serves the
+read first).
+
 Example (post-condition: ``out == x.T`` exactly)::
 
     >>> import numpy as np
@@ -96,10 +107,18 @@ SM_SHARED_BYTES = 228 * 1024   # an H100 SM's shared memory, of which each resid
 SM_THREADS = 2048
 SM_REGISTERS = 65536
 X_VECTOR_REGISTERS = 80   # per thread: sector_vector's 78 (nvJitLink, bf16, unbounded) rounded to the allocation unit 8
+# registers per thread with no spill (nvJitLink) for the smaller sector_vector tiles (TransposeConfig.rows < 32·V), by
+# the values a thread holds between its x loads and its smem stores (BM·BN/threads): x read as 16-byte vectors
+# (sector_vector, sector_vector_aligned_x; bf16 and f32 alike, e.g. 48 → 1 spare at 5 CTAs of 256 threads for bf16 BM =
+# 128, 34 bytes of spill at 40) and element by element (sector_vector_scalar: 146 bytes of spill at 32 registers for
+# bf16 BM = 128, 256 threads)
+WINDOW_REGISTERS = {4: 32, 8: 32, 16: 32, 32: 48, 64: 80}
+SCALAR_WINDOW_REGISTERS = {4: 32, 8: 32, 16: 32, 32: 40, 64: 40}
 ACCESSES = ("vector", "scalar", "sector", "sector_vector", "sector_vector_scalar", "sector_vector_aligned_x")
 # sector windows and 16-byte out stores
 SECTOR_VECTOR = ("sector_vector", "sector_vector_scalar", "sector_vector_aligned_x")
 CHUNKS = 8          # 16-byte chunks of a 128-byte row: the XOR's 3 bits
+WINDOW_VECTORS = (8, 16, 32)   # the sector_vector tile's rows BM in 16-byte vectors (TransposeConfig.rows / V)
 
 
 @dataclass(frozen=True)
@@ -111,13 +130,14 @@ class TransposeConfig:
     ``sector_vector`` (sector windows one warp per out row, 16-byte out stores checked at run time; x read through
     ``sector_vector_tv``: 16-byte vectors where x's rows allow), ``sector_vector_scalar`` (the same with x read by
     ``scalar_tv``) or ``sector_vector_aligned_x`` (the same with x read as 16-byte vectors from windows moved onto
-    16-byte boundaries per row, whatever x's pitch: ``threads`` = 32·V). ``validate()`` names the field that breaks a
-    rule."""
+    16-byte boundaries per row, whatever x's pitch: ``threads`` = 32·V); ``rows``: the ``sector_vector*`` tile's rows
+    BM (8·V, 16·V or 32·V: 64, 128, 256 for bf16; None = 32·V). ``validate()`` names the field that breaks a rule."""
 
     dtype: str = "bf16"
     threads: int = 256
     pair: int = 2
     access: str = "vector"
+    rows: int | None = None
 
     @staticmethod
     def default(dtype: str, aligned: bool = True, out_sectors: bool = True,
@@ -154,11 +174,12 @@ class TransposeConfig:
     @property
     def tile(self) -> tuple:
         """(BM, BN): rows and columns of x one CTA moves, 8 16-byte vectors square (64 x 64 bf16, 32 x 32 f32); for
-        ``sector_vector``/``sector_vector_scalar``/``sector_vector_aligned_x`` 32 vectors by 8 (256 x 64 bf16, 128 x 32
-        f32): an out row's window is one warp's 32 16-byte vectors."""
+        ``sector_vector``/``sector_vector_scalar``/``sector_vector_aligned_x`` ``rows`` (default 32 vectors) by 8
+        (256 x 64 bf16, 128 x 32 f32; ``rows=64``: 64 x 64 bf16): an out row's window is BM/V lanes' 16-byte
+        vectors."""
         v = self.vector
         if self.access in SECTOR_VECTOR:
-            return 32 * v, CHUNKS * v
+            return self.rows or WINDOW_VECTORS[-1] * v, CHUNKS * v
         return CHUNKS * v, CHUNKS * v
 
     def validate(self) -> "TransposeConfig":
@@ -173,6 +194,15 @@ class TransposeConfig:
             choices = ", ".join(repr(a) for a in ACCESSES[:-1]) + f" or {ACCESSES[-1]!r}"
             raise ValueError(f"TransposeConfig.access must be {choices}, not {self.access!r}"
                              f"{did_you_mean(str(self.access), ACCESSES)}")
+        if self.rows is not None:
+            allowed = [k * self.vector for k in WINDOW_VECTORS]
+            if self.access not in SECTOR_VECTOR:
+                raise ValueError(f"TransposeConfig.rows = {self.rows} applies to access = 'sector_vector', "
+                                 f"'sector_vector_scalar' or 'sector_vector_aligned_x' only, not {self.access!r}")
+            if self.rows not in allowed:
+                raise ValueError(f"TransposeConfig.rows = {self.rows!r} must be {allowed[0]}, {allowed[1]} or "
+                                 f"{allowed[2]} for {self.dtype} (8, 16 or 32 16-byte vectors: the tile's rows, one "
+                                 f"out row's window)")
         bm, bn = self.tile
         if self.access == "sector_vector_aligned_x" and (self.pair != 1 or self.threads != 32 * self.vector):
             raise ValueError(f"TransposeConfig.threads = {self.threads} with access = 'sector_vector_aligned_x' "
@@ -297,7 +327,9 @@ def sector_layouts(config: TransposeConfig) -> dict:
 
 def sector_vector_tv(rows: int, cols: int, vector: int, threads: int):
     """The x side of ``access="sector_vector"``: ``make_layout_tv`` of the threads over the tile's (rows/V, cols/V)
-    grid of (V, V) blocks — V rows of one 16-byte vector each per thread — with a warp's lanes on V row blocks × 32/V
+    grid of (V, V) blocks — V rows of one 16-byte vector each per thread (fewer where the tile has fewer rows than
+    the thread grid's V·V·warp rows: ``sector_vector_tv(64, 64, 8, 256)`` =
+    ``((4,8,2,4),(2,8)):((512,2,2048,16),(1,64))``, 2 rows per block) — with a warp's lanes on V row blocks × 32/V
     chunks (lane l: block l/(32/V), chunk l%(32/V)), the warps side by side along the chunks, then below each other,
     repeated down the tile. One instruction of a warp reads V rows V apart, 16·32/V contiguous bytes of each (whole
     sectors), which the column-major smem tile of ``sector_vector_layouts`` spreads over 32 banks.
@@ -308,22 +340,36 @@ def sector_vector_tv(rows: int, cols: int, vector: int, threads: int):
     lanes_c = 32 // vector                      # a warp's lanes along the chunks of a row
     warps_c = cols // vector // lanes_c
     warps_r = threads // 32 // warps_c
+    block_rows = min(vector, rows // (vector * warps_r))
     thread_grid = lc.Layout(((vector, warps_r), (lanes_c, warps_c)), ((lanes_c, 32 * warps_c), (1, 32)))
-    tiler, tv = lc.make_layout_tv(thread_grid, lc.Layout((vector, vector)))
+    tiler, tv = lc.make_layout_tv(thread_grid, lc.Layout((block_rows, vector)))
     repeats = rows // tiler[0]
     in_tile = lc.composition(lc.Layout(tiler, (1, rows)), tv)
     values = in_tile[1] if repeats == 1 else lc.make_layout(in_tile[1], lc.Layout(repeats, tiler[0]))
     return lc.make_layout(in_tile[0], values)
 
 
-def row_vector_tv(warps: int, cols: int, vector: int):
-    """The out side of ``access="sector_vector"``: ``make_layout_tv`` of threads ``(warps, 32)`` row-major (warp w on
-    row w, lane l on its 16-byte vector l) holding (1, vector) each: a warp stores 512 contiguous bytes of one out
-    row.
-    ``row_vector_tv(8, 256, 8)`` = ``((32,8),8):((64,1),8)``. Post: a bijection onto the (warps, cols) tile."""
-    _tiler, tv = lc.make_layout_tv(lc.Layout((warps, 32), (32, 1)), lc.Layout((1, vector)))
-    assert _tiler == (warps, cols)
-    return tv
+def row_vector_tv(warps: int, cols: int, vector: int, spacing: int = 1):
+    """The out side of ``access="sector_vector"`` over a window of ``cols`` = R·V elements (R 16-byte vectors):
+    ``make_layout_tv`` of a warp's lanes on (32/R rows, R vectors) row-major holding (1, vector) each — lane l the
+    vector l % R of the warp's row l / R, so a warp stores R·16 contiguous bytes of each of its 32/R out rows — those
+    rows ``spacing`` apart, warp w's first row w: the tile has ``spacing·(32/R − 1) + warps`` rows (``out_rows``).
+    ``row_vector_tv(8, 256, 8)`` = ``((32,8),8):((64,1),8)`` (R = 32: warp w on row w);
+    ``row_vector_tv(8, 64, 8, 16)`` = ``(((8,4),8),8):(((448,16),1),56)`` (lane l → row w + 16·(l/8), column
+    8·(l%8) + j of a 56-row tile). Post: a bijection onto the tile's rows w + spacing·i (w < warps, i < 32/R) when
+    warps ≤ spacing, onto the (warps, cols) tile when R = 32."""
+    lanes_c = cols // vector
+    rows_in_warp = 32 // lanes_c
+    tiler, warp_tv = lc.make_layout_tv(lc.Layout((rows_in_warp, lanes_c), (lanes_c, 1)), lc.Layout((1, vector)))
+    rows = out_rows(warps, cols, vector, spacing)
+    in_tile = lc.composition(lc.Layout(tiler, (spacing, rows)), warp_tv)
+    return lc.make_layout(lc.make_layout(in_tile[0], lc.Layout(warps, 1)), in_tile[1])
+
+
+def out_rows(warps: int, cols: int, vector: int, spacing: int) -> int:
+    """Rows of ``row_vector_tv``'s tile: warp w's 32·V/cols rows are w + spacing·i. ``out_rows(8, 64, 8, 16)`` = 56
+    (4 rows per warp), ``out_rows(8, 256, 8, 16)`` = 8 (one). Post: ≥ warps."""
+    return spacing * (32 * vector // cols - 1) + warps
 
 
 def sector_vector_swizzle():
@@ -337,7 +383,7 @@ def sector_vector_swizzle():
     return lc.Swizzle(2, 2, 5)
 
 
-def residue_lanes_per_row(vector: int, pitch_bytes: int) -> int:
+def residue_lanes_per_row(vector: int, pitch_bytes: int, residue_rows: int = 32) -> int:
     """The lanes along one x row of ``residue_vector_tv`` (the rest of the warp's 32 lanes on that many rows of one
     residue mod V): the largest of 8, 4, 2, 1 for which a warp's smem stores into ``sector_vector_layouts``'
     column-major window (column pitch ``pitch_bytes``) fall in 32 banks. A lane stores its vector's element i in
@@ -348,7 +394,7 @@ def residue_lanes_per_row(vector: int, pitch_bytes: int) -> int:
     mod 32), ``residue_lanes_per_row(4, 560)`` = 8 (f32: step 140 ≡ 12). Post: the 32 values of a + c·step mod 32
     over a < 32/result, c < result are distinct."""
     step = vector * pitch_bytes // VECTOR_BYTES
-    for lanes in (8, 4, 2, 1):
+    for lanes in (lanes for lanes in (8, 4, 2, 1) if 32 // lanes <= residue_rows):
         if len({(a + c * step) % 32 for a in range(32 // lanes) for c in range(lanes)}) == 32:
             return lanes
     raise ValueError(f"residue_lanes_per_row: no split of a warp's 32 lanes is conflict-free for a column pitch of "
@@ -374,12 +420,33 @@ def residue_vector_tv(rows: int, cols: int, vector: int, lanes_c: int):
 
 def residue_tail_tv(rows: int, vector: int):
     """The last 16-byte vector of each x row's window for ``access="sector_vector_aligned_x"`` (a (rows, V) tile):
-    ``make_layout_tv`` of a warp's 32 lanes on 32 residue rows (lane l on row V·l + q for warp q), one vector each.
-    ``residue_tail_tv(256, 8)`` = ``((32,8),8):((8,1),256)``. Pre: rows = 32·V. Post: a bijection of V warps × V
-    values onto the (rows, V) tile, each warp's rows of one residue mod V."""
-    tiler, warp_tv = lc.make_layout_tv(lc.Layout((32, 1), (1, 1)), lc.Layout((1, vector)))
+    warp q holds the rows ≡ q (mod V), rows/V of them; ``make_layout_tv`` of its 32 lanes on (rows/V residue rows,
+    p = 32·V/rows pieces) row-major, each piece V/p consecutive elements (the whole vector for rows = 32·V; 8 or 4
+    bytes for smaller tiles, aligned like the vector), so all 32 lanes load. ``residue_tail_tv(256, 8)`` =
+    ``((32,8),8):((8,1),256)`` (lane l on row 8·l + q); ``residue_tail_tv(64, 8)`` = ``(((4,8),8),2):(((128,8),1),
+    64)`` (lane l: row 8·(l/4) + q, columns 2·(l%4) + i). Pre: rows/V divides 32, 32·V/rows divides V. Post: a
+    bijection of V warps × V/p values onto the (rows, V) tile, each warp's rows of one residue mod V."""
+    residue_rows = rows // vector
+    pieces = 32 // residue_rows
+    tiler, warp_tv = lc.make_layout_tv(lc.Layout((residue_rows, pieces), (pieces, 1)),
+                                       lc.Layout((1, vector // pieces)))
     in_tile = lc.composition(lc.Layout(tiler, (vector, rows)), warp_tv)
     return lc.make_layout(lc.make_layout(in_tile[0], lc.Layout(vector, 1)), in_tile[1])
+
+
+def window_pitch(rows: int, vector: int, rows_in_warp: int) -> int:
+    """The column pitch (elements) of ``sector_vector``'s column-major smem window of ``rows`` rows: one 16-byte chunk
+    past the rows, and where a warp reads ``rows_in_warp`` > 1 out rows (columns A apart: A·pitch·esize = 32·pitch
+    bytes = 2·pitch chunks) the next pitch whose chunk step 2·pitch is an odd multiple of 32/rows_in_warp: each row's
+    R = 32/rows_in_warp consecutive chunks then sit in 8-chunk groups (address bits 7-8, what
+    ``sector_vector_swizzle`` XORs into the word bits) distinct mod 4 across the warp's rows, so the 32 lanes hit 32
+    banks whatever the run-time shift. ``window_pitch(272, 8, 1)`` = 280, ``window_pitch(80, 8, 4)`` = 92 (step 184
+    = 8·23), ``window_pitch(144, 8, 2)`` = 152 (step 304 = 16·19). Post: ≥ rows + vector."""
+    pitch = rows + vector
+    if rows_in_warp > 1:
+        unit = 16 // rows_in_warp          # pitch ≡ unit (mod 2·unit): step 2·pitch an odd multiple of 2·unit
+        pitch += (unit - pitch) % (2 * unit)
+    return pitch
 
 
 def sector_vector_layouts(config: TransposeConfig) -> dict:
@@ -389,7 +456,11 @@ def sector_vector_layouts(config: TransposeConfig) -> dict:
     contiguous — with a column pitch of BM + A + 16 bytes of elements, ``pitch``, and ``sector_vector_swizzle``),
     ``smem_t`` (its transpose), ``load_smem``/``head_smem`` (``load``/``head`` placed at the window's rows A… / 0…),
     ``store`` (``row_vector_tv``: one pass, warp w on out row w), ``store_smem`` (it over the transposed window),
-    ``passes`` (BN / warps) and ``origin`` (the smem column of x's column n0: 0). For ``TransposeConfig("bf16", 256,
+    ``passes`` (BN / warps), ``pass_rows`` (pass k's first out row: k·warps) and ``origin`` (the smem column of x's
+    column n0: 0). With ``rows`` = BM < 32·V a warp takes 32·V/BM out rows A apart (``row_vector_tv(warps, BM, V,
+    A)``: one shift per warp), ``passes`` = BN·BM/(32·V·warps), ``pass_rows`` = e mod A + A·(32·V/BM)·⌊e/A⌋ for
+    e = k·warps, the column pitch ``window_pitch`` (bf16 BM = 64: ``Sw<2,2,5> o 0 o (80,64):(1,92)``, ``store`` =
+    ``(((8,4),8),8):(((448,16),1),56)``, passes from out rows 0 and 8). For ``TransposeConfig("bf16", 256,
     1, "sector_vector")``: ``smem`` = ``Sw<2,2,5> o 0 o (272,64):(1,280)``, ``store`` = ``((32,8),8):((64,1),8)``, 8
     passes.
 
@@ -405,13 +476,16 @@ def sector_vector_layouts(config: TransposeConfig) -> dict:
     v, a = config.vector, config.sector
     warps = config.threads // 32
     rows = bm + a
-    pitch = rows + VECTOR_BYTES // ELEMENT_BYTES[config.dtype]   # one 16-byte chunk past the column's rows
+    pitch = window_pitch(rows, v, 32 * v // bm)
     aligned_x = config.access == "sector_vector_aligned_x"
     origin = v - 1 if aligned_x else 0
     cols = bn + 2 * origin + (1 if aligned_x else 0)
+    # pass k's warps start at out rows e = k·warps + w of the rows ≡ e (mod A) with 32·V/BM rows A apart each
+    # (warps divide A): its first row is e mod A plus A·(32·V/BM) per A of e
+    pass_rows = [(e % a) + a * (32 * v // bm) * (e // a) for e in range(0, bn * bm // (32 * v), warps)]
     extra = {}
     if aligned_x:
-        load = residue_vector_tv(bm, bn, v, residue_lanes_per_row(v, pitch * ELEMENT_BYTES[config.dtype]))
+        load = residue_vector_tv(bm, bn, v, residue_lanes_per_row(v, pitch * ELEMENT_BYTES[config.dtype], bm // v))
         tail = residue_tail_tv(bm, v)
         extra = {"tail": tail,
                  # the window's last V columns sit BN columns right of its first: a static offset of the tile index
@@ -422,7 +496,8 @@ def sector_vector_layouts(config: TransposeConfig) -> dict:
     else:
         load = scalar_tv(bm, bn, config.threads)
     head = scalar_tv(a, bn, config.threads)
-    store = row_vector_tv(warps, bm, v)
+    store = row_vector_tv(warps, bm, v, a)
+    store_rows = out_rows(warps, bm, v, a)
     sw = sector_vector_swizzle()
     head_smem = lc.composition(lc.Layout((a, bn), (1, rows)), head)
     if aligned_x:
@@ -436,8 +511,8 @@ def sector_vector_layouts(config: TransposeConfig) -> dict:
             "smem": lc.ComposedLayout(sw, 0, lc.Layout((rows, cols), (1, pitch))),
             "smem_t": lc.ComposedLayout(sw, 0, lc.Layout((cols, rows), (pitch, 1))),
             "load_smem": load_smem, "head_smem": head_smem,
-            "store": store, "store_smem": lc.composition(lc.Layout((warps, bm), (1, cols)), store),
-            "passes": bn // warps, "pitch": pitch, "origin": origin, **extra}
+            "store": store, "store_smem": lc.composition(lc.Layout((store_rows, bm), (1, cols)), store),
+            "passes": len(pass_rows), "pass_rows": pass_rows, "pitch": pitch, "origin": origin, **extra}
 
 
 def layouts(config: TransposeConfig) -> dict:
@@ -476,7 +551,9 @@ def bank_reports(config: TransposeConfig) -> dict:
     the transposed tile), at the 2-byte (bf16) or 4-byte width of the element loads the run-time origin allows. With
     ``sector_vector_aligned_x`` the x rows' stores (``load_smem`` and ``tail_smem``) hold a report per warp for every
     shift s in [0, V) of the warp's window (base: the smem.offset (A, V − 1 − s)), and the loads start at the tile's
-    origin column V − 1."""
+    origin column V − 1. Pass k's loads start at column ``pass_rows[k]``; with ``rows`` < 32·V a warp's 32·V/BM out
+    rows share the shift, so one report per warp, pass and shift still covers them (``ways == 1`` for every load; the
+    smaller tiles' stores may report 2)."""
     ls = layouts(config)
     dtype = config.dtype
     warps = config.threads // 32
@@ -492,8 +569,8 @@ def bank_reports(config: TransposeConfig) -> dict:
             x_rows = [bank_conflicts(ls["load_smem"], ls["smem"], dtype, warp=w) for w in range(warps)]
         return {"store": x_rows + [bank_conflicts(ls["head_smem"], ls["smem"], dtype, warp=w) for w in range(warps)],
                 "load": [bank_conflicts(ls["store_smem"], ls["smem_t"], dtype, esize, warp=w,
-                                        base=esize * ((k * warps + origin) * pitch + a - s))
-                         for k in range(ls["passes"]) for s in range(a) for w in range(warps)]}
+                                        base=esize * ((pass_row + origin) * pitch + a - s))
+                         for pass_row in ls["pass_rows"] for s in range(a) for w in range(warps)]}
     if config.access == "sector":
         esize = ELEMENT_BYTES[dtype]
         down = config.threads // config.tile[0]
@@ -591,12 +668,45 @@ def build_sector(config: TransposeConfig):
     return kb.module("ptxgen/kernels/transpose")
 
 
+def sector_vector_residency(config: TransposeConfig):
+    """The CTAs per SM ``build_sector_vector`` asks ptxas for (``.minnctapersm``), or None for no bound: what shared
+    memory and the SM's threads allow, capped by the registers a thread needs without spilling for the values it holds
+    between its x loads and its smem stores (BM·BN/threads: ``WINDOW_REGISTERS``, ``SCALAR_WINDOW_REGISTERS``,
+    measured with nvJitLink). ``TransposeConfig("bf16", 256, 1, "sector_vector_aligned_x", 64)`` → 8 (16 values, 32
+    registers); ``rows`` = 32·V keeps the earlier bounds (``sector_vector``: none; ``sector_vector_aligned_x``: 80
+    registers). Post: None or ≥ 1."""
+    ls = sector_vector_layouts(config)
+    bm, bn = config.tile
+    smem_bytes = lc.cosize(ls["smem"]) * ELEMENT_BYTES[config.dtype]
+    fits = min(SM_THREADS // config.threads, SM_SHARED_BYTES // (smem_bytes + 1024))
+    values = bm * bn // config.threads
+    if bm == WINDOW_VECTORS[-1] * config.vector:
+        # a thread holds BM·BN/threads values between its loads and the smem store. Read element by element
+        # (sector_vector_scalar), ptxas fits them in the registers that let as many CTAs stay resident as shared
+        # memory allows (nvJitLink, bf16, 256 threads: 147 registers unbounded, 40 with no spill under this bound);
+        # as 16-byte vectors (sector_vector) it spills under any bound tighter than its own 78 registers, so it gets
+        # none
+        if config.access == "sector_vector_scalar":
+            return fits
+        if config.access == "sector_vector_aligned_x":
+            # its run-time checked x vectors (each merged with its element path) leave ptxas free to keep every
+            # loaded value apart: 154 registers unbounded (nvJitLink, bf16: one CTA per SM); bounded to
+            # sector_vector's own residency, 80 with no spill (spills at 4 CTAs)
+            return SM_REGISTERS // (X_VECTOR_REGISTERS * config.threads)
+        return None
+    table = SCALAR_WINDOW_REGISTERS if config.access == "sector_vector_scalar" else WINDOW_REGISTERS
+    if values not in table:         # more values than measured (fewer than 128 threads): no bound
+        return None
+    return min(fits, SM_REGISTERS // (table[values] * config.threads))
+
+
 def build_sector_vector(config: TransposeConfig):
     """The ``access="sector_vector"``/``"sector_vector_scalar"`` kernel (``build``'s signature): ``build_sector``'s
     windows (out row c's window of CTA t starts at column t·BM − s_c, s_c = (c·M) mod A, on a 32-byte sector) with
     one warp per out row and pass, each lane one 16-byte vector of it: ``gmem.store {vector_check = true}`` stores
     it as one ``st.global.v4`` (aligned by construction; checked at run time since out's pitch is not) and the row's
-    two ends element-wise. x's rows t·BM … (t+1)·BM − 1 are read by ``load`` (16-byte vectors where x's rows are
+    two ends element-wise (with ``rows`` < 32·V a warp stores 32·V/BM such rows, A apart, at once). x's rows
+    t·BM … (t+1)·BM − 1 are read by ``load`` (16-byte vectors where x's rows are
     16-byte aligned, for ``sector_vector``; ``_load_x_windows`` for ``sector_vector_aligned_x``), the A rows above by
     ``head``, into the swizzled window. Post: a verified Module whose kernel writes ``out = x.T``."""
     dtype = config.dtype
@@ -604,19 +714,7 @@ def build_sector_vector(config: TransposeConfig):
     a = config.sector
     ls = sector_vector_layouts(config)
     warps = config.threads // 32
-    # a thread holds BM·BN/threads values between its loads and the smem store. Read element by element
-    # (sector_vector_scalar), ptxas fits them in the registers that let as many CTAs stay resident as shared memory
-    # allows (nvJitLink, bf16, 256 threads: 147 registers unbounded, 40 with no spill under this bound); as 16-byte
-    # vectors (sector_vector) it spills under any bound tighter than its own 78 registers, so it gets none
-    resident = None
-    if config.access == "sector_vector_scalar":
-        smem_bytes = lc.cosize(ls["smem"]) * ELEMENT_BYTES[dtype]
-        resident = min(SM_THREADS // config.threads, SM_SHARED_BYTES // (smem_bytes + 1024))
-    elif config.access == "sector_vector_aligned_x":
-        # its run-time checked x vectors (each merged with its element path) leave ptxas free to keep every loaded
-        # value apart: 154 registers unbounded (nvJitLink, bf16: one CTA per SM); bounded to sector_vector's own
-        # residency, 80 with no spill (spills at 4 CTAs)
-        resident = SM_REGISTERS // (X_VECTOR_REGISTERS * config.threads)
+    resident = sector_vector_residency(config)
     kb = KernelBuilder("transpose", grid=(cdiv(dim("x", 1), bn), cdiv(hadd(dim("x", 0), a - 1), bm), 1),
                        block=(config.threads, 1, 1), min_ctas_per_sm=resident, x=gtensor(dtype, 2),
                        out=gtensor(dtype, 2))
@@ -637,21 +735,22 @@ def build_sector_vector(config: TransposeConfig):
         b.smem.store(tile, thread, xs, tv=ls["load_smem"])
     b.barrier.cta()
     tile_t = b.smem.permute(tile, order=(1, 0), name="tile_t")
-    # warp w writes out row n0 + k·warps + w in pass k: one shift s per warp
+    # warp w writes out rows n0 + pass_rows[k] + w + A·i in pass k (i < 32·V/BM): all ≡ mod A, one shift s per warp
     out_cols = b.gtensor.dim(out, mode=1, name="out_cols")
     low_bits = b.const(a - 1, i32, name="sector_mask")
     values_t = frag(dtype, lc.shape(ls["store"][1]))
-    for k in range(ls["passes"]):
-        first = b.const(k * warps, i32, name=f"pass{k}_row")
+    store_rows = out_rows(warps, bm, config.vector, a)
+    for k, pass_row in enumerate(ls["pass_rows"]):
+        first = b.const(pass_row, i32, name=f"pass{k}_row")
         row0 = b.arith.add(n0, first, name=f"pass{k}_n0")
         out_row = b.arith.add(row0, warp, name=f"pass{k}_out_row")
         # s = out_row·M mod A: where the row starts inside its sector (i32 wrap-around keeps the low bits exact)
         shift = b.arith.and_(b.arith.mul(out_row, out_cols), low_bits, name=f"pass{k}_shift")
         x_row = b.arith.sub(sector, shift, name=f"pass{k}_x_row")       # the window's first x row in the tile
-        column = first if not ls["origin"] else b.const(k * warps + ls["origin"], i32, name=f"pass{k}_column")
+        column = first if not ls["origin"] else b.const(pass_row + ls["origin"], i32, name=f"pass{k}_column")
         window = b.smem.offset(tile_t, column, x_row, name=f"pass{k}_window")
         ys = b.smem.load(window, thread, tv=ls["store_smem"], type=values_t, name=f"pass{k}_ys")
-        out_tile = b.gmem.tile(out, row0, b.arith.sub(m0, shift, name=f"pass{k}_m0"), shape=(warps, bm),
+        out_tile = b.gmem.tile(out, row0, b.arith.sub(m0, shift, name=f"pass{k}_m0"), shape=(store_rows, bm),
                                name=f"pass{k}_out")
         b.gmem.store(out_tile, thread, ys, tv=ls["store"], vector_check=True)
     return kb.module("ptxgen/kernels/transpose")
