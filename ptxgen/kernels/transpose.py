@@ -118,6 +118,9 @@ ACCESSES = ("vector", "scalar", "sector", "sector_vector", "sector_vector_scalar
 # sector windows and 16-byte out stores
 SECTOR_VECTOR = ("sector_vector", "sector_vector_scalar", "sector_vector_aligned_x")
 CHUNKS = 8          # 16-byte chunks of a 128-byte row: the XOR's 3 bits
+# the tile rows of the 16-bit transpose whose x rows and out rows are both unaligned (sector_vector_scalar): 128 over
+# 256 (x window values per thread) and 64 (sector over-read A/BM)
+UNALIGNED_X_ROWS = 128
 WINDOW_VECTORS = (8, 16, 32)   # the sector_vector tile's rows BM in 16-byte vectors (TransposeConfig.rows / V)
 
 
@@ -147,17 +150,24 @@ class TransposeConfig:
         accesses: where out's rows do not start on 32-byte sectors (``out_sectors`` False) ``access="sector"`` with 8
         warps, or for 16-bit types whose x rows are 16-byte aligned (``x_aligned``) ``"sector_vector"`` (16-byte
         loads and out stores: 94-99% of copy at 8191 x 8192 bf16 against 87-94% for ``sector``, docs/gpu-runs/
-        2026-11-26-s14.log section 3); else ``access="scalar"``. ``TransposeConfig.default("f32")`` →
-        ``TransposeConfig(dtype='f32', threads=128, pair=2)``; ``TransposeConfig.default("bf16", False, False)`` →
-        ``TransposeConfig(dtype='bf16', threads=256, pair=1, access='sector')``."""
+        2026-11-26-s14.log section 3), for 16-bit types whose x rows are not aligned either ``"sector_vector_scalar"``
+        with 128-row tiles (x element-wise, 16-byte out stores: 87-91% of copy in separate windows, 93-95%
+        interleaved at 8191 x 12289, 12289 x 8191 and 16383 x 16385 bf16 and f16, against 84-88% / 89-92% for
+        ``sector``, 2026-11-26-s17.log section 5); else ``access="scalar"``. ``TransposeConfig.default("f32")`` →
+        ``TransposeConfig(dtype='f32', threads=128, pair=2)``; ``TransposeConfig.default("f32", False, False)`` →
+        ``TransposeConfig(dtype='f32', threads=256, pair=1, access='sector')``; ``TransposeConfig.default("bf16",
+        False, False)`` → ``TransposeConfig(dtype='bf16', threads=256, pair=1, access='sector_vector_scalar',
+        rows=128)``."""
         threads = 128 if dtype == "f32" else 256
         if aligned:
             return TransposeConfig(dtype, threads, 2)
         if out_sectors:
             return TransposeConfig(dtype, threads, 1, "scalar")
-        if x_aligned and dtype != "f32":
+        if dtype == "f32":
+            return TransposeConfig(dtype, 256, 1, "sector")
+        if x_aligned:
             return TransposeConfig(dtype, 256, 1, "sector_vector")
-        return TransposeConfig(dtype, 256, 1, "sector")
+        return TransposeConfig(dtype, 256, 1, "sector_vector_scalar", rows=UNALIGNED_X_ROWS)
 
     @property
     def vector(self) -> int:

