@@ -53,7 +53,7 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
    12-30% there (s15 section 3).
 6. **MN-major operands** (a (K, M) A or a (K, N) B, M or N contiguous: 16-bit only) run in clusters of 1; an MN-major
    B needs BN a multiple of 64.
-7. **Swapped tiles for mid M** (64 < M ≤ ``SWAP_MID_MAX_M`` = 640, N ≥ 4·M, K-major operands, C rows TMA-storable,
+7. **Swapped tiles for mid M** (64 < M ≤ ``SWAP_MID_MAX_M`` = 1024, N ≥ 2·M, K-major operands, C rows TMA-storable,
    and 128-row tiles padding M by at least ``SWAP_MID_MIN_PADDING`` = 10%): the kernel computes Cᵀ = B·Aᵀ with M
    split into 1-4 tiles of any multiple of 8 (``swapped_mid_widths``: 448 → 224, 152, 112), C stored by TMA as its
    transpose (``c_major = "M"``), as many stages as fit (4-6), data-parallel or (from 128 columns) stream-K; they enter
@@ -62,7 +62,8 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
    at 448×11008 and 320×14336). Of 68 shapes whose pick changed (two samples, s17 log section 3) the new pick was
    faster at 62, by up to 1.76× (bf16 272×4608×7168 253 → 445 TFLOP/s; e4m3 192×7168×4096 497 → 681); the 6 slower
    ones fixed the rule's limits (no stream-K under 128 columns, at least 4 stages, ties unswapped, fp8 1.05). On a
-   fresh sample of 24 after that: 23 faster (up to 1.78×), one 0.7% slower.
+   fresh sample of 24 after that: 23 faster (up to 1.78×), one 0.7% slower; widened from M ≤ 640, N ≥ 4·M, its 6
+   new picks of a sample were all faster (x1.11-1.24: bf16 770×8192×2048 506 → 608, e4m3 650×4096×4096 908 → 1125).
 
 ``choose_config(8192, 8192, 8192, "bf16", 132)`` = h128x256s4t2sk; ``choose_config(4096, 4096, 4096, "bf16")`` =
 h128x256s4t2o1; ``choose_config(16, 4096, 4096, "bf16")`` = h128x16s8ska1x (swapped, split over every SM);
@@ -78,10 +79,11 @@ SWAP_AB_MAX_M = 64
 # mid M: swapped tiles (Cᵀ = B·Aᵀ, the kernel's N the problem's M in 1-4 tiles of any multiple of 8, C stored by TMA
 # as its transpose) compete in the cost model where N is at least this many times M, up to this M; their k-tiles
 # cost this much more than the model's unswapped ones (16-bit 448x11008x14336 632 TFLOP/s against the model's 660 from
-# the unswapped 128 x 176's 573; fp8 as modelled: docs/gpu-runs/2026-11-26-s17.log section 2). cuBLAS tiles these
+# the unswapped 128 x 176's 573; fp8 2-4% behind the model at e4m3 224x14336x4096 and 448x5120x4096:
+# docs/gpu-runs/2026-11-26-s17.log sections 2-3). cuBLAS tiles these
 # problems so (its 128 x 160 over (N, M) at 448x11008 and 320x14336, bf16 and e4m3)
-SWAP_MID_MAX_M = 640
-SWAP_MID_MIN_N_OVER_M = 4
+SWAP_MID_MAX_M = 1024
+SWAP_MID_MIN_N_OVER_M = 2
 SWAP_MID_SLOWDOWN = {16: 1.06, 8: 1.05}
 SWAP_MID_MIN_BN = 96
 SWAP_MID_MAX_BN = {16: 256, 8: 192}   # fp8's promotion keeps a second accumulator: 192 columns at most (as unswapped)
