@@ -13,7 +13,7 @@ from ptxgen.runtime import cache
 from standin_torch import standin_torch
 
 SHAPES = [(1, 4096, 4096), (16, 4096, 4096), (64, 28672, 4096), (100, 200, 300), (128, 7168, 18432),
-          (512, 4096, 4096), (3001, 2999, 2016), (4096, 4096, 4096), (8192, 8192, 8192)]
+          (448, 11008, 4096), (512, 4096, 4096), (3001, 2999, 2016), (4096, 4096, 4096), (8192, 8192, 8192)]
 
 
 @pytest.mark.parametrize("dtype, c_row_ok, majors", [
@@ -23,15 +23,16 @@ SHAPES = [(1, 4096, 4096), (16, 4096, 4096), (64, 28672, 4096), (100, 200, 300),
 def test_candidates_start_with_the_pick_validate_and_store_c_as_allowed(dtype, c_row_ok, majors):
     for m, n, k in SHAPES:
         pick = choose_config(m, n, k, dtype, a_major=majors[0], b_major=majors[1])
-        if pick.epilogue == "tma" and not c_row_ok:
-            pick = pick.replace(epilogue="rows", overlap=0)
+        if pick.epilogue == "tma" and not c_row_ok:   # as the ops do: rows, or a swapped pick's direct epilogue
+            pick = pick.replace(epilogue="direct", epilogue_split=1, c_major="N") if pick.swap_ab else \
+                pick.replace(epilogue="rows", overlap=0)
         found = autotune.candidates(pick, m, n, k, c_row_ok)
         assert found[0] == pick
         assert len(found) == len(set(found)) <= autotune.MAX_CANDIDATES
         for config in found:
             assert config.validate() is config
             assert c_row_ok or config.epilogue != "tma", config.name
-            assert not config.swap_ab or config.epilogue == "direct"
+            assert not config.swap_ab or config.epilogue == "direct" or config.c_major == "M"
             assert config.dtype == pick.dtype and config.out_dtype == pick.out_dtype and config.bias == pick.bias
         swapped = [c for c in found if c.swap_ab != pick.swap_ab]
         assert (m <= autotune.SWAP_MAX_M) == bool(swapped) or pick.swap_ab, (m, [c.name for c in found])
@@ -46,6 +47,14 @@ def test_candidates_of_an_unswapped_pick_take_the_adjacent_widths():
     pick = choose_config(384, 4096, 4096, "bf16")
     assert [c.name for c in autotune.candidates(pick, 384, 4096, 4096)][:4] == [
         "h128x96s7t", "h128x192s4t", "h128x64s8t", "h128x112s6t"]
+
+
+def test_candidates_of_a_mid_m_swapped_pick_are_the_other_widths_that_split_m():
+    """Rule 7's pick (C stored by TMA as its transpose): the other widths of ``swapped_mid_widths``, then stages and
+    stream-K as for any pick, and the unswapped 128 x 128 tile."""
+    pick = choose_config(448, 11008, 4096, "bf16")
+    assert [c.name for c in autotune.candidates(pick, 448, 11008, 4096)] == [
+        "h128x152s5txT", "h128x224s4t2xT", "h128x112s6txT", "h128x152s4txT", "h128x152s5tskxT", "h128x128s6t"]
 
 
 def test_candidates_of_a_decode_gemm_are_the_documented_ones():

@@ -92,6 +92,22 @@ def test_ptx_stores_transposed_boxes(dtype, name):
     assert "C7514" not in compiled.info_log
 
 
+def test_f16_and_a_given_out():
+    """f16 (rule 7 serves 16-bit types alike), and ``out=`` a row-major C: TMA-stored where its rows allow it, else
+    the swapped config falls back to the direct epilogue through C's transposed view."""
+    from ptxgen.kernels.gemm.heuristic import choose_config
+    rng = np.random.default_rng()
+    m, n, k = 100, 512, 72
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    w = rng.standard_normal((n, k)).astype(np.float16)
+    want = a.astype(np.float64) @ w.astype(np.float64).T
+    config = GemmConfig(dtype="f16", bn=104, stages=6, epilogue="tma", swap_ab=True, c_major="M")
+    out = np.zeros((m, n), np.float16)
+    assert matmul(a, w.T, out=out, config=config, sm_count=3) is out and rel_err(out, want) < 1e-2
+    assert choose_config(100, 16384, 3072, "f16").name == "h128x104s6txT"
+    assert rel_err(matmul(a, w.T, sm_count=3), want) < 1e-2
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype, name, shape", [
     ("bf16", "h128x152s4txT", (448, 11008, 1000)), ("bf16", "h128x160s5c2txT", (330, 4104, 2000)),
@@ -117,3 +133,27 @@ def test_gpu_swapped_tma_store_matches_float64(dtype, name, shape):
     torch.cuda.synchronize()
     assert torch_rel_err(torch, c, want) < 1e-2
     assert torch.equal(c, again)
+
+
+@pytest.mark.gpu
+def test_gpu_picks_autotune_and_unaligned_out():
+    """The ops' own mid-M picks (swapped, C by TMA) on torch tensors, f16 and bf16 with a bias; autotune=True around
+    such a pick; an ``out`` whose rows TMA cannot store (a column slice of a wider C) takes the direct epilogue."""
+    from ptxgen.kernels.gemm.heuristic import choose_config
+    torch = torch_or_skip()
+    m, n, k = 448, 11008, 1024
+    assert choose_config(m, n, k, "bf16").c_major == "M"
+    for kind in (torch.bfloat16, torch.float16):
+        x = torch.randn(2, m // 2, k, device="cuda", dtype=kind)
+        w = torch.randn(n, k, device="cuda", dtype=kind)
+        bias = torch.randn(n, device="cuda", dtype=kind)
+        want = x.double() @ w.double().T + bias.double()
+        assert torch_rel_err(torch, linear(x, w, bias), want) < 1e-2
+        assert torch_rel_err(torch, matmul(x.reshape(m, k), w.T, autotune=True), want - bias.double()) < 1e-2
+    a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
+    wide = torch.full((m, n + 3), -7.0, device="cuda", dtype=torch.bfloat16)
+    matmul(a, w.T, out=wide[:, 1:n + 1])
+    torch.cuda.synchronize()
+    assert torch_rel_err(torch, wide[:, 1:n + 1], a.double() @ w.double().T) < 1e-2
+    assert bool((wide[:, 0] == -7).all()) and bool((wide[:, n + 1:] == -7).all())
