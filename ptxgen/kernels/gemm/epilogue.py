@@ -181,13 +181,7 @@ def store_out(g, out, tm2, tn2):
         c_col = b.const(box_cols, i32, name=f"c{box_cols}")
         for h in range(split):
             tag = f"_{h}" if split > 1 else ""
-            with b.scf.if_(wg_leader).then:
-                b.tma.store_wait(pending=0, read=True)
-                b.scf.yield_()
-            b.barrier.named(id=1, threads=256)
-            stage_column_block(b, c_mine, g.lt, out, h, split, rows, c_cols, out_dtype, tag)
-            b.fence.proxy_async()   # the generic smem writes before the async-proxy (TMA) reads
-            b.barrier.named(id=1, threads=256)
+            stage_for_tma(g, wg_leader, c_mine, out, h, tag)
             with b.scf.if_(wg_leader).then:
                 for j in range(boxes):
                     cj = b.const(j + h * boxes, i32, name=f"cj{j}{tag}")
@@ -200,25 +194,34 @@ def store_out(g, out, tm2, tn2):
                 b.scf.yield_()
 
 
+def stage_for_tma(g, wg_leader, c_mine, out, h: int, tag: str, trans: bool = False) -> None:
+    """Column block ``h`` of ``out`` into the warpgroup's staging buffer ``c_mine`` for TMA stores: its leader waits
+    until the previous stores have read the buffer, a named barrier over both consumer warpgroups, the block staged
+    (``stage_column_block``), the generic writes fenced before the async proxy's reads, a second barrier."""
+    b, config = g.b, g.config
+    with b.scf.if_(wg_leader).then:
+        b.tma.store_wait(pending=0, read=True)
+        b.scf.yield_()
+    b.barrier.named(id=1, threads=256)
+    stage_column_block(b, c_mine, g.lt, out, h, config.epilogue_split, config.rows, config.bn // config.epilogue_split,
+                       config.out_dtype, tag, trans)
+    b.fence.proxy_async()   # the generic smem writes before the async-proxy (TMA) reads
+    b.barrier.named(id=1, threads=256)
+
+
 def store_transposed(g, out, r0, n0c, wg_leader) -> None:
     """The ``tma`` epilogue of a column-major C (``c_major = "M"``): per column block, the warpgroup's rows × block
     columns staged transposed by ``stmatrix.trans`` into its (block, rows) part of the staged C, then stored by TMA
     as (block, 64) boxes of C's transpose at (n0c + block offset, r0 + 64·j); the waits and named barriers as in the
     row-major path (``store_out``)."""
     b, kb, config = g.b, g.kb, g.config
-    rows, split, out_dtype = config.rows, config.epilogue_split, config.out_dtype
+    rows, split = config.rows, config.epilogue_split
     c_cols = config.bn // split
     c_mine = b.smem.tile(g.sc, g.cw, mode=1, size=rows, name="c_mine_t")
     c_rows_major = b.smem.permute(c_mine, order=(1, 0), name="c_mine")
     for h in range(split):
         tag = f"_{h}" if split > 1 else ""
-        with b.scf.if_(wg_leader).then:
-            b.tma.store_wait(pending=0, read=True)
-            b.scf.yield_()
-        b.barrier.named(id=1, threads=256)
-        stage_column_block(b, c_rows_major, g.lt, out, h, split, rows, c_cols, out_dtype, tag, trans=True)
-        b.fence.proxy_async()   # the generic smem writes before the async-proxy (TMA) reads
-        b.barrier.named(id=1, threads=256)
+        stage_for_tma(g, wg_leader, c_rows_major, out, h, tag, trans=True)
         with b.scf.if_(wg_leader).then:
             col = n0c if h == 0 else b.arith.add(n0c, b.const(h * c_cols, i32, name=f"ct_block{tag}"),
                                                   name=f"ct_col{tag}")
