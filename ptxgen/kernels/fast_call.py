@@ -13,9 +13,10 @@ FAST_LIMIT = 1024      # remembered signatures per op family (the table is empti
 MAPS_PER_CALL = 64     # tensor maps remembered per parameter of a fast call (per address: torch reuses a few)
 
 
-def signature_key(op: str, autotune: bool, tensors, extra=()) -> tuple | None:
-    """The signature of a call (without its stream): per tensor its shape, strides, dtype, device index and address
-    mod 16, then ``extra``; None unless every tensor is a torch Tensor or Parameter (``arguments.TORCH[0]``).
+def signature_key(op: str, autotune, tensors, extra=()) -> tuple | None:
+    """The signature of a call (without its stream): the op, its mode (``autotune``: the autotune flag, or (that flag,
+    the ``GemmConfig`` a call forces)), per tensor its shape, strides, dtype, device index and address mod 16, then
+    ``extra``; None unless every tensor is a torch Tensor or Parameter (``arguments.TORCH[0]``).
     ``signature_key("matmul", False, (a, b))`` for bf16 (16, 64) and (64, 32) CUDA tensors =
     ``("matmul", False, (16, 64), (64, 1), torch.bfloat16, 0, 0, (64, 32), (32, 1), torch.bfloat16, 0, 0)``.
     Post: equal keys mean every check of the ops passes alike (they read nothing else)."""

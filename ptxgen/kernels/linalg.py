@@ -223,9 +223,10 @@ def matmul(a, b, out=None, *, config: GemmConfig | None = None, sm_count: int | 
     Post: the result equals ``a @ b`` up to f32 accumulation and one rounding to C's type."""
     op = "matmul"
     tensors = arguments.TORCH[0]
-    if type(a) in tensors and type(b) in tensors and out is None and config is None and sm_count is None:
+    mode = autotune if config is None else (autotune, config)   # a forced config's calls are remembered under it
+    if type(a) in tensors and type(b) in tensors and out is None and sm_count is None:
         pa, pb = a.data_ptr(), b.data_ptr()
-        fast = _FAST.get((op, autotune, a.shape, a.stride(), a.dtype, a.get_device(), pa & 15, b.shape, b.stride(),
+        fast = _FAST.get((op, mode, a.shape, a.stride(), a.dtype, a.get_device(), pa & 15, b.shape, b.stride(),
                           b.dtype, b.get_device(), pb & 15, arguments.TORCH[2](0)))
         if fast is not None:
             return fast((pa, pb, 0))
@@ -242,7 +243,7 @@ def matmul(a, b, out=None, *, config: GemmConfig | None = None, sm_count: int | 
     if k2 != k:
         raise ValueError(f"{op}: b has {k2} rows but a has {k} columns: a (M, K) @ b (K, N) needs b.shape[0] == K")
     _check_out(op, out_arg, (m, n), dtype)
-    fast_key = signature_key(op, autotune, (a, b)) if out is None and config is None and sm_count is None and k else None
+    fast_key = signature_key(op, mode, (a, b)) if out is None and sm_count is None and k else None
     c = _gemm(op, a_arg, False, b_arg, True, m, n, k, dtype, dtype, out_arg, None, (1.0, 1.0), config, sm_count,
               fast_key=fast_key, autotune=autotune)
     return c if kind == "numpy" else as_callers(c, args)
@@ -258,16 +259,17 @@ def linear(x, w, bias=None, *, config: GemmConfig | None = None, sm_count: int |
     Post: the result equals ``x @ w.T + bias`` up to f32 accumulation and one rounding."""
     op = "linear"
     tensors = arguments.TORCH[0]
-    if type(x) in tensors and type(w) in tensors and config is None and sm_count is None:
+    mode = autotune if config is None else (autotune, config)
+    if type(x) in tensors and type(w) in tensors and sm_count is None:
         px, pw = x.data_ptr(), w.data_ptr()
         if bias is None:
-            fast = _FAST.get((op, autotune, x.shape, x.stride(), x.dtype, x.get_device(), px & 15, w.shape, w.stride(),
+            fast = _FAST.get((op, mode, x.shape, x.stride(), x.dtype, x.get_device(), px & 15, w.shape, w.stride(),
                               w.dtype, w.get_device(), pw & 15, arguments.TORCH[2](0)))
             if fast is not None:
                 return fast((px, pw, 0))
         elif type(bias) in tensors:
             pbias = bias.data_ptr()
-            fast = _FAST.get((op, autotune, x.shape, x.stride(), x.dtype, x.get_device(), px & 15, w.shape, w.stride(),
+            fast = _FAST.get((op, mode, x.shape, x.stride(), x.dtype, x.get_device(), px & 15, w.shape, w.stride(),
                               w.dtype, w.get_device(), pw & 15, bias.shape, bias.stride(), bias.dtype,
                               bias.get_device(), pbias & 15, arguments.TORCH[2](0)))
             if fast is not None:
@@ -298,10 +300,9 @@ def linear(x, w, bias=None, *, config: GemmConfig | None = None, sm_count: int |
     if x_arg.producer:
         x2.producer = x_arg.producer
     fast_key = None
-    if config is None and sm_count is None and k and m and kind == "torch" and \
-            flat.data_ptr() == x_arg.value.data_ptr():
+    if sm_count is None and k and m and kind == "torch" and flat.data_ptr() == x_arg.value.data_ptr():
         # the flattened x is a view of x (a copy would have another address): the kernel reads x itself
-        fast_key = signature_key(op, autotune, (x, w) if bias is None else (x, w, bias))
+        fast_key = signature_key(op, mode, (x, w) if bias is None else (x, w, bias))
     c = _gemm(op, x2, False, w_arg, False, m, n, k, dtype, dtype, None, bias_arg, (1.0, 1.0), config, sm_count,
               fast_key=fast_key, c_shape=tuple(lead) + (n,), autotune=autotune)
     c = c.reshape(*lead, n)
@@ -322,10 +323,10 @@ def scaled_mm(a, b, scale_a, scale_b, out_dtype="bf16", *, bias=None, out=None, 
     wgmma's accumulation within a promotion interval, and one rounding to ``out_dtype``."""
     op = "scaled_mm"
     fast_key = None
-    repeatable = out is None and config is None and sm_count is None and type(scale_a) is float and \
-        type(scale_b) is float
+    mode = autotune if config is None else (autotune, config)
+    repeatable = out is None and sm_count is None and type(scale_a) is float and type(scale_b) is float
     if repeatable:
-        fast_key = signature_key(op, autotune, (a, b) if bias is None else (a, b, bias), (scale_a, scale_b, str(out_dtype)))
+        fast_key = signature_key(op, mode, (a, b) if bias is None else (a, b, bias), (scale_a, scale_b, str(out_dtype)))
         if fast_key is not None:
             fast = _FAST.get(fast_key + (arguments.TORCH[2](0),))
             if fast is not None:
@@ -360,7 +361,7 @@ def scaled_mm(a, b, scale_a, scale_b, out_dtype="bf16", *, bias=None, out=None, 
     _check_out(op, out_arg, (m, n), out_name)
     scales = (_scale(op, "scale_a", scale_a, kind), _scale(op, "scale_b", scale_b, kind))
     if repeatable and fast_key is None:   # the first torch tensor this process has seen
-        fast_key = signature_key(op, autotune, (a, b) if bias is None else (a, b, bias), (scale_a, scale_b, str(out_dtype)))
+        fast_key = signature_key(op, mode, (a, b) if bias is None else (a, b, bias), (scale_a, scale_b, str(out_dtype)))
     c = _gemm(op, a_arg, False, b_arg, True, m, n, k, dtype, out_name, out_arg, bias_arg, scales, config, sm_count,
               fp8_majors=True, fast_key=fast_key if k else None, autotune=autotune)
     return c if kind == "numpy" else as_callers(c, args)

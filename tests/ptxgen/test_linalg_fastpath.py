@@ -5,6 +5,7 @@ the stand-in's map bytes name the address, shape and strides they map), and a ca
 reads — dtype, shape, strides, device, 16-byte alignment, the stream — takes the checked path and raises its error."""
 import pytest
 
+from ptxgen.kernels.gemm import GemmConfig
 from standin_torch import standin_torch
 
 
@@ -64,11 +65,27 @@ def _operands(torch, standin, case, base):
         m, n, k = 128, 256, 128
         return (lambda a, b: scaled_mm(a, b, 0.5, 0.25)), (t((m, k), (k, 1), e4m3, base),
                                                           t((n, k), (k, 1), e4m3, base + 0x100000).t())
+    if case == "matmul forced config (swapped, C by TMA)":
+        m, n, k = 100, 512, 128
+        config = GemmConfig(bn=104, stages=6, epilogue="tma", swap_ab=True, c_major="M")
+        return (lambda a, b: matmul(a, b, config=config)), (t((m, k), (k, 1), bf16, base),
+                                                            t((n, k), (k, 1), bf16, base + 0x100000).t())
+    if case == "linear forced config with bias":
+        m, n, k = 128, 256, 128
+        config = GemmConfig(bn=128, stages=6, epilogue="tma", bias=True)
+        return (lambda x, w, bias: linear(x, w, bias, config=config)), (
+            t((m, k), (k, 1), bf16, base), t((n, k), (k, 1), bf16, base + 0x100000), t((n,), (1,), bf16, base + 0x200000))
+    if case == "scaled_mm forced config":
+        m, n, k = 128, 256, 128
+        config = GemmConfig("e4m3", bn=128, promote=4, epilogue="tma")
+        return (lambda a, b: scaled_mm(a, b, 0.5, 0.25, config=config)), (
+            t((m, k), (k, 1), e4m3, base), t((n, k), (k, 1), e4m3, base + 0x100000).t())
     raise ValueError(case)
 
 
 CASES = ["matmul a @ b", "matmul a @ w.T", "matmul small M (swap-AB)", "linear 3-D x with bias",
-         "linear small M with bias (swap-AB)", "scaled_mm"]
+         "linear small M with bias (swap-AB)", "scaled_mm", "matmul forced config (swapped, C by TMA)",
+         "linear forced config with bias", "scaled_mm forced config"]
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -143,6 +160,29 @@ def test_a_known_signature_never_hides_a_check(env, what, error, message):
     bad_a, bad_b = _wrong(torch, standin, what, a, b)
     with pytest.raises(error, match=re.escape(message)):
         matmul(bad_a, bad_b)
+
+
+def test_a_forced_config_is_part_of_the_signature(env):
+    """A call forcing a config is remembered under it: the same tensors with another config, or with autotune=True
+    (which a forced config refuses), take the checked path."""
+    import re
+
+    from ptxgen.kernels import linalg, matmul
+
+    torch, standin, _ = env
+    a = standin.tensor((128, 128), (128, 1), torch.bfloat16, 0x10000000)
+    w = standin.tensor((256, 128), (128, 1), torch.bfloat16, 0x20000000)
+    config = GemmConfig(bn=128, stages=6, epilogue="tma")
+    matmul(a, w.t(), config=config)
+    matmul(a, w.t(), config=config)
+    assert len(linalg._FAST) == 1
+    with pytest.raises(ValueError, match=re.escape("matmul: config=h128x128s6t forces a configuration; autotune=True "
+                                                   "would choose one")):
+        matmul(a, w.t(), config=config, autotune=True)
+    with pytest.raises(ValueError, match=re.escape("matmul: config is a e4m3 → bf16 GEMM")):
+        matmul(a, w.t(), config=GemmConfig("e4m3", bn=128, promote=4, epilogue="tma"))
+    matmul(a, w.t(), config=config.replace(stages=5))
+    assert len(linalg._FAST) == 2
 
 
 @pytest.mark.parametrize("what", ["a misaligned", "b misaligned", "other strides", "another stream"])
