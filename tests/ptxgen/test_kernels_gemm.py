@@ -202,7 +202,8 @@ def test_unknown_name_gives_the_grammar():
     ((192, 7168, 4096), "e4m3", {}, "h128x96s6k4txT"),
     ((384, 14336, 8192), "bf16", {}, "h128x176s4t"),          # no padding: unswapped
     ((464, 49152, 5120), "bf16", {}, "h128x256s4t2o1"),       # 128 x 232 would hold 3 stages only
-    ((448, 11008, 4096), "bf16", dict(b_major="MN"), "h128x192s4t3mkn"),   # MN-major B: unswapped
+    ((448, 11008, 4096), "bf16", dict(b_major="MN"), "h128x152s5tmnkxT"),  # a row-major B: the kernel's MN-major A
+    ((448, 11008, 4096), "bf16", dict(a_major="MN"), "h128x176s4tmnk"),    # an MN-major A: unswapped
 ])
 def test_heuristic_choices(shape, dtype, extra, name):
     assert choose_config(*shape, dtype, 132, **extra).name == name

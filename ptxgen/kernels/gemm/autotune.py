@@ -70,7 +70,7 @@ def _neighbours(pick: GemmConfig, m: int, c_row_ok: bool):
         for bn in swapped_mid_widths(m, pick.dtype):
             tile = swapped_mid_tile(bn, pick.dtype, pick.bias, pick.out_dtype) if bn != pick.bn else None
             if tile is not None:
-                yield tile.replace(streamk=pick.streamk)
+                yield tile.replace(streamk=pick.streamk, a_major=pick.a_major)
     lo, hi = (16, 128) if pick.swap_ab else (64, 256)
     widths = [pick.bn * 2, pick.bn // 2] if pick.c_major == "N" else []
     if not pick.swap_ab:

@@ -53,7 +53,8 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
    12-30% there (s15 section 3).
 6. **MN-major operands** (a (K, M) A or a (K, N) B, M or N contiguous: 16-bit only) run in clusters of 1; an MN-major
    B needs BN a multiple of 64.
-7. **Swapped tiles for mid M** (64 < M ≤ ``SWAP_MID_MAX_M`` = 1024, N ≥ 2·M, K-major operands, C rows TMA-storable,
+7. **Swapped tiles for mid M** (64 < M ≤ ``SWAP_MID_MAX_M`` = 1024, N ≥ 2·M, a K-major A (B either way: a row-major
+   (K, N) B becomes the kernel's MN-major A), C rows TMA-storable,
    and 128-row tiles padding M by at least ``SWAP_MID_MIN_PADDING`` = 10%): the kernel computes Cᵀ = B·Aᵀ with M
    split into 1-4 tiles of any multiple of 8 (``swapped_mid_widths``: 448 → 224, 152, 112), C stored by TMA as its
    transpose (``c_major = "M"``), as many stages as fit (4-6), data-parallel or (from 128 columns) stream-K; they enter
@@ -63,7 +64,8 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
    faster at 62, by up to 1.76× (bf16 272×4608×7168 253 → 445 TFLOP/s; e4m3 192×7168×4096 497 → 681); the 6 slower
    ones fixed the rule's limits (no stream-K under 128 columns, at least 4 stages, ties unswapped, fp8 1.05). On a
    fresh sample of 24 after that: 23 faster (up to 1.78×), one 0.7% slower; widened from M ≤ 640, N ≥ 4·M, its 6
-   new picks of a sample were all faster (x1.11-1.24: bf16 770×8192×2048 506 → 608, e4m3 650×4096×4096 908 → 1125).
+   new picks of a sample were all faster (x1.11-1.24: bf16 770×8192×2048 506 → 608, e4m3 650×4096×4096 908 → 1125);
+   with a row-major B too, 14 of 14 (x1.004-1.266: 300×8192×4096 383 → 485, 576×11008×2048 495 → 582).
 
 ``choose_config(8192, 8192, 8192, "bf16", 132)`` = h128x256s4t2sk; ``choose_config(4096, 4096, 4096, "bf16")`` =
 h128x256s4t2o1; ``choose_config(16, 4096, 4096, "bf16")`` = h128x16s8ska1x (swapped, split over every SM);
@@ -271,9 +273,9 @@ def choose_config(m: int, n: int, k: int, dtype: str = "bf16", sm_count: int = H
             cost = estimated_cost(config, m, n, k, sm_count)
             if best_cost is None or cost < best_cost - 1e-9:
                 best, best_cost = config, cost
-    if tma_store and not mn_major and SWAP_AB_MAX_M < m <= SWAP_MID_MAX_M and n >= SWAP_MID_MIN_N_OVER_M * m and \
+    if tma_store and a_major == "K" and SWAP_AB_MAX_M < m <= SWAP_MID_MAX_M and n >= SWAP_MID_MIN_N_OVER_M * m and \
             -(-m // 128) * 128 >= (1 + SWAP_MID_MIN_PADDING) * m:
-        for config in _swapped_mid(m, n, k, dtype, bias, out_dtype, sm_count):
+        for config in _swapped_mid(m, n, k, dtype, bias, out_dtype, sm_count, b_major):
             cost = estimated_cost(config, n, m, k, sm_count) * SWAP_MID_SLOWDOWN[_width(dtype)]
             if cost < best_cost - 1e-9:
                 best, best_cost = config, cost
@@ -282,7 +284,7 @@ def choose_config(m: int, n: int, k: int, dtype: str = "bf16", sm_count: int = H
     return best.replace(stages=pipeline_stages(best, m, n, sm_count)).validate()
 
 
-def _swapped_mid(m: int, n: int, k: int, dtype: str, bias: bool, out_dtype: str, sms: int):
+def _swapped_mid(m: int, n: int, k: int, dtype: str, bias: bool, out_dtype: str, sms: int, b_major: str = "K"):
     """Rule 2's swapped candidates for mid M (``SWAP_MID_MAX_M``): ``swapped_mid_tile`` of each of
     ``swapped_mid_widths(m, dtype)``, data-parallel and, from ``SWAP_MID_MIN_STREAMK_BN`` columns where it saves
     k-tiles on the kernel's problem (n, m, k), stream-K. ``_swapped_mid(448, 11008, 4096, "bf16", False, "bf16",
@@ -291,6 +293,7 @@ def _swapped_mid(m: int, n: int, k: int, dtype: str, bias: bool, out_dtype: str,
         base = swapped_mid_tile(bn, dtype, bias, out_dtype)
         if base is None:
             continue
+        base = base.replace(a_major=b_major)   # the kernel's A is the problem's B
         yield base
         sk = base.replace(streamk=True)
         if bn >= SWAP_MID_MIN_STREAMK_BN and streamk_ktiles_saved(n, m, k, sk, sms) >= STREAMK_MIN_SAVING:
