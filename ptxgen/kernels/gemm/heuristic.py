@@ -56,7 +56,7 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
 7. **Swapped tiles for mid M** (64 < M ≤ ``SWAP_MID_MAX_M`` = 1024, N ≥ 2·M, a K-major A (B either way: a row-major
    (K, N) B becomes the kernel's MN-major A), C rows TMA-storable,
    and 128-row tiles padding M by at least ``SWAP_MID_MIN_PADDING`` = 10%): the kernel computes Cᵀ = B·Aᵀ with M
-   split into 1-4 tiles of any multiple of 8 (``swapped_mid_widths``: 448 → 224, 152, 112), C stored by TMA as its
+   split into 1-8 tiles of any multiple of 8 (``swapped_mid_widths``: 448 → 224, 152, 112, 96), C stored by TMA as its
    transpose (``c_major = "M"``), as many stages as fit (4-6), data-parallel or (from 128 columns) stream-K; they enter
    rule 2's cost model on the kernel's problem (N, M, K) with their k-tiles ``SWAP_MID_SLOWDOWN`` dearer (16-bit 1.06,
    fp8 1.05) and win only when strictly cheaper. This is how cuBLAS tiles these problems (its 128 × 160 over (N, M)
@@ -78,7 +78,7 @@ from .config import ELEMENT_BYTES, SMEM_BYTES, STREAMK_MIN_SAVING, GemmConfig
 from .schedule import streamk_ktiles_saved
 
 SWAP_AB_MAX_M = 64
-# mid M: swapped tiles (Cᵀ = B·Aᵀ, the kernel's N the problem's M in 1-4 tiles of any multiple of 8, C stored by TMA
+# mid M: swapped tiles (Cᵀ = B·Aᵀ, the kernel's N the problem's M in 1-8 tiles of any multiple of 8, C stored by TMA
 # as its transpose) compete in the cost model where N is at least this many times M, up to this M; their k-tiles
 # cost this much more than the model's unswapped ones (16-bit 448x11008x14336 632 TFLOP/s against the model's 660 from
 # the unswapped 128 x 176's 573; fp8 2-4% behind the model at e4m3 224x14336x4096 and 448x5120x4096:
@@ -88,6 +88,9 @@ SWAP_MID_MAX_M = 1024
 SWAP_MID_MIN_N_OVER_M = 2
 SWAP_MID_SLOWDOWN = {16: 1.06, 8: 1.05}
 SWAP_MID_MIN_BN = 96
+# ... in at most this many tiles (from 4: e4m3 900x8192x2048 896 -> 1043 TFLOP/s, 7 of 8 sampled fp8 picks faster; bf16
+# 5 of 8, the 3 slower by 3-4%: s17 log section 10)
+SWAP_MID_MAX_TILES = 8
 SWAP_MID_MAX_BN = {16: 256, 8: 192}   # fp8's promotion keeps a second accumulator: 192 columns at most (as unswapped)
 SWAP_MID_MAX_STAGES = 6
 # ... and at least this many (bf16 464x49152x5120: 128 x 232, whose unsplit staged C leaves room for 3, 526 TFLOP/s
@@ -288,7 +291,7 @@ def _swapped_mid(m: int, n: int, k: int, dtype: str, bias: bool, out_dtype: str,
     """Rule 2's swapped candidates for mid M (``SWAP_MID_MAX_M``): ``swapped_mid_tile`` of each of
     ``swapped_mid_widths(m, dtype)``, data-parallel and, from ``SWAP_MID_MIN_STREAMK_BN`` columns where it saves
     k-tiles on the kernel's problem (n, m, k), stream-K. ``_swapped_mid(448, 11008, 4096, "bf16", False, "bf16",
-    132)`` yields h128x224s4t2xT, h128x224s4t2skxT, h128x152s5txT, h128x112s6txT."""
+    132)`` yields h128x224s4t2xT, h128x224s4t2skxT, h128x152s5txT, h128x112s6txT, h128x96s6txT."""
     for bn in swapped_mid_widths(m, dtype):
         base = swapped_mid_tile(bn, dtype, bias, out_dtype)
         if base is None:
@@ -301,11 +304,12 @@ def _swapped_mid(m: int, n: int, k: int, dtype: str, bias: bool, out_dtype: str,
 
 
 def swapped_mid_widths(m: int, dtype: str) -> list:
-    """The kernel BNs of a swapped mid-M problem: M split into j = 1 … 4 tiles, ⌈M/j⌉ rounded up to 8, from
-    ``SWAP_MID_MIN_BN`` to ``SWAP_MID_MAX_BN`` (16-bit 256, fp8 192), each once. ``swapped_mid_widths(448, "bf16")`` =
-    [224, 152, 112]. Post: every width is a multiple of 8 covering M in at most 4 tiles."""
+    """The kernel BNs of a swapped mid-M problem: M split into j = 1 … ``SWAP_MID_MAX_TILES`` = 8 tiles, ⌈M/j⌉
+    rounded up to 8, from ``SWAP_MID_MIN_BN`` to ``SWAP_MID_MAX_BN`` (16-bit 256, fp8 192), each once.
+    ``swapped_mid_widths(448, "bf16")`` = [224, 152, 112, 96]. Post: every width is a multiple of 8 covering M in at
+    most 8 tiles."""
     widths = []
-    for tiles in range(1, 5):
+    for tiles in range(1, SWAP_MID_MAX_TILES + 1):
         bn = -(-(-(-m // tiles)) // 8) * 8
         if SWAP_MID_MIN_BN <= bn <= SWAP_MID_MAX_BN[_width(dtype)] and bn not in widths:
             widths.append(bn)
