@@ -370,14 +370,14 @@ def sector_vector_tv(rows: int, cols: int, vector: int, threads: int):
 def pairs_tv(rows: int, cols: int, threads: int, lanes_per_row: int, spacing: int):
     """The x side of ``access="sector_vector_pairs"``: ``make_layout_tv`` of a warp's lanes on (32/lanes_per_row
     rows, lanes_per_row pairs) row-major holding (1, 2) each — lane l the two consecutive columns 2·(l % lanes) … of
-    the warp's row l / lanes, those rows ``spacing`` apart — the warps side by side along the row's column groups
-    (2·lanes_per_row columns each), then on consecutive rows; the value mode is the pair, then the rows between a
+    the warp's row l / lanes, those rows ``spacing`` apart — the warps on consecutive rows, then side by side along
+    the row's column groups (2·lanes_per_row columns each); the value mode is the pair, then the rows between a
     warp's (``spacing``/warps-per-column-group of them), then the blocks of 32/lanes_per_row·spacing rows down the
     tile. One instruction of a warp reads 4·lanes_per_row contiguous bytes of each of its rows (a 2-element vector
     per lane: ``gmem.load {vector_check = true}`` makes it one 4-byte load where the row's element is 4-byte aligned at
     run time). With an even ``spacing`` a warp's rows share their parity, so for an odd pitch its lanes agree on the
     alignment. ``pairs_tv(128, 64, 256, 16, 8)`` = ``(((2,16),(4,2)),(2,(2,8))):(((8,256),(1,4096)),(128,(4,16)))``:
-    thread t = lane + 32·(h + 2·r), value (j, (i, b)) → row r + 8·(lane/16) + 4·i + 16·b, column 32·h + 2·(lane%16) + j.
+    thread t = lane + 32·(r + 4·h), value (j, (i, b)) → row r + 8·(lane/16) + 4·i + 16·b, column 32·h + 2·(lane%16) + j.
     ``pairs_tv(64, 64, 256, 32, 8)``: one 64-column row per warp and instruction. Pre: 2·lanes_per_row divides cols,
     the column groups divide the warps, whose rows per group divide ``spacing``, 32/lanes_per_row·spacing divides
     rows. Post: a bijection of threads × values onto the (rows, cols) tile (column-major index)."""
