@@ -77,6 +77,16 @@ stays conflict-free for every shift; ``sector_vector_tv`` gives each thread fewe
 warp load. Some of the smaller tiles' x-side smem stores are 2-way conflicted (``bank_reports``: the pitch serves the
 read first).
 
+``access="sector_vector_pairs"`` (selectable, 16-bit types, takes ``rows``) is ``sector_vector_scalar`` with x's
+rows (the tile's and the A head rows) read as 2-element vectors: ``pairs_tv`` gives each lane two consecutive columns
+of one x row, ``gmem.load {vector_check = true}`` one 4-byte load where the pair is 4-byte aligned at run time (half
+of the rows for an odd pitch in elements; the other half element loads), so a warp moves 128 bytes per instruction as
+f32's element loads do, not 64. The lanes' two 2-byte smem stores go a column pitch apart: with 32 lanes on one row,
+columns c and c + 32 fall in one bank wherever the pitch is ≡ 8 (mod 16) elements (BM = 128, 256), so
+``pairs_arrangement`` puts 16 lanes on each of two rows 8 apart there (one row at BM = 64), the first arrangement
+layoutc reports conflict-free; a warp's rows share their parity, so its lanes take the same path.
+``PAIRS_WINDOW_REGISTERS`` bounds the registers (bf16, 256 threads: 32 at BM = 64, 8 CTAs per SM; 40 at 128, 6).
+
 Example (post-condition: ``out == x.T`` exactly)::
 
     >>> import numpy as np
@@ -136,7 +146,8 @@ class TransposeConfig:
     ``sector_vector`` (sector windows one warp per out row, 16-byte out stores checked at run time; x read through
     ``sector_vector_tv``: 16-byte vectors where x's rows allow), ``sector_vector_scalar`` (the same with x read by
     ``scalar_tv``) or ``sector_vector_aligned_x`` (the same with x read as 16-byte vectors from windows moved onto
-    16-byte boundaries per row, whatever x's pitch: ``threads`` = 32·V); ``rows``: the ``sector_vector*`` tile's rows
+    16-byte boundaries per row, whatever x's pitch: ``threads`` = 32·V) or ``sector_vector_pairs`` (16-bit types: the
+    same with x read as run-time checked 2-element vectors, ``pairs_tv``); ``rows``: the ``sector_vector*`` tile's rows
     BM (8·V, 16·V or 32·V: 64, 128, 256 for bf16; None = 32·V). ``validate()`` names the field that breaks a rule."""
 
     dtype: str = "bf16"
@@ -376,8 +387,9 @@ def pairs_tv(rows: int, cols: int, threads: int, lanes_per_row: int, spacing: in
     tile. One instruction of a warp reads 4·lanes_per_row contiguous bytes of each of its rows (a 2-element vector
     per lane: ``gmem.load {vector_check = true}`` makes it one 4-byte load where the row's element is 4-byte aligned at
     run time). With an even ``spacing`` a warp's rows share their parity, so for an odd pitch its lanes agree on the
-    alignment. ``pairs_tv(128, 64, 256, 16, 8)`` = ``(((2,16),(4,2)),(2,(2,8))):(((8,256),(1,4096)),(128,(4,16)))``:
-    thread t = lane + 32·(r + 4·h), value (j, (i, b)) → row r + 8·(lane/16) + 4·i + 16·b, column 32·h + 2·(lane%16) + j.
+    alignment. ``pairs_tv(128, 64, 256, 16, 8)`` = ``(((16,2),(4,2)),(2,(2,8))):(((256,8),(1,4096)),(128,(4,16)))``:
+    thread t = lane + 32·(r + 4·h), value (j, (i, b)) → row r + 8·(lane/16) + 4·i + 16·b, column 32·h +
+    2·(lane%16) + j.
     ``pairs_tv(64, 64, 256, 32, 8)``: one 64-column row per warp and instruction. Pre: 2·lanes_per_row divides cols,
     the column groups divide the warps, whose rows per group divide ``spacing``, 32/lanes_per_row·spacing divides
     rows. Post: a bijection of threads × values onto the (rows, cols) tile (column-major index)."""
@@ -393,7 +405,7 @@ def pairs_tv(rows: int, cols: int, threads: int, lanes_per_row: int, spacing: in
     return lc.make_layout(thread, values)
 
 
-def pairs_arrangement(config: "TransposeConfig") -> tuple:
+def pairs_arrangement(config: TransposeConfig) -> tuple:
     """(lanes per row, row spacing) of ``sector_vector_pairs``' ``pairs_tv``: the widest rows (most lanes on one row,
     32 first: 128 contiguous bytes per warp instruction), then the smallest even spacing, whose two 2-byte smem stores
     per lane are conflict-free into the column-major window for every warp (layoutc ``bank_conflicts``). A lane's
@@ -410,7 +422,7 @@ def pairs_arrangement(config: "TransposeConfig") -> tuple:
 _PAIRS: dict = {}
 
 
-def _search_pairs(config: "TransposeConfig") -> tuple:
+def _search_pairs(config: TransposeConfig) -> tuple:
     bm, bn = config.tile
     a = config.sector
     warps = config.threads // 32
@@ -539,9 +551,12 @@ def window_pitch(rows: int, vector: int, rows_in_warp: int) -> int:
 
 def sector_vector_layouts(config: TransposeConfig) -> dict:
     """The layouts of ``access="sector_vector"``/``"sector_vector_scalar"`` (tile (BM, BN) = (32·V, 8·V)): ``load``
-    (x rows t·BM … of the window: ``sector_vector_tv``, or ``scalar_tv`` for ``sector_vector_scalar``), ``head``
-    (the A rows above them: ``scalar_tv``), ``smem`` (the (BM + A, BN) window COLUMN-major — an out row's elements
-    contiguous — with a column pitch of BM + A + 16 bytes of elements, ``pitch``, and ``sector_vector_swizzle``),
+    (x rows t·BM … of the window: ``sector_vector_tv``, ``scalar_tv`` for ``sector_vector_scalar``, ``pairs_tv`` in
+    ``pairs_arrangement`` for ``sector_vector_pairs``), ``head`` (the A rows above them: ``scalar_tv``, or
+    ``pairs_tv`` in the same arrangement for ``sector_vector_pairs``: bf16 BM = 128 ``load`` =
+    ``(((16,2),(4,2)),(2,(2,8))):(((256,8),(1,4096)),(128,(4,16)))``), ``smem`` (the (BM + A, BN) window
+    COLUMN-major — an out row's elements contiguous — with a column pitch of BM + A + 16 bytes of elements,
+    ``pitch``, and ``sector_vector_swizzle``),
     ``smem_t`` (its transpose), ``load_smem``/``head_smem`` (``load``/``head`` placed at the window's rows A… / 0…),
     ``store`` (``row_vector_tv``: one pass, warp w on out row w), ``store_smem`` (it over the transposed window),
     ``passes`` (BN / warps), ``pass_rows`` (pass k's first out row: k·warps) and ``origin`` (the smem column of x's
@@ -764,9 +779,10 @@ def sector_vector_residency(config: TransposeConfig):
     """The CTAs per SM ``build_sector_vector`` asks ptxas for (``.minnctapersm``), or None for no bound: what shared
     memory and the SM's threads allow, capped by the registers a thread needs without spilling for the values it holds
     between its x loads and its smem stores (BM·BN/threads: ``WINDOW_REGISTERS``, ``SCALAR_WINDOW_REGISTERS``,
-    measured with nvJitLink). ``TransposeConfig("bf16", 256, 1, "sector_vector_aligned_x", 64)`` → 8 (16 values, 32
-    registers); ``rows`` = 32·V keeps the earlier bounds (``sector_vector``: none; ``sector_vector_aligned_x``: 80
-    registers). Post: None or ≥ 1."""
+    ``PAIRS_WINDOW_REGISTERS``, measured with nvJitLink; ``sector_vector_pairs`` bf16 BM = 128 → 6).
+    ``TransposeConfig("bf16", 256, 1, "sector_vector_aligned_x", 64)`` → 8 (16 values, 32 registers); ``rows`` =
+    32·V keeps the earlier bounds (``sector_vector``: none; ``sector_vector_aligned_x``: 80 registers;
+    ``sector_vector_pairs``: 80, 3 CTAs of 256 threads). Post: None or ≥ 1."""
     ls = sector_vector_layouts(config)
     bm, bn = config.tile
     smem_bytes = lc.cosize(ls["smem"]) * ELEMENT_BYTES[config.dtype]
@@ -796,14 +812,15 @@ def sector_vector_residency(config: TransposeConfig):
 
 
 def build_sector_vector(config: TransposeConfig):
-    """The ``access="sector_vector"``/``"sector_vector_scalar"`` kernel (``build``'s signature): ``build_sector``'s
-    windows (out row c's window of CTA t starts at column t·BM − s_c, s_c = (c·M) mod A, on a 32-byte sector) with
-    one warp per out row and pass, each lane one 16-byte vector of it: ``gmem.store {vector_check = true}`` stores
-    it as one ``st.global.v4`` (aligned by construction; checked at run time since out's pitch is not) and the row's
-    two ends element-wise (with ``rows`` < 32·V a warp stores 32·V/BM such rows, A apart, at once). x's rows
-    t·BM … (t+1)·BM − 1 are read by ``load`` (16-byte vectors where x's rows are
-    16-byte aligned, for ``sector_vector``; ``_load_x_windows`` for ``sector_vector_aligned_x``), the A rows above by
-    ``head``, into the swizzled window. Post: a verified Module whose kernel writes ``out = x.T``."""
+    """The ``access="sector_vector"``/``"sector_vector_scalar"``/``"sector_vector_pairs"`` kernel (``build``'s
+    signature): ``build_sector``'s windows (out row c's window of CTA t starts at column t·BM − s_c, s_c = (c·M) mod
+    A, on a 32-byte sector) with one warp per out row and pass, each lane one 16-byte vector of it: ``gmem.store
+    {vector_check = true}`` stores it as one ``st.global.v4`` (aligned by construction; checked at run time since
+    out's pitch is not) and the row's two ends element-wise (with ``rows`` < 32·V a warp stores 32·V/BM such rows, A
+    apart, at once). x's rows t·BM … (t+1)·BM − 1 are read by ``load`` (16-byte vectors where x's rows are 16-byte
+    aligned, for ``sector_vector``; ``_load_x_windows`` for ``sector_vector_aligned_x``; 2-element vectors checked at
+    run time for ``sector_vector_pairs``), the A rows above by ``head``, into the swizzled window. Post: a verified
+    Module whose kernel writes ``out = x.T``."""
     dtype = config.dtype
     bm, bn = config.tile
     a = config.sector
