@@ -21,10 +21,8 @@ rows that are not 16-byte aligned when out's rows start on 32-byte sectors) or `
 stored as 16-byte vectors, x read as 16-byte vectors where its rows allow) or ``threads/1/sectorvs``
 (``sector_vector_scalar``: the same with x read element-wise) or ``threads/1/sectorva``
 (``sector_vector_aligned_x``: x's rows read as 16-byte vectors from a window moved onto 16-byte boundaries per row,
-whatever x's pitch; 256 threads for 16-bit types, 128 for f32) or ``threads/1/sectorvp`` (``sector_vector_pairs``,
-16-bit types: x read as 2-element vectors, 4-byte loads where a row's pair is 4-byte aligned at run time);
-``sectorv``, ``sectorvs``, ``sectorva`` and ``sectorvp`` take the tile's rows after them (``TransposeConfig.rows``:
-8, 16 or 32 16-byte vectors, e.g. ``256/1/sectorva64``,
+whatever x's pitch; 256 threads for 16-bit types, 128 for f32); ``sectorv``, ``sectorvs`` and ``sectorva`` take the
+tile's rows after them (``TransposeConfig.rows``: 8, 16 or 32 16-byte vectors, e.g. ``256/1/sectorva64``,
 ``256/1/sectorv128`` for bf16, ``128/1/sectorva32`` for f32; none: 32 vectors); each row names the one ``transpose``
 would pick for the shape.
 Writes JSON to ``--json`` or, when $OUT is set, ``$OUT/bench_transpose.json``.
@@ -75,18 +73,16 @@ def interleaved(torch, fns: dict, runs: int) -> dict:
 
 
 ACCESS_SUFFIXES = {"": "vector", "s": "scalar", "sector": "sector", "sectorv": "sector_vector",
-                   "sectorvs": "sector_vector_scalar", "sectorva": "sector_vector_aligned_x",
-                   "sectorvp": "sector_vector_pairs"}
+                   "sectorvs": "sector_vector_scalar", "sectorva": "sector_vector_aligned_x"}
 LABEL_SUFFIXES = {access: f"/{suffix}" if suffix else "" for suffix, access in ACCESS_SUFFIXES.items()}
-# they take the tile's rows as a number after them
-SECTOR_VECTOR_SUFFIXES = ("sectorv", "sectorvs", "sectorva", "sectorvp")
+SECTOR_VECTOR_SUFFIXES = ("sectorv", "sectorvs", "sectorva")   # they take the tile's rows as a number after them
 
 
 def variant_config(dtype: str, variant: str):
     """The TransposeConfig a ``--variants`` entry names: ``threads/pair`` (vector), ``threads/pair/s`` (scalar),
     ``threads/pair/sector``, ``threads/pair/sectorv`` (sector_vector), ``threads/pair/sectorvs``
-    (sector_vector_scalar), ``threads/pair/sectorva`` (sector_vector_aligned_x) or ``threads/pair/sectorvp``
-    (sector_vector_pairs), the last four optionally followed by the tile's rows (``TransposeConfig.rows``; none: 32·V): ``variant_config("bf16", "256/1/sector")`` →
+    (sector_vector_scalar) or ``threads/pair/sectorva`` (sector_vector_aligned_x), the last three optionally followed
+    by the tile's rows (``TransposeConfig.rows``; none: 32·V): ``variant_config("bf16", "256/1/sector")`` →
     ``TransposeConfig('bf16', 256, 1, 'sector')``, ``variant_config("bf16", "256/1/sectorva64")`` →
     ``TransposeConfig('bf16', 256, 1, 'sector_vector_aligned_x', 64)``. SystemExit for a malformed entry, ValueError
     (``validate``'s) for one invalid for ``dtype``."""
@@ -100,8 +96,8 @@ def variant_config(dtype: str, variant: str):
             rows, access = int(access[0][len(suffix):]), [suffix]
     if len(access) != 1 or access[0] not in ACCESS_SUFFIXES or not (threads.isdigit() and pair.isdigit()):
         raise SystemExit(f"--variants: {variant!r} is not threads/pair, threads/pair/s, threads/pair/sector, "
-                         "threads/pair/sectorv, threads/pair/sectorvs, threads/pair/sectorva or threads/pair/sectorvp "
-                         "(the last four optionally followed by the tile's rows, e.g. threads/pair/sectorva64)")
+                         "threads/pair/sectorv, threads/pair/sectorvs or threads/pair/sectorva (the last three "
+                         "optionally followed by the tile's rows, e.g. threads/pair/sectorva64)")
     config = TransposeConfig(dtype, int(threads), int(pair), ACCESS_SUFFIXES[access[0]], rows).validate()
     # the default tile spelled out is the default config (one kernel, one row)
     return replace(config, rows=None) if rows == config.vector * 32 else config
@@ -118,8 +114,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--shapes", default="8192x8192,16384x16384,8191x12289")
     ap.add_argument("--dtypes", default="bf16,f32")
     ap.add_argument("--variants", default="256/2,128/2,256/1,256/1/s,128/1/s,64/1/s,256/1/sector,128/1/sector",
-                    help="TransposeConfig threads/pair[/s|/sector|/sectorv|/sectorvs|/sectorva|/sectorvp][rows] "
-                         "variants to time "
+                    help="TransposeConfig threads/pair[/s|/sector|/sectorv|/sectorvs|/sectorva][rows] variants to time "
                          "(those invalid for a dtype are skipped)")
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--json", default=None)

@@ -77,16 +77,6 @@ stays conflict-free for every shift; ``sector_vector_tv`` gives each thread fewe
 warp load. Some of the smaller tiles' x-side smem stores are 2-way conflicted (``bank_reports``: the pitch serves the
 read first).
 
-``access="sector_vector_pairs"`` (selectable, 16-bit types, takes ``rows``) is ``sector_vector_scalar`` with x's
-rows (the tile's and the A head rows) read as 2-element vectors: ``pairs_tv`` gives each lane two consecutive columns
-of one x row, ``gmem.load {vector_check = true}`` one 4-byte load where the pair is 4-byte aligned at run time (half
-of the rows for an odd pitch in elements; the other half element loads), so a warp moves 128 bytes per instruction as
-f32's element loads do, not 64. The lanes' two 2-byte smem stores go a column pitch apart: with 32 lanes on one row,
-columns c and c + 32 fall in one bank wherever the pitch is ≡ 8 (mod 16) elements (BM = 128, 256), so
-``pairs_arrangement`` puts 16 lanes on each of two rows 8 apart there (one row at BM = 64), the first arrangement
-layoutc reports conflict-free; a warp's rows share their parity, so its lanes take the same path.
-``PAIRS_WINDOW_REGISTERS`` bounds the registers (bf16, 256 threads: 32 at BM = 64, 8 CTAs per SM; 40 at 128, 6).
-
 Example (post-condition: ``out == x.T`` exactly)::
 
     >>> import numpy as np
@@ -124,12 +114,9 @@ X_VECTOR_REGISTERS = 80   # per thread: sector_vector's 78 (nvJitLink, bf16, unb
 # bf16 BM = 128, 256 threads)
 WINDOW_REGISTERS = {4: 32, 8: 32, 16: 32, 32: 48, 64: 80}
 SCALAR_WINDOW_REGISTERS = {4: 32, 8: 32, 16: 32, 32: 40, 64: 40}
-# the same for x read as run-time checked 2-element vectors (sector_vector_pairs, bf16, 256 threads: nvJitLink)
-PAIRS_WINDOW_REGISTERS = {16: 32, 32: 40, 64: 80}
-ACCESSES = ("vector", "scalar", "sector", "sector_vector", "sector_vector_scalar", "sector_vector_aligned_x",
-            "sector_vector_pairs")
+ACCESSES = ("vector", "scalar", "sector", "sector_vector", "sector_vector_scalar", "sector_vector_aligned_x")
 # sector windows and 16-byte out stores
-SECTOR_VECTOR = ("sector_vector", "sector_vector_scalar", "sector_vector_aligned_x", "sector_vector_pairs")
+SECTOR_VECTOR = ("sector_vector", "sector_vector_scalar", "sector_vector_aligned_x")
 CHUNKS = 8          # 16-byte chunks of a 128-byte row: the XOR's 3 bits
 # the tile rows of the 16-bit transpose whose x rows and out rows are both unaligned (sector_vector_scalar): 128 over
 # 256 (x window values per thread) and 64 (sector over-read A/BM)
@@ -146,8 +133,7 @@ class TransposeConfig:
     ``sector_vector`` (sector windows one warp per out row, 16-byte out stores checked at run time; x read through
     ``sector_vector_tv``: 16-byte vectors where x's rows allow), ``sector_vector_scalar`` (the same with x read by
     ``scalar_tv``) or ``sector_vector_aligned_x`` (the same with x read as 16-byte vectors from windows moved onto
-    16-byte boundaries per row, whatever x's pitch: ``threads`` = 32·V) or ``sector_vector_pairs`` (16-bit types: the
-    same with x read as run-time checked 2-element vectors, ``pairs_tv``); ``rows``: the ``sector_vector*`` tile's rows
+    16-byte boundaries per row, whatever x's pitch: ``threads`` = 32·V); ``rows``: the ``sector_vector*`` tile's rows
     BM (8·V, 16·V or 32·V: 64, 128, 256 for bf16; None = 32·V). ``validate()`` names the field that breaks a rule."""
 
     dtype: str = "bf16"
@@ -221,18 +207,13 @@ class TransposeConfig:
         if self.rows is not None:
             allowed = [k * self.vector for k in WINDOW_VECTORS]
             if self.access not in SECTOR_VECTOR:
-                names = ", ".join(repr(a) for a in SECTOR_VECTOR[:-1]) + f" or {SECTOR_VECTOR[-1]!r}"
-                raise ValueError(f"TransposeConfig.rows = {self.rows} applies to access = {names} only, not "
-                                 f"{self.access!r}")
+                raise ValueError(f"TransposeConfig.rows = {self.rows} applies to access = 'sector_vector', "
+                                 f"'sector_vector_scalar' or 'sector_vector_aligned_x' only, not {self.access!r}")
             if self.rows not in allowed:
                 raise ValueError(f"TransposeConfig.rows = {self.rows!r} must be {allowed[0]}, {allowed[1]} or "
                                  f"{allowed[2]} for {self.dtype} (8, 16 or 32 16-byte vectors: the tile's rows, one "
                                  f"out row's window)")
         bm, bn = self.tile
-        if self.access == "sector_vector_pairs" and self.vector != 8:
-            raise ValueError(f"TransposeConfig.dtype = {self.dtype!r} with access = 'sector_vector_pairs' must be "
-                             f"bf16 or f16 (two-element x loads of 4 bytes; {self.dtype}'s element loads already "
-                             f"move 128 bytes per warp instruction)")
         if self.access == "sector_vector_aligned_x" and (self.pair != 1 or self.threads != 32 * self.vector):
             raise ValueError(f"TransposeConfig.threads = {self.threads} with access = 'sector_vector_aligned_x' "
                              f"must be 32 x the {self.vector} {self.dtype} elements of a 16-byte vector "
@@ -378,77 +359,6 @@ def sector_vector_tv(rows: int, cols: int, vector: int, threads: int):
     return lc.make_layout(in_tile[0], values)
 
 
-def pairs_tv(rows: int, cols: int, threads: int, lanes_per_row: int, spacing: int):
-    """The x side of ``access="sector_vector_pairs"``: ``make_layout_tv`` of a warp's lanes on (32/lanes_per_row
-    rows, lanes_per_row pairs) row-major holding (1, 2) each — lane l the two consecutive columns 2·(l % lanes) … of
-    the warp's row l / lanes, those rows ``spacing`` apart — the warps on consecutive rows, then side by side along
-    the row's column groups (2·lanes_per_row columns each); the value mode is the pair, then the rows between a
-    warp's (``spacing``/warps-per-column-group of them), then the blocks of 32/lanes_per_row·spacing rows down the
-    tile. One instruction of a warp reads 4·lanes_per_row contiguous bytes of each of its rows (a 2-element vector
-    per lane: ``gmem.load {vector_check = true}`` makes it one 4-byte load where the row's element is 4-byte aligned at
-    run time). With an even ``spacing`` a warp's rows share their parity, so for an odd pitch its lanes agree on the
-    alignment. ``pairs_tv(128, 64, 256, 16, 8)`` = ``(((16,2),(4,2)),(2,(2,8))):(((256,8),(1,4096)),(128,(4,16)))``:
-    thread t = lane + 32·(r + 4·h), value (j, (i, b)) → row r + 8·(lane/16) + 4·i + 16·b, column 32·h +
-    2·(lane%16) + j.
-    ``pairs_tv(64, 64, 256, 32, 8)``: one 64-column row per warp and instruction. Pre: 2·lanes_per_row divides cols,
-    the column groups divide the warps, whose rows per group divide ``spacing``, 32/lanes_per_row·spacing divides
-    rows. Post: a bijection of threads × values onto the (rows, cols) tile (column-major index)."""
-    warps = threads // 32
-    lanes_r = 32 // lanes_per_row
-    warps_c = cols // (2 * lanes_per_row)
-    warps_r = warps // warps_c
-    tiler, warp_tv = lc.make_layout_tv(lc.Layout((lanes_r, lanes_per_row), (lanes_per_row, 1)), lc.Layout((1, 2)))
-    in_tile = lc.composition(lc.Layout(tiler, (spacing, rows)), warp_tv)     # the warp's rows spacing apart
-    thread = lc.make_layout(in_tile[0], lc.Layout((warps_r, warps_c), (1, rows * 2 * lanes_per_row)))
-    block = spacing * lanes_r
-    values = lc.make_layout(in_tile[1], lc.Layout((spacing // warps_r, rows // block), (warps_r, block)))
-    return lc.make_layout(thread, values)
-
-
-def pairs_arrangement(config: TransposeConfig) -> tuple:
-    """(lanes per row, row spacing) of ``sector_vector_pairs``' ``pairs_tv``: the widest rows (most lanes on one row,
-    32 first: 128 contiguous bytes per warp instruction), then the smallest even spacing, whose two 2-byte smem stores
-    per lane are conflict-free into the column-major window for every warp (layoutc ``bank_conflicts``). A lane's
-    two columns lie a column pitch apart in smem, so with 32 lanes on one row the warp's columns c and c + 32 (same
-    parity, one instruction) land 32·pitch·2 bytes apart: the same bank wherever the pitch is ≡ 8 (mod 16) elements,
-    as the transposed read needs at BM = 128 and 256 (``window_pitch``) — there 16 lanes on each of two rows 8 apart
-    fill the other 16 banks. bf16, 256 threads: ``rows`` 64 → (32, 8), 128 → (16, 8), 256 → (16, 8). Post: the
-    first conflict-free candidate, else the one with the fewest ways."""
-    if config not in _PAIRS:
-        _PAIRS[config] = _search_pairs(config)
-    return _PAIRS[config]
-
-
-_PAIRS: dict = {}
-
-
-def _search_pairs(config: TransposeConfig) -> tuple:
-    bm, bn = config.tile
-    a = config.sector
-    warps = config.threads // 32
-    rows = bm + a
-    # sector_vector_layouts' window (it does not depend on the x loads' TV)
-    window = lc.ComposedLayout(sector_vector_swizzle(), 0,
-                               lc.Layout((rows, bn), (1, window_pitch(rows, config.vector, 32 * config.vector // bm))))
-    best = None
-    for lanes in (32, 16, 8, 4):
-        warps_c = bn // (2 * lanes)
-        if warps_c == 0 or warps_c > warps or warps % warps_c:
-            continue
-        warps_r = warps // warps_c
-        for spacing in range(2, bm + 1, 2):
-            if spacing % warps_r or bm % (spacing * (32 // lanes)) or (lanes == 32 and spacing != warps_r):
-                continue
-            tv = pairs_tv(bm, bn, config.threads, lanes, spacing)
-            smem_tv = lc.ComposedLayout(lc.Swizzle(0, 0, 0), a, lc.composition(lc.Layout((bm, bn), (1, rows)), tv))
-            ways = max(bank_conflicts(smem_tv, window, config.dtype, warp=w).ways for w in range(warps))
-            if ways == 1:
-                return lanes, spacing
-            if best is None or ways < best[0]:
-                best = (ways, lanes, spacing)
-    return best[1:]
-
-
 def row_vector_tv(warps: int, cols: int, vector: int, spacing: int = 1):
     """The out side of ``access="sector_vector"`` over a window of ``cols`` = R·V elements (R 16-byte vectors):
     ``make_layout_tv`` of a warp's lanes on (32/R rows, R vectors) row-major holding (1, vector) each — lane l the
@@ -551,12 +461,9 @@ def window_pitch(rows: int, vector: int, rows_in_warp: int) -> int:
 
 def sector_vector_layouts(config: TransposeConfig) -> dict:
     """The layouts of ``access="sector_vector"``/``"sector_vector_scalar"`` (tile (BM, BN) = (32·V, 8·V)): ``load``
-    (x rows t·BM … of the window: ``sector_vector_tv``, ``scalar_tv`` for ``sector_vector_scalar``, ``pairs_tv`` in
-    ``pairs_arrangement`` for ``sector_vector_pairs``), ``head`` (the A rows above them: ``scalar_tv``, or
-    ``pairs_tv`` in the same arrangement for ``sector_vector_pairs``: bf16 BM = 128 ``load`` =
-    ``(((16,2),(4,2)),(2,(2,8))):(((256,8),(1,4096)),(128,(4,16)))``), ``smem`` (the (BM + A, BN) window
-    COLUMN-major — an out row's elements contiguous — with a column pitch of BM + A + 16 bytes of elements,
-    ``pitch``, and ``sector_vector_swizzle``),
+    (x rows t·BM … of the window: ``sector_vector_tv``, or ``scalar_tv`` for ``sector_vector_scalar``), ``head``
+    (the A rows above them: ``scalar_tv``), ``smem`` (the (BM + A, BN) window COLUMN-major — an out row's elements
+    contiguous — with a column pitch of BM + A + 16 bytes of elements, ``pitch``, and ``sector_vector_swizzle``),
     ``smem_t`` (its transpose), ``load_smem``/``head_smem`` (``load``/``head`` placed at the window's rows A… / 0…),
     ``store`` (``row_vector_tv``: one pass, warp w on out row w), ``store_smem`` (it over the transposed window),
     ``passes`` (BN / warps), ``pass_rows`` (pass k's first out row: k·warps) and ``origin`` (the smem column of x's
@@ -596,13 +503,9 @@ def sector_vector_layouts(config: TransposeConfig) -> dict:
                                                 lc.composition(lc.Layout((bm, v), (1, rows)), tail))}
     elif config.access == "sector_vector":
         load = sector_vector_tv(bm, bn, v, config.threads)
-    elif config.access == "sector_vector_pairs":
-        load = pairs_tv(bm, bn, config.threads, *pairs_arrangement(config))
     else:
         load = scalar_tv(bm, bn, config.threads)
-    # the A head rows: element-wise, or for sector_vector_pairs the x rows' arrangement (conflict-free there too)
-    head = (pairs_tv(a, bn, config.threads, *pairs_arrangement(config)) if config.access == "sector_vector_pairs"
-            else scalar_tv(a, bn, config.threads))
+    head = scalar_tv(a, bn, config.threads)
     store = row_vector_tv(warps, bm, v, a)
     store_rows = out_rows(warps, bm, v, a)
     sw = sector_vector_swizzle()
@@ -779,10 +682,9 @@ def sector_vector_residency(config: TransposeConfig):
     """The CTAs per SM ``build_sector_vector`` asks ptxas for (``.minnctapersm``), or None for no bound: what shared
     memory and the SM's threads allow, capped by the registers a thread needs without spilling for the values it holds
     between its x loads and its smem stores (BM·BN/threads: ``WINDOW_REGISTERS``, ``SCALAR_WINDOW_REGISTERS``,
-    ``PAIRS_WINDOW_REGISTERS``, measured with nvJitLink; ``sector_vector_pairs`` bf16 BM = 128 → 6).
-    ``TransposeConfig("bf16", 256, 1, "sector_vector_aligned_x", 64)`` → 8 (16 values, 32 registers); ``rows`` =
-    32·V keeps the earlier bounds (``sector_vector``: none; ``sector_vector_aligned_x``: 80 registers;
-    ``sector_vector_pairs``: 80, 3 CTAs of 256 threads). Post: None or ≥ 1."""
+    measured with nvJitLink). ``TransposeConfig("bf16", 256, 1, "sector_vector_aligned_x", 64)`` → 8 (16 values, 32
+    registers); ``rows`` = 32·V keeps the earlier bounds (``sector_vector``: none; ``sector_vector_aligned_x``: 80
+    registers). Post: None or ≥ 1."""
     ls = sector_vector_layouts(config)
     bm, bn = config.tile
     smem_bytes = lc.cosize(ls["smem"]) * ELEMENT_BYTES[config.dtype]
@@ -796,31 +698,27 @@ def sector_vector_residency(config: TransposeConfig):
         # none
         if config.access == "sector_vector_scalar":
             return fits
-        if config.access == "sector_vector_pairs":
-            return min(fits, SM_REGISTERS // (PAIRS_WINDOW_REGISTERS[values] * config.threads))
         if config.access == "sector_vector_aligned_x":
             # its run-time checked x vectors (each merged with its element path) leave ptxas free to keep every
             # loaded value apart: 154 registers unbounded (nvJitLink, bf16: one CTA per SM); bounded to
             # sector_vector's own residency, 80 with no spill (spills at 4 CTAs)
             return SM_REGISTERS // (X_VECTOR_REGISTERS * config.threads)
         return None
-    table = {"sector_vector_scalar": SCALAR_WINDOW_REGISTERS,
-             "sector_vector_pairs": PAIRS_WINDOW_REGISTERS}.get(config.access, WINDOW_REGISTERS)
+    table = SCALAR_WINDOW_REGISTERS if config.access == "sector_vector_scalar" else WINDOW_REGISTERS
     if values not in table:         # more values than measured (fewer than 128 threads): no bound
         return None
     return min(fits, SM_REGISTERS // (table[values] * config.threads))
 
 
 def build_sector_vector(config: TransposeConfig):
-    """The ``access="sector_vector"``/``"sector_vector_scalar"``/``"sector_vector_pairs"`` kernel (``build``'s
-    signature): ``build_sector``'s windows (out row c's window of CTA t starts at column t·BM − s_c, s_c = (c·M) mod
-    A, on a 32-byte sector) with one warp per out row and pass, each lane one 16-byte vector of it: ``gmem.store
-    {vector_check = true}`` stores it as one ``st.global.v4`` (aligned by construction; checked at run time since
-    out's pitch is not) and the row's two ends element-wise (with ``rows`` < 32·V a warp stores 32·V/BM such rows, A
-    apart, at once). x's rows t·BM … (t+1)·BM − 1 are read by ``load`` (16-byte vectors where x's rows are 16-byte
-    aligned, for ``sector_vector``; ``_load_x_windows`` for ``sector_vector_aligned_x``; 2-element vectors checked at
-    run time for ``sector_vector_pairs``), the A rows above by ``head``, into the swizzled window. Post: a verified
-    Module whose kernel writes ``out = x.T``."""
+    """The ``access="sector_vector"``/``"sector_vector_scalar"`` kernel (``build``'s signature): ``build_sector``'s
+    windows (out row c's window of CTA t starts at column t·BM − s_c, s_c = (c·M) mod A, on a 32-byte sector) with
+    one warp per out row and pass, each lane one 16-byte vector of it: ``gmem.store {vector_check = true}`` stores
+    it as one ``st.global.v4`` (aligned by construction; checked at run time since out's pitch is not) and the row's
+    two ends element-wise (with ``rows`` < 32·V a warp stores 32·V/BM such rows, A apart, at once). x's rows
+    t·BM … (t+1)·BM − 1 are read by ``load`` (16-byte vectors where x's rows are
+    16-byte aligned, for ``sector_vector``; ``_load_x_windows`` for ``sector_vector_aligned_x``), the A rows above by
+    ``head``, into the swizzled window. Post: a verified Module whose kernel writes ``out = x.T``."""
     dtype = config.dtype
     bm, bn = config.tile
     a = config.sector
@@ -836,18 +734,14 @@ def build_sector_vector(config: TransposeConfig):
     thread, m0, n0 = _block_origin(b, bm, bn)
     sector = b.const(a, i32, name="sector")
     x_head = b.gmem.tile(x, b.arith.sub(m0, sector, name="x_head_row0"), n0, shape=(a, bn), name="x_head")
-    # sector_vector_pairs: 2-element vectors, one 4-byte load where the pair is 4-byte aligned at run time
-    pairs = {"vector_check": True} if config.access == "sector_vector_pairs" else {}
-    heads = b.gmem.load(x_head, thread, tv=ls["head"], type=frag(dtype, lc.shape(ls["head"][1])), **pairs,
-                        name="heads")
+    heads = b.gmem.load(x_head, thread, tv=ls["head"], type=frag(dtype, lc.shape(ls["head"][1])), name="heads")
     b.smem.store(tile, thread, heads, tv=ls["head_smem"])
     warp = b.arith.div(thread, b.const(32, i32, name="warp_threads"), name="warp")
     if config.access == "sector_vector_aligned_x":
         _load_x_windows(b, config, ls, x, tile, thread, warp, m0, n0)
     else:
         x_tile = b.gmem.tile(x, m0, n0, shape=(bm, bn), name="x_tile")
-        xs = b.gmem.load(x_tile, thread, tv=ls["load"], type=frag(dtype, lc.shape(ls["load"][1])),
-                         **pairs, name="xs")
+        xs = b.gmem.load(x_tile, thread, tv=ls["load"], type=frag(dtype, lc.shape(ls["load"][1])), name="xs")
         b.smem.store(tile, thread, xs, tv=ls["load_smem"])
     b.barrier.cta()
     tile_t = b.smem.permute(tile, order=(1, 0), name="tile_t")

@@ -18,13 +18,11 @@ import pytest
 from ptxgen.interp import interpret
 from ptxgen.ir.layout_table import tv_index
 from ptxgen.kernels.transpose import (
-    TransposeConfig, bank_reports, build, layouts, out_rows, sector_vector_residency, transpose,
+    SECTOR_VECTOR, TransposeConfig, bank_reports, build, layouts, out_rows, sector_vector_residency, transpose,
 )
 from ptxgen.lower import Specialization, TensorSpec, compile_kernel
 from ptxgen.verify import verify
 
-# the accesses of s17-window (sector_vector_pairs, 16-bit only: test_transpose_pairs.py)
-SECTOR_VECTOR = ("sector_vector", "sector_vector_scalar", "sector_vector_aligned_x")
 NUMPY = {"f32": np.float32, "bf16": ml_dtypes.bfloat16, "f16": np.float16}
 VECTOR = {"f32": 4, "bf16": 8, "f16": 8}
 
@@ -185,8 +183,7 @@ def test_bad_rows():
     with pytest.raises(ValueError, match=r"^TransposeConfig.rows = 16 must be 32, 64 or 128 for f32 "):
         TransposeConfig("f32", 128, 1, "sector_vector_aligned_x", 16).validate()
     with pytest.raises(ValueError, match=r"^TransposeConfig.rows = 64 applies to access = 'sector_vector', "
-                                         r"'sector_vector_scalar', 'sector_vector_aligned_x' or "
-                                         r"'sector_vector_pairs' only, not 'sector'$"):
+                                         r"'sector_vector_scalar' or 'sector_vector_aligned_x' only, not 'sector'$"):
         TransposeConfig("bf16", 256, 1, "sector", 64).validate()
 
 
