@@ -13,6 +13,13 @@ FAST_LIMIT = 1024      # remembered signatures per op family (the table is empti
 MAPS_PER_CALL = 64     # tensor maps remembered per parameter of a fast call (per address: torch reuses a few)
 
 
+def call_mode(autotune: bool, config) -> object:
+    """What besides the tensors decides a GEMM op call's path: the ``autotune`` flag, with the ``GemmConfig`` the call
+    forces (if any). ``call_mode(False, None)`` = False; with a config, (False, config). Post: equal modes choose the
+    same configuration for equal tensor signatures."""
+    return autotune if config is None else (autotune, config)
+
+
 def signature_key(op: str, autotune, tensors, extra=()) -> tuple | None:
     """The signature of a call (without its stream): the op, its mode (``autotune``: the autotune flag, or (that flag,
     the ``GemmConfig`` a call forces)), per tensor its shape, strides, dtype, device index and address mod 16, then

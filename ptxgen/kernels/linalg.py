@@ -28,7 +28,7 @@ from .gemm.config import ELEMENT_BYTES, FP8, GemmConfig
 from .gemm.heuristic import H100_SMS, choose_config
 from .gemm import run
 from . import arguments
-from .fast_call import FastCall, remember, signature_key
+from .fast_call import FastCall, call_mode, remember, signature_key
 from .arguments import (NUMPY_NAMES, NUMPY_TYPES, SPELLED, TORCH_NAMES, Arg, as_callers, device_sms, in_place,
                         kernel_operand, natural_major, same_kind, torch_dtype)
 
@@ -223,7 +223,7 @@ def matmul(a, b, out=None, *, config: GemmConfig | None = None, sm_count: int | 
     Post: the result equals ``a @ b`` up to f32 accumulation and one rounding to C's type."""
     op = "matmul"
     tensors = arguments.TORCH[0]
-    mode = autotune if config is None else (autotune, config)   # a forced config's calls are remembered under it
+    mode = call_mode(autotune, config)   # a forced config's calls are remembered under it
     if type(a) in tensors and type(b) in tensors and out is None and sm_count is None:
         pa, pb = a.data_ptr(), b.data_ptr()
         fast = _FAST.get((op, mode, a.shape, a.stride(), a.dtype, a.get_device(), pa & 15, b.shape, b.stride(),
@@ -259,7 +259,7 @@ def linear(x, w, bias=None, *, config: GemmConfig | None = None, sm_count: int |
     Post: the result equals ``x @ w.T + bias`` up to f32 accumulation and one rounding."""
     op = "linear"
     tensors = arguments.TORCH[0]
-    mode = autotune if config is None else (autotune, config)
+    mode = call_mode(autotune, config)
     if type(x) in tensors and type(w) in tensors and sm_count is None:
         px, pw = x.data_ptr(), w.data_ptr()
         if bias is None:
@@ -323,7 +323,7 @@ def scaled_mm(a, b, scale_a, scale_b, out_dtype="bf16", *, bias=None, out=None, 
     wgmma's accumulation within a promotion interval, and one rounding to ``out_dtype``."""
     op = "scaled_mm"
     fast_key = None
-    mode = autotune if config is None else (autotune, config)
+    mode = call_mode(autotune, config)
     repeatable = out is None and sm_count is None and type(scale_a) is float and type(scale_b) is float
     if repeatable:
         fast_key = signature_key(op, mode, (a, b) if bias is None else (a, b, bias), (scale_a, scale_b, str(out_dtype)))

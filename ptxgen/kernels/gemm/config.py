@@ -482,18 +482,18 @@ def _epilogue(c: GemmConfig):
     if c.c_major == "M" and c.epilogue != "tma":
         return (f"c_major = 'M': a column-major C is stored by the 'tma' epilogue's transposed boxes, not "
                 f"{c.epilogue!r}")
-    if c.c_major == "M" and (c.bn % c.epilogue_split or (c.bn // c.epilogue_split) % 8):
+    # a staged column block is whole rows of C's transpose in an SW128 atom (c_major 'M': 8 of them) or whole rows of
+    # the narrowest atom, SW32, of C itself
+    if c.c_major == "M":
+        unit, why = 8, "the rows of C's transpose in an SW128 atom, c_major = 'M'"
+    else:
+        unit = STAGED_ROW_BYTES // ELEMENT_BYTES[c.out_dtype]
+        why = (f"whole {STAGED_ROW_BYTES}-byte rows of {c.out_dtype}: the narrowest swizzle atom, SW32, of the staged "
+               "epilogue")
+    if c.staged and (c.bn % c.epilogue_split or (c.bn // c.epilogue_split) % unit):
         return (("bn = " if c.epilogue_split == 1 else "epilogue_split = ")
                 + f"{c.bn if c.epilogue_split == 1 else c.epilogue_split}: BN = {c.bn} must split into "
-                f"{c.epilogue_split} block{'s' if c.epilogue_split > 1 else ''} of a multiple of 8 columns (the rows "
-                "of C's transpose in an SW128 atom, c_major = 'M')")
-    if c.staged and c.c_major == "N" and (c.bn % c.epilogue_split or (c.bn // c.epilogue_split)
-                                          * ELEMENT_BYTES[c.out_dtype] % STAGED_ROW_BYTES):
-        return (("bn = " if c.epilogue_split == 1 else "epilogue_split = ")
-                + f"{c.bn if c.epilogue_split == 1 else c.epilogue_split}: BN = {c.bn} must split into "
-                f"{c.epilogue_split} block{'s' if c.epilogue_split > 1 else ''} of a multiple of "
-                f"{STAGED_ROW_BYTES // ELEMENT_BYTES[c.out_dtype]} columns (whole {STAGED_ROW_BYTES}-byte rows of "
-                f"{c.out_dtype}: the narrowest swizzle atom, SW32, of the staged epilogue)")
+                f"{c.epilogue_split} block{'s' if c.epilogue_split > 1 else ''} of a multiple of {unit} columns ({why})")
     if c.epilogue_split > 1 and c.rows != 64:
         return (f"epilogue_split = {c.epilogue_split}: column blocks are built for BM = 128 (a column block is then a "
                 f"run of the accumulator's values), not BM = {c.bm}")
