@@ -246,7 +246,7 @@ class Slice(OpDef):
 @register
 class Concat(OpDef):
     """``%h = frag.concat %f, %g : frag<T>[S]``: the values of ``%f`` then those of ``%g`` (each in its flat value
-    order) as one fragment, the inverse of two ``frag.slice``\ s: with the wgmma accumulator of two m64 blocks
+    order) as one fragment, the inverse of two ``frag.slice`` ops: with the wgmma accumulator of two m64 blocks
     (values v + (BN/2)·p of block p) the two blocks' fragments of BN/2 values join into the (128, BN) one. The
     result type defaults to ``frag<T>[(size_f + size_g)]``; a given shape must have that size."""
     name = "frag.concat"
