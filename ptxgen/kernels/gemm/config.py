@@ -473,10 +473,9 @@ def _row_blocks(c: GemmConfig):
     if c.streamk:
         return (f"streamk = True: {why}, each k-tile's stage read by both blocks; stream-K's partial sums are not "
                 "built for it: streamk = False (or bm = 128)")
-    for field, what in (("chunk_ahead", "a second chunk queued ahead"), ("pingpong", "the warpgroups' turns"),
-                        ("scale_prefetch", "scales loaded a k-tile ahead")):
+    for field in ("chunk_ahead", "pingpong", "scale_prefetch"):
         if getattr(c, field):
-            return f"{field} = True: {why}, from one chunk; {what} is built for bm = 128 only"
+            return f"{field} = True: {why} from one chunk; {field} is built for bm = 128 only"
     return None
 
 
