@@ -91,7 +91,7 @@ def test_pingpong_orders_the_warpgroups_issues():
 # -- the interpreter ---------------------------------------------------------------------------------------------------
 
 DENSE = ["h128x128s6tBw", "h128x128s6to1B", "h128x128s6to1Bfw", "h128x192s4to1Bfw", "h128x176s5Bf", "h128x224s3Bfw",
-         "h128x112s6Bf", "h128x160s5Bw", "h256x64s4Bfw", "h128x128s6c2to1Bf", "h128x32s8xBfw", "h128x128s6tBl",
+         "h128x112s6Bf", "h128x160s5Bw", "h256x64s4to1B", "h128x128s6c2to1Bf", "h128x32s8xBfw", "h128x128s6tBl",
          "h128x128s6to1Bwl", "h128x192s4to1Bwl", "h128x176s5Bl", "h256x64s4Bl", "h128x32s8xBl"]
 # Each variant with one A-scale layout, the two layouts alternating: every variant reads %row_scales (or, swapped,
 # %col_scales) through the same gmem.tile of block_scales.scale_loads, whose strides are the tensor's, so the layout

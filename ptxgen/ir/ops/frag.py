@@ -1,6 +1,6 @@
-"""frag: register fragments: elementwise math, casts, slices, splats, row/column reductions (within a warp or across
-the warps of the CTA), single values as scalars, reciprocals, each value's tile coordinates, comparisons and
-selects (masking)."""
+"""frag: register fragments: elementwise math, casts, slices, concatenation, splats, row/column reductions (within a
+warp or across the warps of the CTA), single values as scalars, reciprocals, each value's tile coordinates,
+comparisons and selects (masking)."""
 from __future__ import annotations
 
 import numpy as np
@@ -241,6 +241,41 @@ class Slice(OpDef):
         """No code: the result is the operand's registers ``offset`` … ``offset + size - 1``."""
         start = op.attrs["offset"]
         lx.set(op.results[0], lx.get(op.operands[0])[start:start + op.results[0].type.size])
+
+
+@register
+class Concat(OpDef):
+    """``%h = frag.concat %f, %g : frag<T>[S]``: the values of ``%f`` then those of ``%g`` (each in its flat value
+    order) as one fragment, the inverse of two ``frag.slice`` ops: with the wgmma accumulator of two m64 blocks
+    (values v + (BN/2)·p of block p) the two blocks' fragments of BN/2 values join into the (128, BN) one. The
+    result type defaults to ``frag<T>[(size_f + size_g)]``; a given shape must have that size."""
+    name = "frag.concat"
+    summary = "two fragments' values, one after the other, as one fragment"
+    num_operands = 2
+    num_results = 1
+
+    def verify(self, op, v):
+        first, second = op.operands
+        t = op.results[0].type
+        if not all(isinstance(x, FragmentType) for x in (first.type, second.type, t)):
+            v.error(op, f"operands and result must be frags, got {first.type}, {second.type} and {t}")
+            return
+        if first.type.dtype != second.type.dtype or t.dtype != first.type.dtype:
+            v.error(op, f"the element types differ: {first.type}, {second.type} and the result's {t}")
+        elif t.size != first.type.size + second.type.size:
+            v.error(op, f"the result's {t.size} values are not the operands' {first.type.size} + "
+                        f"{second.type.size}")
+
+    def result_types(self, operand_types, attrs):
+        first, second = operand_types
+        return [FragmentType(first.dtype, (first.size + second.size,))]
+
+    def interpret(self, op, ix):
+        ix.set(op.results[0], np.concatenate([ix.get(x) for x in op.operands], axis=1))
+
+    def lower(self, op, lx):
+        """No code: the result is the first operand's registers followed by the second's."""
+        lx.set(op.results[0], list(lx.get(op.operands[0])) + list(lx.get(op.operands[1])))
 
 
 @register

@@ -310,6 +310,12 @@ def _fenced(op) -> bool:
     return op.attrs.get("fence") is True
 
 
+def _discards_c(op) -> bool:
+    """``wgmma.mma {discard_c = true}``: D = A·Bᵀ, the accumulator operand's values ignored (scale-d 0) but its
+    registers tied to D's, so that successive chunks of one warpgroup share registers."""
+    return op.attrs.get("discard_c") is True
+
+
 def _lower_mma(op, lx, name_of, blocks: int, ksteps: int, a_operands) -> None:
     """The P × S instructions of either form (m-block outer, k-step inner), the accumulator registers threaded
     through them: per m-block ONE asm statement ``name_of(ksteps)`` holding the S chained instructions;
@@ -333,6 +339,9 @@ def _lower_mma(op, lx, name_of, blocks: int, ksteps: int, a_operands) -> None:
         zero_c = lx.is_zero(c_in)
         if zero_c:
             c_in = [lx.undefined(x) for x in c_in]
+        # discard_c: scale-d 0 on the operand's own registers (tied to D's), so D takes them over where the operand
+        # dies here — ptxas otherwise may give each chunk from zero registers of its own
+        zero_c = zero_c or _discards_c(op)
         out = lx.inline_ptx(name, [*steps, 0 if zero_c else 1, *c_in])
         acc[blk * h:(blk + 1) * h] = [lx.b.extract_value(out, i) for i in range(h)]
     lx.set(op.results[0], acc)
@@ -352,10 +361,12 @@ class Mma(OpDef):
     summary = "D = A·Bᵀ + C for one warpgroup: A (M, K) and B (N, K) in shared memory, C/D accumulator fragments"
     num_operands = 3
     num_results = 1
-    optional_attrs = ("fence",)
+    optional_attrs = ("fence", "discard_c")
 
     def verify(self, op, v):
         _verify_fence_attr(op, v)
+        if "discard_c" in op.attrs:
+            v.attr(op, "discard_c", bool)
         a, b, c = op.operands
         d = op.results[0].type
         ta, tb = _verify_operand(op, v, a, "A"), _verify_operand(op, v, b, "B")
@@ -410,6 +421,8 @@ class Mma(OpDef):
         it_a = ix.cached(("wgmma-it", ta.layout, ta.dtype, 64), lambda: operand_major(ta.layout, ta.dtype, 64))
         it_b = ix.cached(("wgmma-it", tb.layout, tb.dtype, n), lambda: operand_major(tb.layout, tb.dtype, n))
         acc = np.array(ix.get(c_v), dtype=np.float32, copy=True)
+        if _discards_c(op):
+            acc[:] = 0
         out = acc.copy()
         for w in _warpgroups(ix, op):
             a_tiles, a_bytes = _smem_tiles(ix, op, w, va, it_a, 64, blocks, ksteps, "A")

@@ -282,6 +282,15 @@ def scale_loads(g, kt, tm, tn, group=None, masked_rows=None, tag=""):
     else:
         window = b.gmem.tile(kb["row_scales"], r0, kt, shape=(rows, 1), name=f"sc_rows{tag}")
     row = b.gmem.load(window, g.lt, tv=row_tv(rows, bn), type=acc_t, name=f"sc_row{tag}")
+    return [row] + _column_loads(g, kt, n0, c_block, group, rows, acc_t, tag)
+
+
+def _column_loads(g, kt, n0, c_block, group, rows, acc_t, tag):
+    """``scale_loads``' column parts (unswapped) for an accumulator of ``rows`` rows and type ``acc_t``, of the tile
+    whose first column is ``n0`` (``c_block``: the constant 128): B's scale of the tile's block, its blocks (BN a
+    multiple of 128) or one part per window of a straddling tile."""
+    b, kb, config = g.b, g.kb, g.config
+    bn = config.bn
     col_block = b.arith.div(n0, c_block, name=f"sc_nb{tag}")
     if group is not None:
         blocks = b.arith.cdiv(kb["n"], c_block, name=f"sc_blocks{tag}")
@@ -294,8 +303,8 @@ def scale_loads(g, kt, tm, tn, group=None, masked_rows=None, tag=""):
         else:
             window = b.gmem.tile(kb["col_scales"], col_block, kt, shape=(bn // SCALE_BLOCK, 1), name=f"sc_cols{tag}")
             col = b.gmem.load(window, g.lt, tv=column_block_tv(rows, bn), type=acc_t, name=f"sc_col{tag}")
-        return [row, col]
-    parts = [row]
+        return [col]
+    parts = []
     for i in range(column_windows(bn)):
         block_i = b.arith.add(col_block, b.const(i, i32, name=f"sc_i{i}{tag}"), name=f"sc_nb{i}{tag}") if i \
             else col_block
@@ -304,14 +313,33 @@ def scale_loads(g, kt, tm, tn, group=None, masked_rows=None, tag=""):
     return parts
 
 
+def row_block_scale_loads(g, kt, tm, tn, tag=""):
+    """``row_blocks_in_turn`` with scales from global memory: k-tile ``kt``'s factors for this warpgroup's two 64-row
+    blocks of tile (tm, tn), nothing computed from them, in the shape of one chunk (``g.chunk_t``): ([row block 0's
+    row scales, row block 1's], [the column parts, shared by both blocks]); a k-tile past the scales' end loads
+    zeros. E.g. BM = 256, warpgroup 1 of tile row 2: rows 512 + 128 … 512 + 191, then 512 + 192 … 512 + 255."""
+    b, kb = g.b, g.kb
+    rows, chunk_t, bn = g.chunk_rows, g.chunk_t, g.config.bn
+    r0 = b.arith.add(b.arith.mul(tm, g.c_bm, name=f"rb_m0{tag}"), g.row_off, name=f"rb_r0{tag}")
+    n0 = b.arith.mul(tn, g.c_bn, name=f"sc_n0{tag}")
+    c_block = b.const(SCALE_BLOCK, i32, name=f"sc_block{tag}")
+    row_parts = []
+    for r in range(g.config.rows // rows):
+        start = b.arith.add(r0, b.const(r * rows, i32, name=f"rb_off{r}{tag}"), name=f"rb_start{r}{tag}") if r \
+            else r0
+        window = b.gmem.tile(kb["row_scales"], start, kt, shape=(rows, 1), name=f"rb_rows{r}{tag}")
+        row_parts.append(b.gmem.load(window, g.lt, tv=row_tv(rows, bn), type=chunk_t, name=f"rb_row{r}{tag}"))
+    return row_parts, _column_loads(g, kt, n0, c_block, None, rows, chunk_t, tag)
+
+
 def later_blocks(g, tn, tag=""):
-    """Straddling tiles (``straddles``): per boundary i = 1 … ``column_windows(BN)`` - 1, which values' columns lie in
+    """Straddling tiles (``straddles``), fragments in the shape of one promoted chunk (``g.chunk_t``): per boundary i = 1 … ``column_windows(BN)`` - 1, which values' columns lie in
     the tile's i-th B scale block or a later one — 8-column group j ≥ 16·i − (n0 % 128)/8 — as a ``Boundary``: the
     f32 ``weight`` (1 there, 0 before), the i1 fragments of the groups that lie there in every tile (``always``:
     j ≥ 16·i) and before it in every tile (``never``: j < 16·i − (128 − gcd(BN, 128))/8, n0 % 128 being a multiple
     of the gcd); only the groups between depend on the tile. [] for a tile inside one block."""
     b, config = g.b, g.config
-    rows, bn = config.rows, config.bn
+    rows, bn = g.chunk_rows, config.bn
     if not straddles(config):
         return []
     n0 = b.arith.mul(tn, g.c_bn, name=f"lb_n0{tag}")
@@ -319,9 +347,9 @@ def later_blocks(g, tn, tag=""):
                        b.const(8, i32, name=f"lb_c8{tag}"), name=f"lb_into{tag}")
     column_group = b.frag.coords(g.lt, tv=column_group_tv(rows, bn), tile=(bn // 8,), name=f"lb_group_tv{tag}")
     # the same values in the accumulator's flat shape (a whole-fragment slice: no code)
-    column_group = b.frag.slice(column_group, offset=0, type=frag("i32", g.acc_t.shape), name=f"lb_group{tag}")
-    one = b.frag.splat(b.const(1.0, f32, name=f"lb_one{tag}"), type=g.acc_t, name=f"lb_ones{tag}")
-    zero = b.frag.splat(g.fzero, type=g.acc_t, name=f"lb_zeros{tag}")
+    column_group = b.frag.slice(column_group, offset=0, type=frag("i32", g.chunk_t.shape), name=f"lb_group{tag}")
+    one = b.frag.splat(b.const(1.0, f32, name=f"lb_one{tag}"), type=g.chunk_t, name=f"lb_ones{tag}")
+    zero = b.frag.splat(g.fzero, type=g.chunk_t, name=f"lb_zeros{tag}")
     most_into = (SCALE_BLOCK - math.gcd(bn, SCALE_BLOCK)) // 8
     boundaries = []
     for i in range(1, column_windows(bn)):
@@ -487,12 +515,38 @@ def stage_scale_loads(g, s2, kt, tag=""):
     stage_rows = b.smem.slice(g.s_rows, s2, name=f"ss_rows_stage{tag}")
     mine = b.smem.tile(stage_rows, g.cw, mode=1, size=rows, name=f"ss_rows{tag}")
     row = b.smem.load(mine, g.lt, tv=accumulator_rows_tv(rows, bn), type=acc_t, name=f"ss_row{tag}")
+    return [row] + _stage_column_loads(g, s2, kt, rows, acc_t, tag)
+
+
+def row_block_stage_scales(g, s2, kt, tag=""):
+    """``row_blocks_in_turn`` with ``scales_smem``: k-tile ``kt``'s factors read from its stage ``s2`` for this
+    warpgroup's two 64-row blocks, in the shape of one chunk (``g.chunk_t``): ([row block 0's row scales (its 64 of
+    the stage's BM: entries 128·cw … 128·cw + 63), row block 1's (128·cw + 64 …)], [the column parts, shared by
+    both blocks])."""
+    b, config = g.b, g.config
+    rows, chunk_t = g.chunk_rows, g.chunk_t
+    blocks = config.rows // rows
+    stage_rows = b.smem.slice(g.s_rows, s2, name=f"rb_rows_stage{tag}")
+    first = b.arith.mul(g.cw, b.const(blocks, i32, name=f"rb_blocks{tag}"), name=f"rb_first{tag}")
+    row_parts = []
+    for r in range(blocks):
+        index = b.arith.add(first, b.const(r, i32, name=f"rb_r{r}{tag}"), name=f"rb_block{r}{tag}") if r else first
+        mine = b.smem.tile(stage_rows, index, mode=1, size=rows, name=f"rb_rows{r}{tag}")
+        row_parts.append(b.smem.load(mine, g.lt, tv=accumulator_rows_tv(rows, config.bn), type=chunk_t,
+                                     name=f"rb_row{r}{tag}"))
+    return row_parts, _stage_column_loads(g, s2, kt, rows, chunk_t, tag)
+
+
+def _stage_column_loads(g, s2, kt, rows, acc_t, tag):
+    """``stage_scale_loads``' column parts (unswapped) for an accumulator of ``rows`` rows and type ``acc_t``."""
+    b, config = g.b, g.config
+    bn = config.bn
     stage_cols = b.smem.slice(g.s_cols, s2, name=f"ss_cols_stage{tag}")
     k_block = b.smem.tile(stage_cols, box_k_column(b, kt, tag), mode=1, size=1, name=f"ss_kblock{tag}")
     if not straddles(config):
         tv = column_block_tv(rows, bn) if bn % SCALE_BLOCK == 0 else uniform_tv(rows, bn)
-        return [row, b.smem.load(k_block, g.lt, tv=tv, type=acc_t, name=f"ss_col{tag}")]
-    parts = [row]
+        return [b.smem.load(k_block, g.lt, tv=tv, type=acc_t, name=f"ss_col{tag}")]
+    parts = []
     for i in range(column_blocks(config)):
         block = b.smem.tile(k_block, b.const(i, i32, name=f"ss_i{i}{tag}"), mode=0, size=1, name=f"ss_block{i}{tag}")
         parts.append(b.smem.load(block, g.lt, tv=uniform_tv(rows, bn), type=acc_t, name=f"ss_col{i}{tag}"))

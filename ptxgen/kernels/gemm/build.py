@@ -57,6 +57,10 @@ def build(config: GemmConfig = GemmConfig()):
     if config.scales_smem:
         g.stage_bytes += block_scales.stage_scale_bytes(config)   # the stage's scales ride its barrier
     g.acc_t = frag("f32", (bn // 2) * (rows // 64))
+    # what one promotion adds into a total: the warpgroup's whole accumulator, or (``row_blocks_in_turn``) one m64
+    # block of it, the chunk its two row blocks take in turn
+    g.chunk_rows = 64 if config.row_blocks_in_turn else rows
+    g.chunk_t = frag("f32", bn // 2) if config.row_blocks_in_turn else g.acc_t
     kb = KernelBuilder(
         "gemm_hopper", grid=schedule.grid(config), block=(384, 1, 1),
         cluster=(cluster, 1, 1) if cluster > 1 else None,

@@ -83,6 +83,14 @@ class GemmConfig:
       fine-grained scales: A per (row, 128-wide K block), B per 128 × 128 block, each k-tile's wgmma product
       promoted into the f32 total times its row's and column's scales (``ptxgen.kernels.fp8``). With ``swap_ab``
       the kernel's rows are B's (one scale per 128 rows) and its columns A's (one scale per column).
+      With BM = 256 (unswapped) each consumer warpgroup's 128 rows are two 64-row wgmma blocks promoted ONE AFTER
+      THE OTHER (DeepGEMM's scheme, ``row_blocks_in_turn``): per k-tile, row block 0's wgmmas (its 64 rows of the
+      stage's A, the whole B stage) accumulate into a chunk from zero, are waited for and promoted into block 0's
+      total, then row block 1's into the same chunk registers and block 1's total; the stage is released after
+      block 1's wait. A consumer thread holds one chunk of BN/2 and two totals of BN/2 f32 registers (192 for
+      BN = 128), so BN ≤ 128; the two warpgroups drift apart, one promoting while the other's wgmmas run. Built with
+      ``overlap`` 0 or 1, ``late_scales``, ``scales_smem`` or scales from global memory, clusters; not with
+      ``streamk``, ``scale_prefetch``, ``pingpong``, ``chunk_ahead`` (refused by ``validate``).
     - ``grouped`` (block scales): DeepGEMM's MoE GEMMs, groups along M sharing N and K: ``"contiguous"`` (A's rows of
       all groups concatenated, ``%m_indices`` giving each row's group, B (G·N, K)) or ``"masked"`` (A (G·M_max, K),
       ``%masked_m`` the rows of each group; ``ptxgen.kernels.fp8``).
@@ -175,6 +183,14 @@ class GemmConfig:
     def rows(self) -> int:
         """Rows of the tile per consumer warpgroup (BM/2)."""
         return self.bm // 2
+
+    @property
+    def row_blocks_in_turn(self) -> bool:
+        """Block scales with BM = 256, unswapped: each consumer warpgroup promotes its two 64-row wgmma blocks one
+        after the other from one chunk of BN/2 registers (see ``scales``). ``GemmConfig("e4m3", bm=256, bn=128,
+        scales="block").row_blocks_in_turn`` is True; BM = 128, or swapped (its rows' blocks are B's, with small BN),
+        False."""
+        return self.scales == "block" and self.bm == 256 and not self.swap_ab
 
     @property
     def staged(self) -> bool:
@@ -446,6 +462,23 @@ def _scales(c: GemmConfig):
     return None
 
 
+def _row_blocks(c: GemmConfig):
+    """The rules of ``row_blocks_in_turn`` (block scales, BM = 256, unswapped): what its loop does not build."""
+    if not c.row_blocks_in_turn:
+        return None
+    why = "BM = 256 with block scales promotes each warpgroup's two 64-row blocks in turn"
+    if c.bn > SCALE_BLOCK:
+        return (f"bn = {c.bn}: {why}, holding one chunk and two totals of BN/2 f32 registers per thread (3 × BN/2 "
+                f"of the consumer's 240): BN ≤ {SCALE_BLOCK}")
+    if c.streamk:
+        return (f"streamk = True: {why}, each k-tile's stage read by both blocks; stream-K's partial sums are not "
+                "built for it: streamk = False (or bm = 128)")
+    for field in ("chunk_ahead", "pingpong", "scale_prefetch"):
+        if getattr(c, field):
+            return f"{field} = True: {why} from one chunk; {field} is built for bm = 128 only"
+    return None
+
+
 def setmaxnreg_problem(registers) -> str | None:
     """What is wrong with the (producer, consumer) setmaxnreg budgets of a kernel of one producer and two consumer
     warpgroups, or None: ``setmaxnreg_problem((24, 240))`` → None; ``(24, 250)`` → "registers = (24, 250): the
@@ -534,7 +567,7 @@ def _shared_memory(c: GemmConfig):
     return None
 
 
-_RULES = (_dtypes, _tile, _majors, _cluster, _promotion, _scales, _registers, _epilogue, _streamk, _overlap,
+_RULES = (_dtypes, _tile, _majors, _cluster, _promotion, _scales, _row_blocks, _registers, _epilogue, _streamk, _overlap,
           _shared_memory)
 
 # the configuration examples/gemm_hopper.tile spells out (bf16, 128 x 256, 4 stages, clusters of 2 sharing B by

@@ -274,9 +274,11 @@ def promote_block_scaled(g, init, lo, hi, cit, tm, tn, hook=None):
     stage: read by ld.shared after its wait, while its wgmmas run; ``block_scales.stage_scale_loads``),
     ``zero_rows_late`` (grouped: no row validity in the scales; the rows outside their group zeroed once,
     ``block_scales.zero_outside``, their reads issued behind k-tile lo's wgmmas) and ``hook`` (``overlap``: k-tile
-    lo's wgmmas are issued, then ``hook()`` — the previous tile's epilogue — runs while they execute). → (the f32 total, the
-    iteration counter after k-tile hi-1)."""
+    lo's wgmmas are issued, then ``hook()`` — the previous tile's epilogue — runs while they execute). BM = 256
+    (``row_blocks_in_turn``): ``promote_row_blocks``. → (the f32 total, the iteration counter after k-tile hi-1)."""
     b, config = g.b, g.config
+    if config.row_blocks_in_turn:
+        return promote_row_blocks(g, init, lo, hi, cit, tm, tn, hook)
     prefetch = config.scale_prefetch
     group = valid = reads = masked_rows = None
     if config.grouped != "none":
@@ -407,6 +409,126 @@ def promote_block_scaled(g, init, lo, hi, cit, tm, tn, hook=None):
     if reads is not None:
         total = block_scales.zero_outside(g, total, reads)
     return total, kit_done
+
+
+def promote_row_blocks(g, init, lo, hi, cit, tm, tn, hook=None):
+    """Block scales with BM = 256 (``row_blocks_in_turn``, DeepGEMM's scheme): per k-tile each consumer warpgroup
+    takes its two 64-row wgmma blocks ONE AFTER THE OTHER with one chunk of BN/2 registers — for r = 0, 1: row
+    block r's wgmmas (its 64 rows of the stage's A, the whole B stage) into the chunk from zero, commit, wait
+    (pending = 0), total_r += chunk · scale (``block_scales.scale_product``, or ``promote_late``, in the 64-row
+    block's shape, straddling B scales included); the stage is released after block 1's wait. Registers: one chunk
+    and two totals, 3 · BN/2 (192 for BN = 128). Nothing is in flight across a branch or a back edge (C7514).
+
+    With ``hook`` (``overlap = 1``): k-tile lo's block-0 wgmmas are queued (a loop of at most one trip), ``hook()``
+    — the previous tile's epilogue — runs while they execute, then block 0 is promoted and block 1 of k-tile lo
+    issued, waited for and promoted (a second loop of at most one trip); no k-tile (lo = hi) adds 0 × 0.
+    Scales: ``scales_smem``, read from the stage after block 0's wgmmas are issued
+    (``block_scales.row_block_stage_scales``), else loaded from global memory before them
+    (``block_scales.row_block_scale_loads``). → (the (128, BN) f32 total of k-tiles lo … hi-1 from ``init`` — the
+    two blocks' totals joined by ``frag.concat`` in the accumulator's value order, block p's values at (BN/2)·p … —,
+    the iteration counter after k-tile hi-1)."""
+    b, config = g.b, g.config
+    c1, pipe, chunk_t = g.c1, g.pipe, g.chunk_t
+    assert config.rows == 2 * g.chunk_rows
+    in_smem = config.scales_smem
+    later = block_scales.later_blocks(g, tn)
+    first_block = b.arith.mul(g.cw, b.const(2, i32, name="rb_blocks"), name="rb_first")
+
+    def issue_block(stage, r, tag, done=None):
+        """Row block r's wgmmas of ``stage`` into a chunk from zero, committed; ``done``: the previous row block's
+        waited and promoted chunk, whose registers the new chunk takes over (``wgmma.mma {discard_c = true}``: its
+        values ignored) — two chunk ranges in ptxas's allocation would need BN/2 registers more."""
+        a_stage = b.smem.slice(g.sa, stage, name=f"a_stage{tag}")
+        index = b.arith.add(first_block, c1, name=f"rb_second{tag}") if r else first_block
+        a_block = b.smem.tile(a_stage, index, mode=0, size=g.chunk_rows, name=f"a_block{tag}")
+        b_stage = b.smem.slice(g.sb, stage, name=f"b_stage{tag}")
+        zero = b.frag.splat(g.fzero, type=chunk_t, name=f"zero{tag}") if done is None else None
+        b.wgmma.fence()
+        if done is None:
+            chunk = b.wgmma.mma(a_block, b_stage, zero, name=f"chunk{tag}")
+        else:
+            chunk = b.wgmma.mma(a_block, b_stage, done, discard_c=True, name=f"chunk{tag}")
+        b.wgmma.commit()
+        return chunk
+
+    def scales(stage, kt, tag):
+        if in_smem:
+            return block_scales.row_block_stage_scales(g, stage, kt, tag)
+        return block_scales.row_block_scale_loads(g, kt, tm, tn, tag)
+
+    def done(chunk, tag):
+        return b.wgmma.wait(chunk, pending=0, name=f"chunk_done{tag}")
+
+    def promote(chunk, row, columns, total, tag):
+        if config.late_scales:
+            return block_scales.promote_late(g, chunk, [row] + columns, later, total, tag)
+        scale = block_scales.scale_product(g, [row] + columns, None, later, tag)
+        return b.frag.fma(chunk, scale, total, name=f"total{tag}")
+
+    def pinned(total, tag):
+        """Block 0's promotion held before block 1's wgmmas: a wait that completes nothing (no group is in flight)
+        but reads the new total, so LLVM cannot sink the promotion below block 1's issue, where the two chunks
+        would both be live (BN/2 more registers: ptxas spills)."""
+        return b.wgmma.wait(total, pending=0, name=f"total_pinned{tag}")
+
+    half = chunk_t.size
+    total0, total1 = (b.frag.slice(init, offset=r * half, type=chunk_t, name=f"init{r}") for r in (0, 1))
+    kit, loop_lo = cit, lo
+    if hook is not None:
+        peel_end = b.arith.min(b.arith.add(lo, c1, name="peel_end_rb0"), hi, name="peel_end_rb")
+        zero = b.frag.splat(g.fzero, type=chunk_t, name="zero_rbp")
+        carried = block_scales.scale_parts(config) if in_smem else 0
+        if not in_smem:
+            # loaded before the epilogue; without a k-tile the first past the scales' end: zeros
+            rows_h, cols_h = scales(None, _first_k_tile(g, lo, hi), "_h")
+        with b.scf.for_(lo, peel_end, c1, zero, cit, *[zero] * carried,
+                        args=("kp_rb", "chunk_p", "kit_p") + tuple(f"scale_p{i}" for i in range(carried)),
+                        names=["chunk_peeled", "kit_peeled"] + [f"scale_h{i}" for i in range(carried)]) as ploop:
+            kp, _chunk_p, kit_p, *_scales_p = ploop
+            stage = b.pipeline.wait(pipe, kit_p, name="s2_rbp")
+            chunk_q = issue_block(stage, 0, "_rbp0")
+            got = []
+            if in_smem:
+                rows_q, cols_q = scales(stage, kp, "_rbp")
+                got = [rows_q[0]] + cols_q
+            b.scf.yield_(chunk_q, b.arith.add(kit_p, c1, name="kit_p1_rb"), *got)
+        chunk_h, kit, *first_scales = ploop.results
+        if in_smem:
+            row_h, cols_h = first_scales[0], first_scales[1:]
+        else:
+            row_h = rows_h[0]
+        hook()
+        chunk_h = done(chunk_h, "_rbh0")
+        total0 = pinned(promote(chunk_h, row_h, cols_h, total0, "_rbh0"), "_rbh0")
+        # the peeled k-tile's row block 1, from the stage it still holds (waited for again: its phase has completed)
+        with b.scf.for_(lo, peel_end, c1, total1, args=("kq_rb", "total_q1"), names=["total_peeled1"]) as qloop:
+            kq, total_q1 = qloop
+            stage = b.pipeline.wait(pipe, cit, name="s2_rbq")
+            rows_q, cols_q = scales(stage, kq, "_rbq")
+            chunk = done(issue_block(stage, 1, "_rbq1", chunk_h), "_rbq1")
+            b.scf.yield_(promote(chunk, rows_q[1], cols_q, total_q1, "_rbq1"))
+        (total1,) = qloop.results
+        any_k = b.arith.cmp(peel_end, lo, pred="gt", name="any_k_rb")
+        release_previous(b, pipe, any_k, kit, c1, g.c_stages, "peeled_rb")
+        loop_lo = peel_end
+    with b.scf.for_(loop_lo, hi, c1, total0, total1, kit, args=("kt_rb", "total_in0", "total_in1", "kit_rb"),
+                    names=["total0", "total1", "kit_done"]) as loop:
+        kt, total_in0, total_in1, kit_in = loop
+        if not in_smem:
+            rows_k, cols_k = scales(None, kt, "_rb")
+        stage = b.pipeline.wait(pipe, kit_in, name="s2_rb")
+        chunk = issue_block(stage, 0, "_rb0")
+        if in_smem:
+            # the stage has arrived (its scales with it): ld.shared while block 0's wgmmas run
+            rows_k, cols_k = scales(stage, kt, "_rb")
+        chunk = done(chunk, "_rb0")
+        total_out0 = pinned(promote(chunk, rows_k[0], cols_k, total_in0, "_rb0"), "_rb0")
+        chunk = done(issue_block(stage, 1, "_rb1", chunk), "_rb1")
+        total_out1 = promote(chunk, rows_k[1], cols_k, total_in1, "_rb1")
+        b.pipeline.release(pipe, stage)
+        b.scf.yield_(total_out0, total_out1, b.arith.add(kit_in, c1, name="kit_rb1"))
+    total0, total1, kit_done = loop.results
+    return b.frag.concat(total0, total1, type=g.acc_t, name="total_blocks"), kit_done
 
 
 CHUNKS_AHEAD_UNROLL = 2   # k-tiles per trip of ``promote_chunk_ahead``'s loop: one promotion in U without own wgmmas
