@@ -144,7 +144,7 @@ def build(config: AttentionConfig = AttentionConfig()):
             if config.skip_empty_rows:
                 softmax.wait_q(g, c0)
                 softmax.setup(g)
-                empty_rows.compute_or_skip(g, lambda: epilogue.store(g, *softmax.mainloop(g)))
+                empty_rows.compute_or_skip(g, lambda: softmax.mainloop(g), lambda *oml: epilogue.store(g, *oml))
             else:
                 o, m, l = softmax.consume(g)
                 epilogue.store(g, o, m, l)
@@ -276,7 +276,7 @@ def consume_items(g):
     consumer thread released item i's (``%qfree``: after the epilogue where O is staged in Q's tile), so no staging of
     O in Q's tile is overwritten; the K/V stages are waited on by iteration as before (each warpgroup consumes every
     iteration in order, so its waits never alias a phase). ``skip_empty_rows``: a warpgroup with no rows in the item
-    runs ``empty_rows.skip`` instead of the mainloop and the epilogue, releasing Q's tile at the same points."""
+    runs a mainloop of no tile, ``empty_rows.skip``'s synchronisations and no epilogue (``empty_rows.compute_or_skip``)."""
     b, config = g.b, g.config
     c0, c1 = g.c0, g.c1
     softmax.setup(g)
@@ -296,7 +296,7 @@ def consume_items(g):
         g.q_done = release_q if early else None
         softmax.wait_q(g, b.arith.rem(r, g.c2, name="q_parity"))
         if config.skip_empty_rows:
-            empty_rows.compute_or_skip(g, lambda: epilogue.store(g, *softmax.mainloop(g)))
+            empty_rows.compute_or_skip(g, lambda: softmax.mainloop(g), lambda *oml: epilogue.store(g, *oml))
         else:
             o, m, l = softmax.mainloop(g)
             epilogue.store(g, o, m, l)

@@ -1,8 +1,8 @@
 """A consumer warpgroup with no query rows in its work item (``AttentionConfig.skip_empty_rows``): the last query tile
 of a sequence whose length is not a multiple of bm = 64·w holds warpgroups whose 64 rows all lie at or past the
 sequence's end (Sq = 1024 in 192-row tiles: the sixth tile's rows 960 … 1151, warpgroups 1 and 2 empty). Such a
-warpgroup skips its wgmmas, its softmax and its stores, and runs only the skeleton of the KV loop it would have run
-(``skip``), because the others and the producer count on each of its synchronisations:
+warpgroup skips its wgmmas, its softmax and its stores: its mainloop runs no tile, and the skeleton of the KV loop
+it would have run (``skip``) keeps each synchronisation the others and the producer count on:
 
 - the K and V pipelines' stages: a stage is refilled once every consumer warp released it (``pipeline.release``
   counts 4·w warps), so the empty warpgroup releases every stage the mainloop would, each after its
@@ -10,8 +10,9 @@ warpgroup skips its wgmmas, its softmax and its stores, and runs only the skelet
 - the ping-pong's turns (``softmax.pingpong_turn``): the same points in the same order (the item's n_end + 1
   sections, none when n_end = 0), so the ring's generations stay paired; its sections are empty, so the warpgroup
   before it in the ring hands on to the one after at once;
-- Q's barrier (the caller waits for the item's phase first, as every consumer does) and, persistent, the release of
-  Q's tile (``g.q_done`` at the same point, or the caller's release after the epilogue).
+- Q's barrier (the caller waits for the item's phase first, as every consumer does, so that a persistent empty
+  warpgroup cannot release item i+1's Q before item i's phase completed) and, persistent, the release of Q's tile
+  (the mainloop of no tile still builds ``g.q_done``; else the caller's release after the epilogue).
 
 Every warpgroup of an item computes the same n_end (it depends on the query tile's first row and bm, not on a
 warpgroup's rows), so the skeleton's loop bound equals the others'. Causal needs nothing more: n_end already stops
@@ -28,18 +29,26 @@ def has_rows(g):
     return g.b.arith.cmp(g.row0, g.sq, pred="lt", name="wg_has_rows")
 
 
-def compute_or_skip(g, compute) -> None:
-    """``compute()`` (the mainloop and the epilogue) where the warpgroup has rows, else ``skip(g)``:
-    ``scf.if %wg_has_rows {compute} else {skip}`` (no results: each branch ends with its own stores or with none).
-    Post: every thread of the warpgroup runs the same branch (``has_rows`` is warpgroup-uniform, as named barriers
-    and wgmmas need)."""
-    branch = g.b.scf.if_(has_rows(g))
-    with branch.then:
-        compute()
-        g.b.scf.yield_()
-    with branch.otherwise:
-        skip(g)
-        g.b.scf.yield_()
+def compute_or_skip(g, mainloop, store) -> None:
+    """The warpgroup's KV loop and epilogue, or, without rows, only the loop's synchronisations: ``mainloop()`` (→
+    O's blocks, m, l) built with the loop bound ``%wg_n_end`` = has_rows ? n_end : 0, then ``skip`` with
+    ``%skip_n_end`` = has_rows ? 0 : n_end, then ``store(o, m, l)`` under ``scf.if %wg_has_rows``. One of the two
+    loops runs no tile, and the mainloop of no tile runs no section (its tile-0 and last-P·V branches are skipped with
+    ``n_end = 0``), so no branch holds a loop: a branch around the mainloop with the skeleton in its else costs the
+    consumers' register allocation up to 76 bytes of spills under setmaxnreg 160 (ptxas 12.x, D = 64, three
+    warpgroups). Post: every thread of the warpgroup takes the same trips and branch (``has_rows`` is
+    warpgroup-uniform, as named barriers and wgmmas need); Q's tile is released once, by the mainloop
+    (``g.q_done``)."""
+    b = g.b
+    rows = has_rows(g)
+    n_end = g.n_end
+    g.n_end = b.arith.select(rows, n_end, g.c0, name="wg_n_end")
+    o, m, l = mainloop()
+    g.n_end = n_end
+    skip(g, b.arith.select(rows, g.c0, n_end, name="skip_n_end"))
+    with b.scf.if_(rows).then:
+        store(o, m, l)
+        b.scf.yield_()
 
 
 def wait_release(g, pipeline, kt, tag: str) -> None:
@@ -49,23 +58,21 @@ def wait_release(g, pipeline, kt, tag: str) -> None:
     b.pipeline.release(pipeline, stage)
 
 
-def skip(g) -> None:
-    """The empty warpgroup's KV loop (``g.n_end`` tiles): the synchronisations of ``softmax.mainloop`` without its
+def skip(g, n_end) -> None:
+    """The empty warpgroup's KV loop (``n_end`` tiles): the synchronisations of ``softmax.mainloop`` without its
     wgmmas and arithmetic. Plain loop: per tile K's stage, then V's, waited for and released. Overlap: the sections
     of ``softmax.consume_overlapped`` — tile 0's (K_0), then per tile j ≥ 1 K_j with V_{j-1}, then V_{n_end-1} —
     each framed by the ping-pong's take and pass as there (``pingpong``), the first and last under ``n_end > 0``."""
     b, config = g.b, g.config
     c0, c1 = g.c0, g.c1
     if not config.overlap:
-        with b.scf.for_(c0, g.n_end, c1, args=("skip_kt",)) as (kt,):
+        with b.scf.for_(c0, n_end, c1, args=("skip_kt",)) as (kt,):
             wait_release(g, g.pk, kt, "skip_k")
             wait_release(g, g.pv, kt, "skip_v")
             b.scf.yield_()
-        if g.q_done is not None:
-            g.q_done()
         return
     pingpong = config.pingpong
-    any_tile = b.arith.cmp(g.n_end, c0, pred="gt", name="skip_any_tile")
+    any_tile = b.arith.cmp(n_end, c0, pred="gt", name="skip_any_tile")
 
     def section(waits, last=False):
         """One wgmma section's synchronisation: take the turn, wait for the stages it would read, pass the turn
@@ -84,11 +91,9 @@ def skip(g) -> None:
             pingpong_turn(g, "start")
         section([(g.pk, c0, "skip_k_first")])
         b.scf.yield_()
-    with b.scf.for_(c1, g.n_end, c1, args=("skip_kt",)) as (kt,):
+    with b.scf.for_(c1, n_end, c1, args=("skip_kt",)) as (kt,):
         section([(g.pk, kt, "skip_k"), (g.pv, b.arith.sub(kt, c1, name="skip_prev_tile"), "skip_v")])
         b.scf.yield_()
-    if g.q_done is not None:
-        g.q_done()
     with b.scf.if_(any_tile).then:
-        section([(g.pv, b.arith.sub(g.n_end, c1, name="skip_last_tile"), "skip_v_last")], last=True)
+        section([(g.pv, b.arith.sub(n_end, c1, name="skip_last_tile"), "skip_v_last")], last=True)
         b.scf.yield_()
