@@ -40,15 +40,16 @@ def persistent(**fields):
 # (B, Hq, Hkv, Sq, Sk, config): the last query tile leaves one empty warpgroup (Sq = 128 + 192k with three,
 # 64 + 128k with two) or two (Sq = 64 + 192k); Sq ≠ Sk both ways, GQA; causal with rows that see no key (Sq > Sk)
 CASES = [
-    (1, 2, 1, 256, 200, skipping()),                                            # 3 wg, 1 empty
+    (1, 2, 1, 320, 200, skipping()),                                            # 3 wg, 1 empty
     (1, 2, 2, 64, 300, skipping(causal=True)),                                  # 3 wg, 2 empty, one tile only
-    (1, 2, 1, 256, 130, skipping(causal=True, bn=64)),                          # Sq > Sk: rows with no key
+    (1, 2, 1, 256, 130, skipping(causal=True, bn=64)),                          # 2 empty; Sq > Sk: rows, no key
     (1, 1, 1, 64, 400, skipping(bn=192, pingpong=False, p_in_smem=True, epilogue="rows")),
     (2, 2, 1, 192, 100, skipping(warpgroups=2, causal=True)),                   # 2 wg, 1 empty
     (1, 2, 1, 64, 200, skipping(d=128, warpgroups=2, epilogue="direct")),
     (1, 2, 1, 320, 250, skipping(d=128, warpgroups=2, overlap=False)),          # the plain loop
     (1, 2, 1, 64, 90, skipping(overlap=False, causal=True, epilogue="direct")),
-    (2, 2, 1, 256, 190, persistent()),                                          # persistent, ring across items
+    (2, 2, 1, 320, 190, persistent()),                                          # persistent, ring across items
+    (1, 2, 1, 256, 190, persistent(continuous_turns=False)),                    # the ring restarting per item
     (1, 3, 1, 64, 260, persistent(causal=True, o_buffer=True)),
     (1, 2, 1, 320, 150, persistent(warpgroups=2, causal=True, continuous_turns=False)),
     (1, 2, 2, 192, 200, persistent(d=128, warpgroups=2, o_buffer=True)),
