@@ -9,7 +9,7 @@ import pytest
 from ptxgen.interp import interpret
 from ptxgen.ir.core import walk
 from ptxgen.ir.text import parse_module, print_module
-from ptxgen.kernels import GemmConfig, fp8_gemm_nt, get_mn_major_tma_aligned_tensor
+from ptxgen.kernels import GemmConfig, choose_block_scaled_config, fp8_gemm_nt, get_mn_major_tma_aligned_tensor
 from ptxgen.kernels import fp8 as fp8_module
 from ptxgen.lower import compile_kernel
 from ptxgen.verify import VerifyError, verify
@@ -218,3 +218,25 @@ def test_ptx_assembles_without_serialized_wgmmas(name):
 def test_gpu_matches_float64(name, m, n, k):
     torch = torch_or_skip()
     check_on_gpu(torch, config(name), m, n, k, aligned=m != 333)
+
+
+@pytest.mark.parametrize("m, n, k, name", [
+    # area-waves (waves x BM x BN) as small as the 128 x 128 tiles': 4 waves of 256 x 128 against 8 of 128 x 128
+    (4096, 4096, 7168, "h256x128s3tBS"), (4096, 7168, 16384, "h256x128s3tBS"), (4096, 32768, 512, "h256x128s3tBS"),
+    # where both hold, in place of 128 x 192 (8192 x 4096: 8 waves x 32768 against 11 x 24576)
+    (8192, 4096, 7168, "h256x128s3tBS"),
+    # 3 waves of 256 x 128 against 5 of 128 x 128 and 3 of 128 x 192: the wide tile stays
+    (4096, 2112, 7168, "h128x192s4to1BS"),
+    # the stream-K rule comes first where the wide one does not hold
+    (3072, 2304, 18432, "h128x128s5tskaBS"), (640, 11008, 7168, "h128x128s5tskaBS"),
+    # under 512 rows or K = 256: not taken
+    (384, 16384, 4096, "h128x128s5to1BSA"), (4096, 4096, 256, "h128x128s5to1BSA"),
+])
+def test_tall_rule(m, n, k, name):
+    assert choose_block_scaled_config(m, n, k).name == name
+
+
+@pytest.mark.parametrize("grouped", ["contiguous", "masked"])
+def test_tall_rule_not_for_groups(grouped):
+    # a grouped GEMM's tiles are its 128-row M block
+    assert choose_block_scaled_config(4096, 4096, 7168, grouped=grouped).bm == 128

@@ -424,6 +424,17 @@ BLOCK_SCALED_WIDE_MARGIN = 0.03
 BLOCK_SCALED_WIDE_MIN_FILL = 0.8
 BLOCK_SCALED_WIDE_MIN_K = 8 * 128
 BLOCK_SCALED_WIDE_MIN_M = 512
+# 256 x 128 tiles (BM = 256 with block scales: each consumer warpgroup's two 64-row blocks promoted in turn from one
+# chunk, DeepGEMM's tile), 3 stages, the plain TMA store, where their waves cost at most BLOCK_SCALED_TALL_GAIN times
+# the area-waves (waves x BM x BN) of the 128 x 128 tiles (and of the 128 x 192 tiles where those are taken): per tile
+# they run 2-4% faster than the 128 x 128 tile with two chunks in flight (4096x4096x7168 1121 against 1095 TFLOP/s,
+# 4096x7168x16384 1140-1157 / 1116, 8192x4096x7168 1120-1131 / 1090) and 9% at K = 512 (4096x32768x512 885 / 811,
+# half the tiles' epilogues); where their waves fit worse they lose (4096x2112x7168: 3 waves, 876 against 1074 for
+# 128 x 192). docs/gpu-runs/2026-11-26-s18.log section 3.
+BLOCK_SCALED_TALL = GemmConfig("e4m3", bm=256, bn=128, stages=3, epilogue="tma", scales="block", scales_smem=True)
+BLOCK_SCALED_TALL_GAIN = 1.03
+BLOCK_SCALED_TALL_MIN_M = 512
+BLOCK_SCALED_TALL_MIN_K = 4 * 128
 BLOCK_SCALED_CANDIDATES = (GemmConfig("e4m3", bn=128, stages=6, epilogue="tma", scales="block", late_scales=True),
                            GemmConfig("e4m3", bn=64, stages=8, epilogue="tma", scales="block", late_scales=True))
 
@@ -441,6 +452,23 @@ def _wide_block_scaled(m: int, n: int, k: int, sms: int) -> bool:
     wide = _wave_efficiency(BLOCK_SCALED_WIDE, m, n, sms)
     return wide >= BLOCK_SCALED_WIDE_MIN_FILL and \
         wide >= _wave_efficiency(BLOCK_SCALED_TILE, m, n, sms) - BLOCK_SCALED_WIDE_MARGIN
+
+
+def _wave_area(config: GemmConfig, m: int, n: int, sms: int) -> int:
+    """waves · BM · BN of ``config``'s tiles over (m, n): the time of the busiest SM in units of one tile element's
+    work; 128 x 128 over 4096 x 4096 on 132 SMs: 8 waves · 16384 = 131072."""
+    tiles = _tiles(config, m, n)
+    return -(-tiles // sms) * config.bm * config.bn
+
+
+def _tall_block_scaled(m: int, n: int, k: int, sms: int, wide: bool) -> bool:
+    """Whether ``BLOCK_SCALED_TALL``'s rule holds for C (m, n), K = k on ``sms`` SMs, the 128 x 192 tiles taken or
+    not (``wide``; see its comment): 4096 x 4096 x 7168 → True, 4096 x 2112 x 7168 → False."""
+    if m < BLOCK_SCALED_TALL_MIN_M or k < BLOCK_SCALED_TALL_MIN_K:
+        return False
+    tall = _wave_area(BLOCK_SCALED_TALL, m, n, sms) / BLOCK_SCALED_TALL_GAIN
+    return tall <= _wave_area(BLOCK_SCALED_TILE, m, n, sms) and \
+        (not wide or tall <= _wave_area(BLOCK_SCALED_WIDE, m, n, sms))
 
 
 def choose_block_scaled_config(m: int, n: int, k: int, sm_count: int = H100_SMS, *,
@@ -465,10 +493,13 @@ def choose_block_scaled_config(m: int, n: int, k: int, sm_count: int = H100_SMS,
     One row of tiles with 64 < M ≤ 128 whose 128-wide tiles leave the last wave under ``WAVE_FILL_MIN`` of the SMs
     takes the same two choices with 64-wide tiles (``BLOCK_SCALED_NARROW``, 8 stages): twice the CTAs. Before the
     stream-K rule, a dense or contiguous problem with M ≥ 512 and K ≥ 1024 whose 128 × 192 tiles fill the waves
-    of SMs nearly as well as 128 × 128 tiles (``_wide_block_scaled``) takes ``BLOCK_SCALED_WIDE``.
+    of SMs nearly as well as 128 × 128 tiles (``_wide_block_scaled``) takes ``BLOCK_SCALED_WIDE`` — or, where the
+    256 × 128 tiles' area-waves are as small (``_tall_block_scaled``), ``BLOCK_SCALED_TALL``; after the stream-K rule a
+    dense problem whose 256 × 128 tiles' area-waves are as small as the 128 × 128 tiles' takes ``BLOCK_SCALED_TALL``.
     The candidates stay valid configurations (``config=``).
-    ``choose_block_scaled_config(4096, 7168, 2048).name`` = ``h128x128s5to1BSA``;
+    ``choose_block_scaled_config(2048, 2112, 7168).name`` = ``h128x128s5tskaBS``;
     ``choose_block_scaled_config(4096, 2112, 7168).name`` = ``h128x192s4to1BS``;
+    ``choose_block_scaled_config(4096, 4096, 7168).name`` = ``h256x128s3tBS``;
     ``choose_block_scaled_config(16, 7168, 2048).name`` = ``h128x16s8xBSA``;
     ``choose_block_scaled_config(64, 4096, 7168).name`` = ``h128x64s8skaxBS``;
     ``choose_block_scaled_config(128, 4096, 7168).name`` = ``h128x64s8tskaBS``. ``grouped``
@@ -491,8 +522,10 @@ def choose_block_scaled_config(m: int, n: int, k: int, sm_count: int = H100_SMS,
             (wide_tiles < sm_count or _last_wave_share(tile, m, n, sm_count) < WAVE_FILL_MIN):
         tile, streamk = BLOCK_SCALED_NARROW, BLOCK_SCALED_STREAMK.replace(bn=BLOCK_SCALED_NARROW.bn,
                                                                           stages=BLOCK_SCALED_NARROW.stages)
-    if grouped in ("none", "contiguous") and _wide_block_scaled(m, n, k, sm_count):
-        return BLOCK_SCALED_WIDE.replace(grouped=grouped).validate()
+    wide = grouped in ("none", "contiguous") and _wide_block_scaled(m, n, k, sm_count)
+    tall = grouped == "none" and _tall_block_scaled(m, n, k, sm_count, wide)
+    if wide:
+        return (BLOCK_SCALED_TALL if tall else BLOCK_SCALED_WIDE.replace(grouped=grouped)).validate()
     tiles = _tiles(streamk, m, n)
     if grouped == "none" and (tiles < sm_count or tiles >= 2 * sm_count) and \
             streamk_ktiles_saved(m, n, k, streamk, sm_count) >= streamk.streamk_min_saving \
@@ -500,4 +533,6 @@ def choose_block_scaled_config(m: int, n: int, k: int, sm_count: int = H100_SMS,
         # few tiles with long K loops (M <= 128, N up to ~16k, K from ~4k): their k-tiles shared out over every SM.
         # Not between one and two waves: 1024x2112x7168 (136 tiles) ran at 565 TFLOP/s stream-K, 656 as tiles
         return streamk.validate()
+    if tall:
+        return BLOCK_SCALED_TALL.validate()
     return tile.replace(grouped=grouped).validate()
