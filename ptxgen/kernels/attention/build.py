@@ -15,9 +15,6 @@ Persistent (``persistent``): min(work items, %ctas) CTAs, each walking its items
 ``produce_items`` and the consumers' ``consume_items`` loop over them with the K/V pipelines' counter and Q's barrier
 phase carried across items, Q's tile released to the next item's load through ``%qfree``.
 
-With ``skip_empty_rows`` a consumer warpgroup whose rows all lie past the sequence's end (the ragged last query tile)
-keeps only its synchronisations for that item (``empty_rows``).
-
 Causal (bottom-right aligned): query row i sees key columns j ≤ i + Sk − Sq, so the KV loop of a CTA ends at the tile
 holding its last row's last visible column (``n_end``; tiles entirely above the diagonal are never loaded) and only
 the tiles crossing the diagonal (or the ragged last tile) run the mask (``softmax.mask_scores``).
@@ -27,7 +24,7 @@ from __future__ import annotations
 from ptxgen.ir.builder import KernelBuilder, cdiv, dim, f32, gtensor, i32, smem, tmap
 
 from ..global_element import load_element
-from . import empty_rows, epilogue, schedule, softmax
+from . import epilogue, schedule, softmax
 from .config import BOX_COLUMNS, CONSUMER_ROWS, AttentionConfig
 from .layouts import box_layout, p_layout, ring_box, ring_layout, tile_layout
 from .warpgroups import warpgroup_tests
@@ -141,13 +138,8 @@ def build(config: AttentionConfig = AttentionConfig()):
         else:
             g.row0 = b.arith.add(g.q0, b.arith.mul(g.cw, b.const(CONSUMER_ROWS, i32, name="rows"), name="row_off"),
                                  name="row0")
-            if config.skip_empty_rows:
-                softmax.wait_q(g, c0)
-                softmax.setup(g)
-                empty_rows.compute_or_skip(g, lambda: softmax.mainloop(g), lambda *oml: epilogue.store(g, *oml))
-            else:
-                o, m, l = softmax.consume(g)
-                epilogue.store(g, o, m, l)
+            o, m, l = softmax.consume(g)
+            epilogue.store(g, o, m, l)
     return kb.module("ptxgen/kernels/attention")
 
 
@@ -275,8 +267,7 @@ def consume_items(g):
     in item i's softmax tail or epilogue. That S reads item i+1's Q, which the producer loads only after every
     consumer thread released item i's (``%qfree``: after the epilogue where O is staged in Q's tile), so no staging of
     O in Q's tile is overwritten; the K/V stages are waited on by iteration as before (each warpgroup consumes every
-    iteration in order, so its waits never alias a phase). ``skip_empty_rows``: a warpgroup with no rows in the item
-    runs a mainloop of no tile, ``empty_rows.skip``'s synchronisations and no epilogue (``empty_rows.compute_or_skip``)."""
+    iteration in order, so its waits never alias a phase)."""
     b, config = g.b, g.config
     c0, c1 = g.c0, g.c1
     softmax.setup(g)
@@ -295,11 +286,8 @@ def consume_items(g):
         g.kv_base = it
         g.q_done = release_q if early else None
         softmax.wait_q(g, b.arith.rem(r, g.c2, name="q_parity"))
-        if config.skip_empty_rows:
-            empty_rows.compute_or_skip(g, lambda: softmax.mainloop(g), lambda *oml: epilogue.store(g, *oml))
-        else:
-            o, m, l = softmax.mainloop(g)
-            epilogue.store(g, o, m, l)
+        o, m, l = softmax.mainloop(g)
+        epilogue.store(g, o, m, l)
         if not early:
             release_q()
         b.scf.yield_(b.arith.add(it, g.n_end, name="c_it_next"))

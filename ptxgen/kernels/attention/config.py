@@ -74,12 +74,6 @@ class AttentionConfig:
       restarting at each (``softmax.pingpong_turn``): warpgroup 0 queues item i+1's first S = Q·Kᵀ as soon as the
       last warpgroup has queued item i's last P·V, not after that warpgroup's softmax tail and epilogue. Needs
       ``persistent`` and ``pingpong``.
-    - ``skip_empty_rows``: a consumer warpgroup whose 64 query rows all lie at or past the sequence's end (row0 ≥ Sq:
-      the last, ragged query tile of a sequence whose length is not a multiple of ``bm``) computes nothing for that
-      work item — no S = Q·Kᵀ, softmax, P·V, O or lse store — and only keeps the synchronisation the other
-      warpgroups and the producer rely on (``empty_rows.skip``: its K and V stage releases, its ping-pong turns, Q's
-      barrier and release), so the warpgroups with rows run their KV loop unhindered. False: every warpgroup computes
-      its (masked) rows.
 
     Post (``validate``): the builder accepts the config; a violated rule is a ValueError naming the field."""
 
@@ -99,7 +93,6 @@ class AttentionConfig:
     o_buffer: bool = False
     exp2_poly: tuple = (0, 1)
     continuous_turns: bool = False
-    skip_empty_rows: bool = False
 
     def __post_init__(self):
         for field in ("registers", "exp2_poly"):
