@@ -91,6 +91,24 @@ def _scale(op: str, softmax_scale, d: int) -> float:
     return scale
 
 
+# the scale a zero softmax_scale runs with: every scaled score of magnitude under 2^75 is then under 2^-24, so exp2
+# rounds it to exactly the 1 of a zero scale (and the masked scores' -inf stays -inf, where -inf · 0 would be NaN)
+ZERO_SCALE_STAND_IN = 2.0 ** -100
+
+
+def _kernel_scale(op: str, k, k_arg, scale: float):
+    """(k, its argument, scale > 0) for the kernel, whose row maximum is taken over the unscaled scores (the scale and
+    log2 e folded into one FMA after it): a negative scale runs on −K with |scale| (scale·q·k = |scale|·q·(−k), one
+    elementwise pass over K), a zero scale with ``ZERO_SCALE_STAND_IN``. ``_kernel_scale(op, k, arg, -0.125)`` →
+    (-k, its argument, 0.125)."""
+    if scale > 0:
+        return k, k_arg, scale
+    if scale == 0:
+        return k, k_arg, ZERO_SCALE_STAND_IN
+    negated = -k
+    return negated, _Arg(op, "k", negated), -scale
+
+
 def _check_ctas(op: str, ctas) -> None:
     """``ctas`` is None or a positive int (the persistent grid's bound). ``_check_ctas("attention", 0)`` raises
     ``attention: ctas must be a positive int (the persistent kernel's CTA count) or None, not 0``."""
@@ -116,7 +134,7 @@ def attention(q, k, v, causal: bool = False, softmax_scale=None, out=None, *, co
     """Attention forward, FlashAttention's ``flash_attn_func`` convention: q (B, Sq, Hq, D), k and v (B, Sk, Hkv, D),
     all bf16 or all f16, D ∈ {64, 128, 256}, Hq a multiple of Hkv (query head h reads KV head h / (Hq/Hkv)); ``causal``
     masks key j for query i where j > i + Sk − Sq (aligned to the bottom-right corner, as FlashAttention for Sq ≠ Sk);
-    ``softmax_scale`` defaults to 1/√D. → ``(out, lse)``: out (B, Sq, Hq, D) of q's dtype (into ``out`` if given:
+    ``softmax_scale`` defaults to 1/√D (any finite number: ``_kernel_scale``). → ``(out, lse)``: out (B, Sq, Hq, D) of q's dtype (into ``out`` if given:
     that shape and dtype, unit stride along D), lse (B, Hq, Sq) float32, the natural-log log-sum-exp of each query
     row's scaled scores. A query row that sees no key (causal, Sq > Sk) gets out 0 and lse +inf. Any strides with unit
     stride along D (torch's (B, H, S, D) tensors passed as ``x.transpose(1, 2)``); ``config`` forces a configuration;
@@ -142,6 +160,7 @@ def attention(q, k, v, causal: bool = False, softmax_scale=None, out=None, *, co
     _check_grid(op, "q has batch", b, "q has", hq)
     _check_ctas(op, ctas)
     scale = _scale(op, softmax_scale, d)
+    k, k_arg, scale = _kernel_scale(op, k, k_arg, scale)
     if out_arg is not None:
         _check_out(op, out_arg, q_arg, dtype)
     if config is None:
@@ -234,6 +253,7 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, max
     _check_grid(op, "cu_seqlens_q holds a batch of", cu_q.shape[0] - 1, "q has", hq)
     _check_ctas(op, ctas)
     scale = _scale(op, softmax_scale, d)
+    k, k_arg, scale = _kernel_scale(op, k, k_arg, scale)
     if out_arg is not None:
         _check_out(op, out_arg, q_arg, dtype)
     if config is None:
