@@ -23,7 +23,9 @@ against float64 first): a comma-separated list, each variant ``default`` or sett
 ``cache=default|stream|stream_evict_first|stream_no_allocate|stream_l2`` (RowConfig.cache: PTX cache hints on the x
 loads, y stores and weight/bias loads; ``rowwise.CACHE_POLICIES``); e.g.
 ``--variants values=16,values=32+epilogue=8+source=reload,variance=merged,params=early,epilogue=16,cache=stream``.
-The softmax takes the variants that set ``cache`` and nothing but ``cache`` and ``values``.
+The softmax takes the variants that set ``cache`` or ``exponent`` and nothing but ``cache``, ``exponent`` and ``values``
+(``exponent=fma``: the one-fma exponent the softmax used before ``difference``, its default); the norms ignore
+``exponent`` variants.
 Writes JSON (default ``$OUT/bench_norms.json`` or ``./bench_norms.json``); the short table comes last.
 """
 from __future__ import annotations
@@ -34,21 +36,20 @@ import os
 import pathlib
 import statistics
 import sys
-from dataclasses import replace
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from ptxgen.kernels.norms import choose_norm_config, layer_norm, rms_norm  # noqa: E402
 from ptxgen.kernels.rowwise import choose_row_config  # noqa: E402
-from ptxgen.kernels.softmax import MAX_VALUES as SOFTMAX_VALUES, softmax  # noqa: E402
+from ptxgen.kernels.softmax import MAX_VALUES as SOFTMAX_VALUES, SoftmaxConfig, softmax  # noqa: E402
 
 TOLERANCE = {"bf16": 8e-3, "f32": 1e-5}
 INNER = 5
 SETTINGS = {"values": ("max_values", int), "variance": ("variance", str), "params": ("params", str),
             "epilogue": ("epilogue_values", int), "source": ("x_source", str),
-            "inverse": ("inverse_n", str), "cache": ("cache", str)}
-SOFTMAX_FIELDS = {"max_values", "cache"}
+            "inverse": ("inverse_n", str), "cache": ("cache", str), "exponent": ("exponent", str)}
+SOFTMAX_FIELDS = {"max_values", "cache", "exponent"}
 
 
 def parse_variants(text: str) -> list:
@@ -137,16 +138,18 @@ def main(argv=None):
                 theirs = lambda: torch.softmax(x, dim=-1)                      # noqa: E731
                 reference = lambda rows: torch.softmax(rows.double(), dim=-1)  # noqa: E731
                 for spec, fields in variants:
-                    if "cache" in fields and set(fields) <= SOFTMAX_FIELDS:
-                        config = replace(choose_row_config(n, dtype, fields.get("max_values", SOFTMAX_VALUES)),
-                                         cache=fields["cache"])
+                    if set(fields) & {"cache", "exponent"} and set(fields) <= SOFTMAX_FIELDS:
+                        row = choose_row_config(n, dtype, fields.get("max_values", SOFTMAX_VALUES))
+                        config = SoftmaxConfig(row.dtype, row.threads, row.vectors, row.rows, row.ctas_per_sm,
+                                               cache=fields.get("cache", row.cache),
+                                               exponent=fields.get("exponent", "difference"))
                         extra[spec] = (config, lambda c=config: softmax(x, config=c))
             elif op == "rms_norm":
                 ours = lambda: rms_norm(x, w, 1e-6)                            # noqa: E731
                 theirs = lambda: F.rms_norm(x, (n,), w, 1e-6)                  # noqa: E731
                 reference = lambda rows: F.rms_norm(rows.double(), (n,), w.double(), 1e-6)  # noqa: E731
                 for spec, fields in variants:
-                    if "variance" not in fields:
+                    if "variance" not in fields and "exponent" not in fields:
                         config = choose_norm_config(n, dtype, "rms", **fields)
                         extra[spec] = (config, lambda c=config: rms_norm(x, w, 1e-6, config=c))
             else:
@@ -154,6 +157,8 @@ def main(argv=None):
                 theirs = lambda: F.layer_norm(x, (n,), w, b, 1e-5)             # noqa: E731
                 reference = lambda rows: F.layer_norm(rows.double(), (n,), w.double(), b.double(), 1e-5)  # noqa: E731
                 for spec, fields in variants:
+                    if "exponent" in fields:
+                        continue
                     config = choose_norm_config(n, dtype, "layer", **fields)
                     extra[spec] = (config, lambda c=config: layer_norm(x, w, b, 1e-5, config=c))
             # correctness first, on these inputs (a float64 reference of the first rows)

@@ -484,6 +484,13 @@ def _new_cta(k, block_index, grid_dim, block_dim, env, bound, plan, cache, sched
     return cta
 
 
+# the hardware's IEEE arithmetic: inf and NaN operands and results (a NaN input, a max over -inf, an overflow to inf)
+# are values the kernel computes with, not conditions to warn about, so numpy's RuntimeWarnings stay off while a kernel
+# runs (division by zero in integer ops is the ops' own InterpreterError)
+def _ieee_arithmetic():
+    return np.errstate(all="ignore")
+
+
 def interpret(ir, args: dict, kernel: str | None = None, grid=None, check: bool = True, schedule="lazy",
               races: str = "error") -> None:
     """Run a kernel on the CPU: ``interpret(module, {"x": x, "z": z, "n": 4096})``.
@@ -516,7 +523,8 @@ def interpret(ir, args: dict, kernel: str | None = None, grid=None, check: bool 
             ctas.append(_new_cta(k, block, grid_dim, block_dim, env, bound, plan, cache, schedule, races))
         for rank, cta in enumerate(ctas):
             cta.cluster, cta.rank = ctas, rank
-        _run_cluster(ctas)
+        with _ieee_arithmetic():
+            _run_cluster(ctas)
         if len(ctas) > 1:
             check_remote_accesses_end(ctas)
         for cta in ctas:
@@ -535,7 +543,8 @@ def run_cta(ir, args: dict, block=(0, 0, 0), kernel: str | None = None, grid=Non
                                f"{launch.cluster_dims(k)}: use interpret")
     cta = _new_cta(k, tuple(block) + (0,) * (3 - len(block)), grid_dim, block_dim, env, bound, plan, {}, schedule,
                    races)
-    cta.drive(cta.steps(k.body))
+    with _ieee_arithmetic():
+        cta.drive(cta.steps(k.body))
     if finish:
         cta.finish()
     return cta

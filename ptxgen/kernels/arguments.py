@@ -117,6 +117,36 @@ def same_kind(op: str, args) -> str:
     return kinds.pop()
 
 
+def overlaps(a: Arg, b: Arg) -> bool:
+    """Whether two arguments may share memory: their byte spans (from the lowest to the highest element address)
+    intersect — exact for contiguous tensors, conservative for interleaved views (e.g. the even and odd columns of one
+    matrix count as overlapping). An op whose kernel reads one while it writes the other (``out`` given) copies the
+    input first where they do: a CTA may read what another has already overwritten. A (4, 8) array and its
+    ``[2:, :]`` slice overlap; two separate allocations do not. Post: False only where no element is shared."""
+    if a.kind != b.kind:
+        return False
+    if a.kind == "numpy":
+        return bool(np.may_share_memory(a.value, b.value))
+    spans = []
+    for arg in (a, b):
+        if 0 in arg.shape:
+            return False
+        first = arg.value.data_ptr()
+        low = sum(min(0, s * (n - 1)) for n, s in zip(arg.shape, arg.strides))
+        high = sum(max(0, s * (n - 1)) for n, s in zip(arg.shape, arg.strides))
+        size = arg.value.element_size()
+        spans.append((first + low * size, first + (high + 1) * size))
+    return spans[0][0] < spans[1][1] and spans[1][0] < spans[0][1]
+
+
+def writable(op: str, out: Arg) -> None:
+    """A numpy ``out`` the op writes into must be writeable (a ``np.broadcast_to`` view or a read-only buffer is not):
+    ``transpose: out is a read-only numpy array; pass a writeable one``. Post: returns only for a writeable (or a
+    CUDA) out."""
+    if out.kind == "numpy" and not out.value.flags.writeable:
+        raise ValueError(f"{op}: {out.name} is a read-only numpy array; pass a writeable one")
+
+
 def as_callers(result, args):
     """``result`` (a numpy array or a torch tensor) in the caller's kind: for DLPack arrays of another framework
     (cupy, JAX), that framework's ``from_dlpack`` of it; else as it is. ``args``: the call's Args (None entries are

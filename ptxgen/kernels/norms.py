@@ -322,12 +322,12 @@ def _norm(op: str, kind: str, x, weight, bias, eps, config):
         args["w"] = vector_of(op, "weight", weight, n, dtype, arg.kind)
     if bias is not None:
         args["b"] = vector_of(op, "bias", bias, n, dtype, arg.kind)
-    config = config or choose_norm_config(n, dtype, kind)
+    config = config or choose_norm_config(max(n, 1), dtype, kind)
     check_config(op, config, dtype, n)
     config = as_norm_config(config, kind)
     y2d = empty_like(x2d, arg.kind)
     args.update(y=y2d, m=m, eps=float(eps))
-    if m:
+    if m and n:
         run(lambda: build(config, kind, weight is not None, bias is not None),
             (op, config, weight is not None, bias is not None), args, arg.kind)
     return as_callers(y2d.reshape(arg.shape), [arg])

@@ -208,15 +208,13 @@ class Operand(Arg):
         return self.dtype
 
 
-def rows_of(op: str, x: Operand, n_name: str = "the last dimension"):
-    """x as a 2-D (M, N) array over its last dimension (a view where possible), checked: at least 1-D, N from 1 to
-    ``longest_row``. → (x2d, M, N)."""
+def rows_of(op: str, x: Operand):
+    """x as a 2-D (M, N) array over its last dimension (a view where possible), checked: at least 1-D, N at most
+    ``longest_row`` (N = 0 is rows of no element: the ops return an empty result, as torch's). → (x2d, M, N)."""
     if len(x.shape) == 0:
         raise ValueError(f"{op}: x must have at least one dimension, not shape ()")
     n = x.shape[-1]
     dtype = x.check_dtype()
-    if n < 1:
-        raise ValueError(f"{op}: x has {n} elements in {n_name}; a row needs at least 1")
     if n > longest_row(dtype):
         raise ValueError(f"{op}: x's rows have {n} elements; {op} holds a row in one CTA's registers: at most "
                          f"{longest_row(dtype)}")

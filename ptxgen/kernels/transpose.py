@@ -97,7 +97,7 @@ from layoutc.hopper import bank_conflicts
 from ptxgen.ir.builder import KernelBuilder, cdiv, dim, frag, gtensor, hadd, i32, smem
 from ptxgen.ir.suggest import did_you_mean
 
-from .arguments import Arg, stream
+from .arguments import Arg, overlaps, same_kind, stream, writable
 
 ELEMENT_BYTES = {"f32": 4, "bf16": 2, "f16": 2}
 VECTOR_BYTES = 16
@@ -807,16 +807,39 @@ def kernel(config: TransposeConfig):
 
 
 def transpose(x, out=None, *, config: TransposeConfig | None = None):
-    """``x.T`` as a new contiguous (N, M) array (or into ``out``, row-major): a torch CUDA tensor runs on the GPU
-    (torch's current stream), a numpy array (``ml_dtypes.bfloat16`` for bf16) in the CPU interpreter. The configuration defaults to
-    ``TransposeConfig.default(x's dtype)``. Raises TypeError for another dtype or a non-array (``Arg``'s checks),
-    ValueError for a rank other than 2 or an ``out`` of the wrong shape."""
+    """``x.T`` as a new contiguous (N, M) array (or into ``out``, any strides): a torch CUDA tensor runs on the GPU
+    (torch's current stream), a numpy array (``ml_dtypes.bfloat16`` for bf16) in the CPU interpreter. The configuration
+    defaults to ``TransposeConfig.default(x's dtype)``. A 0-d or 1-d x is its own transpose (torch's and numpy's
+    ``x.T``): a copy of it (into ``out`` of x's shape). An ``out`` that shares memory with x (``transpose(s, out=s)``
+    of a square s) gets x copied first: the kernel's CTAs would read tiles others had overwritten. Raises TypeError
+    for another dtype or a non-array (``Arg``'s checks; ``out`` of another dtype or kind than x's:
+    ``transpose: out has dtype numpy float16 but x has numpy float32: out has x's dtype``), ValueError for a rank
+    above 2 (``transpose: x must be 2-D (M, N) (or 0-d or 1-d, its own transpose), not of shape (1, 5, 7)``), an
+    ``out`` of the wrong shape or a read-only numpy ``out``. Post: out = x.T elementwise."""
     import numpy as np
 
     arg = Arg("transpose", "x", x)
     dtype = arg.check_dtype("transpose", ("f32", "bf16", "f16"))
-    arg.check_rank("transpose", 2, "(M, N)")
+    if len(arg.shape) > 2:
+        arg.check_rank("transpose", 2, "(M, N) (or 0-d or 1-d, its own transpose)")
+    out_arg = None
+    if out is not None:
+        out_arg = Arg("transpose", "out", out)
+        same_kind("transpose", [arg, out_arg])
+        if out_arg.dtype != dtype:
+            raise TypeError(f"transpose: out has dtype {out_arg.shown} but x has {arg.shown}: out has x's dtype")
+        writable("transpose", out_arg)
+        out = out_arg.value
+        if overlaps(arg, out_arg):
+            arg = Arg("transpose", "x", arg.value.clone() if arg.kind == "torch" else arg.value.copy())
     x = arg.value
+    if len(arg.shape) < 2:
+        if out is None:
+            return x.copy() if arg.kind == "numpy" else x.clone()
+        if tuple(out.shape) != arg.shape:
+            raise ValueError(f"transpose: out has shape {tuple(out.shape)}, but x.T has shape {arg.shape}")
+        out[...] = x
+        return out
     m, n = (int(s) for s in x.shape)
     config = config or TransposeConfig.default(dtype, rows_aligned(x, out, m, n), out_rows_on_sectors(x, out, m),
                                                rows_aligned(x, None, 0, n))

@@ -354,7 +354,7 @@ Q, KV = _bf16(1, 3, 4, 64), _bf16(1, 5, 2, 64)
                                                r"\(1, 3, 4, 128\)"),
     ({"out": np.zeros((1, 3, 4, 64), np.float16)}, TypeError, "attention: out has dtype numpy float16 but q has "
                                                               "numpy bfloat16"),
-    ({"q": _bf16(1, 3, 4, 128)[..., ::2]}, ValueError, "attention: q must have unit stride along head_dim"),
+    ({"out": _bf16(1, 3, 4, 128)[..., ::2]}, ValueError, "attention: out must have unit stride along head_dim"),
     ({"config": AttentionConfig(head_dim=128)}, ValueError, "attention: config is for bf16, head_dim 128, causal "
                                                             "False, but the call is bf16, head_dim 64, causal False"),
 ])

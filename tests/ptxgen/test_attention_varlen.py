@@ -101,7 +101,7 @@ QV, KV = np.zeros((10, 4, 64), ml_dtypes.bfloat16), np.zeros((12, 2, 64), ml_dty
                                                 "end at most at the 10 packed tokens"),
     ({"max_seqlen_q": 5}, ValueError, "attention_varlen: cu_seqlens_q holds a sequence of 10 tokens, longer than "
                                       "max_seqlen_q = 5"),
-    ({"max_seqlen_k": -1}, TypeError, "attention_varlen: max_seqlen_k must be a non-negative int, not -1"),
+    ({"max_seqlen_k": -1}, ValueError, "attention_varlen: max_seqlen_k must be a non-negative int, not -1"),
     ({"cu_seqlens_k": _i32(0, 6, 12)}, ValueError, "attention_varlen: cu_seqlens_k has 3 offsets but cu_seqlens_q "
                                                    "has 2"),
     ({"q": np.zeros((1, 10, 4, 64), ml_dtypes.bfloat16)}, ValueError, r"attention_varlen: q must be 3-D "

@@ -115,8 +115,9 @@ def test_bad_arguments():
     with pytest.raises(TypeError, match=r"transpose: x has dtype numpy int32; transpose takes f32 \(torch.float32, numpy.float32\) or "
                                           r"bf16 \(torch.bfloat16, ml_dtypes.bfloat16\) or f16"):
         transpose(np.zeros((4, 4), np.int32))
-    with pytest.raises(ValueError, match=r"transpose: x must be 2-D \(M, N\), not of shape \(4,\)"):
-        transpose(np.zeros(4, np.float32))
+    with pytest.raises(ValueError, match=r"transpose: x must be 2-D \(M, N\) \(or 0-d or 1-d, its own transpose\), "
+                                         r"not of shape \(2, 4, 4\)"):
+        transpose(np.zeros((2, 4, 4), np.float32))
     with pytest.raises(ValueError, match=r"transpose: out has shape \(4, 4\), but x.T has shape \(5, 4\)"):
         transpose(np.zeros((4, 5), np.float32), np.zeros((4, 4), np.float32))
     with pytest.raises(ValueError, match="TransposeConfig.threads = 96 must be a multiple of 32, at most 256"):

@@ -14,7 +14,8 @@ import math
 
 import numpy as np
 
-from ..arguments import Arg as _Arg, same_kind as _same_kind, stream as _stream
+from ..arguments import Arg as _Arg, overlaps as _overlaps, same_kind as _same_kind, stream as _stream
+from ..arguments import writable as _writable
 from . import run
 from .config import ELEMENT_BYTES, HEAD_DIMS, HEAD_DIMS_TEXT, AttentionConfig, choose_config
 
@@ -23,8 +24,8 @@ _LAYOUT = "(batch, seqlen, heads, head_dim)"
 
 def _check_tensors(op: str, q: _Arg, k: _Arg, v: _Arg, layout: str = _LAYOUT) -> str:
     """The checks of q, k, v laid out as ``layout`` — (batch, seqlen, heads, head_dim), or varlen's packed
-    (total_tokens, heads, head_dim) without a batch mode: dtypes, ranks, head dims, batch, heads, a unit head_dim
-    stride. → the dtype name. ``_check_tensors("attention", q, k, v)`` of bf16 (2, 128, 8, 64) q and (2, 256, 2, 64)
+    (total_tokens, heads, head_dim) without a batch mode: dtypes, ranks, head dims, batch, heads (Hq = Hkv = 0 is an
+    empty problem, as torch's). → the dtype name. ``_check_tensors("attention", q, k, v)`` of bf16 (2, 128, 8, 64) q and (2, 256, 2, 64)
     k, v → "bf16". Post: each violated rule raised TypeError/ValueError naming the argument."""
     rank = layout.count(",") + 1
     dtype = q.check_dtype(op, tuple(ELEMENT_BYTES))
@@ -48,14 +49,47 @@ def _check_tensors(op: str, q: _Arg, k: _Arg, v: _Arg, layout: str = _LAYOUT) ->
     if rank == 4 and k.shape[0] != q.shape[0]:
         raise ValueError(f"{op}: k has batch {k.shape[0]} but q has {q.shape[0]}: q, k and v must have one batch size")
     hq, hkv = q.shape[rank - 2], k.shape[rank - 2]
-    if hkv == 0 or hq % hkv:
+    if (hkv == 0 and hq != 0) or (hkv != 0 and hq % hkv):
         raise ValueError(f"{op}: q has {hq} heads, not a multiple of k's {hkv}: each KV head serves Hq/Hkv query "
                          "heads (GQA), so Hq must be a multiple of Hkv")
-    for arg in (q, k, v):
-        if arg.strides is None or (arg.strides[rank - 1] != 1 and d > 1 and 0 not in arg.shape):
-            raise ValueError(f"{op}: {arg.name} must have unit stride along head_dim (the last dimension), not "
-                             f"strides {arg.strides}")
     return dtype
+
+
+def _head_dim_major(op: str, arg: _Arg) -> _Arg:
+    """``arg`` itself where its head_dim (last) mode has unit stride, else a copy that has (torch's SDPA takes any
+    strides; the kernel's TMA boxes need unit stride along D): q[..., ::-1] of layout (1,20,2,64):(2560,128,64,-1)
+    becomes a contiguous (1,20,2,64):(2560,128,64,1) copy. Post: the result has unit stride along head_dim (or a
+    mode of extent ≤ 1, or no element)."""
+    if arg.strides is not None and (arg.strides[-1] == 1 or arg.shape[-1] <= 1 or 0 in arg.shape):
+        return arg
+    value = arg.value.contiguous() if arg.kind == "torch" else np.ascontiguousarray(arg.value)
+    return _Arg(op, arg.name, value)
+
+
+def _same_view(a: _Arg, b: _Arg) -> bool:
+    """Whether two arguments are the same elements in the same places: one base address, shape and strides."""
+    if a.kind != b.kind or a.shape != b.shape or a.strides != b.strides:
+        return False
+    if a.kind == "numpy":
+        return a.value.__array_interface__["data"][0] == b.value.__array_interface__["data"][0]
+    return a.value.data_ptr() == b.value.data_ptr()
+
+
+def _apart_from_out(op: str, out: _Arg | None, q: _Arg, k: _Arg, v: _Arg):
+    """(q, k, v) none of which shares memory with ``out`` (given): an input that overlaps it is copied first — the
+    kernel's CTAs read K and V (and, for a partial overlap, Q rows) that other CTAs may already have overwritten.
+    ``out`` exactly ``q`` (the same view: attention in place) keeps q: each CTA reads its Q rows once, before it
+    stores the O rows of the same positions, and no other CTA reads them. Post: each returned input is the caller's
+    or a private copy of it; a numpy out is writeable (else ValueError naming out)."""
+    if out is None:
+        return q, k, v
+    _writable(op, out)
+    kept = []
+    for arg in (q, k, v):
+        if _overlaps(out, arg) and not (arg is q and _same_view(out, q)):
+            arg = _Arg(op, arg.name, arg.value.clone() if arg.kind == "torch" else arg.value.copy())
+        kept.append(arg)
+    return tuple(kept)
 
 
 def _check_out(op: str, out: _Arg, q: _Arg, dtype: str) -> None:
@@ -136,8 +170,14 @@ def attention(q, k, v, causal: bool = False, softmax_scale=None, out=None, *, co
     masks key j for query i where j > i + Sk − Sq (aligned to the bottom-right corner, as FlashAttention for Sq ≠ Sk);
     ``softmax_scale`` defaults to 1/√D (any finite number: ``_kernel_scale``). → ``(out, lse)``: out (B, Sq, Hq, D) of q's dtype (into ``out`` if given:
     that shape and dtype, unit stride along D), lse (B, Hq, Sq) float32, the natural-log log-sum-exp of each query
-    row's scaled scores. A query row that sees no key (causal, Sq > Sk) gets out 0 and lse +inf. Any strides with unit
-    stride along D (torch's (B, H, S, D) tensors passed as ``x.transpose(1, 2)``); ``config`` forces a configuration;
+    row's scaled scores. A query row that sees no key (causal, Sq > Sk) gets out 0 and lse +inf; B, Sq or Hq = Hkv = 0
+    is an empty result. Any strides (torch's (B, H, S, D) tensors passed as ``x.transpose(1, 2)`` are read in place; a
+    q, k or v without unit stride along D is copied first; ``out`` must have it). An ``out`` that overlaps k or v (or q
+    other than as q itself) gets them copied first; ``out=q`` runs in place. NaN in q, k or v propagates as torch's
+    (a key masked by ``causal`` never reaches a row, whatever it holds). The scores are f32 and the scale is folded
+    into the exponent (``exp2(s·c − m·c)``, c = scale·log2 e, as FlashAttention): where |c·max score| nears 2^20 the
+    rounding of m·c costs accuracy (as the f32 scores of any f32 attention), and from 2^31 on it exceeds f32's
+    exponent range and the row is NaN (softmax_scale 1e30 on unit scores). ``config`` forces a configuration;
     ``ctas`` bounds a persistent config's grid (default: the SMs; the interpreter's 132).
 
     >>> q = np.ones((1, 3, 2, 64), ml_dtypes.bfloat16); k = v = np.ones((1, 5, 1, 64), ml_dtypes.bfloat16)  # doctest: +SKIP
@@ -153,6 +193,7 @@ def attention(q, k, v, causal: bool = False, softmax_scale=None, out=None, *, co
     args = [q_arg, k_arg, v_arg] + ([out_arg] if out_arg else [])
     kind = _same_kind(op, args)
     dtype = _check_tensors(op, q_arg, k_arg, v_arg)
+    q_arg, k_arg, v_arg = (_head_dim_major(op, arg) for arg in (q_arg, k_arg, v_arg))
     if not isinstance(causal, (bool, np.bool_)):
         raise TypeError(f"{op}: causal must be a bool, not {type(causal).__name__}")
     b, sq, hq, d = q_arg.shape
@@ -160,9 +201,11 @@ def attention(q, k, v, causal: bool = False, softmax_scale=None, out=None, *, co
     _check_grid(op, "q has batch", b, "q has", hq)
     _check_ctas(op, ctas)
     scale = _scale(op, softmax_scale, d)
-    k, k_arg, scale = _kernel_scale(op, k, k_arg, scale)
     if out_arg is not None:
         _check_out(op, out_arg, q_arg, dtype)
+    q_arg, k_arg, v_arg = _apart_from_out(op, out_arg, q_arg, k_arg, v_arg)
+    q, v = q_arg.value, v_arg.value
+    k, k_arg, scale = _kernel_scale(op, k_arg.value, k_arg, scale)
     if config is None:
         config = choose_config(dtype, d, bool(causal), seqlens=(sq, sk))
         if config.epilogue == "tma" and out_arg is not None and kind != "numpy" and not _tma_able(out_arg):
@@ -239,11 +282,14 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, max
     out_arg = _Arg(op, "out", out) if out is not None else None
     kind = _same_kind(op, [q_arg, k_arg, v_arg, cu_q, cu_k] + ([out_arg] if out_arg else []))
     dtype = _check_tensors(op, q_arg, k_arg, v_arg, _VARLEN_LAYOUT)
+    q_arg, k_arg, v_arg = (_head_dim_major(op, arg) for arg in (q_arg, k_arg, v_arg))
     if not isinstance(causal, (bool, np.bool_)):
         raise TypeError(f"{op}: causal must be a bool, not {type(causal).__name__}")
     for name, value in (("max_seqlen_q", max_seqlen_q), ("max_seqlen_k", max_seqlen_k)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
             raise TypeError(f"{op}: {name} must be a non-negative int, not {value!r}")
+        if value < 0:
+            raise ValueError(f"{op}: {name} must be a non-negative int, not {value!r}")
     _check_cu_seqlens(op, "cu_seqlens_q", cu_q, q_arg.shape[0], "max_seqlen_q", int(max_seqlen_q))
     _check_cu_seqlens(op, "cu_seqlens_k", cu_k, k_arg.shape[0], "max_seqlen_k", int(max_seqlen_k))
     if cu_k.shape != cu_q.shape:
@@ -253,9 +299,11 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, max
     _check_grid(op, "cu_seqlens_q holds a batch of", cu_q.shape[0] - 1, "q has", hq)
     _check_ctas(op, ctas)
     scale = _scale(op, softmax_scale, d)
-    k, k_arg, scale = _kernel_scale(op, k, k_arg, scale)
     if out_arg is not None:
         _check_out(op, out_arg, q_arg, dtype)
+    q_arg, k_arg, v_arg = _apart_from_out(op, out_arg, q_arg, k_arg, v_arg)
+    q, v = q_arg.value, v_arg.value
+    k, k_arg, scale = _kernel_scale(op, k_arg.value, k_arg, scale)
     if config is None:
         config = choose_config(dtype, d, bool(causal), varlen=True, seqlens=(int(max_seqlen_q), int(max_seqlen_k)))
     elif not isinstance(config, AttentionConfig):
