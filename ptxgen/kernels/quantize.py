@@ -23,6 +23,7 @@ import numpy as np
 import layoutc as lc
 
 from ptxgen.ir.builder import KernelBuilder, cdiv, f32, frag, gtensor, i32, smem
+from ptxgen.ir.suggest import did_you_mean
 
 from .arguments import Arg, as_callers, stream
 
@@ -56,11 +57,14 @@ def _quantize(b, x, amax):
     return q, b.frag.div(amax, top, name="scale")
 
 
-def build_per_token(dtype: str = "bf16"):
-    """The per-token kernel ``@per_token_cast_to_fp8(%x, %q, %scales, %m, %k)``: ``%x`` (M, K) ``dtype``, ``%q``
+def build_per_token(dtype: str = "bf16", variant: str = "narrow", rows_per_thread: int = 4):
+    """``variant`` "wide": ``build_per_token_wide(dtype, rows_per_thread)``; "narrow" (below). The per-token kernel
+    ``@per_token_cast_to_fp8(%x, %q, %scales, %m, %k)``: ``%x`` (M, K) ``dtype``, ``%q``
     (M, K) e4m3, ``%scales`` (M, ⌈K/128⌉) f32 (any strides: DeepGEMM's M-major layout too); grid (⌈M/16⌉, ⌈K/128⌉).
     Post: ``%q``, ``%scales`` = ``per_token_cast_to_fp8_reference(x)``."""
     _check_dtype(dtype)
+    if _check_variant(variant) == "wide":
+        return build_per_token_wide(dtype, rows_per_thread)
     kb = KernelBuilder("per_token_cast_to_fp8", grid=(cdiv("m", TOKEN_ROWS), cdiv("k", BLOCK), 1), block=(128, 1, 1),
                        x=gtensor(dtype, 2), q=gtensor("e4m3", 2), scales=gtensor("f32", 2), m=i32, k=i32)
     b = kb.b
@@ -85,11 +89,14 @@ def build_per_token(dtype: str = "bf16"):
     return kb.module("ptxgen/kernels/quantize")
 
 
-def build_per_block(dtype: str = "bf16"):
-    """The per-block kernel ``@per_block_cast_to_fp8(%x, %q, %scales, %m, %k)``: ``%x`` (M, K) ``dtype``, ``%q``
+def build_per_block(dtype: str = "bf16", variant: str = "narrow"):
+    """``variant`` "wide": ``build_per_block_wide(dtype)``; "narrow" (below). The per-block kernel
+    ``@per_block_cast_to_fp8(%x, %q, %scales, %m, %k)``: ``%x`` (M, K) ``dtype``, ``%q``
     (M, K) e4m3, ``%scales`` (⌈M/128⌉, ⌈K/128⌉) f32; grid (⌈K/128⌉, ⌈M/128⌉), one CTA per block.
     Post: ``%q``, ``%scales`` = ``per_block_cast_to_fp8_reference(x)``."""
     _check_dtype(dtype)
+    if _check_variant(variant) == "wide":
+        return build_per_block_wide(dtype)
     kb = KernelBuilder("per_block_cast_to_fp8", grid=(cdiv("k", BLOCK), cdiv("m", BLOCK), 1), block=(128, 1, 1),
                        x=gtensor(dtype, 2), q=gtensor("e4m3", 2), scales=gtensor("f32", 2), m=i32, k=i32)
     b = kb.b
@@ -129,6 +136,119 @@ def build_per_block(dtype: str = "bf16"):
         b.gmem.store(window, thread, one, tv=lc.Layout((128, 1), (0, 0)))
         b.scf.yield_()
     return kb.module("ptxgen/kernels/quantize")
+
+
+# -- the wide kernels: 16-byte loads, more bytes in flight per SM -----------------------------------------------------
+
+VARIANTS = ("narrow", "wide")   # the kernels: the first ones (8-byte loads), the wide ones (16-byte loads)
+WIDE_LANES = 16                 # lanes sharing a row of 128 columns, 8 consecutive columns each
+WIDE_BLOCK_THREADS = 256        # threads of the wide per-block kernel's CTA
+WIDE_BLOCK_CTAS = 3             # its CTAs per SM (≤ 85 registers): 96 KiB of input in flight per SM
+
+
+def wide_token_tv(rows_per_thread: int) -> lc.Layout:
+    """The wide per-token kernel's TV over its (R, 128) tile, R = 8·rows_per_thread (tile index row + R·column):
+    lane l0 + 16·l1 of warp w, value e + 8·r → row l1 + 2w + 8r, column 8·l0 + e. ``wide_token_tv(4)`` =
+    ((16,2,4),(8,4)):((256,1,2),(32,8)). Post: a bijection onto the tile; each thread's 8 values of a row are
+    consecutive columns (one 16-byte bf16 load, one 8-byte e4m3 store) and a warp's access covers 2 whole rows."""
+    rows = 8 * rows_per_thread
+    return lc.Layout(((WIDE_LANES, 2, 4), (8, rows_per_thread)), ((8 * rows, 1, 2), (rows, 8)))
+
+
+def wide_token_scale_tv(rows_per_thread: int) -> lc.Layout:
+    """The rows of ``wide_token_tv``'s threads in the (R, 1) window of scales, one value per row a thread holds:
+    ``wide_token_scale_tv(4)`` = ((16,2,4),4):((0,1,2),8). The 16 lanes of a row store the same scale to the same
+    address (one transaction). Post: value r of thread t is the row of its values 8r … 8r + 7."""
+    return lc.Layout(((WIDE_LANES, 2, 4), rows_per_thread), ((0, 1, 2), 8))
+
+
+# the wide per-block kernel's TV over a (128, 128) block: lane l0 + 16·l1 of warp w (8 warps), value e + 8·r → row
+# l1 + 2w + 16r, column 8·l0 + e; over the block seen as one (1, 16384) row it is a TV whose single row is the block
+WIDE_BLOCK_TV = lc.Layout(((WIDE_LANES, 2, 8), (8, 8)), ((8 * BLOCK, 1, 2), (BLOCK, 16)))
+
+
+def build_per_token_wide(dtype: str = "bf16", rows_per_thread: int = 4):
+    """The wide per-token kernel ``@per_token_cast_to_fp8(%x, %q, %scales, %m, %k)``, the arguments and result of
+    ``build_per_token``'s: CTAs of 128 threads over tiles of R = 8·rows_per_thread rows × 128 columns (32 × 128 for
+    4), grid (⌈M/R⌉, ⌈K/128⌉), ``wide_token_tv``: each thread loads 8 consecutive columns of a row at once (16
+    bytes of bf16) and stores their 8 e4m3 codes at once; the row's amax is a ``frag.reduce`` over its 8 values and
+    the 16 lanes sharing it (4 shuffles). Post: ``%q``, ``%scales`` = ``per_token_cast_to_fp8_reference(x)``."""
+    _check_dtype(dtype)
+    if rows_per_thread not in (1, 2, 4, 8):
+        raise ValueError(f"quantize: rows_per_thread must be 1, 2, 4 or 8, not {rows_per_thread!r}")
+    rows = 8 * rows_per_thread
+    tv = wide_token_tv(rows_per_thread)
+    kb = KernelBuilder("per_token_cast_to_fp8", grid=(cdiv("m", rows), cdiv("k", BLOCK), 1), block=(128, 1, 1),
+                       x=gtensor(dtype, 2), q=gtensor("e4m3", 2), scales=gtensor("f32", 2), m=i32, k=i32)
+    b = kb.b
+    values = frag("f32", (8, rows_per_thread))
+    thread = b.gpu.thread_id(dim="x", name="thread")
+    row0 = b.arith.mul(b.gpu.block_id(dim="x", name="row_tile"), b.const(rows, i32, name="rows"), name="row0")
+    block = b.gpu.block_id(dim="y", name="block")
+    col0 = b.arith.mul(block, b.const(BLOCK, i32, name="cols"), name="col0")
+    x = b.gmem.load(b.gmem.tile(kb["x"], row0, col0, shape=(rows, BLOCK), name="x_tile"), thread, tv=tv,
+                    type=frag(dtype, values.shape), name="x_values")
+    amax = b.frag.reduce(b.frag.abs(x, name="magnitude"), thread, tv=tv, tile=(rows, BLOCK), mode=1, kind="max",
+                         type=x.type, name="row_amax")
+    q, scale = _quantize(b, _as_f32(b, x, values, "xf"), _as_f32(b, amax, values, "amax_f32"))
+    b.gmem.store(b.gmem.tile(kb["q"], row0, col0, shape=(rows, BLOCK), name="q_tile"), thread, q, tv=tv)
+    # value 8r is row r's scale: one per row the thread holds
+    per_row = b.frag.slice(scale, offset=0, type=frag("f32", 1), name="scale_row0")
+    for r in range(1, rows_per_thread):
+        nxt = b.frag.slice(scale, offset=8 * r, type=frag("f32", 1), name=f"scale_row{r}")
+        per_row = b.frag.concat(per_row, nxt, type=frag("f32", r + 1), name=f"scale_rows{r}")
+    window = b.gmem.tile(kb["scales"], row0, block, shape=(rows, 1), name="scale_tile")
+    b.gmem.store(window, thread, per_row, tv=wide_token_scale_tv(rows_per_thread))
+    return kb.module("ptxgen/kernels/quantize")
+
+
+def build_per_block_wide(dtype: str = "bf16"):
+    """The wide per-block kernel ``@per_block_cast_to_fp8(%x, %q, %scales, %m, %k)``, the arguments, grid and result
+    of ``build_per_block``'s: one CTA of 256 threads per 128 × 128 block, ``WIDE_BLOCK_TV``: each thread loads 8
+    rows of 8 consecutive columns (16 bytes of bf16 each, 64 values: half the narrow kernel's registers) and stores
+    8 bytes of e4m3 per row; the block's amax is one ``frag.reduce`` over the block seen as a single row (per thread,
+    then a warp butterfly, then the 8 warps' partials through shared memory). Post: ``%q``, ``%scales`` =
+    ``per_block_cast_to_fp8_reference(x)``."""
+    _check_dtype(dtype)
+    kb = KernelBuilder("per_block_cast_to_fp8", grid=(cdiv("k", BLOCK), cdiv("m", BLOCK), 1),
+                       block=(WIDE_BLOCK_THREADS, 1, 1), min_ctas_per_sm=WIDE_BLOCK_CTAS,
+                       x=gtensor(dtype, 2), q=gtensor("e4m3", 2), scales=gtensor("f32", 2), m=i32, k=i32)
+    b = kb.b
+    values = frag("f32", (8, 8))
+    thread = b.gpu.thread_id(dim="x", name="thread")
+    block_k = b.gpu.block_id(dim="x", name="block_k")
+    block_m = b.gpu.block_id(dim="y", name="block_m")
+    c_block = b.const(BLOCK, i32, name="c_block")
+    row0 = b.arith.mul(block_m, c_block, name="row0")
+    col0 = b.arith.mul(block_k, c_block, name="col0")
+    x = b.gmem.load(b.gmem.tile(kb["x"], row0, col0, shape=(BLOCK, BLOCK), name="x_tile"), thread,
+                    tv=WIDE_BLOCK_TV, type=frag(dtype, values.shape), name="x_values")
+    amax = b.frag.reduce(b.frag.abs(x, name="magnitude"), thread, tv=WIDE_BLOCK_TV, tile=(1, BLOCK * BLOCK), mode=1,
+                         kind="max", type=x.type, name="block_amax")
+    q, scale = _quantize(b, _as_f32(b, x, values, "xf"), _as_f32(b, amax, values, "amax_f32"))
+    b.gmem.store(b.gmem.tile(kb["q"], row0, col0, shape=(BLOCK, BLOCK), name="q_tile"), thread, q,
+                 tv=WIDE_BLOCK_TV)
+    first = b.arith.cmp(thread, b.const(0, i32, name="c0"), pred="eq", name="first")
+    with b.scf.if_(first).then:
+        one = b.frag.slice(scale, offset=0, type=frag("f32", 1), name="scale0")
+        window = b.gmem.tile(kb["scales"], block_m, block_k, shape=(1, 1), name="scale_tile")
+        b.gmem.store(window, thread, one, tv=lc.Layout((WIDE_BLOCK_THREADS, 1), (0, 0)))
+        b.scf.yield_()
+    return kb.module("ptxgen/kernels/quantize")
+
+
+def _as_f32(b, x, values, name: str):
+    """``x`` as the f32 fragment ``values`` (itself when it is one). The wide kernels take the amax of the input's
+    own type — |x| and max are exact in bf16/f16, so the same bits as in f32 — and widen afterwards: the packed
+    input is what stays live across the reduction, not its f32 copy."""
+    return x if x.type.dtype == values.dtype else b.frag.cast(x, type=values, name=name)
+
+
+def _check_variant(variant: str) -> str:
+    if variant not in VARIANTS:
+        raise ValueError(f"quantize: variant must be one of {', '.join(VARIANTS)}, not {variant!r}"
+                         f"{did_you_mean(str(variant), VARIANTS)}")
+    return variant
 
 
 def _check_dtype(dtype: str) -> None:
