@@ -13,7 +13,14 @@ Kernels: ``build_per_token(dtype)`` — CTAs of 128 threads over tiles of 16 row
 w + 4, w + 8, w + 12, each lane 4 consecutive columns of them; the row's amax is a ``frag.reduce`` (max) over the
 warp; ``build_per_block(dtype)`` — one CTA per 128 × 128 block, warp w holding rows 32w … 32w + 31: each warp's
 maximum is a ``frag.reduce`` over the warp seen as one row, the four meet in shared memory. Elements past M or K
-read 0 (no effect on a maximum) and are not stored, so any M, K ≥ 0 run.
+read 0 (no effect on a maximum) and are not stored, so any M, K ≥ 0 run. Their ``variant="wide"`` forms
+(``build_per_token_wide``, ``build_per_block_wide``): 16-byte loads (8 bf16) and 8-byte e4m3 stores, per token 32-row
+tiles (fewer for short inputs), per block 256 threads at 3 CTAs per SM; ``OP_VARIANTS`` picks the ops' kernels
+(narrow by default until timed on the GPU).
+
+A repeated GPU call of a torch tensor with the signature of an earlier one (shape, strides, dtype, device, address mod
+16, the scale layout, the variant, torch's stream) takes the remembered call site (``QuantizeCall``): no checks, the
+outputs allocated by ``torch.empty`` / ``torch.empty_strided``, three addresses written, one launch.
 """
 from __future__ import annotations
 
@@ -403,7 +410,8 @@ class QuantizeCall:
 
         self.site, self.block = site, site.block_launch
         self.x_slot, self.q_slot, self.scales_slot = (site.tensor_slot(name)[1] // 8 for name in ("x", "q", "scales"))
-        self.q_shape, self.scales_shape, self.scales_strides = tuple(q_shape), tuple(scales_shape), tuple(scales_strides)
+        self.q_shape, self.scales_shape = tuple(q_shape), tuple(scales_shape)
+        self.scales_strides = tuple(scales_strides)
         self.device, self.empty, self.empty_strided = device, torch.empty, torch.empty_strided
         self.fp8, self.f32 = torch.float8_e4m3fn, torch.float32
         self.calls = 0
