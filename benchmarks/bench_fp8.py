@@ -5,6 +5,7 @@ quantizers' bandwidth against a device copy.
 
     python benchmarks/bench_fp8.py [--shapes 4096x2112x7168,...] [--rounds 3] [--rep-ms 100] [--warmup-ms 25]
                                    [--timing both|interleaved|windows] [--no-quantize] [--variants a,b,c]
+                                   [--quantize-only] [--quantize-variants narrow,wide] [--quantize-shapes 4096x7168,...]
 
 Shapes: DeepSeek-V3's, M ∈ {64, 128, 4096} × (N, K) ∈ {(2112, 7168), (24576, 1536), (32768, 512), (7168, 16384),
 (4096, 7168), (7168, 2048)}; the grouped GEMMs on issue 19's MoE cases (contiguous 4 × 8192 and 8 × 4096 tokens,
@@ -325,23 +326,70 @@ def bench_grouped(torch, layout, groups, tokens, n, k, args) -> dict:
     return row
 
 
+QUANTIZE_SHAPES = ((4096, 7168), (16384, 7168), (7168, 16384), (32768, 7168), (4096, 2048), (128, 7168))
+
+
 def bench_quantizers(torch, args) -> list:
-    """GB/s of the quantizers on DeepSeek-V3 activations/weights against a device copy of the same input
-    (read + write of the input's bytes)."""
+    """The quantizers on DeepSeek-V3 activations/weights (bf16 input), per kernel variant (``--quantize-variants``,
+    ``quantize.OP_VARIANTS``) and op (per token, per token with the TMA-aligned scales, per block): op time (the op
+    called back to back, CUDA events: what a user gets, host-bound when the kernel is short), kernel time (200 calls
+    with the host ahead, ``kernel_ms``), host µs per call (``host_us``); GB/s on the bytes moved (input + e4m3 output
+    + f32 scales) against a device copy of the input (``y.copy_(x)``: read + write, timed both ways too). Each
+    variant's results are CHECKED FIRST, bit for bit against the first variant's (the GPU tests check every variant
+    against the numpy references); a variant that differs is reported and not timed."""
+    from ptxgen.kernels import quantize
+
     rows = []
-    for m, k in ((4096, 7168), (4096, 2048), (16384, 7168), (7168, 16384)):
-        x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
-        y = torch.empty_like(x)
-        copy_ms = time_ms(torch, lambda: y.copy_(x), args.warmup_ms, args.rep_ms)
-        row = {"m": m, "k": k, "copy_gbps": 2 * x.numel() * 2 / copy_ms / 1e6}
-        for name, fn in (("per_token", lambda: per_token_cast_to_fp8(x)),
-                         ("per_block", lambda: per_block_cast_to_fp8(x))):
-            ms = time_ms(torch, fn, args.warmup_ms, args.rep_ms)
-            moved = x.numel() * 2 + x.numel() + 4 * (m * -(-k // 128))
-            row[f"{name}_gbps"] = moved / ms / 1e6
-            row[f"{name}_of_copy"] = row[f"{name}_gbps"] / row["copy_gbps"]
-        rows.append(row)
+    saved = dict(quantize.OP_VARIANTS)
+    ops = (("per_token", lambda x: per_token_cast_to_fp8(x), 1),
+           ("per_token_tma", lambda x: per_token_cast_to_fp8(x, tma_aligned_scales=True), 1),
+           ("per_block", lambda x: per_block_cast_to_fp8(x), 128))
+    try:
+        for m, k in args.quantize_shapes:
+            x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+            y = torch.empty_like(x)
+            copy = lambda: y.copy_(x)   # noqa: E731
+            copy_ms, copy_kernel_ms = time_ms(torch, copy, args.warmup_ms, args.rep_ms), kernel_ms(torch, copy)
+            row = {"m": m, "k": k, "copy_gbps": 4 * x.numel() / copy_ms / 1e6,
+                   "copy_kernel_gbps": 4 * x.numel() / copy_kernel_ms / 1e6}
+            first = {}
+            for variant in args.quantize_variants:
+                quantize.OP_VARIANTS.update(token=variant, block=variant)
+                for name, op, rows_per_scale in ops:
+                    tag = f"{variant} {name}"
+                    q, scales = op(x)
+                    torch.cuda.synchronize()
+                    got = (q.view(torch.uint8), scales.contiguous())
+                    if name not in first:
+                        first[name] = got
+                    elif not (torch.equal(got[0], first[name][0]) and torch.equal(got[1], first[name][1])):
+                        row[f"{tag} wrong"] = True
+                        continue
+                    moved = x.numel() * 2 + x.numel() + 4 * scales.numel()
+                    fn = lambda: op(x)   # noqa: E731
+                    op_ms = time_ms(torch, fn, args.warmup_ms, args.rep_ms)
+                    k_ms = kernel_ms(torch, fn)
+                    row[tag] = {"op_ms": op_ms, "kernel_ms": k_ms, "host_us": host_us(torch, fn),
+                                "op_of_copy": moved / op_ms / 1e6 / row["copy_gbps"],
+                                "kernel_of_copy": moved / k_ms / 1e6 / row["copy_kernel_gbps"]}
+                    del q, scales, got
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+            torch.cuda.empty_cache()
+    finally:
+        quantize.OP_VARIANTS.update(saved)
     return rows
+
+
+def print_quantizers(quant, variants) -> None:
+    print(f"{'M':>6} {'K':>6} {'variant':>8} {'op':>14} {'op/copy':>8} {'kernel/copy':>11} {'host us':>8}")
+    for q in quant:
+        for variant in variants:
+            for name in ("per_token", "per_token_tma", "per_block"):
+                r = q.get(f"{variant} {name}")
+                shown = ("WRONG (not timed)" if q.get(f"{variant} {name} wrong") else
+                         f"{r['op_of_copy']:8.2f} {r['kernel_of_copy']:11.2f} {r['host_us']:8.1f}" if r else "-")
+                print(f"{q['m']:>6} {q['k']:>6} {variant:>8} {name:>14} {shown}")
 
 
 def main(argv=None):
@@ -353,9 +401,22 @@ def main(argv=None):
     ap.add_argument("--timing", choices=("interleaved", "windows", "both"), default="both")
     ap.add_argument("--no-quantize", action="store_true", help="skip the quantizers' bandwidth")
     ap.add_argument("--no-grouped", action="store_true", help="skip the grouped GEMMs")
+    ap.add_argument("--quantize-only", action="store_true", help="only the quantizers' rows (no GEMM, no grouped)")
+    ap.add_argument("--quantize-variants", default="narrow,wide",
+                    help="quantizer kernels (quantize.VARIANTS) timed against each other, the first the check's")
+    ap.add_argument("--quantize-shapes", default=",".join(f"{m}x{k}" for m, k in QUANTIZE_SHAPES), help="MxK,...")
     ap.add_argument("--variants", default="", help="GemmConfig names (block-scaled, e4m3) timed on every shape too")
     args = ap.parse_args(argv)
     args.variants = [v for v in args.variants.split(",") if v]
+    from ptxgen.kernels.quantize import VARIANTS
+
+    args.quantize_variants = [v for v in args.quantize_variants.split(",") if v]
+    for name in args.quantize_variants:
+        if name not in VARIANTS:
+            raise SystemExit(f"bench_fp8: --quantize-variants: {name!r} is not one of {', '.join(VARIANTS)}")
+    args.quantize_shapes = [tuple(int(v) for v in s.split("x")) for s in args.quantize_shapes.split(",") if s]
+    if args.quantize_only:
+        args.shapes, args.no_grouped, args.no_quantize = "", True, False
     for name in args.variants:      # a misspelt name stops the run before any GPU work (each with its own grouping:
         variant_config(name, GemmConfig.from_name(name, "e4m3").grouped)   # a grouped-only option is no misspelling)
     import torch
@@ -399,10 +460,7 @@ def main(argv=None):
     path = pathlib.Path(out_dir) / "bench_fp8.json" if out_dir else pathlib.Path("bench_fp8.json")
     path.write_text(json.dumps(result, indent=1))
     print(f"\n{result['device']}; JSON: {path}")
-    for q in quant:
-        print(f"quantize {q['m']}x{q['k']} bf16: per token {q['per_token_gbps']:.0f} GB/s "
-              f"({q['per_token_of_copy']:.2f} of copy), per block {q['per_block_gbps']:.0f} GB/s "
-              f"({q['per_block_of_copy']:.2f}); copy {q['copy_gbps']:.0f} GB/s")
+    print_quantizers(quant, args.quantize_variants)
     for r in grouped:
         print(f"grouped {r['layout']} {r['groups']} x {r['tokens']}, N x K {r['n']} x {r['k']}: "
               + ("WRONG (not timed)" if r.get("wrong") else
@@ -415,7 +473,8 @@ def main(argv=None):
     header = (f"{'M':>5} {'N':>6} {'K':>6} {'config':>14} {'err ours':>9} {'err cuBLAS':>10} {'ours':>7} {'cuBLAS':>7} "
               f"{'ratio':>6} {'ours w':>7} {'cuBL w':>7} {'ratio w':>7} {'k ours':>7} {'k cuBL':>7} {'k ratio':>7} "
               f"{'host us':>8} {'cuBL us':>8} {'DG':>5} {'cuBL*':>5}")
-    print(header)
+    if rows:
+        print(header)
     for r in rows:
         def f(key, fmt="{:7.0f}"):
             return fmt.format(r[key]) if key in r else " " * len(fmt.format(0))
