@@ -16,7 +16,7 @@ maximum is a ``frag.reduce`` over the warp seen as one row, the four meet in sha
 read 0 (no effect on a maximum) and are not stored, so any M, K ≥ 0 run. Their ``variant="wide"`` forms
 (``build_per_token_wide``, ``build_per_block_wide``): 16-byte loads (8 bf16) and 8-byte e4m3 stores, per token 32-row
 tiles (fewer for short inputs), per block 256 threads at 3 CTAs per SM; ``OP_VARIANTS`` picks the ops' kernels
-(narrow by default until timed on the GPU).
+on the GPU (wide by default).
 
 A repeated GPU call of a torch tensor with the signature of an earlier one (shape, strides, dtype, device, address mod
 16, the scale layout, the variant, torch's stream) takes the remembered call site (``QuantizeCall``): no checks, the
@@ -270,8 +270,11 @@ def _check_dtype(dtype: str) -> None:
 _KERNELS = {}   # (kind, dtype, variant, rows per thread) -> Module
 _JIT = {}       # (kind, dtype, variant, rows per thread) -> JitKernel
 # the kernels the ops launch on the GPU, per kind ("token", "block"): a name of VARIANTS. The interpreter runs the
-# narrow ones (the same bits). The benchmark sets them to time one against the other.
-OP_VARIANTS = {"token": "narrow", "block": "narrow"}
+# narrow ones (the same bits). The benchmark sets them to time one against the other. Wide, kernel time ÷ copy's
+# (docs/gpu-runs/2026-11-26-s18.log section 12): per token 0.92-0.94 against 0.86-0.91 (4096-32768 rows x 7168,
+# 7168 x 16384), 0.87 against 0.72 at 4096 x 2048; per block 0.88-0.98 against 0.71-0.75 (0.74 against 0.79 at
+# 4096 x 2048)
+OP_VARIANTS = {"token": "wide", "block": "wide"}
 WIDE_TOKEN_CTAS = 264   # the wide per-token kernel's fewest CTAs (2 per SM) before its tiles shrink
 
 
