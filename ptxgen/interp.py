@@ -506,6 +506,14 @@ def interpret(ir, args: dict, kernel: str | None = None, grid=None, check: bool 
     no grid); nothing else.
     """
     k, grid_dim, block_dim, env, bound, plan, schedule = _prepare(ir, args, kernel, grid, check, schedule, races)
+    # a GPU's float arithmetic raises nothing: inf and NaN operands, overflow to inf (a bf16 cast past 3.4e38) are
+    # values, not the numpy RuntimeWarnings they would be (which a caller's warnings filter can turn into errors)
+    with np.errstate(all="ignore"):
+        _run_grid(k, grid_dim, block_dim, env, bound, plan, schedule, races)
+
+
+def _run_grid(k, grid_dim, block_dim, env, bound, plan, schedule, races) -> None:
+    """``interpret``'s launch: every cluster of the grid, one after another."""
     cache = {}
     cdim = launch.cluster_dims(k)  # the grid is a multiple of it (_launch_dims)
     cluster_grid = [g // c for g, c in zip(grid_dim, cdim)]
@@ -535,9 +543,10 @@ def run_cta(ir, args: dict, block=(0, 0, 0), kernel: str | None = None, grid=Non
                                f"{launch.cluster_dims(k)}: use interpret")
     cta = _new_cta(k, tuple(block) + (0,) * (3 - len(block)), grid_dim, block_dim, env, bound, plan, {}, schedule,
                    races)
-    cta.drive(cta.steps(k.body))
-    if finish:
-        cta.finish()
+    with np.errstate(all="ignore"):   # as interpret: the GPU's float arithmetic raises nothing
+        cta.drive(cta.steps(k.body))
+        if finish:
+            cta.finish()
     return cta
 
 

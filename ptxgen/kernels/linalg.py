@@ -40,6 +40,9 @@ def _scale(op: str, name: str, s, kind: str) -> float:
         return float(s)
     size = getattr(s, "size", None)
     count = s.numel() if hasattr(s, "numel") else (size if isinstance(size, int) else None)
+    if count is None or isinstance(s, bool):
+        raise TypeError(f"{op}: {name} must be a number or a 1-element float32 tensor (a per-tensor scale), not "
+                        f"{type(s).__name__} {s!r}")
     if count != 1:
         raise ValueError(f"{op}: {name} must be a number or a 1-element tensor (a per-tensor scale), not "
                          f"{type(s).__name__} of {count} elements")
@@ -58,7 +61,15 @@ def _gemm(op: str, a: Arg, a_t: bool, b: Arg, b_t: bool, m: int, n: int, k: int,
     form of ``b`` (``b_t``) → C (``out`` if given), every argument already checked but C's stride. ``fast_key``: the
     signature (``fast_call.signature_key``) under which a GPU call whose operands need no copy is remembered as a
     ``FastCall`` allocating C of ``c_shape`` (default (m, n))."""
+    arguments.check_sm_count(op, sm_count)
     kind = a.kind
+    if out is not None and any(overlaps(out.value, x.value) for x in (a, b, bias) if x is not None):
+        # C's tiles are stored while other CTAs still read A and B: compute into a fresh C, then copy (numpy's and
+        # torch's out= of an operand give the product of the operands as they were before the call)
+        c = _gemm(op, a, a_t, b, b_t, m, n, k, dtype, out_dtype, None, bias, scales, config, sm_count,
+                  fp8_majors=fp8_majors, autotune=autotune)
+        out.value[...] = c
+        return out.value
     if out is None:
         if kind == "numpy":
             c = np.empty((m, n), dtype=NUMPY_TYPES[out_dtype])
@@ -113,6 +124,24 @@ def _gemm(op: str, a: Arg, a_t: bool, b: Arg, b_t: bool, m: int, n: int, k: int,
             remember(_FAST, fast_key + (stream,), _fast_call(site, config.swap_ab, bias is not None,
                                                               c_shape or (m, n), c.dtype, c.device))
     return c
+
+
+def overlaps(x, y) -> bool:
+    """Whether arrays ``x`` and ``y`` (both numpy, or both torch tensors) may share memory: numpy's exact test; for
+    tensors, whether their byte ranges (first to last element) intersect. Post: False only where no element of
+    ``x`` is one of ``y``."""
+    if isinstance(x, np.ndarray):
+        return isinstance(y, np.ndarray) and np.shares_memory(x, y)
+    if x.numel() == 0 or y.numel() == 0:
+        return False
+    def extent(t):
+        low = high = t.data_ptr()
+        for size, stride in zip(t.shape, t.stride()):
+            span = (size - 1) * stride * t.element_size()
+            low, high = (low + span, high) if span < 0 else (low, high + span)
+        return low, high + t.element_size()
+    (x0, x1), (y0, y1) = extent(x), extent(y)
+    return x0 < y1 and y0 < x1
 
 
 def _autotuned(pick: GemmConfig, a: Arg, a_t: bool, b: Arg, b_t: bool, m: int, n: int, k: int, out_dtype: str,
@@ -343,7 +372,8 @@ def scaled_mm(a, b, scale_a, scale_b, out_dtype="bf16", *, bias=None, out=None, 
         raise TypeError(f"{op}: b has dtype {b_arg.shown} but a has {a_arg.shown}: both must have one dtype")
     out_name = _out_dtype_name(out_dtype)
     if out_name not in ("bf16", "f16"):
-        raise TypeError(f"{op}: out_dtype must be bf16 or f16 (torch.bfloat16, torch.float16), not {out_dtype}")
+        shown = TORCH_NAMES.get(str(out_dtype)) or _numpy_name(out_dtype) or repr(out_dtype)
+        raise TypeError(f"{op}: out_dtype must be bf16 or f16 (torch.bfloat16, torch.float16), not {shown}")
     (m, k), (k2, n) = a_arg.shape, b_arg.shape
     if k2 != k:
         raise ValueError(f"{op}: b has {k2} rows but a has {k} columns: a (M, K) @ b (K, N) needs b.shape[0] == K")
@@ -379,6 +409,14 @@ def _out_dtype_name(x) -> str | None:
         except TypeError:
             return None
     return name if name in ELEMENT_BYTES else None
+
+
+def _numpy_name(x) -> str | None:
+    """numpy's name of a dtype-like ``x`` (``np.float32`` → "float32"), None for anything that is no dtype."""
+    try:
+        return np.dtype(x).name
+    except TypeError:
+        return None
 
 
 def _check_out(op: str, out: Arg | None, shape: tuple, dtype: str) -> None:
