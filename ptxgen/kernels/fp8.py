@@ -73,7 +73,7 @@ def get_mn_major_tma_aligned_tensor(x):
     squeeze = x.ndim == 2
     mn, kb = x.shape[-2:]
     # DeepGEMM's padding: MN elements of x's own size to a multiple of 16 bytes (4 for float32)
-    aligned = get_tma_aligned_size(mn, x.itemsize if isinstance(x, np.ndarray) else x.element_size())
+    aligned = get_tma_aligned_size(mn, x.dtype.itemsize)   # numpy dtypes and torch dtypes (torch ≥ 2.1) have it
     groups = 1 if squeeze else x.shape[0]
     if isinstance(x, np.ndarray):
         elem = x.itemsize
