@@ -240,7 +240,10 @@ def matmul(a, b, out=None, *, config: GemmConfig | None = None, sm_count: int | 
            autotune: bool = False):
     """``a @ b`` for 2-D bf16/f16 ``a`` (M, K) and ``b`` (K, N): ``b`` row-major (the MN-major B path) or the
     transposed view of an (N, K) row-major weight (``w.T``: K-major); f32 accumulation, C (M, N) of the inputs' type
-    (into ``out`` if given: (M, N), the same dtype, unit stride along N). ``config`` forces a configuration;
+    (into ``out`` if given: (M, N), the same dtype, unit stride along N). As torch.matmul, ``a`` may also be 1-D (K,)
+    (→ (N,)) or of more dimensions (..., K) (its leading ones flattened to M rows → (..., N)), and ``b`` 1-D (K,)
+    (→ the N mode dropped; both 1-D: a 0-d dot product); a batched ``b`` (3-D or more) is refused. ``out`` then has
+    the result's shape (the product is copied into it). ``config`` forces a configuration;
     ``sm_count`` the SMs the persistent grid assumes (numpy: the interpreter's CTAs, default 132); ``autotune``
     (GPU): time the candidate configurations once for this problem and device and use the fastest (numpy arrays run
     the heuristic's: the interpreter's time says nothing about a GPU's).
@@ -264,18 +267,44 @@ def matmul(a, b, out=None, *, config: GemmConfig | None = None, sm_count: int | 
     out_arg = Arg(op, "out", out) if out is not None else None
     kind = same_kind(op, args + ([out_arg] if out_arg else []))
     dtype = a_arg.check_dtype(op, ("bf16", "f16"))
-    a_arg.check_rank(op, 2, "(M, K)")
-    b_arg.check_rank(op, 2, "(K, N)")
+    if not a_arg.shape:
+        raise ValueError(f"{op}: a must have at least 1 dimension (..., K), not shape ()")
+    if len(b_arg.shape) not in (1, 2):
+        raise ValueError(f"{op}: b must be 2-D (K, N) or 1-D (K,) (a batched b is not supported), not of shape "
+                         f"{b_arg.shape}")
     if b_arg.dtype != dtype:
         raise TypeError(f"{op}: b has dtype {b_arg.shown} but a has {a_arg.shown}: both must have one dtype")
-    (m, k), (k2, n) = a_arg.shape, b_arg.shape
+    k, k2 = a_arg.shape[-1], b_arg.shape[0]
     if k2 != k:
         raise ValueError(f"{op}: b has {k2} rows but a has {k} columns: a (M, K) @ b (K, N) needs b.shape[0] == K")
+    if len(a_arg.shape) != 2 or len(b_arg.shape) != 2:
+        return _matmul_reshaped(op, a_arg, b_arg, out_arg, kind, dtype, config, sm_count, autotune)
+    m, n = a_arg.shape[0], b_arg.shape[1]
     _check_out(op, out_arg, (m, n), dtype)
     fast_key = signature_key(op, mode, (a, b)) if out is None and sm_count is None and k else None
     c = _gemm(op, a_arg, False, b_arg, True, m, n, k, dtype, dtype, out_arg, None, (1.0, 1.0), config, sm_count,
               fast_key=fast_key, autotune=autotune)
     return c if kind == "numpy" else as_callers(c, args)
+
+
+def _matmul_reshaped(op: str, a: Arg, b: Arg, out: Arg | None, kind: str, dtype: str, config, sm_count, autotune):
+    """``matmul`` of a 1-D or (≥ 3)-D ``a`` (…, K) and/or a 1-D ``b`` (K,), torch.matmul's shapes: the product of
+    the (M, K) = ``a`` flattened and the (K, N) = ``b`` (a 1-D b: N = 1), reshaped to ``a.shape[:-1]`` (+ (N,) for a
+    2-D b). An (8,) @ (8, 3) gives (3,); (2, 4, 8) @ (8,) gives (2, 4). Post: the result (``out`` if given) has
+    that shape; no fast path is remembered (its calls take the checked path)."""
+    lead, k = a.shape[:-1], a.shape[-1]
+    n = b.shape[1] if len(b.shape) == 2 else 1
+    shape = tuple(lead) + ((n,) if len(b.shape) == 2 else ())
+    _check_out(op, out, shape, dtype)
+    m = int(np.prod(lead, dtype=np.int64)) if lead else 1
+    a2, b2 = Arg(op, "a", a.value.reshape(m, k)), Arg(op, "b", b.value.reshape(k, n))
+    a2.producer = b2.producer = a.producer or b.producer
+    c = _gemm(op, a2, False, b2, True, m, n, k, dtype, dtype, None, None, (1.0, 1.0), config, sm_count,
+              autotune=autotune).reshape(shape)
+    if out is not None:
+        out.value[...] = c
+        c = out.value
+    return c if kind == "numpy" else as_callers(c, [a, b])
 
 
 def linear(x, w, bias=None, *, config: GemmConfig | None = None, sm_count: int | None = None,
@@ -372,7 +401,8 @@ def scaled_mm(a, b, scale_a, scale_b, out_dtype="bf16", *, bias=None, out=None, 
         raise TypeError(f"{op}: b has dtype {b_arg.shown} but a has {a_arg.shown}: both must have one dtype")
     out_name = _out_dtype_name(out_dtype)
     if out_name not in ("bf16", "f16"):
-        shown = TORCH_NAMES.get(str(out_dtype)) or _numpy_name(out_dtype) or repr(out_dtype)
+        shown = out_dtype if isinstance(out_dtype, str) else (TORCH_NAMES.get(str(out_dtype))
+                                                               or _numpy_name(out_dtype) or repr(out_dtype))
         raise TypeError(f"{op}: out_dtype must be bf16 or f16 (torch.bfloat16, torch.float16), not {shown}")
     (m, k), (k2, n) = a_arg.shape, b_arg.shape
     if k2 != k:

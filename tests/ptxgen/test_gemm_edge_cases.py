@@ -62,6 +62,37 @@ def test_grouped_k_zero_gives_zeros():
     assert c.shape == (2, 128, 32) and np.array_equal(f64(c), np.zeros((2, 128, 32)))
 
 
+# -- torch.matmul's shapes: 1-D and (≥ 3)-D a, 1-D b (were refused: "matmul: a must be 2-D (M, K)") -------------------
+
+@pytest.mark.parametrize("a_shape, b_shape", [((5,), (5, 3)), ((4, 5), (5,)), ((5,), (5,)), ((2, 3, 5), (5, 3)),
+                                              ((2, 1, 3, 5), (5,)), ((0, 3, 5), (5, 3))])
+def test_matmul_takes_torch_matmul_shapes(a_shape, b_shape):
+    a, b = rand(*a_shape), rand(*b_shape)
+    want = f64(a) @ f64(b)
+    c = matmul(a, b, sm_count=1)
+    assert c.shape == want.shape and c.dtype == BF16
+    assert np.allclose(f64(c), want, rtol=1e-2, atol=1e-2)
+
+
+def test_matmul_reshaped_out_and_errors():
+    a, b = rand(2, 3, 5)[:, ::-1], rand(5, 3)
+    out = np.zeros((2, 3, 3), BF16)
+    assert matmul(a, b, out=out, sm_count=1) is out and rel_err(out, f64(a) @ f64(b)) < 1e-2
+    with pytest.raises(ValueError) as e:
+        matmul(a, b, out=np.zeros((6, 3), BF16))
+    assert str(e.value) == "matmul: out must have shape (2, 3, 3), not (6, 3)"
+    with pytest.raises(ValueError) as e:
+        matmul(rand(4, 5), rand(2, 5, 3))
+    assert str(e.value) == ("matmul: b must be 2-D (K, N) or 1-D (K,) (a batched b is not supported), not of shape "
+                            "(2, 5, 3)")
+    with pytest.raises(ValueError) as e:
+        matmul(np.zeros((), BF16), b)
+    assert str(e.value) == "matmul: a must have at least 1 dimension (..., K), not shape ()"
+    with pytest.raises(ValueError) as e:
+        matmul(rand(4), b)
+    assert str(e.value) == "matmul: b has 5 rows but a has 4 columns: a (M, K) @ b (K, N) needs b.shape[0] == K"
+
+
 # -- out= aliasing an operand ------------------------------------------------------------------------------------------
 
 def test_matmul_out_aliasing_a_gives_the_product_of_the_old_values():
@@ -274,3 +305,16 @@ def test_gpu_inf_nan_propagate():
     finite = torch.isfinite(want)
     assert torch_rel_err(torch, c[finite], want[finite]) < 1e-2
     assert torch.equal(c[~finite & ~torch.isnan(want)], want[~finite & ~torch.isnan(want)])
+
+
+@pytest.mark.gpu
+def test_gpu_matmul_torch_matmul_shapes():
+    torch = torch_or_skip()
+    w = torch.randn(300, 520, device="cuda", dtype=torch.bfloat16)
+    for a_shape in ((520,), (2, 70, 520), (3, 1, 9, 520)):
+        a = torch.randn(*a_shape, device="cuda", dtype=torch.bfloat16)
+        for b in (w.T, w.T.contiguous(), w[0]):
+            c = matmul(a, b)
+            want = a.double() @ b.double()
+            torch.cuda.synchronize()
+            assert c.shape == want.shape and torch_rel_err(torch, c, want) < 1e-2
