@@ -63,9 +63,11 @@ def _gemm(op: str, a: Arg, a_t: bool, b: Arg, b_t: bool, m: int, n: int, k: int,
     ``FastCall`` allocating C of ``c_shape`` (default (m, n))."""
     arguments.check_sm_count(op, sm_count)
     kind = a.kind
-    if out is not None and any(overlaps(out.value, x.value) for x in (a, b, bias) if x is not None):
-        # C's tiles are stored while other CTAs still read A and B: compute into a fresh C, then copy (numpy's and
-        # torch's out= of an operand give the product of the operands as they were before the call)
+    if out is not None and (out.strides is None or not (out.strides[1] == 1 or n <= 1) or
+                            any(overlaps(out.value, x.value) for x in (a, b, bias) if x is not None)):
+        # an out the kernel cannot store into (no unit stride along N: a transposed or strided view, as torch's out=
+        # takes), or one sharing memory with an operand (C's tiles would be stored while other CTAs still read A and
+        # B; numpy's and torch's out= give the product of the operands as they were): a fresh C, then one copy
         c = _gemm(op, a, a_t, b, b_t, m, n, k, dtype, out_dtype, None, bias, scales, config, sm_count,
                   fp8_majors=fp8_majors, autotune=autotune)
         out.value[...] = c
@@ -80,9 +82,6 @@ def _gemm(op: str, a: Arg, a_t: bool, b: Arg, b_t: bool, m: int, n: int, k: int,
         c_row_ok = n * ELEMENT_BYTES[out_dtype] % 16 == 0
     else:
         c = out.value
-        if out.strides is None or not (out.strides[1] == 1 or n <= 1):
-            raise ValueError(f"{op}: out must have unit stride along N (a row-major (M, N) view), not strides "
-                             f"{out.strides}")
         c_row_ok = out.aligned and (m <= 1 or out.strides[0] * ELEMENT_BYTES[out_dtype] % 16 == 0) and \
             n * ELEMENT_BYTES[out_dtype] % 16 == 0
     if m == 0 or n == 0:
@@ -240,7 +239,8 @@ def matmul(a, b, out=None, *, config: GemmConfig | None = None, sm_count: int | 
            autotune: bool = False):
     """``a @ b`` for 2-D bf16/f16 ``a`` (M, K) and ``b`` (K, N): ``b`` row-major (the MN-major B path) or the
     transposed view of an (N, K) row-major weight (``w.T``: K-major); f32 accumulation, C (M, N) of the inputs' type
-    (into ``out`` if given: (M, N), the same dtype, unit stride along N). As torch.matmul, ``a`` may also be 1-D (K,)
+    (into ``out`` if given: (M, N), the same dtype, any strides: one without unit stride along N, or sharing memory
+    with an operand, gets the product through a fresh C and one copy). As torch.matmul, ``a`` may also be 1-D (K,)
     (→ (N,)) or of more dimensions (..., K) (its leading ones flattened to M rows → (..., N)), and ``b`` 1-D (K,)
     (→ the N mode dropped; both 1-D: a 0-d dot product); a batched ``b`` (3-D or more) is refused. ``out`` then has
     the result's shape (the product is copied into it). ``config`` forces a configuration;

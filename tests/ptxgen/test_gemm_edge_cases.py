@@ -10,9 +10,9 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from ptxgen.kernels import (fp8_gemm_nt, get_mn_major_tma_aligned_tensor, get_tma_aligned_size, matmul,
-                            m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_masked, per_block_cast_to_fp8,
-                            per_token_cast_to_fp8, scaled_mm)
+from ptxgen.kernels import (choose_block_scaled_config, choose_config, fp8_gemm_nt, get_mn_major_tma_aligned_tensor,
+                            get_tma_aligned_size, m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_masked,
+                            matmul, per_block_cast_to_fp8, per_token_cast_to_fp8, scaled_mm)
 from ptxgen.kernels.quantize import dequantize_per_block, dequantize_per_token, per_token_cast_to_fp8_reference
 
 BF16, E4M3 = ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn
@@ -116,6 +116,18 @@ def test_scaled_mm_out_aliasing_bias():
     assert c is out and rel_err(out, want) < 1e-2
 
 
+def test_out_of_any_strides_takes_the_product():
+    """torch's out= takes a transposed or strided view (this out was refused: "out must have unit stride along N")."""
+    a, b = rand(4, 5), rand(5, 3)
+    want = f64(a) @ f64(b)
+    for out in (np.zeros((3, 4), BF16).T, np.zeros((4, 6), BF16)[:, ::2], np.zeros((4, 3), BF16)[::-1, ::-1]):
+        assert matmul(a, b, out=out, sm_count=1) is out and rel_err(out, want) < 1e-2
+    qa, qw = rand(4, 32, dtype=E4M3), rand(3, 32, dtype=E4M3)
+    out = np.zeros((3, 4), BF16).T
+    assert scaled_mm(qa, qw.T, 0.5, 1.0, out=out, sm_count=1) is out
+    assert rel_err(out, f64(qa) @ f64(qw).T * 0.5) < 1e-2
+
+
 # -- inf / NaN: values, not numpy warnings -----------------------------------------------------------------------------
 
 def test_inf_nan_and_overflow_propagate_without_warnings():
@@ -181,6 +193,27 @@ def test_scaled_mm_scales_any_float_and_out_dtype_message():
     with pytest.raises(TypeError) as e:
         scaled_mm(a, w.T, 1.0, 1.0, out_dtype=np.float32)
     assert str(e.value) == "scaled_mm: out_dtype must be bf16 or f16 (torch.bfloat16, torch.float16), not float32"
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda: choose_config(5, 5, 5, "bf16", 0), ValueError,
+     "choose_config: sm_count must be ≥ 1 (the SMs the persistent grid fills), not 0"),
+    (lambda: choose_config(True, 5, 5, "bf16"), TypeError, "choose_config: m must be an int, not bool True"),
+    (lambda: choose_config(5, 5.5, 5, "bf16"), TypeError, "choose_config: n must be an int, not float 5.5"),
+    (lambda: choose_block_scaled_config(None, 16, 16), TypeError,
+     "choose_block_scaled_config: m must be an int, not NoneType None"),
+    (lambda: choose_block_scaled_config(5, 16, 16, -2), ValueError,
+     "choose_block_scaled_config: sm_count must be ≥ 1 (the SMs the persistent grid fills), not -2"),
+])
+def test_heuristics_check_the_problem(call, error, message):
+    with pytest.raises(error) as e:
+        call()
+    assert str(e.value) == message
+
+
+def test_heuristics_take_numpy_ints_and_empty_problems():
+    assert choose_config(np.int64(300), 200, 64, "bf16", np.int32(4)) == choose_config(300, 200, 64, "bf16", 4)
+    assert choose_block_scaled_config(0, 0, 0).scales == "block"
 
 
 def test_tma_helpers_check_their_arguments():

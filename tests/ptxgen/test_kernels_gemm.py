@@ -472,8 +472,6 @@ def test_out_and_degenerate_shapes():
      r"matmul: out must have shape \(4, 3\), not \(4, 4\)"),
     (lambda: matmul(np.zeros((4, 5), BF16), np.zeros((5, 3), BF16), out=np.zeros((4, 3), F16)), TypeError,
      "matmul: out has dtype numpy float16; the result is bf16"),
-    (lambda: matmul(np.zeros((4, 5), BF16), np.zeros((5, 3), BF16), out=np.zeros((3, 4), BF16).T), ValueError,
-     r"matmul: out must have unit stride along N \(a row-major \(M, N\) view\), not strides \(1, 4\)"),
     (lambda: matmul([[1.0]], np.zeros((1, 1), BF16)), TypeError,
      "matmul: a must be a CUDA tensor .* or a numpy array, not list"),
     (lambda: matmul(np.zeros((4, 5), BF16), np.zeros((5, 3), BF16), config="h128x256s4"), TypeError,
