@@ -588,7 +588,8 @@ def m_grouped_fp8_gemm_nt_masked(a, a_scales, b, b_scales, out, masked_m, expect
     (G, N, K) with ``b_scales`` (G, ⌈N/128⌉, ⌈K/128⌉); ``out`` (G, M_max, N) bf16, row-major (None: allocated);
     ``masked_m`` (G,) int32 on the device, read by the kernel only (no host synchronization); ``expected_m`` (an int
     ≥ 0) the configuration's hint of the rows per group. M_max is a multiple of 128 (the M block). Rows ≥ masked_m[g]
-    of ``out`` are written as ZEROS; a tile wholly past them runs no k-tile. Numpy arguments are checked (a count
+    of ``out`` are written as ZEROS (scale 0: a NaN/inf in such a row of A, or in B[g] of a tile that runs, gives NaN
+    in those rows only); a tile wholly past them runs no k-tile. Numpy arguments are checked (a count
     outside 0 … M_max is a ValueError); on the GPU a count > M_max computes M_max rows, a negative one none. → out."""
     op = "m_grouped_fp8_gemm_nt_masked"
     fast = config is None and sm_count is None and type(expected_m) is int
