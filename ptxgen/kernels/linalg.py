@@ -126,21 +126,27 @@ def _gemm(op: str, a: Arg, a_t: bool, b: Arg, b_t: bool, m: int, n: int, k: int,
 
 
 def overlaps(x, y) -> bool:
-    """Whether arrays ``x`` and ``y`` (both numpy, or both torch tensors) may share memory: numpy's exact test; for
-    tensors, whether their byte ranges (first to last element) intersect. Post: False only where no element of
-    ``x`` is one of ``y``."""
+    """Whether arrays ``x`` and ``y`` (both numpy, or both torch tensors) may share memory: whether their byte ranges
+    (lowest to highest element) intersect — a bf16 (4, 8):(8, 1) array and its column view (4,):(8,) do, two
+    separate allocations do not. Cheap and conservative (interleaved views that share no element count as
+    overlapping: they cost a copy, never a wrong result). Post: False only where no element of ``x`` is one of
+    ``y``."""
     if isinstance(x, np.ndarray):
-        return isinstance(y, np.ndarray) and np.shares_memory(x, y)
+        return isinstance(y, np.ndarray) and np.may_share_memory(x, y)
     if x.numel() == 0 or y.numel() == 0:
         return False
-    def extent(t):
-        low = high = t.data_ptr()
-        for size, stride in zip(t.shape, t.stride()):
-            span = (size - 1) * stride * t.element_size()
-            low, high = (low + span, high) if span < 0 else (low, high + span)
-        return low, high + t.element_size()
-    (x0, x1), (y0, y1) = extent(x), extent(y)
+    (x0, x1), (y0, y1) = _byte_range(x), _byte_range(y)
     return x0 < y1 and y0 < x1
+
+
+def _byte_range(t) -> tuple:
+    """[lowest, highest + 1) byte address of a non-empty tensor's elements."""
+    low = high = t.data_ptr()
+    itemsize = t.dtype.itemsize
+    for size, stride in zip(t.shape, t.stride()):
+        span = (size - 1) * stride * itemsize
+        low, high = (low + span, high) if span < 0 else (low, high + span)
+    return low, high + itemsize
 
 
 def _autotuned(pick: GemmConfig, a: Arg, a_t: bool, b: Arg, b_t: bool, m: int, n: int, k: int, out_dtype: str,
