@@ -101,13 +101,13 @@ get_col_major_tma_aligned_tensor = get_mn_major_tma_aligned_tensor
 
 
 def _check_scales(arg: _Arg, name: str, shape: tuple, what: str, op: str = OP) -> None:
-    """Check a scales argument; a numpy one with a negative stride (a reversed view: torch has none) is read as its
-    copy, which the interpreter takes as it lies."""
+    """Check a scales argument; a numpy one with a negative stride (a reversed view: torch has none) or a stride
+    that is no whole number of elements is read as its copy."""
     if arg.shown not in _F32:
         raise TypeError(f"{op}: {name} has dtype {arg.shown}; the scales are float32 (torch.float32, numpy.float32)")
     if arg.shape != shape:
         raise ValueError(f"{op}: {name} must have shape {shape} ({what}), not {arg.shape}")
-    if arg.kind == "numpy" and arg.strides is not None and any(s < 0 for s in arg.strides):
+    if arg.kind == "numpy" and (arg.strides is None or any(s < 0 for s in arg.strides)):
         arg.value = np.ascontiguousarray(arg.value)
         arg.strides = tuple(s // arg.value.itemsize for s in arg.value.strides)
     if arg.strides is None or any(s < 0 for s in arg.strides):

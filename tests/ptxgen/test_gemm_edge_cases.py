@@ -128,6 +128,23 @@ def test_out_of_any_strides_takes_the_product():
     assert rel_err(out, f64(qa) @ f64(qw).T * 0.5) < 1e-2
 
 
+def test_numpy_views_of_odd_byte_strides():
+    """Views at an odd byte offset or with a pitch that is no whole number of elements: read as they lie (operands),
+    stored through a copy (out), copied (block scales: were refused, "… strides that are whole elements, not None")."""
+    a = np.ndarray((4, 5), dtype=BF16, buffer=np.zeros(64, np.uint8), offset=1, strides=(11, 2))
+    a[...] = rand(4, 5)
+    b = rand(5, 3)
+    out = np.ndarray((4, 3), dtype=BF16, buffer=np.zeros(40, np.uint8), offset=1, strides=(7, 2))
+    assert matmul(a, b, out=out, sm_count=1) is out and rel_err(out, f64(a) @ f64(b)) < 1e-2
+    q = np.ndarray((4, 32), dtype=E4M3, buffer=np.zeros(160, np.uint8), offset=3, strides=(33, 1))
+    q[...] = rand(4, 32, dtype=E4M3)
+    scales = np.ndarray((4, 1), dtype=np.float32, buffer=np.zeros(32, np.uint8), offset=2, strides=(6, 4))
+    scales[...] = [[0.5], [1.0], [2.0], [0.25]]
+    w = rand(16, 32, dtype=E4M3)
+    want = f64(q) * f64(scales) @ f64(w).T
+    assert rel_err(fp8_gemm_nt(q, scales, w, np.ones((1, 1), np.float32), sm_count=1), want) < 1e-2
+
+
 # -- inf / NaN: values, not numpy warnings -----------------------------------------------------------------------------
 
 def test_inf_nan_and_overflow_propagate_without_warnings():
