@@ -71,7 +71,12 @@ class Arg:
             return
         module = type(x).__module__
         if not module.startswith("torch") and hasattr(x, "__dlpack__"):
-            import torch
+            try:
+                import torch
+            except ImportError:
+                raise TypeError(f"{op}: {name} is a {type(x).__name__} (a DLPack array of {module.split('.')[0]}); "
+                                "reading one needs torch, which is not installed: pass a numpy array (run in the CPU "
+                                "interpreter)") from None
 
             self.producer = module.split(".")[0]
             x = torch.from_dlpack(x)

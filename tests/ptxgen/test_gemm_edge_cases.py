@@ -233,6 +233,27 @@ def test_heuristics_take_numpy_ints_and_empty_problems():
     assert choose_block_scaled_config(0, 0, 0).scales == "block"
 
 
+class _ForeignDLPack:
+    """A DLPack array of another framework (what cupy or JAX arrays look like to ``Arg``)."""
+    __module__ = "foreign.core"
+
+    def __dlpack__(self, **kwargs):
+        raise AssertionError("not read")
+
+
+def test_foreign_dlpack_array_without_torch_is_a_type_error():
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        pytest.skip("torch is installed: the DLPack array would be read through it")
+    with pytest.raises(TypeError) as e:       # was ModuleNotFoundError: No module named 'torch'
+        matmul(rand(2, 2), _ForeignDLPack())
+    assert str(e.value) == ("matmul: b is a _ForeignDLPack (a DLPack array of foreign); reading one needs torch, which "
+                            "is not installed: pass a numpy array (run in the CPU interpreter)")
+
+
 def test_tma_helpers_check_their_arguments():
     assert get_tma_aligned_size(17, 4) == 20 and get_tma_aligned_size(0, 4) == 0 and get_tma_aligned_size(17, 2) == 24
     with pytest.raises(ValueError) as e:
