@@ -421,6 +421,10 @@ def get_m_alignment_for_contiguous_layout() -> int:
     return M_ALIGNMENT
 
 
+# DeepGEMM's newer name of the same query
+get_mk_alignment_for_contiguous_layout = get_m_alignment_for_contiguous_layout
+
+
 def _int32(arg: _Arg, op: str, name: str, shape: tuple, what: str) -> None:
     if arg.shown not in ("numpy int32", "torch.int32"):
         raise TypeError(f"{op}: {name} has dtype {arg.shown}; it is int32 (torch.int32, numpy.int32)")

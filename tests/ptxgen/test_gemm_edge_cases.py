@@ -254,6 +254,13 @@ def test_foreign_dlpack_array_without_torch_is_a_type_error():
                             "is not installed: pass a numpy array (run in the CPU interpreter)")
 
 
+def test_deepgemm_alignment_query_under_both_names():
+    import ptxgen.kernels as kernels
+
+    assert kernels.get_mk_alignment_for_contiguous_layout is kernels.get_m_alignment_for_contiguous_layout
+    assert kernels.get_mk_alignment_for_contiguous_layout() == 128
+
+
 def test_tma_helpers_check_their_arguments():
     assert get_tma_aligned_size(17, 4) == 20 and get_tma_aligned_size(0, 4) == 0 and get_tma_aligned_size(17, 2) == 24
     with pytest.raises(ValueError) as e:
