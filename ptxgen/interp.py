@@ -513,6 +513,12 @@ def interpret(ir, args: dict, kernel: str | None = None, grid=None, check: bool 
     no grid); nothing else.
     """
     k, grid_dim, block_dim, env, bound, plan, schedule = _prepare(ir, args, kernel, grid, check, schedule, races)
+    with _ieee_arithmetic():
+        _run_grid(k, grid_dim, block_dim, env, bound, plan, schedule, races)
+
+
+def _run_grid(k, grid_dim, block_dim, env, bound, plan, schedule, races) -> None:
+    """``interpret``'s launch: every cluster of the grid, one after another."""
     cache = {}
     cdim = launch.cluster_dims(k)  # the grid is a multiple of it (_launch_dims)
     cluster_grid = [g // c for g, c in zip(grid_dim, cdim)]
@@ -523,8 +529,7 @@ def interpret(ir, args: dict, kernel: str | None = None, grid=None, check: bool 
             ctas.append(_new_cta(k, block, grid_dim, block_dim, env, bound, plan, cache, schedule, races))
         for rank, cta in enumerate(ctas):
             cta.cluster, cta.rank = ctas, rank
-        with _ieee_arithmetic():
-            _run_cluster(ctas)
+        _run_cluster(ctas)
         if len(ctas) > 1:
             check_remote_accesses_end(ctas)
         for cta in ctas:
@@ -545,8 +550,8 @@ def run_cta(ir, args: dict, block=(0, 0, 0), kernel: str | None = None, grid=Non
                    races)
     with _ieee_arithmetic():
         cta.drive(cta.steps(k.body))
-    if finish:
-        cta.finish()
+        if finish:
+            cta.finish()
     return cta
 
 

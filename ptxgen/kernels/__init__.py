@@ -17,8 +17,9 @@ from .linalg import linear, matmul, scaled_mm
 # exported name -> the module that defines it (relative to this package), imported on first access
 LAZY = {
     **dict.fromkeys(("fp8_gemm_nt", "get_col_major_tma_aligned_tensor", "get_m_alignment_for_contiguous_layout",
-                     "get_mn_major_tma_aligned_tensor", "get_tma_aligned_size", "m_grouped_fp8_gemm_nt_contiguous",
-                     "m_grouped_fp8_gemm_nt_masked"), ".fp8"),
+                     "get_mk_alignment_for_contiguous_layout", "get_mn_major_tma_aligned_tensor",
+                     "get_tma_aligned_size", "m_grouped_fp8_gemm_nt_contiguous", "m_grouped_fp8_gemm_nt_masked"),
+                    ".fp8"),
     **dict.fromkeys(("layer_norm", "rms_norm"), ".norms"),
     **dict.fromkeys(("per_block_cast_to_fp8", "per_token_cast_to_fp8"), ".quantize"),
     **dict.fromkeys(("RowConfig", "choose_row_config"), ".rowwise"),
@@ -42,6 +43,7 @@ def __dir__():
 
 __all__ = ["AttentionConfig", "GemmConfig", "RowConfig", "attention", "attention_varlen", "choose_block_scaled_config",
            "choose_config", "choose_row_config", "fp8_gemm_nt", "get_col_major_tma_aligned_tensor",
-           "get_m_alignment_for_contiguous_layout", "get_mn_major_tma_aligned_tensor", "get_tma_aligned_size",
+           "get_m_alignment_for_contiguous_layout", "get_mk_alignment_for_contiguous_layout",
+           "get_mn_major_tma_aligned_tensor", "get_tma_aligned_size",
            "layer_norm", "linear", "m_grouped_fp8_gemm_nt_contiguous", "m_grouped_fp8_gemm_nt_masked", "matmul",
            "per_block_cast_to_fp8", "per_token_cast_to_fp8", "rms_norm", "scaled_mm"]

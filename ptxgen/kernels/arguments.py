@@ -65,11 +65,18 @@ class Arg:
             self.shape = tuple(x.shape)
             self.strides = tuple(s // x.itemsize for s in x.strides) if all(s % x.itemsize == 0
                                                                            for s in x.strides) else None
+            if x.size == 0:
+                self.strides = row_major(self.shape)
             self.aligned = True
             return
         module = type(x).__module__
         if not module.startswith("torch") and hasattr(x, "__dlpack__"):
-            import torch
+            try:
+                import torch
+            except ImportError:
+                raise TypeError(f"{op}: {name} is a {type(x).__name__} (a DLPack array of {module.split('.')[0]}); "
+                                "reading one needs torch, which is not installed: pass a numpy array (run in the CPU "
+                                "interpreter)") from None
 
             self.producer = module.split(".")[0]
             x = torch.from_dlpack(x)
@@ -87,6 +94,8 @@ class Arg:
             remember_torch()
         self.dtype, self.shown = TORCH_NAMES.get(str(x.dtype)), str(x.dtype)
         self.shape, self.strides = tuple(x.shape), tuple(x.stride())
+        if x.numel() == 0:
+            self.strides = row_major(self.shape)
         self.aligned = x.data_ptr() % 16 == 0
 
     def check_dtype(self, op: str, allowed) -> str:
@@ -102,6 +111,31 @@ class Arg:
         Post: ``len(self.shape) == rank``."""
         if len(self.shape) != rank:
             raise ValueError(f"{op}: {self.name} must be {rank}-D {what}, not of shape {self.shape}")
+
+
+def row_major(shape: tuple) -> tuple:
+    """The element strides of a row-major array of ``shape``: (3, 5) → (5, 1), the layout (3,5):(5,1). An empty array
+    (a 0 extent) is read with these whatever strides its framework gave it (ml_dtypes' empty arrays have strides
+    (0, 0)): it holds no element, so every layout describes it. Post: the last stride is 1 (for a rank ≥ 1)."""
+    strides, step = [], 1
+    for extent in reversed(shape):
+        strides.append(step)
+        step *= max(extent, 1)
+    return tuple(reversed(strides))
+
+
+def check_sm_count(op: str, sm_count) -> None:
+    """``sm_count`` is None (the device's SMs; the interpreter's default 132) or an int ≥ 1, else TypeError /
+    ValueError: ``matmul: sm_count must be an int ≥ 1 (the CTAs of the persistent grid) or None, not 0``.
+    Post: ``sm_count`` is None or a positive int (a bool is refused: it is no count)."""
+    if sm_count is None:
+        return
+    if isinstance(sm_count, bool) or not isinstance(sm_count, (int, np.integer)):
+        raise TypeError(f"{op}: sm_count must be an int ≥ 1 (the CTAs of the persistent grid) or None, not "
+                        f"{type(sm_count).__name__} {sm_count!r}")
+    if sm_count < 1:
+        raise ValueError(f"{op}: sm_count must be an int ≥ 1 (the CTAs of the persistent grid) or None, not "
+                         f"{sm_count}")
 
 
 def same_kind(op: str, args) -> str:

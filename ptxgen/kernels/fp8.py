@@ -22,8 +22,9 @@ from .gemm.config import SCALE_BLOCK, GemmConfig
 from .gemm.heuristic import H100_SMS, choose_block_scaled_config
 from .gemm.schedule import streamk_buffers
 from . import arguments
-from .arguments import Arg as _Arg, NUMPY_TYPES as _NUMPY_TYPES, device_sms as _device_sms, \
-    kernel_operand as _operand, same_kind as _same_kind, stream as _stream, torch_dtype as _torch_dtype
+from .arguments import Arg as _Arg, NUMPY_TYPES as _NUMPY_TYPES, check_sm_count as _check_sm_count, \
+    device_sms as _device_sms, kernel_operand as _operand, same_kind as _same_kind, stream as _stream, \
+    torch_dtype as _torch_dtype
 from .fast_call import FastCall, remember, signature_key
 
 OP = "fp8_gemm_nt"
@@ -43,7 +44,16 @@ def ceil_div(x: int, y: int) -> int:
 
 def get_tma_aligned_size(x: int, element_size: int) -> int:
     """``x`` rounded up so that ``x`` elements of ``element_size`` bytes are a multiple of 16 bytes (TMA's row pitch),
-    DeepGEMM's helper. ``get_tma_aligned_size(17, 4)`` = 20. Post: a multiple of 16 / element_size, ≥ x."""
+    DeepGEMM's helper. ``get_tma_aligned_size(17, 4)`` = 20. Post: a multiple of 16 / element_size, ≥ x. Errors:
+    ValueError for an ``element_size`` that does not divide 16 or an ``x`` < 0 (TypeError: not ints)."""
+    for name, value in (("x", x), ("element_size", element_size)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise TypeError(f"get_tma_aligned_size: {name} must be an int, not {type(value).__name__} {value!r}")
+    if element_size not in (1, 2, 4, 8, 16):
+        raise ValueError(f"get_tma_aligned_size: element_size = {element_size} bytes must divide 16 (1, 2, 4, 8 or "
+                         "16: whole elements per 16-byte TMA row)")
+    if x < 0:
+        raise ValueError(f"get_tma_aligned_size: x = {x} must be ≥ 0 (an extent)")
     alignment = 16 // element_size
     return ceil_div(x, alignment) * alignment
 
@@ -53,10 +63,17 @@ def get_mn_major_tma_aligned_tensor(x):
     shape and values stored MN-major ("transposed": MN contiguous) with the MN extent padded to a multiple of 4 (16
     bytes), i.e. strides (1, aligned MN) (and aligned MN · KB for the group). A (17, 3) ``x`` gives strides (1, 20);
     in CuTe notation the layout (17,3):(1,20). An array already so is returned as it is. Post: ``result == x``
-    elementwise; ``fp8_gemm_nt`` takes either form."""
+    elementwise; ``fp8_gemm_nt`` takes either form. Errors: TypeError for anything but a numpy array or a torch
+    tensor, ValueError for a rank other than 2 or 3."""
+    op = "get_mn_major_tma_aligned_tensor"
+    if not isinstance(x, np.ndarray) and not type(x).__module__.startswith("torch"):
+        raise TypeError(f"{op}: x must be a numpy array or a torch tensor of scales, not {type(x).__name__}")
+    if x.ndim not in (2, 3):
+        raise ValueError(f"{op}: x must be 2-D (MN, KB) or 3-D (G, MN, KB), not of shape {tuple(x.shape)}")
     squeeze = x.ndim == 2
     mn, kb = x.shape[-2:]
-    aligned = get_tma_aligned_size(mn, 4)
+    # DeepGEMM's padding: MN elements of x's own size to a multiple of 16 bytes (4 for float32)
+    aligned = get_tma_aligned_size(mn, x.dtype.itemsize)   # numpy dtypes and torch dtypes (torch ≥ 2.1) have it
     groups = 1 if squeeze else x.shape[0]
     if isinstance(x, np.ndarray):
         elem = x.itemsize
@@ -84,10 +101,15 @@ get_col_major_tma_aligned_tensor = get_mn_major_tma_aligned_tensor
 
 
 def _check_scales(arg: _Arg, name: str, shape: tuple, what: str, op: str = OP) -> None:
+    """Check a scales argument; a numpy one with a negative stride (a reversed view: torch has none) or a stride
+    that is no whole number of elements is read as its copy."""
     if arg.shown not in _F32:
         raise TypeError(f"{op}: {name} has dtype {arg.shown}; the scales are float32 (torch.float32, numpy.float32)")
     if arg.shape != shape:
         raise ValueError(f"{op}: {name} must have shape {shape} ({what}), not {arg.shape}")
+    if arg.kind == "numpy" and (arg.strides is None or any(s < 0 for s in arg.strides)):
+        arg.value = np.ascontiguousarray(arg.value)
+        arg.strides = tuple(s // arg.value.itemsize for s in arg.value.strides)
     if arg.strides is None or any(s < 0 for s in arg.strides):
         raise ValueError(f"{op}: {name} must have non-negative strides that are whole elements, not "
                          f"{arg.strides}")
@@ -152,6 +174,7 @@ def _gemm(a, a_scales, b, b_scales, out, config, sm_count):
     out_arg = _Arg(OP, "out", out) if out is not None else None
     a_arg, sa_arg, b_arg, sb_arg = args
     kind = _same_kind(OP, args + ([out_arg] if out_arg else []))
+    _check_sm_count(OP, sm_count)
     _check_operand(a_arg, "a", "(M, K)")
     _check_operand(b_arg, "b", "(N, K)")
     (m, k), (n, k2) = a_arg.shape, b_arg.shape
@@ -398,6 +421,10 @@ def get_m_alignment_for_contiguous_layout() -> int:
     return M_ALIGNMENT
 
 
+# DeepGEMM's newer name of the same query
+get_mk_alignment_for_contiguous_layout = get_m_alignment_for_contiguous_layout
+
+
 def _int32(arg: _Arg, op: str, name: str, shape: tuple, what: str) -> None:
     if arg.shown not in ("numpy int32", "torch.int32"):
         raise TypeError(f"{op}: {name} has dtype {arg.shown}; it is int32 (torch.int32, numpy.int32)")
@@ -512,6 +539,7 @@ def _contiguous(a, a_scales, b, b_scales, out, m_indices, config, sm_count):
     out_arg = _Arg(op, "out", out) if out is not None else None
     a_arg, sa_arg, b_arg, sb_arg, idx_arg = args
     kind = _same_kind(op, args + ([out_arg] if out_arg else []))
+    _check_sm_count(op, sm_count)
     groups, n, k, kb = _grouped_common(op, a_arg, b_arg, sb_arg, 2)
     if a_arg.strides is None or not (a_arg.strides[1] == 1 or k <= 1):
         raise ValueError(f"{op}: a must be row-major (unit stride along K), not strides {a_arg.strides}")
@@ -526,9 +554,9 @@ def _contiguous(a, a_scales, b, b_scales, out, m_indices, config, sm_count):
     c = _grouped_out(op, out_arg, (m, n), kind, a_arg.value)
     if out_arg is not None and (out_arg.strides is None or not (out_arg.strides[1] == 1 or n <= 1)):
         raise ValueError(f"{op}: out must have unit stride along N, not strides {out_arg.strides}")
-    if m == 0 or n == 0 or groups == 0:
-        if groups == 0:
-            c[...] = 0   # no group: every row is padding, written as zeros without a launch
+    if m == 0 or n == 0 or groups == 0 or k == 0:
+        if groups == 0 or k == 0:
+            c[...] = 0   # no group: every row is padding; K = 0: every product is the empty sum (torch's zeros)
         return c, None, {}, False
     sms = sm_count or (H100_SMS if kind == "numpy" else _device_sms())
     config = choose_block_scaled_config(m, n, k, sms, grouped="contiguous") if config is None else \
@@ -564,7 +592,8 @@ def m_grouped_fp8_gemm_nt_masked(a, a_scales, b, b_scales, out, masked_m, expect
     (G, N, K) with ``b_scales`` (G, ⌈N/128⌉, ⌈K/128⌉); ``out`` (G, M_max, N) bf16, row-major (None: allocated);
     ``masked_m`` (G,) int32 on the device, read by the kernel only (no host synchronization); ``expected_m`` (an int
     ≥ 0) the configuration's hint of the rows per group. M_max is a multiple of 128 (the M block). Rows ≥ masked_m[g]
-    of ``out`` are written as ZEROS; a tile wholly past them runs no k-tile. Numpy arguments are checked (a count
+    of ``out`` are written as ZEROS (scale 0: a NaN/inf in such a row of A, or in B[g] of a tile that runs, gives NaN
+    in those rows only); a tile wholly past them runs no k-tile. Numpy arguments are checked (a count
     outside 0 … M_max is a ValueError); on the GPU a count > M_max computes M_max rows, a negative one none. → out."""
     op = "m_grouped_fp8_gemm_nt_masked"
     fast = config is None and sm_count is None and type(expected_m) is int
@@ -590,6 +619,7 @@ def _masked(a, a_scales, b, b_scales, out, masked_m, expected_m, config, sm_coun
     out_arg = _Arg(op, "out", out) if out is not None else None
     a_arg, sa_arg, b_arg, sb_arg, mm_arg = args
     kind = _same_kind(op, args + ([out_arg] if out_arg else []))
+    _check_sm_count(op, sm_count)
     groups, n, k, kb = _grouped_common(op, a_arg, b_arg, sb_arg, 3)
     if a_arg.shape[0] != groups:
         raise ValueError(f"{op}: a has {a_arg.shape[0]} groups but b has {groups}")
@@ -608,6 +638,9 @@ def _masked(a, a_scales, b, b_scales, out, masked_m, expected_m, config, sm_coun
             raise ValueError(f"{op}: masked_m[{g}] = {int(counts[g])} is outside 0 … M_max = {m_max}")
     c = _grouped_out(op, out_arg, (groups, m_max, n), kind, a_arg.value)
     if groups == 0 or m_max == 0 or n == 0:
+        return c, None, {}, False
+    if k == 0:
+        c[...] = 0   # every product is the empty sum: zeros (the rows past a count are zeros too)
         return c, None, {}, False
     c_arg = out_arg or _Arg(op, "out", c)
     c2 = _merged(op, c_arg, "out", "(G, M_max, N)")

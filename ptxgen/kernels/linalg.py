@@ -40,6 +40,9 @@ def _scale(op: str, name: str, s, kind: str) -> float:
         return float(s)
     size = getattr(s, "size", None)
     count = s.numel() if hasattr(s, "numel") else (size if isinstance(size, int) else None)
+    if count is None or isinstance(s, bool):
+        raise TypeError(f"{op}: {name} must be a number or a 1-element float32 tensor (a per-tensor scale), not "
+                        f"{type(s).__name__} {s!r}")
     if count != 1:
         raise ValueError(f"{op}: {name} must be a number or a 1-element tensor (a per-tensor scale), not "
                          f"{type(s).__name__} of {count} elements")
@@ -58,7 +61,17 @@ def _gemm(op: str, a: Arg, a_t: bool, b: Arg, b_t: bool, m: int, n: int, k: int,
     form of ``b`` (``b_t``) → C (``out`` if given), every argument already checked but C's stride. ``fast_key``: the
     signature (``fast_call.signature_key``) under which a GPU call whose operands need no copy is remembered as a
     ``FastCall`` allocating C of ``c_shape`` (default (m, n))."""
+    arguments.check_sm_count(op, sm_count)
     kind = a.kind
+    if out is not None and (out.strides is None or not (out.strides[1] == 1 or n <= 1) or
+                            any(arguments.overlaps(out, x) for x in (a, b, bias) if x is not None)):
+        # an out the kernel cannot store into (no unit stride along N: a transposed or strided view, as torch's out=
+        # takes), or one sharing memory with an operand (C's tiles would be stored while other CTAs still read A and
+        # B; numpy's and torch's out= give the product of the operands as they were): a fresh C, then one copy
+        c = _gemm(op, a, a_t, b, b_t, m, n, k, dtype, out_dtype, None, bias, scales, config, sm_count,
+                  fp8_majors=fp8_majors, autotune=autotune)
+        out.value[...] = c
+        return out.value
     if out is None:
         if kind == "numpy":
             c = np.empty((m, n), dtype=NUMPY_TYPES[out_dtype])
@@ -69,9 +82,6 @@ def _gemm(op: str, a: Arg, a_t: bool, b: Arg, b_t: bool, m: int, n: int, k: int,
         c_row_ok = n * ELEMENT_BYTES[out_dtype] % 16 == 0
     else:
         c = out.value
-        if out.strides is None or not (out.strides[1] == 1 or n <= 1):
-            raise ValueError(f"{op}: out must have unit stride along N (a row-major (M, N) view), not strides "
-                             f"{out.strides}")
         c_row_ok = out.aligned and (m <= 1 or out.strides[0] * ELEMENT_BYTES[out_dtype] % 16 == 0) and \
             n * ELEMENT_BYTES[out_dtype] % 16 == 0
     if m == 0 or n == 0:
@@ -211,7 +221,11 @@ def matmul(a, b, out=None, *, config: GemmConfig | None = None, sm_count: int | 
            autotune: bool = False):
     """``a @ b`` for 2-D bf16/f16 ``a`` (M, K) and ``b`` (K, N): ``b`` row-major (the MN-major B path) or the
     transposed view of an (N, K) row-major weight (``w.T``: K-major); f32 accumulation, C (M, N) of the inputs' type
-    (into ``out`` if given: (M, N), the same dtype, unit stride along N). ``config`` forces a configuration;
+    (into ``out`` if given: (M, N), the same dtype, any strides: one without unit stride along N, or sharing memory
+    with an operand, gets the product through a fresh C and one copy). As torch.matmul, ``a`` may also be 1-D (K,)
+    (→ (N,)) or of more dimensions (..., K) (its leading ones flattened to M rows → (..., N)), and ``b`` 1-D (K,)
+    (→ the N mode dropped; both 1-D: a 0-d dot product); a batched ``b`` (3-D or more) is refused. ``out`` then has
+    the result's shape (the product is copied into it). ``config`` forces a configuration;
     ``sm_count`` the SMs the persistent grid assumes (numpy: the interpreter's CTAs, default 132); ``autotune``
     (GPU): time the candidate configurations once for this problem and device and use the fastest (numpy arrays run
     the heuristic's: the interpreter's time says nothing about a GPU's).
@@ -235,18 +249,44 @@ def matmul(a, b, out=None, *, config: GemmConfig | None = None, sm_count: int | 
     out_arg = Arg(op, "out", out) if out is not None else None
     kind = same_kind(op, args + ([out_arg] if out_arg else []))
     dtype = a_arg.check_dtype(op, ("bf16", "f16"))
-    a_arg.check_rank(op, 2, "(M, K)")
-    b_arg.check_rank(op, 2, "(K, N)")
+    if not a_arg.shape:
+        raise ValueError(f"{op}: a must have at least 1 dimension (..., K), not shape ()")
+    if len(b_arg.shape) not in (1, 2):
+        raise ValueError(f"{op}: b must be 2-D (K, N) or 1-D (K,) (a batched b is not supported), not of shape "
+                         f"{b_arg.shape}")
     if b_arg.dtype != dtype:
         raise TypeError(f"{op}: b has dtype {b_arg.shown} but a has {a_arg.shown}: both must have one dtype")
-    (m, k), (k2, n) = a_arg.shape, b_arg.shape
+    k, k2 = a_arg.shape[-1], b_arg.shape[0]
     if k2 != k:
         raise ValueError(f"{op}: b has {k2} rows but a has {k} columns: a (M, K) @ b (K, N) needs b.shape[0] == K")
+    if len(a_arg.shape) != 2 or len(b_arg.shape) != 2:
+        return _matmul_reshaped(op, a_arg, b_arg, out_arg, kind, dtype, config, sm_count, autotune)
+    m, n = a_arg.shape[0], b_arg.shape[1]
     _check_out(op, out_arg, (m, n), dtype)
     fast_key = signature_key(op, mode, (a, b)) if out is None and sm_count is None and k else None
     c = _gemm(op, a_arg, False, b_arg, True, m, n, k, dtype, dtype, out_arg, None, (1.0, 1.0), config, sm_count,
               fast_key=fast_key, autotune=autotune)
     return c if kind == "numpy" else as_callers(c, args)
+
+
+def _matmul_reshaped(op: str, a: Arg, b: Arg, out: Arg | None, kind: str, dtype: str, config, sm_count, autotune):
+    """``matmul`` of a 1-D or (≥ 3)-D ``a`` (…, K) and/or a 1-D ``b`` (K,), torch.matmul's shapes: the product of
+    the (M, K) = ``a`` flattened and the (K, N) = ``b`` (a 1-D b: N = 1), reshaped to ``a.shape[:-1]`` (+ (N,) for a
+    2-D b). An (8,) @ (8, 3) gives (3,); (2, 4, 8) @ (8,) gives (2, 4). Post: the result (``out`` if given) has
+    that shape; no fast path is remembered (its calls take the checked path)."""
+    lead, k = a.shape[:-1], a.shape[-1]
+    n = b.shape[1] if len(b.shape) == 2 else 1
+    shape = tuple(lead) + ((n,) if len(b.shape) == 2 else ())
+    _check_out(op, out, shape, dtype)
+    m = int(np.prod(lead, dtype=np.int64)) if lead else 1
+    a2, b2 = Arg(op, "a", a.value.reshape(m, k)), Arg(op, "b", b.value.reshape(k, n))
+    a2.producer = b2.producer = a.producer or b.producer
+    c = _gemm(op, a2, False, b2, True, m, n, k, dtype, dtype, None, None, (1.0, 1.0), config, sm_count,
+              autotune=autotune).reshape(shape)
+    if out is not None:
+        out.value[...] = c
+        c = out.value
+    return c if kind == "numpy" else as_callers(c, [a, b])
 
 
 def linear(x, w, bias=None, *, config: GemmConfig | None = None, sm_count: int | None = None,
@@ -343,7 +383,9 @@ def scaled_mm(a, b, scale_a, scale_b, out_dtype="bf16", *, bias=None, out=None, 
         raise TypeError(f"{op}: b has dtype {b_arg.shown} but a has {a_arg.shown}: both must have one dtype")
     out_name = _out_dtype_name(out_dtype)
     if out_name not in ("bf16", "f16"):
-        raise TypeError(f"{op}: out_dtype must be bf16 or f16 (torch.bfloat16, torch.float16), not {out_dtype}")
+        shown = out_dtype if isinstance(out_dtype, str) else (TORCH_NAMES.get(str(out_dtype))
+                                                               or _numpy_name(out_dtype) or repr(out_dtype))
+        raise TypeError(f"{op}: out_dtype must be bf16 or f16 (torch.bfloat16, torch.float16), not {shown}")
     (m, k), (k2, n) = a_arg.shape, b_arg.shape
     if k2 != k:
         raise ValueError(f"{op}: b has {k2} rows but a has {k} columns: a (M, K) @ b (K, N) needs b.shape[0] == K")
@@ -379,6 +421,14 @@ def _out_dtype_name(x) -> str | None:
         except TypeError:
             return None
     return name if name in ELEMENT_BYTES else None
+
+
+def _numpy_name(x) -> str | None:
+    """numpy's name of a dtype-like ``x`` (``np.float32`` → "float32"), None for anything that is no dtype."""
+    try:
+        return np.dtype(x).name
+    except TypeError:
+        return None
 
 
 def _check_out(op: str, out: Arg | None, shape: tuple, dtype: str) -> None:

@@ -139,7 +139,8 @@ def _wrong(torch, standin, what, a, b):
                                 "ml_dtypes.bfloat16) or f16 (torch.float16, numpy.float16)"),
     ("K mismatch", ValueError, "matmul: b has 128 rows but a has 136 columns: a (M, K) @ b (K, N) needs "
                                "b.shape[0] == K"),
-    ("b 3-D", ValueError, "matmul: b must be 2-D (K, N), not of shape (1, 128, 256)"),
+    ("b 3-D", ValueError, "matmul: b must be 2-D (K, N) or 1-D (K,) (a batched b is not supported), not of shape "
+                          "(1, 128, 256)"),
     ("a on cuda:1", ValueError, "matmul: a is on cuda:1; the ptxgen runtime runs on cuda:0"),
     ("a on the CPU", TypeError, "matmul: a is a CPU torch tensor; pass CUDA tensors (or numpy arrays, run in the CPU "
                                 "interpreter)"),

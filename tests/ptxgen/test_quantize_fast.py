@@ -136,7 +136,7 @@ class FakeDevice:
 
 
 class FakeTensor:
-    """What the ops read of a torch CUDA tensor: shape, stride(), dtype, device, data_ptr()."""
+    """What the ops read of a torch CUDA tensor: shape, stride(), numel(), dtype, device, data_ptr()."""
     __module__ = "torch.fake"
     next_address = [1 << 20]
     is_cuda = True
@@ -151,6 +151,9 @@ class FakeTensor:
 
     def stride(self):
         return self._strides
+
+    def numel(self):
+        return int(np.prod(self.shape))
 
     def data_ptr(self):
         return self.address

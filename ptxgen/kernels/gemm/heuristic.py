@@ -74,6 +74,8 @@ h128x256s4t2o1; ``choose_config(16, 4096, 4096, "bf16")`` = h128x16s8ska1x (swap
 """
 from __future__ import annotations
 
+import numpy as np
+
 from .config import ELEMENT_BYTES, SMEM_BYTES, STREAMK_MIN_SAVING, GemmConfig
 from .schedule import streamk_ktiles_saved
 
@@ -247,6 +249,19 @@ def _swapped(m: int, n: int, k: int, dtype: str, a_major: str, b_major: str, bia
                       promote=4 if fp8 else 1, swap_ab=True, bias=bias, out_dtype=out_dtype, **streamk)
 
 
+def check_problem(op: str, m, n, k, sm_count) -> None:
+    """A heuristic's problem: m, n, k ints ≥ 0 and ``sm_count`` an int ≥ 1 (bools are no counts), else TypeError /
+    ValueError naming them: ``choose_config: m, n, k must be >= 0, not -1, 5, 5``. Post: the rules' arithmetic
+    (waves, tiles per SM) is defined."""
+    for name, value in (("m", m), ("n", n), ("k", k), ("sm_count", sm_count)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise TypeError(f"{op}: {name} must be an int, not {type(value).__name__} {value!r}")
+    if min(m, n, k) < 0:
+        raise ValueError(f"{op}: m, n, k must be >= 0, not {m}, {n}, {k}")
+    if sm_count < 1:
+        raise ValueError(f"{op}: sm_count must be ≥ 1 (the SMs the persistent grid fills), not {sm_count}")
+
+
 def choose_config(m: int, n: int, k: int, dtype: str = "bf16", sm_count: int = H100_SMS, *, a_major: str = "K",
                   b_major: str = "K", bias: bool = False, out_dtype: str | None = None) -> GemmConfig:
     """The configuration for C (m, n) = A (m, k) · Bᵀ (B (n, k)) of ``dtype`` on ``sm_count`` SMs by the rules above
@@ -254,8 +269,7 @@ def choose_config(m: int, n: int, k: int, dtype: str = "bf16", sm_count: int = H
     ``bias``: the config adds one; ``out_dtype``: C's type, default the rule of ``GemmConfig``).
     ``choose_config(3001, 2999, 2016, "bf16").name`` = ``h128x192s4c2r3``. Post: deterministic; the config
     validates; its C store is one the output can take (TMA only for 16-byte aligned rows of a contiguous C)."""
-    if min(m, n, k) < 0:
-        raise ValueError(f"choose_config: m, n, k must be >= 0, not {m}, {n}, {k}")
+    check_problem("choose_config", m, n, k, sm_count)
     if dtype not in ELEMENT_BYTES:
         raise ValueError(f"choose_config: dtype must be one of {', '.join(ELEMENT_BYTES)}, not {dtype!r}")
     out_dtype = out_dtype or ("bf16" if dtype in ("e4m3", "e5m2") else dtype)
@@ -505,8 +519,7 @@ def choose_block_scaled_config(m: int, n: int, k: int, sm_count: int = H100_SMS,
     ``choose_block_scaled_config(128, 4096, 7168).name`` = ``h128x64s8tskaBS``. ``grouped``
     ("contiguous", "masked"; ``m`` the rows of all groups): never swapped (the groups are A's rows).
     Post: deterministic, valid, e4m3 → bf16 with ``scales="block"``."""
-    if min(m, n, k) < 0:
-        raise ValueError(f"choose_block_scaled_config: m, n, k must be >= 0, not {m}, {n}, {k}")
+    check_problem("choose_block_scaled_config", m, n, k, sm_count)
     if m <= BLOCK_SCALED_SWAP_MAX_M < n and grouped == "none":
         # the kernel computes Cᵀ: its rows are B's (n), its columns A's m rows
         bn = 16 if m <= 16 else 32 if m <= 32 else 64
