@@ -66,6 +66,19 @@ def _quantize(b, x, amax):
     return q, b.frag.div(amax, top, name="scale")
 
 
+def _token_tile_start(dtype: str, rows: int):
+    """The opening of both per-token kernels, CTAs of 128 threads over tiles of ``rows`` × 128 columns: → (kb, b,
+    %thread, %row0 (the tile's first row), %block (its 128-column block), %col0)."""
+    kb = KernelBuilder("per_token_cast_to_fp8", grid=(cdiv("m", rows), cdiv("k", BLOCK), 1), block=(128, 1, 1),
+                       x=gtensor(dtype, 2), q=gtensor("e4m3", 2), scales=gtensor("f32", 2), m=i32, k=i32)
+    b = kb.b
+    thread = b.gpu.thread_id(dim="x", name="thread")
+    row0 = b.arith.mul(b.gpu.block_id(dim="x", name="row_tile"), b.const(rows, i32, name="rows"), name="row0")
+    block = b.gpu.block_id(dim="y", name="block")
+    col0 = b.arith.mul(block, b.const(BLOCK, i32, name="cols"), name="col0")
+    return kb, b, thread, row0, block, col0
+
+
 def build_per_token(dtype: str = "bf16", variant: str = "narrow", rows_per_thread: int = 4):
     """``variant`` "wide": ``build_per_token_wide(dtype, rows_per_thread)``; "narrow" (below). The per-token kernel
     ``@per_token_cast_to_fp8(%x, %q, %scales, %m, %k)``: ``%x`` (M, K) ``dtype``, ``%q``
@@ -74,14 +87,8 @@ def build_per_token(dtype: str = "bf16", variant: str = "narrow", rows_per_threa
     _check_dtype(dtype)
     if _check_variant(variant) == "wide":
         return build_per_token_wide(dtype, rows_per_thread)
-    kb = KernelBuilder("per_token_cast_to_fp8", grid=(cdiv("m", TOKEN_ROWS), cdiv("k", BLOCK), 1), block=(128, 1, 1),
-                       x=gtensor(dtype, 2), q=gtensor("e4m3", 2), scales=gtensor("f32", 2), m=i32, k=i32)
-    b = kb.b
+    kb, b, thread, row0, block, col0 = _token_tile_start(dtype, TOKEN_ROWS)
     values = frag("f32", (4, TOKEN_ROWS // 4))
-    thread = b.gpu.thread_id(dim="x", name="thread")
-    row0 = b.arith.mul(b.gpu.block_id(dim="x", name="row_tile"), b.const(TOKEN_ROWS, i32, name="rows"), name="row0")
-    block = b.gpu.block_id(dim="y", name="block")
-    col0 = b.arith.mul(block, b.const(BLOCK, i32, name="cols"), name="col0")
     x = b.gmem.load(b.gmem.tile(kb["x"], row0, col0, shape=(TOKEN_ROWS, BLOCK), name="x_tile"), thread, tv=TOKEN_TV,
                     type=frag(dtype, values.shape), name="x_values")
     xf = x if dtype == "f32" else b.frag.cast(x, type=values, name="xf")
@@ -187,14 +194,8 @@ def build_per_token_wide(dtype: str = "bf16", rows_per_thread: int = 4):
         raise ValueError(f"quantize: rows_per_thread must be 1, 2, 4 or 8, not {rows_per_thread!r}")
     rows = 8 * rows_per_thread
     tv = wide_token_tv(rows_per_thread)
-    kb = KernelBuilder("per_token_cast_to_fp8", grid=(cdiv("m", rows), cdiv("k", BLOCK), 1), block=(128, 1, 1),
-                       x=gtensor(dtype, 2), q=gtensor("e4m3", 2), scales=gtensor("f32", 2), m=i32, k=i32)
-    b = kb.b
+    kb, b, thread, row0, block, col0 = _token_tile_start(dtype, rows)
     values = frag("f32", (8, rows_per_thread))
-    thread = b.gpu.thread_id(dim="x", name="thread")
-    row0 = b.arith.mul(b.gpu.block_id(dim="x", name="row_tile"), b.const(rows, i32, name="rows"), name="row0")
-    block = b.gpu.block_id(dim="y", name="block")
-    col0 = b.arith.mul(block, b.const(BLOCK, i32, name="cols"), name="col0")
     x = b.gmem.load(b.gmem.tile(kb["x"], row0, col0, shape=(rows, BLOCK), name="x_tile"), thread, tv=tv,
                     type=frag(dtype, values.shape), name="x_values")
     amax = b.frag.reduce(b.frag.abs(x, name="magnitude"), thread, tv=tv, tile=(rows, BLOCK), mode=1, kind="max",

@@ -11,6 +11,7 @@ from ptxgen.kernels import arguments, per_block_cast_to_fp8, per_token_cast_to_f
 from ptxgen.kernels.quantize import (
     build_per_block, build_per_token, per_block_cast_to_fp8_reference, per_token_cast_to_fp8_reference,
 )
+from test_quantize import torch_or_skip
 
 HOST = {"bf16": ml_dtypes.bfloat16, "f16": np.float16, "f32": np.float32}
 
@@ -290,14 +291,6 @@ def test_empty_inputs_launch_nothing_and_are_not_remembered(fake_gpu):
 
 
 # -- the GPU -----------------------------------------------------------------------------------------------------------
-
-def torch_or_skip():
-    torch = pytest.importorskip("torch")
-    from ptxgen.runtime import gpu_available
-    if not gpu_available():
-        pytest.skip("needs a CUDA GPU")
-    return torch
-
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("variant", ["narrow", "wide"])
