@@ -33,7 +33,7 @@ from ptxgen.ir.builder import KernelBuilder, cdiv, f32, frag, gtensor, i32, smem
 from ptxgen.ir.suggest import did_you_mean
 
 from . import arguments
-from .arguments import Arg, as_callers, stream
+from .arguments import Arg, as_callers, row_major, stream
 from .fast_call import remember
 
 BLOCK = 128           # columns (and, per block, rows) per scale
@@ -327,7 +327,7 @@ def _run(kind: str, op: str, x, scale_shape, scales_out=None, fast_key=None):
     import torch
 
     q = torch.empty((m, k), dtype=torch.float8_e4m3fn, device=x.device)
-    strides = scales_out or _row_major(scale_shape)
+    strides = scales_out or row_major(scale_shape)
     scales = torch.empty_strided(scale_shape, strides, dtype=torch.float32, device=x.device)
     if m and k:
         choice = _device_kernel(kind, dtype, m, k)
@@ -435,10 +435,6 @@ class QuantizeCall:
             block.failed(err)
         self.calls += 1
         return q, scales
-
-
-def _row_major(shape) -> tuple:
-    return tuple(int(np.prod(shape[i + 1:])) for i in range(len(shape)))
 
 
 # -- numpy references --------------------------------------------------------------------------------------------------

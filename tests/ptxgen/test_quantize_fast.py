@@ -169,7 +169,7 @@ class FakeTorch:
 
     @staticmethod
     def empty(shape, dtype, device):
-        return FakeTensor(shape, quantize._row_major(shape), dtype)
+        return FakeTensor(shape, arguments.row_major(shape), dtype)
 
     @staticmethod
     def empty_strided(shape, strides, dtype, device):
