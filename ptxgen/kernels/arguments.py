@@ -173,6 +173,12 @@ def overlaps(a: Arg, b: Arg) -> bool:
     return spans[0][0] < spans[1][1] and spans[1][0] < spans[0][1]
 
 
+def private_copy(op: str, arg: Arg) -> Arg:
+    """A copy of ``arg``'s elements in memory of their own (numpy ``copy``, torch ``clone``), as the same argument:
+    what an op reads instead of an input its ``out`` overlaps. Post: shares no memory with ``arg``."""
+    return Arg(op, arg.name, arg.value.clone() if arg.kind == "torch" else arg.value.copy())
+
+
 def writable(op: str, out: Arg) -> None:
     """A numpy ``out`` the op writes into must be writeable (a ``np.broadcast_to`` view or a read-only buffer is not):
     ``transpose: out is a read-only numpy array; pass a writeable one``. Post: returns only for a writeable (or a

@@ -97,7 +97,7 @@ from layoutc.hopper import bank_conflicts
 from ptxgen.ir.builder import KernelBuilder, cdiv, dim, frag, gtensor, hadd, i32, smem
 from ptxgen.ir.suggest import did_you_mean
 
-from .arguments import Arg, overlaps, same_kind, stream, writable
+from .arguments import Arg, overlaps, private_copy, same_kind, stream, writable
 
 ELEMENT_BYTES = {"f32": 4, "bf16": 2, "f16": 2}
 VECTOR_BYTES = 16
@@ -831,7 +831,7 @@ def transpose(x, out=None, *, config: TransposeConfig | None = None):
         writable("transpose", out_arg)
         out = out_arg.value
         if overlaps(arg, out_arg):
-            arg = Arg("transpose", "x", arg.value.clone() if arg.kind == "torch" else arg.value.copy())
+            arg = private_copy("transpose", arg)
     x = arg.value
     if len(arg.shape) < 2:
         if out is None:

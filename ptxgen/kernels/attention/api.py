@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from ..arguments import Arg as _Arg, overlaps as _overlaps, same_kind as _same_kind, stream as _stream
-from ..arguments import writable as _writable
+from ..arguments import private_copy as _private_copy, writable as _writable
 from . import run
 from .config import ELEMENT_BYTES, HEAD_DIMS, HEAD_DIMS_TEXT, AttentionConfig, choose_config
 
@@ -87,7 +87,7 @@ def _apart_from_out(op: str, out: _Arg | None, q: _Arg, k: _Arg, v: _Arg):
     kept = []
     for arg in (q, k, v):
         if _overlaps(out, arg) and not (arg is q and _same_view(out, q)):
-            arg = _Arg(op, arg.name, arg.value.clone() if arg.kind == "torch" else arg.value.copy())
+            arg = _private_copy(op, arg)
         kept.append(arg)
     return tuple(kept)
 
