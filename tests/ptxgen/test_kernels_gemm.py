@@ -160,6 +160,11 @@ def test_unknown_name_gives_the_grammar():
     ((384, 6144, 4096), "bf16", {}, "h128x144s4t"),          # 129 tiles
     ((640, 4096, 14336), "bf16", {}, "h128x160s4t"),         # 130 tiles
     ((256, 14336, 4096), "e4m3", {}, "h128x112s6k4t"),       # 256 tiles: two full waves
+    # 16-bit 128 x 224 (C staged in two blocks of 112) below 8 row tiles (s19 sections 1-4)
+    ((256, 14336, 4096), "bf16", {}, "h128x224s4t2"),        # 128 tiles: 569 against 547 TFLOP/s for 128 x 256
+    ((512, 14336, 14336), "f16", {}, "h128x224s4t2"),
+    ((1024, 14336, 4096), "bf16", {}, "h128x176s4t"),        # 8 row tiles: not 128 x 224
+    ((8192, 4352, 1024), "bf16", {}, "h128x256s4t2o1"),
     # rule 5: a narrow tile's deep pipeline while M spans fewer than 8 tiles, 4 stages from there (128 x 96: 5)
     ((256, 18432, 14336), "bf16", {}, "h128x144s4t"),        # 2 row tiles: 584 against 551 for 128 x 128 stream-K
     ((3072, 1024, 1024), "bf16", {}, "h128x96s5t"),          # 24 row tiles: 5 stages, not 7
@@ -245,7 +250,7 @@ def test_wave_filling_tiles_short_of_a_full_last_wave():
     assert not _wave_fill_refused(tile, 1536, 8960, 132)       # 756 tiles, 12 row tiles: last wave 0.73
     assert _wave_fill_refused(tile, 384, 28672, 132)           # 600 tiles but 3 row tiles: last wave 0.55
     assert choose_config(1536, 8960, 1536, "bf16").name == "h128x176s4t"
-    assert choose_config(256, 28672, 4096, "bf16").name == "h128x256s4t2o1"
+    assert choose_config(256, 28672, 4096, "bf16").name == "h128x224s4t2"   # 593 against 539 for h128x256s4t2o1
 
 
 def test_streamk_host_rule_is_the_kernels():
@@ -262,13 +267,18 @@ def test_streamk_host_rule_is_the_kernels():
 @pytest.mark.parametrize("dtype, shape, name", [
     ("bf16", (384, 14336, 8192), "h128x176s4t"),       # 3 row tiles: stream-K's 128 x 256 costs 1.08x its k-tiles
     ("bf16", (512, 12288, 14336), "h128x192s4t3"),     # 4 row tiles
-    ("bf16", (480, 14336, 5120), "h128x160s4t"),      # (M = 448 pads its 128-row tiles by 14%: rule 7 swaps it)
-    ("bf16", (256, 28672, 5120), "h128x256s4c2t2sk"),  # 2 row tiles: 128 x 256 stream-K stays, in clusters of 2
     ("bf16", (768, 14336, 8192), "h128x256s4t2sk"),    # 6 row tiles: the model holds
     ("e4m3", (384, 14336, 8192), "h128x176s4k4t"),     # fp8: unchanged
-    ("bf16", (256, 28672, 8192), "h128x256s4c2t2sk"),  # 2 row tiles: stream-K in clusters of 2 (B by multicast)
-    ("bf16", (256, 14336, 14336), "h128x128s6c2tsk"),
-    ("bf16", (128, 28672, 8192), "h128x256s4t2"),      # 1 row tile: no pair to share B with
+    ("bf16", (256, 28672, 14336), "h128x256s4c2t2sk"),  # 2 row tiles: stream-K in clusters of 2 (B by multicast)
+    ("bf16", (256, 57344, 8192), "h128x256s4c2t2sk"),
+    ("bf16", (128, 57344, 14336), "h128x256s4t2sk"),   # 1 row tile: no pair to share B with
+    # where 128 x 224 fills the waves it runs data-parallel instead (s19 sections 1 and 5, TFLOP/s against the pick
+    # before it): 480x14336x5120 651 / 605 (128 x 160), 256x28672x8192 615 / 587 and 256x28672x5120 582 / 539
+    # (128 x 256 stream-K in pairs), 256x14336x14336 623 / 568 (128 x 128 stream-K in pairs), 128x28672x8192 363 / 358
+    ("bf16", (480, 14336, 5120), "h128x224s4t2"),
+    ("bf16", (256, 28672, 8192), "h128x224s4t2"),
+    ("bf16", (256, 14336, 14336), "h128x224s4t2"),
+    ("bf16", (128, 28672, 8192), "h128x224s4t2"),
 ])
 def test_streamk_at_few_row_tiles(dtype, shape, name):
     """16-bit stream-K costs 1.08x its k-tiles at 3-4 row tiles and takes clusters of 2 at exactly 2."""

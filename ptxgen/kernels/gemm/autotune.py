@@ -10,7 +10,7 @@ output cannot take, is left out) and the duplicates dropped:
 2. its tile N neighbours: for a mid-M swapped pick (C stored by TMA as its transpose) the other widths that split M
    into whole tiles (``heuristic.swapped_mid_widths``), else BN halved and doubled (unswapped 64 to 256; swapped 16 to
    128), the staged epilogue's column blocks kept whole; unswapped, also the next narrower and wider of the heuristic's widths (``TILE_WIDTHS``: 64, 96,
-   112, 128, 144, 160, 176, 192, 256 — the wave-filling ones included, where a wave of tiles fits the SMs better), with
+   112, 128, 144, 160, 176, 192, 224, 256 — the wave-filling ones included, where a wave of tiles fits the SMs better), with
    as many stages as shared memory holds, up to 8;
 3. its pipeline neighbours: one stage fewer and one more (where shared memory holds them);
 4. stream-K toggled (bf16/f16, and swapped fp8): on → off (with the TMA-store epilogue's overlap where the pick has
@@ -20,7 +20,7 @@ output cannot take, is left out) and the duplicates dropped:
    swapped pick (TMA-store epilogue, or the rows epilogue for a C whose rows TMA cannot store).
 
 E.g. ``candidates(choose_config(4096, 4096, 4096), 4096, 4096, 4096)`` = ``h128x256s4t2o1`` (the pick),
-``h128x128s6t2o1`` (BN halved), ``h128x192s5t2o1`` (the next narrower width), ``h128x256s3t2o1`` (one stage fewer;
+``h128x128s6t2o1`` (BN halved), ``h128x224s4t2o1`` (the next narrower width), ``h128x256s3t2o1`` (one stage fewer;
 one more does not fit), ``h128x256s4t2sk`` (stream-K); ``candidates(choose_config(16, 4096, 4096), 16, 4096, 4096)``
 starts
 ``h128x16s8ska1x`` (the pick), then
@@ -47,7 +47,7 @@ SWAP_MAX_M = 128
 WARMUP = 5
 REPEATS = 25
 MAX_CANDIDATES = 8
-TILE_WIDTHS = (64, 96, 112, 128, 144, 160, 176, 192, 256)   # the unswapped widths of the heuristic's candidates
+TILE_WIDTHS = (64, 96, 112, 128, 144, 160, 176, 192, 224, 256)   # the unswapped widths of the heuristic's candidates
 
 _CHOICES = {}   # (problem, device) -> GemmConfig, this process's
 

@@ -23,12 +23,14 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
      M = 384-3072: 512×6144×4096 628 against 486 TFLOP/s for 128 × 128 stream-K, 768×4096×4096 637 against 491,
      640×14336×4096 637 against 586, 768×8192×8192 652 against 602; its stream-K (32 B of spills) and overlap
      within -3..+3%: s12 section 5; ``EFFICIENCY`` 0.95 estimated); the **wave-filling** widths
-     (``WAVE_FILLING``: 16-bit 96, 112, 144, 160, 176; fp8 112, 144, 160, 176 — C staged in SW64/SW32 atoms, TMA
-     boxes of 32 or 16 columns), data-parallel with the stages of ``WAVE_FILLING``, where their last wave holds at least
-     ``WAVE_FILL_MIN`` of the SMs — the tiles cuBLAS picks at mid M (its 128 × 96 at 384×4096×4096, 144 × 128 at
+     (``WAVE_FILLING``: 16-bit 96, 112, 144, 160, 176, 224; fp8 112, 144, 160, 176 — C staged in SW64/SW32 atoms,
+     TMA boxes of 32 or 16 columns), data-parallel with the stages of ``WAVE_FILLING``, where their last wave holds at
+     least ``WAVE_FILL_MIN`` of the SMs — the tiles cuBLAS picks at mid M (its 128 × 96 at 384×4096×4096, 144 × 128 at
      384×6144×4096, 128 × 160 at 640×4096×14336): bf16 384×4096×4096 544 against 464 TFLOP/s (x1.009 cuBLAS),
      384×6144×4096 576 against 498 (x0.927), 640×4096×14336 624-652 against 597; e4m3 640×8192×4096 1050 against
-     1004; their ``EFFICIENCY`` fitted to those sweeps (s13 section 4); 128 × 128, 6 stages, TMA store
+     1004; their ``EFFICIENCY`` fitted to those sweeps (s13 section 4); 16-bit 128 × 224 (4 stages, C staged in two
+     blocks: ``h128x224s4t2``) where N is a multiple of 224 columns' waves — bf16 256×14336×4096 569 against 547 for
+     128 × 256 (x1.031 cuBLAS), 512×14336×14336 696 against 640, 640×5120×8192 624 against 554 (s19 sections 1-2); 128 × 128, 6 stages, TMA store
      (``h128x128s6t``: more tiles where 128 × 256 leaves SMs idle); 128 × 64, 8 stages, TMA store, data-parallel
      (``h128x64s8t``: 340 against 310 TFLOP/s for 128 × 128 at 128×7168×18432, whose 56 tiles of 128 × 128
      leave half the SMs idle; cuBLAS 317; 2026-11-26 s10 sweep, from which its ``EFFICIENCY`` 0.49 comes);
@@ -110,25 +112,31 @@ H100_SMS = 132
 # relative to 128 x 192 at mid M); the other widths from the s13 sweeps (section 4), 144 and 160 from s15's with 4
 # stages (section 3: 16-bit 2048x5120x4096 128 x 160 650 TFLOP/s against 607 for 128 x 256 stream-K, 384x18432x4096
 # 128 x 144 588 against 553; e4m3 2048x5120x4096 128 x 160 1157 against 1109 for 128 x 128); 16-bit 256, 192 and 64
-# estimated
-EFFICIENCY = {(16, 256): 1.0, (16, 192): 0.95, (16, 176): 0.94, (16, 160): 0.95, (16, 144): 0.92, (16, 128): 0.90,
+# estimated; 16-bit 224 the value between 192 and 256 that its swapped form had been taking, kept for the unswapped
+# tile (docs/gpu-runs/2026-11-26-s19.log sections 2 and 4: of 44 sampled picks it changed at M <= 896, 34 faster, up to
+# +15%, geomean +2.8% on the second sample; the 10 slower by 0.5-2%, where it replaced a 160-192 wide tile)
+EFFICIENCY = {(16, 256): 1.0, (16, 224): 0.975, (16, 192): 0.95, (16, 176): 0.94, (16, 160): 0.95, (16, 144): 0.92, (16, 128): 0.90,
               (16, 112): 0.83, (16, 96): 0.80, (16, 64): 0.49,
               (8, 192): 1.0, (8, 176): 0.95, (8, 160): 0.93, (8, 144): 0.93, (8, 128): 0.92, (8, 112): 0.83,
               (8, 64): 0.61}
 # the tiles whose widths fill the SMs' waves where 64-column steps do not (a multiple of 16 columns, C staged in SW64
-# or SW32 atoms): data-parallel, no overlap (s13 section 4: their stream-K and overlap not measured faster); 16-bit
-# and fp8 widths -> their stages where M spans fewer than ``MANY_ROW_TILES`` tiles (``pipeline_stages``). Deeper is
+# or SW32 atoms; the 16-bit 128 x 224 in two blocks of 112, ``_staged_in_fewest_blocks``): data-parallel, no overlap
+# (s13 section 4: their stream-K and overlap not measured faster); 16-bit and fp8 widths -> their stages where M spans fewer than ``MANY_ROW_TILES`` tiles (``pipeline_stages``). Deeper is
 # not always better (s15 section 3, stages 4-8 swept): 128 x 160 takes 4 (bf16 640x4096x14336 719 TFLOP/s against
 # 657 with 5 stages, 640x8192x4096 665 / 616; e4m3 1288 / 1221), 128 x 144 4 (bf16 640x11008x4096 612 / 572,
 # 384x18432x4096 588 / 564, 384x6144x4096 563 / 579; e4m3 384x6144x4096 1035 / 1006); the narrower tiles their
 # deepest pipelines (bf16 384x4096x4096 128 x 96 552 with 7 stages, 479 with 4; e4m3 256x14336x4096 128 x 112 932
 # with 6, 802 with 4)
-WAVE_FILLING = {16: {96: 7, 112: 6, 144: 4, 160: 4, 176: 4}, 8: {112: 6, 144: 4, 160: 4, 176: 4}}
+WAVE_FILLING = {16: {96: 7, 112: 6, 144: 4, 160: 4, 176: 4, 224: 4}, 8: {112: 6, 144: 4, 160: 4, 176: 4}}
 # ... and where M spans at least this many tiles (a raster group's rows: the CTAs at work share each B tile), 4 stages,
 # 16-bit 128 x 96 5 (bf16 8192x7680x8192: 128 x 128 675 TFLOP/s with 4 stages against 517 with 6, 128 x 144 680 /
 # 601 (5), 128 x 160 712 / 590 (5), 128 x 112 612 / 527 (6), 128 x 96 563 (5) / 542 (4) / 512 (7); e4m3 128 x 112
 # 1134 / 970 (6), 128 x 160 1275 / 1096)
 MANY_ROW_TILES = 8
+# ... and these widths only below ``MANY_ROW_TILES`` row tiles: the 16-bit 128 x 224 against the picks without it was
+# faster at 6 of 14 sampled shapes of M = 1536-16384 (-3.6% at 8192x4352x1024 to +4.6% at 1536x12288x8192), at 34 of
+# 44 of M <= 896 (docs/gpu-runs/2026-11-26-s19.log sections 2-4)
+WAVE_FILL_FEW_ROWS_ONLY = {16: (224,), 8: ()}
 MANY_ROW_STAGES = {16: {96: 5}, 8: {}}
 MANY_ROW_DEFAULT_STAGES = 4
 # ... taken only where their last wave holds at least this share of the SMs: with fewer tiles than SMs a problem of
@@ -184,9 +192,19 @@ def _candidates(dtype: str, tma_store: bool, bias: bool) -> list:
                 GemmConfig(bn=192, epilogue="tma", epilogue_split=3, **base),
                 GemmConfig(bn=128, stages=6, epilogue="tma", **base),
                 GemmConfig(bn=64, stages=8, epilogue="tma", **base)] + [
-            GemmConfig(bn=bn, stages=stages, epilogue="tma", **base) for bn, stages in WAVE_FILLING[16].items()]
+            _staged_in_fewest_blocks(GemmConfig(bn=bn, stages=stages, epilogue="tma", **base))
+            for bn, stages in WAVE_FILLING[16].items()]
     return [GemmConfig(bn=192, cluster=2, epilogue="rows", epilogue_split=3, **base),
             GemmConfig(bn=128, stages=6, epilogue="rows", **base)]
+
+
+def _staged_in_fewest_blocks(config: GemmConfig) -> GemmConfig:
+    """``config`` with the TMA-store epilogue in the fewest column blocks (1 or 2) whose staged C fits shared memory
+    beside its stages: the 16-bit 128 x 224 tile with 4 stages stages C in two blocks of 112 columns (``h128x224s4t2``;
+    one block needs 237632 bytes). Post: unchanged where one block fits."""
+    if config.smem_bytes() <= SMEM_BYTES:
+        return config
+    return config.replace(epilogue_split=2)
 
 
 def _width(dtype: str) -> int:
@@ -363,8 +381,12 @@ def _tiles(config: GemmConfig, m: int, n: int) -> int:
 def _wave_fill_refused(config: GemmConfig, m: int, n: int, sms: int) -> bool:
     """A wave-filling tile is left out where its last wave holds under ``WAVE_FILL_MIN`` of the SMs, in a problem of
     under two waves of its tiles or of at most ``WAVE_FILL_FREE_ROW_TILES`` row tiles. E.g. 128 x 144 on 132 SMs at
-    1536x8960 (756 tiles, last wave 0.73): kept; at 384x4096 (87 tiles, 0.66): left out. Post: False where the last
-    wave holds at least ``WAVE_FILL_MIN``."""
+    1536x8960 (756 tiles, last wave 0.73): kept; at 384x4096 (87 tiles, 0.66): left out. The widths of
+    ``WAVE_FILL_FEW_ROWS_ONLY`` are also left out where M spans ``MANY_ROW_TILES`` or more row tiles (16-bit 128 x 224
+    at 1024x14336: 8 row tiles, left out). Post: False where the last wave holds at least ``WAVE_FILL_MIN`` and M spans
+    fewer row tiles than that."""
+    if config.bn in WAVE_FILL_FEW_ROWS_ONLY.get(_width(config.dtype), ()) and _row_tiles(config, m) >= MANY_ROW_TILES:
+        return True
     tiles = _tiles(config, m, n)
     few = tiles < 2 * sms or _row_tiles(config, m) <= WAVE_FILL_FREE_ROW_TILES
     return few and _last_wave_share(config, m, n, sms) < WAVE_FILL_MIN
