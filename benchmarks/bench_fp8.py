@@ -4,7 +4,7 @@ same run, with DeepGEMM's own figures (issue 19's anchors, measured on the same 
 quantizers' bandwidth against a device copy.
 
     python benchmarks/bench_fp8.py [--shapes 4096x2112x7168,...] [--rounds 3] [--rep-ms 100] [--warmup-ms 25]
-                                   [--timing both|interleaved|windows] [--no-quantize] [--variants a,b,c]
+                                   [--timing both|interleaved|windows] [--dobench] [--no-quantize] [--variants a,b,c]
                                    [--quantize-only] [--quantize-variants narrow,wide] [--quantize-shapes 4096x7168,...]
 
 Shapes: DeepSeek-V3's, M ∈ {64, 128, 4096} × (N, K) ∈ {(2112, 7168), (24576, 1536), (32768, 512), (7168, 16384),
@@ -20,8 +20,10 @@ warm-up, the kernels alternating launch by launch (``interleaved``) and in separ
 over ``--rounds`` rounds; ours is its prepared call site (``fp8.prepared_site``: the op's own launch). For M ≤ 128
 the kernels run 10–50 µs, so the benchmark also gives each one's KERNEL time — one event pair around 200 back-to-back
 launches enqueued while the GPU is held busy by ``torch.cuda._sleep`` (the host ahead) — and the HOST time per call
-of the ops (``fp8_gemm_nt`` and ``torch._scaled_mm`` called in a loop, wall clock per call). TFLOP/s = 2·M·N·K /
-time. Per M: the geometric mean of our/cuBLAS ratios and the smallest. JSON to $OUT/bench_fp8.json (or
+of the ops (``fp8_gemm_nt`` and ``torch._scaled_mm`` called in a loop, wall clock per call). ``--dobench`` also
+times ours and cuBLAS (grouped: ours and the cuBLAS loop) with ``triton.testing.do_bench`` medians — the method the
+anchors were measured with (it clears the L2 between launches, so the GPU runs below its sustained power limit) — and
+compares ours with the anchors that way too. TFLOP/s = 2·M·N·K / time. Per M: the geometric mean of our/cuBLAS ratios and the smallest. JSON to $OUT/bench_fp8.json (or
 ./bench_fp8.json); the table is printed last.
 
 ``--variants h128x128s6tBf,h128x192s4to1Bfw,...`` (``GemmConfig`` names, e4m3; see ``GemmConfig.name``) also times
@@ -221,11 +223,14 @@ def bench_shape(torch, m, n, k, args) -> dict:
         if m <= 128:
             for name in names:
                 timings.setdefault(("kernel", name), []).append(kernel_ms(torch, fns[name]))
+        if args.dobench:
+            for name in names:
+                timings.setdefault(("dobench", name), []).append(dobench_ms(fns[name], args))
     for (timing, name), values in timings.items():
         ms = statistics.median(values)
         row[f"{timing}_{name}_ms"] = ms
         row[f"{timing}_{name}_tflops"] = flop / ms / 1e9
-    for timing in ("interleaved", "windows", "kernel"):
+    for timing in ("interleaved", "windows", "kernel", "dobench"):
         if f"{timing}_cublas_ms" in row and f"{timing}_ours_ms" in row:
             row[f"{timing}_ratio"] = row[f"{timing}_cublas_ms"] / row[f"{timing}_ours_ms"]
     variant_results(row, timings, flop, "interleaved_cublas_tflops")
@@ -243,6 +248,15 @@ def bench_shape(torch, m, n, k, args) -> dict:
     if cublas is not None and "err_cublas" in row:
         row["err_ratio"] = row["err_ours"] / row["err_cublas"]
     return row
+
+
+def dobench_ms(fn, args) -> float:
+    """Median milliseconds of ``fn()`` by ``triton.testing.do_bench`` — how issue 19's anchors (DeepGEMM's and cuBLAS's
+    figures) were measured: events around each launch, the L2 cleared between launches (so the GPU also idles a
+    little between them, below its sustained power limit)."""
+    import triton.testing
+
+    return triton.testing.do_bench(fn, warmup=args.warmup_ms, rep=args.rep_ms, return_mode="median")
 
 
 def bench_grouped(torch, layout, groups, tokens, n, k, args) -> dict:
@@ -312,11 +326,20 @@ def bench_grouped(torch, layout, groups, tokens, n, k, args) -> dict:
         add_variants(torch, row, fns, args, make_site, check, layout)
     flop = 2.0 * groups * tokens * n * k
     timings = {}
+    dobench = {}
     for _ in range(args.rounds):
         for name, ms in time_interleaved(torch, dict(fns), args.warmup_ms, args.rep_ms).items():
             timings.setdefault(name, []).append(ms)
+        if args.dobench:
+            for name in ("ours", "cublas_loop"):
+                if name in fns:
+                    dobench.setdefault(name, []).append(dobench_ms(fns[name], args))
     for name, values in timings.items():
         row[f"{name}_tflops"] = flop / statistics.median(values) / 1e9
+    for name, values in dobench.items():
+        row[f"dobench_{name}_tflops"] = flop / statistics.median(values) / 1e9
+    if "dobench_ours_tflops" in row:
+        row["dobench_of_deepgemm"] = row["dobench_ours_tflops"] / row["deepgemm_anchor_tflops"]
     if "cublas_loop_tflops" in row:
         row["ratio_cublas_loop"] = row["ours_tflops"] / row["cublas_loop_tflops"]
     if "dense_tflops" in row:
@@ -399,6 +422,8 @@ def main(argv=None):
     ap.add_argument("--rep-ms", type=float, default=100.0)
     ap.add_argument("--warmup-ms", type=float, default=25.0)
     ap.add_argument("--timing", choices=("interleaved", "windows", "both"), default="both")
+    ap.add_argument("--dobench", action="store_true",
+                    help="also time the GEMMs as the anchors were: triton.testing.do_bench medians")
     ap.add_argument("--no-quantize", action="store_true", help="skip the quantizers' bandwidth")
     ap.add_argument("--no-grouped", action="store_true", help="skip the grouped GEMMs")
     ap.add_argument("--quantize-only", action="store_true", help="only the quantizers' rows (no GEMM, no grouped)")
@@ -440,17 +465,22 @@ def main(argv=None):
     summary = {}
     for m in sorted({r["m"] for r in rows}):
         group = [r for r in rows if r["m"] == m and not r.get("wrong")]
-        for timing in ("interleaved", "windows", "kernel"):
+        for timing in ("interleaved", "windows", "kernel", "dobench"):
             ratios = [r[f"{timing}_ratio"] for r in group if f"{timing}_ratio" in r]
             if ratios:
                 summary[f"M={m} {timing}"] = {"geomean": geomean(ratios), "min": min(ratios)}
-        anchors = [r["interleaved_ours_tflops"] / r["deepgemm_anchor_tflops"] for r in group
-                   if "deepgemm_anchor_tflops" in r and "interleaved_ours_tflops" in r]
-        if anchors:
-            summary[f"M={m} vs DeepGEMM anchors"] = {"geomean": geomean(anchors), "min": min(anchors)}
+        for timing, label in (("interleaved", ""), ("dobench", " (do_bench)")):
+            anchors = [r[f"{timing}_ours_tflops"] / r["deepgemm_anchor_tflops"] for r in group
+                       if "deepgemm_anchor_tflops" in r and f"{timing}_ours_tflops" in r]
+            if anchors:
+                summary[f"M={m} vs DeepGEMM anchors{label}"] = {"geomean": geomean(anchors), "min": min(anchors)}
+            cublas = [r[f"{timing}_cublas_tflops"] / r["cublas_anchor_tflops"] for r in group
+                      if "cublas_anchor_tflops" in r and f"{timing}_cublas_tflops" in r]
+            if cublas and timing == "dobench":
+                summary[f"M={m} cuBLAS vs its anchors{label}"] = {"geomean": geomean(cublas), "min": min(cublas)}
     for layout in ("contiguous", "masked"):
         group = [r for r in grouped if r["layout"] == layout and not r.get("wrong")]
-        for key in ("of_deepgemm", "ratio_cublas_loop", "of_dense"):
+        for key in ("of_deepgemm", "dobench_of_deepgemm", "ratio_cublas_loop", "of_dense"):
             values = [r[key] for r in group if key in r]
             if values:
                 summary[f"{layout} {key}"] = {"geomean": geomean(values), "min": min(values)}
