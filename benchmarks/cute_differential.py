@@ -133,7 +133,9 @@ def divisors(n):
 def random_tiler(rng, L: Layout, nice=0.8):
     """A tiler for L: per mode an int dividing the mode's size or a small layout (mostly valid, sometimes not)."""
     ms = lc.modes(L)
-    if rng.random() < 0.2:
+    if rng.random() < 0.1:  # a bare int: make_layout(n) in the divides and products, n:1 in composition
+        return rng.choice(divisors(lc.size(L))) if rng.random() < nice else rng.randint(1, 8)
+    if rng.random() < 0.15:
         return random_injective(rng, 2, zeros=False) if rng.random() < nice else random_layout(rng, 2)
     k = rng.randint(1, len(ms))
     out = []
@@ -401,16 +403,57 @@ def fam_swizzled(rng):
     return ["composition", note(A), note(C)], f"composition({cpp_layout(A)}, {cppC})"
 
 
+def fam_identity_partition(rng):
+    """local_tile / local_partition of make_identity_tensor(shape): the offset is a coordinate (CuTe's ArithTuple)."""
+    shp = tuple(rng.choice([2, 4, 6, 8, 12, 16]) for _ in range(rng.randint(1, 3)))
+    I = lc.make_identity_layout(shp)
+    head = f"[&]{{ auto T = make_identity_tensor({cpp_tuple(shp)}); auto R = "
+    tail = "; print(R.layout()); printf(\" \"); print(R.data()); return 0; }()"
+    if rng.random() < 0.5:
+        tiler = tuple(rng.choice(divisors(s)) for s in shp[:rng.randint(1, len(shp))])
+        coord = tuple(rng.randrange(s // t) for s, t in zip(shp, tiler))
+        coord = coord if len(coord) > 1 or rng.random() < 0.5 else coord[0]
+        return (["local_tile", note(I), note(tiler), note(coord)],
+                head + f"local_tile(T, {cpp_tuple(tiler)}, {cpp_tuple(coord, 'make_coord')})" + tail)
+    thr = random_compact(rng, len(shp))
+    idx = rng.randrange(lc.size(thr))
+    return (["local_partition", note(I), note(thr), str(idx)],
+            head + f"local_partition(T, {cpp_layout(thr)}, Int<{idx}>{{}})" + tail)
+
+
+def fam_wide(rng):
+    """Any of the algebra's binary and unary operations on layouts of up to 6 leaves (rank <= 3, depth <= 2)."""
+    L = random_layout(rng, 6) if rng.random() < 0.5 else random_injective(rng, 6)
+    op = rng.choice(["coalesce", "right_inverse", "left_inverse", "complement", "composition", "logical_divide",
+                     "zipped_divide", "logical_product", "blocked_product", "raked_product", "max_common_layout",
+                     "max_common_vector", "upcast", "downcast"])
+    if op in ("coalesce", "right_inverse", "left_inverse", "complement"):
+        return [op, note(L)], f"{op}({cpp_layout(L)})"
+    if op in ("upcast", "downcast"):
+        n = rng.choice([2, 4])
+        return [op, note(L), str(n)], f"{op}<{n}>({cpp_layout(L)})"
+    if op in ("max_common_layout", "max_common_vector"):
+        B = Layout(L.shape, shape_like(L.shape, [rng.choice([0, 1, 2, 4, 8]) for _ in leaves(L.shape)])) \
+            if rng.random() < 0.5 else lc.make_layout(L.shape, rng.choice([lc.LayoutLeft, lc.LayoutRight]))
+        return [op, note(L), note(B)], f"{op}({cpp_layout(L)}, {cpp_layout(B)})"
+    if op in ("blocked_product", "raked_product", "composition") and rng.random() < 0.6:
+        t = random_injective(rng, 4) if rng.random() < 0.5 else random_compact(rng)
+    else:
+        t = nested_tiler(rng, L) if rng.random() < 0.5 else random_tiler(rng, L)
+    return [op, note(L), note(t)], f"{op}({cpp_layout(L)}, {cpp_tiler(t)})"
+
+
 FAMILIES = {
     "coalesce": fam_coalesce, "composition": fam_composition, "complement": fam_complement,
     "right_inverse": fam_right_inverse, "left_inverse": fam_left_inverse,
     **{n: _divide(n) for n in ("logical_divide", "zipped_divide", "tiled_divide", "flat_divide")},
-    **{n: _product(n) for n in ("logical_product", "zipped_product", "tiled_product", "blocked_product",
-                                "raked_product")},
+    **{n: _product(n) for n in ("logical_product", "zipped_product", "tiled_product", "flat_product",
+                                "blocked_product", "raked_product")},
     "max_common": fam_max_common, "recast": fam_recast, "local_tile": fam_local_tile,
     "local_partition": fam_local_partition, "make_layout_tv": fam_make_layout_tv, "tile_to_shape": fam_tile_to_shape,
     "identity": fam_identity, "nested_divide": fam_nested_divide, "composition_aligned": fam_composition_aligned,
     "projected_partition": fam_projected_partition, "swizzled": fam_swizzled,
+    "identity_partition": fam_identity_partition, "wide": fam_wide,
 }
 
 
@@ -474,7 +517,7 @@ def cute_results(cases, workdir: Path, tag: str) -> dict:
         for line in r.stdout.splitlines():
             i, _, val = line.partition(" ")
             if val:
-                out[int(i)] = ("ok", val.replace("_", "").strip())
+                out[int(i)] = ("ok", normal(val))
         if r.returncode != 0:  # a run-time failure: the last started case crashed; drop it and run the rest again
             done = {int(l.split(" ")[0]) for l in r.stdout.splitlines() if l.strip()}
             pending = [i for i, c in enumerate(live) if c[1] is not None and i not in out]
@@ -490,10 +533,8 @@ def cute_results(cases, workdir: Path, tag: str) -> dict:
 
 
 def normal(s: str) -> str:
-    """CuTe prints a static layout's integers with _ and tuples of rank 1 as (x); layoutc reads both back."""
-    s = s.replace("_", "").strip()
-    s = s.replace(" o ", " o ")
-    return s
+    """CuTe's printed form in layoutc's notation: static integers lose their _, a coordinate iterator its ArithTuple."""
+    return s.replace("_", "").replace("ArithTuple", "").strip()
 
 
 def canonical(s: str) -> str:
