@@ -13,6 +13,7 @@ underscores are dropped before comparing with layoutc's notation.
 ``tests/layoutc/test_cute_differential.py``'s regression data.
 """
 import argparse
+import importlib.util
 import json
 import os
 import random
@@ -27,7 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import layoutc as lc  # noqa: E402
 from layoutc import Layout, LayoutError  # noqa: E402
 
-INCLUDE = Path(sys.prefix) / "lib/python3.11/site-packages/cutlass_library/source/include"
+# CuTe's headers as the nvidia-cutlass wheel installs them (found without importing the package)
+INCLUDE = Path(importlib.util.find_spec("cutlass_library").submodule_search_locations[0]) / "source/include"
 # cute/util/debug.hpp includes cuda_runtime_api.h, cutlass.h includes <cuda/std/...> (CCCL, under include/cccl)
 CUDA_INCLUDE = Path(os.environ.get("CUDA_HOME", "/usr/local/cuda")) / "include"
 HEADER = """#include <cstdio>
