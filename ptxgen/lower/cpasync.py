@@ -33,7 +33,7 @@ def copy(lx, view: GView, thread, ref: SmemRef, tv, smem_tv, dtype: ScalarType, 
     spec = tensor.spec
     esize = element_bytes(dtype)
     last = tensor.rank - 1
-    k, groups = copy_runs(tv, smem_tv, view.shape, ref.layout, esize)
+    k, groups = copy_runs(tv, smem_tv, view.shape, ref.layout, esize, smem_aligned=not vector_check)
     _plan, shared_address = smem_addresses(lx, ref, thread, smem_tv)
     offset = split_smem_layout(ref.layout)[1]
     smem_align = min(ref.align, lowbit(offset * esize)) if offset else ref.align
@@ -42,7 +42,8 @@ def copy(lx, view: GView, thread, ref: SmemRef, tv, smem_tv, dtype: ScalarType, 
         proven = min(16 // esize, pow2_divisor(view.multiples[last]), max(1, smem_align // esize))
     if spec.contiguous != last:
         k = 1       # the runs follow the last mode: a tensor contiguous along another mode copies element by element
-    checked = vector_check and k > proven
+    # a run's shared start is aligned only as far as its view's base where copy_runs did not prove it (vector_check)
+    checked = vector_check and (k > proven or k > 1)
     if not checked:
         k = min(k, proven)
     if k * esize < COPY_BYTES[0]:

@@ -72,8 +72,8 @@ def errors(body: str) -> list:
 @pytest.mark.parametrize("body, message", [
     ("  cpasync.copy %g, %c0, %s {tv = [((8,4),16):((8,128),1)]}\n",
      "m.tile:5:3: cpasync.copy: tv ((8,4),16):((8,128),1) (smem_tv ((8,4),16):((8,128),1)) moves runs of 1 bf16 "
-     "element (2 bytes) contiguous in both the tile's last mode and the view; cp.async copies 4, 8 or 16 bytes: give "
-     "each thread aligned runs of at least 2 elements, or use gmem.load and smem.store"),
+     "element (2 bytes) contiguous in both the tile's last mode and the view (aligned); cp.async copies 4, 8 or 16 "
+     "bytes: give each thread aligned runs of at least 2 elements, or use gmem.load and smem.store"),
     ("  cpasync.copy %s, %c0, %s {tv = [((8,4),16):((1,128),8)]}\n",
      "m.tile:5:3: cpasync.copy: the first operand must be a gview, not smem<bf16>[(8,64):(64,1)]"),
     ("  cpasync.copy %g, %c0, %g {tv = [((8,4),16):((1,128),8)]}\n",

@@ -32,12 +32,14 @@ MAX_PENDING_GROUPS = 7       # what the CUDA runtime exposes of cp.async.wait_gr
                              # more than 8 groups in flight per thread buys nothing on sm_90: the LSU queue is shorter)
 
 
-def copy_runs(tv, smem_tv, tile_shape, smem_layout, esize: int) -> tuple:
+def copy_runs(tv, smem_tv, tile_shape, smem_layout, esize: int, smem_aligned: bool = True) -> tuple:
     """``(k, groups)``: how one thread's values of a ``cpasync.copy`` group into copies. ``groups`` partitions the
     value indices into runs of k (a power of two) that, in EVERY thread, lie at k consecutive elements of the tile's
     last mode starting at a multiple of k (relative to the tile's origin) AND at k consecutive shared-memory
     elements (the view's layout before its swizzle) starting at a multiple of k, inside one block the swizzle moves
-    whole; k·esize ≤ 16. ``k = 1`` when no such grouping exists.
+    whole; k·esize ≤ 16. ``k = 1`` when no such grouping exists. ``smem_aligned`` False drops "starting at a multiple
+    of k" on the shared side (``{vector_check = true}`` tests the shared address at run time: a view moved by a
+    run-time offset that the program keeps aligned with the global rows).
 
     Example: a (8, 64) bf16 tile, ``tv = ((8,4),16):((1,128),8)`` (thread (r, q) holds columns 16·q … 16·q + 15 of
     row r): into a row-major ``(8,64):(64,1)`` view → (8, ((0, …, 7), (8, …, 15))), two 16-byte copies per thread;
@@ -65,16 +67,17 @@ def copy_runs(tv, smem_tv, tile_shape, smem_layout, esize: int) -> tuple:
     while k > 1:
         if k <= chunk:
             runs = tuple(tuple(g[i:i + k]) for g in groups for i in range(0, len(g), k))
-            if all(_consecutive(shared[:, list(r)], k) for r in runs):
+            if all(_consecutive(shared[:, list(r)], k, smem_aligned) for r in runs):
                 return k, runs
         k //= 2
     return 1, tuple((v,) for v in range(index.shape[1]))
 
 
-def _consecutive(block: np.ndarray, k: int) -> bool:
-    """Whether every row of ``block`` (threads × k offsets) is first, first + 1, … with first a multiple of k."""
+def _consecutive(block: np.ndarray, k: int, aligned: bool) -> bool:
+    """Whether every row of ``block`` (threads × k offsets) is first, first + 1, … (with ``aligned``: first a
+    multiple of k)."""
     first = block[:, :1]
-    return bool(np.all(block == first + np.arange(k)[None, :]) and np.all(first % k == 0))
+    return bool(np.all(block == first + np.arange(k)[None, :]) and (not aligned or np.all(first % k == 0)))
 
 
 @register
@@ -120,11 +123,12 @@ class Copy(OpDef):
             if size is not None and size not in L2_PREFETCH:
                 v.error(op, f"l2_prefetch must be 64, 128 or 256 (bytes: cp.async's .L2::64B/128B/256B), not {size}")
         esize = element_bytes(dtype)
-        k, _groups = copy_runs(tv, smem_tv, gtile.type.shape, view.type.layout, esize)
+        checked = op.attrs.get("vector_check") is True
+        k, _groups = copy_runs(tv, smem_tv, gtile.type.shape, view.type.layout, esize, smem_aligned=not checked)
         if k * esize < COPY_BYTES[0]:
             v.error(op, f"tv {lc.to_str(tv)} (smem_tv {lc.to_str(smem_tv)}) moves runs of {k} {dtype} element"
                         f"{'s' if k > 1 else ''} ({k * esize} bytes) contiguous in both the tile's last mode and the "
-                        f"view; cp.async copies 4, 8 or 16 bytes: give each thread aligned runs of at least "
+                        f"view{'' if checked else ' (aligned)'}; cp.async copies 4, 8 or 16 bytes: give each thread aligned runs of at least "
                         f"{COPY_BYTES[0] // esize} elements, or use gmem.load and smem.store")
 
     def interpret(self, op, ix):
