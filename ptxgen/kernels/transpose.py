@@ -66,7 +66,15 @@ by s_r (``smem.offset``), so the tile holds x's columns n0 … n0 + BN − 1 at 
 in V − 1 spare columns before the tile and V after (``sector_vector_layouts``), and every store stays conflict-free
 for every shift (``bank_reports``).
 
-``TransposeConfig.rows`` (selectable; default 32·V) gives the three ``sector_vector*`` accesses a smaller tile, BM =
+``access="sector_vector_async_x"`` (selectable) copies those per-row 16-byte windows by ``cpasync.copy`` (cp.async:
+no x value in a register between load and smem store, so ~30 registers and as many CTAs as shared memory allows) into
+a ROW-major tile whose row pitch ≡ N mod V (``TransposeConfig.x_residue``, ``for_columns``), moved as a whole by the
+CTA's run-time shift so that each 16-byte chunk of x lands on a 16-byte chunk of shared memory; commit, wait 0, CTA
+barrier, then ``sector_vector``'s out side. Its transposed element reads are 4-way bank conflicted (a warp's lanes
+read one word position of 16 bytes: ``bank_reports``); an x whose pitch breaks N mod V still transposes exactly (its
+copies go element by element, checked at run time).
+
+``TransposeConfig.rows`` (selectable; default 32·V) gives the ``sector_vector*`` accesses a smaller tile, BM =
 8·V or 16·V (64 or 128 bf16): fewer x values per thread between load and smem store, so fewer registers and more
 CTAs per SM (``sector_vector_residency``). A window is then BM/V lanes' vectors, so a warp writes 32·V/BM out rows per
 pass (``row_vector_tv``), taken A apart — rows of one residue mod A share the sector shift s, so still one shift per
@@ -226,7 +234,8 @@ class TransposeConfig:
             allowed = [k * self.vector for k in WINDOW_VECTORS]
             if self.access not in SECTOR_VECTOR:
                 raise ValueError(f"TransposeConfig.rows = {self.rows} applies to access = 'sector_vector', "
-                                 f"'sector_vector_scalar' or 'sector_vector_aligned_x' only, not {self.access!r}")
+                                 f"'sector_vector_scalar', 'sector_vector_aligned_x' or 'sector_vector_async_x' only, "
+                                 f"not {self.access!r}")
             if self.rows not in allowed:
                 raise ValueError(f"TransposeConfig.rows = {self.rows!r} must be {allowed[0]}, {allowed[1]} or "
                                  f"{allowed[2]} for {self.dtype} (8, 16 or 32 16-byte vectors: the tile's rows, one "
@@ -956,6 +965,8 @@ def transpose(x, out=None, *, config: TransposeConfig | None = None):
     m, n = (int(s) for s in x.shape)
     config = config or TransposeConfig.default(dtype, rows_aligned(x, out, m, n), out_rows_on_sectors(x, out, m),
                                                rows_aligned(x, None, 0, n))
+    if config.x_residue is None:
+        config = config.for_columns(n)      # sector_vector_async_x: its tile's pitch follows x's
     if out is None:
         out = np.empty((n, m), x.dtype) if isinstance(x, np.ndarray) else x.new_empty((n, m))
     if tuple(out.shape) != (n, m):
