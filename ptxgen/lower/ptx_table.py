@@ -3,7 +3,8 @@
 ``emit(lx, name, args)`` is the only place that builds an ``asm`` call. Now: the warp shuffle, fp8 conversions,
 the mbarrier forms (init, arrive, arrive.expect_tx, try_wait.parity), the fences (mbarrier init, async proxy), the
 CTA barrier, the flags between CTAs (``red.release.gpu.add``, ``ld.acquire.gpu``) and the TMA tile copies with their bulk-group completion (``tma_load(rank)``, ``tma_store(rank)``),
-the TMA L2 prefetch (``tma_prefetch(rank)``), ``stmatrix(num, trans)``, predicated global stores
+the TMA L2 prefetch (``tma_prefetch(rank)``), per-thread ``cp.async`` copies (``cp_async(bytes, l2_prefetch)``) and
+their commit/wait groups, ``stmatrix(num, trans)``, predicated global stores
 (``st_global_if(bytes, cache)``), global loads and stores with a cache hint (``ld_global(bytes, cache)``,
 ``st_global(bytes, cache)``: gmem.load/store's ``cache``, ``CACHE_QUALIFIERS``), and the warpgroup ops further down (wgmma SS
 and RS forms: ``wgmma_mma``, ``wgmma_mma_rs``; setmaxnreg; named barriers).
