@@ -66,7 +66,15 @@ by s_r (``smem.offset``), so the tile holds x's columns n0 … n0 + BN − 1 at 
 in V − 1 spare columns before the tile and V after (``sector_vector_layouts``), and every store stays conflict-free
 for every shift (``bank_reports``).
 
-``TransposeConfig.rows`` (selectable; default 32·V) gives the three ``sector_vector*`` accesses a smaller tile, BM =
+``access="sector_vector_async_x"`` (selectable) copies those per-row 16-byte windows by ``cpasync.copy`` (cp.async:
+no x value in a register between load and smem store, so ~30 registers and as many CTAs as shared memory allows) into
+a ROW-major tile whose row pitch ≡ N mod V (``TransposeConfig.x_residue``, ``for_columns``), moved as a whole by the
+CTA's run-time shift so that each 16-byte chunk of x lands on a 16-byte chunk of shared memory; commit, wait 0, CTA
+barrier, then ``sector_vector``'s out side. Its transposed element reads are 4-way bank conflicted (a warp's lanes
+read one word position of 16 bytes: ``bank_reports``); an x whose pitch breaks N mod V still transposes exactly (its
+copies go element by element, checked at run time).
+
+``TransposeConfig.rows`` (selectable; default 32·V) gives the ``sector_vector*`` accesses a smaller tile, BM =
 8·V or 16·V (64 or 128 bf16): fewer x values per thread between load and smem store, so fewer registers and more
 CTAs per SM (``sector_vector_residency``). A window is then BM/V lanes' vectors, so a warp writes 32·V/BM out rows per
 pass (``row_vector_tv``), taken A apart — rows of one residue mod A share the sector shift s, so still one shift per
@@ -89,7 +97,7 @@ Example (post-condition: ``out == x.T`` exactly)::
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import layoutc as lc
 from layoutc.hopper import bank_conflicts
@@ -114,9 +122,15 @@ X_VECTOR_REGISTERS = 80   # per thread: sector_vector's 78 (nvJitLink, bf16, unb
 # bf16 BM = 128, 256 threads)
 WINDOW_REGISTERS = {4: 32, 8: 32, 16: 32, 32: 48, 64: 80}
 SCALAR_WINDOW_REGISTERS = {4: 32, 8: 32, 16: 32, 32: 40, 64: 40}
-ACCESSES = ("vector", "scalar", "sector", "sector_vector", "sector_vector_scalar", "sector_vector_aligned_x")
+# per thread for sector_vector_async_x (x copied by cp.async, only the A head rows' few values and the out side's V
+# values in registers): nvJitLink, bf16 and f32, 38-39 unbounded; bounded to 32 (8 CTAs of 256 threads) without spill
+ASYNC_REGISTERS = 32
+ACCESSES = ("vector", "scalar", "sector", "sector_vector", "sector_vector_scalar", "sector_vector_aligned_x",
+            "sector_vector_async_x")
 # sector windows and 16-byte out stores
-SECTOR_VECTOR = ("sector_vector", "sector_vector_scalar", "sector_vector_aligned_x")
+SECTOR_VECTOR = ("sector_vector", "sector_vector_scalar", "sector_vector_aligned_x", "sector_vector_async_x")
+# x's rows read as per-row windows moved onto 16-byte boundaries (one warp per residue of the row mod V)
+RESIDUE_WINDOWS = ("sector_vector_aligned_x", "sector_vector_async_x")
 CHUNKS = 8          # 16-byte chunks of a 128-byte row: the XOR's 3 bits
 # the tile rows of the 16-bit transpose whose x rows and out rows are both unaligned (sector_vector_scalar): 128 over
 # 256 (x window values per thread) and 64 (sector over-read A/BM)
@@ -134,13 +148,17 @@ class TransposeConfig:
     ``sector_vector_tv``: 16-byte vectors where x's rows allow), ``sector_vector_scalar`` (the same with x read by
     ``scalar_tv``) or ``sector_vector_aligned_x`` (the same with x read as 16-byte vectors from windows moved onto
     16-byte boundaries per row, whatever x's pitch: ``threads`` = 32·V); ``rows``: the ``sector_vector*`` tile's rows
-    BM (8·V, 16·V or 32·V: 64, 128, 256 for bf16; None = 32·V). ``validate()`` names the field that breaks a rule."""
+    BM (8·V, 16·V or 32·V: 64, 128, 256 for bf16; None = 32·V); ``x_residue``: for ``sector_vector_async_x`` (x's
+    row windows copied by cp.async into a row-major tile whose row pitch ≡ N mod V, so every 16-byte chunk of x lands
+    on a 16-byte chunk of shared memory), N mod V — ``for_columns(n)`` sets it; None = 1; another N is still correct,
+    its copies then go element by element. ``validate()`` names the field that breaks a rule."""
 
     dtype: str = "bf16"
     threads: int = 256
     pair: int = 2
     access: str = "vector"
     rows: int | None = None
+    x_residue: int | None = None
 
     @staticmethod
     def default(dtype: str, aligned: bool = True, out_sectors: bool = True,
@@ -168,6 +186,14 @@ class TransposeConfig:
         if x_aligned:
             return TransposeConfig(dtype, 256, 1, "sector_vector")
         return TransposeConfig(dtype, 256, 1, "sector_vector_scalar", rows=UNALIGNED_X_ROWS)
+
+    def for_columns(self, n: int) -> "TransposeConfig":
+        """The config for an x of ``n`` columns: ``sector_vector_async_x`` gets ``x_residue = n mod V``, any other
+        access is returned as it is. ``TransposeConfig("bf16", 256, 1, "sector_vector_async_x", 128)
+        .for_columns(8191).x_residue`` → 7. Post: ``validate()`` holds if it held."""
+        if self.access != "sector_vector_async_x":
+            return self
+        return replace(self, x_residue=n % self.vector)
 
     @property
     def vector(self) -> int:
@@ -208,14 +234,19 @@ class TransposeConfig:
             allowed = [k * self.vector for k in WINDOW_VECTORS]
             if self.access not in SECTOR_VECTOR:
                 raise ValueError(f"TransposeConfig.rows = {self.rows} applies to access = 'sector_vector', "
-                                 f"'sector_vector_scalar' or 'sector_vector_aligned_x' only, not {self.access!r}")
+                                 f"'sector_vector_scalar', 'sector_vector_aligned_x' or 'sector_vector_async_x' only, "
+                                 f"not {self.access!r}")
             if self.rows not in allowed:
                 raise ValueError(f"TransposeConfig.rows = {self.rows!r} must be {allowed[0]}, {allowed[1]} or "
                                  f"{allowed[2]} for {self.dtype} (8, 16 or 32 16-byte vectors: the tile's rows, one "
                                  f"out row's window)")
         bm, bn = self.tile
-        if self.access == "sector_vector_aligned_x" and (self.pair != 1 or self.threads != 32 * self.vector):
-            raise ValueError(f"TransposeConfig.threads = {self.threads} with access = 'sector_vector_aligned_x' "
+        if self.x_residue is not None and (self.access != "sector_vector_async_x"
+                                           or self.x_residue not in range(self.vector)):
+            raise ValueError(f"TransposeConfig.x_residue = {self.x_residue!r} applies to access = "
+                             f"'sector_vector_async_x' only, as N mod {self.vector} (0 … {self.vector - 1})")
+        if self.access in RESIDUE_WINDOWS and (self.pair != 1 or self.threads != 32 * self.vector):
+            raise ValueError(f"TransposeConfig.threads = {self.threads} with access = '{self.access}' "
                              f"must be 32 x the {self.vector} {self.dtype} elements of a 16-byte vector "
                              f"({32 * self.vector}: one warp per residue of x's rows mod {self.vector}), with pair = 1 "
                              f"(not {self.pair})")
@@ -480,22 +511,40 @@ def sector_vector_layouts(config: TransposeConfig) -> dict:
     column j − s + ``origin`` (origin = V − 1, through ``smem.offset`` by (A, V − 1 − s); ``tail_smem`` adds BN
     columns), so x's column n0 + c lands in smem column c + origin whatever s; the up to V − 1 elements of a row's
     window before n0 and after n0 + BN − 1 land in the V − 1 columns before and the V after: ``smem`` has BN + 2V − 1
-    columns. bf16: ``smem`` = ``Sw<2,2,5> o 0 o (272,79):(1,280)``. Post: the passes of ``store`` cover the (BN, BM)
-    out tile once; ``load`` and ``head`` (and ``tail``) are bijections onto their tiles."""
+    columns. bf16: ``smem`` = ``Sw<2,2,5> o 0 o (272,79):(1,280)``.
+
+    ``sector_vector_async_x`` copies the same windows by cp.async, so a 16-byte chunk of x must land on a 16-byte
+    chunk of shared memory: the tile is ROW-major (x rows contiguous, no swizzle), its row pitch ``pitch`` ≡ N mod V
+    (``x_residue``) so that every row's chunks keep x's alignment once the whole tile is moved by the CTA's shift
+    b = (m0·N + n0 − origin) mod V columns (a run-time ``smem.offset``); ``smem`` has BN + 3V − 2 columns (origin V − 1,
+    b < V, the window's V extra). ``load`` = ``residue_vector_tv`` with 8 lanes along a row (a warp copies whole
+    128-byte row segments), ``tail`` as for ``sector_vector_aligned_x``. bf16, BM = 128, N ≡ 1 mod 8: ``smem`` =
+    ``(144,86):(89,1)``. The out side's transposed element reads are then 4-way bank conflicted for 16-bit types (a
+    warp's 32 lanes read one column of rows of one residue mod V: the same 4-byte word position in 16 bytes, so at
+    most 8 banks; ``bank_reports`` says so). Post: the passes of ``store`` cover the (BN, BM) out tile once; ``load``
+    and ``head`` (and ``tail``) are bijections onto their tiles."""
     bm, bn = config.tile
     v, a = config.vector, config.sector
     warps = config.threads // 32
     rows = bm + a
     pitch = window_pitch(rows, v, 32 * v // bm)
-    aligned_x = config.access == "sector_vector_aligned_x"
+    aligned_x = config.access in RESIDUE_WINDOWS
+    async_x = config.access == "sector_vector_async_x"
     origin = v - 1 if aligned_x else 0
     cols = bn + 2 * origin + (1 if aligned_x else 0)
+    if async_x:
+        cols = bn + 3 * v - 2
+        residue = 1 if config.x_residue is None else config.x_residue
+        pitch = cols + (residue - cols) % v
     # pass k's warps start at out rows e = k·warps + w of the rows ≡ e (mod A) with 32·V/BM rows A apart each
     # (warps divide A): its first row is e mod A plus A·(32·V/BM) per A of e
     pass_rows = [(e % a) + a * (32 * v // bm) * (e // a) for e in range(0, bn * bm // (32 * v), warps)]
     extra = {}
+    if async_x:
+        load = residue_vector_tv(bm, bn, v, CHUNKS)
     if aligned_x:
-        load = residue_vector_tv(bm, bn, v, residue_lanes_per_row(v, pitch * ELEMENT_BYTES[config.dtype], bm // v))
+        if not async_x:
+            load = residue_vector_tv(bm, bn, v, residue_lanes_per_row(v, pitch * ELEMENT_BYTES[config.dtype], bm // v))
         tail = residue_tail_tv(bm, v)
         extra = {"tail": tail,
                  # the window's last V columns sit BN columns right of its first: a static offset of the tile index
@@ -522,7 +571,9 @@ def sector_vector_layouts(config: TransposeConfig) -> dict:
             "smem_t": lc.ComposedLayout(sw, 0, lc.Layout((cols, rows), (pitch, 1))),
             "load_smem": load_smem, "head_smem": head_smem,
             "store": store, "store_smem": lc.composition(lc.Layout((store_rows, bm), (1, cols)), store),
-            "passes": len(pass_rows), "pass_rows": pass_rows, "pitch": pitch, "origin": origin, **extra}
+            "passes": len(pass_rows), "pass_rows": pass_rows, "pitch": pitch, "origin": origin, **extra,
+            **({"smem": lc.Layout((rows, cols), (pitch, 1)), "smem_t": lc.Layout((cols, rows), (1, pitch))}
+               if async_x else {})}
 
 
 def layouts(config: TransposeConfig) -> dict:
@@ -563,10 +614,16 @@ def bank_reports(config: TransposeConfig) -> dict:
     shift s in [0, V) of the warp's window (base: the smem.offset (A, V − 1 − s)), and the loads start at the tile's
     origin column V − 1. Pass k's loads start at column ``pass_rows[k]``; with ``rows`` < 32·V a warp's 32·V/BM out
     rows share the shift, so one report per warp, pass and shift still covers them (``ways == 1`` for every load; the
-    smaller tiles' stores may report 2)."""
+    smaller tiles' stores may report 2). With ``sector_vector_async_x`` (row-major tile) every report is taken for
+    each u = (m0·N + n0) mod V, which fixes the CTA's shift b = (u − V + 1) mod V and warp q's s = (u + q·N) mod V
+    (N ≡ ``x_residue``): the x rows' cp.async writes (16-byte, or the tail's pieces) at the window (A, V − 1 + b − s),
+    the head rows' element stores at column V − 1 + b, and the transposed element reads at every pass, shift and b
+    (4-way for 16-bit types: see ``sector_vector_layouts``)."""
     ls = layouts(config)
     dtype = config.dtype
     warps = config.threads // 32
+    if config.access == "sector_vector_async_x":
+        return _async_bank_reports(config, ls)
     if config.access in SECTOR_VECTOR:
         esize = ELEMENT_BYTES[dtype]
         a, pitch, origin = config.sector, ls["pitch"], ls["origin"]
@@ -591,6 +648,29 @@ def bank_reports(config: TransposeConfig) -> dict:
                          for k in range(ls["passes"]) for s in range(config.sector) for w in range(warps)]}
     return {name: [bank_conflicts(ls[tv], ls[view], dtype, warp=w) for w in range(warps)]
             for name, tv, view in (("store", "store_smem", "smem"), ("load", "load_smem", "smem_t"))}
+
+
+def _async_bank_reports(config: TransposeConfig, ls: dict) -> dict:
+    """``bank_reports`` of ``sector_vector_async_x`` (see there)."""
+    dtype, esize, v, a = config.dtype, ELEMENT_BYTES[config.dtype], config.vector, config.sector
+    warps = config.threads // 32
+    pitch, origin = ls["pitch"], ls["origin"]
+    residue = 1 if config.x_residue is None else config.x_residue
+    store, load = [], []
+    for u in range(v):
+        shift = (u - origin) % v
+        for w in range(warps):
+            s = (u + w * residue) % v
+            window = esize * (a * pitch + origin + shift - s)
+            store += [bank_conflicts(ls[tv], ls["smem"], dtype, warp=w, base=window) for tv in ("load_smem", "tail_smem")]
+            store.append(bank_conflicts(ls["head_smem"], ls["smem"], dtype, warp=w, base=esize * shift))
+    for pass_row in ls["pass_rows"]:
+        for shift in range(v):
+            for s in range(a):
+                load += [bank_conflicts(ls["store_smem"], ls["smem_t"], dtype, esize, warp=w,
+                                        base=esize * ((a - s) * pitch + pass_row + origin + shift))
+                         for w in range(warps)]
+    return {"store": store, "load": load}
 
 
 def build(config: TransposeConfig = TransposeConfig()):
@@ -690,6 +770,10 @@ def sector_vector_residency(config: TransposeConfig):
     smem_bytes = lc.cosize(ls["smem"]) * ELEMENT_BYTES[config.dtype]
     fits = min(SM_THREADS // config.threads, SM_SHARED_BYTES // (smem_bytes + 1024))
     values = bm * bn // config.threads
+    if config.access == "sector_vector_async_x":
+        # no x value waits in a register (cp.async): what shared memory and the threads allow, at most the CTAs
+        # whose threads fit ASYNC_REGISTERS each
+        return min(fits, SM_REGISTERS // (ASYNC_REGISTERS * config.threads))
     if bm == WINDOW_VECTORS[-1] * config.vector:
         # a thread holds BM·BN/threads values between its loads and the smem store. Read element by element
         # (sector_vector_scalar), ptxas fits them in the registers that let as many CTAs stay resident as shared
@@ -735,9 +819,22 @@ def build_sector_vector(config: TransposeConfig):
     sector = b.const(a, i32, name="sector")
     x_head = b.gmem.tile(x, b.arith.sub(m0, sector, name="x_head_row0"), n0, shape=(a, bn), name="x_head")
     heads = b.gmem.load(x_head, thread, tv=ls["head"], type=frag(dtype, lc.shape(ls["head"][1])), name="heads")
-    b.smem.store(tile, thread, heads, tv=ls["head_smem"])
+    async_x = config.access == "sector_vector_async_x"
+    tile_shift = None
+    if async_x:
+        # the whole row-major tile moves by b = (m0·N + n0 − origin) mod V columns, so that x's 16-byte chunks land
+        # on 16-byte chunks of shared memory (its row pitch ≡ N mod V)
+        x_cols = b.gtensor.dim(x, mode=1, name="x_cols")
+        tile_shift = b.arith.and_(b.arith.sub(b.arith.add(b.arith.mul(m0, x_cols), n0), b.const(ls["origin"], i32)),
+                             b.const(config.vector - 1, i32, name="tile_shift_mask"), name="tile_shift")
+        zero = b.const(0, i32, name="zero")
+        b.smem.store(b.smem.offset(tile, zero, tile_shift, name="head_window"), thread, heads, tv=ls["head_smem"])
+    else:
+        b.smem.store(tile, thread, heads, tv=ls["head_smem"])
     warp = b.arith.div(thread, b.const(32, i32, name="warp_threads"), name="warp")
-    if config.access == "sector_vector_aligned_x":
+    if async_x:
+        _copy_x_windows(b, config, ls, x, tile, thread, warp, m0, n0, tile_shift)
+    elif config.access == "sector_vector_aligned_x":
         _load_x_windows(b, config, ls, x, tile, thread, warp, m0, n0)
     else:
         x_tile = b.gmem.tile(x, m0, n0, shape=(bm, bn), name="x_tile")
@@ -758,6 +855,8 @@ def build_sector_vector(config: TransposeConfig):
         shift = b.arith.and_(b.arith.mul(out_row, out_cols), low_bits, name=f"pass{k}_shift")
         x_row = b.arith.sub(sector, shift, name=f"pass{k}_x_row")       # the window's first x row in the tile
         column = first if not ls["origin"] else b.const(pass_row + ls["origin"], i32, name=f"pass{k}_column")
+        if tile_shift is not None:
+            column = b.arith.add(column, tile_shift, name=f"pass{k}_shifted_column")
         window = b.smem.offset(tile_t, column, x_row, name=f"pass{k}_window")
         ys = b.smem.load(window, thread, tv=ls["store_smem"], type=values_t, name=f"pass{k}_ys")
         out_tile = b.gmem.tile(out, row0, b.arith.sub(m0, shift, name=f"pass{k}_m0"), shape=(store_rows, bm),
@@ -793,6 +892,29 @@ def _load_x_windows(b, config: TransposeConfig, ls: dict, x, tile, thread, warp,
                            name="x_window")
     b.smem.store(window, thread, xs, tv=ls["load_smem"])
     b.smem.store(window, thread, tails, tv=ls["tail_smem"])
+
+
+def _copy_x_windows(b, config: TransposeConfig, ls: dict, x, tile, thread, warp, m0, n0, shift) -> None:
+    """``sector_vector_async_x``'s x side: ``_load_x_windows``' per-warp windows (warp q: x rows ≡ q mod V, from column
+    n0 − s, s = ((m0 + q)·N + n0) mod V, BN + V columns) copied by ``cpasync.copy {vector_check = true}`` into the
+    row-major tile at ``smem.offset`` (A, V − 1 + b − s) (b: the tile's shift), no x value in a register; then
+    ``cpasync.commit`` and ``cpasync.wait {pending = 0}`` (the caller's CTA barrier follows)."""
+    bm, bn = config.tile
+    v = config.vector
+    x_cols = b.gtensor.dim(x, mode=1, name="x_row_pitch")
+    row = b.arith.add(m0, warp, name="x_row")
+    x_shift = b.arith.and_(b.arith.add(b.arith.mul(row, x_cols), n0), b.const(v - 1, i32, name="vector_mask"),
+                           name="x_shift")
+    x_col0 = b.arith.sub(n0, x_shift, name="x_col0")
+    x_tile = b.gmem.tile(x, m0, x_col0, shape=(bm, bn), name="x_tile")
+    x_tail = b.gmem.tile(x, m0, b.arith.add(x_col0, b.const(bn, i32, name="bn_cols"), name="x_tail_col0"),
+                         shape=(bm, v), name="x_tail")
+    column = b.arith.sub(b.arith.add(b.const(ls["origin"], i32, name="origin"), shift), x_shift, name="x_window_col")
+    window = b.smem.offset(tile, b.const(config.sector, i32, name="x_rows_row"), column, name="x_window")
+    b.cpasync.copy(x_tile, thread, window, tv=ls["load"], smem_tv=ls["load_smem"], vector_check=True)
+    b.cpasync.copy(x_tail, thread, window, tv=ls["tail"], smem_tv=ls["tail_smem"], vector_check=True)
+    b.cpasync.commit()
+    b.cpasync.wait(pending=0)
 
 
 _BUILT: dict = {}
@@ -843,6 +965,8 @@ def transpose(x, out=None, *, config: TransposeConfig | None = None):
     m, n = (int(s) for s in x.shape)
     config = config or TransposeConfig.default(dtype, rows_aligned(x, out, m, n), out_rows_on_sectors(x, out, m),
                                                rows_aligned(x, None, 0, n))
+    if config.x_residue is None:
+        config = config.for_columns(n)      # sector_vector_async_x: its tile's pitch follows x's
     if out is None:
         out = np.empty((n, m), x.dtype) if isinstance(x, np.ndarray) else x.new_empty((n, m))
     if tuple(out.shape) != (n, m):

@@ -11,8 +11,8 @@ It owns the llvmlite module, the kernel function and the IRBuilder (``lx.b``), a
 
 Shared building blocks live here so that each op's ``lower`` stays a few lines: constants, intrinsics, special
 registers, ``emit_layout`` (a layout evaluated at a runtime coordinate with div/mod by constants), scalar arithmetic
-by kind, conversions, region lowering, gmem loads and stores (``ptxgen.lower.gmem``), smem accesses, TMA copies and
-barrier waits (``ptxgen.lower.shared``), inline PTX (``inline_ptx``, ``ptx_table``) and the warp-shuffle reduction
+by kind, conversions, region lowering, gmem loads and stores (``ptxgen.lower.gmem``), cp.async copies
+(``ptxgen.lower.cpasync``), smem accesses, TMA copies and barrier waits (``ptxgen.lower.shared``), inline PTX (``inline_ptx``, ``ptx_table``) and the warp-shuffle reduction
 (``plans.plan_reduce``). The ops reach every one of them through ``lx`` (methods, and the lowered-value classes
 ``lx.GView``, ``lx.SmemRef``, ``lx.BarrierRef``) as they reach their operands: ``ptxgen.ir.ops`` imports nothing of
 ``ptxgen.lower``, whose modules sit after it in the pipeline.
@@ -32,7 +32,7 @@ from ..ir.core import Kernel, Region
 from ..ir.ops import OPS, SMEM_BASE, fp8_encode, round_to, smem_plan
 from ..ir.ops.tma import map_params
 from ..ir.types import FragmentType, GlobalTensorType, ScalarType, SCALARS, TensorMapType
-from . import gmem, mathlib, ptx_table, shared
+from . import cpasync, gmem, mathlib, ptx_table, shared
 from .plans import (
     ReducePlanError, ThreadMap, coordinate_layout, flat, layout_table, mode_sizes, plan_reduce, plan_smem_access,
     tile_coordinates, tv_parts,
@@ -399,6 +399,12 @@ class LoweringContext:
         hint's qualifier, vectors checked at run time with ``vector_check``, no bounds compared with ``unchecked``;
         see ``ptxgen.lower.gmem``."""
         gmem.store(self, view, thread, tv, dtype, values, cache, vector_check, unchecked)
+
+    def cpasync_copy(self, view: GView, thread, ref, tv, smem_tv, dtype: ScalarType, vector_check: bool = False,
+                     l2_prefetch: int | None = None) -> None:
+        """cpasync.copy: the thread's values of the tile into smem view ``ref`` by cp.async runs (zero fill outside
+        the tensor), checked at run time with ``vector_check``; see ``ptxgen.lower.cpasync``."""
+        cpasync.copy(self, view, thread, ref, tv, smem_tv, dtype, vector_check, l2_prefetch)
 
     def frag_reduce(self, values, thread_value, tv, tile, mode: int, kind: str, dtype: ScalarType,
                     scratch=None) -> list:

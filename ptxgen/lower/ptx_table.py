@@ -3,7 +3,8 @@
 ``emit(lx, name, args)`` is the only place that builds an ``asm`` call. Now: the warp shuffle, fp8 conversions,
 the mbarrier forms (init, arrive, arrive.expect_tx, try_wait.parity), the fences (mbarrier init, async proxy), the
 CTA barrier, the flags between CTAs (``red.release.gpu.add``, ``ld.acquire.gpu``) and the TMA tile copies with their bulk-group completion (``tma_load(rank)``, ``tma_store(rank)``),
-the TMA L2 prefetch (``tma_prefetch(rank)``), ``stmatrix(num, trans)``, predicated global stores
+the TMA L2 prefetch (``tma_prefetch(rank)``), per-thread ``cp.async`` copies (``cp_async(bytes, l2_prefetch)``) and
+their commit/wait groups, ``stmatrix(num, trans)``, predicated global stores
 (``st_global_if(bytes, cache)``), global loads and stores with a cache hint (``ld_global(bytes, cache)``,
 ``st_global(bytes, cache)``: gmem.load/store's ``cache``, ``CACHE_QUALIFIERS``), and the warpgroup ops further down (wgmma SS
 and RS forms: ``wgmma_mma``, ``wgmma_mma_rs``; setmaxnreg; named barriers).
@@ -84,6 +85,11 @@ TABLE = {
                                               doc="wait until at most $0 groups still read their smem source"),
     "cp.async.bulk.wait_group": PtxInstr("cp.async.bulk.wait_group $0;", "n", VOID, (I32,), side_effect=True,
                                          doc="wait until at most $0 groups are incomplete (global writes done)"),
+    # -- per-thread asynchronous copies (cpasync.commit / cpasync.wait; the copies: ``cp_async``)
+    "cp.async.commit_group": PtxInstr("cp.async.commit_group;", "", VOID, (), side_effect=True,
+                                      doc="close this thread's cp.async copies since the last commit into a group"),
+    "cp.async.wait_group": PtxInstr("cp.async.wait_group $0;", "n", VOID, (I32,), side_effect=True,
+                                    doc="wait until at most $0 of this thread's cp.async groups are in flight"),
     # -- flags in global memory between CTAs (gmem.signal / gmem.wait): $0 the element's global address
     "red.release.gpu.add": PtxInstr("red.release.gpu.global.add.s32 [$0], $1;", "l,r", VOID, (I64, I32),
                                     side_effect=True,
@@ -367,6 +373,22 @@ def st_global_if(nbytes: int, cache: str = "normal") -> str:
         TABLE[name] = PtxInstr(f"{{ .reg .pred %p; setp.ne.b32 %p, $0, 0; {body} }}",
                                ",".join(["r", "l"] + ["r"] * words), VOID, (I32, I64) + (I32,) * words,
                                side_effect=True, doc=f"store {nbytes} bytes at $1 where $0 != 0 ({cache})")
+    return name
+
+
+def cp_async(nbytes: int, l2_prefetch: int | None = None) -> str:
+    """The entry of one ``cp.async`` of ``nbytes`` (4, 8 or 16) from global to shared memory: ``$0`` the 32-bit
+    shared address, ``$1`` the 64-bit global address (both aligned to ``nbytes``), ``$2`` src-size (bytes read; the
+    rest of the ``nbytes`` written as zeros). 16 bytes bypass L1 (``.cg``), 4 and 8 cannot (``.ca``);
+    ``l2_prefetch`` (64, 128, 256) adds ``.L2::128B`` etc. ``cp_async(16, 128)`` → ``"cp.async.16.L2_128"``:
+    ``cp.async.cg.shared.global.L2::128B [$0], [$1], 16, $2;``. Post: ``TABLE[name]`` exists."""
+    name = f"cp.async.{nbytes}" + (f".L2_{l2_prefetch}" if l2_prefetch else "")
+    if name not in TABLE:
+        level = "cg" if nbytes == 16 else "ca"
+        hint = f".L2::{l2_prefetch}B" if l2_prefetch else ""
+        TABLE[name] = PtxInstr(f"cp.async.{level}.shared.global{hint} [$0], [$1], {nbytes}, $2;", "r,l,r", VOID,
+                               (I32, I64, I32), side_effect=True, min_ptx="7.0",
+                               doc="asynchronous global → shared copy, zero fill past src-size")
     return name
 
 

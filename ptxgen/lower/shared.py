@@ -109,30 +109,14 @@ def smem_access(lx, ref: SmemRef, thread, tv, store=None):
     segment, 4 chunks of 16 bytes → four ``ld.shared.v4.b32`` at swizzled addresses.
     """
     b = lx.b
-    sw, offset, inner = split_smem_layout(ref.layout)
     esize = max(1, ref.dtype.bits // 8)
-    base_align = ref.align if not offset else min(ref.align, lowbit(offset * esize))
-    plan = plan_smem_access(tv, inner, esize, swizzle_chunk_bytes(sw), base_align)
+    plan, address = smem_addresses(lx, ref, thread, tv)
     mem_t = memory_type(ref.dtype)
-    origin = ref.base if not offset else b.add(ref.base, lx.i32(offset * esize))
     nv = lc.size(tv[1])
-    if plan.thread is not None:
-        toff = lx.emit_layout(plan.thread, thread)
-        thread_addr = b.add(origin, b.mul(toff, lx.i32(esize)) if esize != 1 else toff)
-
-        def address(v):
-            c = plan.values[v] * esize
-            return b.add(thread_addr, lx.i32(c)) if c else thread_addr
-    else:  # composition not admissible: decode each value's view index at run time
-        def address(v):
-            idx = lx.emit_tv_index(tv, thread, v)
-            off = lx.emit_layout(inner, idx)
-            return b.add(origin, b.mul(off, lx.i32(esize)) if esize != 1 else off)
-
     results = [None] * nv
     k = plan.width
     for group in plan.groups:
-        ptr = smem_pointer(lx, swizzle_address(lx, sw, address(group[0])))
+        ptr = smem_pointer(lx, address(group[0]))
         if k == 1:
             (v,) = group
             if store is None:
@@ -151,6 +135,35 @@ def smem_access(lx, ref: SmemRef, thread, tv, store=None):
                 vec = b.insert_element(vec, store[v], lx.i32(j))
             b.store(vec, ptr, align=k * esize)
     return results if store is None else None
+
+
+def smem_addresses(lx, ref: SmemRef, thread, tv, base_align: int | None = None):
+    """(``plans.plan_smem_access``'s plan, ``address``): ``address(v)`` emits the i32 physical shared address of the
+    thread's value ``v`` of view ``ref`` through ``tv`` — ``Sw(base + esize·(offset + inner(tv(t, v))))``, the thread
+    part emitted once. ``base_align`` (bytes) overrides the alignment the plan may assume of the view's origin (a
+    caller that checks it at run time, ``cpasync.copy {vector_check = true}``). Post: ``address(v)`` is the address
+    smem.load/store access for value v."""
+    b = lx.b
+    sw, offset, inner = split_smem_layout(ref.layout)
+    esize = max(1, ref.dtype.bits // 8)
+    if base_align is None:
+        base_align = ref.align if not offset else min(ref.align, lowbit(offset * esize))
+    plan = plan_smem_access(tv, inner, esize, swizzle_chunk_bytes(sw), base_align)
+    origin = ref.base if not offset else b.add(ref.base, lx.i32(offset * esize))
+    if plan.thread is not None:
+        toff = lx.emit_layout(plan.thread, thread)
+        thread_addr = b.add(origin, b.mul(toff, lx.i32(esize)) if esize != 1 else toff)
+
+        def linear(v):
+            c = plan.values[v] * esize
+            return b.add(thread_addr, lx.i32(c)) if c else thread_addr
+    else:  # composition not admissible: decode each value's view index at run time
+        def linear(v):
+            idx = lx.emit_tv_index(tv, thread, v)
+            off = lx.emit_layout(inner, idx)
+            return b.add(origin, b.mul(off, lx.i32(esize)) if esize != 1 else off)
+
+    return plan, lambda v: swizzle_address(lx, sw, linear(v))
 
 
 def view_origin(lx, ref: SmemRef):

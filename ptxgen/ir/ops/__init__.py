@@ -597,4 +597,4 @@ class AsyncOp(abc.ABC):
 
 
 # The dialects register their ops on import; each op is defined in exactly one of them.
-from . import arith, gpu, scf, gmem, frag, smem, mbarrier, tma, pipeline, wgmma, roles, sched  # noqa: E402,F401
+from . import arith, gpu, scf, gmem, frag, smem, mbarrier, tma, pipeline, wgmma, roles, sched, cpasync  # noqa: E402,F401
