@@ -72,7 +72,9 @@ a ROW-major tile whose row pitch ≡ N mod V (``TransposeConfig.x_residue``, ``f
 CTA's run-time shift so that each 16-byte chunk of x lands on a 16-byte chunk of shared memory; commit, wait 0, CTA
 barrier, then ``sector_vector``'s out side. Its transposed element reads are 4-way bank conflicted (a warp's lanes
 read one word position of 16 bytes: ``bank_reports``); an x whose pitch breaks N mod V still transposes exactly (its
-copies go element by element, checked at run time).
+copies go element by element, checked at run time). Measured 83-87% of copy against the pick's 87-92% on the doubly
+unaligned 16-bit shapes (docs/gpu-runs/2026-11-26-s19.log section 16): the conflicted reads cost more than the
+occupancy gains, so ``transpose`` does not pick it.
 
 ``TransposeConfig.rows`` (selectable; default 32·V) gives the ``sector_vector*`` accesses a smaller tile, BM =
 8·V or 16·V (64 or 128 bf16): fewer x values per thread between load and smem store, so fewer registers and more
