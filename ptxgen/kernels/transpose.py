@@ -867,6 +867,23 @@ def build_sector_vector(config: TransposeConfig):
     return kb.module("ptxgen/kernels/transpose")
 
 
+def _x_windows(b, config: TransposeConfig, x, warp, m0, n0):
+    """Warp q's x window of the tile at (m0, n0): x rows m0 + q + V·a (all ≡ q mod V), whose starts share the offset
+    s = ((m0 + q)·N + n0) mod V inside a 16-byte vector (i32 wrap-around keeps the low bits exact), read from column
+    n0 − s: → (s, the (BM, BN) gview from there, the (BM, V) gview of the V columns after it)."""
+    bm, bn = config.tile
+    v = config.vector
+    x_cols = b.gtensor.dim(x, mode=1, name="x_row_pitch")
+    row = b.arith.add(m0, warp, name="x_row")
+    x_shift = b.arith.and_(b.arith.add(b.arith.mul(row, x_cols), n0), b.const(v - 1, i32, name="vector_mask"),
+                           name="x_shift")
+    x_col0 = b.arith.sub(n0, x_shift, name="x_col0")
+    x_tile = b.gmem.tile(x, m0, x_col0, shape=(bm, bn), name="x_tile")
+    x_tail = b.gmem.tile(x, m0, b.arith.add(x_col0, b.const(bn, i32, name="bn_cols"), name="x_tail_col0"),
+                         shape=(bm, v), name="x_tail")
+    return x_shift, x_tile, x_tail
+
+
 def _load_x_windows(b, config: TransposeConfig, ls: dict, x, tile, thread, warp, m0, n0) -> None:
     """``sector_vector_aligned_x``'s x side: warp q reads x rows m0 + q + V·a (all ≡ q mod V: m0 is a multiple of V),
     whose starts share one offset s = ((m0 + q)·N + n0) mod V inside a 16-byte vector (x's base taken as 16-byte
@@ -875,16 +892,7 @@ def _load_x_windows(b, config: TransposeConfig, ls: dict, x, tile, thread, warp,
     breaks that, or at the tensor's edges), stored at ``smem.offset`` (A, V − 1 − s) of the tile so that x's column
     n0 + c lands in the tile's column c + V − 1 (``sector_vector_layouts``' origin) for every row."""
     dtype = config.dtype
-    bm, bn = config.tile
-    v = config.vector
-    x_cols = b.gtensor.dim(x, mode=1, name="x_cols")
-    row = b.arith.add(m0, warp, name="x_row")
-    x_shift = b.arith.and_(b.arith.add(b.arith.mul(row, x_cols), n0), b.const(v - 1, i32, name="vector_mask"),
-                           name="x_shift")
-    x_col0 = b.arith.sub(n0, x_shift, name="x_col0")
-    x_tile = b.gmem.tile(x, m0, x_col0, shape=(bm, bn), name="x_tile")
-    x_tail = b.gmem.tile(x, m0, b.arith.add(x_col0, b.const(bn, i32, name="bn_cols"), name="x_tail_col0"),
-                         shape=(bm, v), name="x_tail")
+    x_shift, x_tile, x_tail = _x_windows(b, config, x, warp, m0, n0)
     xs = b.gmem.load(x_tile, thread, tv=ls["load"], type=frag(dtype, lc.shape(ls["load"][1])), vector_check=True,
                      name="xs")
     tails = b.gmem.load(x_tail, thread, tv=ls["tail"], type=frag(dtype, lc.shape(ls["tail"][1])), vector_check=True,
@@ -901,16 +909,7 @@ def _copy_x_windows(b, config: TransposeConfig, ls: dict, x, tile, thread, warp,
     n0 − s, s = ((m0 + q)·N + n0) mod V, BN + V columns) copied by ``cpasync.copy {vector_check = true}`` into the
     row-major tile at ``smem.offset`` (A, V − 1 + b − s) (b: the tile's shift), no x value in a register; then
     ``cpasync.commit`` and ``cpasync.wait {pending = 0}`` (the caller's CTA barrier follows)."""
-    bm, bn = config.tile
-    v = config.vector
-    x_cols = b.gtensor.dim(x, mode=1, name="x_row_pitch")
-    row = b.arith.add(m0, warp, name="x_row")
-    x_shift = b.arith.and_(b.arith.add(b.arith.mul(row, x_cols), n0), b.const(v - 1, i32, name="vector_mask"),
-                           name="x_shift")
-    x_col0 = b.arith.sub(n0, x_shift, name="x_col0")
-    x_tile = b.gmem.tile(x, m0, x_col0, shape=(bm, bn), name="x_tile")
-    x_tail = b.gmem.tile(x, m0, b.arith.add(x_col0, b.const(bn, i32, name="bn_cols"), name="x_tail_col0"),
-                         shape=(bm, v), name="x_tail")
+    x_shift, x_tile, x_tail = _x_windows(b, config, x, warp, m0, n0)
     column = b.arith.sub(b.arith.add(b.const(ls["origin"], i32, name="origin"), shift), x_shift, name="x_window_col")
     window = b.smem.offset(tile, b.const(config.sector, i32, name="x_rows_row"), column, name="x_window")
     b.cpasync.copy(x_tile, thread, window, tv=ls["load"], smem_tv=ls["load_smem"], vector_check=True)

@@ -13,9 +13,20 @@ is ``(layoutc function, its arguments in CuTe notation, CuTe's printed result)``
 ArithTuple), ``make_layout_tv`` prints ``<tiler> <tv layout>`` (CuTe 4.2 has no free make_layout_tv: the C++ side
 is make_tiled_copy's ``raked_product`` / ``right_inverse(...).with_shape(...)``).
 """
+import importlib.util
+from pathlib import Path
+
 import pytest
 
 import layoutc as lc
+
+# the tool's own replay (a case's arguments read back from CuTe notation, layoutc's result printed), so the frozen
+# cases are checked exactly as the campaign checked them
+_TOOL = importlib.util.spec_from_file_location(
+    "cute_differential", Path(__file__).resolve().parents[2] / "benchmarks" / "cute_differential.py")
+_tool = importlib.util.module_from_spec(_TOOL)
+_TOOL.loader.exec_module(_tool)
+replay = _tool.replay
 
 
 class REFUSED:
@@ -26,17 +37,6 @@ class REFUSED:
 
     def __repr__(self):
         return f"REFUSED({self.condition!r})"
-
-
-def replay(call: str, args: tuple) -> str:
-    # as benchmarks/cute_differential.py's replay: arguments read back from CuTe notation, the result printed
-    values = [lc.LayoutRight if a == "LayoutRight" else lc.parse(a) for a in args]
-    result = getattr(lc, call)(*values)
-    if call in ("local_tile", "local_partition"):
-        return f"{result[0]} {lc.to_str(result[1])}"
-    if call == "make_layout_tv":
-        return f"{lc.to_str(result[0])} {result[1]}"
-    return lc.to_str(result) if isinstance(result, (int, tuple)) else str(result)
 
 
 COALESCE = [
