@@ -28,8 +28,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import layoutc as lc  # noqa: E402
 from layoutc import Layout, LayoutError  # noqa: E402
 
-# CuTe's headers as the nvidia-cutlass wheel installs them (found without importing the package)
-INCLUDE = Path(importlib.util.find_spec("cutlass_library").submodule_search_locations[0]) / "source/include"
+# CuTe's headers as the nvidia-cutlass wheel installs them (found without importing the package; None without it:
+# the tool then cannot compile, but its replay, which the frozen tests use, still imports)
+_CUTLASS = importlib.util.find_spec("cutlass_library")
+INCLUDE = Path(_CUTLASS.submodule_search_locations[0]) / "source/include" if _CUTLASS else None
 # cute/util/debug.hpp includes cuda_runtime_api.h, cutlass.h includes <cuda/std/...> (CCCL, under include/cccl)
 CUDA_INCLUDE = Path(os.environ.get("CUDA_HOME", "/usr/local/cuda")) / "include"
 HEADER = """#include <cstdio>
@@ -492,6 +494,8 @@ def emit(cases) -> tuple:
 
 def cute_results(cases, workdir: Path, tag: str) -> dict:
     """Case id -> ('ok', printed) or ('refused', g++'s first error of that case)."""
+    if INCLUDE is None:
+        raise SystemExit("cute_differential: CuTe's headers come with the nvidia-cutlass wheel: pip install nvidia-cutlass")
     out, live = {}, list(cases)
     for attempt in range(6):
         src, owner = emit(live)
