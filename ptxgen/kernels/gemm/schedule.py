@@ -32,11 +32,13 @@ def tile_of(g, t, names: tuple):
     """(tile row, tile column) of work item ``t``: ``sched.tile`` of the cluster tiles in raster groups; in a
     cluster, CTA ``rank`` takes part ``rank`` of the cluster tile: its BM-row part (``cluster_along = "m"``: tm =
     tm·cluster + rank) or its BN-column part (``"n"``: tn = tn·cluster + rank; a part past N computes a tile that
-    loads zeros and stores nothing). ``names``: (row, column, cluster row or column, own row or column)."""
+    loads zeros and stores nothing). ``names``: (row, column, cluster row, own row), the last two naming the column
+    values along N with their "tm" spelled "tn" (``tmc2`` → ``tnc2``)."""
     b = g.b
     tm, tn = b.sched.tile(t, g.tiles_m, g.tiles_n, group=g.config.group, name=[names[0], names[1]])
     if g.config.cluster > 1 and g.config.cluster_along == "n":
-        tn = b.arith.add(b.arith.mul(tn, g.c_cluster, name=names[2]), g.rank, name=names[3])
+        column_names = [name.replace("tm", "tn", 1) for name in names[2:]]
+        tn = b.arith.add(b.arith.mul(tn, g.c_cluster, name=column_names[0]), g.rank, name=column_names[1])
     elif g.config.cluster > 1:
         tm = b.arith.add(b.arith.mul(tm, g.c_cluster, name=names[2]), g.rank, name=names[3])
     return tm, tn
