@@ -54,8 +54,9 @@ def release_previous(b, pipe, cond, kit, c1, c_stages, name):
 
 def produce(g, t, lo, hi, it, group_read=None):
     """The producer's TMA loads of k-tiles lo … hi-1 of work item t (a cluster's CTA loading its A box and its part
-    of B multicast to the cluster, or along N its part of A multicast and its B box); → the iteration counter after them. ``group_read`` (grouped, ``group_ahead``):
-    ``block_scales.group_read``'s value for t's tile row, loaded by the caller a tile earlier."""
+    of B multicast to the cluster, or along N its part of A multicast and its B box); → the iteration counter after
+    them. ``group_read`` (grouped, ``group_ahead``): ``block_scales.group_read``'s value for t's tile row, loaded by
+    the caller a tile earlier."""
     b, kb, config = g.b, g.kb, g.config
     c1 = g.c1
     tm, tn = tile_of(g, t, ("tm", "tn", "tmc", "tm_own"))

@@ -1,6 +1,6 @@
 """Which CTA computes what: the persistent grid, the rasterized tile order (``sched.tile`` in groups of tile rows, a
-cluster's CTAs taking its BM-row or BN-column parts), and stream-K — the tiles of the last, partial wave shared out by k-tiles,
-their partial sums added through an f32 workspace ordered by flags."""
+cluster's CTAs taking its BM-row or BN-column parts), and stream-K — the tiles of the last, partial wave shared out by
+k-tiles, their partial sums added through an f32 workspace ordered by flags."""
 from __future__ import annotations
 
 from ptxgen.ir.builder import cdiv, frag, hmin, i32, mul
