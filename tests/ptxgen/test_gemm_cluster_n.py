@@ -174,3 +174,20 @@ def test_gpu_matches_float64(dtype, name, m, n, k):
     torch.cuda.synchronize()
     assert c.shape == (m, n)
     assert (torch.linalg.norm(c.double() - want) / torch.linalg.norm(want)).item() < 1e-2
+
+
+def test_cost_model_counts_cluster_tiles_along_n():
+    """The heuristic's cost model (what the benchmark's estimates use) counts a pair along N as one BM × 2·BN work
+    item: 256 × 14336 e4m3 in 128 × 112 tiles is 2 × 128 = 256 tiles on 132 CTAs (2 waves), in pairs along N 2 × 64
+    = 128 pair tiles on 66 clusters (2 waves) — the same critical path as unpaired."""
+    from ptxgen.kernels.gemm.heuristic import estimated_cost
+
+    single = GemmConfig.from_name("h128x112s6k4t", "e4m3")
+    pairs = single.replace(cluster=2, cluster_along="n")
+    assert estimated_cost(256, 14336, 8192, pairs, 132) == estimated_cost(256, 14336, 8192, single, 132)
+    assert estimated_cost(256, 14336, 8192, pairs.replace(cluster_along="m"), 132) == \
+        estimated_cost(256, 14336, 8192, single, 132)
+    # 384 rows: 3 row tiles × 128 = 384 tiles (3 waves of 132); paired along N 3 × 64 = 192 on 66 clusters (3 waves),
+    # along M ⌈384/256⌉ × 128 = 256 on 66 (4 waves)
+    assert estimated_cost(384, 14336, 8192, pairs, 132) < estimated_cost(384, 14336, 8192,
+                                                                          pairs.replace(cluster_along="m"), 132)
