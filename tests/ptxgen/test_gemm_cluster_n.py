@@ -184,10 +184,10 @@ def test_cost_model_counts_cluster_tiles_along_n():
 
     single = GemmConfig.from_name("h128x112s6k4t", "e4m3")
     pairs = single.replace(cluster=2, cluster_along="n")
-    assert estimated_cost(256, 14336, 8192, pairs, 132) == estimated_cost(256, 14336, 8192, single, 132)
-    assert estimated_cost(256, 14336, 8192, pairs.replace(cluster_along="m"), 132) == \
-        estimated_cost(256, 14336, 8192, single, 132)
+    assert estimated_cost(pairs, 256, 14336, 8192, 132) == estimated_cost(single, 256, 14336, 8192, 132)
+    assert estimated_cost(pairs.replace(cluster_along="m"), 256, 14336, 8192, 132) == \
+        estimated_cost(single, 256, 14336, 8192, 132)
     # 384 rows: 3 row tiles × 128 = 384 tiles (3 waves of 132); paired along N 3 × 64 = 192 on 66 clusters (3 waves),
     # along M ⌈384/256⌉ × 128 = 256 on 66 (4 waves)
-    assert estimated_cost(384, 14336, 8192, pairs, 132) < estimated_cost(384, 14336, 8192,
-                                                                          pairs.replace(cluster_along="m"), 132)
+    assert estimated_cost(pairs, 384, 14336, 8192, 132) * 4 == \
+        estimated_cost(pairs.replace(cluster_along="m"), 384, 14336, 8192, 132) * 3
