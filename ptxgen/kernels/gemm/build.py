@@ -50,7 +50,10 @@ def build(config: GemmConfig = GemmConfig()):
     rows = config.rows                               # rows of each of the two consumer warpgroups
     a_ring, a_box, g.a_loads = mainloop.operand_ring(dtype, bm, stages, config.a_major)
     b_ring, b_box, g.b_loads = mainloop.operand_ring(dtype, bn, stages, config.b_major)
-    b_part = tile_split(b_box, 0, bn // cluster)[0] if cluster > 1 else b_box   # what one CTA loads of B
+    # what one CTA loads of A and of B: a cluster shares B (along M) or A (along N), each CTA loading its part
+    along_n = cluster > 1 and config.cluster_along == "n"
+    a_part = tile_split(a_box, 0, bm // cluster)[0] if along_n else a_box
+    b_part = tile_split(b_box, 0, bn // cluster)[0] if cluster > 1 and not along_n else b_box
     a_mk = stage_sliced(a_ring) if config.a_major == "K" else permute_layout(stage_sliced(a_ring), (1, 0))
     g.a_rows_t = smem(dtype, tile_split(a_mk, 0, rows)[0])
     g.stage_bytes = (bm + bn) * bk * ELEMENT_BYTES[dtype]
@@ -64,7 +67,7 @@ def build(config: GemmConfig = GemmConfig()):
     kb = KernelBuilder(
         "gemm_hopper", grid=schedule.grid(config), block=(384, 1, 1),
         cluster=(cluster, 1, 1) if cluster > 1 else None,
-        a=tmap(dtype, 2, a_box), b=tmap(dtype, 2, b_part), c=epilogue.c_parameter(config), m=i32, n=i32, k=i32,
+        a=tmap(dtype, 2, a_part), b=tmap(dtype, 2, b_part), c=epilogue.c_parameter(config), m=i32, n=i32, k=i32,
         sms=i32,
         **({"scale_a": f32, "scale_b": f32} if config.fp8 and config.scales == "tensor" else {}),
         **(block_scales.parameters(config) if config.scales == "block" else {}),
@@ -85,7 +88,8 @@ def build(config: GemmConfig = GemmConfig()):
     g.thread = thread = b.gpu.thread_id(dim="x", name="thread")
     g.wg = b.gpu.warpgroup_id(name="wg")
     if cluster > 1:
-        # the work items are cluster tiles (cluster·BM rows); CTA `rank` of a cluster takes its BM-row part
+        # the work items are cluster tiles (cluster·BM rows, or cluster·BN columns along N); CTA `rank` of a
+        # cluster takes its part (schedule.tile_of)
         g.c_cluster = b.const(cluster, i32, name="csize")
         g.rank = b.gpu.cluster_rank(name="rank")
         g.first = b.arith.div(b.gpu.block_id(dim="x", name="block"), g.c_cluster, name="first")
@@ -101,14 +105,15 @@ def build(config: GemmConfig = GemmConfig()):
     g.c_rows = b.const(rows, i32, name="rows")
     g.c_stages = b.const(stages, i32, name="stages")
     g.c_wg = b.const(128, i32, name="wgsize")
-    g.tiles_m = b.arith.cdiv(kb["m"], b.const(bm * cluster, i32, name="bmc") if cluster > 1 else g.c_bm,
-                             name="tiles_m")
+    g.tiles_m = b.arith.cdiv(kb["m"], b.const(bm * cluster, i32, name="bmc") if cluster > 1 and not along_n
+                             else g.c_bm, name="tiles_m")
     if config.grouped == "masked":
         # %m is M_max (a multiple of BM): tile row tm is tile tm % per_group of group tm / per_group, whose rows are
         # tm·BM … of the flattened (G·M_max, K) A and (G·M_max, N) C
         g.group_tiles_m = g.tiles_m
         g.tiles_m = b.arith.mul(g.tiles_m, kb["groups"], name="all_tiles_m")
-    g.tiles_n = b.arith.cdiv(kb["n"], g.c_bn, name="tiles_n")
+    g.tiles_n = b.arith.cdiv(kb["n"], b.const(bn * cluster, i32, name="bnc") if along_n else g.c_bn,
+                             name="tiles_n")
     g.tiles = tiles = b.arith.mul(g.tiles_m, g.tiles_n, name="tiles")
     g.ktiles = ktiles = b.arith.cdiv(kb["k"], g.c_bk, name="ktiles")
     leader = b.arith.cmp(thread, c0, pred="eq", name="leader")

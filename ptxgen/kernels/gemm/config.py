@@ -54,7 +54,11 @@ class GemmConfig:
     - ``bm``, ``bn``: the tile; BM rows are split between the two consumer warpgroups (BM/2 = 64·P rows each), BN is
       the wgmma's N. ``stages``: the smem pipeline's depth. ``group``: tile rows per rasterization group.
     - ``pending``: wgmma groups left in flight at each k-tile's wait (0: each waited for; 1: the next one queued).
-    - ``cluster``: CTAs per cluster along M sharing B by TMA multicast.
+    - ``cluster``: CTAs per cluster sharing an operand by TMA multicast; ``cluster_along``: ``"m"`` — the cluster
+      tile is (cluster·BM) × BN, CTA ``rank`` takes BM-row part ``rank`` and the CTAs share B (each loads
+      BN/cluster rows of it, multicast); ``"n"`` — the cluster tile is BM × (cluster·BN), CTA ``rank`` takes
+      BN-column part ``rank`` and the CTAs share A (each loads BM/cluster rows of it, multicast; B unicast), cuBLAS's
+      form for a few row tiles over a wide N (``h128x112s6c2nk4t``).
     - ``epilogue``: ``"direct"`` (st.global from the registers, any N), ``"rows"`` (staged in smem, stored by warps
       along rows: any N), ``"tma"`` (staged in smem, TMA stores: C's rows 16-byte aligned); ``epilogue_split`` stages
       the tile in that many column blocks of BN/epilogue_split columns each, a multiple of 16 (32 bytes of C). A
@@ -162,6 +166,7 @@ class GemmConfig:
     zero_rows_late: bool = False
     group_ahead: bool = False
     chunk_ahead: bool = False
+    cluster_along: str = "m"
 
     def __post_init__(self):
         if self.out_dtype is None:
@@ -191,6 +196,15 @@ class GemmConfig:
         scales="block").row_blocks_in_turn`` is True; BM = 128, or swapped (its rows' blocks are B's, with small BN),
         False."""
         return self.scales == "block" and self.bm == 256 and not self.swap_ab
+
+    @property
+    def cluster_tile(self) -> tuple:
+        """(rows, columns) of the work item a cluster computes: ``GemmConfig(cluster=2).cluster_tile`` = (256, 256),
+        ``GemmConfig(bn=112, cluster=2, cluster_along="n").cluster_tile`` = (128, 224); (BM, BN) without a
+        cluster."""
+        if self.cluster_along == "n":
+            return self.bm, self.bn * self.cluster
+        return self.bm * self.cluster, self.bn
 
     @property
     def staged(self) -> bool:
@@ -241,8 +255,8 @@ class GemmConfig:
     # -- the benchmark's variant names ---------------------------------------------------------------------------
     @property
     def name(self) -> str:
-        """``h<BM>x<BN>s<stages>`` then, where not the default: ``p<pending>``, ``g<group>``, ``c<cluster>``,
-        ``k<promote>``, ``t``/``r`` (TMA-store / rows epilogue) with ``<split>`` when > 1, ``o<overlap>``, ``q<load_batch>``, ``d`` (``prefetch_maps``), ``sk``
+        """``h<BM>x<BN>s<stages>`` then, where not the default: ``p<pending>``, ``g<group>``, ``c<cluster>``
+        (``c<cluster>n``: ``cluster_along = "n"``), ``k<promote>``, ``t``/``r`` (TMA-store / rows epilogue) with ``<split>`` when > 1, ``o<overlap>``, ``q<load_batch>``, ``d`` (``prefetch_maps``), ``sk``
         (stream-K; ``ska``: on every SM; a number after it: ``streamk_min_saving``), ``m<a><b>`` (majors, ``k`` or
         ``n`` each: ``mkn`` = A K-major, B MN-major), ``x`` (swap_ab), ``b`` (bias), ``T`` (``c_major = "M"``), ``B`` (block scales),
         ``f`` (block scales loaded a k-tile ahead: ``scale_prefetch``), ``w`` (``pingpong``), ``l`` (``late_scales``),
@@ -257,7 +271,7 @@ class GemmConfig:
         if self.group != 8:
             parts.append(f"g{self.group}")
         if self.cluster != 1:
-            parts.append(f"c{self.cluster}")
+            parts.append(f"c{self.cluster}" + ("n" if self.cluster_along == "n" else ""))
         if self.promote != 1:
             parts.append(f"k{self.promote}")
         if self.epilogue != "direct":
@@ -308,7 +322,7 @@ class GemmConfig:
         Post: ``from_name(c.name, c.dtype) == c``; an unknown name is a ValueError that gives the grammar."""
         m = _NAME.fullmatch(name)
         if not m:
-            raise ValueError(f"unknown GEMM variant {name!r}: h<BM>x<BN>s<stages>[p<pending>][g<group>][c<cluster>]"
+            raise ValueError(f"unknown GEMM variant {name!r}: h<BM>x<BN>s<stages>[p<pending>][g<group>][c<cluster>[n]]"
                              "[k<promote>][t|r[<split>]][o<overlap>][q<load batch>][d][sk[a][<min saving>]][m<a><b>][x][b][T][B][f][w]"
                              "[l][S][A][Gc|Gm[z][n]]"
                              "[R<producer>-<consumer>][_<out dtype>]")
@@ -316,6 +330,7 @@ class GemmConfig:
         return cls(
             dtype=dtype, bm=int(g["bm"]), bn=int(g["bn"]), stages=int(g["stages"]),
             pending=int(g["pending"] or 1), group=int(g["group"] or 8), cluster=int(g["cluster"] or 1),
+            cluster_along="n" if g["along"] else "m",
             promote=int(g["promote"] or 1), epilogue={"t": "tma", "r": "rows", None: "direct"}[g["epi"]],
             epilogue_split=int(g["split"] or 1), overlap=int(g["overlap"] or 0), load_batch=int(g["batch"] or 1),
             prefetch_maps=bool(g["maps"]),
@@ -333,7 +348,7 @@ class GemmConfig:
 
 
 _NAME = re.compile(r"h(?P<bm>\d+)x(?P<bn>\d+)s(?P<stages>\d+)(?:p(?P<pending>\d+))?(?:g(?P<group>\d+))?"
-                   r"(?:c(?P<cluster>\d+))?(?:k(?P<promote>\d+))?(?:(?P<epi>[tr])(?P<split>\d)?)?(?:o(?P<overlap>\d+))?"
+                   r"(?:c(?P<cluster>\d+)(?P<along>n)?)?(?:k(?P<promote>\d+))?(?:(?P<epi>[tr])(?P<split>\d)?)?(?:o(?P<overlap>\d+))?"
                    r"(?:q(?P<batch>\d+))?(?P<maps>d)?"
                    r"(?:(?P<sk>sk)(?P<every>a)?(?P<saving>\d+)?)?(?:m(?P<majors>[kn]{2}))?(?P<swap>x)?(?P<bias>b)?(?P<ctrans>T)?"
                    r"(?P<block>B)?(?P<prefetch>f)?(?P<pingpong>w)?(?P<late>l)?(?P<smem>S)?(?P<ahead_chunk>A)?(?:G(?P<grouped>[cm])(?P<zero_late>z)?(?P<ahead>n)?)?(?:R(?P<rp>\d+)-(?P<rc>\d+))?(?:_(?P<out>bf16|f16))?")
@@ -384,11 +399,41 @@ def _majors(c: GemmConfig):
 def _cluster(c: GemmConfig):
     if not 1 <= c.cluster <= 8:
         return f"cluster = {c.cluster}: clusters of 1 to 8 CTAs (the portable cluster size)"
+    if c.cluster_along not in ("m", "n"):
+        return (f"cluster_along = {c.cluster_along!r}: a cluster's CTAs pair tiles along 'm' (sharing B) or 'n' "
+                "(sharing A)")
+    if c.cluster_along == "n":
+        return _cluster_along_n(c)
     if c.cluster > 1 and (c.a_major, c.b_major) != ("K", "K"):
         return f"cluster = {c.cluster}: clusters (B multicast) are built for K-major operands; use cluster = 1"
     if c.bn % (8 * c.cluster):
         return (f"cluster = {c.cluster}: each CTA of a cluster loads BN/{c.cluster} rows of B, a multiple of 8; "
                 f"BN = {c.bn} does not split so")
+    return None
+
+
+def _cluster_along_n(c: GemmConfig):
+    """The rules of ``cluster_along = "n"`` (the CTAs of a cluster take BN-column parts and share A): what its
+    producer and schedule are built for."""
+    why = "cluster_along = 'n'"
+    if c.cluster == 1:
+        return f"{why}: the CTAs of a cluster share A, so it needs cluster > 1 (cluster = 1)"
+    if c.a_major != "K" or c.b_major != "K":
+        return (f"a_major = {c.a_major!r}, b_major = {c.b_major!r}: with {why} each CTA multicasts BM/{c.cluster} rows "
+                "of A's K-major box (an MN-major A is loaded in 64-column boxes): a_major = 'K', b_major = 'K'")
+    if c.bm % (8 * c.cluster):
+        return (f"cluster = {c.cluster}: with {why} each CTA of a cluster loads BM/{c.cluster} rows of A, a multiple "
+                f"of 8 (TMA box rows of the SW128 atom); BM = {c.bm} does not split so")
+    if c.streamk:
+        return (f"streamk = True: {why} is built for data-parallel tiles (stream-K's pieces and partial sums count "
+                "cluster tiles along M): streamk = False")
+    if c.swap_ab:
+        return f"swap_ab = True: {why} is built for the unswapped kernel: swap_ab = False (or cluster_along = 'm')"
+    if c.grouped != "none":
+        return (f"grouped = {c.grouped!r}: {why} is built for dense GEMMs (a grouped GEMM's tiles take clusters of 1): "
+                "grouped = 'none'")
+    if c.scales == "block":
+        return f"scales = 'block': {why} is built for per-tensor scales (scales = 'tensor')"
     return None
 
 

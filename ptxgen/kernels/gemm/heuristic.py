@@ -226,7 +226,8 @@ def estimated_cost(config: GemmConfig, m: int, n: int, k: int, ctas: int) -> flo
     per_ktile = (config.bn / largest) / efficiency(width, config.bn)
     ktiles = -(-k // config.k_tile)
     clusters = max(ctas // config.cluster, 1)
-    tiles = -(-m // (config.bm * config.cluster)) * -(-n // config.bn)
+    rows, columns = config.cluster_tile
+    tiles = -(-m // rows) * -(-n // columns)
     step = clusters if config.streamk_every_sm else max(min(tiles, clusters), 1)
     saved = streamk_ktiles_saved(m, n, k, config, ctas) if config.streamk else 0
     if config.streamk and saved and saved >= config.streamk_min_saving:

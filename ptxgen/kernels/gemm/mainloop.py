@@ -54,8 +54,9 @@ def release_previous(b, pipe, cond, kit, c1, c_stages, name):
 
 def produce(g, t, lo, hi, it, group_read=None):
     """The producer's TMA loads of k-tiles lo … hi-1 of work item t (a cluster's CTA loading its A box and its part
-    of B, multicast to the cluster); → the iteration counter after them. ``group_read`` (grouped, ``group_ahead``):
-    ``block_scales.group_read``'s value for t's tile row, loaded by the caller a tile earlier."""
+    of B multicast to the cluster, or along N its part of A multicast and its B box); → the iteration counter after
+    them. ``group_read`` (grouped, ``group_ahead``): ``block_scales.group_read``'s value for t's tile row, loaded by
+    the caller a tile earlier."""
     b, kb, config = g.b, g.kb, g.config
     c1 = g.c1
     tm, tn = tile_of(g, t, ("tm", "tn", "tmc", "tm_own"))
@@ -68,7 +69,12 @@ def produce(g, t, lo, hi, it, group_read=None):
         n0 = b.arith.add(n0, b.arith.mul(group, kb["n"], name="group_n0"), name="n0_grouped")
         if has_rows is not None:
             hi = b.arith.select(has_rows, hi, lo, name="hi_p")
-    if config.cluster > 1:
+    along_n = config.cluster > 1 and config.cluster_along == "n"
+    if along_n:
+        # the cluster's CTAs share A: each loads BM/cluster rows of the A box into every CTA's stage
+        c_part = b.const(config.bm // config.cluster, i32, name="apart")
+        m_part = b.arith.add(m0, b.arith.mul(g.rank, c_part, name="part_off"), name="m_part")
+    elif config.cluster > 1:
         c_part = b.const(config.bn // config.cluster, i32, name="bpart")
         n_part = b.arith.add(n0, b.arith.mul(g.rank, c_part, name="part_off"), name="n_part")
 
@@ -76,13 +82,16 @@ def produce(g, t, lo, hi, it, group_read=None):
         a_dst = b.smem.slice(g.sa, s, name=f"a_dst{tag}")
         b_dst = b.smem.slice(g.sb, s, name=f"b_dst{tag}")
         kc = b.arith.mul(kt, g.c_bk, name=f"kc{tag}")
-        if config.a_major == "K":
+        if along_n:
+            a_part = b.smem.tile(a_dst, g.rank, mode=0, size=config.bm // config.cluster, name=f"a_part_dst{tag}")
+            b.tma.load(kb["a"], a_part, g.pipe, s, m_part, kc, multicast=True)
+        elif config.a_major == "K":
             b.tma.load(kb["a"], a_dst, g.pipe, s, m0, kc)
         else:
             load_mn_major(b, kb["a"], a_dst, g.pipe, s, kc, m0, g.a_loads, f"a{tag}")
         if config.b_major == "MN":
             load_mn_major(b, kb["b"], b_dst, g.pipe, s, kc, n0, g.b_loads, f"b{tag}")
-        elif config.cluster > 1:
+        elif config.cluster > 1 and not along_n:
             b_half = b.smem.tile(b_dst, g.rank, mode=0, size=config.bn // config.cluster, name=f"b_part_dst{tag}")
             b.tma.load(kb["b"], b_half, g.pipe, s, n_part, kc, multicast=True)
         else:

@@ -1,6 +1,6 @@
 """Which CTA computes what: the persistent grid, the rasterized tile order (``sched.tile`` in groups of tile rows, a
-cluster's CTAs taking its BM-row parts), and stream-K — the tiles of the last, partial wave shared out by k-tiles,
-their partial sums added through an f32 workspace ordered by flags."""
+cluster's CTAs taking its BM-row or BN-column parts), and stream-K — the tiles of the last, partial wave shared out by
+k-tiles, their partial sums added through an f32 workspace ordered by flags."""
 from __future__ import annotations
 
 from ptxgen.ir.builder import cdiv, frag, hmin, i32, mul
@@ -19,7 +19,8 @@ def grid(config: GemmConfig) -> tuple:
     ``grid(GemmConfig())`` = (min(cdiv(%m, 128) * cdiv(%n, 256), %sms), 1, 1)."""
     if config.streamk_every_sm:
         return ("sms", 1, 1) if config.cluster == 1 else (mul(cdiv("sms", config.cluster), config.cluster), 1, 1)
-    work = mul(cdiv("m", config.bm * config.cluster), cdiv("n", config.bn))
+    rows, columns = config.cluster_tile
+    work = mul(cdiv("m", rows), cdiv("n", columns))
     if config.grouped == "masked":   # %m is each group's M_max, the tiles of %groups groups
         work = mul("groups", work)
     if config.cluster == 1:
@@ -28,11 +29,17 @@ def grid(config: GemmConfig) -> tuple:
 
 
 def tile_of(g, t, names: tuple):
-    """(tile row, tile column) of work item ``t``: ``sched.tile`` in raster groups; in a cluster, CTA ``rank``
-    takes the BM-row part ``rank`` of the cluster tile. ``names``: (row, column, cluster row, own row)."""
+    """(tile row, tile column) of work item ``t``: ``sched.tile`` of the cluster tiles in raster groups; in a
+    cluster, CTA ``rank`` takes part ``rank`` of the cluster tile: its BM-row part (``cluster_along = "m"``: tm =
+    tm·cluster + rank) or its BN-column part (``"n"``: tn = tn·cluster + rank; a part past N computes a tile that
+    loads zeros and stores nothing). ``names``: (row, column, cluster row, own row), the last two naming the column
+    values along N with their "tm" spelled "tn" (``tmc2`` → ``tnc2``)."""
     b = g.b
     tm, tn = b.sched.tile(t, g.tiles_m, g.tiles_n, group=g.config.group, name=[names[0], names[1]])
-    if g.config.cluster > 1:
+    if g.config.cluster > 1 and g.config.cluster_along == "n":
+        column_names = [name.replace("tm", "tn", 1) for name in names[2:]]
+        tn = b.arith.add(b.arith.mul(tn, g.c_cluster, name=column_names[0]), g.rank, name=column_names[1])
+    elif g.config.cluster > 1:
         tm = b.arith.add(b.arith.mul(tm, g.c_cluster, name=names[2]), g.rank, name=names[3])
     return tm, tn
 
