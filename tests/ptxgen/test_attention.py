@@ -17,6 +17,7 @@ from ptxgen.ir.types import SCALARS
 from ptxgen.kernels import AttentionConfig, attention
 from ptxgen.kernels.attention import build, choose_config
 from ptxgen.kernels.attention.epilogue import quad_row_tv
+from gpu_torch import torch_or_skip
 
 HOST = {"bf16": ml_dtypes.bfloat16, "f16": np.float16}
 # out is rounded once to 16 bits and P once before P·V: the relative error of a correct kernel is ~2^-9 (bf16)
@@ -366,13 +367,6 @@ def test_bad_arguments_are_named(kwargs, error, message):
 
 
 # -- on the GPU --------------------------------------------------------------------------------------------------------
-
-def torch_or_skip():
-    torch = pytest.importorskip("torch")
-    from ptxgen.runtime import gpu_available
-    if not gpu_available():
-        pytest.skip("needs a CUDA GPU")
-    return torch
 
 
 def torch_reference(torch, q, k, v, causal, scale):

@@ -15,6 +15,7 @@ from ptxgen.kernels import (
 from ptxgen.kernels import fp8 as fp8_module
 from ptxgen.kernels.gemm import block_scales
 from ptxgen.kernels.gemm.heuristic import BLOCK_SCALED_CANDIDATES
+from gpu_torch import torch_or_skip
 
 E4M3 = ml_dtypes.float8_e4m3fn
 BF16 = ml_dtypes.bfloat16
@@ -359,13 +360,6 @@ def test_straddling_configs_compile(bn):
 
 
 # -- the GPU -----------------------------------------------------------------------------------------------------------
-
-def torch_or_skip():
-    torch = pytest.importorskip("torch")
-    from ptxgen.runtime import gpu_available
-    if not gpu_available():
-        pytest.skip("needs a CUDA GPU")
-    return torch
 
 
 def gpu_operands(torch, m, n, k, aligned=True):

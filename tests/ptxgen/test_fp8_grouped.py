@@ -10,6 +10,7 @@ from ptxgen.kernels import (
     m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_masked,
 )
 from ptxgen.kernels import fp8 as fp8_module
+from gpu_torch import torch_or_skip
 
 E4M3 = ml_dtypes.float8_e4m3fn
 BF16 = ml_dtypes.bfloat16
@@ -203,13 +204,6 @@ def test_grouped_configs_compile_pipelined_without_spills(config):
 
 
 # -- the GPU -----------------------------------------------------------------------------------------------------------
-
-def torch_or_skip():
-    torch = pytest.importorskip("torch")
-    from ptxgen.runtime import gpu_available
-    if not gpu_available():
-        pytest.skip("needs a CUDA GPU")
-    return torch
 
 
 def torch_product(torch, a, sa, b, sb):

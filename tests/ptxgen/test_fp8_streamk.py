@@ -12,6 +12,7 @@ import pytest
 from ptxgen.interp import interpret
 from ptxgen.kernels.gemm import GemmConfig, build, choose_config, streamk_buffers
 from ptxgen.kernels.gemm.run import kernel_arguments, kernel_config
+from gpu_torch import torch_or_skip
 
 E4M3 = ml_dtypes.float8_e4m3fn
 SCALE_A, SCALE_B = 0.5, 0.25
@@ -124,13 +125,6 @@ def test_decode_config_assembles_like_the_data_parallel_one():
     assert new_spills <= old_spills, figures
     print(figures)
 
-
-def torch_or_skip():
-    torch = pytest.importorskip("torch")
-    from ptxgen.runtime import gpu_available
-    if not gpu_available():
-        pytest.skip("needs a CUDA GPU")
-    return torch
 
 
 @pytest.mark.gpu

@@ -16,6 +16,7 @@ from ptxgen.kernels import GemmConfig, matmul, scaled_mm
 from ptxgen.kernels.gemm import build
 
 from test_attention_three_warpgroups import registers_at
+from gpu_torch import torch_or_skip
 
 HOST = {"bf16": np.dtype(ml_dtypes.bfloat16), "e4m3": np.dtype(ml_dtypes.float8_e4m3fn)}
 
@@ -144,13 +145,6 @@ def test_ptx_registers_as_the_pairs_along_m(dtype, name):
 
 
 # -- the GPU -----------------------------------------------------------------------------------------------------------
-
-def torch_or_skip():
-    torch = pytest.importorskip("torch")
-    from ptxgen.runtime import gpu_available
-    if not gpu_available():
-        pytest.skip("needs a CUDA GPU")
-    return torch
 
 
 @pytest.mark.gpu

@@ -14,6 +14,7 @@ from ptxgen.kernels import (choose_block_scaled_config, choose_config, fp8_gemm_
                             get_tma_aligned_size, m_grouped_fp8_gemm_nt_contiguous, m_grouped_fp8_gemm_nt_masked,
                             matmul, per_block_cast_to_fp8, per_token_cast_to_fp8, scaled_mm)
 from ptxgen.kernels.quantize import dequantize_per_block, dequantize_per_token, per_token_cast_to_fp8_reference
+from gpu_torch import torch_or_skip
 
 BF16, E4M3 = ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn
 RNG = np.random.default_rng(18)
@@ -329,12 +330,6 @@ def test_contiguous_nan_in_padding_row_stays_there():
 
 
 # -- GPU twins ---------------------------------------------------------------------------------------------------------
-
-def torch_or_skip():
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("needs CUDA")
-    return torch
 
 
 def torch_rel_err(torch, got, want):

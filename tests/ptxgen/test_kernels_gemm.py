@@ -21,6 +21,7 @@ from ptxgen.kernels.gemm.heuristic import estimated_cost
 from ptxgen.kernels.gemm.simple import SimpleGemmConfig
 from ptxgen.kernels.gemm.simple import build as build_simple
 from ptxgen.verify import verify
+from gpu_torch import torch_or_skip
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 BF16, F16, E4M3, E5M2 = (np.dtype(t) for t in (ml_dtypes.bfloat16, np.float16, ml_dtypes.float8_e4m3fn,
@@ -519,13 +520,6 @@ def test_bad_arguments_are_named(call, error, message):
 
 
 # -- the ops on the GPU ------------------------------------------------------------------------------------------------
-
-def torch_or_skip():
-    torch = pytest.importorskip("torch")
-    from ptxgen.runtime import gpu_available
-    if not gpu_available():
-        pytest.skip("needs a CUDA GPU")
-    return torch
 
 
 def torch_rel_err(torch, got, want):

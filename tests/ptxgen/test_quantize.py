@@ -12,6 +12,7 @@ from ptxgen.kernels.quantize import (
     build_per_block, build_per_token, dequantize_per_block, dequantize_per_token, per_block_cast_to_fp8_reference,
     per_token_cast_to_fp8_reference,
 )
+from gpu_torch import torch_or_skip
 
 HOST = {"bf16": ml_dtypes.bfloat16, "f16": np.float16, "f32": np.float32}
 
@@ -128,13 +129,6 @@ def test_kernels_assemble(build):
 
 
 # -- the GPU -----------------------------------------------------------------------------------------------------------
-
-def torch_or_skip():
-    torch = pytest.importorskip("torch")
-    from ptxgen.runtime import gpu_available
-    if not gpu_available():
-        pytest.skip("needs a CUDA GPU")
-    return torch
 
 
 @pytest.mark.gpu
