@@ -146,7 +146,9 @@ def test_unknown_name_gives_the_grammar():
     ((8192, 8192, 1024), "f16", {}, "h128x256s4t2o1"),
     # rule 3: stream-K where the last wave shrinks by >= 20 k-tiles; clusters of 2 for K >= 2 max(M, N)
     ((8192, 8192, 8192), "bf16", {}, "h128x256s4t2sk"),
-    ((4096, 4608, 4096), "bf16", {}, "h128x256s4t2sk"),
+    ((4096, 4608, 4096), "bf16", {}, "h128x192s4t3"),       # stream-K's shared k-tiles dearer: 644 both (s20)
+    ((1536, 4096, 11008), "bf16", {}, "h128x192s4t3"),      # 688 against 630 for h128x256s4c2t2sk (s20)
+    ((384, 14336, 18432), "bf16", {}, "h128x176s4t"),       # 599 against 550 for h128x256s4t2sk (s20)
     ((4096, 4352, 4096), "bf16", {}, "h128x160s4t"),         # 28 x 32 tiles of 128 x 160: 636 against 615 (s15)
     ((4096, 4096, 16384), "bf16", {}, "h128x256s4c2t2sk"),
     # C rows not 16-byte aligned: the rows epilogue

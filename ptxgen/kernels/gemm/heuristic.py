@@ -44,6 +44,10 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
 3. **Stream-K** (bf16/f16) where it shortens the last wave by at least ``STREAMK_MIN_SAVING`` = 20 k-tiles
    (``schedule.streamk_ktiles_saved``, the kernel's own test): ``…sk`` (8192³: 1.041 × cuBLAS; 4096×4352×4096 +9.7%
    over data-parallel), in clusters of 2 where K ≥ 2·max(M, N) (``c2t2sk`` won 4096²×16384 in both 16-bit types);
+   the k-tiles a CTA shares out in stream-K's last wave cost ``STREAMK_SHARED_SLOWDOWN`` (1.3 without clusters, 1.14
+   in pairs) of a data-parallel k-tile in the cost model, so a data-parallel tile whose waves fit wins where
+   stream-K only trims a short last wave (s20 sections 2-4: of 22 changed picks measured afresh 20 as fast or faster,
+   up to +10%: 2048x3072x14336 635 -> 699 TFLOP/s; 1024x7168x8192 -2.7%, 1536x8192x14336 -1.2%);
    not stream-K on every SM for unswapped problems: with 128 × 128 tiles it lost to data-parallel at 128×7168×18432
    (302 against 310 TFLOP/s) and 512×4096×4096 (562 against 580; 2026-11-26 s10 sweep), where the narrower tile wins.
 4. Otherwise data-parallel; bf16/f16 with the TMA-store epilogue **overlapped** with the next tile's first k-tile
@@ -158,6 +162,13 @@ STREAMK_FIXUP_PER_PIECE = 0.25
 # docs/gpu-runs/2026-11-26-s16.log section 17)
 STREAMK_FEW_ROW_TILES = (3, 4)
 STREAMK_FEW_ROWS_SLOWDOWN = 1.08
+# ... and the k-tiles an unswapped stream-K CTA shares out in the last wave run this much slower than a data-parallel
+# k-tile, by cluster size: the CTAs of that wave read disjoint k ranges of few tiles, so they share little through
+# L2 (pairs halve their B traffic by multicast). Fitted to the stream-K picks against the next candidate (bf16, 47
+# shapes, docs/gpu-runs/2026-11-26-s20.log sections 2-3): without clusters the data-parallel tile was faster at 26 of
+# 27 (up to +15%: 768x8192x11008 603 -> 695 TFLOP/s); with pairs 1.14 moves exactly the measured gains of +0.1% to +8%
+# (3072x2048x18432 677 -> 732, 512x11008x57344 624 -> 669) and none of the losses (1536x8192x28672 733 against 719)
+STREAMK_SHARED_SLOWDOWN = {1: 1.3, 2: 1.14}
 # ... and at exactly this many row tiles a 16-bit stream-K tile takes clusters of 2 (the pair shares each B tile by
 # multicast: B is nearly all the traffic there): 192x28672x5120 391 -> 431 TFLOP/s, 256x57344x8192 561 -> 597; on 8
 # further shapes 256x28672x14336 513 -> 601, 256x14336x14336 490 -> 563 (128 x 128), 192x18432x28672 473 -> 472, the
@@ -236,7 +247,10 @@ def estimated_cost(config: GemmConfig, m: int, n: int, k: int, ctas: int) -> flo
         fixup = STREAMK_FIXUP * config.bn / 256 * (1 + STREAMK_FIXUP_PER_PIECE * max(pieces - 2, 0))
         if width == 16 and STREAMK_FEW_ROW_TILES[0] <= _row_tiles(config, m) <= STREAMK_FEW_ROW_TILES[1]:
             per_ktile *= STREAMK_FEW_ROWS_SLOWDOWN
-        return (tiles // step * ktiles + longest) * per_ktile + fixup
+        shared = longest
+        if not (config.swap_ab or config.streamk_every_sm):
+            shared *= STREAMK_SHARED_SLOWDOWN.get(config.cluster, 1.0)
+        return (tiles // step * ktiles + shared) * per_ktile + fixup
     return -(-tiles // step) * ktiles * per_ktile
 
 
