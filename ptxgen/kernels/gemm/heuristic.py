@@ -40,7 +40,9 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
      8192²×1024, ``h128x128s4k4t`` 4096³ and 4096²×16384: the wave quantization, which ``EFFICIENCY`` 0.96 for the
      128-wide tile reproduces), and 128 × 64, 8 stages (``h128x64s8k4t``: 632 against 497 TFLOP/s for 128 × 128
      at 128×7168×18432, cuBLAS 637; ``EFFICIENCY`` 0.61 from it); rows epilogue ``h128x128s4c2k4r`` (724 TFLOP/s at
-     3001×2999×2016).
+     3001×2999×2016); where the model picks the fp8 128 × 112 tile for M in (192, 256] and K ≥ 8192, the 256 × 112
+     tile (``FP8_TALL``: the same column tiles in half the CTAs, each B tile read once: 256x14336x14336 1018 against
+     943 TFLOP/s; s20 section 5) if its last wave holds at least ``WAVE_FILL_MIN`` of the SMs.
 3. **Stream-K** (bf16/f16) where it shortens the last wave by at least ``STREAMK_MIN_SAVING`` = 20 k-tiles
    (``schedule.streamk_ktiles_saved``, the kernel's own test): ``…sk`` (8192³: 1.041 × cuBLAS; 4096×4352×4096 +9.7%
    over data-parallel), in clusters of 2 where K ≥ 2·max(M, N) (``c2t2sk`` won 4096²×16384 in both 16-bit types);
@@ -185,6 +187,16 @@ DATA_PARALLEL_PENDING = {(16, 128): 0}
 SWAP_STREAMK_SHARE = 3
 NARROW_BN = 64   # the 128 x 64 tile: twice the tiles of 128 x 128 where those leave SMs idle
 WIDE_THIRDS_BN = 192   # the 16-bit 128 x 192 tile (TMA store in thirds): waves of 128 x 256 and 128 x 128 fit badly
+# fp8 (per-tensor scales) where the model picks the 128 x 112 tile and M spans one 256-row tile at least 3/4 full
+# with K of at least FP8_TALL_MIN_K: 256 x 112 tiles (each consumer warpgroup's 128 rows in two 64-row wgmma blocks; a
+# chunk and a total of 2 x 56 registers each), 3 stages, the TMA store — the same column tiles in half the CTAs, each
+# B tile read by one CTA instead of two: e4m3 256x14336x14336 1018 against 943 TFLOP/s, 256x28672x28672 1071 against
+# 990, 256x13824x8192 945 against 894, 256x28672x8192 1000 against 964, 224x14336x8192 845 against 832; at K = 6144
+# it lost (927 against 950, 952 against 959). docs/gpu-runs/2026-11-26-s20.log sections 1 and 5. Wider 256-row fp8
+# tiles spill (256 x 128: 152 bytes).
+FP8_TALL = GemmConfig("e4m3", bm=256, bn=112, stages=3, epilogue="tma", promote=4)
+FP8_TALL_ROWS = (192, 256)   # M in (192, 256]
+FP8_TALL_MIN_K = 8192
 
 
 def _candidates(dtype: str, tma_store: bool, bias: bool) -> list:
@@ -331,7 +343,20 @@ def choose_config(m: int, n: int, k: int, dtype: str = "bf16", sm_count: int = H
                 best, best_cost = config, cost
     if best.swap_ab:
         return best.validate()
+    if _fp8_tall(best, m, n, k, sm_count):
+        return FP8_TALL.replace(dtype=dtype, out_dtype=out_dtype, bias=bias).validate()
     return best.replace(stages=pipeline_stages(best, m, n, sm_count)).validate()
+
+
+def _fp8_tall(pick: GemmConfig, m: int, n: int, k: int, sms: int) -> bool:
+    """Whether ``FP8_TALL`` replaces the cost model's ``pick`` (see its comment): an fp8 128 × 112 pick with K-major
+    operands, FP8_TALL_ROWS[0] < m ≤ FP8_TALL_ROWS[1], k ≥ FP8_TALL_MIN_K, and the 256 × 112 tiles' last wave holding
+    at least ``WAVE_FILL_MIN`` of the SMs. ``_fp8_tall(h128x112s6k4t, 256, 14336, 8192, 132)`` → True (128 tiles); at
+    k = 6144, or n = 7168 (64 tiles), → False."""
+    return (pick.fp8 and pick.scales == "tensor" and pick.bm == 128 and pick.bn == FP8_TALL.bn and pick.cluster == 1
+            and (pick.a_major, pick.b_major) == ("K", "K") and pick.epilogue == "tma"
+            and FP8_TALL_ROWS[0] < m <= FP8_TALL_ROWS[1] and k >= FP8_TALL_MIN_K
+            and _last_wave_share(FP8_TALL, m, n, sms) >= WAVE_FILL_MIN)
 
 
 def _swapped_mid(m: int, n: int, k: int, dtype: str, bias: bool, out_dtype: str, sms: int, b_major: str = "K"):
