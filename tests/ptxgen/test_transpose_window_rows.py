@@ -185,8 +185,8 @@ def test_bad_rows():
     with pytest.raises(ValueError, match=r"^TransposeConfig.rows = 16 must be 32, 64 or 128 for f32 "):
         TransposeConfig("f32", 128, 1, "sector_vector_aligned_x", 16).validate()
     with pytest.raises(ValueError, match=r"^TransposeConfig.rows = 64 applies to access = 'sector_vector', "
-                                         r"'sector_vector_scalar', 'sector_vector_aligned_x' or 'sector_vector_async_x' "
-                                         r"only, not 'sector'$"):
+                                         r"'sector_vector_scalar', 'sector_vector_aligned_x', 'sector_vector_async_x' "
+                                         r"or 'sector_vector_pair_x' only, not 'sector'$"):
         TransposeConfig("bf16", 256, 1, "sector", 64).validate()
 
 
