@@ -829,6 +829,12 @@ def sector_vector_residency(config: TransposeConfig):
         # no x value waits in a register (cp.async): what shared memory and the threads allow, at most the CTAs
         # whose threads fit ASYNC_REGISTERS each
         return min(fits, SM_REGISTERS // (ASYNC_REGISTERS * config.threads))
+    if config.access == "sector_vector_pair_x":
+        # its x pieces stay packed (two or four 16-bit values per 32-bit register, gmem.load's vector phi): as many
+        # CTAs as shared memory and the SM's threads allow, measured with no spill (nvJitLink and the system ptxas,
+        # bf16, 4- and 8-byte pieces): BM = 64 and 128 in 32 registers (8 CTAs of 256 threads; unbounded 40-43 and
+        # 63 by nvJitLink, 32 by ptxas), BM = 256 in 48 (5 CTAs: its 38-40 KB window; 6 would spill 40 bytes)
+        return fits
     if bm == WINDOW_VECTORS[-1] * config.vector:
         # a thread holds BM·BN/threads values between its loads and the smem store. Read element by element
         # (sector_vector_scalar), ptxas fits them in the registers that let as many CTAs stay resident as shared
