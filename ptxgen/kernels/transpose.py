@@ -76,6 +76,17 @@ copies go element by element, checked at run time). Measured 83-87% of copy agai
 unaligned 16-bit shapes (docs/gpu-runs/2026-11-26-s19.log section 16): the conflicted reads cost more than the
 occupancy gains, so ``transpose`` does not pick it.
 
+``access="sector_vector_pair_x"`` (selectable; 16-bit types) reads the same per-row windows as ALIGNED 4-byte pairs
+of elements (``x_piece_bytes = 8``: 8-byte quads) instead of 16-byte vectors: row r's window starts s_r = (r·N + n0)
+mod P elements before n0 (P = 2 or 4: ``TransposeConfig.x_piece``), BN + P columns, stored back by ``smem.offset`` (A,
+P − 1 − s_r). Rows ≡ q (mod 8) share s_r, so 8 warps (256 threads) take one residue mod 8 each
+(``residue_vector_tv``/``residue_tail_tv`` with ``spacing`` 8) and the lanes along a row (``residue_lanes_per_row``:
+up to BN/P) make the pieces' smem stores conflict-free at every shift — a warp instruction reads one row's 128
+contiguous bytes at BM = 64 and 256 (whose column pitch is taken ≡ 4 mod 8 for it), two rows' 64 at BM = 128. A pair
+stays one 32-bit register from its ``ld.global.b32`` to its two smem stores (gmem.load's vector phi), half the x
+registers of ``sector_vector_scalar``'s element loads: BM = 64 and 128 fit 32 registers (8 CTAs of 256 threads per SM)
+with no spill. Its tail and head rows' few element stores are 2-way conflicted at some shifts (``bank_reports``).
+
 ``TransposeConfig.rows`` (selectable; default 32·V) gives the ``sector_vector*`` accesses a smaller tile, BM =
 8·V or 16·V (64 or 128 bf16): fewer x values per thread between load and smem store, so fewer registers and more
 CTAs per SM (``sector_vector_residency``). A window is then BM/V lanes' vectors, so a warp writes 32·V/BM out rows per
@@ -154,7 +165,9 @@ class TransposeConfig:
     ``sector_vector`` (sector windows one warp per out row, 16-byte out stores checked at run time; x read through
     ``sector_vector_tv``: 16-byte vectors where x's rows allow), ``sector_vector_scalar`` (the same with x read by
     ``scalar_tv``) or ``sector_vector_aligned_x`` (the same with x read as 16-byte vectors from windows moved onto
-    16-byte boundaries per row, whatever x's pitch: ``threads`` = 32·V); ``rows``: the ``sector_vector*`` tile's rows
+    16-byte boundaries per row, whatever x's pitch: ``threads`` = 32·V), ``sector_vector_async_x`` (those windows by
+    cp.async) or ``sector_vector_pair_x`` (16-bit types: the windows moved onto 4- or 8-byte boundaries, read as
+    aligned pairs or quads of elements, 256 threads); ``rows``: the ``sector_vector*`` tile's rows
     BM (8·V, 16·V or 32·V: 64, 128, 256 for bf16; None = 32·V); ``x_residue``: for ``sector_vector_async_x`` (x's
     row windows copied by cp.async into a row-major tile whose row pitch ≡ N mod V, so every 16-byte chunk of x lands
     on a 16-byte chunk of shared memory), N mod V — ``for_columns(n)`` sets it; None = 1; another N is still correct,
