@@ -858,7 +858,7 @@ def sector_vector_residency(config: TransposeConfig):
             return fits
         if config.access == "sector_vector_aligned_x":
             # its run-time checked x vectors (each merged with its element path) leave ptxas free to keep every
-            # loaded value apart: 154 registers unbounded (nvJitLink, bf16: one CTA per SM); bounded to
+            # loaded value apart: 118 registers unbounded (nvJitLink, bf16: 2 CTAs per SM); bounded to
             # sector_vector's own residency, 80 with no spill (spills at 4 CTAs)
             return SM_REGISTERS // (X_VECTOR_REGISTERS * config.threads)
         return None
