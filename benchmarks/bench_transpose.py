@@ -23,10 +23,14 @@ stored as 16-byte vectors, x read as 16-byte vectors where its rows allow) or ``
 (``sector_vector_aligned_x``: x's rows read as 16-byte vectors from a window moved onto 16-byte boundaries per row,
 whatever x's pitch; 256 threads for 16-bit types, 128 for f32) or ``threads/1/sectorvasync`` (``sector_vector_async_x``:
 those windows copied by cp.async into a row-major tile whose pitch follows x's (``x_residue`` set per shape), no x
-value in registers; its transposed smem reads are 4-way bank conflicted, reported, not refused); ``sectorv``,
-``sectorvs``, ``sectorva`` and ``sectorvasync`` take the
+value in registers; its transposed smem reads are 4-way bank conflicted, reported, not refused) or
+``threads/1/sectorvp`` (``sector_vector_pair_x``, 16-bit types only, 256 threads: x's rows read as ALIGNED 4-byte
+pairs of elements from a window moved per row, two values packed per register) or ``threads/1/sectorvq`` (the same
+with 8-byte pieces of four elements, ``x_piece_bytes = 8``); ``sectorv``, ``sectorvs``, ``sectorva``,
+``sectorvasync``, ``sectorvp`` and ``sectorvq`` take the
 tile's rows after them (``TransposeConfig.rows``: 8, 16 or 32 16-byte vectors, e.g. ``256/1/sectorva64``,
-``256/1/sectorv128`` for bf16, ``128/1/sectorva32`` for f32; none: 32 vectors); each row names the one ``transpose``
+``256/1/sectorv128``, ``256/1/sectorvp128``, ``256/1/sectorvq64`` for bf16, ``128/1/sectorva32`` for f32; none: 32
+vectors); each row names the one ``transpose``
 would pick for the shape.
 Writes JSON to ``--json`` or, when $OUT is set, ``$OUT/bench_transpose.json``.
 """
@@ -77,20 +81,32 @@ def interleaved(torch, fns: dict, runs: int) -> dict:
 
 ACCESS_SUFFIXES = {"": "vector", "s": "scalar", "sector": "sector", "sectorv": "sector_vector",
                    "sectorvs": "sector_vector_scalar", "sectorva": "sector_vector_aligned_x",
-                   "sectorvasync": "sector_vector_async_x"}
+                   "sectorvasync": "sector_vector_async_x", "sectorvp": "sector_vector_pair_x"}
 LABEL_SUFFIXES = {access: f"/{suffix}" if suffix else "" for suffix, access in ACCESS_SUFFIXES.items()}
+# sector_vector_pair_x with 8-byte pieces (TransposeConfig.x_piece_bytes = 8): its own name
+PIECE_SUFFIXES = {"sectorvq": 8}
 # they take the tile's rows as a number after them
-SECTOR_VECTOR_SUFFIXES = ("sectorv", "sectorvs", "sectorva", "sectorvasync")
+SECTOR_VECTOR_SUFFIXES = ("sectorv", "sectorvs", "sectorva", "sectorvasync", "sectorvp", "sectorvq")
+
+
+def label_suffix(config) -> str:
+    """The variant's name after ``threads/pair`` (without the rows): ``/sectorvp`` for ``sector_vector_pair_x``,
+    ``/sectorvq`` for it with ``x_piece_bytes = 8``. Post: ``variant_config`` of the name gives the config back."""
+    pieces = {v: k for k, v in PIECE_SUFFIXES.items()}
+    return f"/{pieces[config.x_piece_bytes]}" if config.x_piece_bytes in pieces else LABEL_SUFFIXES[config.access]
 
 
 def variant_config(dtype: str, variant: str):
     """The TransposeConfig a ``--variants`` entry names: ``threads/pair`` (vector), ``threads/pair/s`` (scalar),
     ``threads/pair/sector``, ``threads/pair/sectorv`` (sector_vector), ``threads/pair/sectorvs``
-    (sector_vector_scalar) or ``threads/pair/sectorva`` (sector_vector_aligned_x), the last three optionally followed
-    by the tile's rows (``TransposeConfig.rows``; none: 32·V): ``variant_config("bf16", "256/1/sector")`` →
-    ``TransposeConfig('bf16', 256, 1, 'sector')``, ``variant_config("bf16", "256/1/sectorva64")`` →
-    ``TransposeConfig('bf16', 256, 1, 'sector_vector_aligned_x', 64)``. SystemExit for a malformed entry, ValueError
-    (``validate``'s) for one invalid for ``dtype``."""
+    (sector_vector_scalar), ``threads/pair/sectorva`` (sector_vector_aligned_x), ``threads/pair/sectorvasync``,
+    ``threads/pair/sectorvp`` (sector_vector_pair_x) or ``threads/pair/sectorvq`` (the same, ``x_piece_bytes = 8``),
+    the sector_vector ones optionally followed by the tile's rows (``TransposeConfig.rows``; none: 32·V):
+    ``variant_config("bf16", "256/1/sector")`` → ``TransposeConfig('bf16', 256, 1, 'sector')``,
+    ``variant_config("bf16", "256/1/sectorva64")`` → ``TransposeConfig('bf16', 256, 1, 'sector_vector_aligned_x',
+    64)``, ``variant_config("bf16", "256/1/sectorvq128")`` → ``TransposeConfig('bf16', 256, 1,
+    'sector_vector_pair_x', 128, x_piece_bytes=8)``. SystemExit for a malformed entry, ValueError (``validate``'s) for
+    one invalid for ``dtype``."""
     from ptxgen.kernels.transpose import TransposeConfig
 
     threads, pair, *access = variant.split("/") + ([] if variant.count("/") > 1 else [""])
@@ -99,11 +115,16 @@ def variant_config(dtype: str, variant: str):
         suffix = access[0].rstrip("0123456789")
         if suffix in SECTOR_VECTOR_SUFFIXES and suffix != access[0]:
             rows, access = int(access[0][len(suffix):]), [suffix]
+    piece = PIECE_SUFFIXES.get(access[0]) if len(access) == 1 else None
+    if piece:
+        access = ["sectorvp"]
     if len(access) != 1 or access[0] not in ACCESS_SUFFIXES or not (threads.isdigit() and pair.isdigit()):
         raise SystemExit(f"--variants: {variant!r} is not threads/pair, threads/pair/s, threads/pair/sector, "
-                         "threads/pair/sectorv, threads/pair/sectorvs or threads/pair/sectorva (the last three "
+                         "threads/pair/sectorv, threads/pair/sectorvs, threads/pair/sectorva, "
+                         "threads/pair/sectorvasync, threads/pair/sectorvp or threads/pair/sectorvq (the sectorv ones "
                          "optionally followed by the tile's rows, e.g. threads/pair/sectorva64)")
-    config = TransposeConfig(dtype, int(threads), int(pair), ACCESS_SUFFIXES[access[0]], rows).validate()
+    config = TransposeConfig(dtype, int(threads), int(pair), ACCESS_SUFFIXES[access[0]], rows,
+                             x_piece_bytes=piece).validate()
     # the default tile spelled out is the default config (one kernel, one row)
     return replace(config, rows=None) if rows == config.vector * 32 else config
 
@@ -119,7 +140,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--shapes", default="8192x8192,16384x16384,8191x12289")
     ap.add_argument("--dtypes", default="bf16,f32")
     ap.add_argument("--variants", default="256/2,128/2,256/1,256/1/s,128/1/s,64/1/s,256/1/sector,128/1/sector",
-                    help="TransposeConfig threads/pair[/s|/sector|/sectorv|/sectorvs|/sectorva][rows] variants to time "
+                    help="TransposeConfig threads/pair[/s|/sector|/sectorv|/sectorvs|/sectorva|/sectorvasync|/sectorvp|"
+                         "/sectorvq][rows] variants to time "
                          "(those invalid for a dtype are skipped)")
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--json", default=None)
@@ -145,8 +167,10 @@ def main(argv=None) -> dict:
             reports = bank_reports(config)
             ways = {name: max(r.ways for r in rs) for name, rs in reports.items()}
             # the smaller sector_vector tiles (rows set) keep the transposed read conflict-free but not every x-side
-            # store (their column pitch serves the read first): reported, timed; anything else must be conflict-free
-            if ways["load"] != 1 or (ways["store"] != 1 and config.rows is None):
+            # store (their column pitch serves the read first), nor sector_vector_pair_x's head and tail stores (its
+            # pitch serves the x pieces' stores): reported, timed; anything else must be conflict-free
+            if ways["load"] != 1 or (ways["store"] != 1 and config.rows is None
+                                     and config.access != "sector_vector_pair_x"):
                 raise SystemExit(f"{config}: layoutc reports a {max(ways.values())}-way bank conflict")
             if ways["store"] != 1:
                 print(f"note: {config}: layoutc reports {ways['store']}-way bank conflicts in its smem stores")
@@ -164,7 +188,7 @@ def main(argv=None) -> dict:
             # the op's own choice is always timed (what a caller gets), beside the variants asked for
             for config in [c.for_columns(n) for c in configs] + ([picked] if picked not in configs else []):
                 out = torch.full((n, m), -7.0, device="cuda", dtype=x.dtype)
-                suffix = LABEL_SUFFIXES[config.access] + (str(config.rows) if config.rows else "")
+                suffix = label_suffix(config) + (str(config.rows) if config.rows else "")
                 label = f"ptxgen t{config.threads}/p{config.pair}{suffix}{'*' if config == picked else ''}"
                 outs[label] = out
                 candidates[label] = jit_kernel(config).prepare(x=x, out=out)

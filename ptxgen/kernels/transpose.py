@@ -76,6 +76,17 @@ copies go element by element, checked at run time). Measured 83-87% of copy agai
 unaligned 16-bit shapes (docs/gpu-runs/2026-11-26-s19.log section 16): the conflicted reads cost more than the
 occupancy gains, so ``transpose`` does not pick it.
 
+``access="sector_vector_pair_x"`` (selectable; 16-bit types) reads the same per-row windows as ALIGNED 4-byte pairs
+of elements (``x_piece_bytes = 8``: 8-byte quads) instead of 16-byte vectors: row r's window starts s_r = (r·N + n0)
+mod P elements before n0 (P = 2 or 4: ``TransposeConfig.x_piece``), BN + P columns, stored back by ``smem.offset`` (A,
+P − 1 − s_r). Rows ≡ q (mod 8) share s_r, so 8 warps (256 threads) take one residue mod 8 each
+(``residue_vector_tv``/``residue_tail_tv`` with ``spacing`` 8) and the lanes along a row (``residue_lanes_per_row``:
+up to BN/P) make the pieces' smem stores conflict-free at every shift — a warp instruction reads one row's 128
+contiguous bytes at BM = 64 and 256 (whose column pitch is taken ≡ 4 mod 8 for it), two rows' 64 at BM = 128. A pair
+stays one 32-bit register from its ``ld.global.b32`` to its two smem stores (gmem.load's vector phi), half the x
+registers of ``sector_vector_scalar``'s element loads: BM = 64 and 128 fit 32 registers (8 CTAs of 256 threads per SM)
+with no spill. Its tail and head rows' few element stores are 2-way conflicted at some shifts (``bank_reports``).
+
 ``TransposeConfig.rows`` (selectable; default 32·V) gives the ``sector_vector*`` accesses a smaller tile, BM =
 8·V or 16·V (64 or 128 bf16): fewer x values per thread between load and smem store, so fewer registers and more
 CTAs per SM (``sector_vector_residency``). A window is then BM/V lanes' vectors, so a warp writes 32·V/BM out rows per
@@ -128,11 +139,16 @@ SCALAR_WINDOW_REGISTERS = {4: 32, 8: 32, 16: 32, 32: 40, 64: 40}
 # values in registers): nvJitLink, bf16 and f32, 38-39 unbounded; bounded to 32 (8 CTAs of 256 threads) without spill
 ASYNC_REGISTERS = 32
 ACCESSES = ("vector", "scalar", "sector", "sector_vector", "sector_vector_scalar", "sector_vector_aligned_x",
-            "sector_vector_async_x")
+            "sector_vector_async_x", "sector_vector_pair_x")
 # sector windows and 16-byte out stores
-SECTOR_VECTOR = ("sector_vector", "sector_vector_scalar", "sector_vector_aligned_x", "sector_vector_async_x")
+SECTOR_VECTOR = ("sector_vector", "sector_vector_scalar", "sector_vector_aligned_x", "sector_vector_async_x",
+                 "sector_vector_pair_x")
 # x's rows read as per-row windows moved onto 16-byte boundaries (one warp per residue of the row mod V)
 RESIDUE_WINDOWS = ("sector_vector_aligned_x", "sector_vector_async_x")
+# x's rows read as per-row windows moved onto aligned pieces of x_piece_bytes (4 or 8: two or four 16-bit elements)
+PIECE_WINDOWS = ("sector_vector_aligned_x", "sector_vector_async_x", "sector_vector_pair_x")
+X_PIECE_BYTES = (4, 8)
+WARPS = 8           # sector_vector_pair_x's warps: warp q takes the x rows ≡ q (mod 8), all of one residue mod a piece
 CHUNKS = 8          # 16-byte chunks of a 128-byte row: the XOR's 3 bits
 # the tile rows of the 16-bit transpose whose x rows and out rows are both unaligned (sector_vector_scalar): 128 over
 # 256 (x window values per thread) and 64 (sector over-read A/BM)
@@ -149,11 +165,15 @@ class TransposeConfig:
     ``sector_vector`` (sector windows one warp per out row, 16-byte out stores checked at run time; x read through
     ``sector_vector_tv``: 16-byte vectors where x's rows allow), ``sector_vector_scalar`` (the same with x read by
     ``scalar_tv``) or ``sector_vector_aligned_x`` (the same with x read as 16-byte vectors from windows moved onto
-    16-byte boundaries per row, whatever x's pitch: ``threads`` = 32·V); ``rows``: the ``sector_vector*`` tile's rows
+    16-byte boundaries per row, whatever x's pitch: ``threads`` = 32·V), ``sector_vector_async_x`` (those windows by
+    cp.async) or ``sector_vector_pair_x`` (16-bit types: the windows moved onto 4- or 8-byte boundaries, read as
+    aligned pairs or quads of elements, 256 threads); ``rows``: the ``sector_vector*`` tile's rows
     BM (8·V, 16·V or 32·V: 64, 128, 256 for bf16; None = 32·V); ``x_residue``: for ``sector_vector_async_x`` (x's
     row windows copied by cp.async into a row-major tile whose row pitch ≡ N mod V, so every 16-byte chunk of x lands
     on a 16-byte chunk of shared memory), N mod V — ``for_columns(n)`` sets it; None = 1; another N is still correct,
-    its copies then go element by element. ``validate()`` names the field that breaks a rule."""
+    its copies then go element by element; ``x_piece_bytes``: for ``sector_vector_pair_x`` (16-bit types: x's rows
+    read as aligned 4- or 8-byte pieces of 2 or 4 elements from windows moved per row, 256 threads), the piece's bytes,
+    4 or 8; None = 4. ``validate()`` names the field that breaks a rule."""
 
     dtype: str = "bf16"
     threads: int = 256
@@ -161,6 +181,7 @@ class TransposeConfig:
     access: str = "vector"
     rows: int | None = None
     x_residue: int | None = None
+    x_piece_bytes: int | None = None
 
     @staticmethod
     def default(dtype: str, aligned: bool = True, out_sectors: bool = True,
@@ -204,6 +225,16 @@ class TransposeConfig:
         return VECTOR_BYTES // ELEMENT_BYTES[self.dtype]
 
     @property
+    def x_piece(self) -> int:
+        """Elements of the aligned piece in which the per-row windows of x are read, P: a 16-byte vector for
+        ``sector_vector_aligned_x``/``sector_vector_async_x`` (V), ``x_piece_bytes`` (default 4) of elements for
+        ``sector_vector_pair_x`` (2 or 4 for bf16/f16). ``TransposeConfig("bf16", 256, 1, "sector_vector_pair_x",
+        128).x_piece`` → 2. Post: ``x_piece`` divides ``vector``."""
+        if self.access == "sector_vector_pair_x":
+            return (self.x_piece_bytes or X_PIECE_BYTES[0]) // ELEMENT_BYTES[self.dtype]
+        return self.vector
+
+    @property
     def sector(self) -> int:
         """Elements per 32-byte sector, A: 16 for bf16/f16, 8 for f32 (the unit ``access="sector"`` aligns out's
         windows to). Post: ``sector · element bytes == 32``."""
@@ -236,8 +267,8 @@ class TransposeConfig:
             allowed = [k * self.vector for k in WINDOW_VECTORS]
             if self.access not in SECTOR_VECTOR:
                 raise ValueError(f"TransposeConfig.rows = {self.rows} applies to access = 'sector_vector', "
-                                 f"'sector_vector_scalar', 'sector_vector_aligned_x' or 'sector_vector_async_x' only, "
-                                 f"not {self.access!r}")
+                                 f"'sector_vector_scalar', 'sector_vector_aligned_x', 'sector_vector_async_x' or "
+                                 f"'sector_vector_pair_x' only, not {self.access!r}")
             if self.rows not in allowed:
                 raise ValueError(f"TransposeConfig.rows = {self.rows!r} must be {allowed[0]}, {allowed[1]} or "
                                  f"{allowed[2]} for {self.dtype} (8, 16 or 32 16-byte vectors: the tile's rows, one "
@@ -247,6 +278,19 @@ class TransposeConfig:
                                            or self.x_residue not in range(self.vector)):
             raise ValueError(f"TransposeConfig.x_residue = {self.x_residue!r} applies to access = "
                              f"'sector_vector_async_x' only, as N mod {self.vector} (0 … {self.vector - 1})")
+        if self.x_piece_bytes is not None and (self.access != "sector_vector_pair_x"
+                                               or self.x_piece_bytes not in X_PIECE_BYTES):
+            raise ValueError(f"TransposeConfig.x_piece_bytes = {self.x_piece_bytes!r} applies to access = "
+                             f"'sector_vector_pair_x' only, as 4 or 8 (bytes of the aligned pieces x's rows are read in)")
+        if self.access == "sector_vector_pair_x":
+            if ELEMENT_BYTES[self.dtype] != 2:
+                raise ValueError(f"TransposeConfig.dtype = {self.dtype!r} with access = 'sector_vector_pair_x' must be "
+                                 f"bf16 or f16 (pieces of 2 or 4 16-bit elements; f32's rows are aligned to its "
+                                 f"4-byte elements already)")
+            if self.pair != 1 or self.threads != 32 * WARPS:
+                raise ValueError(f"TransposeConfig.threads = {self.threads} with access = 'sector_vector_pair_x' must "
+                                 f"be {32 * WARPS} (one warp per residue of x's rows mod {WARPS}), with pair = 1 "
+                                 f"(not {self.pair})")
         if self.access in RESIDUE_WINDOWS and (self.pair != 1 or self.threads != 32 * self.vector):
             raise ValueError(f"TransposeConfig.threads = {self.threads} with access = '{self.access}' "
                              f"must be 32 x the {self.vector} {self.dtype} elements of a 16-byte vector "
@@ -426,7 +470,7 @@ def sector_vector_swizzle():
     return lc.Swizzle(2, 2, 5)
 
 
-def residue_lanes_per_row(vector: int, pitch_bytes: int, residue_rows: int = 32) -> int:
+def residue_lanes_per_row(vector: int, pitch_bytes: int, residue_rows: int = 32, most: int = 8) -> int:
     """The lanes along one x row of ``residue_vector_tv`` (the rest of the warp's 32 lanes on that many rows of one
     residue mod V): the largest of 8, 4, 2, 1 for which a warp's smem stores into ``sector_vector_layouts``'
     column-major window (column pitch ``pitch_bytes``) fall in 32 banks. A lane stores its vector's element i in
@@ -434,47 +478,60 @@ def residue_lanes_per_row(vector: int, pitch_bytes: int, residue_rows: int = 32)
     chunks V columns apart, so their 16-byte chunks of the column-major tile are a + c·step, step = V·pitch/16, and
     the window's swizzle (``sector_vector_swizzle``: address bits 7-8 into 2-3) sends 32 different chunk indices mod 32
     to 32 banks, whatever the run-time base (s, q, i). ``residue_lanes_per_row(8, 560)`` = 4 (bf16: step 280 ≡ 24
-    mod 32), ``residue_lanes_per_row(4, 560)`` = 8 (f32: step 140 ≡ 12). Post: the 32 values of a + c·step mod 32
-    over a < 32/result, c < result are distinct."""
+    mod 32), ``residue_lanes_per_row(4, 560)`` = 8 (f32: step 140 ≡ 12). ``sector_vector_pair_x`` reads pieces
+    of ``vector`` = P < V elements (rows still 16 bytes apart: 8 warps, rows ≡ q mod 8) and allows up to ``most`` =
+    BN/P lanes along a row: ``residue_lanes_per_row(2, 568, 32, 32)`` = 32 (step 71, odd: a warp on one row's 128
+    bytes). Post: the 32 values of a + c·step mod 32 over a < 32/result, c < result are distinct."""
     step = vector * pitch_bytes // VECTOR_BYTES
-    for lanes in (lanes for lanes in (8, 4, 2, 1) if 32 // lanes <= residue_rows):
+    for lanes in (lanes for lanes in (32, 16, 8, 4, 2, 1) if lanes <= most and 32 // lanes <= residue_rows):
         if len({(a + c * step) % 32 for a in range(32 // lanes) for c in range(lanes)}) == 32:
             return lanes
     raise ValueError(f"residue_lanes_per_row: no split of a warp's 32 lanes is conflict-free for a column pitch of "
                      f"{pitch_bytes} bytes")
 
 
-def residue_vector_tv(rows: int, cols: int, vector: int, lanes_c: int):
+def residue_vector_tv(rows: int, cols: int, vector: int, lanes_c: int, spacing: int | None = None):
     """The x side of ``access="sector_vector_aligned_x"``: warp q on the tile's rows ≡ q (mod V) — rows whose starts
     share one offset inside a 16-byte vector, so one shift per warp — ``make_layout_tv`` of its lanes on
     (32/lanes_c residue rows, ``lanes_c`` 16-byte chunks) row-major holding one vector (1, V) each, repeated over the
     residue rows and the chunks. One instruction of a warp reads 32/lanes_c rows V apart, 16·lanes_c contiguous bytes
     of each. ``residue_vector_tv(256, 64, 8, 4)`` = ``(((4,8),8),(8,(4,2))):(((2048,8),1),(256,(64,8192)))``: thread t =
-    lane + 32·q, value (i, (p, h)) → row q + 8·(lane/4 + 8p), column 8·(lane%4 + 4h) + i. Pre: V·32/lanes_c divides
-    rows, V·lanes_c divides cols. Post: a bijection of V warps × values onto the (rows, cols) tile (column-major
-    index), each thread's values in rows of one residue mod V."""
+    lane + 32·q, value (i, (p, h)) → row q + 8·(lane/4 + 8p), column 8·(lane%4 + 4h) + i. ``spacing`` (default V):
+    the warps, W, and the rows' residue modulus, where the piece ``vector`` = P is smaller than V
+    (``sector_vector_pair_x``: P = 2 or 4 elements, W = 8 warps; rows ≡ q mod 8 are of one residue mod P too). Pre:
+    W·32/lanes_c divides rows, P·lanes_c divides cols. Post: a bijection of W warps × values onto the (rows, cols)
+    tile (column-major index), each thread's values in rows of one residue mod W, P consecutive columns at a time."""
+    spacing = spacing or vector
     lanes_r = 32 // lanes_c
     tiler, warp_tv = lc.make_layout_tv(lc.Layout((lanes_r, lanes_c), (lanes_c, 1)), lc.Layout((1, vector)))
-    in_tile = lc.composition(lc.Layout(tiler, (vector, rows)), warp_tv)   # residue row a → tile row V·a
-    repeats = lc.Layout((rows // (vector * lanes_r), cols // (vector * lanes_c)),
-                        (vector * lanes_r, rows * vector * lanes_c))
-    return lc.make_layout(lc.make_layout(in_tile[0], lc.Layout(vector, 1)), lc.make_layout(in_tile[1], repeats))
+    in_tile = lc.composition(lc.Layout(tiler, (spacing, rows)), warp_tv)   # residue row a → tile row W·a
+    repeats = lc.Layout((rows // (spacing * lanes_r), cols // (vector * lanes_c)),
+                        (spacing * lanes_r, rows * vector * lanes_c))
+    return lc.make_layout(lc.make_layout(in_tile[0], lc.Layout(spacing, 1)), lc.make_layout(in_tile[1], repeats))
 
 
-def residue_tail_tv(rows: int, vector: int):
+def residue_tail_tv(rows: int, vector: int, spacing: int | None = None):
     """The last 16-byte vector of each x row's window for ``access="sector_vector_aligned_x"`` (a (rows, V) tile):
     warp q holds the rows ≡ q (mod V), rows/V of them; ``make_layout_tv`` of its 32 lanes on (rows/V residue rows,
     p = 32·V/rows pieces) row-major, each piece V/p consecutive elements (the whole vector for rows = 32·V; 8 or 4
     bytes for smaller tiles, aligned like the vector), so all 32 lanes load. ``residue_tail_tv(256, 8)`` =
     ``((32,8),8):((8,1),256)`` (lane l on row 8·l + q); ``residue_tail_tv(64, 8)`` = ``(((4,8),8),2):(((128,8),1),
-    64)`` (lane l: row 8·(l/4) + q, columns 2·(l%4) + i). Pre: rows/V divides 32, 32·V/rows divides V. Post: a
-    bijection of V warps × V/p values onto the (rows, V) tile, each warp's rows of one residue mod V."""
-    residue_rows = rows // vector
+    64)`` (lane l: row 8·(l/4) + q, columns 2·(l%4) + i). ``spacing`` (default V): the warps W and the rows'
+    modulus where the piece ``vector`` = P is smaller (``sector_vector_pair_x``'s (rows, P) tail, rows/W rows of P
+    elements per warp); where those are fewer than a warp's 32 lanes, the lanes beyond them repeat the first ones (a
+    thread stride 0: the same element loaded and stored twice, harmless). Pre: rows/W divides 32. Post: a map of W
+    warps × values ONTO the (rows, P) tile (a bijection where rows·P ≥ 32·W), each warp's rows of one residue mod W."""
+    spacing = spacing or vector
+    residue_rows = rows // spacing
     pieces = 32 // residue_rows
+    if pieces > vector:
+        # fewer elements than lanes: lane l takes column l mod P of residue row (l / P) mod rows/W, the rest repeat
+        lanes = lc.Layout((vector, residue_rows, pieces // vector), (rows, spacing, 0))
+        return lc.make_layout(lc.make_layout(lanes, lc.Layout(spacing, 1)), lc.Layout(1, 0))
     tiler, warp_tv = lc.make_layout_tv(lc.Layout((residue_rows, pieces), (pieces, 1)),
                                        lc.Layout((1, vector // pieces)))
-    in_tile = lc.composition(lc.Layout(tiler, (vector, rows)), warp_tv)
-    return lc.make_layout(lc.make_layout(in_tile[0], lc.Layout(vector, 1)), in_tile[1])
+    in_tile = lc.composition(lc.Layout(tiler, (spacing, rows)), warp_tv)
+    return lc.make_layout(lc.make_layout(in_tile[0], lc.Layout(spacing, 1)), in_tile[1])
 
 
 def window_pitch(rows: int, vector: int, rows_in_warp: int) -> int:
@@ -530,9 +587,15 @@ def sector_vector_layouts(config: TransposeConfig) -> dict:
     warps = config.threads // 32
     rows = bm + a
     pitch = window_pitch(rows, v, 32 * v // bm)
-    aligned_x = config.access in RESIDUE_WINDOWS
+    aligned_x = config.access in PIECE_WINDOWS
     async_x = config.access == "sector_vector_async_x"
-    origin = v - 1 if aligned_x else 0
+    pairs_x = config.access == "sector_vector_pair_x"
+    piece = config.x_piece
+    if pairs_x and bm == WINDOW_VECTORS[-1] * v:
+        # one out row per warp leaves the pitch free for the read; an odd number of 8-byte units makes the x pieces'
+        # chunk step P·pitch·esize/16 odd (P = 2) or twice odd (P = 4): a warp on 32 or 16 pieces of one row
+        pitch += (4 - pitch) % 8
+    origin = piece - 1 if aligned_x else 0
     cols = bn + 2 * origin + (1 if aligned_x else 0)
     if async_x:
         cols = bn + 3 * v - 2
@@ -544,14 +607,17 @@ def sector_vector_layouts(config: TransposeConfig) -> dict:
     extra = {}
     if async_x:
         load = residue_vector_tv(bm, bn, v, CHUNKS)
+    if pairs_x:
+        load = residue_vector_tv(bm, bn, piece, residue_lanes_per_row(piece, pitch * ELEMENT_BYTES[config.dtype],
+                                                                      bm // WARPS, bn // piece), WARPS)
     if aligned_x:
-        if not async_x:
+        if not (async_x or pairs_x):
             load = residue_vector_tv(bm, bn, v, residue_lanes_per_row(v, pitch * ELEMENT_BYTES[config.dtype], bm // v))
-        tail = residue_tail_tv(bm, v)
+        tail = residue_tail_tv(bm, piece, WARPS if pairs_x else None)
         extra = {"tail": tail,
-                 # the window's last V columns sit BN columns right of its first: a static offset of the tile index
+                 # the window's last P columns sit BN columns right of its first: a static offset of the tile index
                  "tail_smem": lc.ComposedLayout(lc.Swizzle(0, 0, 0), rows * bn,
-                                                lc.composition(lc.Layout((bm, v), (1, rows)), tail))}
+                                                lc.composition(lc.Layout((bm, piece), (1, rows)), tail))}
     elif config.access == "sector_vector":
         load = sector_vector_tv(bm, bn, v, config.threads)
     else:
@@ -629,11 +695,11 @@ def bank_reports(config: TransposeConfig) -> dict:
     if config.access in SECTOR_VECTOR:
         esize = ELEMENT_BYTES[dtype]
         a, pitch, origin = config.sector, ls["pitch"], ls["origin"]
-        if config.access == "sector_vector_aligned_x":
-            # warp q's x rows start s (any of [0, V)) elements into a 16-byte vector: its window goes to smem.offset
-            # (A, V − 1 − s) of the tile
+        if config.access in ("sector_vector_aligned_x", "sector_vector_pair_x"):
+            # warp q's x rows start s (any of [0, P)) elements into an aligned piece (16-byte vector, or 4 or 8 bytes
+            # for sector_vector_pair_x): its window goes to smem.offset (A, P − 1 − s) of the tile
             x_rows = [bank_conflicts(ls[tv], ls["smem"], dtype, warp=w, base=esize * (a + (origin - s) * pitch))
-                      for tv in ("load_smem", "tail_smem") for s in range(config.vector) for w in range(warps)]
+                      for tv in ("load_smem", "tail_smem") for s in range(config.x_piece) for w in range(warps)]
         else:
             x_rows = [bank_conflicts(ls["load_smem"], ls["smem"], dtype, warp=w) for w in range(warps)]
         return {"store": x_rows + [bank_conflicts(ls["head_smem"], ls["smem"], dtype, warp=w) for w in range(warps)],
@@ -776,6 +842,12 @@ def sector_vector_residency(config: TransposeConfig):
         # no x value waits in a register (cp.async): what shared memory and the threads allow, at most the CTAs
         # whose threads fit ASYNC_REGISTERS each
         return min(fits, SM_REGISTERS // (ASYNC_REGISTERS * config.threads))
+    if config.access == "sector_vector_pair_x":
+        # its x pieces stay packed (two or four 16-bit values per 32-bit register, gmem.load's vector phi): as many
+        # CTAs as shared memory and the SM's threads allow, measured with no spill (nvJitLink and the system ptxas,
+        # bf16, 4- and 8-byte pieces): BM = 64 and 128 in 32 registers (8 CTAs of 256 threads; unbounded 40-43 and
+        # 63 by nvJitLink, 32 by ptxas), BM = 256 in 48 (5 CTAs: its 38-40 KB window; 6 would spill 40 bytes)
+        return fits
     if bm == WINDOW_VECTORS[-1] * config.vector:
         # a thread holds BM·BN/threads values between its loads and the smem store. Read element by element
         # (sector_vector_scalar), ptxas fits them in the registers that let as many CTAs stay resident as shared
@@ -786,7 +858,7 @@ def sector_vector_residency(config: TransposeConfig):
             return fits
         if config.access == "sector_vector_aligned_x":
             # its run-time checked x vectors (each merged with its element path) leave ptxas free to keep every
-            # loaded value apart: 154 registers unbounded (nvJitLink, bf16: one CTA per SM); bounded to
+            # loaded value apart: 118 registers unbounded (nvJitLink, bf16: 2 CTAs per SM); bounded to
             # sector_vector's own residency, 80 with no spill (spills at 4 CTAs)
             return SM_REGISTERS // (X_VECTOR_REGISTERS * config.threads)
         return None
@@ -836,7 +908,7 @@ def build_sector_vector(config: TransposeConfig):
     warp = b.arith.div(thread, b.const(32, i32, name="warp_threads"), name="warp")
     if async_x:
         _copy_x_windows(b, config, ls, x, tile, thread, warp, m0, n0, tile_shift)
-    elif config.access == "sector_vector_aligned_x":
+    elif config.access in ("sector_vector_aligned_x", "sector_vector_pair_x"):
         _load_x_windows(b, config, ls, x, tile, thread, warp, m0, n0)
     else:
         x_tile = b.gmem.tile(x, m0, n0, shape=(bm, bn), name="x_tile")
@@ -872,10 +944,10 @@ def _x_windows(b, config: TransposeConfig, x, warp, m0, n0):
     s = ((m0 + q)·N + n0) mod V inside a 16-byte vector (i32 wrap-around keeps the low bits exact), read from column
     n0 − s: → (s, the (BM, BN) gview from there, the (BM, V) gview of the V columns after it)."""
     bm, bn = config.tile
-    v = config.vector
+    v = config.x_piece
     x_cols = b.gtensor.dim(x, mode=1, name="x_row_pitch")
     row = b.arith.add(m0, warp, name="x_row")
-    x_shift = b.arith.and_(b.arith.add(b.arith.mul(row, x_cols), n0), b.const(v - 1, i32, name="vector_mask"),
+    x_shift = b.arith.and_(b.arith.add(b.arith.mul(row, x_cols), n0), b.const(v - 1, i32, name="piece_mask"),
                            name="x_shift")
     x_col0 = b.arith.sub(n0, x_shift, name="x_col0")
     x_tile = b.gmem.tile(x, m0, x_col0, shape=(bm, bn), name="x_tile")

@@ -209,28 +209,28 @@ def _load_group(lx, at: GmemAddresses, group, cs, ptr, other_c, modes=None, cach
     b.cbranch(full, fast, slow)
     b.position_at_end(fast)
     vec = _load(lx, ptr, vt, k * esize, cache)
-    fast_vals = [at.from_mem(b.extract_element(vec, lx.i32(j))) for j in range(k)]
     fast_end = b.block
     b.branch(done)
     b.position_at_end(slow)
-    if not at.exact:
-        slow_vals = []
-        for j in range(len(group)):
+    # the edge path builds the same vector, so the two paths meet in ONE vector phi: a 16-bit pair stays one 32-bit
+    # register from the load to its uses (per-element phis would hold each half in a register of its own)
+    # (vectors are never of i1, so memory and register types agree here)
+    slow_vec = ir.Constant(vt, None)
+    for j in range(k):
+        if at.exact:
+            lane = other_c
+        else:
             pj = at.inside(cs, j, modes=modes)
             lane_ptr = ptr if j == 0 else b.gep(ptr, [lx.i64(j)], source_etype=mem_t)
-            slow_vals.append(_guarded_load(lx, pj, lane_ptr, mem_t, esize, other_c, at.from_mem, cache))
-    else:
-        slow_vals = [other_c] * k
+            lane = _guarded_load(lx, pj, lane_ptr, mem_t, esize, other_c, at.from_mem, cache)
+        slow_vec = b.insert_element(slow_vec, lane, lx.i32(j))
     slow_end = b.block
     b.branch(done)
     b.position_at_end(done)
-    out = []
-    for j in range(k):
-        phi = b.phi(fast_vals[j].type)
-        phi.add_incoming(fast_vals[j], fast_end)
-        phi.add_incoming(slow_vals[j], slow_end)
-        out.append(phi)
-    return out
+    phi = b.phi(vt)
+    phi.add_incoming(vec, fast_end)
+    phi.add_incoming(slow_vec, slow_end)
+    return [b.extract_element(phi, lx.i32(j)) for j in range(k)]
 
 
 def store(lx, view: GView, thread, tv, dtype: ScalarType, values, cache: str = "normal",

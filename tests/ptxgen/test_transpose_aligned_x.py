@@ -137,7 +137,7 @@ def global_accesses(config, x_aligned: bool = False):
 def test_ptx_vectors_with_both_pitches_unaligned(dtype):
     """x's and out's rows unaligned: ``ld.global.v4.b32`` for each of a thread's BN·BM/(threads·V) x vectors and its
     tail vector (sector_vector has none there), ``st.global.v4.b32`` once per pass; nvJitLink assembles it with no
-    spill in at most 80 registers (sector_vector: 78 unbounded; this kernel unbounded: 154 for bf16)."""
+    spill in at most 80 registers (sector_vector: 78 unbounded; this kernel unbounded: 118 for bf16)."""
     config = config_of(dtype)
     verify(build(config))
     bm, bn = config.tile

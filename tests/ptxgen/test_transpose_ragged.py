@@ -87,8 +87,8 @@ def test_ptx_accesses_of_unaligned_rows(config, width):
 
 def test_bad_config():
     with pytest.raises(ValueError, match=r"^TransposeConfig.access must be 'vector', 'scalar', 'sector', "
-                                         r"'sector_vector', 'sector_vector_scalar', 'sector_vector_aligned_x' or "
-                                         r"'sector_vector_async_x', not 'tma'$"):
+                                         r"'sector_vector', 'sector_vector_scalar', 'sector_vector_aligned_x', "
+                                         r"'sector_vector_async_x' or 'sector_vector_pair_x', not 'tma'$"):
         TransposeConfig("bf16", 256, 1, "tma").validate()
     with pytest.raises(ValueError, match=r"^TransposeConfig.threads = 32 with access = 'scalar' must be the tile's "
                                          r"64 columns times a power of two, at most 256 \(8 warps\), with pair = 1 "

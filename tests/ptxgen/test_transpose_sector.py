@@ -153,8 +153,8 @@ def test_transpose_picks_sector_for_out_rows_off_sectors():
 
 def test_bad_config():
     with pytest.raises(ValueError, match=r"^TransposeConfig.access must be 'vector', 'scalar', 'sector', "
-                                         r"'sector_vector', 'sector_vector_scalar', 'sector_vector_aligned_x' or "
-                                         r"'sector_vector_async_x', not "
+                                         r"'sector_vector', 'sector_vector_scalar', 'sector_vector_aligned_x', "
+                                         r"'sector_vector_async_x' or 'sector_vector_pair_x', not "
                                          r"'sectors' \(did you mean 'sector'\?\)$"):
         TransposeConfig("bf16", 256, 1, "sectors").validate()
     with pytest.raises(ValueError, match=r"^TransposeConfig.threads = 32 with access = 'sector' must be the tile's 64 "

@@ -35,7 +35,9 @@ def config_of(dtype: str, access: str, vectors: int, threads: int | None = None)
     return TransposeConfig(dtype, threads, 1, access, vectors * v)
 
 
-NEW = [config_of(d, a, k) for d in ("bf16", "f32") for a in SECTOR_VECTOR for k in (8, 16)]
+# sector_vector_pair_x (16-bit types, 8 warps) has its own tests: test_transpose_pairs.py
+WINDOWED = tuple(a for a in SECTOR_VECTOR if a != "sector_vector_pair_x")
+NEW = [config_of(d, a, k) for d in ("bf16", "f32") for a in WINDOWED for k in (8, 16)]
 # sector_vector_async_x's row-major tile trades the conflict-free transposed read for cp.async (test_transpose_async)
 CONFLICT_FREE_READS = [c for c in NEW if c.access != "sector_vector_async_x"]
 
@@ -59,7 +61,7 @@ def test_layouts_bf16_sector_vector_aligned_x_64_rows():
 def test_default_tile_is_unchanged():
     """rows = None is 32·V, and its layouts are the same as rows = 32·V spelled out."""
     for dtype in ("bf16", "f32"):
-        for access in SECTOR_VECTOR:
+        for access in WINDOWED:
             default = config_of(dtype, access, 8)
             default = TransposeConfig(dtype, default.threads, 1, access)
             assert default.tile == (32 * VECTOR[dtype], 8 * VECTOR[dtype])
@@ -134,7 +136,7 @@ def test_interpreter_matches_numpy(config, m, n):
     assert out.shape == (n, m) and np.array_equal(out, x.T)
 
 
-@pytest.mark.parametrize("access", SECTOR_VECTOR)
+@pytest.mark.parametrize("access", WINDOWED)
 def test_interpreter_128_threads_and_strided(access):
     """128 threads (sector_vector, sector_vector_scalar) and a strided x and out (column slices)."""
     threads = 256 if access in ("sector_vector_aligned_x", "sector_vector_async_x") else 128
@@ -155,7 +157,7 @@ def global_accesses(config):
 @pytest.mark.parametrize("config", [c for c in NEW if c.access != "sector_vector_scalar"], ids=str)
 def test_ptx_vectors_with_both_pitches_unaligned_and_no_spill(config):
     """x's and out's rows unaligned: one ``st.global.v4.b32`` per pass; for sector_vector_aligned_x one
-    ``ld.global.v4.b32`` per x vector of a thread and the tail piece (4 or 8 bytes: ``v2.b16``/``v4.b16`` for bf16);
+    ``ld.global.v4.b32`` per x vector of a thread and the tail piece (4 or 8 bytes: ``b32``/``v2.b32``, bf16 pairs packed);
     nvJitLink assembles it with no spill under the chosen CTA bound."""
     verify(build(config))
     bm, bn = config.tile
@@ -163,7 +165,7 @@ def test_ptx_vectors_with_both_pitches_unaligned_and_no_spill(config):
     assert counts["st.global.v4.b32"] == layouts(config)["passes"]
     if config.access == "sector_vector_aligned_x":
         assert counts["ld.global.v4.b32"] == bm * bn // config.vector // config.threads
-        piece = {("bf16", 64): "ld.global.v2.b16", ("bf16", 128): "ld.global.v4.b16", ("f32", 32): "ld.global.b32",
+        piece = {("bf16", 64): "ld.global.b32", ("bf16", 128): "ld.global.v2.b32", ("f32", 32): "ld.global.b32",
                  ("f32", 64): "ld.global.v2.b32"}[(config.dtype, bm)]
         assert counts[piece] >= 1
     assert compiled.spill_bytes == 0
@@ -185,8 +187,8 @@ def test_bad_rows():
     with pytest.raises(ValueError, match=r"^TransposeConfig.rows = 16 must be 32, 64 or 128 for f32 "):
         TransposeConfig("f32", 128, 1, "sector_vector_aligned_x", 16).validate()
     with pytest.raises(ValueError, match=r"^TransposeConfig.rows = 64 applies to access = 'sector_vector', "
-                                         r"'sector_vector_scalar', 'sector_vector_aligned_x' or 'sector_vector_async_x' "
-                                         r"only, not 'sector'$"):
+                                         r"'sector_vector_scalar', 'sector_vector_aligned_x', 'sector_vector_async_x' "
+                                         r"or 'sector_vector_pair_x' only, not 'sector'$"):
         TransposeConfig("bf16", 256, 1, "sector", 64).validate()
 
 
