@@ -30,8 +30,9 @@ with 8-byte pieces of four elements, ``x_piece_bytes = 8``); ``sectorv``, ``sect
 ``sectorvasync``, ``sectorvp`` and ``sectorvq`` take the
 tile's rows after them (``TransposeConfig.rows``: 8, 16 or 32 16-byte vectors, e.g. ``256/1/sectorva64``,
 ``256/1/sectorv128``, ``256/1/sectorvp128``, ``256/1/sectorvq64`` for bf16, ``128/1/sectorva32`` for f32; none: 32
-vectors); each row names the one ``transpose``
-would pick for the shape.
+vectors), and optionally cache hints after a further ``/``: x's loads, then out's stores
+(``TransposeConfig.x_cache``/``out_cache``, gmem.load/store's ``cache``: ``256/1/sectorvp64/evict_first`` or
+``256/1/sectorvp64/evict_first,streaming``); each row names the one ``transpose`` would pick for the shape.
 Writes JSON to ``--json`` or, when $OUT is set, ``$OUT/bench_transpose.json``.
 """
 from __future__ import annotations
@@ -96,6 +97,15 @@ def label_suffix(config) -> str:
     return f"/{pieces[config.x_piece_bytes]}" if config.x_piece_bytes in pieces else LABEL_SUFFIXES[config.access]
 
 
+def hints_suffix(config) -> str:
+    """The variant's cache hints after its rows: ``/evict_first,streaming`` for x_cache ``evict_first`` and
+    out_cache ``streaming``, ``/evict_first`` for x's alone, none without hints. Post: ``variant_config`` of the
+    name gives the config back."""
+    if (config.x_cache, config.out_cache) == ("normal", "normal"):
+        return ""
+    return f"/{config.x_cache}" + ("" if config.out_cache == "normal" else f",{config.out_cache}")
+
+
 def variant_config(dtype: str, variant: str):
     """The TransposeConfig a ``--variants`` entry names: ``threads/pair`` (vector), ``threads/pair/s`` (scalar),
     ``threads/pair/sector``, ``threads/pair/sectorv`` (sector_vector), ``threads/pair/sectorvs``
@@ -110,6 +120,9 @@ def variant_config(dtype: str, variant: str):
     from ptxgen.kernels.transpose import TransposeConfig
 
     threads, pair, *access = variant.split("/") + ([] if variant.count("/") > 1 else [""])
+    hints = access.pop().split(",") if len(access) == 2 else ["normal"]
+    if len(hints) == 1:
+        hints.append("normal")
     rows = None
     if len(access) == 1:
         suffix = access[0].rstrip("0123456789")
@@ -123,8 +136,10 @@ def variant_config(dtype: str, variant: str):
                          "threads/pair/sectorv, threads/pair/sectorvs, threads/pair/sectorva, "
                          "threads/pair/sectorvasync, threads/pair/sectorvp or threads/pair/sectorvq (the sectorv ones "
                          "optionally followed by the tile's rows, e.g. threads/pair/sectorva64)")
+    if len(hints) != 2:
+        raise SystemExit(f"--variants: {variant!r}: the cache hints are x_cache[,out_cache], e.g. /evict_first,streaming")
     config = TransposeConfig(dtype, int(threads), int(pair), ACCESS_SUFFIXES[access[0]], rows,
-                             x_piece_bytes=piece).validate()
+                             x_piece_bytes=piece, x_cache=hints[0], out_cache=hints[1]).validate()
     # the default tile spelled out is the default config (one kernel, one row)
     return replace(config, rows=None) if rows == config.vector * 32 else config
 
@@ -188,7 +203,7 @@ def main(argv=None) -> dict:
             # the op's own choice is always timed (what a caller gets), beside the variants asked for
             for config in [c.for_columns(n) for c in configs] + ([picked] if picked not in configs else []):
                 out = torch.full((n, m), -7.0, device="cuda", dtype=x.dtype)
-                suffix = label_suffix(config) + (str(config.rows) if config.rows else "")
+                suffix = label_suffix(config) + (str(config.rows) if config.rows else "") + hints_suffix(config)
                 label = f"ptxgen t{config.threads}/p{config.pair}{suffix}{'*' if config == picked else ''}"
                 outs[label] = out
                 candidates[label] = jit_kernel(config).prepare(x=x, out=out)

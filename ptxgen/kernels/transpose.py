@@ -116,6 +116,7 @@ import layoutc as lc
 from layoutc.hopper import bank_conflicts
 
 from ptxgen.ir.builder import KernelBuilder, cdiv, dim, frag, gtensor, hadd, i32, smem
+from ptxgen.ir.ops.gmem import CACHE_HINTS
 from ptxgen.ir.suggest import did_you_mean
 
 from .arguments import Arg, overlaps, private_copy, same_kind, stream, writable
@@ -173,7 +174,9 @@ class TransposeConfig:
     on a 16-byte chunk of shared memory), N mod V — ``for_columns(n)`` sets it; None = 1; another N is still correct,
     its copies then go element by element; ``x_piece_bytes``: for ``sector_vector_pair_x`` (16-bit types: x's rows
     read as aligned 4- or 8-byte pieces of 2 or 4 elements from windows moved per row, 256 threads), the piece's bytes,
-    4 or 8; None = 4. ``validate()`` names the field that breaks a rule."""
+    4 or 8; None = 4; ``x_cache`` / ``out_cache``: for the ``sector_vector*`` accesses, the cache hint of x's loads /
+    out's stores (gmem.load/store's ``cache``, one of ``CACHE_HINTS``; ``normal``: none, the IR unchanged).
+    ``validate()`` names the field that breaks a rule."""
 
     dtype: str = "bf16"
     threads: int = 256
@@ -182,6 +185,8 @@ class TransposeConfig:
     rows: int | None = None
     x_residue: int | None = None
     x_piece_bytes: int | None = None
+    x_cache: str = "normal"
+    out_cache: str = "normal"
 
     @staticmethod
     def default(dtype: str, aligned: bool = True, out_sectors: bool = True,
@@ -282,6 +287,14 @@ class TransposeConfig:
                                                or self.x_piece_bytes not in X_PIECE_BYTES):
             raise ValueError(f"TransposeConfig.x_piece_bytes = {self.x_piece_bytes!r} applies to access = "
                              f"'sector_vector_pair_x' only, as 4 or 8 (bytes of the aligned pieces x's rows are read in)")
+        for field_name in ("x_cache", "out_cache"):
+            hint = getattr(self, field_name)
+            if hint not in CACHE_HINTS:
+                raise ValueError(f"TransposeConfig.{field_name} = {hint!r} must be one of {', '.join(CACHE_HINTS)}"
+                                 f"{did_you_mean(str(hint), CACHE_HINTS)}")
+            if hint != "normal" and self.access not in SECTOR_VECTOR:
+                raise ValueError(f"TransposeConfig.{field_name} = {hint!r} applies to the sector_vector accesses only "
+                                 f"({', '.join(repr(a) for a in SECTOR_VECTOR)}), not {self.access!r}")
         if self.access == "sector_vector_pair_x":
             if ELEMENT_BYTES[self.dtype] != 2:
                 raise ValueError(f"TransposeConfig.dtype = {self.dtype!r} with access = 'sector_vector_pair_x' must be "
@@ -892,7 +905,8 @@ def build_sector_vector(config: TransposeConfig):
     thread, m0, n0 = _block_origin(b, bm, bn)
     sector = b.const(a, i32, name="sector")
     x_head = b.gmem.tile(x, b.arith.sub(m0, sector, name="x_head_row0"), n0, shape=(a, bn), name="x_head")
-    heads = b.gmem.load(x_head, thread, tv=ls["head"], type=frag(dtype, lc.shape(ls["head"][1])), name="heads")
+    heads = b.gmem.load(x_head, thread, tv=ls["head"], type=frag(dtype, lc.shape(ls["head"][1])), name="heads",
+                        **_hint(config.x_cache))
     async_x = config.access == "sector_vector_async_x"
     tile_shift = None
     if async_x:
@@ -912,7 +926,8 @@ def build_sector_vector(config: TransposeConfig):
         _load_x_windows(b, config, ls, x, tile, thread, warp, m0, n0)
     else:
         x_tile = b.gmem.tile(x, m0, n0, shape=(bm, bn), name="x_tile")
-        xs = b.gmem.load(x_tile, thread, tv=ls["load"], type=frag(dtype, lc.shape(ls["load"][1])), name="xs")
+        xs = b.gmem.load(x_tile, thread, tv=ls["load"], type=frag(dtype, lc.shape(ls["load"][1])), name="xs",
+                         **_hint(config.x_cache))
         b.smem.store(tile, thread, xs, tv=ls["load_smem"])
     b.barrier.cta()
     tile_t = b.smem.permute(tile, order=(1, 0), name="tile_t")
@@ -935,8 +950,13 @@ def build_sector_vector(config: TransposeConfig):
         ys = b.smem.load(window, thread, tv=ls["store_smem"], type=values_t, name=f"pass{k}_ys")
         out_tile = b.gmem.tile(out, row0, b.arith.sub(m0, shift, name=f"pass{k}_m0"), shape=(store_rows, bm),
                                name=f"pass{k}_out")
-        b.gmem.store(out_tile, thread, ys, tv=ls["store"], vector_check=True)
+        b.gmem.store(out_tile, thread, ys, tv=ls["store"], vector_check=True, **_hint(config.out_cache))
     return kb.module("ptxgen/kernels/transpose")
+
+
+def _hint(cache: str) -> dict:
+    """The gmem access's ``cache`` attribute for a config's hint: none for ``normal`` (the IR without hints)."""
+    return {} if cache == "normal" else {"cache": cache}
 
 
 def _x_windows(b, config: TransposeConfig, x, warp, m0, n0):
@@ -966,9 +986,9 @@ def _load_x_windows(b, config: TransposeConfig, ls: dict, x, tile, thread, warp,
     dtype = config.dtype
     x_shift, x_tile, x_tail = _x_windows(b, config, x, warp, m0, n0)
     xs = b.gmem.load(x_tile, thread, tv=ls["load"], type=frag(dtype, lc.shape(ls["load"][1])), vector_check=True,
-                     name="xs")
+                     name="xs", **_hint(config.x_cache))
     tails = b.gmem.load(x_tail, thread, tv=ls["tail"], type=frag(dtype, lc.shape(ls["tail"][1])), vector_check=True,
-                        name="tails")
+                        name="tails", **_hint(config.x_cache))
     window = b.smem.offset(tile, b.const(config.sector, i32, name="x_rows_row"),
                            b.arith.sub(b.const(ls["origin"], i32, name="origin"), x_shift, name="x_window_col"),
                            name="x_window")
