@@ -99,7 +99,7 @@ def variant_buffers(torch, variant: str, ctas: int, dtype: str = "bf16") -> dict
     """The extra tensor arguments of a variant launched on at most ``ctas`` CTAs: stream-K's workspace and its flags
     (zero; every launch leaves them zero), none otherwise."""
     kind, config = variant_config(variant, dtype)
-    if kind != "h" or not config.streamk:
+    if kind != "h" or not config.partial_sums:
         return {}
     shapes = streamk_buffers(config, ctas)
     return {"work": torch.empty(shapes["work"], device="cuda", dtype=torch.float32),
