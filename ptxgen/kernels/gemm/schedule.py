@@ -189,6 +189,15 @@ def streamk_join(b, kb, split, ct, acc, ktiles, rank, cw, lt, acc_t):
     return loop.results[0]
 
 
+def splitk_slices(m: int, n: int, k: int, config: GemmConfig, ctas: int) -> int:
+    """The host's copy of ``splitk_split``'s S: the k-slices per tile of an (m, n, k) problem on ``ctas`` CTAs,
+    max(1, min(⌊ctas/tiles⌋, k-tiles)). E.g. bf16 640 × 1536 × 13824, 128 × 256 tiles on 132 SMs: 30 tiles → 4
+    slices of 54 k-tiles (120 CTAs); 128 × 128 tiles: 60 → 2; 768 × 1536 with 128 × 128 tiles: 72 → 1."""
+    tiles = -(-m // config.bm) * -(-n // config.bn)
+    ktiles = -(-k // config.k_tile)
+    return max(1, min(ctas // max(tiles, 1), ktiles))
+
+
 def splitk_split(b, first, step, tiles, ktiles, sms, c0, c1) -> dict:
     """Split-K's slices, computed in the kernel from the tile count and ``%sms``: S = max(1, min(⌊sms/tiles⌋,
     ktiles)) slices per tile (none empty: S ≤ ktiles), units = tiles·S (≤ sms where S > 1), unit u = s·tiles + t
