@@ -98,6 +98,23 @@ def test_splitk_twice_on_one_workspace():
     assert not flags[0].any() and not flags[1].any()
 
 
+def test_splitk_bias_added_once():
+    """The bias joins the sum once, in the joining unit's epilogue (3 slices: added per slice it would be 3×)."""
+    from ptxgen.kernels.gemm.run import run_numpy
+
+    config = GemmConfig(bn=64, stages=3, epilogue="tma", splitk=True, bias=True).validate()
+    m, n, k = 200, 100, 453
+    assert splitk_slices(m, n, k, config, 13) == 3
+    rng = np.random.default_rng()
+    a = rng.standard_normal((m, k)).astype(BF16)
+    b = rng.standard_normal((n, k)).astype(BF16)
+    bias = (rng.standard_normal(n) * 10).astype(BF16)
+    c = np.full((m, n), -7.0, BF16)
+    run_numpy(config, a, b, c, m, n, k, bias=bias, sm_count=13)
+    want = a.astype(np.float64) @ b.astype(np.float64).T + bias.astype(np.float64)
+    assert np.linalg.norm(c.astype(np.float64) - want) / np.linalg.norm(want) < 8e-3
+
+
 def test_splitk_block_scales_match_float64():
     """Block-scaled fp8 under split-K: each slice promotes its own k-tiles with their scales (scales_smem: the
     scales ride each slice's stages), the join adds promoted totals. 3 tiles (N = 320) of 9 k-tiles (K = 1040) on 7
