@@ -250,7 +250,8 @@ def main(argv=None):
     ap.add_argument("--more", action="store_true", help="--heuristic: add MORE_SHAPES to the shapes")
     ap.add_argument("--variants", default=None,
                     help="--sweep: GemmConfig names h<BM>x<BN>s<stages>[p<pending>][g<group>][c<cluster>[n]][k<promote>]"
-                         "[t|r[<split>]][o<overlap>][sk[a]][z (split-K)] or s128x<BN>s<stages> (the simple GEMM); default: "
+                         "[t|r[<split>]][o<overlap>][sk[a]][z (split-K)] or s128x<BN>s<stages> (the simple GEMM); "
+                         "default: "
                          "SWEEP_VARIANTS of each dtype")
     ap.add_argument("--rep-ms", type=float, default=100.0, help="launches filling this many ms per timing (median)")
     ap.add_argument("--warmup-ms", type=float, default=25.0, help="warm-up launches filling this many ms")

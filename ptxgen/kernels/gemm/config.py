@@ -271,8 +271,8 @@ class GemmConfig:
     def name(self) -> str:
         """``h<BM>x<BN>s<stages>`` then, where not the default: ``p<pending>``, ``g<group>``, ``c<cluster>``
         (``c<cluster>n``: ``cluster_along = "n"``), ``k<promote>``, ``t``/``r`` (TMA-store / rows epilogue) with ``<split>`` when > 1, ``o<overlap>``, ``q<load_batch>``, ``d`` (``prefetch_maps``), ``sk``
-        (stream-K; ``ska``: on every SM; a number after it: ``streamk_min_saving``), ``z`` (``splitk``), ``m<a><b>`` (majors, ``k`` or
-        ``n`` each: ``mkn`` = A K-major, B MN-major), ``x`` (swap_ab), ``b`` (bias), ``T`` (``c_major = "M"``), ``B`` (block scales),
+        (stream-K; ``ska``: on every SM; a number after it: ``streamk_min_saving``), ``z`` (``splitk``),
+        ``m<a><b>`` (majors, ``k`` or ``n`` each: ``mkn`` = A K-major, B MN-major), ``x`` (swap_ab), ``b`` (bias), ``T`` (``c_major = "M"``), ``B`` (block scales),
         ``f`` (block scales loaded a k-tile ahead: ``scale_prefetch``), ``w`` (``pingpong``), ``l`` (``late_scales``),
         ``S`` (``scales_smem``), ``A`` (``chunk_ahead``), ``Gc``/``Gm``
         (grouped: contiguous / masked) followed by its own options ``z`` (``zero_rows_late``) and ``n``
