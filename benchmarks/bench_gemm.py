@@ -99,7 +99,7 @@ def variant_buffers(torch, variant: str, ctas: int, dtype: str = "bf16") -> dict
     """The extra tensor arguments of a variant launched on at most ``ctas`` CTAs: stream-K's workspace and its flags
     (zero; every launch leaves them zero), none otherwise."""
     kind, config = variant_config(variant, dtype)
-    if kind != "h" or not config.streamk:
+    if kind != "h" or not config.partial_sums:
         return {}
     shapes = streamk_buffers(config, ctas)
     return {"work": torch.empty(shapes["work"], device="cuda", dtype=torch.float32),
@@ -250,7 +250,8 @@ def main(argv=None):
     ap.add_argument("--more", action="store_true", help="--heuristic: add MORE_SHAPES to the shapes")
     ap.add_argument("--variants", default=None,
                     help="--sweep: GemmConfig names h<BM>x<BN>s<stages>[p<pending>][g<group>][c<cluster>[n]][k<promote>]"
-                         "[t|r[<split>]][o<overlap>][sk[a]] or s128x<BN>s<stages> (the simple GEMM); default: "
+                         "[t|r[<split>]][o<overlap>][sk[a]][z (split-K)] or s128x<BN>s<stages> (the simple GEMM); "
+                         "default: "
                          "SWEEP_VARIANTS of each dtype")
     ap.add_argument("--rep-ms", type=float, default=100.0, help="launches filling this many ms per timing (median)")
     ap.add_argument("--warmup-ms", type=float, default=25.0, help="warm-up launches filling this many ms")

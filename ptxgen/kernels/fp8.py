@@ -389,7 +389,7 @@ def streamk_workspace(config: GemmConfig, ctas: int, kind: str, device=None, str
     launch of a stream shares — launches on a stream run one after another, and each leaves the flags zero.
     ``streamk_workspace(GemmConfig("e4m3", bn=128, scales="block", streamk=True), 3, "numpy")["flags"].shape`` =
     (768,). Post: the flags are zero before the first launch that uses them."""
-    if not config.streamk:
+    if not config.partial_sums:
         return {}
     shapes = streamk_buffers(config, ctas)
     if kind == "numpy":

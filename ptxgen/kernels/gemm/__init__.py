@@ -3,7 +3,7 @@
 from .build import build
 from .config import STREAMK_MIN_SAVING, TILE_FILE, GemmConfig, k_tile
 from .heuristic import choose_config
-from .schedule import streamk_buffers, streamk_ktiles_saved
+from .schedule import splitk_slices, streamk_buffers, streamk_ktiles_saved
 
-__all__ = ["GemmConfig", "STREAMK_MIN_SAVING", "TILE_FILE", "build", "choose_config", "k_tile", "streamk_buffers",
-           "streamk_ktiles_saved"]
+__all__ = ["GemmConfig", "STREAMK_MIN_SAVING", "TILE_FILE", "build", "choose_config", "k_tile", "splitk_slices",
+           "streamk_buffers", "streamk_ktiles_saved"]

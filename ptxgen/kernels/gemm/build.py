@@ -38,7 +38,7 @@ def build(config: GemmConfig = GemmConfig()):
     device runs at once; the grid is ``min(tiles, %sms)``), then ``%scale_a``, ``%scale_b`` (fp8: C = (A·Bᵀ)·scale_a·
     scale_b) or, for block scales, ``%row_scales``, ``%col_scales`` (``block_scales``; TMA maps with
     ``scales_smem``), ``%work``, ``%flags``
-    (stream-K: ``schedule.streamk_buffers``), ``%bias`` (``bias``: added to C).
+    (stream-K, split-K: ``schedule.streamk_buffers``), ``%bias`` (``bias``: added to C).
     ``build(TILE_FILE)`` prints as examples/gemm_hopper.tile; ``build()`` is the 128 × 256, 4-stage, direct-epilogue
     bf16 kernel. Post: the same IR, op for op and name for name, for the same config."""
     config.validate()
@@ -71,7 +71,7 @@ def build(config: GemmConfig = GemmConfig()):
         sms=i32,
         **({"scale_a": f32, "scale_b": f32} if config.fp8 and config.scales == "tensor" else {}),
         **(block_scales.parameters(config) if config.scales == "block" else {}),
-        **({"work": gtensor("f32", 2), "flags": gtensor("i32", 1)} if config.streamk else {}),
+        **({"work": gtensor("f32", 2), "flags": gtensor("i32", 1)} if config.partial_sums else {}),
         **({"bias": gtensor(out_dtype, 2)} if config.bias else {}))
     g.kb, g.b = kb, kb.b
     b = kb.b
@@ -132,6 +132,8 @@ def build(config: GemmConfig = GemmConfig()):
         g.split = schedule.streamk_split(b, g.first, g.step, tiles, ktiles, c0, c1, cluster,
                                          config.streamk_min_saving)
         g.rank_or_zero = g.rank if cluster > 1 else c0
+    elif config.splitk:
+        g.split = schedule.splitk_split(b, g.first, g.step, tiles, ktiles, kb["sms"], c0, c1)
     role = b.roles(producer=(1, config.registers[0]), consumer=(2, config.registers[1]))
     with role["producer"]:
         with b.scf.if_(leader).then:

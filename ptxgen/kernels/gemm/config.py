@@ -72,6 +72,13 @@ class GemmConfig:
       ``streamk_every_sm``: launch ``sms`` CTAs even when there are fewer tiles, so that a problem of few tiles is
       shared out by k-tiles over every SM (split-K where the tiles alone leave SMs idle). With block scales (dense,
       not grouped, no ``overlap``) each piece promotes its own k-tiles, so the partial sums are promoted totals.
+    - ``splitk``: split-K by k-slices that run together, for problems of fewer tiles than SMs with a long K: each
+      tile's k-tiles are cut into S = max(1, min(⌊%sms/tiles⌋, k-tiles)) slices, and unit u = s·tiles + t (tile
+      t, slice s) takes k-tiles [s·k-tiles/S, (s+1)·k-tiles/S) of its tile, so that the CTAs running at the same
+      time read the SAME k-slice of A and B (stream-K's runs sit at different k offsets of their tiles and share
+      little through L2). The last slice's unit joins: it waits for the other S − 1 partial sums and adds them in
+      slice order (deterministic), then runs the epilogue (fp8: the per-tensor scales applied once, to the sum).
+      ``%sms`` CTAs are launched; with S = 1 (as many tiles as SMs or more) it is the data-parallel persistent loop.
     - ``overlap``: the epilogue runs behind the next tile's first ``overlap`` k-tiles of wgmmas.
     - ``bias``: C = A·Bᵀ + bias, the kernel taking ``%bias`` (``out_dtype``, rank 2: an (M, N) addend, in practice a
       per-column vector seen through a stride-0 view) added to the f32 accumulator before the conversion.
@@ -150,6 +157,7 @@ class GemmConfig:
     streamk: bool = False
     streamk_min_saving: int = STREAMK_MIN_SAVING
     streamk_every_sm: bool = False
+    splitk: bool = False
     overlap: int = 0
     out_dtype: str | None = None
     bias: bool = False
@@ -207,6 +215,12 @@ class GemmConfig:
         return self.bm * self.cluster, self.bn
 
     @property
+    def partial_sums(self) -> bool:
+        """Whether the kernel adds partial sums of a tile through ``%work`` and ``%flags`` (stream-K or split-K:
+        ``schedule.streamk_buffers``). ``GemmConfig(splitk=True).partial_sums`` is True, ``GemmConfig()``'s False."""
+        return self.streamk or self.splitk
+
+    @property
     def staged(self) -> bool:
         """Whether C goes through shared memory (the ``rows`` and ``tma`` epilogues)."""
         return self.epilogue in ("tma", "rows")
@@ -257,8 +271,8 @@ class GemmConfig:
     def name(self) -> str:
         """``h<BM>x<BN>s<stages>`` then, where not the default: ``p<pending>``, ``g<group>``, ``c<cluster>``
         (``c<cluster>n``: ``cluster_along = "n"``), ``k<promote>``, ``t``/``r`` (TMA-store / rows epilogue) with ``<split>`` when > 1, ``o<overlap>``, ``q<load_batch>``, ``d`` (``prefetch_maps``), ``sk``
-        (stream-K; ``ska``: on every SM; a number after it: ``streamk_min_saving``), ``m<a><b>`` (majors, ``k`` or
-        ``n`` each: ``mkn`` = A K-major, B MN-major), ``x`` (swap_ab), ``b`` (bias), ``T`` (``c_major = "M"``), ``B`` (block scales),
+        (stream-K; ``ska``: on every SM; a number after it: ``streamk_min_saving``), ``z`` (``splitk``),
+        ``m<a><b>`` (majors, ``k`` or ``n`` each: ``mkn`` = A K-major, B MN-major), ``x`` (swap_ab), ``b`` (bias), ``T`` (``c_major = "M"``), ``B`` (block scales),
         ``f`` (block scales loaded a k-tile ahead: ``scale_prefetch``), ``w`` (``pingpong``), ``l`` (``late_scales``),
         ``S`` (``scales_smem``), ``A`` (``chunk_ahead``), ``Gc``/``Gm``
         (grouped: contiguous / masked) followed by its own options ``z`` (``zero_rows_late``) and ``n``
@@ -286,6 +300,8 @@ class GemmConfig:
         if self.streamk:
             parts.append("sk" + ("a" if self.streamk_every_sm else "")
                          + (str(self.streamk_min_saving) if self.streamk_min_saving != STREAMK_MIN_SAVING else ""))
+        if self.splitk:
+            parts.append("z")
         if (self.a_major, self.b_major) != ("K", "K"):
             parts.append("m" + "".join("k" if major == "K" else "n" for major in (self.a_major, self.b_major)))
         if self.swap_ab:
@@ -323,7 +339,7 @@ class GemmConfig:
         m = _NAME.fullmatch(name)
         if not m:
             raise ValueError(f"unknown GEMM variant {name!r}: h<BM>x<BN>s<stages>[p<pending>][g<group>][c<cluster>[n]]"
-                             "[k<promote>][t|r[<split>]][o<overlap>][q<load batch>][d][sk[a][<min saving>]][m<a><b>][x][b][T][B][f][w]"
+                             "[k<promote>][t|r[<split>]][o<overlap>][q<load batch>][d][sk[a][<min saving>]][z][m<a><b>][x][b][T][B][f][w]"
                              "[l][S][A][Gc|Gm[z][n]]"
                              "[R<producer>-<consumer>][_<out dtype>]")
         g = m.groupdict()
@@ -337,6 +353,7 @@ class GemmConfig:
             streamk=bool(g["sk"]),
             streamk_every_sm=bool(g["every"]),
             streamk_min_saving=int(g["saving"]) if g["saving"] else STREAMK_MIN_SAVING,
+            splitk=bool(g["splitk"]),
             a_major="MN" if g["majors"] and g["majors"][0] == "n" else "K",
             b_major="MN" if g["majors"] and g["majors"][1] == "n" else "K",
             swap_ab=bool(g["swap"]), bias=bool(g["bias"]), c_major="M" if g["ctrans"] else "N", scales="block" if g["block"] else "tensor",
@@ -350,7 +367,7 @@ class GemmConfig:
 _NAME = re.compile(r"h(?P<bm>\d+)x(?P<bn>\d+)s(?P<stages>\d+)(?:p(?P<pending>\d+))?(?:g(?P<group>\d+))?"
                    r"(?:c(?P<cluster>\d+)(?P<along>n)?)?(?:k(?P<promote>\d+))?(?:(?P<epi>[tr])(?P<split>\d)?)?(?:o(?P<overlap>\d+))?"
                    r"(?:q(?P<batch>\d+))?(?P<maps>d)?"
-                   r"(?:(?P<sk>sk)(?P<every>a)?(?P<saving>\d+)?)?(?:m(?P<majors>[kn]{2}))?(?P<swap>x)?(?P<bias>b)?(?P<ctrans>T)?"
+                   r"(?:(?P<sk>sk)(?P<every>a)?(?P<saving>\d+)?)?(?P<splitk>z)?(?:m(?P<majors>[kn]{2}))?(?P<swap>x)?(?P<bias>b)?(?P<ctrans>T)?"
                    r"(?P<block>B)?(?P<prefetch>f)?(?P<pingpong>w)?(?P<late>l)?(?P<smem>S)?(?P<ahead_chunk>A)?(?:G(?P<grouped>[cm])(?P<zero_late>z)?(?P<ahead>n)?)?(?:R(?P<rp>\d+)-(?P<rc>\d+))?(?:_(?P<out>bf16|f16))?")
 
 
@@ -589,6 +606,28 @@ def _streamk(c: GemmConfig):
     return None
 
 
+def _splitk(c: GemmConfig):
+    """The rules of ``splitk``: what its units (one tile's k-slice each, on one CTA) are not built with."""
+    if not c.splitk:
+        return None
+    if c.streamk:
+        return ("splitk = True: split-K's k-slices and stream-K's runs are two ways to share out a tile's k-tiles: "
+                "choose one (streamk = False)")
+    if c.cluster != 1:
+        return (f"cluster = {c.cluster}: split-K's units are single CTAs (a slice's partial sums and flags count "
+                "tiles of one CTA): cluster = 1")
+    if c.overlap:
+        return (f"overlap = {c.overlap}: split-K's units end in a partial sum or a join, not a held tile whose "
+                "epilogue could run behind the next tile's wgmmas: overlap = 0 with splitk = True")
+    if c.grouped != "none":
+        return (f"grouped = {c.grouped!r}: a grouped GEMM finds each tile's group (and, masked, whether it has rows) "
+                "on the device, while split-K slices every tile's k-tiles alike: grouped = 'none'")
+    if c.row_blocks_in_turn:
+        return ("bm = 256: BM = 256 with block scales promotes each warpgroup's two 64-row blocks in turn, each "
+                "k-tile's stage read by both blocks; split-K's partial sums are not built for it: bm = 128")
+    return None
+
+
 def _overlap(c: GemmConfig):
     if c.overlap < 0:
         return f"overlap = {c.overlap}: 0 (no overlap) or the k-tiles queued before the epilogue"
@@ -612,8 +651,8 @@ def _shared_memory(c: GemmConfig):
     return None
 
 
-_RULES = (_dtypes, _tile, _majors, _cluster, _promotion, _scales, _row_blocks, _registers, _epilogue, _streamk, _overlap,
-          _shared_memory)
+_RULES = (_dtypes, _tile, _majors, _cluster, _promotion, _scales, _row_blocks, _registers, _epilogue, _streamk, _splitk,
+          _overlap, _shared_memory)
 
 # the configuration examples/gemm_hopper.tile spells out (bf16, 128 x 256, 4 stages, clusters of 2 sharing B by
 # multicast, C through stmatrix and TMA stores in two column halves)

@@ -78,7 +78,7 @@ def run_numpy(config: GemmConfig, a, b, c, m: int, n: int, k: int, *, bias=None,
     args["sms"] = sm_count
     if config.fp8:
         args["scale_a"], args["scale_b"] = float(scales[0]), float(scales[1])
-    if config.streamk:
+    if config.partial_sums:
         shapes = streamk_buffers(kernel_config(config), sm_count)
         args["work"] = np.zeros(shapes["work"], np.float32)
         args["flags"] = np.zeros(shapes["flags"], np.int32)
@@ -156,7 +156,7 @@ def _prepare(config, args, key, scales, stream, sm_count):
     device = args["c"].device
 
     def prepare():
-        if config.streamk:
+        if config.partial_sums:
             # one workspace per stream: launches on a stream run one after another and leave the flags zero
             workspace = _WORKSPACES.get((kc, extra["sms"], stream))
             if workspace is None:

@@ -1,6 +1,7 @@
 """Which CTA computes what: the persistent grid, the rasterized tile order (``sched.tile`` in groups of tile rows, a
-cluster's CTAs taking its BM-row or BN-column parts), and stream-K — the tiles of the last, partial wave shared out by
-k-tiles, their partial sums added through an f32 workspace ordered by flags."""
+cluster's CTAs taking its BM-row or BN-column parts), stream-K — the tiles of the last, partial wave shared out by
+k-tiles, their partial sums added through an f32 workspace ordered by flags — and split-K, a few tiles' k-tiles cut
+into slices that run together, joined through the same workspace and flags."""
 from __future__ import annotations
 
 from ptxgen.ir.builder import cdiv, frag, hmin, i32, mul
@@ -14,10 +15,10 @@ WORK_COLUMNS = 512
 
 def grid(config: GemmConfig) -> tuple:
     """The launch grid: ``min(tiles, %sms)`` CTAs (whole clusters: ``min(cluster tiles, ⌈%sms/cluster⌉)·cluster``);
-    with ``streamk_every_sm`` ``%sms`` CTAs (whole clusters) whatever the tile count; a masked grouped GEMM has
-    ``%groups`` times the tiles of one group.
-    ``grid(GemmConfig())`` = (min(cdiv(%m, 128) * cdiv(%n, 256), %sms), 1, 1)."""
-    if config.streamk_every_sm:
+    with ``streamk_every_sm`` or ``splitk`` ``%sms`` CTAs (whole clusters) whatever the tile count (split-K's
+    tiles·S units are at most ``%sms``; the CTAs past them have no work); a masked grouped GEMM has ``%groups`` times
+    the tiles of one group. ``grid(GemmConfig())`` = (min(cdiv(%m, 128) * cdiv(%n, 256), %sms), 1, 1)."""
+    if config.streamk_every_sm or config.splitk:
         return ("sms", 1, 1) if config.cluster == 1 else (mul(cdiv("sms", config.cluster), config.cluster), 1, 1)
     rows, columns = config.cluster_tile
     work = mul(cdiv("m", rows), cdiv("n", columns))
@@ -71,10 +72,11 @@ def work_tv(values: int):
 
 
 def streamk_buffers(config: GemmConfig, ctas: int) -> dict:
-    """The shapes of the stream-K kernel's ``work`` (f32, any contents) and ``flags`` (i32, ZERO before the first
-    launch; every launch leaves them zero) for a grid of at most ``ctas`` CTAs: each cluster writes at most two
-    partial sums (the head of one tile, the tail of another), each of its CTAs' two consumer warpgroups one block;
-    one flag per (tile of the last wave, CTA rank, consumer thread).
+    """The shapes of the stream-K or split-K kernel's ``work`` (f32, any contents) and ``flags`` (i32, ZERO before
+    the first launch; every launch leaves them zero) for a grid of at most ``ctas`` CTAs: each cluster writes at most
+    two partial sums (the head of one tile, the tail of another), each of its CTAs' two consumer warpgroups one
+    block; one flag per (tile of the last wave, CTA rank, consumer thread). Split-K's unit u (at most ``ctas`` of
+    them, one CTA each) writes its sum in slot 2u, and tile t (fewer than ``ctas``) flags (t, 0, thread).
     ``streamk_buffers(GemmConfig(streamk=True), 132)`` = {"work": (16896, 512), "flags": (33792,)}."""
     clusters = ctas // config.cluster
     values = (config.bn // 2) * (config.rows // 64)
@@ -187,6 +189,69 @@ def streamk_join(b, kb, split, ct, acc, ktiles, rank, cw, lt, acc_t):
     return loop.results[0]
 
 
+def splitk_slices(m: int, n: int, k: int, config: GemmConfig, ctas: int) -> int:
+    """The host's copy of ``splitk_split``'s S: the k-slices per tile of an (m, n, k) problem on ``ctas`` CTAs,
+    max(1, min(⌊ctas/tiles⌋, k-tiles)). E.g. bf16 640 × 1536 × 13824, 128 × 256 tiles on 132 SMs: 30 tiles → 4
+    slices of 54 k-tiles (120 CTAs); 128 × 128 tiles: 60 → 2; 768 × 1536 with 128 × 128 tiles: 72 → 1."""
+    tiles = -(-m // config.bm) * -(-n // config.bn)
+    ktiles = -(-k // config.k_tile)
+    return max(1, min(ctas // max(tiles, 1), ktiles))
+
+
+def splitk_split(b, first, step, tiles, ktiles, sms, c0, c1) -> dict:
+    """Split-K's slices, computed in the kernel from the tile count and ``%sms``: S = max(1, min(⌊sms/tiles⌋,
+    ktiles)) slices per tile (none empty: S ≤ ktiles), units = tiles·S (≤ sms where S > 1), unit u = s·tiles + t
+    taking slice s of tile t, so that the tiles' units of one slice are consecutive CTAs, running together over the
+    same k range of A and B. E.g. 30 tiles of 216 k-tiles on 132 SMs: S = 4, 120 units of 54 k-tiles. With S = 1
+    the units are the tiles, walked persistently (first, first + step, …). → the values the items and the join
+    need."""
+    per_tile = b.arith.div(sms, b.arith.max(tiles, c1, name="tiles_1"), name="sms_per_tile")
+    slices = b.arith.max(b.arith.min(per_tile, ktiles, name="slices0"), c1, name="slices")
+    units = b.arith.mul(tiles, slices, name="units")
+    last_slice = b.arith.sub(slices, c1, name="last_slice")
+    return {"first": first, "step": step, "tiles": tiles, "slices": slices, "units": units,
+            "last_slice": last_slice, "cluster": 1, "c0": c0, "c1": c1}
+
+
+def splitk_item(b, split, u, ktiles, tag: str):
+    """Unit ``u``: → (tile t = u mod tiles, first k-tile s·ktiles/S, end k-tile (s+1)·ktiles/S, slice s = u / tiles);
+    values named ``…_{tag}``. The slices of a tile cover its k-tiles exactly once (integer division)."""
+    t = b.arith.rem(u, split["tiles"], name=f"zt_{tag}")
+    s = b.arith.div(u, split["tiles"], name=f"zs_{tag}")
+    lo = b.arith.div(b.arith.mul(s, ktiles, name=f"zk0_{tag}"), split["slices"], name=f"zlo_{tag}")
+    hi = b.arith.div(b.arith.mul(b.arith.add(s, split["c1"], name=f"zs1_{tag}"), ktiles, name=f"zk1_{tag}"),
+                     split["slices"], name=f"zhi_{tag}")
+    return t, lo, hi, s
+
+
+def splitk_contribute(b, kb, split, u, t, acc, cw, lt, acc_t):
+    """A unit of an earlier slice: store the partial sum in unit ``u``'s workspace block, then signal (release) the
+    flag of tile ``t`` (each consumer thread its own: no barrier between the store and the signal)."""
+    block = _partial_block(b, kb, split, u, split["c0"], split["c0"], cw, acc_t.size, "zown")
+    # streamk_buffers sizes the workspace for every unit: no bound to compare (unchecked)
+    b.gmem.store(block, lt, acc, tv=work_tv(acc_t.size), unchecked=True)
+    b.gmem.signal(kb["flags"], _flag(b, split, t, split["c0"], cw, lt, "zown"), split["c1"])
+
+
+def splitk_join(b, kb, split, t, acc, cw, lt, acc_t):
+    """The unit of tile ``t``'s last slice (the longest, ⌈ktiles/S⌉ k-tiles, and the last CTAs of the grid — the
+    earlier slices' units start no later and finish no later, so its wait is short, and it waits only for CTAs
+    before it in grid order): wait (acquire) until the S − 1 others signalled, add their partial sums in slice order
+    0 … S − 2 to its own (a fixed order: the same result every launch), and reset the flag. → the tile's sum."""
+    c1 = split["c1"]
+    others = split["last_slice"]
+    flag = _flag(b, split, t, split["c0"], cw, lt, "zjoin")
+    b.gmem.wait(kb["flags"], flag, others)
+    with b.scf.for_(split["c0"], others, c1, acc, args=("zslice", "zsum_in"), names=["zsum"]) as loop:
+        slice_, sum_in = loop
+        unit = b.arith.add(b.arith.mul(slice_, split["tiles"], name="zu0"), t, name="zunit")
+        block = _partial_block(b, kb, split, unit, split["c0"], split["c0"], cw, acc_t.size, "zother")
+        part = b.gmem.load(block, lt, tv=work_tv(acc_t.size), type=acc_t, unchecked=True, name="zpart")
+        b.scf.yield_(b.frag.add(sum_in, part, name="zsum_out"))
+    b.gmem.signal(kb["flags"], flag, b.arith.sub(split["c0"], others, name="zunsignal"))
+    return loop.results[0]
+
+
 def produce_tiles(g, produce, read_ahead=None) -> None:
     """The producer's walk over its work items: ``produce(t, lo, hi, it)`` issues the loads of k-tiles lo … hi-1 of
     work item t from iteration ``it`` on; the counter runs across items (stream-K items: ``streamk_item``).
@@ -200,6 +265,10 @@ def produce_tiles(g, produce, read_ahead=None) -> None:
                         names=["it_done", "ahead_last"]) as (t, it, value):
             following = read_ahead(b.arith.add(t, g.step, name="t_next"), "next")
             b.scf.yield_(produce(t, c0, g.ktiles, it, value), following)
+    elif g.config.splitk:
+        with b.scf.for_(g.first, g.split["units"], g.step, c0, args=("u", "it"), names=["it_done"]) as (u, it):
+            t, lo, hi, _slice = splitk_item(b, g.split, u, g.ktiles, "p")
+            b.scf.yield_(produce(t, lo, hi, it))
     elif g.config.streamk:
         with b.scf.for_(c0, g.split["items"], c1, c0, args=("i", "it"), names=["it_done"]) as (i, it):
             t, lo, hi = streamk_item(b, g.split, i, g.ktiles, c0, "p")
@@ -217,7 +286,26 @@ def consume_tiles(g, consume, c_values, store_out) -> None:
     wgmmas, one trip past the tiles (no k-tiles, tile 0's coordinates) storing the last one."""
     b, kb, config = g.b, g.kb, g.config
     c0, c1, fzero, acc_t = g.c0, g.c1, g.fzero, g.acc_t
-    if config.streamk:
+    if config.splitk:
+        split = g.split
+        with b.scf.for_(g.first, split["units"], g.step, c0, args=("cu", "cit"), names=["cit_done"]) as (u, cit):
+            ct, lo, hi, s = splitk_item(b, split, u, g.ktiles, "c")
+            acc, kit_end, tm2, tn2 = consume(ct, lo, hi, cit)
+            finish = b.scf.if_(b.arith.cmp(s, split["last_slice"], pred="eq", name="joins_slices"))
+            with finish.then:
+                # the last slice's unit: the units of the tile's earlier slices left partial sums
+                join = b.scf.if_(b.arith.cmp(s, c0, pred="gt", name="sliced"), types=(acc_t,), names=["whole"])
+                with join.then:
+                    b.scf.yield_(splitk_join(b, kb, split, ct, acc, g.cw, g.lt, acc_t))
+                with join.otherwise:
+                    b.scf.yield_(acc)
+                store_out(c_values(join.results[0], tm2, tn2), tm2, tn2)
+                b.scf.yield_()
+            with finish.otherwise:
+                splitk_contribute(b, kb, split, u, ct, acc, g.cw, g.lt, acc_t)
+                b.scf.yield_()
+            b.scf.yield_(kit_end)
+    elif config.streamk:
         split = g.split
         with b.scf.for_(c0, split["items"], c1, c0, args=("ci", "cit"), names=["cit_done"]) as (i, cit):
             ct, lo, hi = streamk_item(b, split, i, g.ktiles, c0, "c")

@@ -1,0 +1,271 @@
+"""Split-K by k-slices that run together (``GemmConfig.splitk``, variant token ``z``): unit u = s·tiles + t takes
+slice s of tile t, S = max(1, min(⌊%sms/tiles⌋, k-tiles)) slices computed in the kernel, the last slice's unit adding
+the others' partial sums. In the CPU interpreter against float64 on a few CTAs where S = 1 (the persistent
+data-parallel loop, with and without idle CTAs) and S ≥ 2 occur, ragged M, N, K, K shorter than the slices the SMs
+would allow, bf16, e4m3 with per-tensor scales (promote 1 and 4) and block scales, swapped; the flags zero after
+every launch; the names and rules; the PTX assembled by nvJitLink beside stream-K on every SM (``ska``); and the GPU
+at the few-tiles, long-K shapes of issue 17."""
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from ptxgen.interp import interpret
+from ptxgen.kernels import fp8 as fp8_module
+from ptxgen.kernels.gemm import GemmConfig, build, splitk_slices, streamk_buffers
+from ptxgen.kernels.gemm.run import kernel_arguments, kernel_config
+from gpu_torch import torch_or_skip
+
+BF16 = ml_dtypes.bfloat16
+E4M3 = ml_dtypes.float8_e4m3fn
+SCALE_A, SCALE_B = 0.5, 0.25
+
+
+def run_splitk(config: GemmConfig, m: int, n: int, k: int, ctas: int, launches: int = 1, rng=None):
+    """C (m, n) = A·Bᵀ (fp8: times SCALE_A·SCALE_B) of fresh random A (m, k), B (n, k) through ``config`` on ``ctas``
+    CTAs (swapped as the ops run it), ``launches`` times on one workspace (NaN before the first launch, so that a
+    partial sum read before it is written shows) and one set of flags → (the relative errors against float64, one
+    per launch, fresh operands each; whether any partial sum was written; the flags after each launch)."""
+    rng = rng or np.random.default_rng()
+    kc = kernel_config(config)
+    buffers = streamk_buffers(kc, ctas)
+    work = np.full(buffers["work"], np.nan, np.float32)
+    flags = np.zeros(buffers["flags"], np.int32)
+    errors, flags_after = [], []
+    for _launch in range(launches):
+        dtype = E4M3 if config.fp8 else BF16
+        a = rng.standard_normal((m, k)).astype(dtype)
+        b = rng.standard_normal((n, k)).astype(dtype)
+        c = np.full((m, n), -7.0, BF16)
+        args = kernel_arguments(config, a, b, c, None, m, n, k, lambda x: x.T, None)
+        scales = {"scale_a": SCALE_A, "scale_b": SCALE_B} if config.fp8 else {}
+        interpret(build(kc), {**args, **scales, "sms": ctas, "work": work, "flags": flags})
+        want = a.astype(np.float64) @ b.astype(np.float64).T * ((SCALE_A * SCALE_B) if config.fp8 else 1.0)
+        errors.append(float(np.linalg.norm(c.astype(np.float64) - want) / np.linalg.norm(want)))
+        flags_after.append(flags.copy())
+    return errors, bool((~np.isnan(work)).any()), flags_after
+
+
+def kernel_problem(config: GemmConfig, m: int, n: int) -> tuple:
+    return (n, m) if config.swap_ab else (m, n)
+
+
+# (variant, dtype, (m, n, k), CTAs, the slices S the kernel makes)
+CASES = [
+    # 4 tiles (200 × 100 of 128 × 64: M and N ragged) of 8 k-tiles (K = 453 ragged): on 3 CTAs S = 1, the
+    # persistent loop (CTA 0 takes tiles 0 and 3); on 5 S = 1 with an idle CTA; on 8, 13 S = 2, 3 (slices of 2-3
+    # k-tiles, CTA 12 idle); on 40 ⌊40/4⌋ = 10 is capped at the 8 k-tiles: 8 slices of one k-tile
+    ("h128x64s3z", "bf16", (200, 100, 453), 3, 1),
+    ("h128x64s3z", "bf16", (200, 100, 453), 5, 1),
+    ("h128x64s3tz", "bf16", (200, 100, 453), 8, 2),
+    ("h128x64s3z", "bf16", (200, 100, 453), 13, 3),
+    ("h128x64s3tz", "bf16", (200, 100, 453), 40, 8),
+    # K shorter than the slices the SMs allow: 2 tiles of 2 k-tiles on 9 CTAs → S = 2, 5 CTAs idle
+    ("h128x128s2tz", "bf16", (130, 120, 100), 9, 2),
+    # fp8 with per-tensor scales: 3 tiles of 11 k-tiles on 9 CTAs, slices [0, 3), [3, 7), [7, 11) — the later ones
+    # start inside a promotion chunk of 4; the scales applied once, to the joined sum
+    ("h128x128s3k4tz", "e4m3", (300, 128, 1300), 9, 3),
+    ("h128x128s3tz", "e4m3", (300, 128, 1300), 9, 3),
+    # 2 tiles (N = 100 ragged) of 9 k-tiles on 8 CTAs: 4 slices [0, 2), [2, 4), [4, 6), [6, 9)
+    ("h128x64s4k4z", "e4m3", (37, 100, 1100), 8, 4),
+    # swapped (the kernel's M is N = 300: 3 tiles, its N is M = 37): 4 slices of 3 k-tiles on 12 CTAs
+    ("h128x64s4zx", "bf16", (37, 300, 700), 12, 4),
+]
+
+
+@pytest.mark.parametrize("name, dtype, shape, ctas, slices", CASES,
+                         ids=[f"{c[0]}-{c[1]}-{c[3]}ctas" for c in CASES])
+def test_splitk_matches_float64(name, dtype, shape, ctas, slices):
+    """C within bf16 rounding of float64; partial sums written exactly where S ≥ 2; the flags zero after."""
+    config = GemmConfig.from_name(name, dtype).validate()
+    m, n, k = shape
+    km, kn = kernel_problem(config, m, n)
+    assert splitk_slices(km, kn, k, config, ctas) == slices
+    errors, partial_sums, flags = run_splitk(config, m, n, k, ctas)
+    assert errors[0] < (2e-2 if config.fp8 else 8e-3)
+    assert partial_sums == (slices > 1)
+    assert not flags[0].any()
+
+
+def test_splitk_twice_on_one_workspace():
+    """Two launches on the same workspace and flags (as the GPU's call sites share them): the second launch's joins
+    wait for its own partial sums (the first left every flag zero), both results right."""
+    config = GemmConfig.from_name("h128x64s3tz").validate()
+    errors, partial_sums, flags = run_splitk(config, 200, 100, 453, 13, launches=2)
+    assert max(errors) < 8e-3
+    assert partial_sums
+    assert not flags[0].any() and not flags[1].any()
+
+
+def test_splitk_bias_added_once():
+    """The bias joins the sum once, in the joining unit's epilogue (3 slices: added per slice it would be 3×)."""
+    from ptxgen.kernels.gemm.run import run_numpy
+
+    config = GemmConfig(bn=64, stages=3, epilogue="tma", splitk=True, bias=True).validate()
+    m, n, k = 200, 100, 453
+    assert splitk_slices(m, n, k, config, 13) == 3
+    rng = np.random.default_rng()
+    a = rng.standard_normal((m, k)).astype(BF16)
+    b = rng.standard_normal((n, k)).astype(BF16)
+    bias = (rng.standard_normal(n) * 10).astype(BF16)
+    c = np.full((m, n), -7.0, BF16)
+    run_numpy(config, a, b, c, m, n, k, bias=bias, sm_count=13)
+    want = a.astype(np.float64) @ b.astype(np.float64).T + bias.astype(np.float64)
+    assert np.linalg.norm(c.astype(np.float64) - want) / np.linalg.norm(want) < 8e-3
+
+
+def test_splitk_block_scales_match_float64():
+    """Block-scaled fp8 under split-K: each slice promotes its own k-tiles with their scales (scales_smem: the
+    scales ride each slice's stages), the join adds promoted totals. 3 tiles (N = 320) of 9 k-tiles (K = 1040) on 7
+    CTAs: S = 2, slices [0, 4) and [4, 9) — the second starts at column 0 of a 4-k-block B scale box."""
+    from ptxgen.kernels import get_mn_major_tma_aligned_tensor
+
+    from test_fp8_blockscaled import check, operands
+    from test_fp8_grouped import BF16 as OUT, product
+
+    m, n, k, ctas = 77, 320, 1040, 7
+    for name in ("h128x128s3tzB", "h128x128s3tzBS"):
+        config = GemmConfig.from_name(name, "e4m3").validate()
+        assert splitk_slices(m, n, k, config, ctas) == 2
+        rng = np.random.default_rng()
+        a, sa, b, sb = operands(m, n, k, rng)
+        given = get_mn_major_tma_aligned_tensor(sa) if config.scales_smem else sa
+        out = np.full((m, n), -7.0, OUT)
+        args = fp8_module.kernel_arguments(config, a, given, b, sb, out, m, n, k, "numpy")
+        shapes = streamk_buffers(config, ctas)
+        work = np.full(shapes["work"], np.nan, np.float32)
+        flags = np.zeros(shapes["flags"], np.int32)
+        interpret(fp8_module.kernel_module(config), {**args, "sms": ctas, "work": work, "flags": flags})
+        check(out, product(a, sa, b, sb))
+        assert (~np.isnan(work)).any()
+        assert not flags.any()
+
+
+def test_slices_on_132_sms():
+    """The S of issue 17's shapes on an H100's 132 SMs (what the benchmark's ``…z`` variants run)."""
+    big, mid = GemmConfig(bn=256, splitk=True), GemmConfig(bn=128, splitk=True)
+    assert [splitk_slices(m, n, k, big, 132) for m, n, k in
+            [(640, 1536, 13824), (512, 2048, 16384), (768, 1536, 12288), (1024, 2048, 14336), (640, 3072, 8192)]] \
+        == [4, 4, 3, 2, 2]
+    assert [splitk_slices(m, n, k, mid, 132) for m, n, k in
+            [(640, 1536, 13824), (512, 2048, 16384), (768, 1536, 12288), (1024, 2048, 14336), (640, 3072, 8192)]] \
+        == [2, 2, 1, 1, 1]
+    assert splitk_slices(128, 128, 64, mid, 132) == 1        # one k-tile: never sliced
+
+
+# -- names and rules ---------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, dtype, fields", [
+    ("h128x256s4t2z", "bf16", dict(epilogue="tma", epilogue_split=2)),
+    ("h128x128s4tz", "bf16", dict(bn=128, epilogue="tma")),
+    ("h128x128s6k4tz", "e4m3", dict(bn=128, stages=6, promote=4, epilogue="tma")),
+    ("h128x64s4zx", "bf16", dict(bn=64, swap_ab=True)),
+    ("h128x128s3tzBS", "e4m3", dict(bn=128, stages=3, epilogue="tma", scales="block", scales_smem=True)),
+])
+def test_names_read_back(name, dtype, fields):
+    want = GemmConfig(dtype, splitk=True, **fields).validate()
+    assert want.name == name
+    assert GemmConfig.from_name(name, dtype) == want
+
+
+def test_unknown_name_gives_the_grammar_with_z():
+    with pytest.raises(ValueError, match=r"\[sk\[a\]\[<min saving>\]\]\[z\]\[m<a><b>\]"):
+        GemmConfig.from_name("h128x128s4tzz")
+
+
+@pytest.mark.parametrize("fields, message", [
+    (dict(streamk=True), "GemmConfig.splitk = True: split-K's k-slices and stream-K's runs are two ways to share out "
+                         "a tile's k-tiles: choose one (streamk = False)"),
+    (dict(cluster=2), "GemmConfig.cluster = 2: split-K's units are single CTAs (a slice's partial sums and flags "
+                      "count tiles of one CTA): cluster = 1"),
+    (dict(overlap=1), "GemmConfig.overlap = 1: split-K's units end in a partial sum or a join, not a held tile whose "
+                      "epilogue could run behind the next tile's wgmmas: overlap = 0 with splitk = True"),
+    (dict(dtype="e4m3", scales="block", grouped="contiguous"),
+     "GemmConfig.grouped = 'contiguous': a grouped GEMM finds each tile's group (and, masked, whether it has rows) on "
+     "the device, while split-K slices every tile's k-tiles alike: grouped = 'none'"),
+    (dict(dtype="e4m3", bm=256, scales="block"),
+     "GemmConfig.bm = 256: BM = 256 with block scales promotes each warpgroup's two 64-row blocks in turn, each "
+     "k-tile's stage read by both blocks; split-K's partial sums are not built for it: bm = 128"),
+])
+def test_rules(fields, message):
+    base = dict(bn=128, epilogue="tma", splitk=True)
+    base.update(fields)
+    with pytest.raises(ValueError) as info:
+        GemmConfig(**base).validate()
+    assert str(info.value) == message
+
+
+def test_default_configs_unchanged():
+    """splitk defaults off: the default kernel's IR has no workspace (its text names neither %work nor %flags)."""
+    assert not GemmConfig().splitk and not GemmConfig().partial_sums
+    text = str(build(GemmConfig()))
+    assert "%work" not in text and "%flags" not in text
+
+
+# -- PTX ---------------------------------------------------------------------------------------------------------------
+
+def compiled(config: GemmConfig):
+    from ptxgen.lower import Specialization, TensorSpec, compile_kernel
+
+    specs = {} if config.epilogue == "tma" else {"c": TensorSpec(0, True, 16)}
+    if config.partial_sums:
+        specs.update(work=TensorSpec(1, True, 16), flags=TensorSpec(0, True, 16))
+    return compile_kernel(build(config).kernels[0], Specialization.of(**specs))
+
+
+# (split-K variant, the stream-K-on-every-SM variant of its tile, dtype, (registers, spill bytes) measured by
+# nvJitLink for split-K, which ignores setmaxnreg — the system ptxas with the 240-register budget: no spill for the
+# bf16 kernels, 600-712 bytes for e4m3 128 × 256 k4 as for its ska)
+PTX_CASES = [
+    ("h128x256s4t2z", "h128x256s4t2ska", "bf16", (168, 0)),
+    ("h128x128s4tz", "h128x128s4tska", "bf16", (154, 0)),
+    ("h128x128s6t2z", "h128x128s6t2ska", "bf16", (154, 0)),
+    ("h128x128s6k4tz", "h128x128s6k4tska", "e4m3", (160, 0)),
+    ("h128x256s4k4t2z", "h128x256s4k4t2ska", "e4m3", (168, 3704)),
+]
+
+
+@pytest.mark.parametrize("name, streamk, dtype, figures", PTX_CASES, ids=[c[0] + "-" + c[2] for c in PTX_CASES])
+def test_ptx_assembles_beside_streamk(name, streamk, dtype, figures):
+    """nvJitLink assembles the split-K kernel with no serialized wgmma (C7514), its registers and spills as measured
+    and no more spill than stream-K on every SM of the same tile; partial sums go out and come in as 16-byte
+    accesses, and the join's wait is an acquire load."""
+    ours = compiled(GemmConfig.from_name(name, dtype))
+    theirs = compiled(GemmConfig.from_name(streamk, dtype))
+    assert "C7514" not in ours.info_log
+    assert (ours.registers, ours.spill_bytes or 0) == figures
+    assert (ours.spill_bytes or 0) <= (theirs.spill_bytes or 0)
+    assert "st.global.v4.b32" in ours.ptx and "ld.global.v4.b32" in ours.ptx
+    assert "ld.acquire.gpu.global.b32" in ours.ptx and "red.release.gpu.global.add.s32" in ours.ptx
+
+
+# -- GPU ---------------------------------------------------------------------------------------------------------------
+
+GPU_SHAPES = [(640, 1536, 13824), (512, 2048, 16384), (768, 1536, 12288), (600, 1500, 13000)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name, dtype", [("h128x256s4t2z", "bf16"), ("h128x128s4tz", "bf16"),
+                                         ("h128x256s4k4t2z", "e4m3"), ("h128x128s6k4tz", "e4m3")])
+@pytest.mark.parametrize("shape", GPU_SHAPES, ids=str)
+def test_gpu_splitk_matches_float64(name, dtype, shape):
+    """The split-K variant on the device's SMs, twice in a row through one call site (the second launch on the flags
+    the first left zero), fresh random operands each time: each C within 1e-2 of float64 in relative norm."""
+    from ptxgen.kernels.gemm.run import run_device
+
+    torch = torch_or_skip()
+    config = GemmConfig.from_name(name, dtype).validate()
+    m, n, k = shape
+    for _call in range(2):
+        a = torch.randn(m, k, device="cuda")
+        b = torch.randn(n, k, device="cuda")
+        if config.fp8:
+            a, b = a.to(torch.float8_e4m3fn), b.to(torch.float8_e4m3fn)
+        else:
+            a, b = a.to(torch.bfloat16), b.to(torch.bfloat16)
+        c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+        run_device(config, a, b, c, m, n, k, scales=(SCALE_A, SCALE_B))
+        torch.cuda.synchronize()
+        want = a.double() @ b.double().T * ((SCALE_A * SCALE_B) if config.fp8 else 1.0)
+        assert (torch.linalg.norm(c.double() - want) / torch.linalg.norm(want)).item() < 1e-2
