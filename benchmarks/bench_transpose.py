@@ -32,7 +32,7 @@ tile's rows after them (``TransposeConfig.rows``: 8, 16 or 32 16-byte vectors, e
 ``256/1/sectorv128``, ``256/1/sectorvp128``, ``256/1/sectorvq64`` for bf16, ``128/1/sectorva32`` for f32; none: 32
 vectors), and optionally cache hints after a further ``/``: x's loads, then out's stores
 (``TransposeConfig.x_cache``/``out_cache``, gmem.load/store's ``cache``: ``256/1/sectorvp64/evict_first`` or
-``256/1/sectorvp64/evict_first,streaming``); each row names the one ``transpose`` would pick for the shape.
+``256/1/sectorvp64/evict_first+streaming``; "+", since "," separates the variants); each row names the one ``transpose`` would pick for the shape.
 Writes JSON to ``--json`` or, when $OUT is set, ``$OUT/bench_transpose.json``.
 """
 from __future__ import annotations
@@ -98,12 +98,12 @@ def label_suffix(config) -> str:
 
 
 def hints_suffix(config) -> str:
-    """The variant's cache hints after its rows: ``/evict_first,streaming`` for x_cache ``evict_first`` and
+    """The variant's cache hints after its rows: ``/evict_first+streaming`` for x_cache ``evict_first`` and
     out_cache ``streaming``, ``/evict_first`` for x's alone, none without hints. Post: ``variant_config`` of the
     name gives the config back."""
     if (config.x_cache, config.out_cache) == ("normal", "normal"):
         return ""
-    return f"/{config.x_cache}" + ("" if config.out_cache == "normal" else f",{config.out_cache}")
+    return f"/{config.x_cache}" + ("" if config.out_cache == "normal" else f"+{config.out_cache}")
 
 
 def variant_config(dtype: str, variant: str):
@@ -120,7 +120,7 @@ def variant_config(dtype: str, variant: str):
     from ptxgen.kernels.transpose import TransposeConfig
 
     threads, pair, *access = variant.split("/") + ([] if variant.count("/") > 1 else [""])
-    hints = access.pop().split(",") if len(access) == 2 else ["normal"]
+    hints = access.pop().split("+") if len(access) == 2 else ["normal"]
     if len(hints) == 1:
         hints.append("normal")
     rows = None
@@ -137,7 +137,7 @@ def variant_config(dtype: str, variant: str):
                          "threads/pair/sectorvasync, threads/pair/sectorvp or threads/pair/sectorvq (the sectorv ones "
                          "optionally followed by the tile's rows, e.g. threads/pair/sectorva64)")
     if len(hints) != 2:
-        raise SystemExit(f"--variants: {variant!r}: the cache hints are x_cache[,out_cache], e.g. /evict_first,streaming")
+        raise SystemExit(f"--variants: {variant!r}: the cache hints are x_cache[+out_cache], e.g. /evict_first+streaming")
     config = TransposeConfig(dtype, int(threads), int(pair), ACCESS_SUFFIXES[access[0]], rows,
                              x_piece_bytes=piece, x_cache=hints[0], out_cache=hints[1]).validate()
     # the default tile spelled out is the default config (one kernel, one row)

@@ -74,14 +74,14 @@ def test_bench_names_round_trip():
     import bench_transpose
 
     for name, (x_cache, out_cache) in {"256/1/sectorvp64/evict_first": ("evict_first", "normal"),
-                                       "256/1/sectorvp64/evict_first,streaming": ("evict_first", "streaming"),
+                                       "256/1/sectorvp64/evict_first+streaming": ("evict_first", "streaming"),
                                        "256/1/sectorvp64": ("normal", "normal")}.items():
         config = bench_transpose.variant_config("bf16", name)
         assert (config.x_cache, config.out_cache) == (x_cache, out_cache)
         assert "/256/1" + bench_transpose.label_suffix(config) + "64" + bench_transpose.hints_suffix(config) == \
             "/" + name
     with pytest.raises(SystemExit, match="the cache hints are x_cache"):
-        bench_transpose.variant_config("bf16", "256/1/sectorvp64/a,b,c")
+        bench_transpose.variant_config("bf16", "256/1/sectorvp64/a+b+c")
 
 
 @pytest.mark.gpu
