@@ -242,7 +242,8 @@ def test_ptx_assembles_beside_streamk(name, streamk, dtype, figures):
 
 # -- GPU ---------------------------------------------------------------------------------------------------------------
 
-GPU_SHAPES = [(640, 1536, 13824), (512, 2048, 16384), (768, 1536, 12288), (600, 1500, 13000)]
+# the ragged one keeps every row 16-byte aligned (N, K multiples of 16), as TMA loads and stores need
+GPU_SHAPES = [(640, 1536, 13824), (512, 2048, 16384), (768, 1536, 12288), (600, 1504, 13008)]
 
 
 @pytest.mark.gpu

@@ -52,6 +52,10 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
    up to +10%: 2048x3072x14336 635 -> 699 TFLOP/s; 1024x7168x8192 -2.7%, 1536x8192x14336 -1.2%);
    not stream-K on every SM for unswapped problems: with 128 × 128 tiles it lost to data-parallel at 128×7168×18432
    (302 against 310 TFLOP/s) and 512×4096×4096 (562 against 580; 2026-11-26 s10 sweep), where the narrower tile wins.
+3b. **Split-K** (16-bit, K-major, TMA store, no bias, K ≥ ``SPLITK_MIN_K`` = 8192, M over one row tile): the 128 ×
+   256 / 192 / 128 tiles split into S = ⌊SMs / tiles⌋ ≥ 2 k-slices that run together (``…z``) are candidates of the
+   cost model, a slice's k-tiles ``SPLITK_SLOWDOWN`` = 1.3 dearer plus the partial sums' join: few tiles with long K
+   (bf16 640×1536×13824 533 against 435 TFLOP/s for 128 × 64, 320×2048×57344 542 against 240; s20 sections 7-8).
 4. Otherwise data-parallel; bf16/f16 with the TMA-store epilogue **overlapped** with the next tile's first k-tile
    (``o1``: 4096³ 1.003, 8192²×1024 1.022 × cuBLAS in s9 section 12) where a CTA has more than one tile (one wave:
    nothing to overlap, and o1 measured 1% slower at 512×4096×4096, s12 section 5); without overlap, the 16-bit
@@ -85,7 +89,7 @@ from __future__ import annotations
 import numpy as np
 
 from .config import ELEMENT_BYTES, SMEM_BYTES, STREAMK_MIN_SAVING, GemmConfig
-from .schedule import streamk_ktiles_saved
+from .schedule import splitk_slices, streamk_ktiles_saved
 
 SWAP_AB_MAX_M = 64
 # mid M: swapped tiles (Cᵀ = B·Aᵀ, the kernel's N the problem's M in 1-8 tiles of any multiple of 8, C stored by TMA
@@ -177,6 +181,20 @@ STREAMK_SHARED_SLOWDOWN = {1: 1.3, 2: 1.14}
 # others +1..+15% (docs/gpu-runs/2026-11-26-s16.log section 19)
 STREAMK_CLUSTER_ROW_TILES = 2
 SWAP_STAGES = 8
+# split-K (16-bit, unswapped, K-major, one CTA per slice): the 128 x 256 / 192 / 128 TMA-store tiles split into
+# S = ⌊SMs / tiles⌋ k-slices that run together (``GemmConfig.splitk``) enter the cost model where S ≥ 2, a slice's
+# k-tiles SPLITK_SLOWDOWN dearer than a data-parallel tile's, plus stream-K's partial-sum cost per extra slice. Fitted
+# to bf16 640x1536x13824, 512x2048x16384, 768x1536x12288 (the data-parallel picks 435 / 471 / 397 TFLOP/s, split-K
+# 530 / 573 / 510: few tiles, long K) and 1024x2048x14336, 640x3072x8192, where the data-parallel tiles stayed ahead
+# (659 against 635, 575 against 551; docs/gpu-runs/2026-11-26-s20.log section 7). fp8 did not gain (768x1536x12288:
+# 733 against 783).
+SPLITK_SLOWDOWN = 1.3
+SPLITK_WIDTHS = (256, 192, 128)
+# ... from K = SPLITK_MIN_K and M over one row tile: measured on changed picks (s20 section 8), split-K lost at K <=
+# 6144 (128x6144x5120 273 -> 251, 384x1536x5120 308 -> 266) and at M = 128, where the narrow data-parallel tiles share
+# A and stream B (128x7168x18432 343 -> 327), and gained up to 2.5x from K = 8192 on (320x2048x57344 240 -> 542)
+SPLITK_MIN_K = 8192
+SPLITK_MIN_M = 129
 # the wgmma groups a consumer leaves in flight at each k-tile's wait, by (operand bits, BN), for a data-parallel tile
 # without overlap (the overlapped epilogue needs 1): the 16-bit 128 x 128 tile waits for each group (s15 section 7:
 # +2-6% at 14 problems of M = 256-1024, bf16 and f16, e.g. 512x4096x4096 580 against 555 TFLOP/s; other widths within
@@ -252,6 +270,11 @@ def estimated_cost(config: GemmConfig, m: int, n: int, k: int, ctas: int) -> flo
     rows, columns = config.cluster_tile
     tiles = -(-m // rows) * -(-n // columns)
     step = clusters if config.streamk_every_sm else max(min(tiles, clusters), 1)
+    if config.splitk:
+        slices = splitk_slices(m, n, k, config, ctas)
+        if slices > 1:   # one wave: the units are tiles · S ≤ ctas
+            join = STREAMK_FIXUP * config.bn / 256 * (1 + STREAMK_FIXUP_PER_PIECE * max(slices - 2, 0))
+            return -(-ktiles // slices) * per_ktile * SPLITK_SLOWDOWN + join
     saved = streamk_ktiles_saved(m, n, k, config, ctas) if config.streamk else 0
     if config.streamk and saved and saved >= config.streamk_min_saving:
         longest = ktiles - saved
@@ -331,7 +354,7 @@ def choose_config(m: int, n: int, k: int, dtype: str = "bf16", sm_count: int = H
                 continue
         if base.bn in WAVE_FILLING[_width(dtype)] and _wave_fill_refused(base, m, n, sm_count):
             continue
-        for config in _variants(base, m, n, k, sm_count):
+        for config in [*_variants(base, m, n, k, sm_count), *_split_k(base, m, n, k, sm_count)]:
             cost = estimated_cost(config, m, n, k, sm_count)
             if best_cost is None or cost < best_cost - 1e-9:
                 best, best_cost = config, cost
@@ -357,6 +380,18 @@ def _fp8_tall(pick: GemmConfig, m: int, n: int, k: int, sms: int) -> bool:
             and (pick.a_major, pick.b_major) == ("K", "K") and pick.epilogue == "tma"
             and FP8_TALL_ROWS[0] < m <= FP8_TALL_ROWS[1] and k >= FP8_TALL_MIN_K
             and _last_wave_share(FP8_TALL, m, n, sms) >= WAVE_FILL_MIN)
+
+
+def _split_k(base: GemmConfig, m: int, n: int, k: int, sms: int) -> list:
+    """The split-K form of a candidate tile (``SPLITK_WIDTHS``, 16-bit, K-major, TMA store, no bias) of a problem with
+    K ≥ ``SPLITK_MIN_K`` and M ≥ ``SPLITK_MIN_M`` where its tiles leave room for at least two k-slices each, else
+    nothing. ``_split_k(h128x192s4t3, 640, 1536, 13824, 132)`` →
+    [h128x192s4t3z] (40 tiles, 3 slices); at 1024 × 2048 (88 tiles) → []."""
+    if base.fp8 or base.bn not in SPLITK_WIDTHS or base.epilogue != "tma" or base.bias or \
+            (base.a_major, base.b_major) != ("K", "K") or k < SPLITK_MIN_K or m < SPLITK_MIN_M:
+        return []
+    split = base.replace(splitk=True, cluster=1, overlap=0, streamk=False, streamk_every_sm=False)
+    return [split] if splitk_slices(m, n, k, split, sms) >= 2 else []
 
 
 def _swapped_mid(m: int, n: int, k: int, dtype: str, bias: bool, out_dtype: str, sms: int, b_major: str = "K"):
