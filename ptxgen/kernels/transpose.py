@@ -76,7 +76,8 @@ copies go element by element, checked at run time). Measured 83-87% of copy agai
 unaligned 16-bit shapes (docs/gpu-runs/2026-11-26-s19.log section 16): the conflicted reads cost more than the
 occupancy gains, so ``transpose`` does not pick it.
 
-``access="sector_vector_pair_x"`` (selectable; 16-bit types) reads the same per-row windows as ALIGNED 4-byte pairs
+``access="sector_vector_pair_x"`` (16-bit types; what ``transpose`` picks, with BM = 64, where x's rows and out's rows
+are both unaligned) reads the same per-row windows as ALIGNED 4-byte pairs
 of elements (``x_piece_bytes = 8``: 8-byte quads) instead of 16-byte vectors: row r's window starts s_r = (r·N + n0)
 mod P elements before n0 (P = 2 or 4: ``TransposeConfig.x_piece``), BN + P columns, stored back by ``smem.offset`` (A,
 P − 1 − s_r). Rows ≡ q (mod 8) share s_r, so 8 warps (256 threads) take one residue mod 8 each
@@ -151,9 +152,10 @@ PIECE_WINDOWS = ("sector_vector_aligned_x", "sector_vector_async_x", "sector_vec
 X_PIECE_BYTES = (4, 8)
 WARPS = 8           # sector_vector_pair_x's warps: warp q takes the x rows ≡ q (mod 8), all of one residue mod a piece
 CHUNKS = 8          # 16-byte chunks of a 128-byte row: the XOR's 3 bits
-# the tile rows of the 16-bit transpose whose x rows and out rows are both unaligned (sector_vector_scalar): 128 over
-# 256 (x window values per thread) and 64 (sector over-read A/BM)
-UNALIGNED_X_ROWS = 128
+# the tile rows of the 16-bit transpose whose x rows and out rows are both unaligned (sector_vector_pair_x, x read in
+# aligned pairs): 64, 8 CTAs per SM at 32 registers (H100, % of copy in separate windows, 128 / 256 rows: bf16
+# 16383x16385 89.4-90.9 / 86.5 / 73.5, 8191x12289 91.6-92.2 / 88.3 / 74.6; docs/gpu-runs/2026-11-26-s20.log section 6)
+UNALIGNED_X_ROWS = 64
 WINDOW_VECTORS = (8, 16, 32)   # the sector_vector tile's rows BM in 16-byte vectors (TransposeConfig.rows / V)
 
 
@@ -196,14 +198,15 @@ class TransposeConfig:
         accesses: where out's rows do not start on 32-byte sectors (``out_sectors`` False) ``access="sector"`` with 8
         warps, or for 16-bit types whose x rows are 16-byte aligned (``x_aligned``) ``"sector_vector"`` (16-byte
         loads and out stores: 94-99% of copy at 8191 x 8192 bf16 against 87-94% for ``sector``, docs/gpu-runs/
-        2026-11-26-s14.log section 3), for 16-bit types whose x rows are not aligned either ``"sector_vector_scalar"``
-        with 128-row tiles (x element-wise, 16-byte out stores: 87-91% of copy in separate windows, 93-95%
-        interleaved at 8191 x 12289, 12289 x 8191 and 16383 x 16385 bf16 and f16, against 84-88% / 89-92% for
-        ``sector``, 2026-11-26-s17.log section 5); else ``access="scalar"``. ``TransposeConfig.default("f32")`` →
+        2026-11-26-s14.log section 3), for 16-bit types whose x rows are not aligned either ``"sector_vector_pair_x"``
+        with 64-row tiles (x read in aligned 4-byte pairs, 16-byte out stores: 89.4-92.2% of copy in separate
+        windows, 90.3-95.3% interleaved at 8191 x 12289, 12289 x 8191 and 16383 x 16385 bf16 and f16, against
+        86.5-91.2% / 88.6-93.5% for ``sector_vector_scalar`` with 128-row tiles, 2026-11-26-s20.log section 6); else
+        ``access="scalar"``. ``TransposeConfig.default("f32")`` →
         ``TransposeConfig(dtype='f32', threads=128, pair=2)``; ``TransposeConfig.default("f32", False, False)`` →
         ``TransposeConfig(dtype='f32', threads=256, pair=1, access='sector')``; ``TransposeConfig.default("bf16",
-        False, False)`` → ``TransposeConfig(dtype='bf16', threads=256, pair=1, access='sector_vector_scalar',
-        rows=128)``."""
+        False, False)`` → ``TransposeConfig(dtype='bf16', threads=256, pair=1, access='sector_vector_pair_x',
+        rows=64)``."""
         threads = 128 if dtype == "f32" else 256
         if aligned:
             return TransposeConfig(dtype, threads, 2)
@@ -213,7 +216,7 @@ class TransposeConfig:
             return TransposeConfig(dtype, 256, 1, "sector")
         if x_aligned:
             return TransposeConfig(dtype, 256, 1, "sector_vector")
-        return TransposeConfig(dtype, 256, 1, "sector_vector_scalar", rows=UNALIGNED_X_ROWS)
+        return TransposeConfig(dtype, 256, 1, "sector_vector_pair_x", rows=UNALIGNED_X_ROWS)
 
     def for_columns(self, n: int) -> "TransposeConfig":
         """The config for an x of ``n`` columns: ``sector_vector_async_x`` gets ``x_residue = n mod V``, any other

@@ -228,13 +228,13 @@ def test_gpu_strided_views(dtype, access):
 
 def test_the_default_takes_sector_vector_where_x_rows_are_aligned():
     """Out rows off their sectors: 16-bit types whose x rows are 16-byte aligned take ``sector_vector`` (8 warps),
-    those whose x rows are not ``sector_vector_scalar`` with 128-row tiles; f32 ``sector`` with 8 warps; out rows on
+    those whose x rows are not ``sector_vector_pair_x`` with 64-row tiles; f32 ``sector`` with 8 warps; out rows on
     sectors keep ``scalar``."""
     assert TransposeConfig.default("bf16", False, False, True) == TransposeConfig("bf16", 256, 1, "sector_vector")
     assert TransposeConfig.default("f16", False, False, True).access == "sector_vector"
-    assert TransposeConfig.default("bf16", False, False, False) == TransposeConfig("bf16", 256, 1, "sector_vector_scalar",
-                                                                                  rows=128)
-    assert TransposeConfig.default("f16", False, False, False).rows == 128
+    assert TransposeConfig.default("bf16", False, False, False) == TransposeConfig("bf16", 256, 1, "sector_vector_pair_x",
+                                                                                  rows=64)
+    assert TransposeConfig.default("f16", False, False, False).rows == 64
     assert TransposeConfig.default("f32", False, False, True) == TransposeConfig("f32", 256, 1, "sector")
     assert TransposeConfig.default("bf16", False, True, True).access == "scalar"
     x = np.zeros((8191, 8192), ml_dtypes.bfloat16)           # x rows 16384 bytes, out rows 16382

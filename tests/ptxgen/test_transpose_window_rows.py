@@ -192,13 +192,13 @@ def test_bad_rows():
         TransposeConfig("bf16", 256, 1, "sector", 64).validate()
 
 
-def test_the_default_takes_128_rows_only_where_both_rows_are_unaligned():
-    """``transpose`` gives 16-bit tensors whose x rows and out rows are both unaligned the 128-row
-    ``sector_vector_scalar`` tile (s17 log section 5); every other choice keeps its tile."""
+def test_the_default_takes_64_rows_only_where_both_rows_are_unaligned():
+    """``transpose`` gives 16-bit tensors whose x rows and out rows are both unaligned the 64-row
+    ``sector_vector_pair_x`` tile (s20 log section 6); every other choice keeps its tile."""
     for dtype in ("bf16", "f16", "f32"):
         for flags in ((True, True, True), (False, True, False), (False, False, False), (False, False, True)):
             doubly = flags == (False, False, False) and dtype != "f32"
-            assert TransposeConfig.default(dtype, *flags).rows == (128 if doubly else None)
+            assert TransposeConfig.default(dtype, *flags).rows == (64 if doubly else None)
 
 
 def test_benchmark_variant_names():
