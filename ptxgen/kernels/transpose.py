@@ -86,7 +86,9 @@ up to BN/P) make the pieces' smem stores conflict-free at every shift — a warp
 contiguous bytes at BM = 64 and 256 (whose column pitch is taken ≡ 4 mod 8 for it), two rows' 64 at BM = 128. A pair
 stays one 32-bit register from its ``ld.global.b32`` to its two smem stores (gmem.load's vector phi), half the x
 registers of ``sector_vector_scalar``'s element loads: BM = 64 and 128 fit 32 registers (8 CTAs of 256 threads per SM)
-with no spill. Its tail and head rows' few element stores are 2-way conflicted at some shifts (``bank_reports``).
+with no spill. The window's tail (a lane one whole piece of a row, one column per store) and the A head rows (read
+in pieces from row m0 − A with the same shift — A·N ≡ 0 mod P —, where a lane split over their A/8 rows per warp is
+conflict-free: every tile but BM = 128 quads) are stored conflict-free too: ``bank_reports`` all 1-way.
 
 ``TransposeConfig.rows`` (selectable; default 32·V) gives the ``sector_vector*`` accesses a smaller tile, BM =
 8·V or 16·V (64 or 128 bf16): fewer x values per thread between load and smem store, so fewer registers and more
@@ -534,16 +536,19 @@ def residue_tail_tv(rows: int, vector: int, spacing: int | None = None):
     ``((32,8),8):((8,1),256)`` (lane l on row 8·l + q); ``residue_tail_tv(64, 8)`` = ``(((4,8),8),2):(((128,8),1),
     64)`` (lane l: row 8·(l/4) + q, columns 2·(l%4) + i). ``spacing`` (default V): the warps W and the rows'
     modulus where the piece ``vector`` = P is smaller (``sector_vector_pair_x``'s (rows, P) tail, rows/W rows of P
-    elements per warp); where those are fewer than a warp's 32 lanes, the lanes beyond them repeat the first ones (a
-    thread stride 0: the same element loaded and stored twice, harmless). Pre: rows/W divides 32. Post: a map of W
+    elements per warp); where those rows are fewer than a warp's 32 lanes, lane l holds the whole piece of residue row
+    l mod rows/W and the lanes beyond them repeat the first ones (a thread stride 0: the same piece loaded and stored
+    twice, harmless): ``residue_tail_tv(64, 2, 8)`` = ``(((8,4),8),2):(((8,0),1),64)``. Pre: rows/W divides 32. Post: a map of W
     warps × values ONTO the (rows, P) tile (a bijection where rows·P ≥ 32·W), each warp's rows of one residue mod W."""
     spacing = spacing or vector
     residue_rows = rows // spacing
     pieces = 32 // residue_rows
-    if pieces > vector:
-        # fewer elements than lanes: lane l takes column l mod P of residue row (l / P) mod rows/W, the rest repeat
-        lanes = lc.Layout((vector, residue_rows, pieces // vector), (rows, spacing, 0))
-        return lc.make_layout(lc.make_layout(lanes, lc.Layout(spacing, 1)), lc.Layout(1, 0))
+    if vector < spacing and residue_rows < 32:
+        # sector_vector_pair_x, fewer rows than lanes: lane l takes the whole piece (its P elements, one aligned access) of residue row
+        # l mod rows/W, the lanes beyond rows/W repeat the first ones. One column per smem store instruction: the
+        # rows' words stay 4·W/… apart, which the window's swizzle keeps in distinct banks (bank_reports: 1-way)
+        lanes = lc.Layout((residue_rows, pieces), (spacing, 0))
+        return lc.make_layout(lc.make_layout(lanes, lc.Layout(spacing, 1)), lc.Layout(vector, rows))
     tiler, warp_tv = lc.make_layout_tv(lc.Layout((residue_rows, pieces), (pieces, 1)),
                                        lc.Layout((1, vector // pieces)))
     in_tile = lc.composition(lc.Layout(tiler, (spacing, rows)), warp_tv)
@@ -563,6 +568,17 @@ def window_pitch(rows: int, vector: int, rows_in_warp: int) -> int:
         unit = 16 // rows_in_warp          # pitch ≡ unit (mod 2·unit): step 2·pitch an odd multiple of 2·unit
         pitch += (unit - pitch) % (2 * unit)
     return pitch
+
+
+def _head_piece_lanes(config: TransposeConfig, pitch: int) -> int | None:
+    """``sector_vector_pair_x``'s lanes along a head row where the A head rows (A/8 per warp) can be read in pieces
+    with conflict-free smem stores (``residue_lanes_per_row`` over them), else None (element loads, ``scalar_tv``):
+    bf16 BM = 64 → 32 (pairs) or 16 (quads)."""
+    try:
+        return residue_lanes_per_row(config.x_piece, pitch * ELEMENT_BYTES[config.dtype], config.sector // WARPS,
+                                     config.tile[1] // config.x_piece)
+    except ValueError:
+        return None
 
 
 def sector_vector_layouts(config: TransposeConfig) -> dict:
@@ -639,13 +655,22 @@ def sector_vector_layouts(config: TransposeConfig) -> dict:
     else:
         load = scalar_tv(bm, bn, config.threads)
     head = scalar_tv(a, bn, config.threads)
+    head_lanes = _head_piece_lanes(config, pitch) if pairs_x else None
+    if head_lanes:
+        # the A head rows read in pieces too, as the x rows below them (rows ≡ q mod 8 keep their shift: A·N ≡ 0 mod P)
+        head = residue_vector_tv(a, bn, piece, head_lanes, WARPS)
+        head_tail = residue_tail_tv(a, piece, WARPS)
+        extra.update({"head_tail": head_tail,
+                      "head_tail_smem": lc.ComposedLayout(lc.Swizzle(0, 0, 0), rows * bn,
+                                                          lc.composition(lc.Layout((a, piece), (1, rows)), head_tail))})
     store = row_vector_tv(warps, bm, v, a)
     store_rows = out_rows(warps, bm, v, a)
     sw = sector_vector_swizzle()
     head_smem = lc.composition(lc.Layout((a, bn), (1, rows)), head)
     if aligned_x:
         load_smem = lc.composition(lc.Layout((bm, bn), (1, rows)), load)   # moved by smem.offset (A, V − 1 − s)
-        head_smem = lc.ComposedLayout(lc.Swizzle(0, 0, 0), rows * origin, head_smem)
+        if not head_lanes:   # (in pieces the head rows move by smem.offset (0, P − 1 − s))
+            head_smem = lc.ComposedLayout(lc.Swizzle(0, 0, 0), rows * origin, head_smem)
     else:
         # the x rows t·BM … sit below the A head rows: the tile index moves by A (a static offset keeps the smem
         # stores' alignment known, so they take 4 bytes where the column holds two of a thread's values)
@@ -718,7 +743,12 @@ def bank_reports(config: TransposeConfig) -> dict:
                       for tv in ("load_smem", "tail_smem") for s in range(config.x_piece) for w in range(warps)]
         else:
             x_rows = [bank_conflicts(ls["load_smem"], ls["smem"], dtype, warp=w) for w in range(warps)]
-        return {"store": x_rows + [bank_conflicts(ls["head_smem"], ls["smem"], dtype, warp=w) for w in range(warps)],
+        if "head_tail" in ls:   # the head rows' pieces at smem.offset (0, P − 1 − s)
+            heads = [bank_conflicts(ls[tv], ls["smem"], dtype, warp=w, base=esize * (origin - s) * pitch)
+                     for tv in ("head_smem", "head_tail_smem") for s in range(config.x_piece) for w in range(warps)]
+        else:
+            heads = [bank_conflicts(ls["head_smem"], ls["smem"], dtype, warp=w) for w in range(warps)]
+        return {"store": x_rows + heads,
                 "load": [bank_conflicts(ls["store_smem"], ls["smem_t"], dtype, esize, warp=w,
                                         base=esize * ((pass_row + origin) * pitch + a - s))
                          for pass_row in ls["pass_rows"] for s in range(a) for w in range(warps)]}
@@ -907,9 +937,11 @@ def build_sector_vector(config: TransposeConfig):
     tile = b.smem.alloc(type=smem(dtype, ls["smem"]), name="tile")
     thread, m0, n0 = _block_origin(b, bm, bn)
     sector = b.const(a, i32, name="sector")
-    x_head = b.gmem.tile(x, b.arith.sub(m0, sector, name="x_head_row0"), n0, shape=(a, bn), name="x_head")
-    heads = b.gmem.load(x_head, thread, tv=ls["head"], type=frag(dtype, lc.shape(ls["head"][1])), name="heads",
-                        **_hint(config.x_cache))
+    head_pieces = "head_tail" in ls   # the head rows read in pieces with the x rows (_load_x_windows)
+    if not head_pieces:
+        x_head = b.gmem.tile(x, b.arith.sub(m0, sector, name="x_head_row0"), n0, shape=(a, bn), name="x_head")
+        heads = b.gmem.load(x_head, thread, tv=ls["head"], type=frag(dtype, lc.shape(ls["head"][1])), name="heads",
+                            **_hint(config.x_cache))
     async_x = config.access == "sector_vector_async_x"
     tile_shift = None
     if async_x:
@@ -920,7 +952,7 @@ def build_sector_vector(config: TransposeConfig):
                              b.const(config.vector - 1, i32, name="tile_shift_mask"), name="tile_shift")
         zero = b.const(0, i32, name="zero")
         b.smem.store(b.smem.offset(tile, zero, tile_shift, name="head_window"), thread, heads, tv=ls["head_smem"])
-    else:
+    elif not head_pieces:
         b.smem.store(tile, thread, heads, tv=ls["head_smem"])
     warp = b.arith.div(thread, b.const(32, i32, name="warp_threads"), name="warp")
     if async_x:
@@ -997,6 +1029,24 @@ def _load_x_windows(b, config: TransposeConfig, ls: dict, x, tile, thread, warp,
                            name="x_window")
     b.smem.store(window, thread, xs, tv=ls["load_smem"])
     b.smem.store(window, thread, tails, tv=ls["tail_smem"])
+    if "head_tail" in ls:
+        # the A head rows m0 − A …: rows of the same residues mod 8, so the same shift s (A·N ≡ 0 mod P), at window
+        # row 0
+        x_col0 = b.arith.sub(n0, x_shift, name="head_col0")
+        head_row0 = b.arith.sub(m0, b.const(config.sector, i32, name="head_rows"), name="x_head_row0")
+        x_head = b.gmem.tile(x, head_row0, x_col0, shape=(config.sector, config.tile[1]), name="x_head")
+        x_head_tail = b.gmem.tile(x, head_row0, b.arith.add(x_col0, b.const(config.tile[1], i32, name="head_bn")),
+                                  shape=(config.sector, config.x_piece), name="x_head_tail")
+        heads = b.gmem.load(x_head, thread, tv=ls["head"], type=frag(dtype, lc.shape(ls["head"][1])),
+                            vector_check=True, name="heads", **_hint(config.x_cache))
+        head_tails = b.gmem.load(x_head_tail, thread, tv=ls["head_tail"],
+                                 type=frag(dtype, lc.shape(ls["head_tail"][1])), vector_check=True, name="head_tails",
+                                 **_hint(config.x_cache))
+        head_window = b.smem.offset(tile, b.const(0, i32, name="head_window_row"),
+                                    b.arith.sub(b.const(ls["origin"], i32, name="head_origin"), x_shift,
+                                                name="head_window_col"), name="head_window")
+        b.smem.store(head_window, thread, heads, tv=ls["head_smem"])
+        b.smem.store(head_window, thread, head_tails, tv=ls["head_tail_smem"])
 
 
 def _copy_x_windows(b, config: TransposeConfig, ls: dict, x, tile, thread, warp, m0, n0, shift) -> None:

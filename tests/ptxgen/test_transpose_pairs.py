@@ -41,7 +41,7 @@ def test_layouts():
     of origin and two after the tile's 64; BM = 256: 32 lanes (one row's 128 bytes), pitch ≡ 4 mod 8."""
     ls = layouts(config_of("bf16", 128))
     assert {k: str(ls[k]) for k in ("load", "tail", "smem", "store", "passes", "origin", "pitch")} == {
-        "load": "(((16,2),8),(2,(8,2))):(((256,8),1),(128,(16,4096)))", "tail": "(((2,16),8),1):(((128,8),1),0)",
+        "load": "(((16,2),8),(2,(8,2))):(((256,8),1),(128,(16,4096)))", "tail": "(((16,2),8),2):(((8,0),1),128)",
         "smem": "Sw<2,2,5> o 0 o (144,67):(1,152)", "store": "(((16,2),8),8):(((192,16),1),24)", "passes": "4",
         "origin": "1", "pitch": "152"}
     ls = layouts(config_of("bf16", None))
@@ -49,9 +49,15 @@ def test_layouts():
         "((32,8),(2,(32,1))):((512,1),(256,(8,16384)))", "((32,8),2):((8,1),256)", "Sw<2,2,5> o 0 o (272,67):(1,284)")
     ls = layouts(config_of("bf16", 64, 8))
     assert (str(ls["load"]), str(ls["tail"]), ls["origin"]) == (
-        "(((16,2),8),(4,(4,1))):(((256,8),1),(64,(16,4096)))", "(((4,8),8),1):(((64,8),1),0)", 3)
-    # fewer tail elements (64 rows / 8 warps × 2) than lanes: lanes 16-31 repeat lanes 0-15
-    assert str(residue_tail_tv(64, 2, 8)) == "(((2,8,2),8),1):(((64,8,0),1),0)"
+        "(((16,2),8),(4,(4,1))):(((256,8),1),(64,(16,4096)))", "(((8,4),8),4):(((8,0),1),64)", 3)
+    # fewer tail rows (64 / 8 warps) than lanes: a lane holds a whole piece, lanes 8-31 repeat lanes 0-7
+    assert str(residue_tail_tv(64, 2, 8)) == "(((8,4),8),2):(((8,0),1),64)"
+    # the A = 16 head rows in pieces too (2 rows per warp, 32 lanes along a row), their tail as the x rows'
+    ls = layouts(config_of("bf16", 64))
+    assert (str(ls["head"]), str(ls["head_tail"])) == ("((32,8),(2,(2,1))):((32,1),(16,(8,1024)))",
+                                                       "(((2,16),8),2):(((8,0),1),16)")
+    # where no split of a warp's lanes over 2 head rows is conflict-free (BM = 128 quads), element loads
+    assert "head_tail" not in layouts(config_of("bf16", 128, 8))
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=str)
@@ -87,24 +93,18 @@ def test_a_warp_instruction_reads_128_contiguous_bytes_per_row_group(rows, piece
         assert sorted(col[row == r].tolist()) == [p * k for k in range(lanes)]
 
 
-# the worst measured degree of the x side's smem stores (the main pieces always 1): the tail's (BM, P) stores and the
-# A head rows' element stores are 2-way where the pitch serves the pieces' stores and the transposed read first
-STORE_WAYS = {(64, None): 2, (64, 8): 2, (128, None): 2, (128, 8): 2, (256, None): 2, (256, 8): 2}
-
-
 @pytest.mark.parametrize("config", CONFIGS, ids=str)
 def test_bank_reports(config):
-    """The x pieces' stores at every shift s in [0, P) and the transposed read at every pass and out shift in [0, A):
-    all 1-way; the tail and head stores at most ``STORE_WAYS``; every access 2 bytes (element stores and reads)."""
+    """Every smem access 1-way: the x pieces' and their tail's stores at every shift s in [0, P), the head rows'
+    (pieces and tail at every s, or element stores), and the transposed read at every pass and out shift in [0, A);
+    every access 2 bytes (element stores and reads)."""
     reports = bank_reports(config)
     warps = config.threads // 32
     p = config.x_piece
-    assert len(reports["store"]) == 2 * p * warps + warps
+    heads = 2 * p * warps if "head_tail" in layouts(config) else warps
+    assert len(reports["store"]) == 2 * p * warps + heads
     assert len(reports["load"]) == layouts(config)["passes"] * config.sector * warps
-    assert {r.ways for r in reports["load"]} == {1}
-    pieces = reports["store"][:p * warps]
-    assert {r.ways for r in pieces} == {1}
-    assert max(r.ways for r in reports["store"]) == STORE_WAYS[(config.rows, config.x_piece_bytes)]
+    assert {r.ways for rs in reports.values() for r in rs} == {1}
     assert {r.access_bytes for rs in reports.values() for r in rs} == {2}
 
 
@@ -156,12 +156,10 @@ def test_ptx_packed_pieces_and_no_spill(config):
     p = config.x_piece
     counts, compiled = global_accesses(config)
     piece = "ld.global.b32" if p == 2 else "ld.global.v2.b32"
-    # the tail's (BM, P) tile: BM·P/8 elements per warp over its 32 lanes (element loads where fewer than 2 a lane)
-    tail = {2: "ld.global.b32", 4: "ld.global.v2.b32"}.get(min(p, bm * p // 256))
-    main = bm * bn // (p * config.threads)
-    assert counts[piece] == main + (tail == piece)
-    if tail is not None and tail != piece:
-        assert counts[tail] == 1
+    # a thread's pieces of the (BM, BN) tile and one of the (BM, P) tail, the same for the A head rows where they
+    # are read in pieces (else element loads)
+    heads = config.sector * bn // (p * config.threads) + 1 if "head_tail" in layouts(config) else 0
+    assert counts[piece] == bm * bn // (p * config.threads) + 1 + heads
     assert counts["ld.global.v2.b16"] == 0 and counts["ld.global.v4.b16"] == 0
     assert counts["st.global.v4.b32"] == layouts(config)["passes"]
     registers, ctas = BOUNDS[bm]
