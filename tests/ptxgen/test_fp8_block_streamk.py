@@ -60,6 +60,12 @@ def test_streamk_matches_float64(name, shape, ctas, starts):
     c = config(name)
     m, n, k = shape
     assert piece_starts(c, m, n, k, ctas) == starts
+    interpret_with_workspace(c, m, n, k, ctas)
+
+
+def interpret_with_workspace(c: GemmConfig, m: int, n: int, k: int, ctas: int) -> None:
+    """The block-scaled kernel of ``c`` (stream-K or split-K) in the interpreter on ``ctas`` CTAs with fresh random
+    operands and a NaN workspace: C within bf16 rounding of float64, partial sums written, the flags zero after."""
     rng = np.random.default_rng()
     a, sa, b, sb = operands(m, n, k, rng)
     given = get_mn_major_tma_aligned_tensor(sa) if c.scales_smem else sa

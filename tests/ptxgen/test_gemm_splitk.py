@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 from ptxgen.interp import interpret
-from ptxgen.kernels import fp8 as fp8_module
 from ptxgen.kernels.gemm import GemmConfig, build, splitk_slices, streamk_buffers
 from ptxgen.kernels.gemm.run import kernel_arguments, kernel_config
 from gpu_torch import torch_or_skip
@@ -119,27 +118,13 @@ def test_splitk_block_scales_match_float64():
     """Block-scaled fp8 under split-K: each slice promotes its own k-tiles with their scales (scales_smem: the
     scales ride each slice's stages), the join adds promoted totals. 3 tiles (N = 320) of 9 k-tiles (K = 1040) on 7
     CTAs: S = 2, slices [0, 4) and [4, 9) — the second starts at column 0 of a 4-k-block B scale box."""
-    from ptxgen.kernels import get_mn_major_tma_aligned_tensor
-
-    from test_fp8_blockscaled import check, operands
-    from test_fp8_grouped import BF16 as OUT, product
+    from test_fp8_block_streamk import interpret_with_workspace
 
     m, n, k, ctas = 77, 320, 1040, 7
     for name in ("h128x128s3tzB", "h128x128s3tzBS"):
         config = GemmConfig.from_name(name, "e4m3").validate()
         assert splitk_slices(m, n, k, config, ctas) == 2
-        rng = np.random.default_rng()
-        a, sa, b, sb = operands(m, n, k, rng)
-        given = get_mn_major_tma_aligned_tensor(sa) if config.scales_smem else sa
-        out = np.full((m, n), -7.0, OUT)
-        args = fp8_module.kernel_arguments(config, a, given, b, sb, out, m, n, k, "numpy")
-        shapes = streamk_buffers(config, ctas)
-        work = np.full(shapes["work"], np.nan, np.float32)
-        flags = np.zeros(shapes["flags"], np.int32)
-        interpret(fp8_module.kernel_module(config), {**args, "sms": ctas, "work": work, "flags": flags})
-        check(out, product(a, sa, b, sb))
-        assert (~np.isnan(work)).any()
-        assert not flags.any()
+        interpret_with_workspace(config, m, n, k, ctas)
 
 
 def test_slices_on_132_sms():
