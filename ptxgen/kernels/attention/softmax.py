@@ -31,7 +31,6 @@ from .layouts import operand_view
 from .warpgroups import by_warpgroup, warpgroup_barrier
 
 M_INIT = -2.0 ** 100    # the running max before any score: finite, far below any score
-NO_DIAGONAL = 1 << 30   # a diag no column − row difference of a tile exceeds (non-causal)
 
 
 def score_layout(config):
@@ -40,29 +39,35 @@ def score_layout(config):
 
 
 def mask_scores(g, s, k0, tag: str = ""):
-    """S with the key columns past Sk and (causal) the query-key pairs above the diagonal set to −inf — only on the
-    tiles that hold any (``scf.if``): the ragged last tile and, causal, the tiles crossing the diagonal."""
+    """S with the key columns past Sk and (causal) the query-key pairs above the diagonal set to −inf — each mask
+    only on the tiles that need it (``scf.if``): the key bound on the ragged last tile, the diagonal (causal) on the
+    tiles crossing it, so a crossing tile that is not ragged pays for one compare and select per value, not two."""
     b, config = g.b, g.config
-    tv, tile = score_layout(config)
     bound = b.arith.sub(g.sk, k0, name=f"col_bound{tag}")
     ragged = b.arith.cmp(bound, g.c_bn, pred="lt", name=f"ragged{tag}")
+    s = masked_where(g, s, ragged, lambda rows, cols: b.frag.cmp(cols, bound, pred="ge", name=f"s_past{tag}"),
+                     f"_past{tag}")
     if config.causal:
         # query row r of the warpgroup's rows (row0 + r) sees key column c of the tile (k0 + c) iff
         # k0 + c <= row0 + r + Sk - Sq, i.e. c - r <= diag
         diag = b.arith.add(b.arith.sub(g.row0, k0, name=f"diag0{tag}"), g.diag_shift, name=f"diag{tag}")
         crossing = b.arith.cmp(diag, g.c_widest, pred="lt", name=f"crossing{tag}")
-        need = b.arith.or_(ragged, crossing, name=f"need_mask{tag}")
-    else:
-        diag, need = g.c_no_diag, ragged
-    branch = b.scf.if_(need, types=(s.type,), names=[f"s_masked{tag}"])
+        s = masked_where(g, s, crossing, lambda rows, cols: b.frag.cmp(
+            b.frag.sub(cols, rows, name=f"s_offdiag{tag}"), diag, pred="gt", name=f"s_above{tag}"), f"_above{tag}")
+    return s
+
+
+def masked_where(g, s, cond, hidden, tag: str):
+    """``scf.if cond``: S with the values where ``hidden(rows, cols)`` holds (a predicate fragment of each value's
+    tile coordinates, ``frag.coords``) set to −inf; S unchanged otherwise."""
+    b = g.b
+    tv, tile = score_layout(g.config)
+    branch = b.scf.if_(cond, types=(s.type,), names=[f"s_masked{tag}"])
     with branch.then:
         rows, cols = b.frag.coords(g.lt, tv=tv, tile=tile, type=[frag("i32", s.type.shape)] * 2,
                                    name=[f"s_rows{tag}", f"s_cols{tag}"])
-        past = b.frag.cmp(cols, bound, pred="ge", name=f"s_past{tag}")
-        above = b.frag.cmp(b.frag.sub(cols, rows, name=f"s_offdiag{tag}"), diag, pred="gt", name=f"s_above{tag}")
         ninf = b.const(float("-inf"), f32, name=f"s_ninf{tag}")
-        kept = b.frag.select(past, ninf, s, name=f"s_kept{tag}")
-        b.scf.yield_(b.frag.select(above, ninf, kept, name=f"s_fill{tag}"))
+        b.scf.yield_(b.frag.select(hidden(rows, cols), ninf, s, name=f"s_fill{tag}"))
     with branch.otherwise:
         b.scf.yield_(s)
     return branch.results[0]
@@ -187,8 +192,6 @@ def setup(g) -> None:
     g.neg_scale_log2 = b.arith.sub(fzero, g.scale_log2, name="neg_scale_log2")
     if config.causal:
         g.c_widest = b.const(bn - 1, i32, name="widest")
-    else:
-        g.c_no_diag = b.const(NO_DIAGONAL, i32, name="no_diag")
     g.zero_s = b.frag.splat(fzero, type=s_t, name="zero_s")
     g.o0 = b.frag.splat(fzero, type=o_t, name="o0")
     g.m0 = b.frag.splat(b.const(M_INIT, f32, name="m_init"), type=s_t, name="m0")
