@@ -63,7 +63,7 @@ def variant_fields(name: str) -> dict:
     (O staged in Q's tile), ``nopersist`` (a CTA per work item, O in Q's tile), ``ring`` (the ping-pong's turn ring
     running on across a persistent CTA's work items: ``continuous_turns``), ``s<stages>``, ``bn<rows>``,
     ``wg<count>`` (consumer warpgroups: ``wg3`` = 192-row query tiles, registers (32, 160) unless ``r…`` says),
-    ``r<producer>x<consumer>`` (setmaxnreg budgets), ``poly<k>of<n>`` (``exp2_poly = (k, n)``: k of every n of P's
+    ``r<producer>x<consumer>`` (setmaxnreg budgets), ``lazy<τ>`` (``rescale_threshold``), ``poly<k>of<n>`` (``exp2_poly = (k, n)``: k of every n of P's
     exponentials by the polynomial on the FP32 pipe). ``variant_fields("poly1of4")`` = {exp2_poly: (1, 4)};
     ``variant_fields("plain-pingpong-s3")`` = {overlap: True,
     pingpong: True, epilogue: "direct", stages: 3}; ``variant_fields("wg3-bn192")`` = {consumer_warpgroups: 3, bn:
@@ -80,6 +80,8 @@ def variant_fields(name: str) -> dict:
             fields["consumer_warpgroups"] = int(word[2:])
         elif word[:4] == "poly" and "of" in word and all(x.isdigit() for x in word[4:].split("of", 1)):
             fields["exp2_poly"] = tuple(int(x) for x in word[4:].split("of", 1))
+        elif word[:4] == "lazy" and word[4:].isdigit():
+            fields["rescale_threshold"] = float(word[4:])
         elif word[:1] == "r" and "x" in word:
             fields["registers"] = tuple(int(x) for x in word[1:].split("x"))
         else:

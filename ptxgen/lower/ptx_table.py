@@ -46,6 +46,10 @@ TABLE = {
     # warp butterfly exchange: $1 value, $2 xor lane mask (immediate), $3 member mask (immediate)
     "shfl.bfly": PtxInstr("shfl.sync.bfly.b32 $0, $1, $2, 0x1f, $3;", "=r,r,n,n", I32, (I32, I32, I32),
                           convergent=True, doc="value of the lane whose index is this lane's xor mask"),
+    # warp vote: 1 in every lane if $1 is non-zero in any lane of the (whole, converged) warp
+    "vote.any": PtxInstr("{ .reg .pred %in, %out; setp.ne.u32 %in, $1, 0; vote.sync.any.pred %out, %in, 0xffffffff; "
+                         "selp.u32 $0, 1, 0, %out; }", "=r,r", I32, (I32,), convergent=True,
+                         doc="1 if $1 is non-zero in any lane of the warp, else 0 (every lane gets the same)"),
     # fp8 conversions (sm_89+, PTX 7.8): pack two f32 ($1 high, $2 low) into e4m3x2 / e5m2x2, saturating to finite
     "cvt.e4m3x2.f32": PtxInstr("cvt.rn.satfinite.e4m3x2.f32 $0, $1, $2;", "=h,f,f", I16, (F32, F32)),
     "cvt.e5m2x2.f32": PtxInstr("cvt.rn.satfinite.e5m2x2.f32 $0, $1, $2;", "=h,f,f", I16, (F32, F32)),

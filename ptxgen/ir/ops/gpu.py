@@ -1,10 +1,10 @@
-"""gpu: thread, warp, warpgroup, block and grid indices."""
+"""gpu: thread, warp, warpgroup, block and grid indices; the warp vote."""
 from __future__ import annotations
 
 import numpy as np
 
 
-from ..types import I32
+from ..types import I1, I32
 from . import (
     OpDef, register,
 )
@@ -68,3 +68,43 @@ _index("gpu.warpgroup_id", lambda ix, d: ix.linear_thread // 128, has_dim=False,
        summary="the warpgroup (4 warps) in the CTA")
 _index("gpu.cluster_rank", lambda ix, d: np.full(ix.nthreads, ix.rank), has_dim=False,
        summary="the CTA's rank in its cluster (x fastest)")
+
+
+@register
+class VoteAny(OpDef):
+    """``%any = gpu.vote_any %pred : i1``: true in every lane of a warp where ``%pred`` is true in any of its lanes
+    (``vote.sync.any``). Executed by whole warps (all 32 lanes together, as the full member mask requires): a
+    warp-uniform condition for an ``scf.if`` whose branches the warp then takes as one."""
+    name = "gpu.vote_any"
+    summary = "true in every lane of the warp if the predicate is true in any lane of it"
+    num_operands = 1
+    num_results = 1
+
+    def verify(self, op, v):
+        (pred,) = op.operands
+        if pred.type != I1:
+            v.error(op, f"the operand must be an i1 predicate, not {pred.type}")
+        if op.results[0].type != I1:
+            v.error(op, f"result type must be i1, not {op.results[0].type}")
+
+    def result_types(self, operand_types, attrs):
+        return [I1]
+
+    def interpret(self, op, ix):
+        pred = np.asarray(ix.get(op.operands[0]), dtype=bool)
+        out = np.zeros(ix.nthreads, dtype=bool)
+        for warp in sorted(set((np.nonzero(ix.mask)[0] // 32).tolist())):
+            lanes = np.arange(32 * warp, 32 * warp + 32)
+            lanes = lanes[lanes < ix.nthreads]
+            if not ix.mask[lanes].all():
+                ix.fail(op, f"warp {warp} runs it with {int(ix.mask[lanes].sum())} of its {lanes.size} lanes: "
+                            "vote.sync takes the whole warp")
+            out[lanes] = pred[lanes].any()
+        ix.set(op.results[0], out)
+
+    def lower(self, op, lx):
+        """``vote.sync.any.pred`` over the full warp (through a u32: the predicate widened, the result compared)."""
+        b = lx.b
+        wide = b.zext(lx.get(op.operands[0]), lx.i32(0).type)
+        voted = lx.inline_ptx("vote.any", [wide])
+        lx.set(op.results[0], b.icmp_unsigned("!=", voted, lx.i32(0)))

@@ -21,6 +21,8 @@ BOX_COLUMNS = 64         # head-dim columns per TMA box: one 128-byte SW128 row 
 # 128·producer + 128·w·consumer = 64512 (w = 2) and 65536 (w = 3: FA3's 32 and 160) of the SM's 65536
 DEFAULT_REGISTERS = {2: (24, 240), 3: (32, 160)}
 SHORT_CAUSAL_KV = 4096   # choose_config: a causal KV loop of at most this many keys keeps 128-row query tiles
+LAZY_RESCALE_THRESHOLD = 8.0  # choose_config: D = 128's rescale_threshold (rule 7)
+MAX_RESCALE_THRESHOLD = 15  # AttentionConfig.rescale_threshold: P ≤ 2^15 < f16's largest 65504
 SHORT_KV = 1024          # choose_config: a D = 64 non-causal loop of at most this many keys runs 3 warpgroups persistent
 PERSISTENT_MAX_KV = 16384  # choose_config: the persistent kernel for KV loops shorter than this (see choose_config)
 LONG_KV = 4096           # choose_config: a dense non-causal D = 128 KV loop of at least this many keys takes LONG_KV_BN
@@ -74,6 +76,10 @@ class AttentionConfig:
       restarting at each (``softmax.pingpong_turn``): warpgroup 0 queues item i+1's first S = Q·Kᵀ as soon as the
       last warpgroup has queued item i's last P·V, not after that warpgroup's softmax tail and epilogue. Needs
       ``persistent`` and ``pingpong``.
+    - ``rescale_threshold``: τ in exp2's units (0: off), FlashAttention-4's conditional rescaling
+      (``softmax.lazy_max``): a warp moves its running max, and rescales O and l, only when some row's max has
+      risen above it by more than τ; otherwise P = exp2(S·c − m·c) ≤ 2^τ under the old max. From 0 to 15 (2^τ
+      within f16's range).
 
     Post (``validate``): the builder accepts the config; a violated rule is a ValueError naming the field."""
 
@@ -93,6 +99,7 @@ class AttentionConfig:
     o_buffer: bool = False
     exp2_poly: tuple = (0, 1)
     continuous_turns: bool = False
+    rescale_threshold: float = 0.0
 
     def __post_init__(self):
         for field in ("registers", "exp2_poly"):
@@ -192,6 +199,10 @@ def _shape(c: AttentionConfig):
         missing = " and ".join(f"{field} = True" for field in ("persistent", "pingpong") if not getattr(c, field))
         return ("continuous_turns = True: the ping-pong's turn ring runs on across the work items of a persistent "
                 f"CTA: it needs {missing}")
+    if isinstance(c.rescale_threshold, bool) or not isinstance(c.rescale_threshold, (int, float)) \
+            or not 0 <= c.rescale_threshold <= MAX_RESCALE_THRESHOLD:
+        return (f"rescale_threshold = {c.rescale_threshold!r}: τ is a number from 0 (rescale at every new max) to "
+                f"{MAX_RESCALE_THRESHOLD} (P ≤ 2^τ must stay within f16's range)")
     return None
 
 
@@ -248,6 +259,10 @@ def choose_config(dtype: str, head_dim: int, causal: bool, varlen: bool = False,
        282 -> 292). With it, D = 64 causal loops of up to ``SHORT_CAUSAL_KV`` = 4096 keys take two warpgroups,
        persistent (2k 331 -> 355, 4k 392 -> 396 against three warpgroups), and D = 64 non-causal loops of up to
        ``SHORT_KV`` = 1024 keys three warpgroups persistent with O's own tile (371 -> 383; at 2k even, at 4k -2%).
+    7. D = 128 rescales O lazily (``rescale_threshold`` = ``LAZY_RESCALE_THRESHOLD`` = 8, FlashAttention-4's):
+       non-causal +2.5% / +3.5% / +0.5% / +0.4% at S = 1k / 2k / 4k / 8k, causal 0 / +1.2% / +3.4% / +3.5%
+       (docs/gpu-runs/2026-11-26-s21.log section 5); D = 64 was 1-2% slower with it at S ≤ 4k (its vote and branches
+       cost more than the 32 multiplies they skip) and keeps rescaling at every new max.
     Measured and not taken: 192-row KV tiles for D = 64 (spill with three warpgroups; behind them with two), a
     3-stage pipeline for D = 128 (within ±2% at S = 16k), P through shared memory (SS wgmma: −25-40%).
 
@@ -255,7 +270,8 @@ def choose_config(dtype: str, head_dim: int, causal: bool, varlen: bool = False,
     epilogue="tma", persistent=True, o_buffer=True, continuous_turns=True);
     ``choose_config("bf16", 64, False).consumer_warpgroups`` = 3;
     ``choose_config("bf16", 64, True, seqlens=(8192, 8192)).consumer_warpgroups`` = 3;
-    ``choose_config("bf16", 128, False, seqlens=(8192, 8192)).bn`` = 176.
+    ``choose_config("bf16", 128, False, seqlens=(8192, 8192)).bn`` = 176;
+    ``choose_config("bf16", 128, True).rescale_threshold`` = 8.0.
     Post: ``validate()`` accepts the result."""
     fa3 = head_dim != 256
     short_causal = causal and (seqlens is None or seqlens[1] <= SHORT_CAUSAL_KV)
@@ -270,4 +286,5 @@ def choose_config(dtype: str, head_dim: int, causal: bool, varlen: bool = False,
     return AttentionConfig(dtype=dtype, head_dim=head_dim, bn=bn, stages=2, causal=causal, overlap=fa3,
                            pingpong=fa3, epilogue="rows" if varlen else "tma", varlen=varlen,
                            consumer_warpgroups=warpgroups, persistent=persistent, o_buffer=o_buffer,
-                           continuous_turns=persistent and fa3)
+                           continuous_turns=persistent and fa3,
+                           rescale_threshold=LAZY_RESCALE_THRESHOLD if head_dim == 128 else 0.0)

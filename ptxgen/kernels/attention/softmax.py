@@ -136,32 +136,76 @@ def stage_p(g, p16) -> None:
 def softmax_step(g, s, m, l, kt, tag: str = ""):
     """The online softmax of KV tile ``kt``'s scores S (completed) under the running (m, l): masks, m' = max(m,
     rowmax S), P = exp2(S·c − m'·c), α = exp2(m·c − m'·c), l' = l·α + rowsum P. → (P in 16 bits: the RS A fragment,
-    m', l', α)."""
+    m', l', α, the warp's rescale condition: None, or with ``rescale_threshold`` τ the i1 of ``lazy_max``)."""
     b, config = g.b, g.config
     tv, tile = score_layout(config)
     s = mask_scores(g, s, b.arith.mul(kt, g.c_bn, name=f"ck0{tag}"), tag)
     row_max = b.frag.reduce(s, g.lt, tv=tv, tile=tile, mode=1, kind="max", type=s.type, name=f"row_max{tag}")
-    m_new = b.frag.max(m, row_max, name=f"m_new{tag}")
+    if config.rescale_threshold:
+        m_new, alpha, grows = lazy_max(g, m, row_max, tag)
+    else:
+        m_new, grows = b.frag.max(m, row_max, name=f"m_new{tag}"), None
+        alpha = None
     neg_mc = b.frag.mul(m_new, g.neg_scale_log2, name=f"neg_mc{tag}")
     # ftz: one MUFU.EX2 per value (a P or α below 2^-126 is 0 to the bf16/f16 P and the f32 sums alike); the
     # exp2_poly share on the FP32 pipe instead, so the MUFU is not the D = 64 kernel's bound
     poly = {"poly": TupleAttr(config.exp2_poly)} if config.exp2_poly[0] else {}
     p = b.frag.exp2(b.frag.fma(s, g.scale_log2, neg_mc, name=f"p_log2{tag}"), ftz=True, name=f"p{tag}", **poly)
-    alpha = b.frag.exp2(b.frag.fma(m, g.scale_log2, neg_mc, name=f"alpha_log2{tag}"), ftz=True, name=f"alpha{tag}")
+    if alpha is None:
+        alpha = b.frag.exp2(b.frag.fma(m, g.scale_log2, neg_mc, name=f"alpha_log2{tag}"), ftz=True,
+                            name=f"alpha{tag}")
     row_sum = b.frag.reduce(p, g.lt, tv=tv, tile=tile, mode=1, kind="add", type=s.type, name=f"row_sum{tag}")
     l_new = b.frag.fma(l, alpha, row_sum, name=f"l_new{tag}")
     p16 = b.frag.cast(p, type=frag(config.dtype, config.bn // 2), name=f"p16{tag}")
-    return p16, m_new, l_new, alpha
+    return p16, m_new, l_new, alpha, grows
 
 
-def rescale(g, o_blocks, alpha, tag: str = ""):
-    """O·α per column block: a block's o_block/2 values take the first o_block/2 of α's (the same rows)."""
+def lazy_max(g, m, row_max, tag: str = ""):
+    """FlashAttention-4's conditional rescaling (``rescale_threshold`` τ): the running max m moves only in the warps
+    where some row's max exceeds it by more than τ in exp2's units ((rowmax − m)·c > τ, voted over the warp so the
+    branch is the warp's); elsewhere m stays, α = 1 and O is not rescaled (``rescale``). P = exp2(S·c − m·c) is
+    then at most 2^τ, well inside the 16-bit P and the f32 sums; O and l stay consistent with the m they were taken
+    under, so O/l and the lse (from that m) are unchanged. → (m', α, the warp's i1 condition)."""
+    b = g.b
+    rise = b.frag.fma(row_max, g.scale_log2, b.frag.mul(m, g.neg_scale_log2, name=f"neg_mc_old{tag}"),
+                      name=f"rise{tag}")
+    grows = b.frag.cmp(rise, g.rescale_threshold, pred="gt", name=f"grows{tag}")
+    # a thread's values cover two rows: values 0 and 2 (a value's row depends only on its index mod 4)
+    own = b.arith.or_(b.frag.extract(grows, index=0, name=f"grows_row0{tag}"),
+                      b.frag.extract(grows, index=2, name=f"grows_row1{tag}"), name=f"grows_own{tag}")
+    warp_grows = b.gpu.vote_any(own, name=f"warp_grows{tag}")
+    branch = b.scf.if_(warp_grows, types=(m.type, m.type), names=[f"m_new{tag}", f"alpha{tag}"])
+    with branch.then:
+        m_up = b.frag.max(m, row_max, name=f"m_up{tag}")
+        neg_up = b.frag.mul(m_up, g.neg_scale_log2, name=f"neg_mc_up{tag}")
+        b.scf.yield_(m_up, b.frag.exp2(b.frag.fma(m, g.scale_log2, neg_up, name=f"alpha_log2{tag}"), ftz=True,
+                                       name=f"alpha_up{tag}"))
+    with branch.otherwise:
+        b.scf.yield_(m, g.one_s)
+    m_new, alpha = branch.results
+    return m_new, alpha, warp_grows
+
+
+def rescale(g, o_blocks, alpha, grows=None, tag: str = ""):
+    """O·α per column block: a block's o_block/2 values take the first o_block/2 of α's (the same rows). ``grows``
+    (``lazy_max``'s warp condition): only in the warps where it holds (α = 1 elsewhere)."""
     b, config = g.b, g.config
     ob = config.o_block
-    alpha_o = alpha if ob == config.bn else b.frag.slice(alpha, offset=0, type=frag("f32", ob // 2),
-                                                         name=f"alpha_o{tag}")
-    return [b.frag.mul(o, alpha_o, name=name)
-            for o, name in zip(o_blocks, block_names("o_scaled", len(o_blocks), tag))]
+    names = block_names("o_scaled", len(o_blocks), tag)
+
+    def scaled():
+        alpha_o = alpha if ob == config.bn else b.frag.slice(alpha, offset=0, type=frag("f32", ob // 2),
+                                                             name=f"alpha_o{tag}")
+        return [b.frag.mul(o, alpha_o, name=f"{name}_mul" if grows is not None else name)
+                for o, name in zip(o_blocks, names)]
+    if grows is None:
+        return scaled()
+    branch = b.scf.if_(grows, types=[o.type for o in o_blocks], names=names)
+    with branch.then:
+        b.scf.yield_(*scaled())
+    with branch.otherwise:
+        b.scf.yield_(*o_blocks)
+    return list(branch.results)
 
 
 def consume(g):
@@ -196,6 +240,9 @@ def setup(g) -> None:
     g.o0 = b.frag.splat(fzero, type=o_t, name="o0")
     g.m0 = b.frag.splat(b.const(M_INIT, f32, name="m_init"), type=s_t, name="m0")
     g.l0 = b.frag.splat(fzero, type=s_t, name="l0")
+    if config.rescale_threshold:
+        g.rescale_threshold = b.const(float(config.rescale_threshold), f32, name="rescale_threshold")
+        g.one_s = b.frag.splat(b.const(1.0, f32, name="fone"), type=s_t, name="one_s")
 
 
 def mainloop(g):
@@ -213,8 +260,8 @@ def mainloop(g):
         s_issued, ks = issue_scores(g, ct)
         s = b.wgmma.wait(s_issued, pending=0, name="s")
         b.pipeline.release(g.pk, ks)
-        p16, m_new, l_new, alpha = softmax_step(g, s, m, l, ct)
-        o_scaled = rescale(g, o, alpha)
+        p16, m_new, l_new, alpha, grows = softmax_step(g, s, m, l, ct)
+        o_scaled = rescale(g, o, alpha, grows)
         if config.p_in_smem:
             stage_p(g, p16)
         o_issued, vs = issue_pv(g, p16, o_scaled, ct)
@@ -251,7 +298,7 @@ def consume_overlapped(g, o0: list, m0, l0):
             pingpong_turn(g, "pass")
         s = b.wgmma.wait(s_issued, pending=0, name="s_first")
         b.pipeline.release(g.pk, ks)
-        p16, m1, l1, _alpha = softmax_step(g, s, m0, l0, g.c0, "_first")
+        p16, m1, l1, _alpha, _grows = softmax_step(g, s, m0, l0, g.c0, "_first")
         if carry_p:
             b.scf.yield_(p16, m1, l1)
         else:
@@ -277,10 +324,10 @@ def consume_overlapped(g, o0: list, m0, l0):
             pingpong_turn(g, "pass")
         s = b.wgmma.wait(s_issued, pending=1, name="s")   # S_j done, O += P_{j-1}·V_{j-1} still in flight
         b.pipeline.release(g.pk, ks)
-        p16, m_new, l_new, alpha = softmax_step(g, s, m, l, ct)
+        p16, m_new, l_new, alpha, grows = softmax_step(g, s, m, l, ct)
         o_done = wait_blocks(g, o_issued, "o_done")
         b.pipeline.release(g.pv, vs_prev)
-        o_next = rescale(g, o_done, alpha)
+        o_next = rescale(g, o_done, alpha, grows)
         if carry_p:
             b.scf.yield_(*o_next, p16, m_new, l_new)
         else:
