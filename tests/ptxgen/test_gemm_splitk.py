@@ -70,6 +70,8 @@ CASES = [
     ("h128x64s4k4z", "e4m3", (37, 100, 1100), 8, 4),
     # swapped (the kernel's M is N = 300: 3 tiles, its N is M = 37): 4 slices of 3 k-tiles on 12 CTAs
     ("h128x64s4zx", "bf16", (37, 300, 700), 12, 4),
+    # the heuristic's swapped mid-M form: C stored by TMA through its transpose (c_major = M), M = 70 one 72-wide tile
+    ("h128x72s2tzxT", "bf16", (70, 300, 700), 12, 4),
 ]
 
 
@@ -231,10 +233,14 @@ def test_ptx_assembles_beside_streamk(name, streamk, dtype, figures):
 GPU_SHAPES = [(640, 1536, 13824), (512, 2048, 16384), (768, 1536, 12288), (600, 1504, 13008)]
 
 
+SWAPPED_GPU_CASES = [("h128x96s6tzxT", (96, 4096, 14336)), ("h128x72s6tzxT", (72, 1024, 20480)),
+                     ("h128x80s6tzxT", (80, 1504, 10240))]
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("name, dtype", [("h128x256s4t2z", "bf16"), ("h128x128s4tz", "bf16"),
-                                         ("h128x256s4k4t2z", "e4m3"), ("h128x128s6k4tz", "e4m3")])
-@pytest.mark.parametrize("shape", GPU_SHAPES, ids=str)
+@pytest.mark.parametrize("name, dtype, shape", [(n, d, s) for n, d in [
+    ("h128x256s4t2z", "bf16"), ("h128x128s4tz", "bf16"), ("h128x256s4k4t2z", "e4m3"), ("h128x128s6k4tz", "e4m3")]
+    for s in GPU_SHAPES] + [(n, "bf16", s) for n, s in SWAPPED_GPU_CASES], ids=str)
 def test_gpu_splitk_matches_float64(name, dtype, shape):
     """The split-K variant on the device's SMs, twice in a row through one call site (the second launch on the flags
     the first left zero), fresh random operands each time: each C within 1e-2 of float64 in relative norm."""

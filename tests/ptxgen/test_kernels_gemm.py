@@ -197,6 +197,11 @@ def test_unknown_name_gives_the_grammar():
     ((384, 1536, 5120), "bf16", {}, "h128x64s8t"),           # K = 5120: 308 against 266 split
     ((1024, 2048, 14336), "bf16", {}, "h128x128s4p0t"),      # 128 tiles: one slice each
     ((640, 1536, 13824), "e4m3", {}, "h128x64s8k4t"),        # fp8: not split (960 against 908)
+    # ... and the swapped mid-M tiles of M <= 192 in 3+ slices (s21 section 6)
+    ((96, 4096, 14336), "bf16", {}, "h128x96s6tzxT"),        # 213 against 174 (4 slices)
+    ((80, 5120, 13824), "bf16", {}, "h128x80s6tzxT"),        # 187 against 139 for h128x64s8t (one 80-wide tile)
+    ((96, 7168, 8192), "bf16", {}, "h128x96s6txT"),          # 2 slices: 223 against 219 split
+    ((256, 1024, 28672), "bf16", {}, "h128x128s6tz"),        # M > 192: unswapped split-K
     # rule 1: M <= 64 swaps A and B (M rounded up to 16 / 32 / 64 as the wgmma's N); stream-K on every SM below
     # a third of the SMs' tiles (32 tiles of N = 4096 on 132 SMs), data-parallel from there (44 of 132)
     ((16, 4096, 4096), "bf16", {}, "h128x16s8ska1x"),

@@ -78,6 +78,10 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
    fresh sample of 24 after that: 23 faster (up to 1.78×), one 0.7% slower; widened from M ≤ 640, N ≥ 4·M, its 6
    new picks of a sample were all faster (x1.11-1.24: bf16 770×8192×2048 506 → 608, e4m3 650×4096×4096 908 → 1125);
    with a row-major B too, 14 of 14 (x1.004-1.266: 300×8192×4096 383 → 485, 576×11008×2048 495 → 582).
+   For 16-bit M ≤ ``SWAP_SPLITK_MAX_M`` = 192 with K ≥ 8192 whose swapped tiles take at least 3 k-slices each, their
+   split-K form is a candidate too, and the one-tile width of an M under 96 (split-K only): such few tiles stream the
+   weights through too few SMs. 8 of 8 changed picks of a sample were faster (bf16 96×1536×10240 67 → 103,
+   72×1024×20480 48 → 98, 96×5120×24576 203 → 238; s21 log section 6).
 
 ``choose_config(8192, 8192, 8192, "bf16", 132)`` = h128x256s4t2sk; ``choose_config(4096, 4096, 4096, "bf16")`` =
 h128x256s4t2o1; ``choose_config(16, 4096, 4096, "bf16")`` = h128x16s8ska1x (swapped, split over every SM);
@@ -195,6 +199,13 @@ SPLITK_WIDTHS = (256, 192, 128)
 # A and stream B (128x7168x18432 343 -> 327), and gained up to 2.5x from K = 8192 on (320x2048x57344 240 -> 542)
 SPLITK_MIN_K = 8192
 SPLITK_MIN_M = 129
+# ... and for the swapped mid-M tiles of a 16-bit problem (``_swapped_mid``), from K = SPLITK_MIN_K where the
+# kernel's tiles take at least SWAP_SPLITK_MIN_SLICES k-slices: such few tiles stream the weights (B) through too few
+# SMs (bf16 96x4096x14336: 32 tiles, 174 TFLOP/s data-parallel, 213 in 4 slices; 80x5120x13824: 40 tiles, 165 ->
+# 188 in 3); at 2 slices it lost (96x7168x8192: 223 -> 219; docs/gpu-runs/2026-11-26-s21.log section 6). Up to
+# M = SWAP_SPLITK_MAX_M, where it was measured (8 of 8 changed picks faster, 192x4096x24576 412 -> 420 the least)
+SWAP_SPLITK_MIN_SLICES = 3
+SWAP_SPLITK_MAX_M = 192
 # the wgmma groups a consumer leaves in flight at each k-tile's wait, by (operand bits, BN), for a data-parallel tile
 # without overlap (the overlapped epilogue needs 1): the 16-bit 128 x 128 tile waits for each group (s15 section 7:
 # +2-6% at 14 problems of M = 256-1024, bf16 and f16, e.g. 512x4096x4096 580 against 555 TFLOP/s; other widths within
@@ -397,17 +408,28 @@ def _split_k(base: GemmConfig, m: int, n: int, k: int, sms: int) -> list:
 def _swapped_mid(m: int, n: int, k: int, dtype: str, bias: bool, out_dtype: str, sms: int, b_major: str = "K"):
     """Rule 2's swapped candidates for mid M (``SWAP_MID_MAX_M``): ``swapped_mid_tile`` of each of
     ``swapped_mid_widths(m, dtype)``, data-parallel and, from ``SWAP_MID_MIN_STREAMK_BN`` columns where it saves
-    k-tiles on the kernel's problem (n, m, k), stream-K. ``_swapped_mid(448, 11008, 4096, "bf16", False, "bf16",
-    132)`` yields h128x224s4t2xT, h128x224s4t2skxT, h128x152s5txT, h128x112s6txT, h128x96s6txT."""
-    for bn in swapped_mid_widths(m, dtype):
+    k-tiles on the kernel's problem (n, m, k), stream-K, and (16-bit, K ≥ ``SPLITK_MIN_K``, at least
+    ``SWAP_SPLITK_MIN_SLICES`` k-slices per tile, M ≤ ``SWAP_SPLITK_MAX_M``) split-K.
+    ``_swapped_mid(448, 11008, 4096, "bf16", False, "bf16", 132)`` yields h128x224s4t2xT, h128x224s4t2skxT, h128x152s5txT, h128x112s6txT, h128x96s6txT;
+    ``_swapped_mid(96, 4096, 14336, ...)`` yields h128x96s6txT, h128x96s6tzxT; ``_swapped_mid(80, 5120, 13824, ...)``
+    yields h128x80s6tzxT alone (one tile of M under ``SWAP_MID_MIN_BN``: split-K only)."""
+    widths = swapped_mid_widths(m, dtype)
+    one_tile = -(-m // 8) * 8   # under SWAP_MID_MIN_BN: a split-K candidate only
+    for bn in widths + ([one_tile] if one_tile < SWAP_MID_MIN_BN else []):
         base = swapped_mid_tile(bn, dtype, bias, out_dtype)
         if base is None:
             continue
         base = base.replace(a_major=b_major)   # the kernel's A is the problem's B
-        yield base
+        if bn in widths:
+            yield base
         sk = base.replace(streamk=True)
-        if bn >= SWAP_MID_MIN_STREAMK_BN and streamk_ktiles_saved(n, m, k, sk, sms) >= STREAMK_MIN_SAVING:
+        if bn in widths and bn >= SWAP_MID_MIN_STREAMK_BN and \
+                streamk_ktiles_saved(n, m, k, sk, sms) >= STREAMK_MIN_SAVING:
             yield sk
+        split = base.replace(splitk=True, overlap=0)
+        if not base.fp8 and not bias and b_major == "K" and k >= SPLITK_MIN_K and m <= SWAP_SPLITK_MAX_M and \
+                splitk_slices(n, m, k, split, sms) >= SWAP_SPLITK_MIN_SLICES:
+            yield split
 
 
 def swapped_mid_widths(m: int, dtype: str) -> list:
