@@ -128,6 +128,22 @@ def test_a_release_reaches_exactly_the_row_and_column():
         assert "%pipe.empty[0]" in str(e.value) and "iteration 1 (stage 0)" in str(e.value), str(e.value)
 
 
+def test_a_release_needs_the_lanes_that_arrive():
+    """Lane l of each warp arrives on CTA l: a release with lane 3 of its warps inactive is reported (on the GPU CTA
+    3's barrier would never hear from them)."""
+    partial = GRID2X2.replace("  pipeline.release %pipe, %s2\n", """  %lane = gpu.lane_id : i32
+  %c3 = arith.const {value = 3} : i32
+  %not3 = arith.cmp %lane, %c3 {pred = ne} : i1
+  scf.if %not3 {
+    pipeline.release %pipe, %s2
+  }
+""")
+    with pytest.raises(InterpreterError) as e:
+        run_grid2x2(partial)
+    assert ("pipeline.release: lane 3 of warp 0 is not active: a pipeline shared by a cluster of 4 CTAs is released by "
+            "lanes 0 … 3 of each warp, lane l arriving on CTA l's barrier") in str(e.value), str(e.value)
+
+
 def test_release_lowers_to_one_lane_per_peer():
     ptx = compile_kernel(parse_module(GRID2X2, file="mc2.tile")).ptx
     # one mapa + remote arrive in the release (issued by the lanes whose CTA shares the row or column), no loop
