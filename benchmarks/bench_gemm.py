@@ -249,7 +249,7 @@ def main(argv=None):
                                                    "SWEEP_SHAPES (--sweep)")
     ap.add_argument("--more", action="store_true", help="--heuristic: add MORE_SHAPES to the shapes")
     ap.add_argument("--variants", default=None,
-                    help="--sweep: GemmConfig names h<BM>x<BN>s<stages>[p<pending>][g<group>][c<cluster>[n]][k<promote>]"
+                    help="--sweep: GemmConfig names h<BM>x<BN>s<stages>[p<pending>][g<group>][c<cluster>[n]|c<cm>x<cn>][k<promote>]"
                          "[t|r[<split>]][o<overlap>][sk[a]][z (split-K)] or s128x<BN>s<stages> (the simple GEMM); "
                          "default: "
                          "SWEEP_VARIANTS of each dtype")

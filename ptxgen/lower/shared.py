@@ -177,14 +177,16 @@ def view_origin(lx, ref: SmemRef):
 def tma_copy(lx, kind: str, tmap: TmapArg, view: SmemRef, coords, barrier=None, multicast=None) -> None:
     """Emit one TMA tile copy. ``coords``: i32 values in the global tensor's mode order; the instruction takes them
     innermost first (driver order: ``params.mode_order``). ``barrier``: the i32 barrier address of a load;
-    ``multicast``: the CTA mask of a load written into several CTAs of the cluster (None: this CTA only)."""
+    ``multicast``: the CTA mask of a load written into several CTAs of the cluster, an int or an i32 value computed
+    at run time (None: this CTA only)."""
     rank = tmap.type.rank
     if len(coords) != rank:
         lx.error(f"a rank-{rank} map takes {rank} coordinates, got {len(coords)}")
     ordered = [coords[i] for i in tmap.params.mode_order]
     smem = view_origin(lx, view)
     if kind == "load" and multicast is not None:
-        mask = ir.Constant(ir.IntType(16), multicast)
+        mask = (ir.Constant(ir.IntType(16), multicast) if isinstance(multicast, int)
+                else lx.b.trunc(multicast, ir.IntType(16)))
         ptx_table.emit(lx, ptx_table.tma_load_multicast(rank), [smem, tmap.address, *ordered, barrier, mask])
     elif kind == "load":
         ptx_table.emit(lx, ptx_table.tma_load(rank), [smem, tmap.address, *ordered, barrier])

@@ -10,11 +10,17 @@ never writes a parity, and the ``wrong parity`` bug cannot be written with them 
 Lowering: exactly the mbarrier ops they stand for (hopper-ptx §6.3): ``pipeline.acquire`` = try_wait.parity on
 ``empty[s]`` + ``mbarrier.arrive.expect_tx`` on ``full[s]``; ``pipeline.wait`` = try_wait.parity on ``full[s]``;
 ``pipeline.release`` = one ``mbarrier.arrive`` on ``empty[s]`` per warp (by its lane 0).
+
+A pipeline shared by a cluster (``cluster = C`` or the grid ``cluster = (cm, cn)``, cm · cn = C, CTA rank
+r = i + cm·j) has its stages written by multicast from the CTAs of its grid row (same i: ``tma.load {multicast =
+1}``) and its grid column (same j: ``{multicast = 0}``); ``cluster = C`` is the grid (C, 1), every CTA in one
+column. So a stage of CTA r may be refilled only once the consumers of those cm + cn − 1 CTAs released it.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from ..text import attribute_text
 from ..types import I32, PipelineType
 from . import OpDef, SwitchPoint, const_int, register
 from .mbarrier import (
@@ -23,12 +29,57 @@ from .mbarrier import (
 )
 
 
+def cluster_grid(value) -> tuple | None:
+    """(cm, cn) of a ``pipeline.alloc``'s ``cluster`` attribute value: ``C`` → (C, 1) (the 1-D form), ``(2, 4)`` →
+    (2, 4); None for anything else (not positive integers, not 2 of them). Post: cm, cn ≥ 1."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return (value, 1) if value >= 1 else None
+    if (isinstance(value, tuple) and len(value) == 2
+            and all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in value)):
+        return int(value[0]), int(value[1])
+    return None
+
+
+def pipeline_grid(pipe) -> tuple | None:
+    """(cm, cn) of the pipeline value ``pipe`` (an SSA value of type ``pipeline<S>``), read from its
+    ``pipeline.alloc``: (1, 1) without ``cluster``; None when it is not an alloc's result or its grid is malformed
+    (the alloc's verifier reports that). E.g. ``%p = pipeline.alloc {…, cluster = (2, 4)}`` → (2, 4)."""
+    owner = getattr(pipe, "owner", None)
+    if owner is None or owner.name != "pipeline.alloc":
+        return None
+    return cluster_grid(owner.attrs.get("cluster", 1))
+
+
+def grid_writers(grid: tuple) -> int:
+    """CTAs whose loads land in one CTA's stages: its grid row and column, cm + cn − 1 (itself once).
+    ``grid_writers((2, 4))`` = 5, ``grid_writers((4, 1))`` = 4."""
+    return grid[0] + grid[1] - 1
+
+
+def shares_row_or_column(rank: int, other: int, cm: int) -> bool:
+    """Whether CTAs ``rank`` and ``other`` of a grid with ``cm`` CTAs along its first mode share i (rank % cm) or j
+    (rank / cm). In a (2, 2) grid: rank 0 shares with 0, 1, 2, not with 3."""
+    return rank % cm == other % cm or rank // cm == other // cm
+
+
+def multicast_ranks(rank: int, grid: tuple, mode) -> list:
+    """The CTA ranks a load issued by CTA ``rank`` lands in: ``mode`` True → every CTA of the grid; 0 → its grid
+    column (same j, every i: cm CTAs); 1 → its grid row (same i, every j: cn CTAs). In a (2, 4) grid, rank 3
+    (i = 1, j = 1): mode 0 → [2, 3], mode 1 → [1, 3, 5, 7]."""
+    cm, cn = grid
+    if mode is True:
+        return list(range(cm * cn))
+    i, j = rank % cm, rank // cm
+    return [ii + cm * j for ii in range(cm)] if mode == 0 else [i + cm * jj for jj in range(cn)]
+
+
 class PipelineRef:
     """A lowered ``pipeline<S>``: ``full`` and ``empty`` (``lower.shared.BarrierRef``: i32 shared address of barrier 0
     of each array), the stage count and the arrivals a stage's release needs."""
 
     def __init__(self, full, empty, stages: int, consumers: int):
         self.full, self.empty, self.stages, self.consumers = full, empty, stages, consumers
+        self.grid = (1, 1)   # the CTA grid sharing it (``cluster``)
 
 
 def _stage_and_parity(lx, k, stages: int, producer: bool):
@@ -103,7 +154,17 @@ class Alloc(OpDef):
         if consumers is not None and not 1 <= consumers <= MAX_ARRIVALS:
             v.error(op, f"consumers (the warps that release each stage) must be from 1 to {MAX_ARRIVALS}, "
                         f"not {consumers}")
-        if "cluster" in op.attrs:
+        if "cluster" in op.attrs and isinstance(op.attrs["cluster"], tuple):
+            raw = op.attrs["cluster"]
+            grid = cluster_grid(raw)
+            size = getattr(v, "kernel_cluster", None)
+            if grid is None:
+                v.error(op, f"cluster = {attribute_text(raw)}: a pipeline's CTA grid is (cm, cn), two integers ≥ 1 "
+                            "(CTA rank = i + cm·j)")
+            elif size is not None and grid[0] * grid[1] != size:
+                v.error(op, f"cluster = ({grid[0]}, {grid[1]}): the grid's {grid[0]} × {grid[1]} = "
+                            f"{grid[0] * grid[1]} CTAs must be the kernel's cluster of {size} CTAs")
+        elif "cluster" in op.attrs:
             c = v.attr(op, "cluster", int)
             size = getattr(v, "kernel_cluster", None)
             if c is not None and size is not None and c not in (1, size):
@@ -122,7 +183,8 @@ class Alloc(OpDef):
         t = op.results[0].type
         value = PipelineValue(op.results[0].name, t.stages, ix.smem_plan.address[id(op)])
         value.consumers = op.attrs["consumers"]
-        value.cluster = op.attrs.get("cluster", 1)
+        value.grid = cluster_grid(op.attrs.get("cluster", 1))
+        value.cluster = value.grid[0] * value.grid[1]
         barrier_arrays(ix).extend([value.full, value.empty])
         ix.set(op.results[0], value)
 
@@ -132,14 +194,16 @@ class Alloc(OpDef):
         stages = op.results[0].type.stages
         ref = PipelineRef(lx.BarrierRef(base, stages), lx.BarrierRef(lx.b.add(base, lx.i32(8 * stages)), stages),
                           stages, op.attrs["consumers"])
-        ref.cluster = op.attrs.get("cluster", 1)
+        ref.grid = cluster_grid(op.attrs.get("cluster", 1))
+        ref.cluster = ref.grid[0] * ref.grid[1]
         lx.set(op.results[0], ref)
 
 
 @register
 class Init(OpDef):
     name = "pipeline.init"
-    summary = "initialise every stage's barriers (full: 1 arrival; empty: `consumers` arrivals) and fence the inits"
+    summary = ("initialise every stage's barriers (full: 1 arrival; empty: `consumers` × the CTAs writing the "
+               "stage) and fence the inits")
     num_operands = 1
     num_results = 0
 
@@ -150,7 +214,7 @@ class Init(OpDef):
     def interpret(self, op, ix):
         p = ix.get(op.operands[0])
         act = np.nonzero(ix.mask)[0].tolist()
-        for arr, arrivals in ((p.full, 1), (p.empty, p.consumers * p.cluster)):
+        for arr, arrivals in ((p.full, 1), (p.empty, p.consumers * grid_writers(p.grid))):
             for st in arr.states:
                 st.__init__()
                 st.initialised = True
@@ -160,12 +224,12 @@ class Init(OpDef):
                 st.fenced = True  # pipeline.init includes fence.mbarrier_init
 
     def lower(self, op, lx):
-        """``mbarrier.init`` of every full (1 arrival) and empty (``consumers`` arrivals) barrier, then
-        ``fence.mbarrier_init.release.cluster``."""
+        """``mbarrier.init`` of every full (1 arrival) and empty (``consumers`` × (cm + cn − 1) arrivals: the
+        consumers of the CTAs that write the stage) barrier, then ``fence.mbarrier_init.release.cluster``."""
         p = lx.get(op.operands[0])
         for s in range(p.stages):
             lx.inline_ptx("mbarrier.init", [p.full.address(lx, lx.i32(s)), 1])
-            lx.inline_ptx("mbarrier.init", [p.empty.address(lx, lx.i32(s)), p.consumers * p.cluster])
+            lx.inline_ptx("mbarrier.init", [p.empty.address(lx, lx.i32(s)), p.consumers * grid_writers(p.grid)])
         lx.inline_ptx("fence.mbarrier_init", [])
 
 
@@ -266,7 +330,8 @@ class WaitFull(_StageWait):
 @register
 class Release(OpDef):
     name = "pipeline.release"
-    summary = "consumer: hand stage s back to the producer (one arrival on empty[s] per active warp)"
+    summary = ("consumer: hand stage s back to the producer (one arrival per warp on empty[s] of each CTA writing "
+               "the stage)")
     num_operands = 2
     num_results = 0
 
@@ -294,10 +359,20 @@ class Release(OpDef):
             if p.cluster == 1:
                 p.empty.arrive(ix, op, s, int(lanes[0]), releasing=lanes)
                 continue
-            # the stage is filled by multicast: every CTA's producer waits for the consumers of the whole cluster
-            for rank in range(len(ix.cluster)):
+            # the stage is filled by multicast from the CTAs of this CTA's grid row and column: lane l arrives on
+            # CTA l's empty barrier where CTA l shares this CTA's row or column (each one waits for our release)
+            cm = p.grid[0]
+            active = set(lanes.tolist())
+            idle = [lane for lane in range(p.cluster) if 32 * warp + lane not in active]
+            if idle:
+                ix.fail(op, f"lane {idle[0]} of warp {warp} is not active: a pipeline shared by a cluster of "
+                            f"{p.cluster} CTAs is released by lanes 0 … {p.cluster - 1} of each warp, lane l "
+                            "arriving on CTA l's barrier")
+            for rank in range(p.cluster):
+                if not shares_row_or_column(ix.rank, rank, cm):
+                    continue
                 if ix.cluster[rank] is ix:
-                    p.empty.arrive(ix, op, s, int(lanes[0]), releasing=lanes)
+                    p.empty.arrive(ix, op, s, 32 * warp + rank, releasing=lanes)
                     continue
                 peer = peer_array(ix, op, p.empty, rank)
                 check_cluster_visible(ix, op, peer, s, rank, f"warp {warp} arrives on")
@@ -306,19 +381,32 @@ class Release(OpDef):
         yield SwitchPoint(op, act)
 
     def lower(self, op, lx):
-        """Lane 0 of each warp: ``mbarrier.arrive`` on ``empty[s]`` (the other lanes branch around it)."""
+        """Lane 0 of each warp: ``mbarrier.arrive`` on ``empty[s]`` (the other lanes branch around it). A pipeline
+        shared by a cluster of C CTAs as the grid (cm, cn): lane l < C of each warp, where CTA l shares this CTA's
+        grid row or column (every l < C in the 1-D forms), arrives on ``empty[s]`` of CTA l (``mapa`` + a remote
+        ``mbarrier.arrive``): the cm + cn − 1 arrivals of a warp are issued side by side, not one after another."""
         p = lx.get(op.operands[0])
         b = lx.b
-        lane0 = b.icmp_unsigned("==", b.and_(lx.linear_thread(), lx.i32(31)), lx.i32(0))
+        lane = b.and_(lx.linear_thread(), lx.i32(31))
+        if p.cluster == 1:
+            arrives = b.icmp_unsigned("==", lane, lx.i32(0))
+        else:
+            arrives = b.icmp_unsigned("<", lane, lx.i32(p.cluster))
+            cm, cn = p.grid
+            if cm > 1 and cn > 1:
+                rank = lx.sreg("cluster.ctarank")
+                c_cm = lx.i32(cm)
+                same_i = b.icmp_unsigned("==", b.urem(lane, c_cm), b.urem(rank, c_cm))
+                same_j = b.icmp_unsigned("==", b.udiv(lane, c_cm), b.udiv(rank, c_cm))
+                arrives = b.and_(arrives, b.or_(same_i, same_j))
         arrive, after = lx.block("release.arrive"), lx.block("release.done")
-        b.cbranch(lane0, arrive, after)
+        b.cbranch(arrives, arrive, after)
         b.position_at_end(arrive)
         address = p.empty.address(lx, lx.get(op.operands[1]))
         if p.cluster == 1:
             lx.inline_ptx("mbarrier.arrive", [address])
-        else:  # the empty barrier of every CTA of the cluster (mapa: its shared::cluster address)
-            for rank in range(p.cluster):
-                remote = lx.inline_ptx("mapa.shared", [address, rank])
-                lx.inline_ptx("mbarrier.arrive.cluster", [remote])
+        else:  # the empty barrier of CTA `lane` (mapa: its shared::cluster address)
+            remote = lx.inline_ptx("mapa.shared", [address, lane])
+            lx.inline_ptx("mbarrier.arrive.cluster", [remote])
         b.branch(after)
         b.position_at_end(after)

@@ -30,6 +30,7 @@ from . import (
     layoutc_dtype, numpy_dtype, register, tile_coordinates, to_bytes, waits_verb,
 )
 from .mbarrier import check_cluster_visible, note_remote_access, peer_array
+from .pipeline import multicast_ranks, pipeline_grid
 from .smem import alignment_advice, byte_offsets, physical, swizzle_of, view_alignment
 
 MAX_PENDING_GROUPS = 63  # cp.async.bulk.wait_group N takes N = 0..63
@@ -283,6 +284,37 @@ def _coords_of(ix, coords, act):
 
 # -- ops ---------------------------------------------------------------------------------------------------------------
 
+def _verify_multicast_mode(op, v, bars, mode: int) -> None:
+    """``multicast = 0 | 1``: a mode of the CTA grid of the pipeline the load completes on."""
+    if mode not in (0, 1):
+        v.error(op, f"multicast = {mode}: a multicast mode of the pipeline's CTA grid (cm, cn) is 0 (the CTAs of "
+                    "the issuing CTA's grid column) or 1 (those of its grid row); true writes every CTA")
+        return
+    if not isinstance(bars.type, PipelineType):
+        if isinstance(bars.type, BarrierType):
+            v.error(op, f"multicast = {mode} names a mode of a pipeline's CTA grid, but %{bars.name} is an mbarrier "
+                        "array (no grid): complete on a pipeline allocated with cluster = (cm, cn), or multicast = "
+                        "true (every CTA of the cluster)")
+        return
+    grid = pipeline_grid(bars)
+    if grid is not None and grid[0] * grid[1] < 2:
+        v.error(op, f"multicast = {mode} names a mode of %{bars.name}'s CTA grid, but %{bars.name} belongs to one "
+                    "CTA: allocate it with cluster = (cm, cn) (or cluster = C)")
+
+
+def multicast_count(load) -> int:
+    """CTAs a ``tma.load`` op writes its box into: 1; with ``multicast = true`` the kernel's whole cluster (given
+    as -1 here: the caller knows the size); with ``multicast = 0`` / ``1`` cm / cn of its pipeline's grid (1 when
+    the grid is unknown: the verifier reports that). ``{multicast = 1}`` on a (2, 4) pipeline → 4."""
+    mode = load.attrs.get("multicast", False)
+    if mode is True:
+        return -1
+    if isinstance(mode, int) and not isinstance(mode, bool) and mode in (0, 1):
+        grid = pipeline_grid(load.operands[2]) if len(load.operands) > 2 else None
+        return grid[mode] if grid is not None else 1
+    return 1
+
+
 @register
 class Load(OpDef):
     name = "tma.load"
@@ -309,7 +341,10 @@ class Load(OpDef):
         if index.type != I32:
             v.error(op, f"the barrier index must be i32, not {index.type}")
         _verify_coords(op, v, tmap.type, coords)
-        if "multicast" in op.attrs and v.attr(op, "multicast", bool):
+        mode = op.attrs.get("multicast", False)
+        if isinstance(mode, int) and not isinstance(mode, bool):
+            _verify_multicast_mode(op, v, bars, mode)
+        elif "multicast" in op.attrs and v.attr(op, "multicast", (bool, int)):
             size = getattr(v, "kernel_cluster", 1)
             if size is not None and size < 2:
                 v.error(op, "multicast needs a kernel launched in clusters of 2 or more CTAs (cluster = (2, 1, 1)): "
@@ -317,8 +352,8 @@ class Load(OpDef):
 
     def interpret(self, op, ix):
         tmap_v, dst_v, bars_v, index_v, *coords = op.operands
-        m, view, bars = ix.get(tmap_v), ix.get(dst_v), ix.get(bars_v)
-        bars = getattr(bars, "full", bars)  # a pipeline: its stage's full barrier
+        m, view, pipe = ix.get(tmap_v), ix.get(dst_v), ix.get(bars_v)
+        bars = getattr(pipe, "full", pipe)  # a pipeline: its stage's full barrier
         multicast = op.attrs.get("multicast", False)
         act = np.nonzero(ix.mask)[0]
         idx = ix.get(index_v)[act]
@@ -329,10 +364,13 @@ class Load(OpDef):
             addresses, byteset = _copy_addresses(ix, op, m, view, t)
             _check_box_start(ix, op, m, origin[k])
             copy = TmaCopy("load", op, t, m, origin[k], addresses, byteset, (bars, i))
-            if multicast:
-                # the same smem offset and the barrier at the same offset in every CTA of the cluster
+            if multicast is not False:
+                # the same smem offset and the barrier at the same offset in every CTA of the cluster, or of the
+                # issuing CTA's grid column (mode 0) or row (mode 1)
+                grid = (len(ix.cluster), 1) if multicast is True else pipe.grid
                 copy.targets = []
-                for rank, cta in enumerate(ix.cluster):
+                for rank in multicast_ranks(ix.rank, grid, multicast):
+                    cta = ix.cluster[rank]
                     peer = bars if cta is ix else peer_array(ix, op, bars, rank)
                     peer.state(cta, op, i, by_tma=True)
                     if cta is not ix:
@@ -348,13 +386,36 @@ class Load(OpDef):
 
     def lower(self, op, lx):
         """``cp.async.bulk.tensor.Rd.shared::cluster.global.mbarrier::complete_tx::bytes [dst], [map, {c...}], [bar]``
-        per executing thread: the coordinates innermost first (the map's mode order), the map's generic address."""
+        per executing thread: the coordinates innermost first (the map's mode order), the map's generic address.
+        A multicast load's CTA mask: every rank (``true``), or from ``%cluster_ctarank`` r = i + cm·j of the
+        pipeline's grid (cm, cn), its column ``((1 << cm) − 1) << cm·j`` (mode 0) or its row, bits i, i + cm, …,
+        i + cm·(cn − 1) (mode 1); a mode spanning the whole cluster is the constant all-ranks mask."""
         tmap_v, dst_v, bars_v, index_v, *coords = op.operands
-        bars = lx.get(bars_v)
-        bars = getattr(bars, "full", bars)  # a pipeline: its stage's full barrier
-        mask = (1 << lx.cluster_size) - 1 if op.attrs.get("multicast", False) else None
+        pipe = lx.get(bars_v)
+        bars = getattr(pipe, "full", pipe)  # a pipeline: its stage's full barrier
         lx.tma_copy("load", lx.get(tmap_v), lx.get(dst_v), [lx.get(c) for c in coords],
-                    bars.address(lx, lx.get(index_v)), multicast=mask)
+                    bars.address(lx, lx.get(index_v)), multicast=_multicast_mask(op, lx, pipe))
+
+
+def _multicast_mask(op, lx, pipe):
+    """The 16-bit CTA mask of a multicast ``tma.load`` (an int when known at compile time, else an i32 value), or
+    None for a load into this CTA only."""
+    mode = op.attrs.get("multicast", False)
+    if mode is False:
+        return None
+    everyone = (1 << lx.cluster_size) - 1
+    if mode is True:
+        return everyone
+    cm, cn = pipe.grid
+    if (cm if mode == 0 else cn) == cm * cn:
+        return everyone
+    b = lx.b
+    rank = lx.sreg("cluster.ctarank")
+    if mode == 0:
+        j = b.udiv(rank, lx.i32(cm))
+        return b.shl(lx.i32((1 << cm) - 1), b.mul(j, lx.i32(cm)))
+    row = sum(1 << (cm * jj) for jj in range(cn))
+    return b.shl(lx.i32(row), b.urem(rank, lx.i32(cm)))
 
 
 @register
@@ -629,8 +690,10 @@ def _expect_tx_matches_loads(kernel: Kernel, v):
             return
         bars, index = _expects_tx(expect)
         label = f"%{bars.name}{'.full' if isinstance(bars.type, PipelineType) else ''}[%{index.name}]"
-        # a multicast load is issued by every CTA of the cluster for its own part, and each copy lands in every CTA
-        sizes = [box_bytes(ld.operands[0].type) * (cluster if ld.attrs.get("multicast") else 1) for ld in loads]
+        # a multicast load is issued by every CTA of the cluster (of its grid column / row) for its own part, and
+        # each copy lands in every CTA of it
+        sizes = [box_bytes(ld.operands[0].type) * (cluster if multicast_count(ld) < 0 else multicast_count(ld))
+                 for ld in loads]
         if not loads:
             v.error(expect, f"expect_tx of {want} bytes on {label} but no tma.load in this region completes on "
                             "it (before the next expect_tx on it or the region's end)")

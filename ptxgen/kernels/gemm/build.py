@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 from ptxgen.ir.builder import KernelBuilder, f32, frag, gtensor, i32, smem, tmap
+from ptxgen.ir.hostexpr import TupleAttr
 from ptxgen.ir.ops.smem import permute_layout, stage_sliced, tile_split
 
 from . import block_scales, epilogue, mainloop, schedule
@@ -45,15 +46,16 @@ def build(config: GemmConfig = GemmConfig()):
     g = GemmValues()
     g.config = config
     dtype, out_dtype, bm, bn, stages, cluster = (config.dtype, config.out_dtype, config.bm, config.bn, config.stages,
-                                                 config.cluster)
+                                                 config.cluster_ctas)
+    cm, cn = config.cluster_grid
     bk = config.k_tile
     rows = config.rows                               # rows of each of the two consumer warpgroups
     a_ring, a_box, g.a_loads = mainloop.operand_ring(dtype, bm, stages, config.a_major)
     b_ring, b_box, g.b_loads = mainloop.operand_ring(dtype, bn, stages, config.b_major)
-    # what one CTA loads of A and of B: a cluster shares B (along M) or A (along N), each CTA loading its part
-    along_n = cluster > 1 and config.cluster_along == "n"
-    a_part = tile_split(a_box, 0, bm // cluster)[0] if along_n else a_box
-    b_part = tile_split(b_box, 0, bn // cluster)[0] if cluster > 1 and not along_n else b_box
+    # what one CTA loads of A and of B: the CTAs of a grid row (cn of them along N) share A, those of a grid column
+    # (cm along M) share B, each CTA loading its part
+    a_part = tile_split(a_box, 0, bm // cn)[0] if cn > 1 else a_box
+    b_part = tile_split(b_box, 0, bn // cm)[0] if cm > 1 else b_box
     a_mk = stage_sliced(a_ring) if config.a_major == "K" else permute_layout(stage_sliced(a_ring), (1, 0))
     g.a_rows_t = smem(dtype, tile_split(a_mk, 0, rows)[0])
     g.stage_bytes = (bm + bn) * bk * ELEMENT_BYTES[dtype]
@@ -81,17 +83,28 @@ def build(config: GemmConfig = GemmConfig()):
         g.sc = b.smem.alloc(type=smem(out_dtype, epilogue.staged_c_layout(config)), align=1024, name="sc")
     if config.scales_smem:
         block_scales.alloc_scale_rings(g)
-    if cluster > 1:
+    if cm > 1 and cn > 1:
+        # a stage is written by the CTAs of its grid row (A) and column (B): cm + cn - 1 CTAs' consumers release it
+        g.pipe = b.pipeline.alloc(stages=stages, consumers=8, cluster=TupleAttr((cm, cn)), name="pipe")
+    elif cluster > 1:
         g.pipe = b.pipeline.alloc(stages=stages, consumers=8, cluster=cluster, name="pipe")
     else:
         g.pipe = b.pipeline.alloc(stages=stages, consumers=8, name="pipe")
     g.thread = thread = b.gpu.thread_id(dim="x", name="thread")
     g.wg = b.gpu.warpgroup_id(name="wg")
     if cluster > 1:
-        # the work items are cluster tiles (cluster·BM rows, or cluster·BN columns along N); CTA `rank` of a
-        # cluster takes its part (schedule.tile_of)
+        # the work items are cluster tiles ((cm·BM) × (cn·BN)); CTA (i, j) = rank i + cm·j of a cluster takes its
+        # part (schedule.tile_of)
         g.c_cluster = b.const(cluster, i32, name="csize")
         g.rank = b.gpu.cluster_rank(name="rank")
+        if cm > 1 and cn > 1:
+            g.c_cm = b.const(cm, i32, name="ccm")
+            g.c_cn = b.const(cn, i32, name="ccn")
+            g.rank_i = b.arith.rem(g.rank, g.c_cm, name="rank_i")
+            g.rank_j = b.arith.div(g.rank, g.c_cm, name="rank_j")
+        else:   # one row or column of CTAs: the rank is the part's index
+            g.c_cm = g.c_cn = g.c_cluster
+            g.rank_i = g.rank_j = g.rank
         g.first = b.arith.div(b.gpu.block_id(dim="x", name="block"), g.c_cluster, name="first")
         g.step = b.arith.div(b.gpu.grid_dim(dim="x", name="grid"), g.c_cluster, name="step")
     else:
@@ -105,15 +118,13 @@ def build(config: GemmConfig = GemmConfig()):
     g.c_rows = b.const(rows, i32, name="rows")
     g.c_stages = b.const(stages, i32, name="stages")
     g.c_wg = b.const(128, i32, name="wgsize")
-    g.tiles_m = b.arith.cdiv(kb["m"], b.const(bm * cluster, i32, name="bmc") if cluster > 1 and not along_n
-                             else g.c_bm, name="tiles_m")
+    g.tiles_m = b.arith.cdiv(kb["m"], b.const(bm * cm, i32, name="bmc") if cm > 1 else g.c_bm, name="tiles_m")
     if config.grouped == "masked":
         # %m is M_max (a multiple of BM): tile row tm is tile tm % per_group of group tm / per_group, whose rows are
         # tm·BM … of the flattened (G·M_max, K) A and (G·M_max, N) C
         g.group_tiles_m = g.tiles_m
         g.tiles_m = b.arith.mul(g.tiles_m, kb["groups"], name="all_tiles_m")
-    g.tiles_n = b.arith.cdiv(kb["n"], b.const(bn * cluster, i32, name="bnc") if along_n else g.c_bn,
-                             name="tiles_n")
+    g.tiles_n = b.arith.cdiv(kb["n"], b.const(bn * cn, i32, name="bnc") if cn > 1 else g.c_bn, name="tiles_n")
     g.tiles = tiles = b.arith.mul(g.tiles_m, g.tiles_n, name="tiles")
     g.ktiles = ktiles = b.arith.cdiv(kb["k"], g.c_bk, name="ktiles")
     leader = b.arith.cmp(thread, c0, pred="eq", name="leader")

@@ -58,7 +58,13 @@ class GemmConfig:
       tile is (cluster·BM) × BN, CTA ``rank`` takes BM-row part ``rank`` and the CTAs share B (each loads
       BN/cluster rows of it, multicast); ``"n"`` — the cluster tile is BM × (cluster·BN), CTA ``rank`` takes
       BN-column part ``rank`` and the CTAs share A (each loads BM/cluster rows of it, multicast; B unicast), cuBLAS's
-      form for a few row tiles over a wide N (``h128x112s6c2nk4t``).
+      form for a few row tiles over a wide N (``h128x112s6c2nk4t``). ``cluster = (cm, cn)``: the two-dimensional
+      cluster (``c2x4``; ``cluster_along`` stays ``"m"``), cm CTAs along M × cn along N, CTA rank = i + cm·j taking
+      tile (tm·cm + i, tn·cn + j) of the (cm·BM) × (cn·BN) cluster tile: the CTAs of a grid column (same j) share B
+      (each loads BN/cm rows of the B box, multicast to its column), those of a grid row (same i) share A (BM/cn
+      rows of the A box, multicast to its row) — cuBLAS's clusters of 2 × 4 for few tiles with a long K. The 1-D
+      forms are its special cases: ``cluster = C`` is (C, 1) along M and (1, C) along N (a grid of one row or
+      column is stored as that int: ``GemmConfig(cluster=(2, 1)) == GemmConfig(cluster=2)``).
     - ``epilogue``: ``"direct"`` (st.global from the registers, any N), ``"rows"`` (staged in smem, stored by warps
       along rows: any N), ``"tma"`` (staged in smem, TMA stores: C's rows 16-byte aligned); ``epilogue_split`` stages
       the tile in that many column blocks of BN/epilogue_split columns each, a multiple of 16 (32 bytes of C). A
@@ -147,7 +153,7 @@ class GemmConfig:
     stages: int = 4
     group: int = 8
     pending: int = 1
-    cluster: int = 1
+    cluster: int | tuple = 1
     epilogue: str = "direct"
     epilogue_split: int = 1
     a_major: str = "K"
@@ -181,6 +187,16 @@ class GemmConfig:
             object.__setattr__(self, "out_dtype", "bf16" if self.dtype in FP8 else self.dtype)
         if isinstance(self.registers, list):
             object.__setattr__(self, "registers", tuple(self.registers))
+        if isinstance(self.cluster, (list, tuple)):
+            grid = tuple(self.cluster)
+            # a grid of one column (C, 1) or one row (1, C) is the 1-D form, stored as it always was
+            if len(grid) == 2 and grid[1] == 1:
+                object.__setattr__(self, "cluster", grid[0])
+            elif len(grid) == 2 and grid[0] == 1:
+                object.__setattr__(self, "cluster", grid[1])
+                object.__setattr__(self, "cluster_along", "n")
+            else:
+                object.__setattr__(self, "cluster", grid)
 
     # -- derived quantities --------------------------------------------------------------------------------------
     @property
@@ -206,13 +222,27 @@ class GemmConfig:
         return self.scales == "block" and self.bm == 256 and not self.swap_ab
 
     @property
+    def cluster_grid(self) -> tuple:
+        """(cm, cn): the cluster's CTAs along M and along N. ``GemmConfig(cluster=2).cluster_grid`` = (2, 1),
+        ``GemmConfig(cluster=4, cluster_along="n")`` → (1, 4), ``GemmConfig(cluster=(2, 4))`` → (2, 4)."""
+        if isinstance(self.cluster, tuple):
+            return self.cluster
+        return (1, self.cluster) if self.cluster_along == "n" else (self.cluster, 1)
+
+    @property
+    def cluster_ctas(self) -> int:
+        """CTAs per cluster, cm · cn: what the grid, the resident-CTA count, the heuristic's waves and the stream-K
+        workspace count in. ``GemmConfig(cluster=(2, 4)).cluster_ctas`` = 8, ``GemmConfig().cluster_ctas`` = 1."""
+        cm, cn = self.cluster_grid
+        return cm * cn
+
+    @property
     def cluster_tile(self) -> tuple:
-        """(rows, columns) of the work item a cluster computes: ``GemmConfig(cluster=2).cluster_tile`` = (256, 256),
-        ``GemmConfig(bn=112, cluster=2, cluster_along="n").cluster_tile`` = (128, 224); (BM, BN) without a
-        cluster."""
-        if self.cluster_along == "n":
-            return self.bm, self.bn * self.cluster
-        return self.bm * self.cluster, self.bn
+        """(rows, columns) of the work item a cluster computes, (cm·BM, cn·BN): ``GemmConfig(cluster=2).cluster_tile``
+        = (256, 256), ``GemmConfig(bn=112, cluster=2, cluster_along="n").cluster_tile`` = (128, 224),
+        ``GemmConfig(bn=64, cluster=(2, 4)).cluster_tile`` = (256, 256); (BM, BN) without a cluster."""
+        cm, cn = self.cluster_grid
+        return self.bm * cm, self.bn * cn
 
     @property
     def partial_sums(self) -> bool:
@@ -270,7 +300,7 @@ class GemmConfig:
     @property
     def name(self) -> str:
         """``h<BM>x<BN>s<stages>`` then, where not the default: ``p<pending>``, ``g<group>``, ``c<cluster>``
-        (``c<cluster>n``: ``cluster_along = "n"``), ``k<promote>``, ``t``/``r`` (TMA-store / rows epilogue) with ``<split>`` when > 1, ``o<overlap>``, ``q<load_batch>``, ``d`` (``prefetch_maps``), ``sk``
+        (``c<cluster>n``: ``cluster_along = "n"``; ``c<cm>x<cn>``: ``cluster = (cm, cn)``), ``k<promote>``, ``t``/``r`` (TMA-store / rows epilogue) with ``<split>`` when > 1, ``o<overlap>``, ``q<load_batch>``, ``d`` (``prefetch_maps``), ``sk``
         (stream-K; ``ska``: on every SM; a number after it: ``streamk_min_saving``), ``z`` (``splitk``),
         ``m<a><b>`` (majors, ``k`` or ``n`` each: ``mkn`` = A K-major, B MN-major), ``x`` (swap_ab), ``b`` (bias), ``T`` (``c_major = "M"``), ``B`` (block scales),
         ``f`` (block scales loaded a k-tile ahead: ``scale_prefetch``), ``w`` (``pingpong``), ``l`` (``late_scales``),
@@ -284,7 +314,9 @@ class GemmConfig:
             parts.append(f"p{self.pending}")
         if self.group != 8:
             parts.append(f"g{self.group}")
-        if self.cluster != 1:
+        if isinstance(self.cluster, tuple):
+            parts.append(f"c{self.cluster[0]}x{self.cluster[1]}")
+        elif self.cluster != 1:
             parts.append(f"c{self.cluster}" + ("n" if self.cluster_along == "n" else ""))
         if self.promote != 1:
             parts.append(f"k{self.promote}")
@@ -338,14 +370,16 @@ class GemmConfig:
         Post: ``from_name(c.name, c.dtype) == c``; an unknown name is a ValueError that gives the grammar."""
         m = _NAME.fullmatch(name)
         if not m:
-            raise ValueError(f"unknown GEMM variant {name!r}: h<BM>x<BN>s<stages>[p<pending>][g<group>][c<cluster>[n]]"
+            raise ValueError(f"unknown GEMM variant {name!r}: h<BM>x<BN>s<stages>[p<pending>][g<group>]"
+                             "[c<cluster>[n]|c<cm>x<cn>]"
                              "[k<promote>][t|r[<split>]][o<overlap>][q<load batch>][d][sk[a][<min saving>]][z][m<a><b>][x][b][T][B][f][w]"
                              "[l][S][A][Gc|Gm[z][n]]"
                              "[R<producer>-<consumer>][_<out dtype>]")
         g = m.groupdict()
         return cls(
             dtype=dtype, bm=int(g["bm"]), bn=int(g["bn"]), stages=int(g["stages"]),
-            pending=int(g["pending"] or 1), group=int(g["group"] or 8), cluster=int(g["cluster"] or 1),
+            pending=int(g["pending"] or 1), group=int(g["group"] or 8),
+            cluster=(int(g["cluster"]), int(g["cluster_n"])) if g["cluster_n"] else int(g["cluster"] or 1),
             cluster_along="n" if g["along"] else "m",
             promote=int(g["promote"] or 1), epilogue={"t": "tma", "r": "rows", None: "direct"}[g["epi"]],
             epilogue_split=int(g["split"] or 1), overlap=int(g["overlap"] or 0), load_batch=int(g["batch"] or 1),
@@ -365,7 +399,7 @@ class GemmConfig:
 
 
 _NAME = re.compile(r"h(?P<bm>\d+)x(?P<bn>\d+)s(?P<stages>\d+)(?:p(?P<pending>\d+))?(?:g(?P<group>\d+))?"
-                   r"(?:c(?P<cluster>\d+)(?P<along>n)?)?(?:k(?P<promote>\d+))?(?:(?P<epi>[tr])(?P<split>\d)?)?(?:o(?P<overlap>\d+))?"
+                   r"(?:c(?P<cluster>\d+)(?:(?P<along>n)|x(?P<cluster_n>\d+))?)?(?:k(?P<promote>\d+))?(?:(?P<epi>[tr])(?P<split>\d)?)?(?:o(?P<overlap>\d+))?"
                    r"(?:q(?P<batch>\d+))?(?P<maps>d)?"
                    r"(?:(?P<sk>sk)(?P<every>a)?(?P<saving>\d+)?)?(?P<splitk>z)?(?:m(?P<majors>[kn]{2}))?(?P<swap>x)?(?P<bias>b)?(?P<ctrans>T)?"
                    r"(?P<block>B)?(?P<prefetch>f)?(?P<pingpong>w)?(?P<late>l)?(?P<smem>S)?(?P<ahead_chunk>A)?(?:G(?P<grouped>[cm])(?P<zero_late>z)?(?P<ahead>n)?)?(?:R(?P<rp>\d+)-(?P<rc>\d+))?(?:_(?P<out>bf16|f16))?")
@@ -414,6 +448,8 @@ def _majors(c: GemmConfig):
 
 
 def _cluster(c: GemmConfig):
+    if isinstance(c.cluster, tuple):
+        return _cluster_2d(c)
     if not 1 <= c.cluster <= 8:
         return f"cluster = {c.cluster}: clusters of 1 to 8 CTAs (the portable cluster size)"
     if c.cluster_along not in ("m", "n"):
@@ -426,6 +462,45 @@ def _cluster(c: GemmConfig):
     if c.bn % (8 * c.cluster):
         return (f"cluster = {c.cluster}: each CTA of a cluster loads BN/{c.cluster} rows of B, a multiple of 8; "
                 f"BN = {c.bn} does not split so")
+    return None
+
+
+def _cluster_2d(c: GemmConfig):
+    """The rules of ``cluster = (cm, cn)`` (cm CTAs along M sharing B × cn along N sharing A): what its producer
+    and schedule are built for."""
+    grid = c.cluster
+    if len(grid) != 2 or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in grid):
+        return f"cluster = {grid}: a cluster is C CTAs or a grid (cm, cn) of CTAs along M and N, integers ≥ 1"
+    cm, cn = grid
+    why = f"cluster = ({cm}, {cn})"
+    if cm * cn > 8:
+        return f"{why}: {cm} × {cn} = {cm * cn} CTAs, more than the portable cluster size of 8"
+    if c.cluster_along != "m":
+        return (f"cluster_along = {c.cluster_along!r}: {why} sets the CTAs along M and along N itself: leave "
+                "cluster_along = 'm'")
+    if c.a_major != "K" or c.b_major != "K":
+        return (f"a_major = {c.a_major!r}, b_major = {c.b_major!r}: with {why} each CTA multicasts BM/{cn} rows of A's "
+                f"and BN/{cm} rows of B's K-major box (an MN-major operand is loaded in 64-column boxes): "
+                "a_major = 'K', b_major = 'K'")
+    if c.bm % (8 * cn):
+        return (f"bm = {c.bm}: with {why} each CTA of a grid row loads BM/{cn} rows of A, a multiple of 8 (TMA box "
+                "rows of the SW128 atom)")
+    if c.bn % (8 * cm):
+        return (f"bn = {c.bn}: with {why} each CTA of a grid column loads BN/{cm} rows of B, a multiple of 8 (TMA "
+                "box rows of the SW128 atom)")
+    if c.streamk:
+        return (f"streamk = True: {why} is built for data-parallel tiles (stream-K's pieces and partial sums count "
+                "cluster tiles along M): streamk = False")
+    if c.splitk:
+        return (f"splitk = True: {why}: split-K's units are single CTAs (a slice's partial sums and flags count "
+                "tiles of one CTA): splitk = False")
+    if c.swap_ab:
+        return f"swap_ab = True: {why} is built for the unswapped kernel: swap_ab = False"
+    if c.grouped != "none":
+        return (f"grouped = {c.grouped!r}: {why} is built for dense GEMMs (a grouped GEMM's tiles take clusters of 1): "
+                "grouped = 'none'")
+    if c.scales == "block":
+        return f"scales = 'block': {why} is built for per-tensor scales (scales = 'tensor')"
     return None
 
 

@@ -277,7 +277,7 @@ def estimated_cost(config: GemmConfig, m: int, n: int, k: int, ctas: int) -> flo
     largest = max(bn for w, bn in EFFICIENCY if w == width)
     per_ktile = (config.bn / largest) / efficiency(width, config.bn)
     ktiles = -(-k // config.k_tile)
-    clusters = max(ctas // config.cluster, 1)
+    clusters = max(ctas // config.cluster_ctas, 1)
     rows, columns = config.cluster_tile
     tiles = -(-m // rows) * -(-n // columns)
     step = clusters if config.streamk_every_sm else max(min(tiles, clusters), 1)
@@ -295,7 +295,7 @@ def estimated_cost(config: GemmConfig, m: int, n: int, k: int, ctas: int) -> flo
             per_ktile *= STREAMK_FEW_ROWS_SLOWDOWN
         shared = longest
         if not (config.swap_ab or config.streamk_every_sm):
-            shared *= STREAMK_SHARED_SLOWDOWN.get(config.cluster, 1.0)
+            shared *= STREAMK_SHARED_SLOWDOWN.get(config.cluster_ctas, 1.0)
         return (tiles // step * ktiles + shared) * per_ktile + fixup
     return -(-tiles // step) * ktiles * per_ktile
 
@@ -511,8 +511,9 @@ def _variants(base: GemmConfig, m: int, n: int, k: int, sms: int):
         if base.bn % (8 * cluster) == 0 and streamk_ktiles_saved(m, n, k, sk, sms) >= STREAMK_MIN_SAVING:
             yield sk
             return
-    tiles = -(-m // (base.bm * base.cluster)) * -(-n // base.bn)
-    if base.epilogue == "tma" and not base.fp8 and tiles > sms // base.cluster:
+    rows, columns = base.cluster_tile
+    tiles = -(-m // rows) * -(-n // columns)
+    if base.epilogue == "tma" and not base.fp8 and tiles > sms // base.cluster_ctas:
         yield base.replace(overlap=1)   # only a CTA of several tiles has a next tile to overlap the store with
     elif base.epilogue == "tma":
         yield base.replace(pending=DATA_PARALLEL_PENDING.get((_width(base.dtype), base.bn), base.pending))

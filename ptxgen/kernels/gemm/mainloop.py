@@ -53,9 +53,9 @@ def release_previous(b, pipe, cond, kit, c1, c_stages, name):
 
 
 def produce(g, t, lo, hi, it, group_read=None):
-    """The producer's TMA loads of k-tiles lo … hi-1 of work item t (a cluster's CTA loading its A box and its part
-    of B multicast to the cluster, or along N its part of A multicast and its B box); → the iteration counter after
-    them. ``group_read`` (grouped, ``group_ahead``): ``block_scales.group_read``'s value for t's tile row, loaded by
+    """The producer's TMA loads of k-tiles lo … hi-1 of work item t (CTA (i, j) of a cm × cn cluster loading part j
+    of A multicast to its grid row and part i of B multicast to its grid column; a whole box where its side of the
+    grid is 1); → the iteration counter after them. ``group_read`` (grouped, ``group_ahead``): ``block_scales.group_read``'s value for t's tile row, loaded by
     the caller a tile earlier."""
     b, kb, config = g.b, g.kb, g.config
     c1 = g.c1
@@ -69,31 +69,36 @@ def produce(g, t, lo, hi, it, group_read=None):
         n0 = b.arith.add(n0, b.arith.mul(group, kb["n"], name="group_n0"), name="n0_grouped")
         if has_rows is not None:
             hi = b.arith.select(has_rows, hi, lo, name="hi_p")
-    along_n = config.cluster > 1 and config.cluster_along == "n"
-    if along_n:
-        # the cluster's CTAs share A: each loads BM/cluster rows of the A box into every CTA's stage
-        c_part = b.const(config.bm // config.cluster, i32, name="apart")
-        m_part = b.arith.add(m0, b.arith.mul(g.rank, c_part, name="part_off"), name="m_part")
-    elif config.cluster > 1:
-        c_part = b.const(config.bn // config.cluster, i32, name="bpart")
-        n_part = b.arith.add(n0, b.arith.mul(g.rank, c_part, name="part_off"), name="n_part")
+    cm, cn = config.cluster_grid
+    if cn > 1:
+        # the CTAs of a grid row (same i) share A: CTA j loads BM/cn rows of the A box into each one's stage
+        c_part = b.const(config.bm // cn, i32, name="apart")
+        m_part = b.arith.add(m0, b.arith.mul(g.rank_j, c_part, name="part_off" if cm == 1 else "a_part_off"),
+                             name="m_part")
+    if cm > 1:
+        # the CTAs of a grid column (same j) share B: CTA i loads BN/cm rows of the B box into each one's stage
+        c_part = b.const(config.bn // cm, i32, name="bpart")
+        n_part = b.arith.add(n0, b.arith.mul(g.rank_i, c_part, name="part_off"), name="n_part")
+    # multicast to the grid column (mode 0) or row (mode 1); a mode spanning the whole cluster is spelled true
+    a_multicast = True if cm == 1 else 1
+    b_multicast = True if cn == 1 else 0
 
     def load(kt, s, tag):
         a_dst = b.smem.slice(g.sa, s, name=f"a_dst{tag}")
         b_dst = b.smem.slice(g.sb, s, name=f"b_dst{tag}")
         kc = b.arith.mul(kt, g.c_bk, name=f"kc{tag}")
-        if along_n:
-            a_part = b.smem.tile(a_dst, g.rank, mode=0, size=config.bm // config.cluster, name=f"a_part_dst{tag}")
-            b.tma.load(kb["a"], a_part, g.pipe, s, m_part, kc, multicast=True)
+        if cn > 1:
+            a_part = b.smem.tile(a_dst, g.rank_j, mode=0, size=config.bm // cn, name=f"a_part_dst{tag}")
+            b.tma.load(kb["a"], a_part, g.pipe, s, m_part, kc, multicast=a_multicast)
         elif config.a_major == "K":
             b.tma.load(kb["a"], a_dst, g.pipe, s, m0, kc)
         else:
             load_mn_major(b, kb["a"], a_dst, g.pipe, s, kc, m0, g.a_loads, f"a{tag}")
         if config.b_major == "MN":
             load_mn_major(b, kb["b"], b_dst, g.pipe, s, kc, n0, g.b_loads, f"b{tag}")
-        elif config.cluster > 1 and not along_n:
-            b_half = b.smem.tile(b_dst, g.rank, mode=0, size=config.bn // config.cluster, name=f"b_part_dst{tag}")
-            b.tma.load(kb["b"], b_half, g.pipe, s, n_part, kc, multicast=True)
+        elif cm > 1:
+            b_half = b.smem.tile(b_dst, g.rank_i, mode=0, size=config.bn // cm, name=f"b_part_dst{tag}")
+            b.tma.load(kb["b"], b_half, g.pipe, s, n_part, kc, multicast=b_multicast)
         else:
             b.tma.load(kb["b"], b_dst, g.pipe, s, n0, kc)
         if config.scales_smem:

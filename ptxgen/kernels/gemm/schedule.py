@@ -18,30 +18,32 @@ def grid(config: GemmConfig) -> tuple:
     with ``streamk_every_sm`` or ``splitk`` ``%sms`` CTAs (whole clusters) whatever the tile count (split-K's
     tiles·S units are at most ``%sms``; the CTAs past them have no work); a masked grouped GEMM has ``%groups`` times
     the tiles of one group. ``grid(GemmConfig())`` = (min(cdiv(%m, 128) * cdiv(%n, 256), %sms), 1, 1)."""
+    ctas = config.cluster_ctas
     if config.streamk_every_sm or config.splitk:
-        return ("sms", 1, 1) if config.cluster == 1 else (mul(cdiv("sms", config.cluster), config.cluster), 1, 1)
+        return ("sms", 1, 1) if ctas == 1 else (mul(cdiv("sms", ctas), ctas), 1, 1)
     rows, columns = config.cluster_tile
     work = mul(cdiv("m", rows), cdiv("n", columns))
     if config.grouped == "masked":   # %m is each group's M_max, the tiles of %groups groups
         work = mul("groups", work)
-    if config.cluster == 1:
+    if ctas == 1:
         return hmin(work, "sms"), 1, 1
-    return mul(hmin(work, cdiv("sms", config.cluster)), config.cluster), 1, 1
+    return mul(hmin(work, cdiv("sms", ctas)), ctas), 1, 1
 
 
 def tile_of(g, t, names: tuple):
     """(tile row, tile column) of work item ``t``: ``sched.tile`` of the cluster tiles in raster groups; in a
-    cluster, CTA ``rank`` takes part ``rank`` of the cluster tile: its BM-row part (``cluster_along = "m"``: tm =
-    tm·cluster + rank) or its BN-column part (``"n"``: tn = tn·cluster + rank; a part past N computes a tile that
-    loads zeros and stores nothing). ``names``: (row, column, cluster row, own row), the last two naming the column
-    values along N with their "tm" spelled "tn" (``tmc2`` → ``tnc2``)."""
+    cluster of cm × cn CTAs, CTA (i, j) (rank i + cm·j) takes tile (tm·cm + i, tn·cn + j) of the cluster tile — a
+    1-D cluster its BM-row part (cm = C: tm·C + rank) or its BN-column part (cn = C: tn·C + rank); a part past M or
+    N computes a tile that loads zeros and stores nothing. ``names``: (row, column, cluster row, own row), the
+    column values named with their "tm" spelled "tn" (``tmc2`` → ``tnc2``)."""
     b = g.b
+    cm, cn = g.config.cluster_grid
     tm, tn = b.sched.tile(t, g.tiles_m, g.tiles_n, group=g.config.group, name=[names[0], names[1]])
-    if g.config.cluster > 1 and g.config.cluster_along == "n":
+    if cn > 1:
         column_names = [name.replace("tm", "tn", 1) for name in names[2:]]
-        tn = b.arith.add(b.arith.mul(tn, g.c_cluster, name=column_names[0]), g.rank, name=column_names[1])
-    elif g.config.cluster > 1:
-        tm = b.arith.add(b.arith.mul(tm, g.c_cluster, name=names[2]), g.rank, name=names[3])
+        tn = b.arith.add(b.arith.mul(tn, g.c_cn, name=column_names[0]), g.rank_j, name=column_names[1])
+    if cm > 1:
+        tm = b.arith.add(b.arith.mul(tm, g.c_cm, name=names[2]), g.rank_i, name=names[3])
     return tm, tn
 
 
@@ -51,8 +53,9 @@ def streamk_ktiles_saved(m: int, n: int, k: int, config: GemmConfig, ctas: int) 
     where this is at least ``streamk_min_saving``. E.g. 8192³ bf16, 128 × 256 tiles on 132 CTAs: 2048 tiles, the
     last wave 68 tiles of 128 k-tiles shared by 132 → runs of 66: 62 k-tiles saved."""
     ktiles = -(-k // config.k_tile)
-    clusters = -(-ctas // config.cluster)
-    tiles = -(-m // (config.bm * config.cluster)) * -(-n // config.bn)
+    clusters = -(-ctas // config.cluster_ctas)
+    rows, columns = config.cluster_tile
+    tiles = -(-m // rows) * -(-n // columns)
     step = clusters if config.streamk_every_sm else min(tiles, clusters)
     if not tiles or not step:
         return 0
@@ -78,10 +81,10 @@ def streamk_buffers(config: GemmConfig, ctas: int) -> dict:
     block; one flag per (tile of the last wave, CTA rank, consumer thread). Split-K's unit u (at most ``ctas`` of
     them, one CTA each) writes its sum in slot 2u, and tile t (fewer than ``ctas``) flags (t, 0, thread).
     ``streamk_buffers(GemmConfig(streamk=True), 132)`` = {"work": (16896, 512), "flags": (33792,)}."""
-    clusters = ctas // config.cluster
+    clusters = ctas // config.cluster_ctas
     values = (config.bn // 2) * (config.rows // 64)
-    return {"work": (clusters * 2 * config.cluster * 2 * (values // 4), WORK_COLUMNS),
-            "flags": (clusters * config.cluster * 256,)}
+    return {"work": (clusters * 2 * config.cluster_ctas * 2 * (values // 4), WORK_COLUMNS),
+            "flags": (clusters * config.cluster_ctas * 256,)}
 
 
 def streamk_split(b, first, step, tiles, ktiles, c0, c1, cluster: int, min_saving: int = STREAMK_MIN_SAVING) -> dict:
