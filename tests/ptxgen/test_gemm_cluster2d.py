@@ -346,7 +346,7 @@ def test_ptx_registers_as_the_1d_form(dtype, name, one_d):
 # -- the GPU -----------------------------------------------------------------------------------------------------------
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("dtype, name", [("bf16", "h128x64s8c2x4t"), ("bf16", "h128x80s7c4x2t"),
+@pytest.mark.parametrize("dtype, name", [("bf16", "h128x64s8c2x4t"), ("bf16", "h128x80s7c2x4t"),
                                          ("bf16", "h128x128s4c2x2"), ("e4m3", "h128x128s4c2x4k4t"),
                                          ("e4m3", "h128x96s7c2x2k4t"), ("e4m3", "h128x64s6c4x2k4t")])
 @pytest.mark.parametrize("m, n, k", [(768, 1536, 4096), (300, 1064, 2000), (1000, 2000, 520), (129, 120, 4096)])
