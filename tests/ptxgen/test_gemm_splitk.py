@@ -60,6 +60,7 @@ CASES = [
     ("h128x64s3tz", "bf16", (200, 100, 453), 8, 2),
     ("h128x64s3z", "bf16", (200, 100, 453), 13, 3),
     ("h128x64s3tz", "bf16", (200, 100, 453), 40, 8),
+    ("h128x64s3tez", "bf16", (200, 100, 453), 13, 3),   # released once per consumer warpgroup (the heuristic's form)
     # K shorter than the slices the SMs allow: 2 tiles of 2 k-tiles on 9 CTAs → S = 2, 5 CTAs idle
     ("h128x128s2tz", "bf16", (130, 120, 100), 9, 2),
     # fp8 with per-tensor scales: 3 tiles of 11 k-tiles on 9 CTAs, slices [0, 3), [3, 7), [7, 11) — the later ones
@@ -239,7 +240,8 @@ SWAPPED_GPU_CASES = [("h128x96s6tzxT", (96, 4096, 14336)), ("h128x72s6tzxT", (72
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("name, dtype, shape", [(n, d, s) for n, d in [
-    ("h128x256s4t2z", "bf16"), ("h128x128s4tz", "bf16"), ("h128x256s4k4t2z", "e4m3"), ("h128x128s6k4tz", "e4m3")]
+    ("h128x256s4t2z", "bf16"), ("h128x128s4tz", "bf16"), ("h128x256s4k4t2z", "e4m3"), ("h128x128s6k4tz", "e4m3"),
+    ("h128x128s6tez", "bf16"), ("h128x192s4t3ez", "bf16")]
     for s in GPU_SHAPES] + [(n, "bf16", s) for n, s in SWAPPED_GPU_CASES], ids=str)
 def test_gpu_splitk_matches_float64(name, dtype, shape):
     """The split-K variant on the device's SMs, twice in a row through one call site (the second launch on the flags

@@ -191,9 +191,9 @@ def test_unknown_name_gives_the_grammar():
     ((128, 7168, 18432), "bf16", {}, "h128x64s8t"),         # one row tile: not split-K (343 against 327)
     ((128, 7168, 18432), "e4m3", {}, "h128x64s8k4t"),
     # split-K by k-slices (16-bit, K >= 8192, M > 128) where the tiles leave room for 2+ slices (s20 sections 7-8)
-    ((640, 1536, 13824), "bf16", {}, "h128x128s6tz"),        # 533 against 435 for h128x64s8t
-    ((768, 1536, 12288), "f16", {}, "h128x256s4t2z"),        # 496 against 421 for h128x128s6p0t
-    ((320, 2048, 57344), "bf16", {}, "h128x192s4t3z"),       # 542 against 240
+    ((640, 1536, 13824), "bf16", {}, "h128x128s6tez"),       # 533 against 435 for h128x64s8t
+    ((768, 1536, 12288), "f16", {}, "h128x256s4t2ez"),       # 496 against 421 for h128x128s6p0t
+    ((320, 2048, 57344), "bf16", {}, "h128x192s4t3ez"),      # 542 against 240
     ((384, 1536, 5120), "bf16", {}, "h128x64s8t"),           # K = 5120: 308 against 266 split
     ((1024, 2048, 14336), "bf16", {}, "h128x128s4p0t"),      # 128 tiles: one slice each
     ((640, 1536, 13824), "e4m3", {}, "h128x64s8k4t"),        # fp8: not split (960 against 908)
@@ -201,7 +201,7 @@ def test_unknown_name_gives_the_grammar():
     ((96, 4096, 14336), "bf16", {}, "h128x96s6tzxT"),        # 213 against 174 (4 slices)
     ((80, 5120, 13824), "bf16", {}, "h128x80s6tzxT"),        # 187 against 139 for h128x64s8t (one 80-wide tile)
     ((96, 7168, 8192), "bf16", {}, "h128x96s6txT"),          # 2 slices: 223 against 219 split
-    ((256, 1024, 28672), "bf16", {}, "h128x128s6tz"),        # M > 192: unswapped split-K
+    ((256, 1024, 28672), "bf16", {}, "h128x128s6tez"),       # M > 192: unswapped split-K
     # rule 1: M <= 64 swaps A and B (M rounded up to 16 / 32 / 64 as the wgmma's N); stream-K on every SM below
     # a third of the SMs' tiles (32 tiles of N = 4096 on 132 SMs), data-parallel from there (44 of 132)
     ((16, 4096, 4096), "bf16", {}, "h128x16s8ska1x"),

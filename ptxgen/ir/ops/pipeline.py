@@ -80,6 +80,7 @@ class PipelineRef:
     def __init__(self, full, empty, stages: int, consumers: int):
         self.full, self.empty, self.stages, self.consumers = full, empty, stages, consumers
         self.grid = (1, 1)   # the CTA grid sharing it (``cluster``)
+        self.per_warpgroup = False
 
 
 def _stage_and_parity(lx, k, stages: int, producer: bool):
@@ -99,6 +100,7 @@ class PipelineValue:
         self.stages = stages
         self.full = BarrierArray(f"{name}.full", stages, address)
         self.empty = BarrierArray(f"{name}.empty", stages, address + 8 * stages)
+        self.per_warpgroup = False
 
 
 def _verify_pipe(op, v, pipe) -> bool:
@@ -136,7 +138,10 @@ class Alloc(OpDef):
     name = "pipeline.alloc"
     summary = "a ring of `stages` stages: S full and S empty mbarriers in shared memory"
     required_attrs = ("stages", "consumers")
-    optional_attrs = ("cluster",)
+    # ``per_warpgroup``: a release arrives once per consumer warpgroup (from its first warp; ``consumers`` then
+    # counts warpgroups), not once per warp — a wgmma's reads of a stage complete for its whole warpgroup at once,
+    # and a multicast pipeline's remote arrivals are a quarter as many
+    optional_attrs = ("cluster", "per_warpgroup")
     num_operands = 0
     num_results = 1
 
@@ -169,6 +174,8 @@ class Alloc(OpDef):
             size = getattr(v, "kernel_cluster", None)
             if c is not None and size is not None and c not in (1, size):
                 v.error(op, f"cluster = {c}: a pipeline is shared by 1 CTA or by the whole cluster of {size} CTAs")
+        if "per_warpgroup" in op.attrs:
+            v.attr(op, "per_warpgroup", bool)
 
     def result_types(self, operand_types, attrs):
         return [PipelineType(attrs["stages"])]
@@ -183,6 +190,7 @@ class Alloc(OpDef):
         t = op.results[0].type
         value = PipelineValue(op.results[0].name, t.stages, ix.smem_plan.address[id(op)])
         value.consumers = op.attrs["consumers"]
+        value.per_warpgroup = bool(op.attrs.get("per_warpgroup", False))
         value.grid = cluster_grid(op.attrs.get("cluster", 1))
         value.cluster = value.grid[0] * value.grid[1]
         barrier_arrays(ix).extend([value.full, value.empty])
@@ -196,6 +204,7 @@ class Alloc(OpDef):
                           stages, op.attrs["consumers"])
         ref.grid = cluster_grid(op.attrs.get("cluster", 1))
         ref.cluster = ref.grid[0] * ref.grid[1]
+        ref.per_warpgroup = bool(op.attrs.get("per_warpgroup", False))
         lx.set(op.results[0], ref)
 
 
@@ -355,6 +364,15 @@ class Release(OpDef):
             if len(mine) > 1:
                 ix.fail(op, f"the lanes of warp {warp} release different stages {sorted(mine)}")
             s = int(stages[act // 32 == warp][0])
+            if p.per_warpgroup:
+                # the warpgroup releases together: its first warp arrives for all its 128 lanes' reads
+                group = np.arange(128 * (warp // 4), min(128 * (warp // 4) + 128, ix.nthreads))
+                if group.size < 128 or not ix.mask[group].all():
+                    ix.fail(op, f"warp {warp} releases without the rest of warpgroup {warp // 4}: %"
+                                f"{p.name} (per_warpgroup) is released by whole warpgroups")
+                if warp % 4:
+                    continue
+                lanes = group
             # lane 0 arrives for its warp, after the warp's reads of the stage (the lanes run converged)
             if p.cluster == 1:
                 p.empty.arrive(ix, op, s, int(lanes[0]), releasing=lanes)
@@ -399,6 +417,9 @@ class Release(OpDef):
                 same_i = b.icmp_unsigned("==", b.urem(lane, c_cm), b.urem(rank, c_cm))
                 same_j = b.icmp_unsigned("==", b.udiv(lane, c_cm), b.udiv(rank, c_cm))
                 arrives = b.and_(arrives, b.or_(same_i, same_j))
+        if p.per_warpgroup:   # the first warp of each warpgroup: thread bits 5-6 clear
+            first_warp = b.icmp_unsigned("==", b.and_(lx.linear_thread(), lx.i32(0x60)), lx.i32(0))
+            arrives = b.and_(arrives, first_warp)
         arrive, after = lx.block("release.arrive"), lx.block("release.done")
         b.cbranch(arrives, arrive, after)
         b.position_at_end(arrive)

@@ -83,13 +83,15 @@ def build(config: GemmConfig = GemmConfig()):
         g.sc = b.smem.alloc(type=smem(out_dtype, epilogue.staged_c_layout(config)), align=1024, name="sc")
     if config.scales_smem:
         block_scales.alloc_scale_rings(g)
+    # the consumers' arrivals per stage: one per warp of the two consumer warpgroups, or one per warpgroup
+    releases = {"consumers": 2, "per_warpgroup": True} if config.release_per_warpgroup else {"consumers": 8}
     if cm > 1 and cn > 1:
         # a stage is written by the CTAs of its grid row (A) and column (B): cm + cn - 1 CTAs' consumers release it
-        g.pipe = b.pipeline.alloc(stages=stages, consumers=8, cluster=TupleAttr((cm, cn)), name="pipe")
+        g.pipe = b.pipeline.alloc(stages=stages, **releases, cluster=TupleAttr((cm, cn)), name="pipe")
     elif cluster > 1:
-        g.pipe = b.pipeline.alloc(stages=stages, consumers=8, cluster=cluster, name="pipe")
+        g.pipe = b.pipeline.alloc(stages=stages, **releases, cluster=cluster, name="pipe")
     else:
-        g.pipe = b.pipeline.alloc(stages=stages, consumers=8, name="pipe")
+        g.pipe = b.pipeline.alloc(stages=stages, **releases, name="pipe")
     g.thread = thread = b.gpu.thread_id(dim="x", name="thread")
     g.wg = b.gpu.warpgroup_id(name="wg")
     if cluster > 1:

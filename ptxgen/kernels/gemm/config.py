@@ -144,6 +144,10 @@ class GemmConfig:
     - ``group_ahead`` (grouped): the producer reads the group of its NEXT tile (contiguous ``%m_indices[tm·BM]``,
       masked ``%masked_m[group]``) while it issues the current tile's loads, so that no global load lies between a
       tile's last TMA load and the next tile's first.
+    - ``release_per_warpgroup``: each consumer warpgroup releases a stage with ONE arrival per CTA whose empty barrier
+      it signals (from its first warp: ``pipeline.alloc {per_warpgroup = true}``, 2 consumers), not one per warp
+      (8): a wgmma's reads of the stage complete for the whole warpgroup at once; with a cluster the remote
+      arrivals per stage fall from 8 to 2 per CTA signalled.
 
     Post (``validate``): the builder accepts the config; any violated rule is a ValueError naming the field."""
 
@@ -179,6 +183,7 @@ class GemmConfig:
     scales_smem: bool = False
     zero_rows_late: bool = False
     group_ahead: bool = False
+    release_per_warpgroup: bool = False
     chunk_ahead: bool = False
     cluster_along: str = "m"
 
@@ -300,7 +305,7 @@ class GemmConfig:
     @property
     def name(self) -> str:
         """``h<BM>x<BN>s<stages>`` then, where not the default: ``p<pending>``, ``g<group>``, ``c<cluster>``
-        (``c<cluster>n``: ``cluster_along = "n"``; ``c<cm>x<cn>``: ``cluster = (cm, cn)``), ``k<promote>``, ``t``/``r`` (TMA-store / rows epilogue) with ``<split>`` when > 1, ``o<overlap>``, ``q<load_batch>``, ``d`` (``prefetch_maps``), ``sk``
+        (``c<cluster>n``: ``cluster_along = "n"``; ``c<cm>x<cn>``: ``cluster = (cm, cn)``), ``k<promote>``, ``t``/``r`` (TMA-store / rows epilogue) with ``<split>`` when > 1, ``o<overlap>``, ``q<load_batch>``, ``d`` (``prefetch_maps``), ``e`` (``release_per_warpgroup``), ``sk``
         (stream-K; ``ska``: on every SM; a number after it: ``streamk_min_saving``), ``z`` (``splitk``),
         ``m<a><b>`` (majors, ``k`` or ``n`` each: ``mkn`` = A K-major, B MN-major), ``x`` (swap_ab), ``b`` (bias), ``T`` (``c_major = "M"``), ``B`` (block scales),
         ``f`` (block scales loaded a k-tile ahead: ``scale_prefetch``), ``w`` (``pingpong``), ``l`` (``late_scales``),
@@ -329,6 +334,8 @@ class GemmConfig:
             parts.append(f"q{self.load_batch}")
         if self.prefetch_maps:
             parts.append("d")
+        if self.release_per_warpgroup:
+            parts.append("e")
         if self.streamk:
             parts.append("sk" + ("a" if self.streamk_every_sm else "")
                          + (str(self.streamk_min_saving) if self.streamk_min_saving != STREAMK_MIN_SAVING else ""))
@@ -372,7 +379,7 @@ class GemmConfig:
         if not m:
             raise ValueError(f"unknown GEMM variant {name!r}: h<BM>x<BN>s<stages>[p<pending>][g<group>]"
                              "[c<cluster>[n]|c<cm>x<cn>]"
-                             "[k<promote>][t|r[<split>]][o<overlap>][q<load batch>][d][sk[a][<min saving>]][z][m<a><b>][x][b][T][B][f][w]"
+                             "[k<promote>][t|r[<split>]][o<overlap>][q<load batch>][d][e][sk[a][<min saving>]][z][m<a><b>][x][b][T][B][f][w]"
                              "[l][S][A][Gc|Gm[z][n]]"
                              "[R<producer>-<consumer>][_<out dtype>]")
         g = m.groupdict()
@@ -383,7 +390,7 @@ class GemmConfig:
             cluster_along="n" if g["along"] else "m",
             promote=int(g["promote"] or 1), epilogue={"t": "tma", "r": "rows", None: "direct"}[g["epi"]],
             epilogue_split=int(g["split"] or 1), overlap=int(g["overlap"] or 0), load_batch=int(g["batch"] or 1),
-            prefetch_maps=bool(g["maps"]),
+            prefetch_maps=bool(g["maps"]), release_per_warpgroup=bool(g["wg_release"]),
             streamk=bool(g["sk"]),
             streamk_every_sm=bool(g["every"]),
             streamk_min_saving=int(g["saving"]) if g["saving"] else STREAMK_MIN_SAVING,
@@ -400,7 +407,7 @@ class GemmConfig:
 
 _NAME = re.compile(r"h(?P<bm>\d+)x(?P<bn>\d+)s(?P<stages>\d+)(?:p(?P<pending>\d+))?(?:g(?P<group>\d+))?"
                    r"(?:c(?P<cluster>\d+)(?:(?P<along>n)|x(?P<cluster_n>\d+))?)?(?:k(?P<promote>\d+))?(?:(?P<epi>[tr])(?P<split>\d)?)?(?:o(?P<overlap>\d+))?"
-                   r"(?:q(?P<batch>\d+))?(?P<maps>d)?"
+                   r"(?:q(?P<batch>\d+))?(?P<maps>d)?(?P<wg_release>e)?"
                    r"(?:(?P<sk>sk)(?P<every>a)?(?P<saving>\d+)?)?(?P<splitk>z)?(?:m(?P<majors>[kn]{2}))?(?P<swap>x)?(?P<bias>b)?(?P<ctrans>T)?"
                    r"(?P<block>B)?(?P<prefetch>f)?(?P<pingpong>w)?(?P<late>l)?(?P<smem>S)?(?P<ahead_chunk>A)?(?:G(?P<grouped>[cm])(?P<zero_late>z)?(?P<ahead>n)?)?(?:R(?P<rp>\d+)-(?P<rc>\d+))?(?:_(?P<out>bf16|f16))?")
 
