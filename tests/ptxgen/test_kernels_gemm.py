@@ -202,6 +202,10 @@ def test_unknown_name_gives_the_grammar():
     ((80, 5120, 13824), "bf16", {}, "h128x80s6tzxT"),        # 187 against 139 for h128x64s8t (one 80-wide tile)
     ((96, 7168, 8192), "bf16", {}, "h128x96s6txT"),          # 2 slices: 223 against 219 split
     ((256, 1024, 28672), "bf16", {}, "h128x128s6tez"),       # M > 192: unswapped split-K
+    # ... and an M under 96 always takes its one swapped tile (s21 section 9)
+    ((72, 6144, 12288), "bf16", {}, "h128x72s6txT"),         # 169 against 129 for h128x64s8t
+    ((66, 8192, 8192), "bf16", {}, "h128x72s6txT"),          # 166 against 134
+    ((72, 6144, 12288), "e4m3", {}, "h128x64s8k4t"),         # fp8: the cost model's pick
     # rule 1: M <= 64 swaps A and B (M rounded up to 16 / 32 / 64 as the wgmma's N); stream-K on every SM below
     # a third of the SMs' tiles (32 tiles of N = 4096 on 132 SMs), data-parallel from there (44 of 132)
     ((16, 4096, 4096), "bf16", {}, "h128x16s8ska1x"),

@@ -81,7 +81,11 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
    For 16-bit M ≤ ``SWAP_SPLITK_MAX_M`` = 192 with K ≥ 8192 whose swapped tiles take at least 3 k-slices each, their
    split-K form is a candidate too, and the one-tile width of an M under 96 (split-K only): such few tiles stream the
    weights through too few SMs. 8 of 8 changed picks of a sample were faster (bf16 96×1536×10240 67 → 103,
-   72×1024×20480 48 → 98, 96×5120×24576 203 → 238; s21 log section 6).
+   72×1024×20480 48 → 98, 96×5120×24576 203 → 238; s21 log section 6). A 16-bit M under 96 takes its one swapped
+   tile (data-parallel, or split-K by the rule above) without the cost model, which sees equal waves where the
+   unswapped 128-row tiles, mostly padding, move twice the L2 bytes: 7 of 9 changed picks of a sample faster
+   (72×6144×12288 129 → 169, 66×8192×8192 134 → 166, 76×11008×8192 175 → 201), 2 within 2% slower (89×28672×5120
+   246 → 241; s21 log section 9).
 
 ``choose_config(8192, 8192, 8192, "bf16", 132)`` = h128x256s4t2sk; ``choose_config(4096, 4096, 4096, "bf16")`` =
 h128x256s4t2o1; ``choose_config(16, 4096, 4096, "bf16")`` = h128x16s8ska1x (swapped, split over every SM);
@@ -373,6 +377,11 @@ def choose_config(m: int, n: int, k: int, dtype: str = "bf16", sm_count: int = H
                 best, best_cost = config, cost
     if tma_store and a_major == "K" and SWAP_AB_MAX_M < m <= SWAP_MID_MAX_M and n >= SWAP_MID_MIN_N_OVER_M * m and \
             -(-m // 128) * 128 >= (1 + SWAP_MID_MIN_PADDING) * m:
+        if m < SWAP_MID_MIN_BN and _width(dtype) == 16:
+            # one swapped tile of M under 96 rows: it moves half the L2 bytes of the unswapped 128-row tiles (mostly
+            # padding) for the same weights, which the wave-based cost model does not see (s21 log section 9)
+            return min(_swapped_mid(m, n, k, dtype, bias, out_dtype, sm_count, b_major),
+                       key=lambda config: estimated_cost(config, n, m, k, sm_count)).validate()
         for config in _swapped_mid(m, n, k, dtype, bias, out_dtype, sm_count, b_major):
             cost = estimated_cost(config, n, m, k, sm_count) * SWAP_MID_SLOWDOWN[_width(dtype)]
             if cost < best_cost - 1e-9:
@@ -417,8 +426,10 @@ def _swapped_mid(m: int, n: int, k: int, dtype: str, bias: bool, out_dtype: str,
     ``_swapped_mid(96, 4096, 14336, ...)`` yields h128x96s6txT, h128x96s6tzxT; ``_swapped_mid(80, 5120, 13824, ...)``
     yields h128x80s6tzxT alone (one tile of M under ``SWAP_MID_MIN_BN``: split-K only)."""
     widths = swapped_mid_widths(m, dtype)
-    one_tile = -(-m // 8) * 8   # under SWAP_MID_MIN_BN: a split-K candidate only
-    for bn in widths + ([one_tile] if one_tile < SWAP_MID_MIN_BN else []):
+    one_tile = -(-m // 8) * 8   # M under SWAP_MID_MIN_BN: one tile of M, data-parallel or split-K
+    if one_tile < SWAP_MID_MIN_BN:
+        widths = widths + [one_tile]
+    for bn in widths:
         base = swapped_mid_tile(bn, dtype, bias, out_dtype)
         if base is None:
             continue
