@@ -205,7 +205,9 @@ def test_unknown_name_gives_the_grammar():
     # ... and an M under 96 always takes its one swapped tile (s21 section 9)
     ((72, 6144, 12288), "bf16", {}, "h128x72s6txT"),         # 169 against 129 for h128x64s8t
     ((66, 8192, 8192), "bf16", {}, "h128x72s6txT"),          # 166 against 134
-    ((72, 6144, 12288), "e4m3", {}, "h128x64s8k4t"),         # fp8: the cost model's pick
+    ((72, 6144, 12288), "e4m3", {}, "h128x72s6k4txT"),       # fp8 from SMs/4 swapped tiles: 308 against 235
+    ((96, 7168, 12288), "e4m3", {}, "h128x96s6k4txT"),       # ... up to M = 96: 424 against 389
+    ((95, 2048, 16384), "e4m3", {}, "h128x64s8k4t"),         # 16 tiles: 219 against 147 swapped
     # rule 1: M <= 64 swaps A and B (M rounded up to 16 / 32 / 64 as the wgmma's N); stream-K on every SM below
     # a third of the SMs' tiles (32 tiles of N = 4096 on 132 SMs), data-parallel from there (44 of 132)
     ((16, 4096, 4096), "bf16", {}, "h128x16s8ska1x"),

@@ -81,11 +81,12 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
    For 16-bit M ≤ ``SWAP_SPLITK_MAX_M`` = 192 with K ≥ 8192 whose swapped tiles take at least 3 k-slices each, their
    split-K form is a candidate too, and the one-tile width of an M under 96 (split-K only): such few tiles stream the
    weights through too few SMs. 8 of 8 changed picks of a sample were faster (bf16 96×1536×10240 67 → 103,
-   72×1024×20480 48 → 98, 96×5120×24576 203 → 238; s21 log section 6). A 16-bit M under 96 takes its one swapped
-   tile (data-parallel, or split-K by the rule above) without the cost model, which sees equal waves where the
-   unswapped 128-row tiles, mostly padding, move twice the L2 bytes: 7 of 9 changed picks of a sample faster
+   72×1024×20480 48 → 98, 96×5120×24576 203 → 238; s21 log section 6). An M under 96 (fp8: up to 96) takes its
+   one swapped tile (data-parallel, or split-K by the rule above) without the cost model, which sees equal waves where the unswapped
+   128-row tiles, mostly padding, move twice the L2 bytes: bf16 7 of 9 changed picks of a sample faster
    (72×6144×12288 129 → 169, 66×8192×8192 134 → 166, 76×11008×8192 175 → 201), 2 within 2% slower (89×28672×5120
-   246 → 241; s21 log section 9).
+   246 → 241; s21 log section 9); fp8 where the swapped tiles number at least SMs/4 (72×6144×12288 235 → 308,
+   96×7168×12288 389 → 424; 16 tiles lost up to a third; s21 log section 11).
 
 ``choose_config(8192, 8192, 8192, "bf16", 132)`` = h128x256s4t2sk; ``choose_config(4096, 4096, 4096, "bf16")`` =
 h128x256s4t2o1; ``choose_config(16, 4096, 4096, "bf16")`` = h128x16s8ska1x (swapped, split over every SM);
@@ -211,6 +212,9 @@ SPLITK_MIN_M = 129
 # 188 in 3); at 2 slices it lost (96x7168x8192: 223 -> 219; docs/gpu-runs/2026-11-26-s21.log section 6). Up to
 # M = SWAP_SPLITK_MAX_M, where it was measured (8 of 8 changed picks faster, 192x4096x24576 412 -> 420 the least)
 SWAP_SPLITK_MIN_SLICES = 3
+# fp8 takes the one swapped tile of an M up to 96 (choose_config) only with at least SMs / this many tiles: it has no
+# split-K, and 16 tiles lost (86x2048x4096 97 -> 85, 95x2048x16384 219 -> 147) where 40-64 gained 9-31% (s21 section 11)
+SWAP_ONE_TILE_FP8_SHARE = 4
 SWAP_SPLITK_MAX_M = 192
 # the wgmma groups a consumer leaves in flight at each k-tile's wait, by (operand bits, BN), for a data-parallel tile
 # without overlap (the overlapped epilogue needs 1): the 16-bit 128 x 128 tile waits for each group (s15 section 7:
@@ -377,9 +381,11 @@ def choose_config(m: int, n: int, k: int, dtype: str = "bf16", sm_count: int = H
                 best, best_cost = config, cost
     if tma_store and a_major == "K" and SWAP_AB_MAX_M < m <= SWAP_MID_MAX_M and n >= SWAP_MID_MIN_N_OVER_M * m and \
             -(-m // 128) * 128 >= (1 + SWAP_MID_MIN_PADDING) * m:
-        if m < SWAP_MID_MIN_BN and _width(dtype) == 16:
-            # one swapped tile of M under 96 rows: it moves half the L2 bytes of the unswapped 128-row tiles (mostly
-            # padding) for the same weights, which the wave-based cost model does not see (s21 log section 9)
+        if m < SWAP_MID_MIN_BN if _width(dtype) == 16 else \
+                m <= SWAP_MID_MIN_BN and -(-n // 128) >= sm_count // SWAP_ONE_TILE_FP8_SHARE:
+            # one swapped tile of M (16-bit under 96 rows, fp8 up to 96): it moves half the L2 bytes of the unswapped
+            # 128-row tiles (mostly padding) for the same weights, which the wave-based cost model does not see (s21
+            # log sections 9, 11)
             return min(_swapped_mid(m, n, k, dtype, bias, out_dtype, sm_count, b_major),
                        key=lambda config: estimated_cost(config, n, m, k, sm_count)).validate()
         for config in _swapped_mid(m, n, k, dtype, bias, out_dtype, sm_count, b_major):
