@@ -8,26 +8,19 @@ from __future__ import annotations
 
 import re
 
-import ml_dtypes
 import numpy as np
 import pytest
 
 from ptxgen.interp import InterpreterError, interpret
 from ptxgen.ir.text import parse_module, print_module
-from ptxgen.kernels import GemmConfig, matmul, scaled_mm
+from ptxgen.kernels import GemmConfig
 from ptxgen.kernels.gemm import build
 from ptxgen.kernels.gemm.schedule import grid, streamk_buffers
 from ptxgen.lower import compile_kernel
 from ptxgen.verify import VerifyError, verify
 
 from test_attention_three_warpgroups import registers_at
-from gpu_torch import torch_or_skip
-
-HOST = {"bf16": np.dtype(ml_dtypes.bfloat16), "e4m3": np.dtype(ml_dtypes.float8_e4m3fn)}
-
-
-def rel_err(got, want):
-    return np.linalg.norm(np.asarray(got, np.float64) - want) / np.linalg.norm(want)
+from test_gemm_cluster_n import assert_forced_gemm_matches, assert_interpreted_gemm_matches
 
 
 # -- the IR ops on a hand-written 2 x 2 cluster ------------------------------------------------------------------------
@@ -310,19 +303,7 @@ def test_boxes_and_multicasts():
     ("e4m3", "h128x64s4c4x2t", (520, 104, 130)),
 ])
 def test_interpreter_matches_float64(dtype, name, shape):
-    config = GemmConfig.from_name(name, dtype)
-    m, n, k = shape
-    rng = np.random.default_rng(m * n + k)
-    a = rng.standard_normal((m, k)).astype(HOST[dtype])
-    w = rng.standard_normal((n, k)).astype(HOST[dtype])
-    want = a.astype(np.float64) @ w.astype(np.float64).T
-    if dtype == "e4m3":
-        got = scaled_mm(a, w.T, 0.5, 0.25, config=config, sm_count=16)
-        want = want * 0.125
-    else:
-        got = matmul(a, w.T, config=config, sm_count=16)
-    assert got.shape == (m, n)
-    assert rel_err(got, want) < 1e-2, name
+    assert_interpreted_gemm_matches(name, dtype, shape, sm_count=16)
 
 
 # -- the PTX -----------------------------------------------------------------------------------------------------------
@@ -353,21 +334,7 @@ def test_ptx_registers_as_the_1d_form(dtype, name, one_d):
 def test_gpu_matches_float64(dtype, name, m, n, k):
     """Forced through matmul / scaled_mm on fresh random inputs, against float64 by relative norm; M and N leave
     the last cluster tile's parts partly or wholly past M and N at several shapes."""
-    torch = torch_or_skip()
-    config = GemmConfig.from_name(name, dtype)
-    if dtype == "e4m3":
-        a = torch.randn(m, k, device="cuda").to(torch.float8_e4m3fn)
-        w = torch.randn(n, k, device="cuda").to(torch.float8_e4m3fn)
-        c = scaled_mm(a, w.T, 0.5, 0.25, config=config)
-        want = a.double() @ w.double().T * 0.125
-    else:
-        a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
-        w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
-        c = matmul(a, w.T, config=config)
-        want = a.double() @ w.double().T
-    torch.cuda.synchronize()
-    assert c.shape == (m, n)
-    assert (torch.linalg.norm(c.double() - want) / torch.linalg.norm(want)).item() < 1e-2
+    assert_forced_gemm_matches(name, dtype, m, n, k)
 
 
 def test_cost_model_counts_cluster_tiles_of_the_grid():

@@ -110,6 +110,12 @@ def test_boxes_multicast_and_grid():
     ("e4m3", "h128x128s5c2nk4to2", (257, 392, 1000)),  # overlapped epilogue
 ])
 def test_interpreter_matches_float64(dtype, name, shape):
+    assert_interpreted_gemm_matches(name, dtype, shape, sm_count=4)
+
+
+def assert_interpreted_gemm_matches(name: str, dtype: str, shape: tuple, sm_count: int) -> None:
+    """Config ``name`` forced through ``matmul`` (bf16) or ``scaled_mm`` (e4m3, scales 0.5 and 0.25) in the CPU
+    interpreter on ``sm_count`` SMs, random operands of ``shape`` (m, n, k): C within 1e-2 of float64."""
     config = GemmConfig.from_name(name, dtype)
     m, n, k = shape
     rng = np.random.default_rng(m * n + k)
@@ -117,10 +123,10 @@ def test_interpreter_matches_float64(dtype, name, shape):
     w = rng.standard_normal((n, k)).astype(HOST[dtype])
     want = a.astype(np.float64) @ w.astype(np.float64).T
     if dtype == "e4m3":
-        got = scaled_mm(a, w.T, 0.5, 0.25, config=config, sm_count=4)
+        got = scaled_mm(a, w.T, 0.5, 0.25, config=config, sm_count=sm_count)
         want = want * 0.125
     else:
-        got = matmul(a, w.T, config=config, sm_count=4)
+        got = matmul(a, w.T, config=config, sm_count=sm_count)
     assert got.shape == (m, n)
     assert rel_err(got, want) < 1e-2, name
 
@@ -153,6 +159,12 @@ def test_ptx_registers_as_the_pairs_along_m(dtype, name):
 def test_gpu_matches_float64(dtype, name, m, n, k):
     """Forced through matmul / scaled_mm on fresh random inputs, against float64 by relative norm; N leaves the last
     pair's second tile partly or wholly past N at several shapes."""
+    assert_forced_gemm_matches(name, dtype, m, n, k)
+
+
+def assert_forced_gemm_matches(name: str, dtype: str, m: int, n: int, k: int) -> None:
+    """Config ``name`` forced through ``matmul`` (bf16) or ``scaled_mm`` (e4m3, scales 0.5 and 0.25) on fresh random
+    (m, k) and (n, k) operands on the GPU: C within 1e-2 of float64 in relative norm (the test skips without a GPU)."""
     torch = torch_or_skip()
     config = GemmConfig.from_name(name, dtype)
     if dtype == "e4m3":

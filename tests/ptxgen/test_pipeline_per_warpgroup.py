@@ -17,6 +17,7 @@ from ptxgen.kernels.gemm import GemmConfig
 from ptxgen.lower import compile_kernel
 from ptxgen.verify import VerifyError, verify
 from test_cluster import MULTICAST, run_multicast
+from test_gemm_cluster_n import assert_forced_gemm_matches
 
 PER_WARPGROUP = MULTICAST.replace("{stages = 1, consumers = 4, cluster = 2}",
                                   "{stages = 1, consumers = 1, cluster = 2, per_warpgroup = true}")
@@ -81,12 +82,4 @@ def test_gemm_matches_float64(name, shape):
 @pytest.mark.parametrize("shape", [(768, 1536, 4096), (300, 1064, 2000)], ids=str)
 def test_gpu_gemm_matches_float64(name, shape):
     """Forced through matmul on fresh random inputs, against float64 by relative norm."""
-    from gpu_torch import torch_or_skip
-    torch = torch_or_skip()
-    m, n, k = shape
-    a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
-    w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
-    c = matmul(a, w.T, config=GemmConfig.from_name(name).validate())
-    torch.cuda.synchronize()
-    want = a.double() @ w.double().T
-    assert (torch.linalg.norm(c.double() - want) / torch.linalg.norm(want)).item() < 1e-2
+    assert_forced_gemm_matches(name, "bf16", *shape)

@@ -495,14 +495,20 @@ def _cluster_2d(c: GemmConfig):
     if c.bn % (8 * cm):
         return (f"bn = {c.bn}: with {why} each CTA of a grid column loads BN/{cm} rows of B, a multiple of 8 (TMA "
                 "box rows of the SW128 atom)")
+    if c.splitk and not c.streamk:
+        return (f"splitk = True: {why}: split-K's units are single CTAs (a slice's partial sums and flags count "
+                "tiles of one CTA): splitk = False")
+    return _cluster_builds(c, why, "")
+
+
+def _cluster_builds(c: GemmConfig, why: str, swap_hint: str):
+    """The rules shared by the clusters along N and in two dimensions (``why`` names the form in the message):
+    data-parallel, unswapped (``swap_hint`` adds the alternative), dense, per-tensor scales."""
     if c.streamk:
         return (f"streamk = True: {why} is built for data-parallel tiles (stream-K's pieces and partial sums count "
                 "cluster tiles along M): streamk = False")
-    if c.splitk:
-        return (f"splitk = True: {why}: split-K's units are single CTAs (a slice's partial sums and flags count "
-                "tiles of one CTA): splitk = False")
     if c.swap_ab:
-        return f"swap_ab = True: {why} is built for the unswapped kernel: swap_ab = False"
+        return f"swap_ab = True: {why} is built for the unswapped kernel: swap_ab = False{swap_hint}"
     if c.grouped != "none":
         return (f"grouped = {c.grouped!r}: {why} is built for dense GEMMs (a grouped GEMM's tiles take clusters of 1): "
                 "grouped = 'none'")
@@ -523,17 +529,7 @@ def _cluster_along_n(c: GemmConfig):
     if c.bm % (8 * c.cluster):
         return (f"cluster = {c.cluster}: with {why} each CTA of a cluster loads BM/{c.cluster} rows of A, a multiple "
                 f"of 8 (TMA box rows of the SW128 atom); BM = {c.bm} does not split so")
-    if c.streamk:
-        return (f"streamk = True: {why} is built for data-parallel tiles (stream-K's pieces and partial sums count "
-                "cluster tiles along M): streamk = False")
-    if c.swap_ab:
-        return f"swap_ab = True: {why} is built for the unswapped kernel: swap_ab = False (or cluster_along = 'm')"
-    if c.grouped != "none":
-        return (f"grouped = {c.grouped!r}: {why} is built for dense GEMMs (a grouped GEMM's tiles take clusters of 1): "
-                "grouped = 'none'")
-    if c.scales == "block":
-        return f"scales = 'block': {why} is built for per-tensor scales (scales = 'tensor')"
-    return None
+    return _cluster_builds(c, why, " (or cluster_along = 'm')")
 
 
 def _promotion(c: GemmConfig):
