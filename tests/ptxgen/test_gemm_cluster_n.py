@@ -74,6 +74,11 @@ def test_the_orientations_are_different_configs():
      "GemmConfig.scales = 'block': cluster_along = 'n' is built for per-tensor scales (scales = 'tensor')"),
 ])
 def test_validate_names_the_broken_rule(fields, message):
+    assert_refused(fields, message)
+
+
+def assert_refused(fields: dict, message: str) -> None:
+    """``GemmConfig(**fields)``: ``validate`` and ``build`` both refuse it with exactly ``message``."""
     with pytest.raises(ValueError) as error:
         GemmConfig(**fields).validate()
     assert str(error.value) == message
