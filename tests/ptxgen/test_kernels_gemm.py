@@ -197,6 +197,12 @@ def test_unknown_name_gives_the_grammar():
     ((384, 1536, 5120), "bf16", {}, "h128x64s8t"),           # K = 5120: 308 against 266 split
     ((1024, 2048, 14336), "bf16", {}, "h128x128s4p0t"),      # 128 tiles: one slice each
     ((640, 1536, 13824), "e4m3", {}, "h128x64s8k4t"),        # fp8: not split (960 against 908)
+    # ... from K = 16384 split-K costs 0.8 of that against data-parallel tiles (s22 section 3)
+    ((1024, 1536, 18432), "bf16", {}, "h128x192s4t3ez"),     # 606 against 577 for h128x96s5t
+    ((1184, 1024, 28672), "bf16", {}, "h128x256s4t2ez"),     # 573 against 427
+    ((1024, 1536, 8192), "bf16", {}, "h128x96s5t"),          # K = 8192: 562 against 541 split
+    ((544, 1536, 24576), "bf16", {}, "h128x192s4t3ez"),      # the split widths keep their order: 512 against 425
+    ((1024, 1536, 18432), "e4m3", {}, "h128x112s4k4t"),      # fp8: not split
     # ... and the swapped mid-M tiles of M <= 192 in 3+ slices (s21 section 6)
     ((96, 4096, 14336), "bf16", {}, "h128x96s6tzxT"),        # 213 against 174 (4 slices)
     ((80, 5120, 13824), "bf16", {}, "h128x80s6tzxT"),        # 187 against 139 for h128x64s8t (one 80-wide tile)

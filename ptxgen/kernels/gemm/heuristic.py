@@ -56,6 +56,10 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
    256 / 192 / 128 tiles split into S = ⌊SMs / tiles⌋ ≥ 2 k-slices that run together (``…z``) are candidates of the
    cost model, a slice's k-tiles ``SPLITK_SLOWDOWN`` = 1.3 dearer plus the partial sums' join: few tiles with long K
    (bf16 640×1536×13824 533 against 435 TFLOP/s for 128 × 64, 320×2048×57344 542 against 240; s20 sections 7-8).
+   From K = ``SPLITK_LONG_K`` = 16384 a split-K candidate costs ``SPLITK_LONG_K_SHARE`` = 0.8 of that, against the
+   other candidates (the split tiles keep their order among themselves): one wave of narrow data-parallel
+   tiles starves on its loads there (bf16 416×3072×32768 336 → 557 TFLOP/s, 1184×1024×28672 427 → 573,
+   1024×1536×18432 577 → 606; s22 log section 3).
 4. Otherwise data-parallel; bf16/f16 with the TMA-store epilogue **overlapped** with the next tile's first k-tile
    (``o1``: 4096³ 1.003, 8192²×1024 1.022 × cuBLAS in s9 section 12) where a CTA has more than one tile (one wave:
    nothing to overlap, and o1 measured 1% slower at 512×4096×4096, s12 section 5); without overlap, the 16-bit
@@ -198,6 +202,15 @@ SWAP_STAGES = 8
 # (659 against 635, 575 against 551; docs/gpu-runs/2026-11-26-s20.log section 7). fp8 did not gain (768x1536x12288:
 # 733 against 783).
 SPLITK_SLOWDOWN = 1.3
+# ... and from K = SPLITK_LONG_K a split-K candidate's whole cost (k-tiles and join) is SPLITK_LONG_K_SHARE of the
+# above: a wave of narrow data-parallel tiles with such a long K waits on its loads (the one-wave 128 x 96 tiles at
+# bf16 1024x1536x18432 spend ~20% of their consumers' stall samples on the full barrier; s22 log section 1). Scaled
+# whole, the split widths keep their order among themselves (a lower slowdown alone moved 128 x 192 to 128 x 128
+# picks that lost up to 17%: 544x1536x24576 512 -> 425). Of the 31 data-parallel -> split-K picks it changes among
+# those measured old against new (s22 log section 3): 27 faster (+4% to +78%: 1056x1280x28672 344 -> 613,
+# 152x8192x32768 248 -> 391, 1280x1024x28672 512 -> 596), 3 even, 1 slower (1504x1280x32768 636 -> 616).
+SPLITK_LONG_K = 16384
+SPLITK_LONG_K_SHARE = 0.8
 SPLITK_WIDTHS = (256, 192, 128)
 # ... from K = SPLITK_MIN_K and M over one row tile: measured on changed picks (s20 section 8), split-K lost at K <=
 # 6144 (128x6144x5120 273 -> 251, 384x1536x5120 308 -> 266) and at M = 128, where the narrow data-parallel tiles share
@@ -295,7 +308,8 @@ def estimated_cost(config: GemmConfig, m: int, n: int, k: int, ctas: int) -> flo
         slices = splitk_slices(m, n, k, config, ctas)
         if slices > 1:   # one wave: the units are tiles · S ≤ ctas
             join = STREAMK_FIXUP * config.bn / 256 * (1 + STREAMK_FIXUP_PER_PIECE * max(slices - 2, 0))
-            return -(-ktiles // slices) * per_ktile * SPLITK_SLOWDOWN + join
+            cost = -(-ktiles // slices) * per_ktile * SPLITK_SLOWDOWN + join
+            return cost * SPLITK_LONG_K_SHARE if k >= SPLITK_LONG_K else cost
     saved = streamk_ktiles_saved(m, n, k, config, ctas) if config.streamk else 0
     if config.streamk and saved and saved >= config.streamk_min_saving:
         longest = ktiles - saved
