@@ -69,6 +69,9 @@ CASES = [
     ("h128x128s3tz", "e4m3", (300, 128, 1300), 9, 3),
     # 2 tiles (N = 100 ragged) of 9 k-tiles on 8 CTAs: 4 slices [0, 2), [2, 4), [4, 6), [6, 9)
     ("h128x64s4k4z", "e4m3", (37, 100, 1100), 8, 4),
+    # the heuristic's fp8 split tile (128 x 192, released per warpgroup): 4 tiles (M = 200, N = 380 ragged) of 9
+    # k-tiles on 9 CTAs, 2 slices [0, 4), [4, 9): the second starts a promotion chunk of its own at k-tile 4
+    ("h128x192s3k4tez", "e4m3", (200, 380, 1100), 9, 2),
     # swapped (the kernel's M is N = 300: 3 tiles, its N is M = 37): 4 slices of 3 k-tiles on 12 CTAs
     ("h128x64s4zx", "bf16", (37, 300, 700), 12, 4),
     # the heuristic's swapped mid-M form: C stored by TMA through its transpose (c_major = M), M = 70 one 72-wide tile
@@ -241,7 +244,7 @@ SWAPPED_GPU_CASES = [("h128x96s6tzxT", (96, 4096, 14336)), ("h128x72s6tzxT", (72
 @pytest.mark.gpu
 @pytest.mark.parametrize("name, dtype, shape", [(n, d, s) for n, d in [
     ("h128x256s4t2z", "bf16"), ("h128x128s4tz", "bf16"), ("h128x256s4k4t2z", "e4m3"), ("h128x128s6k4tz", "e4m3"),
-    ("h128x128s6tez", "bf16"), ("h128x192s4t3ez", "bf16")]
+    ("h128x128s6tez", "bf16"), ("h128x192s4t3ez", "bf16"), ("h128x192s4k4tez", "e4m3")]
     for s in GPU_SHAPES] + [(n, "bf16", s) for n, s in SWAPPED_GPU_CASES], ids=str)
 def test_gpu_splitk_matches_float64(name, dtype, shape):
     """The split-K variant on the device's SMs, twice in a row through one call site (the second launch on the flags

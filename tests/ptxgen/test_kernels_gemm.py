@@ -202,7 +202,9 @@ def test_unknown_name_gives_the_grammar():
     ((1184, 1024, 28672), "bf16", {}, "h128x256s4t2ez"),     # 573 against 427
     ((1024, 1536, 8192), "bf16", {}, "h128x96s5t"),          # K = 8192: 562 against 541 split
     ((544, 1536, 24576), "bf16", {}, "h128x192s4t3ez"),      # the split widths keep their order: 512 against 425
-    ((1024, 1536, 18432), "e4m3", {}, "h128x112s4k4t"),      # fp8: not split
+    # fp8's split tile is 128 x 192 (s22 section 4)
+    ((1024, 1536, 18432), "e4m3", {}, "h128x192s4k4tez"),    # 1146 against 1023 for h128x112s4k4t
+    ((416, 2048, 16384), "e4m3", {}, "h128x192s4k4tez"),     # 811 against 464 for h128x64s8k4t
     # ... and the swapped mid-M tiles of M <= 192 in 3+ slices (s21 section 6)
     ((96, 4096, 14336), "bf16", {}, "h128x96s6tzxT"),        # 213 against 174 (4 slices)
     ((80, 5120, 13824), "bf16", {}, "h128x80s6tzxT"),        # 187 against 139 for h128x64s8t (one 80-wide tile)

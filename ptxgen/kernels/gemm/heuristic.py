@@ -52,14 +52,15 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
    up to +10%: 2048x3072x14336 635 -> 699 TFLOP/s; 1024x7168x8192 -2.7%, 1536x8192x14336 -1.2%);
    not stream-K on every SM for unswapped problems: with 128 × 128 tiles it lost to data-parallel at 128×7168×18432
    (302 against 310 TFLOP/s) and 512×4096×4096 (562 against 580; 2026-11-26 s10 sweep), where the narrower tile wins.
-3b. **Split-K** (16-bit, K-major, TMA store, no bias, K ≥ ``SPLITK_MIN_K`` = 8192, M over one row tile): the 128 ×
-   256 / 192 / 128 tiles split into S = ⌊SMs / tiles⌋ ≥ 2 k-slices that run together (``…z``) are candidates of the
-   cost model, a slice's k-tiles ``SPLITK_SLOWDOWN`` = 1.3 dearer plus the partial sums' join: few tiles with long K
+3b. **Split-K** (K-major, TMA store, no bias, K ≥ ``SPLITK_MIN_K`` = 8192, M over one row tile): the 16-bit 128 ×
+   256 / 192 / 128 tiles and the fp8 128 × 192 (``SPLITK_WIDTHS``) split into S = ⌊SMs / tiles⌋ ≥ 2 k-slices that
+   run together (``…z``) are candidates of the cost model, a slice's k-tiles ``SPLITK_SLOWDOWN`` = 1.3 dearer plus the partial sums' join: few tiles with long K
    (bf16 640×1536×13824 533 against 435 TFLOP/s for 128 × 64, 320×2048×57344 542 against 240; s20 sections 7-8).
    From K = ``SPLITK_LONG_K`` = 16384 a split-K candidate costs ``SPLITK_LONG_K_SHARE`` = 0.8 of that, against the
    other candidates (the split tiles keep their order among themselves): one wave of narrow data-parallel
    tiles starves on its loads there (bf16 416×3072×32768 336 → 557 TFLOP/s, 1184×1024×28672 427 → 573,
-   1024×1536×18432 577 → 606; s22 log section 3).
+   1024×1536×18432 577 → 606; s22 log section 3). fp8: 27 of 30 changed picks measured faster (e4m3
+   416×2048×16384 464 → 811, 1024×1536×18432 1023 → 1146), 3 slower (640×1280×16384 832 → 713; s22 section 4).
 4. Otherwise data-parallel; bf16/f16 with the TMA-store epilogue **overlapped** with the next tile's first k-tile
    (``o1``: 4096³ 1.003, 8192²×1024 1.022 × cuBLAS in s9 section 12) where a CTA has more than one tile (one wave:
    nothing to overlap, and o1 measured 1% slower at 512×4096×4096, s12 section 5); without overlap, the 16-bit
@@ -199,8 +200,7 @@ SWAP_STAGES = 8
 # k-tiles SPLITK_SLOWDOWN dearer than a data-parallel tile's, plus stream-K's partial-sum cost per extra slice. Fitted
 # to bf16 640x1536x13824, 512x2048x16384, 768x1536x12288 (the data-parallel picks 435 / 471 / 397 TFLOP/s, split-K
 # 530 / 573 / 510: few tiles, long K) and 1024x2048x14336, 640x3072x8192, where the data-parallel tiles stayed ahead
-# (659 against 635, 575 against 551; docs/gpu-runs/2026-11-26-s20.log section 7). fp8 did not gain (768x1536x12288:
-# 733 against 783).
+# (659 against 635, 575 against 551; docs/gpu-runs/2026-11-26-s20.log section 7).
 SPLITK_SLOWDOWN = 1.3
 # ... and from K = SPLITK_LONG_K a split-K candidate's whole cost (k-tiles and join) is SPLITK_LONG_K_SHARE of the
 # above: a wave of narrow data-parallel tiles with such a long K waits on its loads (the one-wave 128 x 96 tiles at
@@ -211,7 +211,14 @@ SPLITK_SLOWDOWN = 1.3
 # 152x8192x32768 248 -> 391, 1280x1024x28672 512 -> 596), 3 even, 1 slower (1504x1280x32768 636 -> 616).
 SPLITK_LONG_K = 16384
 SPLITK_LONG_K_SHARE = 0.8
-SPLITK_WIDTHS = (256, 192, 128)
+# The split tiles by element width. fp8's 128 x 192 only: its loads, not its tensor cores, bound the narrower
+# one-wave fp8 tiles (the 128 x 112 tile's TMA loads alone, no wgmma, take as long as its whole GEMM at e4m3
+# 1024x1536x18432: s22 log section 4), and 128 x 192 moves a fifth fewer bytes per flop. Of 30 changed e4m3 picks
+# measured old against new: 27 faster (+8% to +75%: 416x2048x16384 464 -> 811 TFLOP/s, 320x2048x24576 461 -> 802,
+# 608x2048x57344 823 -> 1092, 1024x1536x18432 1023 -> 1146), 3 slower where the old 128 x 64 tiles filled their
+# rows (640x1280x16384 832 -> 713, 480x1280x12288 510 -> 466, 512x2048x16384 991 -> 940). fp8's 128 x 256 spills
+# (200 bytes a thread: 611-732 TFLOP/s) and 128 x 128 was slower (s20 section 7: 768x1536x12288 733 against 783).
+SPLITK_WIDTHS = {16: (256, 192, 128), 8: (192,)}
 # ... from K = SPLITK_MIN_K and M over one row tile: measured on changed picks (s20 section 8), split-K lost at K <=
 # 6144 (128x6144x5120 273 -> 251, 384x1536x5120 308 -> 266) and at M = 128, where the narrow data-parallel tiles share
 # A and stream B (128x7168x18432 343 -> 327), and gained up to 2.5x from K = 8192 on (320x2048x57344 240 -> 542).
@@ -425,11 +432,12 @@ def _fp8_tall(pick: GemmConfig, m: int, n: int, k: int, sms: int) -> bool:
 
 
 def _split_k(base: GemmConfig, m: int, n: int, k: int, sms: int) -> list:
-    """The split-K form of a candidate tile (``SPLITK_WIDTHS``, 16-bit, K-major, TMA store, no bias) of a problem with
-    K ≥ ``SPLITK_MIN_K`` and M ≥ ``SPLITK_MIN_M`` where its tiles leave room for at least two k-slices each, else
-    nothing; the split tile releases its stages once per consumer warpgroup. ``_split_k(h128x192s4t3, 640, 1536,
-    13824, 132)`` → [h128x192s4t3ez] (40 tiles, 3 slices); at 1024 × 2048 (88 tiles) → []."""
-    if base.fp8 or base.bn not in SPLITK_WIDTHS or base.epilogue != "tma" or base.bias or \
+    """The split-K form of a candidate tile (``SPLITK_WIDTHS`` of its element width, K-major, TMA store, no bias) of
+    a problem with K ≥ ``SPLITK_MIN_K`` and M ≥ ``SPLITK_MIN_M`` where its tiles leave room for at least two k-slices
+    each, else nothing; the split tile releases its stages once per consumer warpgroup. ``_split_k(h128x192s4t3, 640,
+    1536, 13824, 132)`` → [h128x192s4t3ez] (40 tiles, 3 slices); at 1024 × 2048 (88 tiles) → []; fp8
+    ``_split_k(h128x192s4k4t, 1024, 1536, 18432, 132)`` → [h128x192s4k4tez] (64 tiles, 2 slices)."""
+    if base.bn not in SPLITK_WIDTHS[_width(base.dtype)] or base.epilogue != "tma" or base.bias or \
             (base.a_major, base.b_major) != ("K", "K") or k < SPLITK_MIN_K or m < SPLITK_MIN_M:
         return []
     split = base.replace(splitk=True, cluster=1, overlap=0, streamk=False, streamk_every_sm=False,
