@@ -3,6 +3,7 @@
     python benchmarks/bench_gemm.py [--heuristic] [--dtypes bf16,e4m3] [--shapes 16x6144x4096,...] [--more]
                                     [--timing both|interleaved|windows] [--rounds 3] [--call site|op]
     python benchmarks/bench_gemm.py --sweep [--dtypes bf16,f16,e4m3] [--shapes ...] [--variants h128x256s4,...]
+    python benchmarks/bench_gemm.py --loads-only [--dtypes bf16] [--shapes ...] [--variants h128x96s5t,...]
 
 ``--heuristic`` (the default): for each shape the configuration ``choose_config`` picks — exactly what
 ``matmul(a, w.T)`` / ``scaled_mm(a, w.T, …)`` run for it — timed against ``torch.matmul`` (cuBLAS) /
@@ -19,6 +20,11 @@ neighbours timed on the op's first call, ``ptxgen.kernels.gemm.autotune``) inste
 ``--sweep``: every variant of ``SWEEP_VARIANTS`` (or ``--variants``) per shape, the best reported — the table the
 heuristic's rules were read from. Variant names are ``GemmConfig.name``'s (``h128x256s4t2o1``…); ``s128x256s3`` is the
 simple one-tile-per-CTA GEMM (ptxgen.kernels.gemm.simple) with BN = 256 and 3 stages.
+
+``--loads-only``: every variant built without its wgmmas (``build(config, loads_only=True)``: the same TMA loads,
+waits and releases), timed interleaved: how fast the variant's load pipeline alone streams A and B into the SMs, and
+the GEMM TFLOP/s that bounds (a one-wave 128 × 96 bf16 GEMM at 1024×1536×18432 runs exactly at its loads' bound:
+docs/gpu-runs/2026-11-26-s22.log section 4). No correctness check (C is not computed); $OUT/bench_gemm_loads.json.
 
 C = A·Bᵀ with A (M, K) and B (N, K) row-major, C (M, N) row-major, f32 accumulation; for ``e4m3`` C is bf16 =
 (A·Bᵀ)·scale_a·scale_b with per-tensor scales, against ``torch._scaled_mm`` (cuBLAS fp8, default accumulation).
@@ -45,6 +51,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from ptxgen.kernels.gemm import GemmConfig, build, choose_config, streamk_buffers  # noqa: E402
+from ptxgen.kernels.gemm.config import ELEMENT_BYTES  # noqa: E402
 from ptxgen.kernels.gemm.simple import SimpleGemmConfig  # noqa: E402
 from ptxgen.kernels.gemm.simple import build as build_simple  # noqa: E402
 
@@ -87,11 +94,13 @@ def variant_config(variant: str, dtype: str = "bf16") -> tuple:
     return "h", GemmConfig.from_name(variant, dtype)
 
 
-def variant_kernel(variant: str, dtype: str):
-    """A variant name → (kernel module, needs_sms)."""
+def variant_kernel(variant: str, dtype: str, loads_only: bool = False):
+    """A variant name → (kernel module, needs_sms); ``loads_only``: ``build``'s diagnostic without the wgmmas."""
     kind, config = variant_config(variant, dtype)
     if kind == "h":
-        return build(config), True
+        return build(config, loads_only=loads_only), True
+    if loads_only:
+        raise SystemExit(f"{variant}: --loads-only builds the flagship kernel's variants (h...), not the simple GEMM")
     return build_simple(config), False
 
 
@@ -244,6 +253,10 @@ def main(argv=None):
     mode = ap.add_mutually_exclusive_group()
     mode.add_argument("--heuristic", action="store_true", help="time the library's choice per shape (the default)")
     mode.add_argument("--sweep", action="store_true", help="time every variant per shape, report the best")
+    mode.add_argument("--loads-only", action="store_true",
+                      help="time every variant built without its wgmmas (build(config, loads_only=True)): how fast "
+                           "its TMA load pipeline alone streams A and B, as bytes into the SMs per second and as "
+                           "the GEMM TFLOP/s it would bound")
     ap.add_argument("--dtypes", default=None, help="default: bf16,e4m3 (--heuristic), bf16,f16,e4m3 (--sweep)")
     ap.add_argument("--shapes", default=None, help="MxNxK,...; default: the transformer shapes (--heuristic), "
                                                    "SWEEP_SHAPES (--sweep)")
@@ -272,7 +285,55 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.sweep:
         return sweep(args)
+    if args.loads_only:
+        return loads_only(args)
     return heuristic(args)
+
+
+def loads_only(args):
+    """``--loads-only``: per dtype and shape, every variant's kernel without its wgmmas, timed interleaved (median of
+    the round medians): its microseconds, the bytes its CTAs load into the SMs per second (tiles × K × (BM + BN) ×
+    element bytes: a cluster's multicast parts count once per CTA that receives them), and 2·M·N·K over that time —
+    the TFLOP/s its loads alone would allow the GEMM. Writes ``$OUT/bench_gemm_loads.json``."""
+    args.dtypes = args.dtypes or "bf16"
+    args.shapes = args.shapes or SWEEP_SHAPES
+    args.rounds = args.rounds or 3
+    import torch
+    from ptxgen.runtime import jit
+
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    torch_dtype = {"bf16": torch.bfloat16, "f16": torch.float16, "e4m3": torch.float8_e4m3fn}
+    rows = []
+    for dtype in args.dtypes.split(","):
+        variants = (args.variants or SWEEP_VARIANTS[dtype]).split(",")
+        kernels = {v: jit(variant_kernel(v, dtype, loads_only=True)[0]) for v in variants}
+        for shape in args.shapes.split(","):
+            m, n, k = (int(x) for x in shape.split("x"))
+            a = torch.randn(m, k, device="cuda").to(torch_dtype[dtype])
+            b = torch.randn(n, k, device="cuda").to(torch_dtype[dtype])
+            c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16 if dtype == "e4m3" else torch_dtype[dtype])
+            sites, inbound = {}, {}
+            for v, kern in kernels.items():
+                config = variant_config(v, dtype)[1]
+                extra = {"sms": sms, **variant_buffers(torch, v, sms, dtype)}
+                if config.fp8:
+                    extra.update(scale_a=1.0, scale_b=1.0)
+                kernel_args = variant_arguments(v, dtype, a, b, c, m, n, k)
+                sites[v] = prepare_persistent(kern, extra, **kernel_args)
+                km, kn = kernel_args["m"], kernel_args["n"]
+                tiles = -(-km // config.bm) * -(-kn // config.bn)
+                inbound[v] = tiles * k * (config.bm + config.bn) * ELEMENT_BYTES[dtype]
+            rounds = [time_interleaved(torch, dict(sites), args.warmup_ms, args.rep_ms) for _ in range(args.rounds)]
+            for v in kernels:
+                ms = statistics.median(r[v] for r in rounds)
+                row = {"dtype": dtype, "shape": shape, "variant": v, "us": ms * 1e3,
+                       "inbound_tb_s": inbound[v] / ms / 1e9, "gemm_bound_tflops": 2.0 * m * n * k / ms / 1e9}
+                rows.append(row)
+                print(f"{dtype:5} {shape:20} {v:22} {row['us']:9.1f} us {row['inbound_tb_s']:6.2f} TB/s into the SMs "
+                      f"{row['gemm_bound_tflops']:7.0f} TFLOP/s bound", flush=True)
+    out = pathlib.Path(os.environ.get("OUT", ".")) / "bench_gemm_loads.json"
+    out.write_text(json.dumps({"device": torch.cuda.get_device_name(), "rows": rows}, indent=2))
+    print(f"wrote {out}")
 
 
 def sweep(args):

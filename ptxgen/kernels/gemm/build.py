@@ -31,8 +31,11 @@ class GemmValues:
     config, the shared-memory tensors and pipeline, the thread indices, the constants and the tile counts."""
 
 
-def build(config: GemmConfig = GemmConfig()):
+def build(config: GemmConfig = GemmConfig(), loads_only: bool = False):
     """The kernel module of ``config`` (validated first: a ValueError names the field of a broken rule).
+    ``loads_only``: a diagnostic — the same kernel with its wgmmas left out (every stage still loaded by TMA, waited
+    for and released as in the GEMM; C holds whatever the empty accumulators give): how fast the config's load
+    pipeline alone streams A and B (``benchmarks/bench_gemm.py --loads-only``).
 
     Parameters: ``%a``, ``%b`` (TMA maps of A (M, K) / B (N, K), or (K, M) / (K, N) for MN-major operands), ``%c``
     (C (M, N): a TMA map for the ``tma`` epilogue, else a gtensor), ``%m``, ``%n``, ``%k``, ``%sms`` (the CTAs the
@@ -41,10 +44,16 @@ def build(config: GemmConfig = GemmConfig()):
     ``scales_smem``), ``%work``, ``%flags``
     (stream-K, split-K: ``schedule.streamk_buffers``), ``%bias`` (``bias``: added to C).
     ``build(TILE_FILE)`` prints as examples/gemm_hopper.tile; ``build()`` is the 128 × 256, 4-stage, direct-epilogue
-    bf16 kernel. Post: the same IR, op for op and name for name, for the same config."""
+    bf16 kernel. Post: the same IR, op for op and name for name, for the same config (and ``loads_only``); with
+    ``loads_only`` no ``wgmma.mma``."""
     config.validate()
+    if loads_only and (config.scales == "block" or (config.fp8 and config.promote == 1)):
+        raise ValueError(f"build({config.name}, loads_only=True): the load-only diagnostic leaves out the wgmmas of "
+                         "the mainloops that queue them per k-tile (mainloop.issue), not those of block scales "
+                         "(scales = 'block') or of fp8 promotion every k-tile (promote = 1)")
     g = GemmValues()
     g.config = config
+    g.loads_only = loads_only
     dtype, out_dtype, bm, bn, stages, cluster = (config.dtype, config.out_dtype, config.bm, config.bn, config.stages,
                                                  config.cluster_ctas)
     cm, cn = config.cluster_grid

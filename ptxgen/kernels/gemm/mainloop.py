@@ -136,6 +136,8 @@ def issue(g, acc_in, kit, tag="", fence_inline=False):
     the wgmma.fence in the wgmmas' own asm statement (``{fence = true}``), so nothing is scheduled between them."""
     b, config = g.b, g.config
     s2 = b.pipeline.wait(g.pipe, kit, name=f"s2{tag}")
+    if g.loads_only:   # build's diagnostic: the stage is waited for and released, never read
+        return acc_in, s2
     a_stage = b.smem.slice(g.sa, s2, name=f"a_stage{tag}")
     if config.a_major == "MN":
         a_stage = b.smem.permute(a_stage, order=(1, 0), name=f"a_stage_mk{tag}")
