@@ -103,7 +103,7 @@ def _gemm(op: str, a: Arg, a_t: bool, b: Arg, b_t: bool, m: int, n: int, k: int,
             config = _without_tma_store(config)
         if autotune and kind == "torch":
             config = _autotuned(config, a, a_t, b, b_t, m, n, k, out_dtype, bias, scales, c_row_ok, a_major, b_major,
-                                sm_count)
+                                sm_count, sms)
     else:
         if autotune:
             raise ValueError(f"{op}: config={config.name} forces a configuration; autotune=True would choose one: "
@@ -126,7 +126,8 @@ def _gemm(op: str, a: Arg, a_t: bool, b: Arg, b_t: bool, m: int, n: int, k: int,
 
 
 def _autotuned(pick: GemmConfig, a: Arg, a_t: bool, b: Arg, b_t: bool, m: int, n: int, k: int, out_dtype: str,
-               bias: Arg | None, scales, c_row_ok: bool, a_major: str, b_major: str, sm_count) -> GemmConfig:
+               bias: Arg | None, scales, c_row_ok: bool, a_major: str, b_major: str, sm_count,
+               sms: int) -> GemmConfig:
     """The configuration ``autotune`` chose for this problem on this device (``ptxgen.kernels.gemm.autotune``): the
     stored one, or — the first time — the fastest of the candidates around ``pick``, timed here on fresh random
     operands of the call's shapes, strides and dtypes, and stored."""
@@ -156,7 +157,7 @@ def _autotuned(pick: GemmConfig, a: Arg, a_t: bool, b: Arg, b_t: bool, m: int, n
         return site
 
     try:
-        chosen, times = tuner.time_candidates(tuner.candidates(pick, m, n, k, c_row_ok), launcher, torch)
+        chosen, times = tuner.time_candidates(tuner.candidates(pick, m, n, k, c_row_ok, sms), launcher, torch)
     finally:
         for site in sites:   # the cached sites need not keep the timing's operands alive
             run.release(site, ("a", "b", "c", "bias"))

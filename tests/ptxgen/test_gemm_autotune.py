@@ -202,3 +202,37 @@ def test_gpu_autotune_times_the_candidates_once_and_stays_right():
         assert all(isinstance(ms, float) and ms > 0 for ms in times.values()), times
     finally:
         mp.undo()
+
+
+@pytest.mark.parametrize("shape, dtype, second", [
+    ((1024, 1536, 18432), "bf16", "h128x96s5t"),        # a split pick: what the heuristic picks without split-K
+    ((640, 1280, 16384), "e4m3", "h128x64s8k4t"),        # 832 against the split pick's 713 TFLOP/s (s22 section 4)
+    ((1024, 1536, 8192), "bf16", "h128x192s4t3ez"),     # a data-parallel pick with K >= 8192: the cheapest split
+    ((96, 4096, 14336), "bf16", "h128x96s6txT"),         # a swapped split pick: its data-parallel form
+])
+def test_candidates_toggle_split_k_first(shape, dtype, second):
+    """Rule 1b: right after the pick, its split-K alternative (the rule between the two fits a few measured shapes)."""
+    pick = choose_config(*shape, dtype)
+    assert [c.name for c in autotune.candidates(pick, *shape)][1] == second
+
+
+def test_no_split_alternative_below_the_rule():
+    """K under SPLITK_MIN_K, stream-K picks and M of one row tile: no split form joins the candidates."""
+    for shape in ((1024, 1536, 4096), (4096, 4096, 16384), (128, 7168, 18432)):
+        pick = choose_config(*shape, "bf16")
+        assert not any(c.splitk for c in autotune.candidates(pick, *shape)), (shape, pick.name)
+
+
+def test_unsplit_choice_never_splits():
+    """``unsplit_choice`` is the heuristic's unswapped rules without split-K: equal to ``choose_config`` wherever that
+    picks no split tile, never a split tile itself."""
+    from ptxgen.kernels.gemm.heuristic import unsplit_choice
+
+    for m in (256, 640, 1024, 2048):
+        for n in (1280, 1536, 4096):
+            for k in (4096, 16384, 28672):
+                for dtype in ("bf16", "e4m3"):
+                    pick, unsplit = choose_config(m, n, k, dtype), unsplit_choice(m, n, k, dtype)
+                    assert not unsplit.splitk
+                    if not pick.splitk and not pick.swap_ab:
+                        assert unsplit == pick, (m, n, k, dtype)

@@ -7,6 +7,10 @@ no timing at all.
 output cannot take, is left out) and the duplicates dropped:
 
 1. the heuristic's pick (``choose_config``; ties keep it);
+1b. split-K toggled: for a split pick what the heuristic picks without split-K (``heuristic.unsplit_choice``; a
+   swapped split pick: its data-parallel form), for a data-parallel pick with K ≥ ``SPLITK_MIN_K`` the cheapest split
+   tile of the problem (``heuristic.split_forms``) — the rule between the two fits a few measured shapes (3 of 31
+   changed picks lost up to 14%), so this alternative comes first;
 2. its tile N neighbours: for a mid-M swapped pick (C stored by TMA as its transpose) the other widths that split M
    into whole tiles (``heuristic.swapped_mid_widths``), else BN halved and doubled (unswapped 64 to 256; swapped 16 to
    128), the staged epilogue's column blocks kept whole; unswapped, also the next narrower and wider of the heuristic's widths (``TILE_WIDTHS``: 64, 96,
@@ -41,7 +45,7 @@ import dataclasses
 import statistics
 
 from .config import SMEM_BYTES, GemmConfig
-from .heuristic import swapped_mid_tile, swapped_mid_widths
+from .heuristic import H100_SMS, split_forms, swapped_mid_tile, swapped_mid_widths, unsplit_choice
 
 SWAP_MAX_M = 128
 WARMUP = 5
@@ -61,6 +65,21 @@ def _fitting(config: GemmConfig) -> GemmConfig:
     while config.stages > 1 and config.smem_bytes() > SMEM_BYTES:
         config = config.replace(stages=config.stages - 1)
     return config
+
+
+def _split_toggle(pick: GemmConfig, m: int, n: int, k: int, sms: int) -> list:
+    """Rule 1b of the module docstring: [what the heuristic picks without split-K, for a split pick] or [the cheapest
+    split form of the problem, for a data-parallel pick] or []. ``_split_toggle(h128x192s4t3ez, 1024, 1536, 18432,
+    132)`` = [h128x96s5t]; ``_split_toggle(h128x96s5t, 1024, 1536, 8192, 132)`` = [h128x192s4t3ez]; a swapped split
+    pick's toggle is its data-parallel form."""
+    if pick.splitk and pick.swap_ab:
+        return [pick.replace(splitk=False)]
+    if pick.splitk:
+        return [unsplit_choice(m, n, k, pick.dtype, pick.out_dtype, pick.a_major, pick.b_major, pick.bias, sms)]
+    if pick.swap_ab or pick.streamk or pick.grouped != "none" or pick.scales != "tensor":
+        return []
+    forms = split_forms(m, n, k, pick.dtype, pick.out_dtype, pick.a_major, pick.b_major, pick.bias, sms)
+    return forms[:1]
 
 
 def _neighbours(pick: GemmConfig, m: int, c_row_ok: bool):
@@ -99,13 +118,13 @@ def _neighbours(pick: GemmConfig, m: int, c_row_ok: bool):
                                   a_major=pick.b_major, b_major=pick.a_major, bias=pick.bias, out_dtype=pick.out_dtype))
 
 
-def candidates(pick: GemmConfig, m: int, n: int, k: int, c_row_ok: bool = True) -> list:
+def candidates(pick: GemmConfig, m: int, n: int, k: int, c_row_ok: bool = True, sms: int = H100_SMS) -> list:
     """The configurations ``autotune`` times for the problem C (m, n) = A (m, k)·Bᵀ whose heuristic pick is ``pick``
-    (see the module docstring); ``c_row_ok``: C's rows take TMA stores (16-byte aligned base and pitch). Post: starts
-    with ``pick``; every entry validates, stores C as the output allows, and appears once; at most
-    ``MAX_CANDIDATES``."""
+    (see the module docstring); ``c_row_ok``: C's rows take TMA stores (16-byte aligned base and pitch); ``sms``: the
+    device's SMs (split-K's slices). Post: starts with ``pick``; every entry validates, stores C as the output allows,
+    and appears once; at most ``MAX_CANDIDATES``."""
     out = [pick]
-    for config in _neighbours(pick, m, c_row_ok):
+    for config in [*_split_toggle(pick, m, n, k, sms), *_neighbours(pick, m, c_row_ok)]:
         if len(out) >= MAX_CANDIDATES:
             break
         if config.epilogue == "tma" and not c_row_ok:

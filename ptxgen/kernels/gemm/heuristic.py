@@ -386,20 +386,7 @@ def choose_config(m: int, n: int, k: int, dtype: str = "bf16", sm_count: int = H
     if m <= SWAP_AB_MAX_M < n:
         return _swapped(m, n, k, dtype, a_major, b_major, bias, out_dtype, sm_count).validate()
     tma_store = n * ELEMENT_BYTES[out_dtype] % 16 == 0
-    mn_major = (a_major, b_major) != ("K", "K")
-    best, best_cost = None, None
-    for base in _candidates(dtype, tma_store, bias):
-        base = base.replace(out_dtype=out_dtype, a_major=a_major, b_major=b_major)
-        if mn_major:
-            base = base.replace(cluster=1)
-            if b_major == "MN" and base.bn % 64:
-                continue
-        if base.bn in WAVE_FILLING[_width(dtype)] and _wave_fill_refused(base, m, n, sm_count):
-            continue
-        for config in [*_variants(base, m, n, k, sm_count), *_split_k(base, m, n, k, sm_count)]:
-            cost = estimated_cost(config, m, n, k, sm_count)
-            if best_cost is None or cost < best_cost - 1e-9:
-                best, best_cost = config, cost
+    best, best_cost = _unswapped_pick(m, n, k, dtype, out_dtype, a_major, b_major, bias, sm_count, split_k=True)
     if tma_store and a_major == "K" and SWAP_AB_MAX_M < m <= SWAP_MID_MAX_M and n >= SWAP_MID_MIN_N_OVER_M * m and \
             -(-m // 128) * 128 >= (1 + SWAP_MID_MIN_PADDING) * m:
         if m < SWAP_MID_MIN_BN if _width(dtype) == 16 else \
@@ -420,6 +407,39 @@ def choose_config(m: int, n: int, k: int, dtype: str = "bf16", sm_count: int = H
     return best.replace(stages=pipeline_stages(best, m, n, sm_count)).validate()
 
 
+def _unswapped_pick(m, n, k, dtype, out_dtype, a_major, b_major, bias, sms, split_k: bool) -> tuple:
+    """Rules 2-3b's cost model over the unswapped candidates: → (the cheapest config, its cost); ``split_k``: with
+    rule 3b's split-K forms among them."""
+    tma_store = n * ELEMENT_BYTES[out_dtype] % 16 == 0
+    mn_major = (a_major, b_major) != ("K", "K")
+    best, best_cost = None, None
+    for base in _candidates(dtype, tma_store, bias):
+        base = base.replace(out_dtype=out_dtype, a_major=a_major, b_major=b_major)
+        if mn_major:
+            base = base.replace(cluster=1)
+            if b_major == "MN" and base.bn % 64:
+                continue
+        if base.bn in WAVE_FILLING[_width(dtype)] and _wave_fill_refused(base, m, n, sms):
+            continue
+        for config in [*_variants(base, m, n, k, sms), *(_split_k(base, m, n, k, sms) if split_k else [])]:
+            cost = estimated_cost(config, m, n, k, sms)
+            if best_cost is None or cost < best_cost - 1e-9:
+                best, best_cost = config, cost
+    return best, best_cost
+
+
+def unsplit_choice(m: int, n: int, k: int, dtype: str = "bf16", out_dtype: str | None = None, a_major: str = "K",
+                   b_major: str = "K", bias: bool = False, sms: int = H100_SMS) -> GemmConfig:
+    """The unswapped configuration rules 2-5 choose with no split-K candidate (what a split pick would otherwise have
+    been: autotune's alternative to it). ``unsplit_choice(1024, 1536, 18432).name`` = ``h128x96s5t`` where
+    ``choose_config`` gives ``h128x192s4t3ez``. Post: validates; never ``splitk``."""
+    out_dtype = out_dtype or ("bf16" if dtype in ("e4m3", "e5m2") else dtype)
+    best, _ = _unswapped_pick(m, n, k, dtype, out_dtype, a_major, b_major, bias, sms, split_k=False)
+    if _fp8_tall(best, m, n, k, sms):
+        return FP8_TALL.replace(dtype=dtype, out_dtype=out_dtype, bias=bias).validate()
+    return best.replace(stages=pipeline_stages(best, m, n, sms)).validate()
+
+
 def _fp8_tall(pick: GemmConfig, m: int, n: int, k: int, sms: int) -> bool:
     """Whether ``FP8_TALL`` replaces the cost model's ``pick`` (see its comment): an fp8 128 × 112 pick with K-major
     operands, FP8_TALL_ROWS[0] < m ≤ FP8_TALL_ROWS[1], k ≥ FP8_TALL_MIN_K, and the 256 × 112 tiles' last wave holding
@@ -429,6 +449,19 @@ def _fp8_tall(pick: GemmConfig, m: int, n: int, k: int, sms: int) -> bool:
             and (pick.a_major, pick.b_major) == ("K", "K") and pick.epilogue == "tma"
             and FP8_TALL_ROWS[0] < m <= FP8_TALL_ROWS[1] and k >= FP8_TALL_MIN_K
             and _last_wave_share(FP8_TALL, m, n, sms) >= WAVE_FILL_MIN)
+
+
+def split_forms(m: int, n: int, k: int, dtype: str, out_dtype: str | None = None, a_major: str = "K",
+                b_major: str = "K", bias: bool = False, sms: int = H100_SMS) -> list:
+    """The split-K candidates rule 3b weighs for C (m, n) = A (m, k)·Bᵀ, cheapest first by ``estimated_cost`` (the
+    split widths of ``dtype`` that give at least two k-slices on ``sms`` SMs), or [] where the rule does not apply.
+    ``split_forms(1024, 1536, 8192, "bf16")[0].name`` = ``h128x192s4t3ez``; ``split_forms(1024, 1536, 4096,
+    "bf16")`` = [] (K under ``SPLITK_MIN_K``). Post: every entry validates."""
+    out_dtype = out_dtype or ("bf16" if dtype in ("e4m3", "e5m2") else dtype)
+    tma_store = n * ELEMENT_BYTES[out_dtype] % 16 == 0
+    forms = [split for base in _candidates(dtype, tma_store, bias)
+             for split in _split_k(base.replace(out_dtype=out_dtype, a_major=a_major, b_major=b_major), m, n, k, sms)]
+    return sorted(forms, key=lambda config: estimated_cost(config, m, n, k, sms))
 
 
 def _split_k(base: GemmConfig, m: int, n: int, k: int, sms: int) -> list:
