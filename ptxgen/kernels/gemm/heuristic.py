@@ -54,8 +54,9 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
    (302 against 310 TFLOP/s) and 512×4096×4096 (562 against 580; 2026-11-26 s10 sweep), where the narrower tile wins.
 3b. **Split-K** (K-major, TMA store, no bias, K ≥ ``SPLITK_MIN_K`` = 8192, M over one row tile): the 16-bit 128 ×
    256 / 192 / 128 tiles and the fp8 128 × 192 (``SPLITK_WIDTHS``) split into S = ⌊SMs / tiles⌋ ≥ 2 k-slices that
-   run together (``…z``) are candidates of the cost model, a slice's k-tiles ``SPLITK_SLOWDOWN`` = 1.3 dearer plus the partial sums' join: few tiles with long K
-   (bf16 640×1536×13824 533 against 435 TFLOP/s for 128 × 64, 320×2048×57344 542 against 240; s20 sections 7-8).
+   run together (``…z``) are candidates of the cost model, a slice's k-tiles ``SPLITK_SLOWDOWN`` = 1.3 dearer plus
+   the partial sums' join: few tiles with long K (bf16 640×1536×13824 533 against 435 TFLOP/s for 128 × 64,
+   320×2048×57344 542 against 240; s20 sections 7-8).
    From K = ``SPLITK_LONG_K`` = 16384 a split-K candidate costs ``SPLITK_LONG_K_SHARE`` = 0.8 of that, against the
    other candidates (the split tiles keep their order among themselves): one wave of narrow data-parallel
    tiles starves on its loads there (bf16 416×3072×32768 336 → 557 TFLOP/s, 1184×1024×28672 427 → 573,
