@@ -403,9 +403,15 @@ def choose_config(m: int, n: int, k: int, dtype: str = "bf16", sm_count: int = H
                 best, best_cost = config, cost
     if best.swap_ab:
         return best.validate()
-    if _fp8_tall(best, m, n, k, sm_count):
-        return FP8_TALL.replace(dtype=dtype, out_dtype=out_dtype, bias=bias).validate()
-    return best.replace(stages=pipeline_stages(best, m, n, sm_count)).validate()
+    return _finished(best, m, n, k, sm_count)
+
+
+def _finished(pick: GemmConfig, m: int, n: int, k: int, sms: int) -> GemmConfig:
+    """An unswapped cost-model pick as the op runs it: ``FP8_TALL`` where it replaces the pick, else the pick with
+    rule 5's stages; validated."""
+    if _fp8_tall(pick, m, n, k, sms):
+        return FP8_TALL.replace(dtype=pick.dtype, out_dtype=pick.out_dtype, bias=pick.bias).validate()
+    return pick.replace(stages=pipeline_stages(pick, m, n, sms)).validate()
 
 
 def _unswapped_pick(m, n, k, dtype, out_dtype, a_major, b_major, bias, sms, split_k: bool) -> tuple:
@@ -436,9 +442,7 @@ def unsplit_choice(m: int, n: int, k: int, dtype: str = "bf16", out_dtype: str |
     ``choose_config`` gives ``h128x192s4t3ez``. Post: validates; never ``splitk``."""
     out_dtype = out_dtype or ("bf16" if dtype in ("e4m3", "e5m2") else dtype)
     best, _ = _unswapped_pick(m, n, k, dtype, out_dtype, a_major, b_major, bias, sms, split_k=False)
-    if _fp8_tall(best, m, n, k, sms):
-        return FP8_TALL.replace(dtype=dtype, out_dtype=out_dtype, bias=bias).validate()
-    return best.replace(stages=pipeline_stages(best, m, n, sms)).validate()
+    return _finished(best, m, n, k, sms)
 
 
 def _fp8_tall(pick: GemmConfig, m: int, n: int, k: int, sms: int) -> bool:
