@@ -109,21 +109,43 @@ def test_heuristic_choices():
     # 128 x 192 tiles where their waves fill the SMs nearly as well: 2.7 waves against 4.1 of 128 x 128
     # 256 x 128 tiles where their area-waves are as small: 4 waves against 8 of 128 x 128
     assert names == {(4096, 7168, 2048): "h256x128s3tBS", (4096, 2112, 7168): "h128x192s4to1BS",
-                     # M <= 64 swapped (the kernel's N is M), scales by TMA; stream-K where under a third of the
-                     # SMs hold a tile
-                     (64, 7168, 2048): "h128x64s8xBSA", (16, 4096, 7168): "h128x16s8skaxBS",
-                     (1, 2112, 7168): "h128x16s8skaxBS", (32, 2112, 7168): "h128x32s8skaxBS",
-                     (33, 2112, 7168): "h128x64s8skaxBS", (128, 7168, 2048): "h128x64s8to1BSA",
+                     # M <= 64 swapped (the kernel's N is M), scales by TMA; where stream-K's rule holds (under a
+                     # third of the SMs hold a tile) and the tiles leave room for two k-slices each, split-K
+                     (64, 7168, 2048): "h128x64s8xBSA", (16, 4096, 7168): "h128x16s8zxBSA",
+                     (1, 2112, 7168): "h128x16s8zxBSA", (32, 2112, 7168): "h128x32s8zxBSA",
+                     (33, 2112, 7168): "h128x64s8zxBSA", (128, 7168, 2048): "h128x64s8to1BSA",
                      (100, 64, 128): "h128x64s8to1BSA",
                      # stream-K on every SM only where it saves 20 k-tiles: 192 tiles of 12 k-tiles do not
                      (128, 24576, 1536): "h128x64s8to1BSA", (64, 7168, 16384): "h128x64s8xBSA",
                      # one row of tiles above M = 64: 64-wide tiles where 128-wide ones leave the last wave under 3/4
-                     (128, 32768, 512): "h128x128s5to1BSA", (128, 4096, 7168): "h128x64s8tskaBS",
+                     (128, 32768, 512): "h128x128s5to1BSA", (128, 4096, 7168): "h128x64s8tzBSA",
                      # 136 tiles (one to two waves): no stream-K; 272 tiles (two full waves, 3% in the last): stream-K
                      (1024, 2112, 7168): "h256x128s3tBS", (2048, 2112, 7168): "h128x128s5tskaBS"}
     assert choose_block_scaled_config(4096, 7168, 2048, grouped="contiguous").name == "h128x128s5to1BSAGc"
     assert choose_block_scaled_config(4096, 7168, 2048, grouped="masked").name == "h128x128s5to1BSAGm"
     assert choose_block_scaled_config(40, 24576, 1536).name == "h128x64s8xBSA"
+
+
+@pytest.mark.parametrize("m, n, k, form", [
+    (64, 2112, 7168, "split"),        # swapped, 17 tiles: 7 slices
+    (24, 1536, 32768, "split"),       # swapped, 12 tiles: 11 slices
+    (112, 2048, 16384, "split"),      # 64-wide tiles, 32 of them: 4 slices
+    (224, 2048, 7168, "split"),       # 128 x 128, 32 tiles
+    (128, 24576, 1536, "neither"),    # 192 tiles of 12 k-tiles: stream-K saves too little
+    (2048, 2112, 7168, "streamk"),    # 272 tiles: one k-slice each, stream-K on every SM
+])
+def test_split_k_replaces_stream_k_where_each_tile_gets_two_slices(m, n, k, form):
+    """Where the stream-K rules hold and ⌊132 / tiles⌋ ≥ 2, the same tile split into k-slices with two chunks in
+    flight; with fewer slices than two, stream-K on every SM."""
+    pick = choose_block_scaled_config(m, n, k, 132)
+    kernel_m, kernel_n = (n, m) if pick.swap_ab else (m, n)
+    tiles = -(-kernel_m // pick.bm) * -(-kernel_n // pick.bn)
+    got = "split" if pick.splitk else "streamk" if pick.streamk else "neither"
+    assert got == form, pick.name
+    if pick.splitk:
+        assert pick.chunk_ahead and not pick.streamk_every_sm and 132 // tiles >= 2
+    if pick.streamk:
+        assert pick.streamk_every_sm and 132 // tiles < 2
 
 
 @pytest.mark.parametrize("m, n, k, wide", [

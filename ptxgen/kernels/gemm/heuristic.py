@@ -624,6 +624,13 @@ BLOCK_SCALED_STREAMK = GemmConfig("e4m3", bn=128, stages=5, epilogue="tma", scal
 # 24576x1536 514 against 465; at M = 64, where half of each tile's rows are padding, they lost: s14 log section 5)
 BLOCK_SCALED_NARROW_MAX_M = 128
 BLOCK_SCALED_NARROW = BLOCK_SCALED_TILE.replace(bn=64, stages=8)
+# where the stream-K rules above pick stream-K on every SM and the tiles number at most a half of the SMs, split-K
+# instead: the same tile in S = ⌊SMs / tiles⌋ k-slices running together, joined once through the workspace, with two
+# chunks in flight, where stream-K's pieces of a tile wait on one another's partial sums in turn. Kernel time, 22 of
+# 22 such problems (M 24-384) faster: 112x2048x16384 25.5 -> 18.9 us, 128x4096x7168 19.9 -> 14.9, 224x2048x7168
+# 23.8 -> 17.3, 40x2112x18432 26.3 -> 21.3, 64x2112x7168 13.3 -> 12.3, 24x1536x32768 28.5 -> 27.3 (the least);
+# docs/gpu-runs/2026-11-27-s23.log section 4. With one slice per tile (more tiles than half the SMs) stream-K stays.
+BLOCK_SCALED_SPLITK_MIN_SLICES = 2
 # 128 × 192 tiles (one chunk per warpgroup: 96 + 96 accumulator registers leave no room for a second) where their
 # waves fill the SMs about as well as the 128 × 128 tiles' (their wave efficiency — tiles / (waves · SMs) — at most
 # BLOCK_SCALED_WIDE_MARGIN below), at least BLOCK_SCALED_WIDE_MIN_FILL, with K of at least BLOCK_SCALED_WIDE_MIN_K:
@@ -657,6 +664,16 @@ def _wave_efficiency(config: GemmConfig, m: int, n: int, sms: int) -> float:
     """tiles / (waves · SMs) of ``config``'s tiles over (m, n): 1 for whole waves; 544 tiles on 132 SMs: 0.82."""
     tiles = _tiles(config, m, n)
     return tiles / (-(-tiles // sms) * sms) if tiles else 1.0
+
+
+def _split_instead_of_streamk(streamk: GemmConfig, tiles: int, sms: int) -> GemmConfig:
+    """``streamk`` (a block-scaled stream-K pick of ``tiles`` tiles) as the op runs it: its split-K form with two
+    chunks in flight where ⌊sms / tiles⌋ ≥ ``BLOCK_SCALED_SPLITK_MIN_SLICES`` (see its comment), else itself;
+    validated. ``_split_instead_of_streamk(BLOCK_SCALED_STREAMK, 32, 132).name`` = ``h128x128s5tzBSA``; with 100
+    tiles: ``h128x128s5tskaBS``."""
+    if tiles and sms // tiles >= BLOCK_SCALED_SPLITK_MIN_SLICES:
+        return streamk.replace(streamk=False, streamk_every_sm=False, splitk=True, chunk_ahead=True).validate()
+    return streamk.validate()
 
 
 def _wide_block_scaled(m: int, n: int, k: int, sms: int) -> bool:
@@ -705,7 +722,9 @@ def choose_block_scaled_config(m: int, n: int, k: int, sm_count: int = H100_SMS,
     alone; M = 4096, N × K = 2112 × 7168 0.99-1.00× against 0.98× (s13.log section 5, s14.log section 1). Between
     one and two waves stream-K lost: 1024 × 2112 × 7168 (136 tiles) 565 TFLOP/s against 656 for the tile.
     One row of tiles with 64 < M ≤ 128 whose 128-wide tiles leave the last wave under ``WAVE_FILL_MIN`` of the SMs
-    takes the same two choices with 64-wide tiles (``BLOCK_SCALED_NARROW``, 8 stages): twice the CTAs. Before the
+    takes the same two choices with 64-wide tiles (``BLOCK_SCALED_NARROW``, 8 stages): twice the CTAs. Where these
+    rules (swapped or not) pick stream-K and each tile gets at least ``BLOCK_SCALED_SPLITK_MIN_SLICES`` of the SMs,
+    the same tile runs split over k-slices instead (``_split_instead_of_streamk``). Before the
     stream-K rule, a dense or contiguous problem with M ≥ 512 and K ≥ 1024 whose 128 × 192 tiles fill the waves
     of SMs nearly as well as 128 × 128 tiles (``_wide_block_scaled``) takes ``BLOCK_SCALED_WIDE`` — or, where the
     256 × 128 tiles' area-waves are as small (``_tall_block_scaled``), ``BLOCK_SCALED_TALL``; after the stream-K rule a
@@ -715,8 +734,8 @@ def choose_block_scaled_config(m: int, n: int, k: int, sm_count: int = H100_SMS,
     ``choose_block_scaled_config(4096, 2112, 7168).name`` = ``h128x192s4to1BS``;
     ``choose_block_scaled_config(4096, 4096, 7168).name`` = ``h256x128s3tBS``;
     ``choose_block_scaled_config(16, 7168, 2048).name`` = ``h128x16s8xBSA``;
-    ``choose_block_scaled_config(64, 4096, 7168).name`` = ``h128x64s8skaxBS``;
-    ``choose_block_scaled_config(128, 4096, 7168).name`` = ``h128x64s8tskaBS``. ``grouped``
+    ``choose_block_scaled_config(64, 4096, 7168).name`` = ``h128x64s8zxBSA``;
+    ``choose_block_scaled_config(128, 4096, 7168).name`` = ``h128x64s8tzBSA``. ``grouped``
     ("contiguous", "masked"; ``m`` the rows of all groups): never swapped (the groups are A's rows).
     Post: deterministic, valid, e4m3 → bf16 with ``scales="block"``."""
     check_problem("choose_block_scaled_config", m, n, k, sm_count)
@@ -727,7 +746,7 @@ def choose_block_scaled_config(m: int, n: int, k: int, sm_count: int = H100_SMS,
         streamk = swapped.replace(streamk=True, streamk_every_sm=True)
         if streamk_ktiles_saved(n, m, k, streamk, sm_count) >= streamk.streamk_min_saving and \
                 _last_wave_share(streamk, n, m, sm_count) < BLOCK_SCALED_SWAP_STREAMK_SHARE:
-            return streamk.validate()
+            return _split_instead_of_streamk(streamk, _tiles(streamk, n, m), sm_count)
         return swapped.replace(chunk_ahead=True).validate()
     tile, streamk = BLOCK_SCALED_TILE, BLOCK_SCALED_STREAMK
     wide_tiles = _tiles(tile, m, n)
@@ -745,7 +764,7 @@ def choose_block_scaled_config(m: int, n: int, k: int, sm_count: int = H100_SMS,
             and _last_wave_share(streamk, m, n, sm_count) < BLOCK_SCALED_STREAMK_SHARE:
         # few tiles with long K loops (M <= 128, N up to ~16k, K from ~4k): their k-tiles shared out over every SM.
         # Not between one and two waves: 1024x2112x7168 (136 tiles) ran at 565 TFLOP/s stream-K, 656 as tiles
-        return streamk.validate()
+        return _split_instead_of_streamk(streamk, tiles, sm_count)
     if tall:
         return BLOCK_SCALED_TALL.validate()
     return tile.replace(grouped=grouped).validate()
