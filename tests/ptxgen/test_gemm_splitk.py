@@ -133,6 +133,22 @@ def test_splitk_block_scales_match_float64():
         interpret_with_workspace(config, m, n, k, ctas)
 
 
+@pytest.mark.parametrize("name, m, n, k, ctas, slices", [
+    ("h128x64s8zxBSA", 45, 272, 1040, 7, 2),    # swapped: the kernel's 3 row tiles are B's 272 rows, its columns A's 45
+    ("h128x16s8zxBSA", 5, 400, 1040, 13, 3),    # swapped, 16 columns for 5 tokens: 4 tiles in 3 slices of 3 k-tiles
+    ("h128x64s8tzBSA", 100, 200, 1040, 9, 2),   # unswapped 64-wide tiles: 4 of them, slices [0, 4) and [4, 9)
+])
+def test_block_scaled_split_picks_match_float64(name, m, n, k, ctas, slices):
+    """The split-K forms ``choose_block_scaled_config`` takes for few tiles (two chunks in flight, swapped or not):
+    each slice's chunk in flight is promoted before its slice ends, the join adds promoted totals."""
+    from test_fp8_block_streamk import interpret_with_workspace
+
+    config = GemmConfig.from_name(name, "e4m3").validate()
+    kernel_m, kernel_n = (n, m) if config.swap_ab else (m, n)
+    assert config.chunk_ahead and splitk_slices(kernel_m, kernel_n, k, config, ctas) == slices
+    interpret_with_workspace(config, m, n, k, ctas)
+
+
 def test_slices_on_132_sms():
     """The S of issue 17's shapes on an H100's 132 SMs (what the benchmark's ``…z`` variants run)."""
     big, mid = GemmConfig(bn=256, splitk=True), GemmConfig(bn=128, splitk=True)
