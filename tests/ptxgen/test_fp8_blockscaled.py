@@ -211,6 +211,21 @@ def test_heuristic_config_matches_float64(m, n, k):
     check(out, reference(a, sa, b, sb))
 
 
+@pytest.mark.parametrize("m, n, width", [
+    (128, 8192, 64),     # 64 tiles 128 wide: their 128 tiles 64 wide still fit in one wave
+    (128, 8448, 64),     # 66: exactly half the SMs
+    (128, 8576, 128),    # 67: 134 tiles 64 wide would put two on some SM, as long as one 128-wide tile
+    (96, 14336, 128),    # 112 tiles in one wave
+    (128, 24576, 64),    # 192 tiles: the second wave holds 45% of the SMs
+    (128, 32768, 128),   # 256 tiles: the second wave holds 94%
+    (64, 8192, 64),      # M <= 64: swapped, the kernel's N is M
+])
+def test_narrow_tiles_where_they_fill_the_waves_better(m, n, width):
+    """64 < M ≤ 128: 64-wide tiles where the 128-wide ones fill at most half the SMs in one wave, or leave a later
+    wave under 3/4 full; 128-wide tiles otherwise (132 SMs, K = 7168)."""
+    assert choose_block_scaled_config(m, n, 7168, 132).bn == width
+
+
 @pytest.mark.parametrize("k", [384, 1040])
 def test_the_narrow_tile_the_heuristic_picks_matches_float64(k):
     """64 < M ≤ 128 with 128-wide tiles leaving a part wave: the 64-wide chunk_ahead tile (``BLOCK_SCALED_NARROW``)."""

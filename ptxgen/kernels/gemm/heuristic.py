@@ -621,7 +621,11 @@ BLOCK_SCALED_STREAMK = GemmConfig("e4m3", bn=128, stages=5, epilogue="tma", scal
                                   streamk=True, streamk_every_sm=True)
 # one row of 128-row tiles (64 < M <= 128) whose 128-wide tiles leave the SMs' last wave under WAVE_FILL_MIN full: 64-wide
 # tiles, twice as many CTAs (M = 128: 7168x2048 467 against 387 TFLOP/s kernel time, 7168x16384 629 against 547,
-# 24576x1536 514 against 465; at M = 64, where half of each tile's rows are padding, they lost: s14 log section 5)
+# 24576x1536 514 against 465; at M = 64, where half of each tile's rows are padding, they lost: s14 log section 5).
+# Within one wave only where the 64-wide tiles fit in one wave too (128-wide tiles at most half the SMs): with more,
+# some SM runs two 64-wide tiles, as long as one 128-wide tile (kernel time, 128-wide against 64-wide: 96 tiles,
+# 96x14336x8192 46.7 against 57.4 us; 112x12288x16384 75.9 / 90.6; 128 tiles, 100x16384x24576 142.7 / 172.7,
+# 72x16384x16384 100.5 / 122.1; but 64 tiles, 128x8192x7168 29.7 / 26.4; docs/gpu-runs/2026-11-27-s23.log section 12)
 BLOCK_SCALED_NARROW_MAX_M = 128
 BLOCK_SCALED_NARROW = BLOCK_SCALED_TILE.replace(bn=64, stages=8)
 # where the stream-K rules above pick stream-K on every SM and the tiles number at most a half of the SMs, split-K
@@ -721,8 +725,9 @@ def choose_block_scaled_config(m: int, n: int, k: int, sm_count: int = H100_SMS,
     1.30×, 4096 × 7168 1.19-1.25×, 7168 × 16384 0.96-1.04× cuBLAS block-scaled against 0.88-0.97× for the tile
     alone; M = 4096, N × K = 2112 × 7168 0.99-1.00× against 0.98× (s13.log section 5, s14.log section 1). Between
     one and two waves stream-K lost: 1024 × 2112 × 7168 (136 tiles) 565 TFLOP/s against 656 for the tile.
-    One row of tiles with 64 < M ≤ 128 whose 128-wide tiles leave the last wave under ``WAVE_FILL_MIN`` of the SMs
-    takes the same two choices with 64-wide tiles (``BLOCK_SCALED_NARROW``, 8 stages): twice the CTAs. Where these
+    One row of tiles with 64 < M ≤ 128 whose 128-wide tiles fill at most half the SMs, or take more than a wave and
+    leave the last one under ``WAVE_FILL_MIN`` of the SMs, takes the same two choices with 64-wide tiles
+    (``BLOCK_SCALED_NARROW``, 8 stages): twice the CTAs. Where these
     rules (swapped or not) pick stream-K and each tile gets at least ``BLOCK_SCALED_SPLITK_MIN_SLICES`` of the SMs,
     the same tile runs split over k-slices instead (``_split_instead_of_streamk``). Before the
     stream-K rule, a dense or contiguous problem with M ≥ 512 and K ≥ 1024 whose 128 × 192 tiles fill the waves
@@ -751,7 +756,8 @@ def choose_block_scaled_config(m: int, n: int, k: int, sm_count: int = H100_SMS,
     tile, streamk = BLOCK_SCALED_TILE, BLOCK_SCALED_STREAMK
     wide_tiles = _tiles(tile, m, n)
     if grouped == "none" and tile.bm // 2 < m <= BLOCK_SCALED_NARROW_MAX_M and \
-            (wide_tiles < sm_count or _last_wave_share(tile, m, n, sm_count) < WAVE_FILL_MIN):
+            (2 * wide_tiles <= sm_count or
+             wide_tiles > sm_count and _last_wave_share(tile, m, n, sm_count) < WAVE_FILL_MIN):
         tile, streamk = BLOCK_SCALED_NARROW, BLOCK_SCALED_STREAMK.replace(bn=BLOCK_SCALED_NARROW.bn,
                                                                           stages=BLOCK_SCALED_NARROW.stages)
     wide = grouped in ("none", "contiguous") and _wide_block_scaled(m, n, k, sm_count)
