@@ -229,8 +229,10 @@ def test_gpu_matches_float64(name, m, n, k):
     (4096, 2112, 7168, "h128x192s4to1BS"),
     # the stream-K rule comes first where the wide one does not hold
     (3072, 2304, 18432, "h128x128s5tskaBS"), (640, 11008, 7168, "h128x128s5tskaBS"),
-    # under 512 rows or K = 256: not taken
-    (384, 16384, 4096, "h128x128s5to1BSA"), (4096, 4096, 256, "h128x128s5to1BSA"),
+    # from 129 rows (184 x 14336: 2 row tiles of 128 or one of 256, 112 tiles against 224)
+    (184, 14336, 18432, "h256x128s3tBS"),
+    # at most 128 rows (one row of 128 tiles) or K = 256: not taken
+    (128, 16384, 4096, "h128x128s5to1BSA"), (4096, 4096, 256, "h128x128s5to1BSA"),
 ])
 def test_tall_rule(m, n, k, name):
     assert choose_block_scaled_config(m, n, k).name == name

@@ -154,12 +154,13 @@ def test_split_k_replaces_stream_k_where_each_tile_gets_two_slices(m, n, k, form
     (4096, 5120, 5120, False),     # 0.935 against 0.970: beyond it
     (4096, 4096, 7168, False),     # 0.889 against 0.970
     (4096, 32768, 512, False),     # 4 k-tiles
-    (256, 24576, 1536, False),     # under 512 rows
+    (128, 24576, 1536, False),     # one row of tiles: the narrow rules decide
+    (256, 11008, 4096, True),      # 0.977 (2 x 58 tiles, one wave) against 0.659 (2 x 86): from 129 rows
     (2048, 2112, 7168, False),     # 176 tiles: 0.67 of two waves (stream-K)
 ])
 def test_wide_tile_rule(m, n, k, wide):
     """128 x 192 tiles (one chunk per warpgroup) where their waves fill the SMs at least 0.8 and at most 0.03 less
-    than 128 x 128 tiles', from 512 rows and 8 k-tiles; the same for contiguous groups, never for masked ones."""
+    than 128 x 128 tiles', from 129 rows and 8 k-tiles; the same for contiguous groups, never for masked ones."""
     dense = choose_block_scaled_config(m, n, k)
     # dense: the 256 x 128 tile takes its place where its own rule holds too (test_fp8_block_tall.test_tall_rule)
     assert (dense.name in ("h128x192s4to1BS", "h256x128s3tBS") if wide else dense.bn != 192)
@@ -432,7 +433,8 @@ def torch_rel_err(torch, got, want):
 GPU_SHAPES = [(m, n, k) for m in (64, 128, 4096) for n, k in ((2112, 7168), (24576, 1536), (32768, 512),
                                                               (7168, 16384), (4096, 7168), (7168, 2048))]
 GPU_SHAPES += [(1, 2112, 7168), (17, 4096, 7168), (133, 272, 384), (1000, 1040, 1040), (300, 2112, 272),
-               (100, 11008, 2048)]   # one row of 86 tiles, 128 wide
+               (100, 11008, 2048),   # one row of 86 tiles, 128 wide
+               (168, 14336, 2048), (280, 7168, 2048)]   # 256 x 128 and 128 x 192 tiles at mid M
 
 
 @pytest.mark.gpu

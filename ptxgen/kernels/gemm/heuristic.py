@@ -643,22 +643,27 @@ BLOCK_SCALED_SPLITK_MIN_SLICES = 2
 # waves more so (4096 × 2112 × 7168: 2.7 waves, 1094 against 967, stream-K 984); contiguous groups 1060-1168 against
 # 968-1051. Not at K = 512 (4 k-tiles: 766 against 838) nor 8% fewer filled waves (4096 × 4096 × 7168: 1008 against
 # 1105; 4096 × 5120 × 5120, 3.5% fewer: 1072 against 1105). Not for masked groups (a group's rows are few: 630-758
-# against 702-1042). docs/gpu-runs/2026-11-26-s16.log section 2.
+# against 702-1042). docs/gpu-runs/2026-11-26-s16.log section 2. From M = 129 on (the rows past the narrow tiles'
+# one row of tiles), where they were first measured at M >= 2048: at M 136-480 (21 changed picks, this rule or the
+# 256 x 128 tile's below) 21 faster by 1-70% (280x7168x11008 464 -> 790 TFLOP/s, 136x12288x11008 327 -> 494,
+# 200x12288x7168 597 -> 781, 392x18432x8192 757 -> 902; docs/gpu-runs/2026-11-27-s23.log section 14).
 BLOCK_SCALED_WIDE = GemmConfig("e4m3", bn=192, stages=4, epilogue="tma", scales="block", overlap=1, scales_smem=True)
 BLOCK_SCALED_WIDE_MARGIN = 0.03
 BLOCK_SCALED_WIDE_MIN_FILL = 0.8
 BLOCK_SCALED_WIDE_MIN_K = 8 * 128
-BLOCK_SCALED_WIDE_MIN_M = 512
+BLOCK_SCALED_WIDE_MIN_M = BLOCK_SCALED_NARROW_MAX_M + 1
 # 256 x 128 tiles (BM = 256 with block scales: each consumer warpgroup's two 64-row blocks promoted in turn from one
 # chunk, DeepGEMM's tile), 3 stages, the plain TMA store, where their waves cost at most BLOCK_SCALED_TALL_GAIN times
 # the area-waves (waves x BM x BN) of the 128 x 128 tiles (and of the 128 x 192 tiles where those are taken): per tile
 # they run 2-4% faster than the 128 x 128 tile with two chunks in flight (4096x4096x7168 1121 against 1095 TFLOP/s,
 # 4096x7168x16384 1140-1157 / 1116, 8192x4096x7168 1120-1131 / 1090) and 9% at K = 512 (4096x32768x512 885 / 811,
 # half the tiles' epilogues); where their waves fit worse they lose (4096x2112x7168: 3 waves, 876 against 1074 for
-# 128 x 192). docs/gpu-runs/2026-11-26-s18.log section 3.
+# 128 x 192). docs/gpu-runs/2026-11-26-s18.log section 3. From M = 129 on, as the wide tile (at M 160-480:
+# 184x14336x18432 584 -> 702 TFLOP/s, 160x16384x7168 451 -> 546, 168x14336x6144 505 -> 549, 480x7168x7168 921 -> 932;
+# docs/gpu-runs/2026-11-27-s23.log section 14).
 BLOCK_SCALED_TALL = GemmConfig("e4m3", bm=256, bn=128, stages=3, epilogue="tma", scales="block", scales_smem=True)
 BLOCK_SCALED_TALL_GAIN = 1.03
-BLOCK_SCALED_TALL_MIN_M = 512
+BLOCK_SCALED_TALL_MIN_M = BLOCK_SCALED_NARROW_MAX_M + 1
 BLOCK_SCALED_TALL_MIN_K = 4 * 128
 BLOCK_SCALED_CANDIDATES = (GemmConfig("e4m3", bn=128, stages=6, epilogue="tma", scales="block", late_scales=True),
                            GemmConfig("e4m3", bn=64, stages=8, epilogue="tma", scales="block", late_scales=True))
@@ -730,7 +735,7 @@ def choose_block_scaled_config(m: int, n: int, k: int, sm_count: int = H100_SMS,
     (``BLOCK_SCALED_NARROW``, 8 stages): twice the CTAs. Where these
     rules (swapped or not) pick stream-K and each tile gets at least ``BLOCK_SCALED_SPLITK_MIN_SLICES`` of the SMs,
     the same tile runs split over k-slices instead (``_split_instead_of_streamk``). Before the
-    stream-K rule, a dense or contiguous problem with M ≥ 512 and K ≥ 1024 whose 128 × 192 tiles fill the waves
+    stream-K rule, a dense or contiguous problem with M > 128 and K ≥ 1024 whose 128 × 192 tiles fill the waves
     of SMs nearly as well as 128 × 128 tiles (``_wide_block_scaled``) takes ``BLOCK_SCALED_WIDE`` — or, where the
     256 × 128 tiles' area-waves are as small (``_tall_block_scaled``), ``BLOCK_SCALED_TALL``; after the stream-K rule a
     dense problem whose 256 × 128 tiles' area-waves are as small as the 128 × 128 tiles' takes ``BLOCK_SCALED_TALL``.
