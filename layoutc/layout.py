@@ -201,6 +201,43 @@ class Layout:
         return tuple_depth(self.shape)
 
 
+def layout_values(layout, n: int | None = None) -> list:
+    """``[L(0), L(1), ..., L(n-1)]`` for the 1-D coordinates of ``L`` (default ``n = size(L)``).
+
+    Computed from the flat leaves (colexicographic, the last leaf takes the unbounded quotient, as CuTe's
+    ``crd2idx``), independently of ``Layout.__call__``. A ComposedLayout is evaluated as
+    ``outer(offset + inner(i))``.
+
+    >>> layout_values(Layout((2, 3), (3, 1)))
+    [0, 3, 1, 4, 2, 5]
+    >>> layout_values(Layout((4, 2), (1, 10)), 10)  # past the end: the last mode keeps walking
+    [0, 1, 2, 3, 10, 11, 12, 13, 20, 21]
+    """
+    from .swizzle import ComposedLayout   # swizzle builds on this module
+
+    if isinstance(layout, ComposedLayout):
+        inner = layout_values(layout.inner, n)
+        outer, off = layout.outer, layout.offset
+        if isinstance(outer, Layout):
+            ov = layout_values(outer, max(off + v for v in inner) + 1) if inner else []
+            return [ov[off + v] for v in inner]
+        return [outer(off + v) for v in inner]
+    shp = leaves(layout.shape)
+    strd = leaves(layout.stride)
+    size = product(layout.shape)
+    if n is None:
+        n = size
+    vals = [0]
+    prefix = 1
+    for s, d in zip(shp[:-1], strd[:-1]):
+        vals = [v + c * d for c in range(s) for v in vals]
+        prefix *= s
+    s_last, d_last = shp[-1], strd[-1]
+    count = max(s_last, -(-n // prefix))
+    vals = [v + c * d_last for c in range(count) for v in vals]
+    return vals[:n]
+
+
 def has_underscore(c) -> bool:
     """Whether the coordinate ``c`` holds CuTe's ``_`` anywhere (a slice, not a point): ``(1, (_, 2))`` → True,
     ``(1, 2)`` → False."""

@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 
 from ..algebra import composition
 from ..errors import LayoutError
-from ..int_tuple import is_int, product
-from ..layout import Layout
+from ..int_tuple import is_int, leaves, product
+from ..layout import Layout, layout_values
 from ..swizzle import ComposedLayout, Swizzle
 from .dtypes import dtype as _dtype
 from .smem import split_smem_layout
@@ -268,12 +268,36 @@ def lowering_access(tv_layout, smem_layout, dtype, base: int = 0) -> tuple:
     sw, offset, inner = split_smem_layout(smem_layout)
     threads, values = _tv_modes(tv_layout)
     rank1 = tv_layout.rank == 1 or is_int(tv_layout.shape)
-    offsets = [[inner(tv_layout(t) if rank1 else tv_layout((t, v))) for v in range(values)] for t in range(threads)]
+    table = _table_through(inner, tv_layout, threads * values)
+    if table is not None:
+        offsets = [[table[t + threads * v] for v in range(values)] for t in range(threads)]
+    else:
+        offsets = [[inner(tv_layout(t) if rank1 else tv_layout((t, v))) for v in range(values)]
+                   for t in range(threads)]
     base_align = (base & -base) if base else 1024
     elem_offset_align = ((offset * esize) & -(offset * esize)) if offset else 1024
     limit = min(16, swizzle_chunk_bytes(sw), base_align, elem_offset_align) // esize
     k, groups = vector_groups(offsets, max(1, limit))
     return k * esize, groups
+
+
+def _integral(layout) -> bool:
+    """A plain Layout whose strides are integers (no basis elements): its 1-D function is a table of ints."""
+    return isinstance(layout, Layout) and all(type(d) is int for d in leaves(layout.stride))
+
+
+def _table_through(outer, tv_layout, count: int):
+    """``[outer(tv(i)) for i < count]`` (i the 1-D coordinate t + threads·v of thread t's value v) by two tables of
+    ``layout_values`` — the pointwise ``outer(tv((t, v)))`` costs a coordinate walk per value — or None where either
+    is not an ``_integral`` Layout. ``_table_through((4,8):(8,1), (8,4):(4,1), 32)[5]`` = 5 (tv(5) = 20, the
+    coordinate (0, 5) of (4,8):(8,1), which maps it to 5). Post: entry i == outer(tv(i))."""
+    if not (_integral(outer) and _integral(tv_layout)):
+        return None
+    tv = layout_values(tv_layout, count)
+    if min(tv) < 0:
+        return None
+    at = layout_values(outer, max(tv) + 1)
+    return [at[x] for x in tv]
 
 
 def _thread_smem_map(tv_layout, smem_layout):
@@ -290,6 +314,13 @@ def _thread_smem_map(tv_layout, smem_layout):
         composed = composition(inner, tv_layout)
         if not isinstance(composed, Layout):
             raise LayoutError("composition", (inner, tv_layout), "unexpected composed type")
+        if _integral(composed):
+            threads, values = _tv_modes(tv_layout)
+            table = layout_values(composed, threads * values)
+
+            def elem(t, v):
+                return offset + table[t + threads * v]
+            return sw, elem
 
         def elem(t, v):
             return offset + (composed(t) if rank1 else composed((t, v)))

@@ -24,9 +24,10 @@ from layoutc import Layout as L
 from layoutc.hopper import byte_address, gmma_atom, gmma_smem_layout
 from layoutc.hopper.banks import (
     ACCESS_SIZES, BankReport, bank_conflicts, bank_conflicts_addresses, lanes_per_phase, ldmatrix_access,
-    max_vector_bytes, stmatrix_access, thread_addresses,
+    _table_through, max_vector_bytes, stmatrix_access, thread_addresses,
 )
 from layoutc.hopper.fragments import accumulator_tv
+from layoutc.strategies import composable_pairs, layout_values
 
 SW128_BF16 = gmma_atom("K", "SW128", "bf16")          # Sw<3,4,3> o 0 o (8,64):(64,1)
 NAIVE_BF16 = L((8, 64), (64, 1))
@@ -294,3 +295,15 @@ def test_addresses_through_composition_equal_pointwise(smem, tv, base):
     want = [[byte_address(smem, "bf16", tv((t, v)) if tv.rank == 2 else tv(t), base) for v in range(values)]
             for t in range(threads)]
     assert got == want
+
+
+@given(composable_pairs())
+def test_the_tables_through_a_tv_layout_are_its_pointwise_values(pair):
+    """``_table_through(outer, tv, n)`` (the fast path of the analysis) is ``outer(tv(i))`` for every i, including
+    where ``tv`` reaches past ``outer``'s size (the last mode keeps walking, as ``Layout.__call__``)."""
+    outer, tv = pair
+    table = _table_through(outer, tv, lc.size(tv))
+    if table is None:      # a negative index: the analysis evaluates pointwise
+        assert min(layout_values(tv)) < 0
+        return
+    assert table == [outer(tv(i)) for i in range(lc.size(tv))]
