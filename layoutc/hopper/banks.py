@@ -267,13 +267,8 @@ def lowering_access(tv_layout, smem_layout, dtype, base: int = 0) -> tuple:
     esize = bits // 8
     sw, offset, inner = split_smem_layout(smem_layout)
     threads, values = _tv_modes(tv_layout)
-    rank1 = tv_layout.rank == 1 or is_int(tv_layout.shape)
-    table = _table_through(inner, tv_layout, threads * values)
-    if table is not None:
-        offsets = [[table[t + threads * v] for v in range(values)] for t in range(threads)]
-    else:
-        offsets = [[inner(tv_layout(t) if rank1 else tv_layout((t, v))) for v in range(values)]
-                   for t in range(threads)]
+    element = _inner_of_tv(inner, tv_layout)
+    offsets = [[element(t, v) for v in range(values)] for t in range(threads)]
     base_align = (base & -base) if base else 1024
     elem_offset_align = ((offset * esize) & -(offset * esize)) if offset else 1024
     limit = min(16, swizzle_chunk_bytes(sw), base_align, elem_offset_align) // esize
@@ -300,34 +295,32 @@ def _table_through(outer, tv_layout, count: int):
     return [at[x] for x in tv]
 
 
-def _thread_smem_map(tv_layout, smem_layout):
-    """A function (t, v) → element offset + swizzle parts, through ``smem ∘ tv`` when CuTe's composition applies.
-
-    Composition keeps the swizzle outside (``Sw o off o (inner ∘ tv)``); when a divisibility condition refuses it
-    we evaluate ``smem(tv(t, v))`` pointwise, which is the same function (composition's post-condition).
-    """
-    sw, offset, inner = split_smem_layout(smem_layout)
-    rank1 = tv_layout.rank == 1 or is_int(tv_layout.shape)
-    try:
-        if not isinstance(tv_layout, Layout):   # a swizzled thread map composes with no layout: pointwise
-            raise LayoutError("composition", (inner, tv_layout), "a swizzled thread map")
-        composed = composition(inner, tv_layout)
-        if not isinstance(composed, Layout):
-            raise LayoutError("composition", (inner, tv_layout), "unexpected composed type")
+def _inner_of_tv(inner, tv_layout):
+    """A function (t, v) → ``inner(tv(t, v))``, the element offset (before offset and swizzle) of thread t's value v:
+    a lookup in ``_table_through``'s table, or in the table of ``inner ∘ tv`` where CuTe's composition gives an
+    ``_integral`` Layout (a basis-stride TV layout, a negative index), else evaluated pointwise (a swizzled thread map,
+    a composition a divisibility condition refuses) — the same function each way (composition's post-condition)."""
+    threads, values = _tv_modes(tv_layout)
+    table = _table_through(inner, tv_layout, threads * values)
+    if table is None and isinstance(tv_layout, Layout):
+        try:
+            composed = composition(inner, tv_layout)
+        except LayoutError:
+            composed = None
         if _integral(composed):
-            threads, values = _tv_modes(tv_layout)
             table = layout_values(composed, threads * values)
+    if table is not None:
+        return lambda t, v: table[t + threads * v]
+    rank1 = tv_layout.rank == 1 or is_int(tv_layout.shape)
+    return lambda t, v: inner(tv_layout(t) if rank1 else tv_layout((t, v)))
 
-            def elem(t, v):
-                return offset + table[t + threads * v]
-            return sw, elem
 
-        def elem(t, v):
-            return offset + (composed(t) if rank1 else composed((t, v)))
-    except LayoutError:
-        def elem(t, v):
-            return offset + inner(tv_layout(t) if rank1 else tv_layout((t, v)))
-    return sw, elem
+def _thread_smem_map(tv_layout, smem_layout):
+    """A function (t, v) → element offset of thread t's value v (``off + inner(tv(t, v))``, ``_inner_of_tv``) and the
+    smem layout's swizzle, which ``_bit_address`` applies to the absolute byte."""
+    sw, offset, inner = split_smem_layout(smem_layout)
+    element = _inner_of_tv(inner, tv_layout)
+    return sw, lambda t, v: offset + element(t, v)
 
 
 def _bit_address(sw, elem_offset: int, bits: int, base: int) -> int:
