@@ -51,7 +51,8 @@ VARIANT_WORDS = {"plain": {"overlap": False, "pingpong": False, "epilogue": "dir
                  "rs": {"p_in_smem": False}, "persist": {"persistent": True}, "obuf": {"o_buffer": True},
                  "nopersist": {"persistent": False, "o_buffer": False, "continuous_turns": False},
                  "noobuf": {"o_buffer": False},
-                 "ring": {"continuous_turns": True}}
+                 "ring": {"continuous_turns": True}, "skip": {"skip_unseen": True},
+                 "noskip": {"skip_unseen": False}}
 
 
 def variant_fields(name: str) -> dict:
@@ -61,7 +62,9 @@ def variant_fields(name: str) -> dict:
     an SS wgmma), ``rs`` (P in registers), ``persist`` (the persistent kernel: a CTA per SM walking the work items),
     ``obuf`` (O staged in its own shared-memory tile: a persistent CTA's next Q loads before the epilogue), ``noobuf``
     (O staged in Q's tile), ``nopersist`` (a CTA per work item, O in Q's tile), ``ring`` (the ping-pong's turn ring
-    running on across a persistent CTA's work items: ``continuous_turns``), ``s<stages>``, ``bn<rows>``,
+    running on across a persistent CTA's work items: ``continuous_turns``), ``skip`` / ``noskip`` (each consumer
+    warpgroup skipping the KV tiles its rows do not see, or computing every tile of the CTA: ``skip_unseen``),
+    ``s<stages>``, ``bn<rows>``,
     ``wg<count>`` (consumer warpgroups: ``wg3`` = 192-row query tiles, registers (32, 160) unless ``r…`` says),
     ``r<producer>x<consumer>`` (setmaxnreg budgets), ``lazy<τ>`` (``rescale_threshold``), ``poly<k>of<n>`` (``exp2_poly = (k, n)``: k of every n of P's
     exponentials by the polynomial on the FP32 pipe). ``variant_fields("poly1of4")`` = {exp2_poly: (1, 4)};

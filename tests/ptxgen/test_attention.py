@@ -246,10 +246,12 @@ def test_pingpong_ptx():
     """D = 64 with ping-pong: within the launch budget even for nvJitLink (no spill, no wgmma serialized); warpgroup
     w waits for its turn on named barrier w + 1 (256 threads) before each of its three wgmma sections (tile 0's S,
     the loop's, the last P·V) — three instructions, hence the unaligned ``barrier.sync`` — and hands the turn over
-    with ``bar.arrive`` on the other's (warpgroup 1 once more before its first section, not after its last)."""
+    with ``bar.arrive`` on the other's (warpgroup 1 once more before its first section, not after its last). Built
+    without ``skip_unseen``, whose sections of unseen tiles repeat each wait and arrival
+    (tests/ptxgen/test_attention_skip_unseen.py)."""
     from ptxgen.lower import compile_kernel
 
-    compiled = compile_kernel(build(AttentionConfig(head_dim=64, overlap=True, pingpong=True)))
+    compiled = compile_kernel(build(AttentionConfig(head_dim=64, overlap=True, pingpong=True, skip_unseen=False)))
     ptx = compiled.ptx
     for ident in (1, 2):
         assert len(re.findall(rf"\bbarrier\.sync\s+{ident}, 256;", ptx)) == 3

@@ -140,10 +140,11 @@ def test_ptx_of_three_warpgroups_with_round_robin_turns():
     (256 threads) each waited on before each of the warpgroup's three wgmma sections and arrived at three times (by
     the warpgroup before it in the ring); each warpgroup's own epilogue barrier 4, 5, 6 (128 threads); no wgmma
     serialized for a call. Under the consumers' setmaxnreg budget of 160 the bn = 128 kernel needs no spill, as the
-    2-warpgroup default needs none under its 240."""
+    2-warpgroup default needs none under its 240. (Without ``skip_unseen``, whose sections of unseen tiles repeat
+    each turn's wait and arrival.)"""
     from ptxgen.lower import compile_kernel
 
-    compiled = compile_kernel(build(wg3(causal=True)))
+    compiled = compile_kernel(build(wg3(causal=True, skip_unseen=False)))
     ptx = compiled.ptx
     assert ".reqntid 512, 1, 1" in ptx
     for form in ("setmaxnreg.inc.sync.aligned.u32 160", "setmaxnreg.dec.sync.aligned.u32 32"):
@@ -184,11 +185,11 @@ def test_ptx_of_p_in_smem():
 
 def test_two_warpgroup_kernel_keeps_its_barriers():
     """consumer_warpgroups = 2 (the default) builds the kernel it built before: turns 1 and 2, epilogue barriers 3
-    and 4, 384 threads."""
+    and 4, 384 threads (``skip_unseen`` off: its sections of unseen tiles repeat each turn's wait)."""
     from ptxgen.lower import compile_kernel
 
     grid_kernel = dataclasses.replace(choose_config("bf16", 64, True), persistent=False, o_buffer=False,
-                                      continuous_turns=False)
+                                      continuous_turns=False, skip_unseen=False)
     ptx = compile_kernel(build(grid_kernel), defer_assembly=True).ptx
     assert ".reqntid 384, 1, 1" in ptx
     for ident in (1, 2):

@@ -80,6 +80,13 @@ class AttentionConfig:
       (``softmax.lazy_max``): a warp moves its running max, and rescales O and l, only when some row's max has
       risen above it by more than τ; otherwise P = exp2(S·c − m·c) ≤ 2^τ under the old max. From 0 to 15 (2^τ
       within f16's range).
+    - ``skip_unseen``: each consumer warpgroup runs the GEMMs and the softmax only for the KV tiles its own 64 rows
+      see (``softmax.own_tiles``): none where its first row lies past Sq (a ragged last query tile: 1024 rows in
+      192-row tiles leave 128 of the last tile's rows empty), and, causal, none past the tile holding its own last
+      row's last visible key (the CTA's loop runs to its last row's). For the tiles it skips it still takes its
+      ping-pong turns and releases the K and V stages (``softmax.idle_sections``), so the ring and the pipelines
+      run as before. A warpgroup that sees no tile keeps O = 0, l = 0: its rows past Sq are never stored, and a
+      causal row that sees no key gets FlashAttention's O = 0, lse = +inf, as it did through fully masked scores.
 
     Post (``validate``): the builder accepts the config; a violated rule is a ValueError naming the field."""
 
@@ -100,6 +107,7 @@ class AttentionConfig:
     exp2_poly: tuple = (0, 1)
     continuous_turns: bool = False
     rescale_threshold: float = 0.0
+    skip_unseen: bool = True
 
     def __post_init__(self):
         for field in ("registers", "exp2_poly"):

@@ -251,9 +251,10 @@ def mainloop(g):
     b, config = g.b, g.config
     count = config.head_dim // config.o_block
     o0, m0, l0 = g.o0, g.m0, g.l0
+    g.n_own = own_tiles(g)
     if config.overlap:
         return consume_overlapped(g, [o0] * count, m0, l0)
-    with b.scf.for_(g.c0, g.n_end, g.c1, *([o0] * count), m0, l0,
+    with b.scf.for_(g.c0, g.n_own, g.c1, *([o0] * count), m0, l0,
                     args=["ct"] + block_names("o", count) + ["m", "l"],
                     names=block_names("o_end", count) + ["m_end", "l_end"]) as loop:
         ct, *o, m, l = loop
@@ -270,8 +271,67 @@ def mainloop(g):
         b.scf.yield_(*o_new, m_new, l_new)
     if g.q_done is not None:
         g.q_done()
+    idle_sections(g)
     *o_end, m_end, l_end = loop.results
     return o_end, m_end, l_end
+
+
+def own_tiles(g):
+    """The KV tiles the warpgroup's own 64 rows see (``skip_unseen``; else the CTA's ``g.n_end``): none where its
+    first row ``row0`` lies past Sq; causal, those up to the tile holding its last row's last visible key column
+    min(row0 + 64, Sq) − 1 + Sk − Sq (``kv_tiles``' bound for the warpgroup's rows instead of the CTA's), at most
+    n_end. E.g. Sq = Sk = 1024, bm = 192, bn = 128: the last query tile's warpgroups 1 and 2 (rows 1024 … 1151) see
+    none of its 8 tiles; causal, warpgroup 0 of query tile 1 (rows 192 … 255) sees 2 of the CTA's 3."""
+    b, config = g.b, g.config
+    if not config.skip_unseen:
+        return g.n_end
+    has_rows = b.arith.cmp(g.row0, g.sq, pred="lt", name="wg_has_rows")
+    tiles = g.n_end
+    if config.causal:
+        rows_end = b.arith.min(b.arith.add(g.row0, b.const(CONSUMER_ROWS, i32, name="wg_rows"), name="wg_end0"),
+                               g.sq, name="wg_end")
+        visible = b.arith.max(b.arith.add(rows_end, g.diag_shift, name="wg_visible0"), g.c0, name="wg_visible")
+        tiles = b.arith.min(tiles, b.arith.cdiv(visible, g.c_bn, name="wg_causal_tiles"), name="wg_seen_tiles")
+    return b.arith.select(has_rows, tiles, g.c0, name="own_tiles")
+
+
+def release_unseen(g, kt, tag: str) -> None:
+    """KV tile ``kt``'s K and V stages released by a warpgroup that does not compute it, each once it is full (a
+    release before the stage's load could count toward the stage's previous phase)."""
+    b = g.b
+    b.pipeline.release(g.pk, b.pipeline.wait(g.pk, pipeline_iteration(g, kt, f"k_it_idle{tag}"), name=f"iks{tag}"))
+    b.pipeline.release(g.pv, b.pipeline.wait(g.pv, pipeline_iteration(g, kt, f"v_it_idle{tag}"), name=f"ivs{tag}"))
+
+
+def idle_sections(g) -> None:
+    """What a warpgroup does for the item's KV tiles own_tiles … n_end − 1 it does not compute (``skip_unseen``):
+    releases each tile's K and V stages (``release_unseen``) and, under the ping-pong, runs the sections the ring
+    expects of it without queuing a wgmma — every warpgroup runs n_end + 1 sections per item (``pingpong_turn``):
+    one taking tile 0's S if it saw no tile at all, then one per unseen tile, the last of them the item's last
+    section (``pass_last``). Nothing is built without ``skip_unseen``."""
+    b, config = g.b, g.config
+    if not config.skip_unseen:
+        return
+    pingpong = config.pingpong
+
+    def section(final=False):
+        if pingpong:
+            pingpong_turn(g, "take")
+            pingpong_turn(g, "pass_last" if final and not config.continuous_turns else "pass")
+
+    with b.scf.if_(b.arith.cmp(g.n_own, g.n_end, pred="lt", name="unseen_tiles")).then:
+        if pingpong:
+            with b.scf.if_(b.arith.cmp(g.n_own, g.c0, pred="eq", name="saw_none")).then:
+                section()   # the section of tile 0's S = Q·Kᵀ
+                b.scf.yield_()
+        last = b.arith.sub(g.n_end, g.c1, name="last_unseen")
+        with b.scf.for_(g.n_own, last, g.c1, args=("unseen",)) as (kt,):
+            section()
+            release_unseen(g, kt, "")
+            b.scf.yield_()
+        section(final=True)
+        release_unseen(g, last, "_last")
+        b.scf.yield_()
 
 
 def consume_overlapped(g, o0: list, m0, l0):
@@ -285,13 +345,20 @@ def consume_overlapped(g, o0: list, m0, l0):
     b, config = g.b, g.config
     carry_p = not config.p_in_smem
     p_t = frag(config.dtype, config.bn // 2)
-    any_tile = b.arith.cmp(g.n_end, g.c0, pred="gt", name="any_tile")
+    # the ring restarts at each item that has sections (else it started before the first item): with skip_unseen
+    # before the first section, which may be one of unseen tiles; else in the branch of tile 0's section
+    restart = config.pingpong and not config.continuous_turns
+    if restart and config.skip_unseen:
+        with b.scf.if_(b.arith.cmp(g.n_end, g.c0, pred="gt", name="any_section")).then:
+            pingpong_turn(g, "start")
+            b.scf.yield_()
+    any_tile = b.arith.cmp(g.n_own, g.c0, pred="gt", name="any_tile")
     first = b.scf.if_(any_tile, types=((p_t,) if carry_p else ()) + (m0.type, l0.type),
                       names=(["p_tile0"] if carry_p else []) + ["m_tile0", "l_tile0"])
     with first.then:
+        if restart and not config.skip_unseen:
+            pingpong_turn(g, "start")
         if config.pingpong:
-            if not config.continuous_turns:   # the ring restarts at each item; else it started before the first
-                pingpong_turn(g, "start")
             pingpong_turn(g, "take")
         s_issued, ks = issue_scores(g, g.c0, "_first")
         if config.pingpong:
@@ -311,7 +378,7 @@ def consume_overlapped(g, o0: list, m0, l0):
             b.scf.yield_(m0, l0)
     count = len(o0)
     p_args, p_names = (["p_prev"], ["p_last"]) if carry_p else ([], [])
-    with b.scf.for_(g.c1, g.n_end, g.c1, *o0, *first.results, args=["ct"] + block_names("o", count) + p_args +
+    with b.scf.for_(g.c1, g.n_own, g.c1, *o0, *first.results, args=["ct"] + block_names("o", count) + p_args +
                     ["m", "l"], names=block_names("o_loop", count) + p_names + ["m_end", "l_end"]) as loop:
         ct, *o, m, l = loop
         p_prev = o.pop() if carry_p else None
@@ -341,16 +408,22 @@ def consume_overlapped(g, o0: list, m0, l0):
     with last.then:
         if config.pingpong:
             pingpong_turn(g, "take")
-        last_tile = b.arith.sub(g.n_end, g.c1, name="last_tile")
+        last_tile = b.arith.sub(g.n_own, g.c1, name="last_tile")
         o_issued, vs = issue_pv(g, p_last, o_loop, last_tile, "_last")
         if config.pingpong:
-            # continuous turns: the last warpgroup hands on to warpgroup 0's next item too
-            pingpong_turn(g, "pass" if config.continuous_turns else "pass_last")
+            # continuous turns: the last warpgroup hands on to warpgroup 0's next item too; sections of unseen
+            # tiles after this one: to warpgroup 0's next section of the item
+            if config.continuous_turns:
+                pingpong_turn(g, "pass")
+            else:
+                pingpong_turn(g, "pass_last", more=b.arith.cmp(g.n_own, g.n_end, pred="lt", name="more_sections")
+                              if config.skip_unseen else None)
         o_last = wait_blocks(g, o_issued, "o_last")
         b.pipeline.release(g.pv, vs)
         b.scf.yield_(*o_last)
     with last.otherwise:
         b.scf.yield_(*o_loop)
+    idle_sections(g)
     return list(last.results), m_end, l_end
 
 
@@ -359,7 +432,7 @@ def turn_barrier(v: int) -> int:
     return v + 1
 
 
-def pingpong_turn(g, point: str):
+def pingpong_turn(g, point: str, more=None):
     """FA3's inter-warpgroup ping-pong, round-robin over the w consumer warpgroups: their wgmma sections (S_0; then per
     tile S_j queued with P_{j-1}·V_{j-1}; then the last P·V) strictly take turns, warpgroup 0 first, then 1, …, w−1,
     0, …, so that one's softmax runs while the others' GEMMs occupy the tensor cores. Warpgroup v waits for its turn
@@ -368,17 +441,21 @@ def pingpong_turn(g, point: str):
     ``barrier.arrive`` on that one's barrier, so it never waits for another to reach a point — only for the previous
     one's section to be queued. ``point``: "start" (the last warpgroup's first arrival on warpgroup 0's barrier:
     warpgroup 0 goes first), "take" (before a section), "pass" (after it, every warpgroup), "pass_last" (after an
-    item's last section: every warpgroup but the last), "drain" (warpgroup 0 takes the last warpgroup's final hand-over).
+    item's last section: every warpgroup but the last; with ``more``, an i1, the last warpgroup too where ``more``
+    holds: its section was not the item's last), "drain" (warpgroup 0 takes the last warpgroup's final hand-over).
 
     Invariants. Every consumer warpgroup of a work item runs the same sections: n_end + 1 of them, or none when
     n_end = 0 (n_end, the item's KV tiles, depends only on the CTA's query tile — its first row and bm, not the
-    warpgroup's 64 rows — and the sequences, so every warpgroup computes the same value). Hence the k-th section of
-    every warpgroup belongs to the same item and the ring's k-th round is wg 0, 1, …, w−1's k-th sections. Barrier v
-    ≥ 1 completes one generation per round (wg v's take, wg v−1's pass). Warpgroup 0's barrier completes a generation
-    per wait of warpgroup 0 only if the last warpgroup arrives there exactly as often ("start" and its passes):
+    warpgroup's 64 rows — and the sequences, so every warpgroup computes the same value; a warpgroup that computes
+    fewer tiles, ``skip_unseen``, runs the rest of its sections without wgmmas: ``idle_sections``). Hence the k-th
+    section of every warpgroup belongs to the same item and the ring's k-th round is wg 0, 1, …, w−1's k-th sections.
+    Barrier v ≥ 1 completes one generation per round (wg v's take, wg v−1's pass). Warpgroup 0's barrier completes a
+    generation per wait of warpgroup 0 only if the last warpgroup arrives there exactly as often ("start" and its
+    passes):
 
-    - per item (default): "start" inside the item's first section's branch and "pass_last" after its last section:
-      per item n_end + 1 takes of warpgroup 0 against 1 + n_end arrivals; an item of no sections runs neither.
+    - per item (default): "start" before the item's first section (in a branch on n_end > 0, or without
+      ``skip_unseen`` in that section's branch) and "pass_last" after its last section: per item n_end + 1 takes of
+      warpgroup 0 against 1 + n_end arrivals; an item of no sections runs neither.
     - ``continuous_turns`` (persistent): "start" once before the CTA's first item, "pass" after every section (the
       last warpgroup's hand-over after item i's last section opens warpgroup 0's item i+1), and "drain" once after
       the CTA's last item: over the CTA's N sections, 1 + N arrivals against N + 1 waits, whatever items had no
@@ -394,8 +471,13 @@ def pingpong_turn(g, point: str):
     def turn(v):
         if point in ("take", "drain"):
             b.barrier.named(id=turn_barrier(v), threads=256)
+        elif point == "pass_last" and v == count - 1:
+            # ``more``: the warpgroup's item has sections after this one (``idle_sections``): a plain pass
+            with b.scf.if_(more).then:
+                b.barrier.arrive(id=turn_barrier(0), threads=256)
+                b.scf.yield_()
         elif point in ("pass", "pass_last") or v == count - 1:
             b.barrier.arrive(id=turn_barrier((v + 1) % count), threads=256)
 
-    upto = {"pass_last": count - 1, "drain": 1}.get(point, count)
+    upto = {"pass_last": count if more is not None else count - 1, "drain": 1}.get(point, count)
     by_warpgroup(g, turn, upto=upto)
