@@ -100,8 +100,11 @@ def test_config_shape_of_three_warpgroups():
     (AttentionConfig(consumer_warpgroups=4), r"AttentionConfig.consumer_warpgroups = 4: a CTA has 2 or 3 consumer "
                                              r"warpgroups of 64 query rows \(a 128- or 192-row query tile\)"),
     (AttentionConfig(consumer_warpgroups=3, registers=(24, 240)),
-     r"AttentionConfig.registers = \(24, 240\): 128 × 24 \+ 384 × 240 registers \(3 consumer warpgroups\) exceed "
-     r"the SM's 65536"),
+     r"AttentionConfig.registers = \(24, 240\): 128 × 24 \+ 384 × 240 = 95232 registers exceed the 65536 a CTA of "
+     r"512 threads launches with \(128 per thread\)"),
+    (AttentionConfig(registers=(32, 240)),
+     r"AttentionConfig.registers = \(32, 240\): 128 × 32 \+ 256 × 240 = 65536 registers exceed the 64512 a CTA of "
+     r"384 threads launches with \(168 per thread\): setmaxnreg.inc would wait forever"),
     (AttentionConfig(consumer_warpgroups=3, registers=(40, 156)),
      r"AttentionConfig.registers = \(40, 156\): the consumer's 156 is not a multiple of 8 from 24 to 256"),
     (AttentionConfig(head_dim=128, stages=3, consumer_warpgroups=3),

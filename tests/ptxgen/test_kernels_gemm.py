@@ -60,7 +60,11 @@ def rand(shape, dtype, rng, scale=1.0):
     (dict(dtype="e4m3", promote=0), "GemmConfig.promote = 0: promote must be at least 1"),
     (dict(promote=4), "GemmConfig.promote = 4: promotion is fp8's"),
     (dict(registers=(20, 240)), r"GemmConfig.registers = \(20, 240\): the producer's 20 is not a multiple of 8"),
-    (dict(registers=(24, 248)), r"GemmConfig.registers = \(24, 248\): 128 × 24 \+ 256 × 248 registers exceed"),
+    (dict(registers=(24, 248)), r"GemmConfig.registers = \(24, 248\): 128 × 24 \+ 256 × 248 = 66560 registers exceed"),
+    # within the SM's 65536 but not the 384 × 168 = 64512 a CTA of 384 threads launches with (setmaxnreg's pool)
+    (dict(registers=(32, 240)), r"GemmConfig.registers = \(32, 240\): 128 × 32 \+ 256 × 240 = 65536 registers exceed "
+                                r"the 64512 a CTA of 384 threads launches with \(168 per thread\): setmaxnreg.inc would "
+                                r"wait forever"),
     (dict(epilogue="smem"), "GemmConfig.epilogue = 'smem': the epilogue is 'direct', 'rows' or 'tma'"),
     (dict(epilogue_split=2), "GemmConfig.epilogue_split = 2: column blocks are staged by the 'tma' or 'rows' "
                              "epilogue, not 'direct'"),

@@ -336,7 +336,12 @@ CORPUS_WGMMA = [
     ("roles register step", "  gpu.roles {names = (p, c), warpgroups = (1, 2), maxnreg = (41, 232)} {\n  } {\n  }",
      "maxnreg 41 is not a multiple of 8 from 24 to 256"),
     ("roles register file", "  gpu.roles {names = (p, c), warpgroups = (1, 2), maxnreg = (240, 240)} {\n  } {\n  }",
-     "the roles ask for 128 threads × 240 + 256 threads × 240 = 92160 registers, more than the SM's 65536"),
+     "the roles ask for 128 threads × 240 + 256 threads × 240 = 92160 registers, more than the 64512 a CTA of 384 "
+     "threads launches with (168 per thread)"),
+    # the SM's 65536, over what 384 threads launch with (168 each): the consumers' inc would wait forever
+    ("roles launch pool", "  gpu.roles {names = (p, c), warpgroups = (1, 2), maxnreg = (32, 240)} {\n  } {\n  }",
+     "the roles ask for 128 threads × 32 + 256 threads × 240 = 65536 registers, more than the 64512 a CTA of 384 "
+     "threads launches with (168 per thread): setmaxnreg.inc would wait forever"),
     ("roles names", "  gpu.roles {names = (p, p), warpgroups = (1, 2), maxnreg = (40, 232)} {\n  } {\n  }",
      "names must be 2 distinct words"),
     ("barrier.cta in a role",

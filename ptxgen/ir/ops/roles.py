@@ -42,6 +42,14 @@ def launch_registers(threads: int) -> int:
     return min(255, REGISTER_FILE // threads // 8 * 8)
 
 
+def launch_pool(threads: int) -> int:
+    """The registers a CTA of ``threads`` threads holds from launch on: ``threads × launch_registers(threads)``
+    (640 threads: 640 × 96 = 61440). setmaxnreg moves registers between the CTA's warps within this pool only (a
+    ``dec`` gives them back to it, an ``inc`` waits until it holds enough), so the roles' budgets must fit it, not
+    the whole register file."""
+    return threads * launch_registers(threads)
+
+
 class RolesWait(Wait):
     """Every role of a ``gpu.roles`` is blocked: the roles op waits until any role's wait is met. ``blocked``:
     (stream name, role name, its Wait) of each blocked stream (a warpgroup of a role), in role order; the hang report
@@ -111,10 +119,12 @@ class Roles(OpDef):
                 v.error(op, f"maxnreg {attribute_text(r)} is not a multiple of 8 from {MIN_REGS} to {MAX_REGS} (setmaxnreg)")
                 return
         total = sum(128 * g * r for g, r in zip(groups, regs))
-        if total > REGISTER_FILE:
+        threads = 128 * sum(groups)
+        if total > launch_pool(threads):
             shown = " + ".join(f"{128 * g} threads × {r}" for g, r in zip(groups, regs))
-            v.error(op, f"the roles ask for {shown} = {total} registers, more than the SM's {REGISTER_FILE}: "
-                        "setmaxnreg.inc would wait forever")
+            v.error(op, f"the roles ask for {shown} = {total} registers, more than the {launch_pool(threads)} a CTA of "
+                        f"{threads} threads launches with ({launch_registers(threads)} per thread): setmaxnreg.inc "
+                        "would wait forever")
         for region in op.regions:
             for inner in walk(region):
                 if inner.name == "barrier.cta":

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..gemm.config import REGISTER_FILE, SMEM_BYTES, setmaxnreg_problem
+from ..gemm.config import SMEM_BYTES, setmaxnreg_problem
 
 ELEMENT_BYTES = {"bf16": 2, "f16": 2}
 HEAD_DIMS = (64, 128, 256)
@@ -215,15 +215,9 @@ def _shape(c: AttentionConfig):
 
 
 def _registers(c: AttentionConfig):
-    """The setmaxnreg rule of the GEMM (``setmaxnreg_problem``: multiples of 8 from 24 to 256, two consumer
-    warpgroups within the register file), the register file checked first for 3 consumer warpgroups."""
-    budgets = c.register_budgets
-    if c.consumer_warpgroups == 3 and len(budgets) == 2 and all(isinstance(x, int) for x in budgets):
-        producer, consumer = budgets
-        if 128 * producer + 384 * consumer > REGISTER_FILE:
-            return (f"registers = {budgets}: 128 × {producer} + 384 × {consumer} registers (3 consumer warpgroups) "
-                    f"exceed the SM's {REGISTER_FILE}")
-    return setmaxnreg_problem(budgets)
+    """The setmaxnreg rule of the GEMM (``setmaxnreg_problem``: multiples of 8 from 24 to 256, fitting the registers
+    a CTA of 1 + w warpgroups launches with)."""
+    return setmaxnreg_problem(c.register_budgets, c.consumer_warpgroups)
 
 
 def _shared_memory(c: AttentionConfig):

@@ -12,6 +12,8 @@ import dataclasses
 import re
 from dataclasses import dataclass
 
+from ptxgen.ir.ops.roles import launch_pool, launch_registers
+
 SWIZZLE_ROW = 128  # bytes of K per k-tile: one SW128 row (64 f16/bf16, 128 e4m3/e5m2)
 ELEMENT_BYTES = {"bf16": 2, "f16": 2, "e4m3": 1, "e5m2": 1}
 FP8 = ("e4m3", "e5m2")
@@ -30,7 +32,6 @@ MAJORS = ("K", "MN")
 # (docs/gpu-runs/2026-11-25-s8-streamk-timing.log, section 6).
 STREAMK_MIN_SAVING = 20
 SMEM_BYTES = 227 * 1024  # the dynamic shared memory a Hopper CTA can have
-REGISTER_FILE = 64 * 1024  # 32-bit registers per SM
 # mbarrier bytes per pipeline stage (a full and an empty barrier of 8 bytes each)
 PIPELINE_STAGE_BYTES = 16
 # bytes of C's row in the narrowest atom the staged epilogue tiles its column blocks from (SW32: 16 bf16/f16 columns;
@@ -619,19 +620,25 @@ def _row_blocks(c: GemmConfig):
     return None
 
 
-def setmaxnreg_problem(registers) -> str | None:
-    """What is wrong with the (producer, consumer) setmaxnreg budgets of a kernel of one producer and two consumer
-    warpgroups, or None: ``setmaxnreg_problem((24, 240))`` → None; ``(24, 250)`` → "registers = (24, 250): the
-    consumer's 250 is not a multiple of 8 from 24 to 256 (setmaxnreg)". Post: None iff both are multiples of 8 in
-    24 … 256 and 128·producer + 256·consumer fit the SM's register file."""
+def setmaxnreg_problem(registers, consumer_warpgroups: int = 2) -> str | None:
+    """What is wrong with the (producer, consumer) setmaxnreg budgets of a kernel of one producer and
+    ``consumer_warpgroups`` consumer warpgroups, or None: ``setmaxnreg_problem((24, 240))`` → None; ``(24, 250)`` →
+    "registers = (24, 250): the consumer's 250 is not a multiple of 8 from 24 to 256 (setmaxnreg)"; ``(32, 240)`` →
+    "registers = (32, 240): 128 × 32 + 256 × 240 = 65536 registers exceed the 64512 a CTA of 384 threads launches
+    with (168 per thread): setmaxnreg.inc would wait forever". Post: None iff both are multiples of 8 in 24 … 256
+    and 128·producer + 128·w·consumer fit the CTA's launch pool (``launch_pool``: the registers setmaxnreg moves
+    between its warps)."""
     if len(registers) != 2:
         return f"registers = {registers}: (producer, consumer) setmaxnreg budgets"
     for role, count in zip(("producer", "consumer"), registers):
         if not (isinstance(count, int) and 24 <= count <= 256 and count % 8 == 0):
             return f"registers = {registers}: the {role}'s {count} is not a multiple of 8 from 24 to 256 (setmaxnreg)"
-    if 128 * registers[0] + 256 * registers[1] > REGISTER_FILE:
-        return (f"registers = {registers}: 128 × {registers[0]} + 256 × {registers[1]} registers exceed the SM's "
-                f"{REGISTER_FILE}")
+    threads = 128 * (1 + consumer_warpgroups)
+    total = 128 * registers[0] + 128 * consumer_warpgroups * registers[1]
+    if total > launch_pool(threads):
+        return (f"registers = {registers}: 128 × {registers[0]} + {128 * consumer_warpgroups} × {registers[1]} = "
+                f"{total} registers exceed the {launch_pool(threads)} a CTA of {threads} threads launches with "
+                f"({launch_registers(threads)} per thread): setmaxnreg.inc would wait forever")
     return None
 
 
