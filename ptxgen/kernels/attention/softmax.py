@@ -49,11 +49,13 @@ def mask_scores(g, s, k0, tag: str = ""):
                      f"_past{tag}")
     if config.causal:
         # query row r of the warpgroup's rows (row0 + r) sees key column c of the tile (k0 + c) iff
-        # k0 + c <= row0 + r + Sk - Sq, i.e. c - r <= diag
+        # k0 + c <= row0 + r + Sk - Sq, i.e. c <= r + diag
         diag = b.arith.add(b.arith.sub(g.row0, k0, name=f"diag0{tag}"), g.diag_shift, name=f"diag{tag}")
         crossing = b.arith.cmp(diag, g.c_widest, pred="lt", name=f"crossing{tag}")
+        # c > r + diag: the row's last visible column has two values per thread (a value's row depends on its index
+        # mod 4), so each value costs one compare against it (c − r > diag would take a subtraction per value)
         s = masked_where(g, s, crossing, lambda rows, cols: b.frag.cmp(
-            b.frag.sub(cols, rows, name=f"s_offdiag{tag}"), diag, pred="gt", name=f"s_above{tag}"), f"_above{tag}")
+            cols, b.frag.add(rows, diag, name=f"s_last_col{tag}"), pred="gt", name=f"s_above{tag}"), f"_above{tag}")
     return s
 
 
