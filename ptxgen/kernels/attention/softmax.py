@@ -248,8 +248,9 @@ def setup(g) -> None:
 
 
 def mainloop(g):
-    """The KV loop of the item (``g.n_end`` tiles) from ``g.o0``, ``g.m0``, ``g.l0``; → (O's column blocks, m, l),
-    O's wgmmas completed. ``g.q_done`` (persistent) is built where every S = Q·Kᵀ of the item has completed."""
+    """The KV loop of the item (``g.n_end`` tiles: the warpgroup computes its ``own_tiles`` ``g.n_own`` and passes
+    the rest by ``idle_sections``) from ``g.o0``, ``g.m0``, ``g.l0``; → (O's column blocks, m, l), O's wgmmas
+    completed. ``g.q_done`` (persistent) is built where every S = Q·Kᵀ of the item has completed."""
     b, config = g.b, g.config
     count = config.head_dim // config.o_block
     o0, m0, l0 = g.o0, g.m0, g.l0
@@ -340,8 +341,9 @@ def consume_overlapped(g, o0: list, m0, l0):
     """The intra-warpgroup overlap (FA3's Algorithm 2): tile 0's softmax first; then per tile j ≥ 1 S_j = Q·K_jᵀ and
     O += P_{j-1}·V_{j-1} are queued back to back, the wait for S_j leaves the P·V group in flight (``pending = 1``),
     the softmax of S_j runs while the tensor cores work on P_{j-1}·V_{j-1}, and only then is O waited for and
-    rescaled by α_j; the last P·V after the loop. P_{j-1} is carried in 16 bits. Tile 0 and the last P·V are in
-    branches on ``n_end > 0`` (causal CTAs may see no tile), each branch waiting for its own wgmmas: no accumulator
+    rescaled by α_j; the last P·V after the loop (over the warpgroup's ``g.n_own`` tiles; ``idle_sections`` for the
+    rest). P_{j-1} is carried in 16 bits. Tile 0 and the last P·V are in branches on ``n_own > 0`` (causal
+    warpgroups, and those past Sq, may see no tile), each branch waiting for its own wgmmas: no accumulator
     in flight crosses a branch or the loop's back edge. ``p_in_smem``: P_j is staged in the warpgroup's P tile once
     O += P_{j-1}·V_{j-1} (which reads the tile) is waited for, and nothing is carried in registers."""
     b, config = g.b, g.config
