@@ -52,7 +52,7 @@ VARIANT_WORDS = {"plain": {"overlap": False, "pingpong": False, "epilogue": "dir
                  "nopersist": {"persistent": False, "o_buffer": False, "continuous_turns": False},
                  "noobuf": {"o_buffer": False},
                  "ring": {"continuous_turns": True}, "skip": {"skip_unseen": True},
-                 "noskip": {"skip_unseen": False}}
+                 "noskip": {"skip_unseen": False}, "pack": {"pack_lone": True}, "nopack": {"pack_lone": False}}
 
 
 def variant_fields(name: str) -> dict:

@@ -11,7 +11,8 @@ round-robin ping-pong; non-causal with 192-row KV tiles and P staged in shared m
 (D = 128 causal with O staged in Q's tile, D = 64 with 3 consumer warpgroups and O's own tile), and varlen (the
 chosen one: ping-pong, rows epilogue), and the persistent kernel with the turn ring running on across its items
 (``continuous_turns``: D = 128 causal with O in Q's tile, D = 64 with 3 consumer warpgroups and O's own tile, on 3
-CTAs; ``--ring`` runs only these). Exits 0 when every run matched (the sanitizer's own exit code reports its findings).
+CTAs; ``--ring`` runs only these), and D = 64's lone query tiles packed into shared items (``pack_lone``: Sq = 200,
+8 (batch, head) pairs in groups of 3, 3 and 2, on 3 CTAs). Exits 0 when every run matched (the sanitizer's own exit code reports its findings).
 """
 from __future__ import annotations
 
@@ -56,7 +57,10 @@ CONFIGS = [(128, False, None), (128, True, None), (64, False, None), (256, True,
            (64, False, {"bn": 192, "consumer_warpgroups": 3, "overlap": True, "epilogue": "tma", "p_in_smem": True}),
            (128, True, {"overlap": True, "pingpong": True, "epilogue": "tma", "persistent": True, "ctas": 3}),
            (64, False, {"consumer_warpgroups": 3, "overlap": True, "pingpong": True, "epilogue": "tma",
-                        "persistent": True, "o_buffer": True, "ctas": 3})] + RING
+                        "persistent": True, "o_buffer": True, "ctas": 3}),
+           (64, False, {"consumer_warpgroups": 3, "overlap": True, "pingpong": True, "epilogue": "tma",
+                        "persistent": True, "o_buffer": True, "continuous_turns": True, "pack_lone": True,
+                        "stages": 5, "ctas": 3, "sq": 200})] + RING
 
 
 def main() -> int:
@@ -67,12 +71,13 @@ def main() -> int:
     for d, causal, fields in RING if only_ring else CONFIGS:
         fields = None if fields is None else dict(fields)
         sk = 457 if fields is None else fields.pop("sk", 457)
-        q = torch.randn(2, 300, 4, d, device="cuda", dtype=torch.bfloat16)
+        sq = 300 if fields is None else fields.pop("sq", 300)
+        q = torch.randn(2, sq, 4, d, device="cuda", dtype=torch.bfloat16)
         k = torch.randn(2, sk, 2, d, device="cuda", dtype=torch.bfloat16)
         v = torch.randn(2, sk, 2, d, device="cuda", dtype=torch.bfloat16)
         ctas = None if fields is None else fields.pop("ctas", None)
         config = (choose_config("bf16", d, causal) if fields is None
-                  else AttentionConfig("bf16", d, fields.pop("bn", 128), 2, causal, **fields))
+                  else AttentionConfig("bf16", d, fields.pop("bn", 128), fields.pop("stages", 2), causal, **fields))
         out, _lse = attention(q, k, v, causal=causal, config=config, ctas=ctas)
         torch.cuda.synchronize()
         err = rel(torch, out, reference(torch, q, k, v, causal))

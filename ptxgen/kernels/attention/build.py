@@ -22,6 +22,7 @@ the tiles crossing the diagonal (or the ragged last tile) run the mask (``softma
 from __future__ import annotations
 
 from ptxgen.ir.builder import KernelBuilder, cdiv, dim, f32, gtensor, i32, smem, tmap
+from ptxgen.ir.ops.smem import tile_split
 
 from ..global_element import load_element
 from . import epilogue, schedule, softmax
@@ -34,7 +35,8 @@ class AttentionValues:
     """What the parts of the kernel share while it is built: the builder ``b``, the KernelBuilder ``kb``, the
     config, the shared-memory tensors and pipelines, the block's coordinates, the constants and the loop bound."""
 
-    kv_base = None    # persistent: the K/V pipelines' iteration at the item's first KV tile
+    kv_base = None    # persistent: the K/V pipelines' iteration of the warpgroup's first KV tile of the item
+    kv_stride = None  # pack_lone: the iterations between the warpgroup's consecutive KV tiles (the item's streams)
     q_done = None     # persistent: builds the consumers' release of Q's tile (``schedule.consume_items``)
 
 
@@ -57,7 +59,9 @@ def build(config: AttentionConfig = AttentionConfig()):
     q_tile = tile_layout(dtype, bm, d, lead)
     ring = ring_layout(dtype, bn, d, stages, lead)
     g.tile_bytes = bn * d * config.element_bytes
-    maps = {"q": tmap(dtype, rank, box_layout(q_tile, lead)), "k": tmap(dtype, rank, ring_box(ring, lead)),
+    # pack_lone loads Q's tile as one 64-row box per warpgroup (a packed item's warpgroups read different heads)
+    q_box = box_layout(tile_split(q_tile, lead, CONSUMER_ROWS)[0] if config.pack_lone else q_tile, lead)
+    maps = {"q": tmap(dtype, rank, q_box), "k": tmap(dtype, rank, ring_box(ring, lead)),
             "v": tmap(dtype, rank, ring_box(ring, lead))}
     # persistent: the work items' head (and, dense, batch) counts and the CTA count (the grid's host expression reads
     # them; varlen has %batches already)
@@ -190,18 +194,20 @@ def kv_tiles(g, tag: str = ""):
     return b.arith.select(has_rows, tiles, g.c0, name=f"n_end{tag}")
 
 
-def load_tile(g, tmap_v, dst, bars, index, head, row, tag: str):
-    """The TMA loads of one (rows, D) tile into ``dst`` (a (1, …, rows, D) view): one box per 64 columns (values
-    named ``…_{tag}{j}``; a tag starting with ``q`` loads Q's rows, any other K's or V's). Varlen boxes past the
-    sequence read the next sequence's rows: the masks and the stores' row bounds keep them out of the result."""
+def load_tile(g, tmap_v, dst, bars, index, head, row, tag: str, batch=None):
+    """The TMA loads of one (rows, D) tile into ``dst`` (a (1, …, rows, D) view) from ``batch`` (default the item's):
+    one box per 64 columns (values named ``…_{tag}{j}``; a tag starting with ``q`` loads Q's rows, any other K's or
+    V's). Varlen boxes past the sequence read the next sequence's rows: the masks and the stores' row bounds keep
+    them out of the result."""
     b = g.b
+    batch = g.batch if batch is None else batch
     if g.config.varlen:
         row = b.arith.add(g.q_start if tag.startswith("q") else g.k_start, row, name=f"{tag}_packed_row")
     for j in range(g.config.head_dim // BOX_COLUMNS):
         cj = b.const(j, i32, name=f"{tag}_block{j}")
         box = b.smem.tile(dst, cj, mode=g.lead + 1, size=BOX_COLUMNS, name=f"{tag}_box{j}")
         col = b.arith.mul(cj, g.c_box, name=f"{tag}_col{j}")
-        coords = [head, row, col] if g.config.varlen else [g.batch, head, row, col]
+        coords = [head, row, col] if g.config.varlen else [batch, head, row, col]
         b.tma.load(tmap_v, box, bars, index, *coords)
 
 
@@ -220,41 +226,108 @@ def produce(g):
         b.scf.yield_()
 
 
-def load_kv(g, iteration, kt, tag: str) -> None:
-    """The persistent producer's loads of the item's KV tile ``kt`` at pipeline ``iteration``: K into the K ring, V
-    into the V ring (values named ``k{tag}…``, ``v{tag}…``)."""
+def load_kv(g, iteration, kt, tag: str, kv_head=None, batch=None) -> None:
+    """The persistent producer's loads of KV tile ``kt`` of ``kv_head`` in ``batch`` (default the item's) at
+    pipeline ``iteration``: K into the K ring, V into the V ring (values named ``k{tag}…``, ``v{tag}…``)."""
     b, kb = g.b, g.kb
+    kv_head = g.kv_head if kv_head is None else kv_head
     k0 = b.arith.mul(kt, g.c_bn, name=f"kv_row{tag}")
     ks = b.pipeline.acquire(g.pk, iteration, bytes=g.tile_bytes, name=f"ks{tag}")
-    load_tile(g, kb["k"], b.smem.slice(g.sk_ring, ks, name=f"k_dst{tag}"), g.pk, ks, g.kv_head, k0, f"k{tag}")
+    load_tile(g, kb["k"], b.smem.slice(g.sk_ring, ks, name=f"k_dst{tag}"), g.pk, ks, kv_head, k0, f"k{tag}", batch)
     vs = b.pipeline.acquire(g.pv, iteration, bytes=g.tile_bytes, name=f"vs{tag}")
-    load_tile(g, kb["v"], b.smem.slice(g.sv_ring, vs, name=f"v_dst{tag}"), g.pv, vs, g.kv_head, k0, f"v{tag}")
+    load_tile(g, kb["v"], b.smem.slice(g.sv_ring, vs, name=f"v_dst{tag}"), g.pv, vs, kv_head, k0, f"v{tag}", batch)
+
+
+def stream_coords(g, v: int, tag: str) -> tuple:
+    """``pack_lone``: (head, batch, KV head) of the item's stream v (a packed item's pair first_pair + v, clamped to
+    its last stream; an unpacked item has one stream, its own pair)."""
+    b = g.b
+    last = b.arith.sub(g.streams, g.c1, name=f"last_stream{v}{tag}")
+    pair = b.arith.add(g.first_pair, b.arith.min(b.const(v, i32, name=f"stream{v}{tag}"), last,
+                                                 name=f"stream_index{v}{tag}"), name=f"stream_pair{v}{tag}")
+    head, batch = schedule.pair_coords(g, pair, f"{v}{tag}")
+    return head, batch, b.arith.div(head, g.kb["group"], name=f"stream_kv_head{v}{tag}")
+
+
+def load_round(g, it, kt, tag: str) -> None:
+    """The producer's loads of the item's KV tile ``kt``: with ``pack_lone`` one per stream v < streams, at
+    iteration it + streams·kt + v; else the item's own at it + kt."""
+    b, config = g.b, g.config
+    if not config.pack_lone:
+        load_kv(g, it if kt is g.c0 else b.arith.add(it, kt, name=f"p_iteration{tag}"), kt, tag)
+        return
+    round_start = b.arith.add(it, b.arith.mul(g.streams, kt, name=f"p_round_offset{tag}"), name=f"p_round_it{tag}")
+    for v in range(config.consumer_warpgroups):
+        cv = b.const(v, i32, name=f"p_stream{v}{tag}")
+        head, batch, kv_head = stream_coords(g, v, f"_p{tag}")
+        with b.scf.if_(b.arith.cmp(cv, g.streams, pred="lt", name=f"p_has_stream{v}{tag}")).then:
+            load_kv(g, b.arith.add(round_start, cv, name=f"p_iteration{v}{tag}"), kt, f"{tag}_s{v}", kv_head, batch)
+            b.scf.yield_()
+
+
+def load_q(g) -> None:
+    """Q's tile of the item: one box of bm rows; ``pack_lone``: one 64-row box per warpgroup v, of stream v's head
+    at the lone tile's first row (packed) or of the item's head at row q0 + 64·v."""
+    b, kb, config = g.b, g.kb, g.config
+    if not config.pack_lone:
+        load_tile(g, kb["q"], g.sq_tile, g.qbar, g.c0, g.head, g.q0, "q")
+        return
+    rows = b.const(CONSUMER_ROWS, i32, name="q_box_rows")
+    for v in range(config.consumer_warpgroups):
+        cv = b.const(v, i32, name=f"q_part{v}")
+        head, batch, _ = stream_coords(g, v, "_q")
+        row = b.arith.add(g.q0, b.arith.select(g.packed, g.c0, b.arith.mul(cv, rows, name=f"q_part_row{v}"),
+                                               name=f"q_part_offset{v}"), name=f"q_row{v}")
+        dst = b.smem.tile(g.sq_tile, cv, mode=g.lead, size=CONSUMER_ROWS, name=f"q_part_dst{v}")
+        load_tile(g, kb["q"], dst, g.qbar, g.c0, head, row, f"q{v}", batch)
 
 
 def produce_items(g):
     """Thread 0 of the persistent producer, per work item (``schedule.work_item``): K and V of its first KV tile
     (they only need free stages, so they load while the consumers still finish the previous item), then — once the
     consumers released Q's tile (``%qfree``'s phase of the previous item) — Q, then K and V of the other KV tiles.
-    The pipelines' iteration counter runs on across items."""
-    b, kb, config = g.b, g.kb, g.config
+    The pipelines' iteration counter runs on across items (``pack_lone``: a packed item's tiles of its streams
+    interleaved, ``load_round``)."""
+    b, config = g.b, g.config
     c0, c1 = g.c0, g.c1
     q_bytes = config.bm * config.head_dim * config.element_bytes
     with b.scf.for_(c0, g.rounds, c1, c0, args=("p_round", "p_it"), names=["p_it_done"]) as (r, it):
         schedule.work_item(g, r, "_p")
         item_rows(g, "_p", g.c_bm)
         with b.scf.if_(b.arith.cmp(g.n_end, c0, pred="gt", name="p_any_tile")).then:
-            load_kv(g, it, c0, "_first")
+            load_round(g, it, c0, "_first")
             b.scf.yield_()
         with b.scf.if_(b.arith.cmp(r, c0, pred="gt", name="p_after_first")).then:
             b.mbarrier.wait(g.qfree, c0, b.arith.rem(b.arith.sub(r, c1, name="p_prev_round"), g.c2,
                                                      name="p_qfree_parity"))
             b.scf.yield_()
         b.mbarrier.arrive_expect_tx(g.qbar, c0, bytes=q_bytes)
-        load_tile(g, kb["q"], g.sq_tile, g.qbar, c0, g.head, g.q0, "q")
+        load_q(g)
         with b.scf.for_(c1, g.n_end, c1, args=("p_kt",)) as (kt,):
-            load_kv(g, b.arith.add(it, kt, name="p_iteration"), kt, "")
+            load_round(g, it, kt, "")
             b.scf.yield_()
-        b.scf.yield_(b.arith.add(it, g.n_end, name="p_it_next"))
+        iterations = b.arith.mul(g.streams, g.n_end, name="p_item_its") if config.pack_lone else g.n_end
+        b.scf.yield_(b.arith.add(it, iterations, name="p_it_next"))
+
+
+def own_stream(g, it, row_off):
+    """``pack_lone``, the consumer warpgroup v's part of its item: in a packed item with a stream v, that stream's
+    head and batch (``g.head``, ``g.batch``), its rows from the lone tile's first (→ the row offset 0 instead of
+    ``row_off``) and its KV tiles at iterations it + v + streams·j (``g.kv_base``, ``g.kv_stride``); a packed item's
+    warpgroup past its streams keeps its rows past Sq, so it computes and stores nothing (``softmax.own_tiles``, the
+    stores' bounds); an unpacked item as without packing (``g.kv_stride`` = 1). Sets ``g.kv_item`` (it) and
+    ``g.kv_offset`` (v packed, else 0) for the releases of the other streams' stages (``softmax.release_round``).
+    → the warpgroup's row offset in the item."""
+    b = g.b
+    has_stream = b.arith.and_(g.packed, b.arith.cmp(g.cw, g.streams, pred="lt", name="cw_has_stream"),
+                              name="packed_stream")
+    pair = b.arith.add(g.first_pair, b.arith.select(has_stream, g.cw, g.c0, name="own_pair_offset"), name="own_pair")
+    g.head, g.batch = schedule.pair_coords(g, pair, "_own")
+    g.kv_item = it
+    g.kv_offset = b.arith.select(g.packed, g.cw, g.c0, name="kv_offset")
+    g.kv_base = b.arith.add(it, g.kv_offset, name="kv_base")
+    g.kv_stride = g.streams
+    return b.arith.select(has_stream, g.c0, row_off, name="own_row_off")
 
 
 def consume_items(g):
@@ -281,15 +354,18 @@ def consume_items(g):
     with b.scf.for_(c0, g.rounds, c1, c0, args=("c_round", "c_it"), names=["c_it_done"]) as (r, it):
         schedule.work_item(g, r, "_c")
         item_rows(g, "_c", g.c_bm)
-        g.row0 = b.arith.add(g.q0, b.arith.mul(g.cw, b.const(CONSUMER_ROWS, i32, name="rows"), name="row_off"),
-                             name="row0")
+        row_off = b.arith.mul(g.cw, b.const(CONSUMER_ROWS, i32, name="rows"), name="row_off")
         g.kv_base = it
+        if config.pack_lone:
+            row_off = own_stream(g, it, row_off)
+        g.row0 = b.arith.add(g.q0, row_off, name="row0")
         g.q_done = release_q if early else None
         softmax.wait_q(g, b.arith.rem(r, g.c2, name="q_parity"))
         o, m, l = softmax.mainloop(g)
         epilogue.store(g, o, m, l)
         if not early:
             release_q()
-        b.scf.yield_(b.arith.add(it, g.n_end, name="c_it_next"))
+        iterations = b.arith.mul(g.streams, g.n_end, name="c_item_its") if config.pack_lone else g.n_end
+        b.scf.yield_(b.arith.add(it, iterations, name="c_it_next"))
     if config.continuous_turns:
         softmax.pingpong_turn(g, "drain")   # the last warpgroup's hand-over after the CTA's last section

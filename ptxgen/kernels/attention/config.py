@@ -27,6 +27,7 @@ SHORT_KV = 1024          # choose_config: a D = 64 non-causal loop of at most th
 PERSISTENT_MAX_KV = 16384  # choose_config: the persistent kernel for KV loops shorter than this (see choose_config)
 LONG_KV = 4096           # choose_config: a dense non-causal D = 128 KV loop of at least this many keys takes LONG_KV_BN
 LONG_KV_BN = 176         # choose_config: KV rows per tile there (FA3's D = 128 non-causal tile)
+PACK_STAGES = 5          # choose_config: the pipelines' depth with pack_lone (its minimum for three warpgroups)
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,17 @@ class AttentionConfig:
       run as before. A warpgroup that sees no tile keeps O = 0, l = 0: its rows past Sq are never stored, and a
       causal row that sees no key gets FlashAttention's O = 0, lse = +inf, as it did through fully masked scores.
 
+    - ``pack_lone``: a query tile's rows end within its first warpgroup's 64 (Sq mod bm in 1 … 64: 1024 rows in
+      192-row tiles leave a last tile of 64) — the "lone" last tiles of w = ``consumer_warpgroups`` consecutive (batch,
+      head) pairs run as one work item, warpgroup v taking pair v's lone 64 rows against that pair's own K and V
+      (``schedule``: each group of w pairs' full tiles, then the group's packed item, so their K and V are still in
+      L2). A lone tile alone costs a full item (each warpgroup's chain of KV tiles sets an item's time, whether one or
+      three of them compute). The packed item's K/V pipelines carry the w streams' tiles interleaved (KV tile j of
+      stream v at the item's iteration w·j + v; Q's tile is loaded as w 64-row boxes); each warpgroup releases the
+      others' stages of a round once they are full, so every stage still gets every consumer warp's release. Needs
+      ``persistent``, not ``varlen`` nor ``causal``, and 2w − 1 stages (a warpgroup holds its V stage for a round
+      while the w streams' next tiles load: fewer stages would tie one warpgroup's loads to another's softmax).
+
     Post (``validate``): the builder accepts the config; a violated rule is a ValueError naming the field."""
 
     dtype: str = "bf16"
@@ -108,6 +120,7 @@ class AttentionConfig:
     continuous_turns: bool = False
     rescale_threshold: float = 0.0
     skip_unseen: bool = True
+    pack_lone: bool = False
 
     def __post_init__(self):
         for field in ("registers", "exp2_poly"):
@@ -207,6 +220,14 @@ def _shape(c: AttentionConfig):
         missing = " and ".join(f"{field} = True" for field in ("persistent", "pingpong") if not getattr(c, field))
         return ("continuous_turns = True: the ping-pong's turn ring runs on across the work items of a persistent "
                 f"CTA: it needs {missing}")
+    if c.pack_lone and (not c.persistent or c.varlen or c.causal or c.stages < 2 * c.consumer_warpgroups - 1):
+        need = [rule for rule, broken in (("persistent = True", not c.persistent), ("varlen = False", c.varlen),
+                                          ("causal = False", c.causal),
+                                          (f"stages ≥ {2 * c.consumer_warpgroups - 1}",
+                                           c.stages < 2 * c.consumer_warpgroups - 1)) if broken]
+        return ("pack_lone = True: the lone last query tiles of consecutive heads are packed into work items of the "
+                "persistent dense non-causal kernel, each warpgroup's V stage held a round while the others' load: it "
+                f"needs {' and '.join(need)}")
     if isinstance(c.rescale_threshold, bool) or not isinstance(c.rescale_threshold, (int, float)) \
             or not 0 <= c.rescale_threshold <= MAX_RESCALE_THRESHOLD:
         return (f"rescale_threshold = {c.rescale_threshold!r}: τ is a number from 0 (rescale at every new max) to "
@@ -231,6 +252,12 @@ def _shared_memory(c: AttentionConfig):
 
 
 _RULES = (_dtype, _shape, _registers, _shared_memory)
+
+
+def last_tile_rows(sq: int, bm: int) -> int:
+    """The rows of the last of ⌈Sq/bm⌉ query tiles (bm for an even split, 0 for Sq = 0): ``last_tile_rows(1024,
+    192)`` = 64."""
+    return sq - (max(-(-sq // bm), 1) - 1) * bm
 
 
 def choose_config(dtype: str, head_dim: int, causal: bool, varlen: bool = False,
@@ -265,6 +292,9 @@ def choose_config(dtype: str, head_dim: int, causal: bool, varlen: bool = False,
        non-causal +2.5% / +3.5% / +0.5% / +0.4% at S = 1k / 2k / 4k / 8k, causal 0 / +1.2% / +3.4% / +3.5%
        (docs/gpu-runs/2026-11-26-s21.log section 5); D = 64 was 1-2% slower with it at S ≤ 4k (its vote and branches
        cost more than the 32 multiplies they skip) and keeps rescaling at every new max.
+    8. D = 64 where rule 6 runs three warpgroups persistent and the last query tile is lone (Sq − (tiles_m − 1)·192 ≤
+       64, e.g. Sq = 1024): ``pack_lone`` with ``PACK_STAGES`` = 5 stages (its minimum, 2w − 1): S = 1k 385.7 ->
+       424.1 TFLOP/s (x1.03 cuDNN; 5 stages alone 369.5; docs/gpu-runs/2026-11-27-s25.log section 3).
     Measured and not taken: 192-row KV tiles for D = 64 (spill with three warpgroups; behind them with two), a
     3-stage pipeline for D = 128 (within ±2% at S = 16k), P through shared memory (SS wgmma: −25-40%).
 
@@ -273,7 +303,8 @@ def choose_config(dtype: str, head_dim: int, causal: bool, varlen: bool = False,
     ``choose_config("bf16", 64, False).consumer_warpgroups`` = 3;
     ``choose_config("bf16", 64, True, seqlens=(8192, 8192)).consumer_warpgroups`` = 3;
     ``choose_config("bf16", 128, False, seqlens=(8192, 8192)).bn`` = 176;
-    ``choose_config("bf16", 128, True).rescale_threshold`` = 8.0.
+    ``choose_config("bf16", 128, True).rescale_threshold`` = 8.0;
+    ``choose_config("bf16", 64, False, seqlens=(1024, 1024)).pack_lone`` = True.
     Post: ``validate()`` accepts the result."""
     fa3 = head_dim != 256
     short_causal = causal and (seqlens is None or seqlens[1] <= SHORT_CAUSAL_KV)
@@ -285,7 +316,10 @@ def choose_config(dtype: str, head_dim: int, causal: bool, varlen: bool = False,
     o_buffer = persistent
     if head_dim == 128 and not (causal or varlen) and seqlens is not None and seqlens[1] >= LONG_KV:
         bn, persistent, o_buffer = LONG_KV_BN, True, False
-    return AttentionConfig(dtype=dtype, head_dim=head_dim, bn=bn, stages=2, causal=causal, overlap=fa3,
+    pack = (head_dim == 64 and warpgroups == 3 and persistent and not (causal or varlen) and seqlens is not None
+            and 0 < last_tile_rows(seqlens[0], CONSUMER_ROWS * warpgroups) <= CONSUMER_ROWS)
+    return AttentionConfig(dtype=dtype, head_dim=head_dim, bn=bn, stages=PACK_STAGES if pack else 2, causal=causal,
+                           overlap=fa3, pack_lone=pack,
                            pingpong=fa3, epilogue="rows" if varlen else "tma", varlen=varlen,
                            consumer_warpgroups=warpgroups, persistent=persistent, o_buffer=o_buffer,
                            continuous_turns=persistent and fa3,

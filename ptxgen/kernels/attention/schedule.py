@@ -8,10 +8,15 @@ grid does. The items are dealt in rounds of G = gridDim.x in serpentine order: i
 (r even) or r·G + G − 1 − c (r odd), so that a CTA given a long causal tile in one round gets a short one in the
 next (a plain stride r·G + c would give CTA c the same few tile lengths in every round when G and tiles_m share
 factors: 1.3-1.7× the average load on the longest CTA at S = 1k against 1.03×).
+
+``pack_lone`` numbers the items otherwise (``packed_items``, ``packed_item``): groups of w (batch, head) pairs, each
+group's full query tiles and then one item of its pairs' lone last tiles; the grid stays the unpacked count's bound.
 """
 from __future__ import annotations
 
 from ptxgen.ir.builder import cdiv, hmin, i32, mul
+
+from .config import CONSUMER_ROWS
 
 
 def grid(config) -> tuple:
@@ -34,7 +39,10 @@ def rounds(g) -> None:
     g.c_bm = b.const(config.bm, i32, name="bm")
     g.c2 = b.const(2, i32, name="two")
     g.tiles_m = b.arith.cdiv(kb["max_sq" if config.varlen else "sq"], g.c_bm, name="tiles_m")
-    items = b.arith.mul(b.arith.mul(g.tiles_m, kb["heads"], name="head_items"), kb["batches"], name="items")
+    if config.pack_lone:
+        items = packed_items(g)
+    else:
+        items = b.arith.mul(b.arith.mul(g.tiles_m, kb["heads"], name="head_items"), kb["batches"], name="items")
     full = b.arith.div(items, g.step, name="full_rounds")
     rest = b.arith.rem(items, g.step, name="last_round_items")
     g.mirror = b.arith.sub(b.arith.sub(g.step, c1, name="last_cta"), g.first, name="mirror")
@@ -46,13 +54,66 @@ def rounds(g) -> None:
         g.last_m_tile = b.arith.sub(g.tiles_m, c1, name="last_m_tile")
 
 
+def packed_items(g):
+    """``AttentionConfig.pack_lone``'s item count, and the values ``packed_item`` decodes by: the last query tile is
+    lone (``g.lone``, 1 or 0) where its rows number at most 64 (Sq − (tiles_m − 1)·bm ≤ 64); then each (batch, head)
+    pair has ``g.full_tiles`` = tiles_m − 1 items of its own, and each group of w consecutive pairs (the last group
+    may hold fewer) ``g.group_items`` = w·full_tiles + 1: its pairs' full tiles, then their lone tiles packed into one
+    item. Sq = 1024, bm = 192, 32 heads, 16 batches: 512 pairs × 5 + 171 packed = 2731 items (3072 unpacked)."""
+    b, kb, config = g.b, g.kb, g.config
+    w = config.consumer_warpgroups
+    g.pairs = b.arith.mul(kb["heads"], kb["batches"], name="pairs")
+    rest = b.arith.sub(kb["sq"], b.arith.mul(b.arith.sub(g.tiles_m, g.c1, name="full_m_tiles"), g.c_bm,
+                                             name="lone_row0"), name="last_tile_rows")
+    lone = b.arith.cmp(rest, b.const(CONSUMER_ROWS, i32, name="lone_rows"), pred="le", name="last_tile_lone")
+    g.lone = b.arith.select(lone, g.c1, g.c0, name="lone")
+    g.full_tiles = b.arith.sub(g.tiles_m, g.lone, name="full_tiles")
+    g.c_w = b.const(w, i32, name="group_pairs")
+    g.group_items = b.arith.add(b.arith.mul(g.c_w, g.full_tiles, name="group_full_items"), g.lone, name="group_items")
+    groups = b.arith.cdiv(g.pairs, g.c_w, name="pair_groups")
+    return b.arith.add(b.arith.mul(g.pairs, g.full_tiles, name="full_items"),
+                       b.arith.mul(groups, g.lone, name="packed_count"), name="items")
+
+
+def packed_item(g, t, tag: str) -> None:
+    """Item ``t`` under ``pack_lone`` (``packed_items``): group t / group_items, index i = t mod group_items in it;
+    i < k·full_tiles (k = the group's pairs, w or fewer in the last group): pair w·group + i / full_tiles, query tile
+    i mod full_tiles; else the group's packed item, query tile tiles_m − 1 of pairs w·group … w·group + k − 1. Sets
+    ``g.packed`` (i1), ``g.streams`` (k packed, else 1: the K/V streams the item's pipelines interleave),
+    ``g.first_pair`` (the item's pair, a packed item's first), ``g.m_tile``, ``g.head``, ``g.batch`` (the first pair's)."""
+    b = g.b
+    group = b.arith.div(t, g.group_items, name=f"group{tag}")
+    i = b.arith.rem(t, g.group_items, name=f"group_index{tag}")
+    group_pair = b.arith.mul(group, g.c_w, name=f"group_pair{tag}")
+    k = b.arith.min(g.c_w, b.arith.sub(g.pairs, group_pair, name=f"pairs_left{tag}"), name=f"group_pairs_here{tag}")
+    g.packed = b.arith.cmp(i, b.arith.mul(k, g.full_tiles, name=f"group_full{tag}"), pred="ge", name=f"packed{tag}")
+    g.streams = b.arith.select(g.packed, k, g.c1, name=f"streams{tag}")
+    per_pair = b.arith.max(g.full_tiles, g.c1, name=f"per_pair{tag}")   # no division by 0 where every tile is lone
+    own_pair = b.arith.add(group_pair, b.arith.div(i, per_pair, name=f"pair_in_group{tag}"), name=f"full_pair{tag}")
+    g.first_pair = b.arith.select(g.packed, group_pair, own_pair, name=f"first_pair{tag}")
+    g.m_tile = b.arith.select(g.packed, b.arith.sub(g.tiles_m, g.c1, name=f"lone_tile{tag}"),
+                              b.arith.rem(i, per_pair, name=f"full_m{tag}"), name=f"m_tile{tag}")
+    g.head, g.batch = pair_coords(g, g.first_pair, tag)
+
+
+def pair_coords(g, pair, tag: str) -> tuple:
+    """(head, batch) of (batch, head) pair ``pair`` (heads fastest)."""
+    b, kb = g.b, g.kb
+    return (b.arith.rem(pair, kb["heads"], name=f"pair_head{tag}"),
+            b.arith.div(pair, kb["heads"], name=f"pair_batch{tag}"))
+
+
 def work_item(g, r, tag: str) -> None:
     """The work item of round ``r``: sets ``g.m_tile``, ``g.head``, ``g.batch`` (values named ``…{tag}``: each role
-    computes its own). Post: over the CTAs and their rounds, every item exactly once."""
+    computes its own; ``pack_lone``: ``packed_item``'s values too). Post: over the CTAs and their rounds, every item
+    exactly once."""
     b, kb, config = g.b, g.kb, g.config
     odd = b.arith.cmp(b.arith.rem(r, g.c2, name=f"round_parity{tag}"), g.c0, pred="ne", name=f"round_odd{tag}")
     position = b.arith.select(odd, g.mirror, g.first, name=f"position{tag}")
     t = b.arith.add(b.arith.mul(r, g.step, name=f"round_start{tag}"), position, name=f"item{tag}")
+    if config.pack_lone:
+        packed_item(g, t, tag)
+        return
     m_index = b.arith.rem(t, g.tiles_m, name=f"m_index{tag}")
     head_batch = b.arith.div(t, g.tiles_m, name=f"head_batch{tag}")
     g.head = b.arith.rem(head_batch, kb["heads"], name=f"head{tag}")

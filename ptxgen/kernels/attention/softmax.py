@@ -76,9 +76,44 @@ def masked_where(g, s, cond, hidden, tag: str):
 
 
 def pipeline_iteration(g, kt, name: str):
-    """The K/V pipelines' iteration of the item's KV tile ``kt``: ``kt``, or (persistent) ``g.kv_base + kt``, the
-    counter running on across the CTA's work items (the producer's runs alike)."""
-    return kt if g.kv_base is None else g.b.arith.add(g.kv_base, kt, name=name)
+    """The K/V pipelines' iteration of the warpgroup's KV tile ``kt``: ``kt``, or (persistent) ``g.kv_base + kt``,
+    the counter running on across the CTA's work items (the producer's runs alike); ``pack_lone``: ``g.kv_base +
+    g.kv_stride·kt`` (a packed item interleaves its streams' tiles)."""
+    if g.kv_base is None:
+        return kt
+    if g.kv_stride is not None:
+        kt = g.b.arith.mul(kt, g.kv_stride, name=f"{name}_strided")
+    return g.b.arith.add(g.kv_base, kt, name=name)
+
+
+def release_round(g, kt, tag: str, skip_own: bool) -> None:
+    """``pack_lone``: the K and V stages of round ``kt`` of the item (iterations kv_item + streams·kt + v, v < streams)
+    released by this warpgroup, each once it is full (``release_unseen``'s rule), but its own (v = ``kv_offset``)
+    where ``skip_own``: it releases that one after its wgmmas read it. Every consumer warp must release every stage,
+    and in a packed item each stage is read by one warpgroup only."""
+    b = g.b
+    start = b.arith.add(g.kv_item, b.arith.mul(g.streams, kt, name=f"round_offset{tag}"), name=f"round_it{tag}")
+    for v in range(g.config.consumer_warpgroups):
+        cv = b.const(v, i32, name=f"round_stream{v}{tag}")
+        cond = b.arith.cmp(cv, g.streams, pred="lt", name=f"round_has{v}{tag}")
+        if skip_own:
+            cond = b.arith.and_(cond, b.arith.cmp(cv, g.kv_offset, pred="ne", name=f"round_other{v}{tag}"),
+                                name=f"round_release{v}{tag}")
+        with b.scf.if_(cond).then:
+            it = b.arith.add(start, cv, name=f"round_it{v}{tag}")
+            b.pipeline.release(g.pk, b.pipeline.wait(g.pk, it, name=f"rks{v}{tag}"))
+            b.pipeline.release(g.pv, b.pipeline.wait(g.pv, it, name=f"rvs{v}{tag}"))
+            b.scf.yield_()
+
+
+def release_others(g, kt, tag: str = "") -> None:
+    """``pack_lone``, after the warpgroup's own round ``kt``: in a packed item, the other streams' stages of the round
+    (``release_round``); nothing otherwise."""
+    if not g.config.pack_lone:
+        return
+    with g.b.scf.if_(g.packed).then:
+        release_round(g, kt, f"_own{tag}", skip_own=True)
+        g.b.scf.yield_()
 
 
 def issue_scores(g, kt, tag: str = ""):
@@ -271,6 +306,7 @@ def mainloop(g):
         o_issued, vs = issue_pv(g, p16, o_scaled, ct)
         o_new = wait_blocks(g, o_issued, "o_new")
         b.pipeline.release(g.pv, vs)
+        release_others(g, ct)
         b.scf.yield_(*o_new, m_new, l_new)
     if g.q_done is not None:
         g.q_done()
@@ -300,8 +336,12 @@ def own_tiles(g):
 
 def release_unseen(g, kt, tag: str) -> None:
     """KV tile ``kt``'s K and V stages released by a warpgroup that does not compute it, each once it is full (a
-    release before the stage's load could count toward the stage's previous phase)."""
+    release before the stage's load could count toward the stage's previous phase); ``pack_lone``: every stream's
+    (``release_round``)."""
     b = g.b
+    if g.config.pack_lone:
+        release_round(g, kt, f"_idle{tag}", skip_own=False)
+        return
     b.pipeline.release(g.pk, b.pipeline.wait(g.pk, pipeline_iteration(g, kt, f"k_it_idle{tag}"), name=f"iks{tag}"))
     b.pipeline.release(g.pv, b.pipeline.wait(g.pv, pipeline_iteration(g, kt, f"v_it_idle{tag}"), name=f"ivs{tag}"))
 
@@ -370,6 +410,7 @@ def consume_overlapped(g, o0: list, m0, l0):
         s = b.wgmma.wait(s_issued, pending=0, name="s_first")
         b.pipeline.release(g.pk, ks)
         p16, m1, l1, _alpha, _grows = softmax_step(g, s, m0, l0, g.c0, "_first")
+        release_others(g, g.c0, "_first")
         if carry_p:
             b.scf.yield_(p16, m1, l1)
         else:
@@ -399,6 +440,7 @@ def consume_overlapped(g, o0: list, m0, l0):
         o_done = wait_blocks(g, o_issued, "o_done")
         b.pipeline.release(g.pv, vs_prev)
         o_next = rescale(g, o_done, alpha, grows)
+        release_others(g, ct)
         if carry_p:
             b.scf.yield_(*o_next, p16, m_new, l_new)
         else:
