@@ -106,9 +106,12 @@ def test_random_schedules_leave_no_arrival(shape, ctas, schedule):
     ({"causal": True}, ["causal = False"]),
     ({"stages": 4}, ["stages ≥ 5"]),
     ({"consumer_warpgroups": 2, "stages": 2}, ["stages ≥ 3"]),
+    ({"skip_unseen": False, "varlen": True, "epilogue": "rows"}, ["skip_unseen = True", "varlen = False"]),
 ])
 def test_rules(fields, words):
-    """pack_lone needs the persistent dense non-causal kernel and 2w − 1 stages: the error names what is missing."""
+    """pack_lone needs the persistent dense non-causal kernel, skip_unseen (a packed item's warpgroup without a pair
+    computes no tile: without skipping it would wait for tiles no stream loads) and 2w − 1 stages: the error names
+    what is missing."""
     config = dataclasses.replace(packed(), **fields)
     with pytest.raises(ValueError) as err:
         config.validate()

@@ -97,8 +97,9 @@ class AttentionConfig:
       three of them compute). The packed item's K/V pipelines carry the w streams' tiles interleaved (KV tile j of
       stream v at the item's iteration w·j + v; Q's tile is loaded as w 64-row boxes); each warpgroup releases the
       others' stages of a round once they are full, so every stage still gets every consumer warp's release. Needs
-      ``persistent``, not ``varlen`` nor ``causal``, and 2w − 1 stages (a warpgroup holds its V stage for a round
-      while the w streams' next tiles load: fewer stages would tie one warpgroup's loads to another's softmax).
+      ``persistent``, not ``varlen`` nor ``causal``, ``skip_unseen`` (the last group's warpgroups without a pair
+      compute no tile) and 2w − 1 stages (a warpgroup holds its V stage for a round while the w streams' next tiles
+      load: fewer stages would tie one warpgroup's loads to another's softmax).
 
     Post (``validate``): the builder accepts the config; a violated rule is a ValueError naming the field."""
 
@@ -220,9 +221,10 @@ def _shape(c: AttentionConfig):
         missing = " and ".join(f"{field} = True" for field in ("persistent", "pingpong") if not getattr(c, field))
         return ("continuous_turns = True: the ping-pong's turn ring runs on across the work items of a persistent "
                 f"CTA: it needs {missing}")
-    if c.pack_lone and (not c.persistent or c.varlen or c.causal or c.stages < 2 * c.consumer_warpgroups - 1):
+    if c.pack_lone and (not (c.persistent and c.skip_unseen) or c.varlen or c.causal
+                        or c.stages < 2 * c.consumer_warpgroups - 1):
         need = [rule for rule, broken in (("persistent = True", not c.persistent), ("varlen = False", c.varlen),
-                                          ("causal = False", c.causal),
+                                          ("causal = False", c.causal), ("skip_unseen = True", not c.skip_unseen),
                                           (f"stages ≥ {2 * c.consumer_warpgroups - 1}",
                                            c.stages < 2 * c.consumer_warpgroups - 1)) if broken]
         return ("pack_lone = True: the lone last query tiles of consecutive heads are packed into work items of the "
