@@ -133,13 +133,17 @@ def test_two_warpgroups_pack_pairs_with_three_stages():
     ((1024, 1024), False, True), ((1000, 800), False, True), ((50, 50), False, True),
     ((1100, 1024), False, False),   # last tile of 140 rows
     ((1152, 1024), False, False),   # 6 full tiles
-    ((2048, 2048), False, False),   # not persistent (rule 6)
+    ((2048, 2048), False, False),   # last tile of 128 rows
+    ((4096, 4096), False, True),    # persistent for the packing (rule 8)
+    ((16384, 16384), False, False),   # from PERSISTENT_MAX_KV keys, not persistent
     ((1024, 1024), True, False), (None, False, False),
 ])
 def test_choose_config_packs_lone_tiles(seqlens, causal, want):
     config = choose_config("bf16", 64, causal, seqlens=seqlens)
     assert config.pack_lone is want
     assert config.stages == (5 if want else 2)
+    if want:
+        assert config.persistent and config.o_buffer and config.continuous_turns
     config.validate()
 
 

@@ -205,8 +205,8 @@ def test_two_warpgroup_kernel_keeps_its_barriers():
 
 def test_choose_config_sees_the_kv_length():
     """D = 64 takes three consumer warpgroups except for a causal KV loop of at most 4096 keys (or unknown lengths,
-    causal); D = 128 and 256 keep two; every choice has 2 stages (5 where D = 64 packs lone query tiles: Sq = 1, at
-    most 1024 keys, non-causal), 128-row KV tiles (64 at D = 256; 176 for D = 128 non-causal from 4096
+    causal); D = 128 and 256 keep two; every choice has 2 stages (5 where D = 64 packs lone query tiles: non-causal,
+    Sq = 1 or 1024), 128-row KV tiles (64 at D = 256; 176 for D = 128 non-causal from 4096
     keys) and validates."""
     for d in (64, 128, 256):
         for causal in (False, True):
@@ -215,7 +215,7 @@ def test_choose_config_sees_the_kv_length():
                 three = d == 64 and not (causal and (seqlens is None or seqlens[1] <= 4096))
                 assert config.consumer_warpgroups == (3 if three else 2), (d, causal, seqlens)
                 long_kv = d == 128 and not causal and seqlens is not None and seqlens[1] >= 4096
-                packs = d == 64 and not causal and seqlens == (1, 1024)
+                packs = d == 64 and not causal and seqlens in ((1, 1024), (1024, 1025))
                 assert config.pack_lone is packs, (d, causal, seqlens)
                 assert (config.bn, config.stages) == (64 if d == 256 else 176 if long_kv else 128, 5 if packs else 2)
     assert choose_config("bf16", 64, False) == AttentionConfig("bf16", 64, 128, 2, False, overlap=True, pingpong=True,

@@ -294,9 +294,11 @@ def choose_config(dtype: str, head_dim: int, causal: bool, varlen: bool = False,
        non-causal +2.5% / +3.5% / +0.5% / +0.4% at S = 1k / 2k / 4k / 8k, causal 0 / +1.2% / +3.4% / +3.5%
        (docs/gpu-runs/2026-11-26-s21.log section 5); D = 64 was 1-2% slower with it at S ≤ 4k (its vote and branches
        cost more than the 32 multiplies they skip) and keeps rescaling at every new max.
-    8. D = 64 where rule 6 runs three warpgroups persistent and the last query tile is lone (Sq − (tiles_m − 1)·192 ≤
-       64, e.g. Sq = 1024): ``pack_lone`` with ``PACK_STAGES`` = 5 stages (its minimum, 2w − 1): S = 1k 385.7 ->
-       424.1 TFLOP/s (x1.03 cuDNN; 5 stages alone 369.5; docs/gpu-runs/2026-11-27-s25.log section 3).
+    8. D = 64 non-causal, not varlen, with a lone last query tile (Sq − (tiles_m − 1)·192 ≤ 64, e.g. Sq = 1024 or
+       4096) and fewer than ``PERSISTENT_MAX_KV`` keys: the persistent kernel of rule 6 with ``pack_lone`` and
+       ``PACK_STAGES`` = 5 stages (its minimum, 2w − 1): S = 1k 385.7 -> 424.1 TFLOP/s (x1.03 cuDNN; 5 stages alone
+       369.5), 4k 473.7 -> 488.4 (not persistent before; persistent unpacked 465.0); at 16k even (518.0 / 516.2)
+       (docs/gpu-runs/2026-11-27-s25.log sections 3 and 6).
     Measured and not taken: 192-row KV tiles for D = 64 (spill with three warpgroups; behind them with two), a
     3-stage pipeline for D = 128 (within ±2% at S = 16k), P through shared memory (SS wgmma: −25-40%).
 
@@ -313,13 +315,14 @@ def choose_config(dtype: str, head_dim: int, causal: bool, varlen: bool = False,
     warpgroups = 3 if head_dim == 64 and not short_causal else 2
     bn = 64 if head_dim == 256 else 128
     persistent = warpgroups == 2 and head_dim != 256 and (seqlens is None or seqlens[1] < PERSISTENT_MAX_KV)
-    if head_dim == 64 and not causal and (seqlens is None or seqlens[1] <= SHORT_KV):
+    pack = (head_dim == 64 and warpgroups == 3 and not (causal or varlen) and seqlens is not None
+            and 0 < last_tile_rows(seqlens[0], CONSUMER_ROWS * warpgroups) <= CONSUMER_ROWS
+            and seqlens[1] < PERSISTENT_MAX_KV)
+    if head_dim == 64 and not causal and (seqlens is None or seqlens[1] <= SHORT_KV or pack):
         persistent = True
     o_buffer = persistent
     if head_dim == 128 and not (causal or varlen) and seqlens is not None and seqlens[1] >= LONG_KV:
         bn, persistent, o_buffer = LONG_KV_BN, True, False
-    pack = (head_dim == 64 and warpgroups == 3 and persistent and not (causal or varlen) and seqlens is not None
-            and 0 < last_tile_rows(seqlens[0], CONSUMER_ROWS * warpgroups) <= CONSUMER_ROWS)
     return AttentionConfig(dtype=dtype, head_dim=head_dim, bn=bn, stages=PACK_STAGES if pack else 2, causal=causal,
                            overlap=fa3, pack_lone=pack,
                            pingpong=fa3, epilogue="rows" if varlen else "tma", varlen=varlen,
