@@ -16,7 +16,8 @@ Asynchronous model (spec/tile-ir.md §6):
 - Asynchronous copies happen when the scheduler decides, never at issue. The default schedule (``"lazy"``) is
   deterministic and as late as legal: a copy is performed only when a blocked wait needs it (oldest first), so a
   kernel that reads a stage before waiting sees stale data. ``"eager"`` performs every copy at issue; an int seed
-  (or a numpy Generator) performs random copies in random order after any op, for stress tests.
+  (or a numpy Generator) performs random copies in random order after any op, and steps the warpgroups of
+  ``gpu.roles`` in a random order, for stress tests.
 - Races between the threads' shared-memory accesses and copies still in flight (a read of bytes a TMA load may
   still write, a write of bytes a TMA store may still read, a TMA store of bytes written by smem.store without a
   fence.proxy_async) raise RaceError unless ``races="ignore"``; so do generic accesses of one byte by two threads

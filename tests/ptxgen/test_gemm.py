@@ -71,6 +71,33 @@ def test_a_random_copy_schedule_gives_the_same_product():
         assert np.array_equal(run_gemm(load("gemm.tile"), a, b, schedule=seed), want)
 
 
+def test_a_random_schedule_varies_the_order_the_warpgroups_run_in(monkeypatch):
+    """gpu.roles runs each warpgroup as its own stream; the lazy schedule steps them in role order, a seeded one in a
+    random order after each round of waits (more interleavings for the hang and race checks), and the product is
+    the same. The order the streams first start in is recorded through the interpreter's ``steps`` (each
+    warpgroup's first masked region)."""
+    import ptxgen.interp as interp
+
+    a, b = operands(64, 64, 128)
+    inner = interp._CTA.steps
+    starts = []
+
+    def recorded(self, region, mask=None):
+        if mask is not None:
+            starts.append(int(np.flatnonzero(mask)[0]) // 128)
+        return inner(self, region, mask)
+
+    monkeypatch.setattr(interp._CTA, "steps", recorded)
+    want = run_gemm(load("gemm.tile"), a, b)
+    orders = {tuple(dict.fromkeys(starts))}   # each warpgroup's first masked region: its stream's start
+    assert orders == {(0, 1, 2)}
+    for seed in range(8):
+        starts.clear()
+        assert np.array_equal(run_gemm(load("gemm.tile"), a, b, schedule=seed), want)
+        orders.add(tuple(dict.fromkeys(starts)))
+    assert len(orders) > 1, orders
+
+
 # -- planted bugs -------------------------------------------------------------------------------------------------
 
 def test_bug_wrong_expect_tx_is_a_verifier_error():

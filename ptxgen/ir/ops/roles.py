@@ -153,7 +153,9 @@ class Roles(OpDef):
         try:
             while live:
                 progressed = False
-                for s in list(live):
+                # a random schedule also varies which warpgroup runs first after each round of waits
+                order = list(live) if ix.rng is None else [live[i] for i in ix.rng.permutation(len(live))]
+                for s in order:
                     if s["wait"] is not None and not s["wait"].ready(ix):
                         continue
                     progressed = True
