@@ -249,12 +249,12 @@ def stream_coords(g, v: int, tag: str) -> tuple:
     return head, batch, b.arith.div(head, g.kb["group"], name=f"stream_kv_head{v}{tag}")
 
 
-def load_round(g, it, kt, tag: str) -> None:
-    """The producer's loads of the item's KV tile ``kt``: with ``pack_lone`` one per stream v < streams, at
-    iteration it + streams·kt + v; else the item's own at it + kt."""
+def load_round(g, it, kt, tag: str, first: bool = False) -> None:
+    """The producer's loads of the item's KV tile ``kt`` (``first``: tile 0, ``kt`` = 0): with ``pack_lone`` one per
+    stream v < streams, at iteration it + streams·kt + v; else the item's own at it + kt (tile 0's at it itself)."""
     b, config = g.b, g.config
     if not config.pack_lone:
-        load_kv(g, it if kt is g.c0 else b.arith.add(it, kt, name=f"p_iteration{tag}"), kt, tag)
+        load_kv(g, it if first else b.arith.add(it, kt, name=f"p_iteration{tag}"), kt, tag)
         return
     round_start = b.arith.add(it, b.arith.mul(g.streams, kt, name=f"p_round_offset{tag}"), name=f"p_round_it{tag}")
     for v in range(config.consumer_warpgroups):
@@ -295,7 +295,7 @@ def produce_items(g):
         schedule.work_item(g, r, "_p")
         item_rows(g, "_p", g.c_bm)
         with b.scf.if_(b.arith.cmp(g.n_end, c0, pred="gt", name="p_any_tile")).then:
-            load_round(g, it, c0, "_first")
+            load_round(g, it, c0, "_first", first=True)
             b.scf.yield_()
         with b.scf.if_(b.arith.cmp(r, c0, pred="gt", name="p_after_first")).then:
             b.mbarrier.wait(g.qfree, c0, b.arith.rem(b.arith.sub(r, c1, name="p_prev_round"), g.c2,
