@@ -305,6 +305,14 @@ def test_choose_config():
     long = choose_config("bf16", 128, False, seqlens=(16384, 16384))
     assert (long.bn, long.persistent, long.o_buffer) == (176, True, False)
     assert choose_config("bf16", 128, False, seqlens=(4095, 4095)).bn == 128
+    # ... unless 176-row tiles pad the keys by over 1% more than 128-row ones: then 128-row tiles with O's own tile
+    exact = choose_config("bf16", 128, False, seqlens=(4096, 4096))
+    assert (exact.bn, exact.persistent, exact.o_buffer) == (128, True, True)
+    for sk in range(4096, 20000, 16):
+        config = choose_config("bf16", 128, False, seqlens=(1024, sk)).validate()
+        waste = {bn: -(-sk // bn) * bn - sk for bn in (128, 176)}
+        assert config.bn == (128 if waste[176] - waste[128] > sk / 100 else 176), sk
+        assert (config.persistent, config.o_buffer) == (True, config.bn == 128), sk
     assert choose_config("bf16", 128, True, seqlens=(8192, 8192)).bn == 128
     assert choose_config("bf16", 128, False, varlen=True, seqlens=(8192, 8192)).bn == 128
     for d in (64, 128, 256):

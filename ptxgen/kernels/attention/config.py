@@ -27,6 +27,7 @@ SHORT_KV = 1024          # choose_config: a D = 64 non-causal loop of at most th
 PERSISTENT_MAX_KV = 16384  # choose_config: the persistent kernel for KV loops shorter than this (see choose_config)
 LONG_KV = 4096           # choose_config: a dense non-causal D = 128 KV loop of at least this many keys takes LONG_KV_BN
 LONG_KV_BN = 176         # choose_config: KV rows per tile there (FA3's D = 128 non-causal tile)
+LONG_KV_WASTE = 0.01     # choose_config: LONG_KV_BN's ragged last tile may pad the keys by this share more than 128's
 PACK_STAGES = 5          # choose_config: the pipelines' depth with pack_lone (its minimum for three warpgroups)
 
 
@@ -256,6 +257,12 @@ def _shared_memory(c: AttentionConfig):
 _RULES = (_dtype, _shape, _registers, _shared_memory)
 
 
+def padded_keys(sk: int, bn: int) -> int:
+    """The keys a KV loop of ⌈Sk/bn⌉ tiles computes (its ragged last tile's masked rows included):
+    ``padded_keys(4096, 176)`` = 4224. Post: Sk ≤ result < Sk + bn."""
+    return -(-sk // bn) * bn
+
+
 def last_tile_rows(sq: int, bm: int) -> int:
     """The rows of the last of ⌈Sq/bm⌉ query tiles (bm for an even split, 0 for Sq = 0): ``last_tile_rows(1024,
     192)`` = 64."""
@@ -284,7 +291,11 @@ def choose_config(dtype: str, head_dim: int, causal: bool, varlen: bool = False,
        (FA3's), persistent at every length, O staged in Q's tile (two stages of 176-row K and V tiles leave no room
        for O's own): S = 16k 698 against 654 TFLOP/s (x1.07 cuDNN), 8k 652 against 620, 4k 623 against 614
        (docs/gpu-runs/2026-11-26-s15.log section 1). Below 4k the 128-row tiles stay ahead (1k: 546 against 509);
-       causal keeps 128 (176: -5 to -12% at 2k-4k).
+       causal keeps 128 (176: -5 to -12% at 2k-4k). Where 176-row tiles pad the keys by more than ``LONG_KV_WASTE`` =
+       1% of Sk beyond what 128-row ones do (``padded_keys``: Sk = 4096 in 24 tiles of 176 computes 4224 keys, in 32
+       of 128 exactly 4096), 128-row tiles with O's own tile: S = 4k 622.1 -> 648.2 TFLOP/s interleaved, 608.0 ->
+       629.1 in windows; at 6k, 8k and 16k (padding 0.3-1%) the two are within 1% (docs/gpu-runs/2026-11-27-s26.log
+       section 1).
     6. Every persistent kernel runs its turn ring across its work items (``continuous_turns``; s15 section 11: D = 128
        non-causal S = 1k 548 -> 575, 2k 609 -> 627 TFLOP/s, causal 1k 418 -> 440, 4k 596 -> 608; D = 64 causal 1k
        282 -> 292). With it, D = 64 causal loops of up to ``SHORT_CAUSAL_KV`` = 4096 keys take two warpgroups,
@@ -307,6 +318,7 @@ def choose_config(dtype: str, head_dim: int, causal: bool, varlen: bool = False,
     ``choose_config("bf16", 64, False).consumer_warpgroups`` = 3;
     ``choose_config("bf16", 64, True, seqlens=(8192, 8192)).consumer_warpgroups`` = 3;
     ``choose_config("bf16", 128, False, seqlens=(8192, 8192)).bn`` = 176;
+    ``choose_config("bf16", 128, False, seqlens=(4096, 4096)).bn`` = 128;
     ``choose_config("bf16", 128, True).rescale_threshold`` = 8.0;
     ``choose_config("bf16", 64, False, seqlens=(1024, 1024)).pack_lone`` = True.
     Post: ``validate()`` accepts the result."""
@@ -322,7 +334,11 @@ def choose_config(dtype: str, head_dim: int, causal: bool, varlen: bool = False,
         persistent = True
     o_buffer = persistent
     if head_dim == 128 and not (causal or varlen) and seqlens is not None and seqlens[1] >= LONG_KV:
-        bn, persistent, o_buffer = LONG_KV_BN, True, False
+        sk = seqlens[1]
+        if padded_keys(sk, LONG_KV_BN) - padded_keys(sk, bn) > LONG_KV_WASTE * sk:
+            persistent, o_buffer = True, True
+        else:
+            bn, persistent, o_buffer = LONG_KV_BN, True, False
     return AttentionConfig(dtype=dtype, head_dim=head_dim, bn=bn, stages=PACK_STAGES if pack else 2, causal=causal,
                            overlap=fa3, pack_lone=pack,
                            pingpong=fa3, epilogue="rows" if varlen else "tma", varlen=varlen,
