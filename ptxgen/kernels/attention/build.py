@@ -369,3 +369,5 @@ def consume_items(g):
         b.scf.yield_(b.arith.add(it, iterations, name="c_it_next"))
     if config.continuous_turns:
         softmax.pingpong_turn(g, "drain")   # the last warpgroup's hand-over after the CTA's last section
+    if epilogue.deferred_store_wait(config):
+        epilogue.await_stores_read(g, "_end")   # the CTA's shared memory outlives its last TMA stores' reads

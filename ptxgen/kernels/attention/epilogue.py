@@ -54,7 +54,10 @@ def stage_blocks(g, rows, o16_blocks):
     thread, which saw the previous item's TMA stores read the tile (``tma.store_wait``)."""
     b, config = g.b, g.config
     ob = config.o_block
-    if config.persistent and config.o_buffer:
+    if deferred_store_wait(config):
+        await_stores_read(g, "_staging")
+        warpgroup_barrier(g)
+    elif config.persistent and config.o_buffer:
         warpgroup_barrier(g)
     for j, block in enumerate(o16_blocks):
         view = rows if len(o16_blocks) == 1 else b.smem.tile(rows, b.const(j, i32, name=f"o_cols{j}"), mode=1,
@@ -62,11 +65,28 @@ def stage_blocks(g, rows, o16_blocks):
         b.smem.stmatrix(view, g.lt, block, tv=accumulator_tv(ob), num=4, trans=False)
 
 
+def deferred_store_wait(config) -> bool:
+    """Whether the ``tma`` epilogue's first thread waits for its stores' smem reads only before the tile is staged
+    again (``stage_blocks``) and once after the CTA's last item (``await_stores_read``), not right after issuing
+    them: a persistent CTA with O's own tile, where nothing else writes that tile, so the warpgroup's next item
+    starts while the TMA unit still reads this one's O."""
+    return config.epilogue == "tma" and config.persistent and config.o_buffer
+
+
+def await_stores_read(g, tag: str) -> None:
+    """The warpgroup's first thread (the one that issued its TMA stores) waits until they have read shared memory."""
+    b = g.b
+    with b.scf.if_(b.arith.cmp(g.lt, g.c0, pred="eq", name=f"store_issuer{tag}")).then:
+        b.tma.store_wait(pending=0, read=True)
+        b.scf.yield_()
+
+
 def store_through_smem(g, o16_blocks):
     """The ``tma`` epilogue: O staged in the warpgroup's rows of Q's (or O's own) tile (``stage_blocks``), made
     visible to the async proxy, then stored by its first thread as 64 × 64 TMA boxes; rows past Sq are clipped by
     TMA. The thread waits until the stores have read shared memory (the CTA must not end before; a persistent CTA's
-    next Q or O must not overwrite them)."""
+    next Q or O must not overwrite them): right after them, or (``deferred_store_wait``) before the next staging and
+    at the CTA's end."""
     b, kb, config = g.b, g.kb, g.config
     d = config.head_dim
     stage_blocks(g, staged_rows(g), o16_blocks)
@@ -80,7 +100,8 @@ def store_through_smem(g, o16_blocks):
             box = b.smem.tile(rows, cj, mode=g.lead + 1, size=BOX_COLUMNS, name=f"o_box{j}")
             b.tma.store(kb["out"], box, g.batch, g.head, g.row0, b.arith.mul(cj, g.c_box, name=f"o_col{j}"))
         b.tma.store_commit()
-        b.tma.store_wait(pending=0, read=True)
+        if not deferred_store_wait(config):
+            b.tma.store_wait(pending=0, read=True)
         b.scf.yield_()
 def row_tv(head_dim: int):
     """The ``rows`` epilogue's TV layout of a warpgroup's (64, D) tile: thread t holds half t % 2 of row t / 2 (D/2
