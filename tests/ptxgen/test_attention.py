@@ -292,14 +292,19 @@ def test_choose_config():
     assert choose_config("bf16", 64, False, seqlens=(2048, 2048)).rescale_threshold == 0.0
     assert choose_config("bf16", 256, True).rescale_threshold == 0.0
     # the persistent kernel below 16384 keys (its turn ring across the items); three warpgroups persistent only for
-    # D = 64 non-causal loops of at most 1024 keys
+    # D = 64 non-causal loops of at most 1024 keys and causal ones of 1025 to 4096
     assert not choose_config("bf16", 128, True, seqlens=(16384, 16384)).persistent
     short = choose_config("bf16", 64, False, seqlens=(1024, 1024))
     assert (short.consumer_warpgroups, short.persistent, short.o_buffer, short.continuous_turns) == (3, True, True, True)
     assert not choose_config("bf16", 64, False, seqlens=(1025, 1025)).persistent
-    causal = choose_config("bf16", 64, True, seqlens=(4096, 4096))
+    causal = choose_config("bf16", 64, True, seqlens=(1024, 1024))
     assert (causal.consumer_warpgroups, causal.persistent, causal.continuous_turns) == (2, True, True)
-    assert choose_config("bf16", 64, True, seqlens=(4097, 4097)).consumer_warpgroups == 3
+    for sk in (1025, 2048, 4096):
+        causal = choose_config("bf16", 64, True, seqlens=(sk, sk))
+        assert (causal.consumer_warpgroups, causal.persistent, causal.o_buffer, causal.continuous_turns) == \
+            (3, True, True, True), sk
+    long_causal = choose_config("bf16", 64, True, seqlens=(4097, 4097))
+    assert (long_causal.consumer_warpgroups, long_causal.persistent) == (3, False)
     assert choose_config("bf16", 256, False).o_block == 64
     # D = 128 dense non-causal from 4096 keys: 176-row KV tiles, persistent at any length, O staged in Q's tile
     long = choose_config("bf16", 128, False, seqlens=(16384, 16384))
@@ -413,7 +418,8 @@ def assert_matches_torch(torch, out, lse, want, want_lse) -> None:
 GPU_CASES = [(2, 16, 16, 1024, 1024, 128), (1, 16, 2, 2048, 2048, 128), (4, 8, 8, 512, 512, 64),
              (2, 8, 2, 1000, 1000, 256), (1, 4, 4, 300, 700, 256),
              (1, 4, 1, 1000, 3001, 64), (1, 4, 4, 3001, 1000, 128), (3, 6, 2, 129, 257, 128), (1, 2, 1, 1, 1, 64),
-             (1, 2, 2, 77, 77, 64), (2, 4, 2, 500, 4500, 128)]   # the last: 176-row KV tiles when non-causal
+             (1, 2, 2, 77, 77, 64), (2, 4, 2, 500, 4500, 128),   # 176-row KV tiles when non-causal
+             (1, 8, 4, 2560, 2560, 64)]   # causal: three warpgroups persistent (choose_config rule 9)
 
 
 @pytest.mark.gpu

@@ -37,6 +37,7 @@ CASES = [
     (1, 2, 1, 250, 130, persistent(d=64, warpgroups=3, bn=192, pingpong=False, p_in_smem=True, o_buffer=True), 3),
     (1, 2, 1, 200, 190, persistent(d=64, causal=True, overlap=False, epilogue="direct"), 3),
     (2, 1, 1, 130, 70, persistent(d=64, epilogue="direct"), 3),
+    (1, 3, 1, 400, 380, choose_config("bf16", 64, True, seqlens=(2048, 2048)), 4),   # rule 9's: 3 warpgroups, Sq > Sk
 ]
 
 
@@ -156,13 +157,13 @@ def test_bad_ctas(ctas, error, message):
 @pytest.mark.parametrize("config", [choose_config("bf16", 128, False), choose_config("bf16", 128, True),
                                     choose_config("bf16", 64, True),
                                     choose_config("bf16", 64, False, seqlens=(4096, 4096)),
-                                    choose_config("bf16", 64, True, varlen=True, seqlens=(4096, 4096))],
-                         ids=["d128", "d128_causal", "d64_causal_wg2", "d64_wg3", "d64_varlen_wg3"])
+                                    choose_config("bf16", 64, True, varlen=True, seqlens=(4096, 4096)),
+                                    choose_config("bf16", 64, True, seqlens=(8192, 8192))],
+                         ids=["d128", "d128_causal", "d64_causal_wg2", "d64_wg3", "d64_varlen_wg3", "d64_causal_wg3"])
 def test_ptx_registers_as_the_non_persistent_kernel(config, request):
     """nvJitLink assembles the persistent kernel (with and without o_buffer) of each chosen configuration; under the
     consumers' setmaxnreg budget it spills no more than the non-persistent kernel — the three-warpgroup dense one at
-    most 16 bytes more (the driver loads it with 16 B of local memory, s13 section 1; choose_config never makes it
-    persistent) — the mainloop's wgmmas are not duplicated, and no wgmma is serialized."""
+    most 16 bytes more (the driver loads it with 16 B of local memory, s13 section 1) — the mainloop's wgmmas are not duplicated, and no wgmma is serialized."""
     import re
 
     from ptxgen.lower import compile_kernel

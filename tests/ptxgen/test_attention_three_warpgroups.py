@@ -204,7 +204,7 @@ def test_two_warpgroup_kernel_keeps_its_barriers():
 # -- the sequence-length-aware choice ----------------------------------------------------------------------------------
 
 def test_choose_config_sees_the_kv_length():
-    """D = 64 takes three consumer warpgroups except for a causal KV loop of at most 4096 keys (or unknown lengths,
+    """D = 64 takes three consumer warpgroups except for a causal KV loop of at most 1024 keys (or unknown lengths,
     causal); D = 128 and 256 keep two; every choice has 2 stages (5 where D = 64 packs lone query tiles: non-causal,
     Sq = 1 or 1024), 128-row KV tiles (64 at D = 256; 176 for D = 128 non-causal from 4096
     keys) and validates."""
@@ -212,7 +212,7 @@ def test_choose_config_sees_the_kv_length():
         for causal in (False, True):
             for seqlens in (None, (1, 1024), (1024, 1025), (16384, 16384), (100, 20000)):
                 config = choose_config("bf16", d, causal, seqlens=seqlens).validate()
-                three = d == 64 and not (causal and (seqlens is None or seqlens[1] <= 4096))
+                three = d == 64 and not (causal and (seqlens is None or seqlens[1] <= 1024))
                 assert config.consumer_warpgroups == (3 if three else 2), (d, causal, seqlens)
                 long_kv = d == 128 and not causal and seqlens is not None and seqlens[1] >= 4096
                 packs = d == 64 and not causal and seqlens in ((1, 1024), (1024, 1025))

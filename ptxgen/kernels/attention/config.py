@@ -20,7 +20,8 @@ BOX_COLUMNS = 64         # head-dim columns per TMA box: one 128-byte SW128 row 
 # the (producer, consumer) setmaxnreg budgets when ``registers`` is not given, per consumer warpgroup count w:
 # 128·producer + 128·w·consumer = 64512 (w = 2) and 65536 (w = 3: FA3's 32 and 160) of the SM's 65536
 DEFAULT_REGISTERS = {2: (24, 240), 3: (32, 160)}
-SHORT_CAUSAL_KV = 4096   # choose_config: a causal KV loop of at most this many keys keeps 128-row query tiles
+SHORT_CAUSAL_KV = 1024   # choose_config: a causal KV loop of at most this many keys keeps 128-row query tiles
+CAUSAL_PERSISTENT_KV = 4096  # choose_config: D = 64 causal loops of more keys than SHORT_CAUSAL_KV up to this persistent
 LAZY_RESCALE_THRESHOLD = 8.0  # choose_config: D = 128's rescale_threshold (rule 7)
 MAX_RESCALE_THRESHOLD = 15  # AttentionConfig.rescale_threshold: P ≤ 2^15 < f16's largest 65504
 SHORT_KV = 1024          # choose_config: a D = 64 non-causal loop of at most this many keys runs 3 warpgroups persistent
@@ -280,8 +281,8 @@ def choose_config(dtype: str, head_dim: int, causal: bool, varlen: bool = False,
        the plain loop (overlap's second S spills there: 0.67× the plain loop's speed).
     2. D = 64: three consumer warpgroups (FA3's 192-row query tiles, setmaxnreg 32/160): +7% (S = 1k) to +22%
        (S = 8k-16k) non-causal and +5-12% causal from S = 2k, over two — except a causal KV loop of at most
-       ``SHORT_CAUSAL_KV`` = 4096 keys (or unknown lengths, causal; 1024 before rule 6), where the 192-row tiles'
-       masked diagonal costs more than they save (−8% at S = 1k). D = 128 keeps two (three spill at 160 registers).
+       ``SHORT_CAUSAL_KV`` = 1024 keys (or unknown lengths, causal), where the 192-row tiles' masked diagonal costs
+       more than they save (−8% at S = 1k; rule 9). D = 128 keeps two (three spill at 160 registers).
     3. The TMA-store epilogue (varlen: the ``rows`` epilogue, whose stores stop at each sequence's end).
     4. The persistent kernel with O in its own tile (``persistent``, ``o_buffer``) for two consumer warpgroups (D = 128,
        and D = 64's short causal loops) below ``PERSISTENT_MAX_KV`` = 16384 keys: D = 128 non-causal +8% at S = 1k, +5%
@@ -298,9 +299,9 @@ def choose_config(dtype: str, head_dim: int, causal: bool, varlen: bool = False,
        section 1).
     6. Every persistent kernel runs its turn ring across its work items (``continuous_turns``; s15 section 11: D = 128
        non-causal S = 1k 548 -> 575, 2k 609 -> 627 TFLOP/s, causal 1k 418 -> 440, 4k 596 -> 608; D = 64 causal 1k
-       282 -> 292). With it, D = 64 causal loops of up to ``SHORT_CAUSAL_KV`` = 4096 keys take two warpgroups,
-       persistent (2k 331 -> 355, 4k 392 -> 396 against three warpgroups), and D = 64 non-causal loops of up to
-       ``SHORT_KV`` = 1024 keys three warpgroups persistent with O's own tile (371 -> 383; at 2k even, at 4k -2%).
+       282 -> 292). With it, D = 64 causal loops of up to ``SHORT_CAUSAL_KV`` = 1024 keys take two warpgroups,
+       persistent, and D = 64 non-causal loops of up to ``SHORT_KV`` = 1024 keys three warpgroups persistent with O's
+       own tile (371 -> 383; at 2k even, at 4k -2%).
     7. D = 128 rescales O lazily (``rescale_threshold`` = ``LAZY_RESCALE_THRESHOLD`` = 8, FlashAttention-4's):
        non-causal +2.5% / +3.5% / +0.5% / +0.4% at S = 1k / 2k / 4k / 8k, causal 0 / +1.2% / +3.4% / +3.5%
        (docs/gpu-runs/2026-11-26-s21.log section 5); D = 64 was 1-2% slower with it at S ≤ 4k (its vote and branches
@@ -310,6 +311,12 @@ def choose_config(dtype: str, head_dim: int, causal: bool, varlen: bool = False,
        ``PACK_STAGES`` = 5 stages (its minimum, 2w − 1): S = 1k 385.7 -> 424.1 TFLOP/s (x1.03 cuDNN; 5 stages alone
        369.5), 4k 473.7 -> 488.4 (not persistent before; persistent unpacked 465.0); at 16k even (518.0 / 516.2)
        (docs/gpu-runs/2026-11-27-s25.log sections 3 and 6).
+    9. D = 64 causal loops of more than ``SHORT_CAUSAL_KV`` = 1024 keys up to ``CAUSAL_PERSISTENT_KV`` = 4096: three
+       warpgroups persistent with O's own tile and the turn ring (with the skipping of unseen tiles and the deferred
+       store wait, which came after rule 6's measurement), against two warpgroups: S = 1152 / 1536 / 1792 / 2048 /
+       2304 / 2816 / 3072 / 3328 / 3584 / 3840 / 4096 +4 / +7 / +2 / +2 / +7 / +2 / +10 / +3 / +2 / +11 / +5%,
+       S = 1280 and 2560 −2% and −5%; at 1k two warpgroups stay ahead (304 against 266); from 8k the grid kernel
+       (8k 443 against 398, 16k 469 against 390) (docs/gpu-runs/2026-11-27-s26.log section 4).
     Measured and not taken: 192-row KV tiles for D = 64 (spill with three warpgroups; behind them with two), a
     3-stage pipeline for D = 128 (within ±2% at S = 16k), P through shared memory (SS wgmma: −25-40%).
 
@@ -317,6 +324,7 @@ def choose_config(dtype: str, head_dim: int, causal: bool, varlen: bool = False,
     epilogue="tma", persistent=True, o_buffer=True, continuous_turns=True);
     ``choose_config("bf16", 64, False).consumer_warpgroups`` = 3;
     ``choose_config("bf16", 64, True, seqlens=(8192, 8192)).consumer_warpgroups`` = 3;
+    ``choose_config("bf16", 64, True, seqlens=(2048, 2048)).persistent`` = True (3 consumer warpgroups);
     ``choose_config("bf16", 128, False, seqlens=(8192, 8192)).bn`` = 176;
     ``choose_config("bf16", 128, False, seqlens=(4096, 4096)).bn`` = 128;
     ``choose_config("bf16", 128, True).rescale_threshold`` = 8.0;
@@ -331,6 +339,8 @@ def choose_config(dtype: str, head_dim: int, causal: bool, varlen: bool = False,
             and 0 < last_tile_rows(seqlens[0], CONSUMER_ROWS * warpgroups) <= CONSUMER_ROWS
             and seqlens[1] < PERSISTENT_MAX_KV)
     if head_dim == 64 and not causal and (seqlens is None or seqlens[1] <= SHORT_KV or pack):
+        persistent = True
+    if head_dim == 64 and causal and seqlens is not None and SHORT_CAUSAL_KV < seqlens[1] <= CAUSAL_PERSISTENT_KV:
         persistent = True
     o_buffer = persistent
     if head_dim == 128 and not (causal or varlen) and seqlens is not None and seqlens[1] >= LONG_KV:
