@@ -49,10 +49,12 @@ VARIANT_WORDS = {"plain": {"overlap": False, "pingpong": False, "epilogue": "dir
                  "pingpong": {"overlap": True, "pingpong": True}, "nopingpong": {"pingpong": False},
                  "tma": {"epilogue": "tma"}, "direct": {"epilogue": "direct"}, "psmem": {"p_in_smem": True},
                  "rs": {"p_in_smem": False}, "persist": {"persistent": True}, "obuf": {"o_buffer": True},
-                 "nopersist": {"persistent": False, "o_buffer": False, "continuous_turns": False},
+                 "nopersist": {"persistent": False, "o_buffer": False, "continuous_turns": False,
+                               "item_table": False},
                  "noobuf": {"o_buffer": False},
                  "ring": {"continuous_turns": True}, "skip": {"skip_unseen": True},
-                 "noskip": {"skip_unseen": False}, "pack": {"pack_lone": True}, "nopack": {"pack_lone": False}}
+                 "noskip": {"skip_unseen": False}, "pack": {"pack_lone": True}, "nopack": {"pack_lone": False},
+                 "table": {"item_table": True}, "notable": {"item_table": False}}
 
 
 def variant_fields(name: str) -> dict:
@@ -61,9 +63,10 @@ def variant_fields(name: str) -> dict:
     ``pingpong`` (with overlap), ``nopingpong``, ``tma``, ``direct``, ``psmem`` (P·V's P staged in shared memory:
     an SS wgmma), ``rs`` (P in registers), ``persist`` (the persistent kernel: a CTA per SM walking the work items),
     ``obuf`` (O staged in its own shared-memory tile: a persistent CTA's next Q loads before the epilogue), ``noobuf``
-    (O staged in Q's tile), ``nopersist`` (a CTA per work item, O in Q's tile), ``ring`` (the ping-pong's turn ring
+    (O staged in Q's tile), ``nopersist`` (a CTA per work item, O in Q's tile, no item table), ``ring`` (the ping-pong's turn ring
     running on across a persistent CTA's work items: ``continuous_turns``), ``skip`` / ``noskip`` (each consumer
     warpgroup skipping the KV tiles its rows do not see, or computing every tile of the CTA: ``skip_unseen``),
+    ``pack`` / ``nopack`` (``pack_lone``), ``table`` / ``notable`` (the host's item table: ``item_table``),
     ``s<stages>``, ``bn<rows>``,
     ``wg<count>`` (consumer warpgroups: ``wg3`` = 192-row query tiles, registers (32, 160) unless ``r…`` says),
     ``r<producer>x<consumer>`` (setmaxnreg budgets), ``lazy<τ>`` (``rescale_threshold``), ``poly<k>of<n>`` (``exp2_poly = (k, n)``: k of every n of P's

@@ -282,7 +282,7 @@ def test_tma_epilogue_ptx():
 def test_choose_config():
     assert choose_config("bf16", 64, True) == AttentionConfig("bf16", 64, 128, 2, True, overlap=True, pingpong=True,
                                                               epilogue="tma", persistent=True, o_buffer=True,
-                                                              continuous_turns=True)
+                                                              continuous_turns=True, item_table=True)
     assert choose_config("bf16", 256, False) == AttentionConfig("bf16", 256, 64, 2, False, epilogue="tma")
     assert choose_config("f16", 128, False, varlen=True) == AttentionConfig(
         "f16", 128, 128, 2, False, overlap=True, pingpong=True, epilogue="rows", varlen=True, persistent=True,
@@ -292,7 +292,7 @@ def test_choose_config():
     assert choose_config("bf16", 64, False, seqlens=(2048, 2048)).rescale_threshold == 0.0
     assert choose_config("bf16", 256, True).rescale_threshold == 0.0
     # the persistent kernel below 16384 keys (its turn ring across the items); three warpgroups persistent only for
-    # D = 64 non-causal loops of at most 1024 keys and causal ones of 1025 to 4096
+    # D = 64 non-causal loops of at most 1024 keys and causal ones of more
     assert not choose_config("bf16", 128, True, seqlens=(16384, 16384)).persistent
     short = choose_config("bf16", 64, False, seqlens=(1024, 1024))
     assert (short.consumer_warpgroups, short.persistent, short.o_buffer, short.continuous_turns) == (3, True, True, True)
@@ -303,8 +303,8 @@ def test_choose_config():
         causal = choose_config("bf16", 64, True, seqlens=(sk, sk))
         assert (causal.consumer_warpgroups, causal.persistent, causal.o_buffer, causal.continuous_turns) == \
             (3, True, True, True), sk
-    long_causal = choose_config("bf16", 64, True, seqlens=(4097, 4097))
-    assert (long_causal.consumer_warpgroups, long_causal.persistent) == (3, False)
+    long_causal = choose_config("bf16", 64, True, seqlens=(16384, 16384))   # with the item table at every length
+    assert (long_causal.consumer_warpgroups, long_causal.persistent, long_causal.item_table) == (3, True, True)
     assert choose_config("bf16", 256, False).o_block == 64
     # D = 128 dense non-causal from 4096 keys: 176-row KV tiles, persistent at any length, O staged in Q's tile
     long = choose_config("bf16", 128, False, seqlens=(16384, 16384))

@@ -192,7 +192,7 @@ def test_two_warpgroup_kernel_keeps_its_barriers():
     from ptxgen.lower import compile_kernel
 
     grid_kernel = dataclasses.replace(choose_config("bf16", 64, True), persistent=False, o_buffer=False,
-                                      continuous_turns=False, skip_unseen=False)
+                                      continuous_turns=False, item_table=False, skip_unseen=False)
     ptx = compile_kernel(build(grid_kernel), defer_assembly=True).ptx
     assert ".reqntid 384, 1, 1" in ptx
     for ident in (1, 2):

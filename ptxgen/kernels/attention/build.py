@@ -75,6 +75,8 @@ def build(config: AttentionConfig = AttentionConfig()):
     else:
         grid = schedule.grid(config) if config.persistent else (cdiv("sq", bm), dim("q", 1), dim("q", 0))
         persistent = {"heads": i32, "batches": i32, "ctas": i32} if config.persistent else {}
+        if config.item_table:
+            persistent.update(item_rounds=gtensor("i32", 1), item_list=gtensor("i32", 2))
         kb = KernelBuilder(
             "attention_fwd", grid=grid, block=(config.threads, 1, 1), **maps,
             out=tmap(dtype, 4, epilogue.out_box(config)) if config.epilogue == "tma" else gtensor(dtype, 4),

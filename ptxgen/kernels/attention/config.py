@@ -21,7 +21,7 @@ BOX_COLUMNS = 64         # head-dim columns per TMA box: one 128-byte SW128 row 
 # 128·producer + 128·w·consumer = 64512 (w = 2) and 65536 (w = 3: FA3's 32 and 160) of the SM's 65536
 DEFAULT_REGISTERS = {2: (24, 240), 3: (32, 160)}
 SHORT_CAUSAL_KV = 1024   # choose_config: a causal KV loop of at most this many keys keeps 128-row query tiles
-CAUSAL_PERSISTENT_KV = 4096  # choose_config: D = 64 causal loops of more keys than SHORT_CAUSAL_KV up to this persistent
+SERPENTINE_CAUSAL_KV = 4096  # choose_config: varlen (no item table) D = 64 causal loops persistent up to this
 LAZY_RESCALE_THRESHOLD = 8.0  # choose_config: D = 128's rescale_threshold (rule 7)
 MAX_RESCALE_THRESHOLD = 15  # AttentionConfig.rescale_threshold: P ≤ 2^15 < f16's largest 65504
 SHORT_KV = 1024          # choose_config: a D = 64 non-causal loop of at most this many keys runs 3 warpgroups persistent
@@ -103,6 +103,11 @@ class AttentionConfig:
       compute no tile) and 2w − 1 stages (a warpgroup holds its V stage for a round while the w streams' next tiles
       load: fewer stages would tie one warpgroup's loads to another's softmax).
 
+    - ``item_table``: the persistent CTAs take their work items from a table the host deals (``schedule.item_table``:
+      windows of a few rounds' items, each longest first to the least loaded CTA) instead of serpentine rounds: causal
+      items of 1 … tiles_m KV tiles balance within ~1% (serpentine: 3-27% on the longest CTA). Needs ``persistent``,
+      not ``varlen`` (its items' lengths are on the device) nor ``pack_lone`` (its own numbering).
+
     Post (``validate``): the builder accepts the config; a violated rule is a ValueError naming the field."""
 
     dtype: str = "bf16"
@@ -124,6 +129,7 @@ class AttentionConfig:
     rescale_threshold: float = 0.0
     skip_unseen: bool = True
     pack_lone: bool = False
+    item_table: bool = False
 
     def __post_init__(self):
         for field in ("registers", "exp2_poly"):
@@ -232,6 +238,11 @@ def _shape(c: AttentionConfig):
         return ("pack_lone = True: the lone last query tiles of consecutive heads are packed into work items of the "
                 "persistent dense non-causal kernel, each warpgroup's V stage held a round while the others' load: it "
                 f"needs {' and '.join(need)}")
+    if c.item_table and (not c.persistent or c.varlen or c.pack_lone):
+        need = [rule for rule, broken in (("persistent = True", not c.persistent), ("varlen = False", c.varlen),
+                                          ("pack_lone = False", c.pack_lone)) if broken]
+        return ("item_table = True: the host deals the work items of the persistent dense kernel by their lengths "
+                f"(varlen's are on the device; pack_lone numbers them otherwise): it needs {' and '.join(need)}")
     if isinstance(c.rescale_threshold, bool) or not isinstance(c.rescale_threshold, (int, float)) \
             or not 0 <= c.rescale_threshold <= MAX_RESCALE_THRESHOLD:
         return (f"rescale_threshold = {c.rescale_threshold!r}: τ is a number from 0 (rescale at every new max) to "
@@ -311,20 +322,26 @@ def choose_config(dtype: str, head_dim: int, causal: bool, varlen: bool = False,
        ``PACK_STAGES`` = 5 stages (its minimum, 2w − 1): S = 1k 385.7 -> 424.1 TFLOP/s (x1.03 cuDNN; 5 stages alone
        369.5), 4k 473.7 -> 488.4 (not persistent before; persistent unpacked 465.0); at 16k even (518.0 / 516.2)
        (docs/gpu-runs/2026-11-27-s25.log sections 3 and 6).
-    9. D = 64 causal loops of more than ``SHORT_CAUSAL_KV`` = 1024 keys up to ``CAUSAL_PERSISTENT_KV`` = 4096: three
-       warpgroups persistent with O's own tile and the turn ring (with the skipping of unseen tiles and the deferred
-       store wait, which came after rule 6's measurement), against two warpgroups: S = 1152 / 1536 / 1792 / 2048 /
-       2304 / 2816 / 3072 / 3328 / 3584 / 3840 / 4096 +4 / +7 / +2 / +2 / +7 / +2 / +10 / +3 / +2 / +11 / +5%,
-       S = 1280 and 2560 −2% and −5%; at 1k two warpgroups stay ahead (304 against 266); from 8k the grid kernel
-       (8k 443 against 398, 16k 469 against 390) (docs/gpu-runs/2026-11-27-s26.log section 4).
+    9. D = 64 causal loops of more than ``SHORT_CAUSAL_KV`` = 1024 keys: three warpgroups persistent with O's own
+       tile and the turn ring (with the skipping of unseen tiles and the deferred store wait, which came after rule
+       6's measurement), against two warpgroups: S = 1152 / 1536 / 1792 / 2048 / 2304 / 2816 / 3072 / 3328 / 3584 /
+       3840 / 4096 +4 / +7 / +2 / +2 / +7 / +2 / +10 / +3 / +2 / +11 / +5% with serpentine rounds (S = 1280 and 2560
+       −2% and −5%, where serpentine rounds balance worst); at 1k two warpgroups stay ahead (304 against 266)
+       (docs/gpu-runs/2026-11-27-s26.log section 4). From 8k, with rule 10's table, against the grid kernel: 8k
+       443.0 -> 466.1, 16k 467.9 -> 484.1 (section 5); varlen, which has no table, only up to
+       ``SERPENTINE_CAUSAL_KV`` = 4096 keys (serpentine rounds: 8k 398 against the grid's 443).
+    10. Every causal dense persistent kernel takes its items from the host's table (``item_table``): D = 64 S = 1k /
+       2k / 2560 / 4k 301.3 / 362.0 / 351.0 / 410.8 -> 302.7 / 373.5 / 378.0 / 415.0 TFLOP/s, D = 128 429.6 /
+       522.2 / 493.9 / 590.8 -> 420.6 / 529.0 / 552.8 / 591.8, 8k 629.3 -> 637.1 (section 5).
     Measured and not taken: 192-row KV tiles for D = 64 (spill with three warpgroups; behind them with two), a
     3-stage pipeline for D = 128 (within ±2% at S = 16k), P through shared memory (SS wgmma: −25-40%).
 
     ``choose_config("bf16", 64, True)`` = AttentionConfig("bf16", 64, 128, 2, True, overlap=True, pingpong=True,
-    epilogue="tma", persistent=True, o_buffer=True, continuous_turns=True);
+    epilogue="tma", persistent=True, o_buffer=True, continuous_turns=True, item_table=True);
     ``choose_config("bf16", 64, False).consumer_warpgroups`` = 3;
     ``choose_config("bf16", 64, True, seqlens=(8192, 8192)).consumer_warpgroups`` = 3;
     ``choose_config("bf16", 64, True, seqlens=(2048, 2048)).persistent`` = True (3 consumer warpgroups);
+    ``choose_config("bf16", 64, True, seqlens=(2048, 2048)).item_table`` = True;
     ``choose_config("bf16", 128, False, seqlens=(8192, 8192)).bn`` = 176;
     ``choose_config("bf16", 128, False, seqlens=(4096, 4096)).bn`` = 128;
     ``choose_config("bf16", 128, True).rescale_threshold`` = 8.0;
@@ -340,7 +357,8 @@ def choose_config(dtype: str, head_dim: int, causal: bool, varlen: bool = False,
             and seqlens[1] < PERSISTENT_MAX_KV)
     if head_dim == 64 and not causal and (seqlens is None or seqlens[1] <= SHORT_KV or pack):
         persistent = True
-    if head_dim == 64 and causal and seqlens is not None and SHORT_CAUSAL_KV < seqlens[1] <= CAUSAL_PERSISTENT_KV:
+    if head_dim == 64 and causal and seqlens is not None and seqlens[1] > SHORT_CAUSAL_KV \
+            and (seqlens[1] <= SERPENTINE_CAUSAL_KV or not varlen):
         persistent = True
     o_buffer = persistent
     if head_dim == 128 and not (causal or varlen) and seqlens is not None and seqlens[1] >= LONG_KV:
@@ -353,5 +371,5 @@ def choose_config(dtype: str, head_dim: int, causal: bool, varlen: bool = False,
                            overlap=fa3, pack_lone=pack,
                            pingpong=fa3, epilogue="rows" if varlen else "tma", varlen=varlen,
                            consumer_warpgroups=warpgroups, persistent=persistent, o_buffer=o_buffer,
-                           continuous_turns=persistent and fa3,
+                           continuous_turns=persistent and fa3, item_table=persistent and causal and not varlen,
                            rescale_threshold=LAZY_RESCALE_THRESHOLD if head_dim == 128 else 0.0)

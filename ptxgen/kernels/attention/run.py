@@ -12,10 +12,13 @@ from __future__ import annotations
 
 from .build import build
 from .config import AttentionConfig
+from .schedule import item_table
 
 INTERPRETER_CTAS = 132   # the interpreter's default persistent grid bound: an H100 SXM's SMs
 _MODULES = {}   # config -> built Module
 _JIT = {}       # config -> JitKernel
+_TABLES = {}    # (config, heads, batches, sq, sk, ctas, device) -> the item table's arrays (item_table)
+_TABLE_LIMIT = 64
 
 
 def kernel_module(config: AttentionConfig):
@@ -36,10 +39,29 @@ def jit_kernel(config: AttentionConfig):
     return kern
 
 
+def table_arguments(config: AttentionConfig, heads: int, batches: int, sq: int, sk: int, ctas: int,
+                    device) -> dict:
+    """``item_table``'s ``item_rounds`` and ``item_list`` (``schedule.item_table``), dealt once per problem and kept:
+    numpy arrays, or torch int32 tensors on ``device`` (a torch device; None: numpy)."""
+    key = (config, heads, batches, sq, sk, ctas, str(device))
+    table = _TABLES.get(key)
+    if table is None:
+        rounds, items = item_table(config, heads, batches, sq, sk, ctas)
+        if device is not None:
+            import torch
+
+            rounds, items = (torch.from_numpy(x).to(device) for x in (rounds, items))
+        if len(_TABLES) >= _TABLE_LIMIT:
+            _TABLES.clear()
+        table = _TABLES[key] = {"item_rounds": rounds, "item_list": items}
+    return table
+
+
 def persistent_arguments(config: AttentionConfig, heads: int, batches: int | None, ctas: int | None,
                          device: bool) -> dict:
     """The persistent kernel's extra arguments (none for a non-persistent config): ``heads``, ``batches`` (dense;
-    varlen passes its own) and ``ctas`` (None: the SMs of cuda:0 on the device, ``INTERPRETER_CTAS`` on numpy)."""
+    varlen passes its own) and ``ctas`` (None: the SMs of cuda:0 on the device, ``INTERPRETER_CTAS`` on numpy);
+    ``item_table``: the table (``table_arguments``, added by ``kernel_arguments``)."""
     if not config.persistent:
         return {}
     if ctas is None:
@@ -64,6 +86,9 @@ def kernel_arguments(q, k, v, out, lse, scale: float, heads_view, config: Attent
             "scale": float(scale)}
     if config is not None:
         args.update(persistent_arguments(config, q.shape[2], q.shape[0], ctas, device))
+        if config.item_table:
+            args.update(table_arguments(config, int(q.shape[2]), int(q.shape[0]), int(q.shape[1]), int(k.shape[1]),
+                                        args["ctas"], q.device if device else None))
     return args
 
 
