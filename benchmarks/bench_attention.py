@@ -54,7 +54,8 @@ VARIANT_WORDS = {"plain": {"overlap": False, "pingpong": False, "epilogue": "dir
                  "noobuf": {"o_buffer": False},
                  "ring": {"continuous_turns": True}, "skip": {"skip_unseen": True},
                  "noskip": {"skip_unseen": False}, "pack": {"pack_lone": True}, "nopack": {"pack_lone": False},
-                 "table": {"item_table": True}, "notable": {"item_table": False}}
+                 "table": {"item_table": True}, "notable": {"item_table": False},
+                 "bottom": {"align_bottom": True}, "top": {"align_bottom": False}}
 
 
 def variant_fields(name: str) -> dict:

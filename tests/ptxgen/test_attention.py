@@ -282,7 +282,8 @@ def test_tma_epilogue_ptx():
 def test_choose_config():
     assert choose_config("bf16", 64, True) == AttentionConfig("bf16", 64, 128, 2, True, overlap=True, pingpong=True,
                                                               epilogue="tma", persistent=True, o_buffer=True,
-                                                              continuous_turns=True, item_table=True)
+                                                              continuous_turns=True, item_table=True,
+                                                              align_bottom=True)
     assert choose_config("bf16", 256, False) == AttentionConfig("bf16", 256, 64, 2, False, epilogue="tma")
     assert choose_config("f16", 128, False, varlen=True) == AttentionConfig(
         "f16", 128, 128, 2, False, overlap=True, pingpong=True, epilogue="rows", varlen=True, persistent=True,

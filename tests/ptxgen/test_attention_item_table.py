@@ -29,7 +29,7 @@ def costs(config, heads, batches, sq, sk):
     index = np.arange(tiles_m * heads * batches)
     m_index = index % tiles_m
     m_tile = tiles_m - 1 - m_index if config.causal else m_index
-    return ITEM_COST + kv_tiles_of(m_tile, config.bm, config.bn, sq, sk, config.causal)
+    return ITEM_COST + kv_tiles_of(m_tile, config.bm, config.bn, sq, sk, config.causal, config.align_bottom)
 
 
 def serpentine_loads(cost, grid):
@@ -91,8 +91,8 @@ def test_interpreter_matches_float64(config, b, hq, hkv, sq, sk, ctas, schedule)
 
 def test_kernel_follows_the_table():
     """A table that deals item 0 to nobody and the rest in reverse to CTA 0 alone: the rows of item 0 (the last query
-    tile of head 0, causal longest first) stay as they were, every other row is float64's — so the kernel runs what
-    the table says, not its own rounds."""
+    tile of head 0, causal longest first: rows 128 … 299 of Sq = 300 in bottom-aligned 192-row tiles) stay as they
+    were, every other row is float64's — so the kernel runs what the table says, not its own rounds."""
     from ptxgen.interp import interpret
     from ptxgen.kernels.attention import run
 
@@ -107,9 +107,10 @@ def test_kernel_follows_the_table():
     args["item_list"][0] = [3, 2, 1]
     interpret(run.kernel_module(config), args)
     want, want_lse = reference(q, k, v, True, 0.125)
-    assert np.isnan(out[0, 192:, 0].astype(np.float32)).all()     # item 0: head 0's rows 192 … 299
+    assert config.align_bottom
+    assert np.isnan(out[0, 128:, 0].astype(np.float32)).all()     # item 0: head 0's rows 128 … 299
     done = np.ones(out.shape, bool)
-    done[0, 192:, 0] = False
+    done[0, 128:, 0] = False
     got = out.astype(np.float32)[done]
     assert np.abs(got - want[done]).max() < 2e-2
 

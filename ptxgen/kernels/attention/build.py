@@ -151,15 +151,39 @@ def build(config: AttentionConfig = AttentionConfig()):
 
 def item_rows(g, tag: str = "", c_bm=None) -> None:
     """The work item's values derived from ``g.m_tile``, ``g.head`` and ``g.batch``: its KV head ``g.kv_head``, its
-    first query row ``g.q0``, its sequences' bounds (``sequence_bounds``) and its KV tile count ``g.n_end``; the
+    first query row ``g.q0`` (m_tile·bm; ``align_bottom``: ``bottom_aligned_rows``, and ``g.row_limit``), its
+    sequences' bounds (``sequence_bounds``) and its KV tile count ``g.n_end``; the
     names carry ``tag`` (the persistent kernel's roles each compute them: ``"_p"``, ``"_c"``)."""
     b = g.b
     g.kv_head = b.arith.div(g.head, g.kb["group"], name=f"kv_head{tag}")
     if c_bm is None:
         c_bm = b.const(g.config.bm, i32, name="bm")
-    g.q0 = b.arith.mul(g.m_tile, c_bm, name=f"q0{tag}")
-    sequence_bounds(g, tag)
+    if g.config.align_bottom:
+        sequence_bounds(g, tag)
+        bottom_aligned_rows(g, c_bm, tag)
+    else:
+        g.q0 = b.arith.mul(g.m_tile, c_bm, name=f"q0{tag}")
+        sequence_bounds(g, tag)
     g.n_end = kv_tiles(g, tag)
+
+
+def bottom_aligned_rows(g, c_bm, tag: str) -> None:
+    """``align_bottom``: the item's rows [``g.q0``, ``g.row_limit``). The rows ⌈Sq/bm⌉·bm − Sq the tiling leaves over,
+    in whole warpgroups (shift = 64·⌊that / 64⌋), come off the first tile: tile 0 holds rows [0, bm − shift), tile
+    m ≥ 1 rows [m·bm − shift, (m + 1)·bm − shift) ∩ [0, Sq). Sq = 1024, bm = 192: shift 128, tile 0 rows 0 … 63
+    (its warpgroups 1 and 2 have none), tile 5 rows 832 … 1023. No coordinate is negative (a TMA store at a negative
+    row is an illegal instruction on the H100)."""
+    b = g.b
+    rows = b.const(CONSUMER_ROWS, i32, name=f"wg_rows_bottom{tag}")
+    tiles_m = b.arith.cdiv(g.sq, c_bm, name=f"tiles_m{tag}")
+    left_over = b.arith.sub(b.arith.mul(tiles_m, c_bm, name=f"tiled_rows{tag}"), g.sq, name=f"left_over{tag}")
+    shift = b.arith.mul(b.arith.div(left_over, rows, name=f"left_over_wgs{tag}"), rows, name=f"shift{tag}")
+    top = b.arith.sub(b.arith.mul(g.m_tile, c_bm, name=f"tile_rows{tag}"), shift, name=f"shifted_q0{tag}")
+    first = b.arith.cmp(g.m_tile, g.c0, pred="eq", name=f"first_tile{tag}")
+    g.q0 = b.arith.select(first, g.c0, top, name=f"q0{tag}")
+    end = b.arith.select(first, b.arith.sub(c_bm, shift, name=f"first_rows{tag}"),
+                         b.arith.add(top, c_bm, name=f"shifted_end{tag}"), name=f"tile_end{tag}")
+    g.row_limit = b.arith.min(end, g.sq, name=f"row_limit{tag}")
 
 
 def sequence_bounds(g, tag: str = "") -> None:
@@ -184,8 +208,11 @@ def kv_tiles(g, tag: str = ""):
     b = g.b
     tiles = b.arith.cdiv(g.sk, g.c_bn, name=f"kv_tiles{tag}")
     if g.config.causal:
-        rows_end = b.arith.min(b.arith.add(g.q0, b.const(g.config.bm, i32, name=f"bm_end{tag}"), name=f"q_end0{tag}"),
-                               g.sq, name=f"q_end{tag}")
+        if g.config.align_bottom:
+            rows_end = g.row_limit
+        else:
+            rows_end = b.arith.min(b.arith.add(g.q0, b.const(g.config.bm, i32, name=f"bm_end{tag}"),
+                                               name=f"q_end0{tag}"), g.sq, name=f"q_end{tag}")
         g.diag_shift = b.arith.sub(g.sk, g.sq, name=f"diag_shift{tag}")
         visible = b.arith.max(b.arith.add(rows_end, g.diag_shift, name=f"visible0{tag}"), g.c0, name=f"visible{tag}")
         tiles = b.arith.min(tiles, b.arith.cdiv(visible, g.c_bn, name=f"causal_tiles{tag}"), name=f"seen_tiles{tag}")

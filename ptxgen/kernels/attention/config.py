@@ -108,6 +108,13 @@ class AttentionConfig:
       items of 1 … tiles_m KV tiles balance within ~1% (serpentine: 3-27% on the longest CTA). Needs ``persistent``,
       not ``varlen`` (its items' lengths are on the device) nor ``pack_lone`` (its own numbering).
 
+    - ``align_bottom``: causal query tiles end at row Sq: the rows the tiling leaves over, in whole warpgroups, come
+      off the FIRST tile, whose rows see the fewest keys, instead of the last, which sees them all
+      (``build.bottom_aligned_rows``; Sq = 1024 in 192-row tiles: a first tile of 64 rows and one KV tile instead of
+      a last of 64 rows and 8). The first tile's warpgroups past its rows compute nothing
+      (``softmax.own_tiles``) and store nothing (``epilogue.store``). Needs ``causal``, not ``varlen`` nor
+      ``pack_lone``.
+
     Post (``validate``): the builder accepts the config; a violated rule is a ValueError naming the field."""
 
     dtype: str = "bf16"
@@ -130,6 +137,7 @@ class AttentionConfig:
     skip_unseen: bool = True
     pack_lone: bool = False
     item_table: bool = False
+    align_bottom: bool = False
 
     def __post_init__(self):
         for field in ("registers", "exp2_poly"):
@@ -243,6 +251,11 @@ def _shape(c: AttentionConfig):
                                           ("pack_lone = False", c.pack_lone)) if broken]
         return ("item_table = True: the host deals the work items of the persistent dense kernel by their lengths "
                 f"(varlen's are on the device; pack_lone numbers them otherwise): it needs {' and '.join(need)}")
+    if c.align_bottom and (not c.causal or c.varlen or c.pack_lone):
+        need = [rule for rule, broken in (("causal = True", not c.causal), ("varlen = False", c.varlen),
+                                          ("pack_lone = False", c.pack_lone)) if broken]
+        return ("align_bottom = True: the dense causal kernel's query tiles end at row Sq, the left-over rows in the "
+                f"first tile: it needs {' and '.join(need)}")
     if isinstance(c.rescale_threshold, bool) or not isinstance(c.rescale_threshold, (int, float)) \
             or not 0 <= c.rescale_threshold <= MAX_RESCALE_THRESHOLD:
         return (f"rescale_threshold = {c.rescale_threshold!r}: τ is a number from 0 (rescale at every new max) to "
@@ -333,15 +346,18 @@ def choose_config(dtype: str, head_dim: int, causal: bool, varlen: bool = False,
     10. Every causal dense persistent kernel takes its items from the host's table (``item_table``): D = 64 S = 1k /
        2k / 2560 / 4k 301.3 / 362.0 / 351.0 / 410.8 -> 302.7 / 373.5 / 378.0 / 415.0 TFLOP/s, D = 128 429.6 /
        522.2 / 493.9 / 590.8 -> 420.6 / 529.0 / 552.8 / 591.8, 8k 629.3 -> 637.1 (section 5).
+    11. Every causal dense kernel aligns its query tiles to the bottom (``align_bottom``: the left-over rows in the
+       first tile, which sees the fewest keys): D = 64 S = 2k / 2560 / 4k / 8k 367.7 / 374.1 / 411.9 / 458.9 ->
+       383.9 / 401.1 / 430.8 / 462.5 TFLOP/s interleaved; at 1k (128-row tiles divide Sq) 300.0 / 299.1 (section 7).
     Measured and not taken: 192-row KV tiles for D = 64 (spill with three warpgroups; behind them with two), a
     3-stage pipeline for D = 128 (within ±2% at S = 16k), P through shared memory (SS wgmma: −25-40%).
 
     ``choose_config("bf16", 64, True)`` = AttentionConfig("bf16", 64, 128, 2, True, overlap=True, pingpong=True,
-    epilogue="tma", persistent=True, o_buffer=True, continuous_turns=True, item_table=True);
+    epilogue="tma", persistent=True, o_buffer=True, continuous_turns=True, item_table=True, align_bottom=True);
     ``choose_config("bf16", 64, False).consumer_warpgroups`` = 3;
     ``choose_config("bf16", 64, True, seqlens=(8192, 8192)).consumer_warpgroups`` = 3;
     ``choose_config("bf16", 64, True, seqlens=(2048, 2048)).persistent`` = True (3 consumer warpgroups);
-    ``choose_config("bf16", 64, True, seqlens=(2048, 2048)).item_table`` = True;
+    ``choose_config("bf16", 64, True, seqlens=(2048, 2048)).item_table`` = True (and ``align_bottom``);
     ``choose_config("bf16", 128, False, seqlens=(8192, 8192)).bn`` = 176;
     ``choose_config("bf16", 128, False, seqlens=(4096, 4096)).bn`` = 128;
     ``choose_config("bf16", 128, True).rescale_threshold`` = 8.0;
@@ -372,4 +388,5 @@ def choose_config(dtype: str, head_dim: int, causal: bool, varlen: bool = False,
                            pingpong=fa3, epilogue="rows" if varlen else "tma", varlen=varlen,
                            consumer_warpgroups=warpgroups, persistent=persistent, o_buffer=o_buffer,
                            continuous_turns=persistent and fa3, item_table=persistent and causal and not varlen,
+                           align_bottom=causal and not varlen,
                            rescale_threshold=LAZY_RESCALE_THRESHOLD if head_dim == 128 else 0.0)

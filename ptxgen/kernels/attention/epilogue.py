@@ -136,7 +136,20 @@ def store_rows(g, o16_blocks):
 
 
 def store(g, o_blocks, m, l):
-    """Store O / l (O in column blocks of o_block columns) and lse for the warpgroup's 64 rows."""
+    """Store O / l (O in column blocks of o_block columns) and lse for the warpgroup's 64 rows; ``align_bottom``:
+    only where they are the item's (``row0`` below ``g.row_limit``: the first tile's warpgroups past its rows hold
+    the next tile's rows, which that tile's CTA stores)."""
+    if not g.config.align_bottom:
+        store_rows_of(g, o_blocks, m, l)
+        return
+    b = g.b
+    with b.scf.if_(b.arith.cmp(g.row0, g.row_limit, pred="lt", name="own_rows")).then:
+        store_rows_of(g, o_blocks, m, l)
+        b.scf.yield_()
+
+
+def store_rows_of(g, o_blocks, m, l):
+    """``store``'s stores of O / l and lse for the warpgroup's 64 rows."""
     b, kb, config = g.b, g.kb, g.config
     ob = config.o_block
     o_t = frag("f32", ob // 2)

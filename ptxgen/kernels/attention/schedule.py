@@ -41,13 +41,17 @@ def grid(config) -> tuple:
     return hmin(mul(mul(cdiv(rows, config.bm), "heads"), "batches"), "ctas"), 1, 1
 
 
-def kv_tiles_of(m_tile: np.ndarray, bm: int, bn: int, sq: int, sk: int, causal: bool) -> np.ndarray:
+def kv_tiles_of(m_tile: np.ndarray, bm: int, bn: int, sq: int, sk: int, causal: bool,
+                align_bottom: bool = False) -> np.ndarray:
     """The KV tiles query tile ``m_tile`` (an array) sees: ``build.kv_tiles``'s count on the host. ``kv_tiles_of(
-    np.arange(3), 128, 128, 300, 300, True)`` = [1, 2, 3]."""
+    np.arange(3), 128, 128, 300, 300, True)`` = [1, 2, 3]; ``align_bottom`` (``build.bottom_aligned_rows``: shift
+    64, rows 0 … 63, 64 … 191, 192 … 299): [1, 2, 3] as well."""
     tiles = -(-sk // bn)
     if not causal:
         return np.full(m_tile.shape, tiles, np.int64)
-    visible = np.maximum(np.minimum((m_tile + 1) * bm, sq) + sk - sq, 0)
+    shift = (-(-sq // bm) * bm - sq) // CONSUMER_ROWS * CONSUMER_ROWS if align_bottom else 0
+    end = (m_tile + 1) * bm - shift
+    visible = np.maximum(np.minimum(end, sq) + sk - sq, 0)
     return np.minimum(tiles, -(-visible // bn))
 
 
@@ -67,7 +71,7 @@ def item_table(config, heads: int, batches: int, sq: int, sk: int, ctas: int) ->
     index = np.arange(items)
     m_index = index % tiles_m
     m_tile = tiles_m - 1 - m_index if config.causal else m_index
-    cost = ITEM_COST + kv_tiles_of(m_tile, config.bm, config.bn, sq, sk, config.causal)
+    cost = ITEM_COST + kv_tiles_of(m_tile, config.bm, config.bn, sq, sk, config.causal, config.align_bottom)
     load = [(0.0, c) for c in range(grid)]
     lists = [[] for _ in range(grid)]
     window, tail = TABLE_WINDOW_ROUNDS * grid, max(items - TABLE_TAIL_ROUNDS * grid, 0)

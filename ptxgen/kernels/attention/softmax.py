@@ -317,14 +317,14 @@ def mainloop(g):
 
 def own_tiles(g):
     """The KV tiles the warpgroup's own 64 rows see (``skip_unseen``; else the CTA's ``g.n_end``): none where its
-    first row ``row0`` lies past Sq; causal, those up to the tile holding its last row's last visible key column
+    first row ``row0`` lies past Sq (``align_bottom``: past the item's ``row_limit``); causal, those up to the tile holding its last row's last visible key column
     min(row0 + 64, Sq) − 1 + Sk − Sq (``kv_tiles``' bound for the warpgroup's rows instead of the CTA's), at most
     n_end. E.g. Sq = Sk = 1024, bm = 192, bn = 128: the last query tile's warpgroups 1 and 2 (rows 1024 … 1151) see
     none of its 8 tiles; causal, warpgroup 0 of query tile 1 (rows 192 … 255) sees 2 of the CTA's 3."""
     b, config = g.b, g.config
     if not config.skip_unseen:
         return g.n_end
-    has_rows = b.arith.cmp(g.row0, g.sq, pred="lt", name="wg_has_rows")
+    has_rows = b.arith.cmp(g.row0, g.row_limit if config.align_bottom else g.sq, pred="lt", name="wg_has_rows")
     tiles = g.n_end
     if config.causal:
         rows_end = b.arith.min(b.arith.add(g.row0, b.const(CONSUMER_ROWS, i32, name="wg_rows"), name="wg_end0"),
