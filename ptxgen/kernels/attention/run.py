@@ -42,14 +42,19 @@ def jit_kernel(config: AttentionConfig):
 def table_arguments(config: AttentionConfig, heads: int, batches: int, sq: int, sk: int, ctas: int,
                     device) -> dict:
     """``item_table``'s ``item_rounds`` and ``item_list`` (``schedule.item_table``), dealt once per problem and kept:
-    numpy arrays, or torch int32 tensors on ``device`` (a torch device; None: numpy)."""
-    key = (config, heads, batches, sq, sk, ctas, str(device))
+    numpy arrays, or torch int32 tensors on ``device`` (a torch device; None: numpy), one set per torch stream — the
+    stream the op launches on — so that a table dropped from the cache returns to the allocator in the order of the
+    launches that read it."""
+    stream = None
+    if device is not None:
+        import torch
+
+        stream = torch.cuda.current_stream(device).cuda_stream
+    key = (config, heads, batches, sq, sk, ctas, str(device), stream)
     table = _TABLES.get(key)
     if table is None:
         rounds, items = item_table(config, heads, batches, sq, sk, ctas)
         if device is not None:
-            import torch
-
             rounds, items = (torch.from_numpy(x).to(device) for x in (rounds, items))
         if len(_TABLES) >= _TABLE_LIMIT:
             _TABLES.clear()
