@@ -12,7 +12,7 @@ import pytest
 
 from ptxgen.kernels import attention
 from ptxgen.kernels.attention import choose_config
-from ptxgen.kernels.attention.schedule import ITEM_COST, item_table, kv_tiles_of
+from ptxgen.kernels.attention.schedule import ITEM_COST, item_costs, item_table, kv_tiles_of
 from test_attention import assert_matches, random_problem, reference, torch_or_skip
 from test_attention_persistent import bench_variant_fields
 from test_attention_turn_ring import run_ctas_checking_barriers
@@ -23,15 +23,6 @@ def tabled(d=64, causal=True, seqlens=(2048, 2048), **fields):
     return dataclasses.replace(choose_config("bf16", d, causal, seqlens=seqlens), item_table=True, **fields)
 
 
-def costs(config, heads, batches, sq, sk):
-    """Each item's cost as ``item_table`` counts it (``ITEM_COST`` + its KV tiles), by item number."""
-    tiles_m = -(-sq // config.bm)
-    index = np.arange(tiles_m * heads * batches)
-    m_index = index % tiles_m
-    m_tile = tiles_m - 1 - m_index if config.causal else m_index
-    return ITEM_COST + kv_tiles_of(m_tile, config.bm, config.bn, sq, sk, config.causal, config.align_bottom)
-
-
 def serpentine_loads(cost, grid):
     """The CTAs' loads under ``schedule.work_item``'s serpentine rounds."""
     loads = np.zeros(grid)
@@ -39,6 +30,18 @@ def serpentine_loads(cost, grid):
         r, position = divmod(t, grid)
         loads[grid - 1 - position if r % 2 else position] += cost[t]
     return loads
+
+
+def test_item_costs_follow_the_decode():
+    """Item t is query tile ⌈Sq/bm⌉ − 1 − t mod ⌈Sq/bm⌉ (causal, longest first) of head-batch t / ⌈Sq/bm⌉: its cost is
+    ``ITEM_COST`` + that tile's KV tiles; non-causal every item sees every KV tile."""
+    causal = dataclasses.replace(tabled(128, seqlens=(1024, 1024)), align_bottom=False)
+    assert item_costs(causal, 1, 1, 300, 300).tolist() == [ITEM_COST + 3, ITEM_COST + 2, ITEM_COST + 1]
+    got = item_costs(causal, 2, 3, 1000, 700)
+    tiles = kv_tiles_of(np.arange(8)[::-1], 128, 128, 1000, 700, True)
+    assert got.tolist() == (ITEM_COST + np.tile(tiles, 6)).tolist()
+    plain = tabled(128, causal=False, seqlens=(1024, 1024))
+    assert item_costs(plain, 2, 1, 300, 500).tolist() == [ITEM_COST + 4] * 6
 
 
 @pytest.mark.parametrize("d, seqlens, heads, batches, ctas", [
@@ -53,7 +56,7 @@ def test_table_deals_every_item_once_and_evenly(d, seqlens, heads, batches, ctas
     sq, sk = seqlens
     config = tabled(d, seqlens=seqlens)
     rounds, table = item_table(config, heads, batches, sq, sk, ctas)
-    cost = costs(config, heads, batches, sq, sk)
+    cost = item_costs(config, heads, batches, sq, sk)
     grid = min(len(cost), ctas)
     assert rounds.shape == (grid,) and table.shape == (grid, rounds.max())
     dealt = np.concatenate([table[c, :rounds[c]] for c in range(grid)])

@@ -14,8 +14,8 @@ group's full query tiles and then one item of its pairs' lone last tiles; the gr
 
 ``item_table`` (causal: items of 1 … tiles_m KV tiles) deals the items on the host instead (``item_table``): in windows
 of a few rounds' items in item order (so the CTAs running together still share K and V in L2; the last rounds' items
-as one window), each item, longest first, to the CTA with the least work so far; the kernel reads its CTA's item count and list (``%item_rounds``,
-``%item_list``). Serpentine rounds leave the longest CTA 3-27% above the average at S = 1k-16k, the table ≤ 1.2%.
+as one window), each item, longest first, to the CTA with the least work so far; the kernel reads its CTA's item count
+and list (``%item_rounds``, ``%item_list``). Serpentine rounds leave the longest CTA 3-27% above the average at S = 1k-16k, the table ≤ 1.2%.
 """
 from __future__ import annotations
 
@@ -55,23 +55,29 @@ def kv_tiles_of(m_tile: np.ndarray, bm: int, bn: int, sq: int, sk: int, causal: 
     return np.minimum(tiles, -(-visible // bn))
 
 
+def item_costs(config, heads: int, batches: int, sq: int, sk: int) -> np.ndarray:
+    """Each work item's cost as ``item_table`` weighs it, by item number (as ``work_item`` decodes them):
+    ``ITEM_COST`` + its KV tiles (``kv_tiles_of``). Causal Sq = Sk = 300 in 128-row tiles, 1 head: [4, 3, 2]."""
+    tiles_m = -(-sq // config.bm)
+    m_index = np.arange(tiles_m * heads * batches) % tiles_m
+    m_tile = tiles_m - 1 - m_index if config.causal else m_index
+    return ITEM_COST + kv_tiles_of(m_tile, config.bm, config.bn, sq, sk, config.causal, config.align_bottom)
+
+
 def item_table(config, heads: int, batches: int, sq: int, sk: int, ctas: int) -> tuple:
     """``item_table``'s (rounds (G,), items (G, R)) int32 for a grid of G = min(items, ctas) CTAs: CTA c runs items
     items[c, :rounds[c]] in that order (the rest of its row −1). Items are numbered as ``work_item`` decodes them; each
-    costs ``ITEM_COST`` + its KV tiles; windows of ``TABLE_WINDOW_ROUNDS``·G consecutive items, and the last
-    ``TABLE_TAIL_ROUNDS``·G items as one, are dealt in turn, each window's items longest first to the least loaded CTA
-    (ties: the lower CTA). E.g. causal Sq = Sk = 300 in 128-row tiles,
-    2 heads, 2 CTAs (items of 3, 2, 1 tiles per head): [[0, 1, 2], [3, 4, 5]], loads 9 and 9. Post: every item exactly once; the longest CTA's load at most the average plus
-    the longest item's cost."""
-    tiles_m = -(-sq // config.bm)
-    items = tiles_m * heads * batches
+    costs ``item_costs``; windows of ``TABLE_WINDOW_ROUNDS``·G consecutive items, and the last ``TABLE_TAIL_ROUNDS``·G
+    items as one, are dealt in turn, each window's items longest first to the least loaded CTA (ties: the lower CTA).
+    E.g. causal Sq = Sk = 300 in 128-row tiles, 2 heads, 2 CTAs (items of 3, 2, 1 tiles per head): [[0, 1, 2],
+    [3, 4, 5]], loads 9 and 9. Post: every item exactly once; the longest CTA's load at most the average plus the
+    longest item's cost."""
+    cost = item_costs(config, heads, batches, sq, sk)
+    items = len(cost)
     grid = min(items, ctas)
     if grid == 0:
         return np.zeros(0, np.int32), np.zeros((0, 1), np.int32)
     index = np.arange(items)
-    m_index = index % tiles_m
-    m_tile = tiles_m - 1 - m_index if config.causal else m_index
-    cost = ITEM_COST + kv_tiles_of(m_tile, config.bm, config.bn, sq, sk, config.causal, config.align_bottom)
     load = [(0.0, c) for c in range(grid)]
     lists = [[] for _ in range(grid)]
     window, tail = TABLE_WINDOW_ROUNDS * grid, max(items - TABLE_TAIL_ROUNDS * grid, 0)
