@@ -50,12 +50,13 @@ VARIANT_WORDS = {"plain": {"overlap": False, "pingpong": False, "epilogue": "dir
                  "tma": {"epilogue": "tma"}, "direct": {"epilogue": "direct"}, "psmem": {"p_in_smem": True},
                  "rs": {"p_in_smem": False}, "persist": {"persistent": True}, "obuf": {"o_buffer": True},
                  "nopersist": {"persistent": False, "o_buffer": False, "continuous_turns": False,
-                               "item_table": False},
+                               "item_table": False, "q_tiles": 1},
                  "noobuf": {"o_buffer": False},
                  "ring": {"continuous_turns": True}, "skip": {"skip_unseen": True},
                  "noskip": {"skip_unseen": False}, "pack": {"pack_lone": True}, "nopack": {"pack_lone": False},
                  "table": {"item_table": True}, "notable": {"item_table": False},
-                 "bottom": {"align_bottom": True}, "top": {"align_bottom": False}}
+                 "bottom": {"align_bottom": True}, "top": {"align_bottom": False},
+                 "q2": {"q_tiles": 2}, "q1": {"q_tiles": 1}}
 
 
 def variant_fields(name: str) -> dict:
@@ -67,7 +68,7 @@ def variant_fields(name: str) -> dict:
     (O staged in Q's tile), ``nopersist`` (a CTA per work item, O in Q's tile, no item table), ``ring`` (the ping-pong's turn ring
     running on across a persistent CTA's work items: ``continuous_turns``), ``skip`` / ``noskip`` (each consumer
     warpgroup skipping the KV tiles its rows do not see, or computing every tile of the CTA: ``skip_unseen``),
-    ``pack`` / ``nopack`` (``pack_lone``), ``table`` / ``notable`` (the host's item table: ``item_table``),
+    ``pack`` / ``nopack`` (``pack_lone``), ``table`` / ``notable`` (the host's item table: ``item_table``), ``q2`` / ``q1`` (Q's tiles: ``q_tiles``),
     ``s<stages>``, ``bn<rows>``,
     ``wg<count>`` (consumer warpgroups: ``wg3`` = 192-row query tiles, registers (32, 160) unless ``r…`` says),
     ``r<producer>x<consumer>`` (setmaxnreg budgets), ``lazy<τ>`` (``rescale_threshold``), ``poly<k>of<n>`` (``exp2_poly = (k, n)``: k of every n of P's

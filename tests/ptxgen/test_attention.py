@@ -283,7 +283,7 @@ def test_choose_config():
     assert choose_config("bf16", 64, True) == AttentionConfig("bf16", 64, 128, 2, True, overlap=True, pingpong=True,
                                                               epilogue="tma", persistent=True, o_buffer=True,
                                                               continuous_turns=True, item_table=True,
-                                                              align_bottom=True)
+                                                              align_bottom=True, q_tiles=2)
     assert choose_config("bf16", 256, False) == AttentionConfig("bf16", 256, 64, 2, False, epilogue="tma")
     assert choose_config("f16", 128, False, varlen=True) == AttentionConfig(
         "f16", 128, 128, 2, False, overlap=True, pingpong=True, epilogue="rows", varlen=True, persistent=True,
@@ -293,17 +293,22 @@ def test_choose_config():
     assert choose_config("bf16", 64, False, seqlens=(2048, 2048)).rescale_threshold == 0.0
     assert choose_config("bf16", 256, True).rescale_threshold == 0.0
     # the persistent kernel below 16384 keys (its turn ring across the items); three warpgroups persistent only for
-    # D = 64 non-causal loops of at most 1024 keys and causal ones of more
+    # D = 64 non-causal loops of at most 1024 keys and dense causal ones of any length (varlen's of more than 1024)
     assert not choose_config("bf16", 128, True, seqlens=(16384, 16384)).persistent
     short = choose_config("bf16", 64, False, seqlens=(1024, 1024))
     assert (short.consumer_warpgroups, short.persistent, short.o_buffer, short.continuous_turns) == (3, True, True, True)
     assert not choose_config("bf16", 64, False, seqlens=(1025, 1025)).persistent
-    causal = choose_config("bf16", 64, True, seqlens=(1024, 1024))
+    causal = choose_config("bf16", 64, True, varlen=True, seqlens=(1024, 1024))
     assert (causal.consumer_warpgroups, causal.persistent, causal.continuous_turns) == (2, True, True)
-    for sk in (1025, 2048, 4096):
+    for sk in (64, 512, 1024, 1025, 2048, 4096):
         causal = choose_config("bf16", 64, True, seqlens=(sk, sk))
-        assert (causal.consumer_warpgroups, causal.persistent, causal.o_buffer, causal.continuous_turns) == \
-            (3, True, True, True), sk
+        assert (causal.consumer_warpgroups, causal.persistent, causal.o_buffer, causal.continuous_turns,
+                causal.q_tiles) == (3, True, True, True, 2), sk
+    # two Q tiles: dense causal persistent kernels, D = 128 up to 2048 keys
+    assert [choose_config("bf16", 128, True, seqlens=(sk, sk)).q_tiles for sk in (1024, 2048, 2049, 8192)] == \
+        [2, 2, 1, 1]
+    assert choose_config("bf16", 128, False, seqlens=(1024, 1024)).q_tiles == 1
+    assert choose_config("bf16", 64, True, varlen=True, seqlens=(2048, 2048)).q_tiles == 1
     long_causal = choose_config("bf16", 64, True, seqlens=(16384, 16384))   # with the item table at every length
     assert (long_causal.consumer_warpgroups, long_causal.persistent, long_causal.item_table) == (3, True, True)
     assert choose_config("bf16", 256, False).o_block == 64

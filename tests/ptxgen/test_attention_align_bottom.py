@@ -19,10 +19,11 @@ from test_attention_turn_ring import run_ctas_checking_barriers
 
 CONFIGS = {
     "wg3_persistent": choose_config("bf16", 64, True, seqlens=(2048, 2048)),
-    "wg2_persistent": choose_config("bf16", 64, True, seqlens=(1024, 1024)),
+    "wg2_persistent": dataclasses.replace(choose_config("bf16", 64, True, seqlens=(1024, 1024)),
+                                          consumer_warpgroups=2),
     "d128": choose_config("bf16", 128, True, seqlens=(1024, 1024)),
     "wg3_grid": dataclasses.replace(choose_config("bf16", 64, True, seqlens=(2048, 2048)), persistent=False,
-                                    o_buffer=False, continuous_turns=False, item_table=False),
+                                    o_buffer=False, continuous_turns=False, item_table=False, q_tiles=1),
     "d256_grid": choose_config("bf16", 256, True),
 }
 SHAPES = [(1, 4, 2, 300, 300, 3), (2, 2, 1, 200, 150, 4), (1, 3, 3, 260, 500, 5), (1, 2, 1, 64, 90, 2)]

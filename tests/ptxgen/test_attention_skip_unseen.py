@@ -162,7 +162,7 @@ def test_bench_variant_words():
     variant_fields = bench_variant_fields()
     assert variant_fields("noskip") == {"skip_unseen": False}
     assert variant_fields("wg3-nopersist-skip") == {"consumer_warpgroups": 3, "persistent": False, "o_buffer": False,
-                                                    "continuous_turns": False, "item_table": False,
+                                                    "continuous_turns": False, "item_table": False, "q_tiles": 1,
                                                     "skip_unseen": True}
 
 

@@ -192,7 +192,7 @@ def test_two_warpgroup_kernel_keeps_its_barriers():
     from ptxgen.lower import compile_kernel
 
     grid_kernel = dataclasses.replace(choose_config("bf16", 64, True), persistent=False, o_buffer=False,
-                                      continuous_turns=False, item_table=False, skip_unseen=False)
+                                      continuous_turns=False, item_table=False, skip_unseen=False, q_tiles=1)
     ptx = compile_kernel(build(grid_kernel), defer_assembly=True).ptx
     assert ".reqntid 384, 1, 1" in ptx
     for ident in (1, 2):
@@ -204,16 +204,19 @@ def test_two_warpgroup_kernel_keeps_its_barriers():
 # -- the sequence-length-aware choice ----------------------------------------------------------------------------------
 
 def test_choose_config_sees_the_kv_length():
-    """D = 64 takes three consumer warpgroups except for a causal KV loop of at most 1024 keys (or unknown lengths,
-    causal); D = 128 and 256 keep two; every choice has 2 stages (5 where D = 64 packs lone query tiles: non-causal,
+    """D = 64 takes three consumer warpgroups except for causal unknown lengths and a varlen causal KV loop of at
+    most 1024 keys; D = 128 and 256 keep two; every choice has 2 stages (5 where D = 64 packs lone query tiles: non-causal,
     Sq = 1 or 1024), 128-row KV tiles (64 at D = 256; 176 for D = 128 non-causal from 4096
     keys) and validates."""
     for d in (64, 128, 256):
         for causal in (False, True):
             for seqlens in (None, (1, 1024), (1024, 1025), (16384, 16384), (100, 20000)):
                 config = choose_config("bf16", d, causal, seqlens=seqlens).validate()
-                three = d == 64 and not (causal and (seqlens is None or seqlens[1] <= 1024))
+                three = d == 64 and not (causal and seqlens is None)
                 assert config.consumer_warpgroups == (3 if three else 2), (d, causal, seqlens)
+                varlen = choose_config("bf16", d, causal, varlen=True, seqlens=seqlens).validate()
+                three = d == 64 and not (causal and (seqlens is None or seqlens[1] <= 1024))
+                assert varlen.consumer_warpgroups == (3 if three else 2), (d, causal, seqlens)
                 long_kv = d == 128 and not causal and seqlens is not None and seqlens[1] >= 4096
                 packs = d == 64 and not causal and seqlens in ((1, 1024), (1024, 1025))
                 assert config.pack_lone is packs, (d, causal, seqlens)

@@ -83,16 +83,22 @@ def build(config: AttentionConfig = AttentionConfig()):
             lse=gtensor("f32", 3), sq=i32, sk=i32, group=i32, scale=f32, **persistent)
     g.kb, g.b = kb, kb.b
     b = kb.b
-    g.sq_tile = b.smem.alloc(type=smem(dtype, q_tile), align=1024, name="sq_tile")
+    if config.q_tiles == 2:   # two Q tiles, by item parity
+        g.sq_ring = b.smem.alloc(type=smem(dtype, ring_layout(dtype, bm, d, 2, lead)), align=1024, name="sq_ring")
+        g.sq_tile = None
+    else:
+        g.sq_tile = b.smem.alloc(type=smem(dtype, q_tile), align=1024, name="sq_tile")
     g.sk_ring = b.smem.alloc(type=smem(dtype, ring), align=1024, name="sk_ring")
     g.sv_ring = b.smem.alloc(type=smem(dtype, ring), align=1024, name="sv_ring")
     if config.p_in_smem:
         g.sp_tile = b.smem.alloc(type=smem(dtype, p_layout(dtype, bm, bn)), align=1024, name="sp_tile")
     if config.o_buffer:
         g.so_tile = b.smem.alloc(type=smem(dtype, q_tile), align=1024, name="so_tile")
-    g.qbar = b.mbarrier.alloc(count=1, name="qbar")
+    q_tiles = config.q_tiles
+    g.qbar = b.mbarrier.alloc(count=q_tiles, name="qbar")
     if config.persistent:
-        g.qfree = b.mbarrier.alloc(count=1, name="qfree")   # Q's tile free: every consumer thread of the item arrived
+        # Q's tile free: every consumer thread of the item arrived
+        g.qfree = b.mbarrier.alloc(count=q_tiles, name="qfree")
     # every consumer warp releases each stage
     g.pk = b.pipeline.alloc(stages=stages, consumers=4 * config.consumer_warpgroups, name="pk")
     g.pv = b.pipeline.alloc(stages=stages, consumers=4 * config.consumer_warpgroups, name="pv")
@@ -117,9 +123,10 @@ def build(config: AttentionConfig = AttentionConfig()):
         item_rows(g)
     leader = b.arith.cmp(thread, c0, pred="eq", name="leader")
     with b.scf.if_(leader).then:
-        b.mbarrier.init(g.qbar, c0, arrivals=1)
-        if config.persistent:
-            b.mbarrier.init(g.qfree, c0, arrivals=128 * config.consumer_warpgroups)
+        for index in (c0, c1)[:q_tiles]:
+            b.mbarrier.init(g.qbar, index, arrivals=1)
+            if config.persistent:
+                b.mbarrier.init(g.qfree, index, arrivals=128 * config.consumer_warpgroups)
         b.pipeline.init(g.pk)
         b.pipeline.init(g.pv)
         b.fence.mbarrier_init()
@@ -299,7 +306,7 @@ def load_q(g) -> None:
     at the lone tile's first row (packed) or of the item's head at row q0 + 64·v."""
     b, kb, config = g.b, g.kb, g.config
     if not config.pack_lone:
-        load_tile(g, kb["q"], g.sq_tile, g.qbar, g.c0, g.head, g.q0, "q")
+        load_tile(g, kb["q"], g.sq_tile, g.qbar, g.q_slot, g.head, g.q0, "q")
         return
     rows = b.const(CONSUMER_ROWS, i32, name="q_box_rows")
     for v in range(config.consumer_warpgroups):
@@ -308,7 +315,7 @@ def load_q(g) -> None:
         row = b.arith.add(g.q0, b.arith.select(g.packed, g.c0, b.arith.mul(cv, rows, name=f"q_part_row{v}"),
                                                name=f"q_part_offset{v}"), name=f"q_row{v}")
         dst = b.smem.tile(g.sq_tile, cv, mode=g.lead, size=CONSUMER_ROWS, name=f"q_part_dst{v}")
-        load_tile(g, kb["q"], dst, g.qbar, g.c0, head, row, f"q{v}", batch)
+        load_tile(g, kb["q"], dst, g.qbar, g.q_slot, head, row, f"q{v}", batch)
 
 
 def produce_items(g):
@@ -326,17 +333,39 @@ def produce_items(g):
         with b.scf.if_(b.arith.cmp(g.n_end, c0, pred="gt", name="p_any_tile")).then:
             load_round(g, it, c0, "_first", first=True)
             b.scf.yield_()
-        with b.scf.if_(b.arith.cmp(r, c0, pred="gt", name="p_after_first")).then:
-            b.mbarrier.wait(g.qfree, c0, b.arith.rem(b.arith.sub(r, c1, name="p_prev_round"), g.c2,
-                                                     name="p_qfree_parity"))
-            b.scf.yield_()
-        b.mbarrier.arrive_expect_tx(g.qbar, c0, bytes=q_bytes)
+        if config.q_tiles == 2:
+            # Q's two tiles by item parity: tile r mod 2 is free once item r − 2's consumers released it
+            g.q_slot = b.arith.rem(r, g.c2, name="p_q_slot")
+            g.sq_tile = b.smem.slice(g.sq_ring, g.q_slot, name="p_q_tile")
+            with b.scf.if_(b.arith.cmp(r, g.c2, pred="ge", name="p_after_second")).then:
+                b.mbarrier.wait(g.qfree, g.q_slot, b.arith.rem(b.arith.sub(b.arith.div(r, g.c2, name="p_q_use"), c1,
+                                                                           name="p_q_prev_use"), g.c2,
+                                                               name="p_qfree_parity"))
+                b.scf.yield_()
+        else:
+            g.q_slot = c0
+            with b.scf.if_(b.arith.cmp(r, c0, pred="gt", name="p_after_first")).then:
+                b.mbarrier.wait(g.qfree, c0, b.arith.rem(b.arith.sub(r, c1, name="p_prev_round"), g.c2,
+                                                         name="p_qfree_parity"))
+                b.scf.yield_()
+        b.mbarrier.arrive_expect_tx(g.qbar, g.q_slot, bytes=q_bytes)
         load_q(g)
         with b.scf.for_(c1, g.n_end, c1, args=("p_kt",)) as (kt,):
             load_round(g, it, kt, "")
             b.scf.yield_()
         iterations = b.arith.mul(g.streams, g.n_end, name="p_item_its") if config.pack_lone else g.n_end
         b.scf.yield_(b.arith.add(it, iterations, name="p_it_next"))
+
+
+def item_q_tile(g, r):
+    """``q_tiles`` = 2, the consumers of round ``r``: Q's tile r mod 2 (``g.sq_tile``, ``g.q_rows``), waited for
+    (its barrier's use r / 2); → the tile's index."""
+    b = g.b
+    slot = b.arith.rem(r, g.c2, name="q_slot")
+    g.sq_tile = b.smem.slice(g.sq_ring, slot, name="q_tile")
+    softmax.query_rows(g)
+    b.mbarrier.wait(g.qbar, slot, b.arith.rem(b.arith.div(r, g.c2, name="q_use"), g.c2, name="q_parity"))
+    return slot
 
 
 def own_stream(g, it, row_off):
@@ -376,7 +405,7 @@ def consume_items(g):
     early = config.o_buffer or config.epilogue == "direct"
 
     def release_q():
-        b.mbarrier.arrive(g.qfree, c0)
+        b.mbarrier.arrive(g.qfree, g.q_slot)
 
     if config.continuous_turns:
         softmax.pingpong_turn(g, "start")   # once: the ring runs on across the items
@@ -389,7 +418,11 @@ def consume_items(g):
             row_off = own_stream(g, it, row_off)
         g.row0 = b.arith.add(g.q0, row_off, name="row0")
         g.q_done = release_q if early else None
-        softmax.wait_q(g, b.arith.rem(r, g.c2, name="q_parity"))
+        if config.q_tiles == 2:
+            g.q_slot = item_q_tile(g, r)
+        else:
+            g.q_slot = c0
+            softmax.wait_q(g, b.arith.rem(r, g.c2, name="q_parity"))
         o, m, l = softmax.mainloop(g)
         epilogue.store(g, o, m, l)
         if not early:

@@ -20,7 +20,7 @@ BOX_COLUMNS = 64         # head-dim columns per TMA box: one 128-byte SW128 row 
 # the (producer, consumer) setmaxnreg budgets when ``registers`` is not given, per consumer warpgroup count w:
 # 128·producer + 128·w·consumer = 64512 (w = 2) and 65536 (w = 3: FA3's 32 and 160) of the SM's 65536
 DEFAULT_REGISTERS = {2: (24, 240), 3: (32, 160)}
-SHORT_CAUSAL_KV = 1024   # choose_config: a causal KV loop of at most this many keys keeps 128-row query tiles
+SHORT_CAUSAL_KV = 1024   # choose_config: a varlen causal KV loop of at most this many keys keeps 128-row query tiles
 SERPENTINE_CAUSAL_KV = 4096  # choose_config: varlen (no item table) D = 64 causal loops persistent up to this
 LAZY_RESCALE_THRESHOLD = 8.0  # choose_config: D = 128's rescale_threshold (rule 7)
 MAX_RESCALE_THRESHOLD = 15  # AttentionConfig.rescale_threshold: P ≤ 2^15 < f16's largest 65504
@@ -30,6 +30,7 @@ LONG_KV = 4096           # choose_config: a dense non-causal D = 128 KV loop of 
 LONG_KV_BN = 176         # choose_config: KV rows per tile there (FA3's D = 128 non-causal tile)
 LONG_KV_WASTE = 0.01     # choose_config: LONG_KV_BN's ragged last tile may pad the keys by this share more than 128's
 PACK_STAGES = 5          # choose_config: the pipelines' depth with pack_lone (its minimum for three warpgroups)
+SHORT_Q_TILES_KV = 2048  # choose_config: D = 128 causal loops of at most this many keys double-buffer Q (rule 12)
 
 
 @dataclass(frozen=True)
@@ -115,6 +116,9 @@ class AttentionConfig:
       (``softmax.own_tiles``) and store nothing (``epilogue.store``). Needs ``causal``, not ``varlen`` nor
       ``pack_lone``.
 
+    - ``q_tiles``: 1, or 2 for a persistent kernel: Q's tile double-buffered by item parity (``%qbar[r mod 2]``,
+      ``%qfree[r mod 2]``): item r+1's Q loads as soon as item r − 1's last S = Q·Kᵀ completed, not item r's.
+
     Post (``validate``): the builder accepts the config; a violated rule is a ValueError naming the field."""
 
     dtype: str = "bf16"
@@ -138,6 +142,7 @@ class AttentionConfig:
     pack_lone: bool = False
     item_table: bool = False
     align_bottom: bool = False
+    q_tiles: int = 1
 
     def __post_init__(self):
         for field in ("registers", "exp2_poly"):
@@ -179,8 +184,9 @@ class AttentionConfig:
         tile = self.head_dim * self.element_bytes
         p_tile = self.bm * self.bn * self.element_bytes if self.p_in_smem else 0
         o_tile = self.bm * tile if self.o_buffer else 0
-        q_bars = 16 if self.persistent else 8
-        return self.bm * tile + 2 * self.stages * self.bn * tile + p_tile + o_tile + q_bars + 2 * 16 * self.stages
+        q_stages = self.q_tiles
+        q_bars = q_stages * (16 if self.persistent else 8)
+        return q_stages * self.bm * tile + 2 * self.stages * self.bn * tile + p_tile + o_tile + q_bars + 2 * 16 * self.stages
 
     def validate(self) -> "AttentionConfig":
         """Raise ValueError naming the field of the first rule the config breaks; → the config. E.g.
@@ -256,6 +262,10 @@ def _shape(c: AttentionConfig):
                                           ("pack_lone = False", c.pack_lone)) if broken]
         return ("align_bottom = True: the dense causal kernel's query tiles end at row Sq, the left-over rows in the "
                 f"first tile: it needs {' and '.join(need)}")
+    if c.q_tiles not in (1, 2) or isinstance(c.q_tiles, bool):
+        return f"q_tiles = {c.q_tiles!r}: Q has 1 tile, or 2 (double-buffered by work item)"
+    if c.q_tiles == 2 and not c.persistent:
+        return "q_tiles = 2: Q's tile is double-buffered across the work items of a persistent CTA: it needs persistent = True"
     if isinstance(c.rescale_threshold, bool) or not isinstance(c.rescale_threshold, (int, float)) \
             or not 0 <= c.rescale_threshold <= MAX_RESCALE_THRESHOLD:
         return (f"rescale_threshold = {c.rescale_threshold!r}: τ is a number from 0 (rescale at every new max) to "
@@ -274,7 +284,8 @@ def _shared_memory(c: AttentionConfig):
     if need > SMEM_BYTES:
         p_tile = f", P's tile ({c.bm} × {c.bn})" if c.p_in_smem else ""
         p_tile += f", O's tile ({c.bm} × {c.head_dim})" if c.o_buffer else ""
-        return (f"stages = {c.stages}: Q's tile ({c.bm} × {c.head_dim}){p_tile} and {c.stages} stages of K and V "
+        q_tiles = "two Q tiles" if c.q_tiles == 2 else "Q's tile"
+        return (f"stages = {c.stages}: {q_tiles} ({c.bm} × {c.head_dim}){p_tile} and {c.stages} stages of K and V "
                 f"tiles ({c.bn} × {c.head_dim}) need {need} bytes of shared memory, over the {SMEM_BYTES} a Hopper CTA can have")
     return None
 
@@ -306,7 +317,8 @@ def choose_config(dtype: str, head_dim: int, causal: bool, varlen: bool = False,
     2. D = 64: three consumer warpgroups (FA3's 192-row query tiles, setmaxnreg 32/160): +7% (S = 1k) to +22%
        (S = 8k-16k) non-causal and +5-12% causal from S = 2k, over two — except a causal KV loop of at most
        ``SHORT_CAUSAL_KV`` = 1024 keys (or unknown lengths, causal), where the 192-row tiles' masked diagonal costs
-       more than they save (−8% at S = 1k; rule 9). D = 128 keeps two (three spill at 160 registers).
+       more than they save (−8% at S = 1k; rule 9) — since rule 12 only varlen's such loops. D = 128 keeps two
+       (three spill at 160 registers).
     3. The TMA-store epilogue (varlen: the ``rows`` epilogue, whose stores stop at each sequence's end).
     4. The persistent kernel with O in its own tile (``persistent``, ``o_buffer``) for two consumer warpgroups (D = 128,
        and D = 64's short causal loops) below ``PERSISTENT_MAX_KV`` = 16384 keys: D = 128 non-causal +8% at S = 1k, +5%
@@ -349,11 +361,20 @@ def choose_config(dtype: str, head_dim: int, causal: bool, varlen: bool = False,
     11. Every causal dense kernel aligns its query tiles to the bottom (``align_bottom``: the left-over rows in the
        first tile, which sees the fewest keys): D = 64 S = 2k / 2560 / 4k / 8k 367.7 / 374.1 / 411.9 / 458.9 ->
        383.9 / 401.1 / 430.8 / 462.5 TFLOP/s interleaved; at 1k (128-row tiles divide Sq) 300.0 / 299.1 (section 7).
+    12. Dense causal kernels double-buffer Q (``q_tiles`` = 2: item r+1's Q loads while item r runs, not after its
+       last S = Q·Kᵀ) — D = 64 at every length, D = 128 up to ``SHORT_Q_TILES_KV`` = 2048 keys — and D = 64 takes
+       three warpgroups down to the shortest loops (rule 9 kept two up to 1024 keys; varlen, which has neither the
+       table nor bottom-aligned tiles, still does): D = 64 S = 512 / 768 / 1k 223.6 / 267.1 / 296.9 -> 237.1 /
+       288.4 / 322.9 TFLOP/s (two Q tiles with two warpgroups: 233.0 / 275.0 / 304.8), 2k / 4k / 8k +3.3% / +2.3%
+       / +1.7%; D = 128 1k / 2k +1.1% / +1.2% (mean of five runs), 4k / 8k −1.4% / −0.8%; non-causal D = 128 even
+       (docs/gpu-runs/2026-11-27-s27.log sections 2-4).
     Measured and not taken: 192-row KV tiles for D = 64 (spill with three warpgroups; behind them with two), a
     3-stage pipeline for D = 128 (within ±2% at S = 16k), P through shared memory (SS wgmma: −25-40%).
 
     ``choose_config("bf16", 64, True)`` = AttentionConfig("bf16", 64, 128, 2, True, overlap=True, pingpong=True,
-    epilogue="tma", persistent=True, o_buffer=True, continuous_turns=True, item_table=True, align_bottom=True);
+    epilogue="tma", persistent=True, o_buffer=True, continuous_turns=True, item_table=True, align_bottom=True,
+    q_tiles=2);
+    ``choose_config("bf16", 64, True, seqlens=(1024, 1024)).consumer_warpgroups`` = 3;
     ``choose_config("bf16", 64, False).consumer_warpgroups`` = 3;
     ``choose_config("bf16", 64, True, seqlens=(8192, 8192)).consumer_warpgroups`` = 3;
     ``choose_config("bf16", 64, True, seqlens=(2048, 2048)).persistent`` = True (3 consumer warpgroups);
@@ -364,7 +385,9 @@ def choose_config(dtype: str, head_dim: int, causal: bool, varlen: bool = False,
     ``choose_config("bf16", 64, False, seqlens=(1024, 1024)).pack_lone`` = True.
     Post: ``validate()`` accepts the result."""
     fa3 = head_dim != 256
-    short_causal = causal and (seqlens is None or seqlens[1] <= SHORT_CAUSAL_KV)
+    # rule 12: dense causal loops of any length take three warpgroups (with the item table, bottom-aligned tiles and
+    # two Q tiles); varlen's and unknown lengths' short loops keep two
+    short_causal = causal and (seqlens is None or (varlen and seqlens[1] <= SHORT_CAUSAL_KV))
     warpgroups = 3 if head_dim == 64 and not short_causal else 2
     bn = 64 if head_dim == 256 else 128
     persistent = warpgroups == 2 and head_dim != 256 and (seqlens is None or seqlens[1] < PERSISTENT_MAX_KV)
@@ -373,8 +396,8 @@ def choose_config(dtype: str, head_dim: int, causal: bool, varlen: bool = False,
             and seqlens[1] < PERSISTENT_MAX_KV)
     if head_dim == 64 and not causal and (seqlens is None or seqlens[1] <= SHORT_KV or pack):
         persistent = True
-    if head_dim == 64 and causal and seqlens is not None and seqlens[1] > SHORT_CAUSAL_KV \
-            and (seqlens[1] <= SERPENTINE_CAUSAL_KV or not varlen):
+    if head_dim == 64 and causal and seqlens is not None \
+            and (not varlen or SHORT_CAUSAL_KV < seqlens[1] <= SERPENTINE_CAUSAL_KV):
         persistent = True
     o_buffer = persistent
     if head_dim == 128 and not (causal or varlen) and seqlens is not None and seqlens[1] >= LONG_KV:
@@ -383,10 +406,12 @@ def choose_config(dtype: str, head_dim: int, causal: bool, varlen: bool = False,
             persistent, o_buffer = True, True
         else:
             bn, persistent, o_buffer = LONG_KV_BN, True, False
+    q_tiles = 2 if (persistent and causal and not varlen
+                    and (head_dim == 64 or seqlens is not None and seqlens[1] <= SHORT_Q_TILES_KV)) else 1
     return AttentionConfig(dtype=dtype, head_dim=head_dim, bn=bn, stages=PACK_STAGES if pack else 2, causal=causal,
                            overlap=fa3, pack_lone=pack,
                            pingpong=fa3, epilogue="rows" if varlen else "tma", varlen=varlen,
                            consumer_warpgroups=warpgroups, persistent=persistent, o_buffer=o_buffer,
                            continuous_turns=persistent and fa3, item_table=persistent and causal and not varlen,
-                           align_bottom=causal and not varlen,
+                           align_bottom=causal and not varlen, q_tiles=q_tiles,
                            rescale_threshold=LAZY_RESCALE_THRESHOLD if head_dim == 128 else 0.0)

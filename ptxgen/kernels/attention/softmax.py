@@ -264,8 +264,8 @@ def setup(g) -> None:
     b, kb, config = g.b, g.kb, g.config
     bn = config.bn
     s_t, o_t = frag("f32", bn // 2), frag("f32", config.o_block // 2)
-    g.q_rows = b.smem.tile(operand_view(b, g.sq_tile, (0, 1), "q_mk", g.lead), g.cw, mode=0, size=CONSUMER_ROWS,
-                           name="q_rows")
+    if config.q_tiles == 1:   # else per item: Q's tile alternates between two buffers
+        query_rows(g)
     if config.p_in_smem:
         g.p_rows = b.smem.tile(g.sp_tile, g.cw, mode=0, size=CONSUMER_ROWS, name="p_rows")
     fzero = b.const(0.0, f32, name="fzero")
@@ -280,6 +280,13 @@ def setup(g) -> None:
     if config.rescale_threshold:
         g.rescale_threshold = b.const(float(config.rescale_threshold), f32, name="rescale_threshold")
         g.one_s = b.frag.splat(b.const(1.0, f32, name="fone"), type=s_t, name="one_s")
+
+
+def query_rows(g) -> None:
+    """``g.q_rows``: the warpgroup's 64 rows of Q's tile ``g.sq_tile``, the A operand of S = Q·Kᵀ."""
+    b = g.b
+    g.q_rows = b.smem.tile(operand_view(b, g.sq_tile, (0, 1), "q_mk", g.lead), g.cw, mode=0, size=CONSUMER_ROWS,
+                           name="q_rows")
 
 
 def mainloop(g):
