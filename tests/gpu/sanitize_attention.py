@@ -11,7 +11,8 @@ round-robin ping-pong; non-causal with 192-row KV tiles and P staged in shared m
 (D = 128 causal with O staged in Q's tile, D = 64 with 3 consumer warpgroups and O's own tile), and varlen (the
 chosen one: ping-pong, rows epilogue), and the persistent kernel with the turn ring running on across its items
 (``continuous_turns``: D = 128 causal with O in Q's tile, D = 64 with 3 consumer warpgroups and O's own tile, causal
-(its items dealt by the host's table, its tiles aligned to the bottom) and not, on 3 CTAs; ``--ring`` runs only these), and D = 64's lone query tiles packed into shared items (``pack_lone``: Sq = 200,
+(its items dealt by the host's table, its tiles aligned to the bottom) and not, on 3 CTAs, the causal ones with Q
+double-buffered by item (``q_tiles`` = 2); ``--ring`` runs only these), and D = 64's lone query tiles packed into shared items (``pack_lone``: Sq = 200,
 8 (batch, head) pairs in groups of 3, 3 and 2, on 3 CTAs). Exits 0 when every run matched (the sanitizer's own exit code reports its findings).
 """
 from __future__ import annotations
@@ -48,12 +49,12 @@ def rel(torch, got, want):
 RING = [(128, True, {"overlap": True, "pingpong": True, "epilogue": "tma", "persistent": True,
                      "continuous_turns": True, "ctas": 3}),
         (64, True, {"overlap": True, "pingpong": True, "epilogue": "tma", "persistent": True, "o_buffer": True,
-                    "continuous_turns": True, "ctas": 3, "sk": 100}),
+                    "continuous_turns": True, "q_tiles": 2, "ctas": 3, "sk": 100}),
         (64, False, {"consumer_warpgroups": 3, "overlap": True, "pingpong": True, "epilogue": "tma",
                      "persistent": True, "o_buffer": True, "continuous_turns": True, "ctas": 3}),
         (64, True, {"consumer_warpgroups": 3, "overlap": True, "pingpong": True, "epilogue": "tma",
                     "persistent": True, "o_buffer": True, "continuous_turns": True, "item_table": True, "align_bottom": True,
-                    "ctas": 3})]
+                    "q_tiles": 2, "ctas": 3})]
 CONFIGS = [(128, False, None), (128, True, None), (64, False, None), (256, True, None),
            (128, True, {}), (256, False, {"bn": 64}),
            (64, True, {"consumer_warpgroups": 3, "overlap": True, "pingpong": True, "epilogue": "tma"}),
