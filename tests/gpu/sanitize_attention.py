@@ -13,7 +13,7 @@ chosen one: ping-pong, rows epilogue), and the persistent kernel with the turn r
 (``continuous_turns``: D = 128 causal with O in Q's tile, D = 64 with 3 consumer warpgroups and O's own tile, causal
 (its items dealt by the host's table, its tiles aligned to the bottom) and not, on 3 CTAs, the causal ones with Q
 double-buffered by item (``q_tiles`` = 2); ``--ring`` runs only these), and D = 64's lone query tiles packed into shared items (``pack_lone``: Sq = 200,
-8 (batch, head) pairs in groups of 3, 3 and 2, on 3 CTAs). Exits 0 when every run matched (the sanitizer's own exit code reports its findings).
+8 (batch, head) pairs in groups of 3, 3 and 2, on 3 CTAs; two Q tiles, O staged in the item's). Exits 0 when every run matched (the sanitizer's own exit code reports its findings).
 """
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ CONFIGS = [(128, False, None), (128, True, None), (64, False, None), (256, True,
            (64, False, {"consumer_warpgroups": 3, "overlap": True, "pingpong": True, "epilogue": "tma",
                         "persistent": True, "o_buffer": True, "ctas": 3}),
            (64, False, {"consumer_warpgroups": 3, "overlap": True, "pingpong": True, "epilogue": "tma",
-                        "persistent": True, "o_buffer": True, "continuous_turns": True, "pack_lone": True,
+                        "persistent": True, "continuous_turns": True, "pack_lone": True, "q_tiles": 2,
                         "stages": 5, "ctas": 3, "sq": 200})] + RING
 
 

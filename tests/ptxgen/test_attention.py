@@ -296,7 +296,8 @@ def test_choose_config():
     # D = 64 non-causal loops of at most 1024 keys and dense causal ones of any length (varlen's of more than 1024)
     assert not choose_config("bf16", 128, True, seqlens=(16384, 16384)).persistent
     short = choose_config("bf16", 64, False, seqlens=(1024, 1024))
-    assert (short.consumer_warpgroups, short.persistent, short.o_buffer, short.continuous_turns) == (3, True, True, True)
+    assert (short.consumer_warpgroups, short.persistent, short.o_buffer, short.continuous_turns, short.q_tiles) == \
+        (3, True, False, True, 2)   # packed lone tiles (rules 8 and 13)
     assert not choose_config("bf16", 64, False, seqlens=(1025, 1025)).persistent
     causal = choose_config("bf16", 64, True, varlen=True, seqlens=(1024, 1024))
     assert (causal.consumer_warpgroups, causal.persistent, causal.continuous_turns) == (2, True, True)

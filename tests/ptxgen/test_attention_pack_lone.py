@@ -143,7 +143,8 @@ def test_choose_config_packs_lone_tiles(seqlens, causal, want):
     assert config.pack_lone is want
     assert config.stages == (5 if want else 2)
     if want:
-        assert config.persistent and config.o_buffer and config.continuous_turns
+        # rule 13: two Q tiles, O staged in the item's own (no room for O's tile beside 5 stages)
+        assert config.persistent and config.q_tiles == 2 and not config.o_buffer and config.continuous_turns
     config.validate()
 
 

@@ -156,7 +156,8 @@ def test_bad_ctas(ctas, error, message):
 
 @pytest.mark.parametrize("config", [choose_config("bf16", 128, False), choose_config("bf16", 128, True),
                                     choose_config("bf16", 64, True),
-                                    choose_config("bf16", 64, False, seqlens=(4096, 4096)),
+                                    dataclasses.replace(choose_config("bf16", 64, False, seqlens=(4096, 4096)),
+                                                        q_tiles=1),
                                     choose_config("bf16", 64, True, varlen=True, seqlens=(4096, 4096)),
                                     choose_config("bf16", 64, True, seqlens=(8192, 8192))],
                          ids=["d128", "d128_causal", "d64_causal_wg2", "d64_wg3", "d64_varlen_wg3", "d64_causal_wg3"])

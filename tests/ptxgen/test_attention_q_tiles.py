@@ -21,12 +21,14 @@ CONFIGS = {
     # the choices: D = 64 causal (three warpgroups at every length), D = 128 causal up to 2048 keys
     "d64_causal": choose_config("bf16", 64, True, seqlens=(1024, 1024)),
     "d128_causal": choose_config("bf16", 128, True, seqlens=(1024, 1024)),
-    # two warpgroups, non-causal, O staged in Q's tile (released after the epilogue), and packed lone tiles
+    # two warpgroups; non-causal with O staged in Q's tile (released after the epilogue)
     "d64_wg2": dataclasses.replace(choose_config("bf16", 64, True, seqlens=(1024, 1024)), consumer_warpgroups=2),
     "d64_q_staging": dataclasses.replace(choose_config("bf16", 64, False, seqlens=(2048, 2048)), persistent=True,
                                          continuous_turns=True, q_tiles=2),
-    "d64_pack": dataclasses.replace(choose_config("bf16", 64, False, seqlens=(1024, 1024)), consumer_warpgroups=2,
-                                    stages=3, q_tiles=2),
+    # the packed lone tiles' choice (three warpgroups, 5 stages, O staged in Q's tile), and with two warpgroups
+    "d64_pack": choose_config("bf16", 64, False, seqlens=(1024, 1024)),
+    "d64_pack_wg2": dataclasses.replace(choose_config("bf16", 64, False, seqlens=(1024, 1024)),
+                                        consumer_warpgroups=2, stages=3),
 }
 # (batch, Hq, Hkv, Sq, Sk, CTAs): 3-8 items per CTA, ragged tiles, Sq > Sk (items that see no key)
 SHAPES = [(1, 4, 2, 300, 300, 2), (2, 2, 1, 200, 150, 3), (1, 3, 3, 260, 500, 2), (1, 2, 1, 300, 100, 2)]
@@ -68,7 +70,7 @@ def test_rules():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("name", ["d64_causal", "d128_causal", "d64_q_staging"])
+@pytest.mark.parametrize("name", ["d64_causal", "d128_causal", "d64_q_staging", "d64_pack"])
 def test_gpu_same_bits_as_one_tile(name):
     torch = torch_or_skip()
     config = CONFIGS[name]

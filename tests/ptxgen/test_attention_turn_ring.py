@@ -180,9 +180,9 @@ def test_bench_variant_word():
                                                        "o_buffer": True, "continuous_turns": True}
     for d, causal in ((128, False), (128, True), (64, True), (64, False)):
         base = choose_config("bf16", d, causal, seqlens=(1024, 1024))
-        dataclasses.replace(base, **variant_fields("persist-obuf-ring")).validate()
+        dataclasses.replace(base, **variant_fields("persist-obuf-ring-q1")).validate()
     dataclasses.replace(choose_config("bf16", 64, False, seqlens=(1024, 1024)),
-                        **variant_fields("wg3-persist-obuf-ring")).validate()
+                        **variant_fields("wg3-persist-obuf-ring-q1")).validate()
 
 
 # -- GPU ---------------------------------------------------------------------------------------------------------------

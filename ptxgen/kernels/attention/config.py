@@ -368,6 +368,10 @@ def choose_config(dtype: str, head_dim: int, causal: bool, varlen: bool = False,
        288.4 / 322.9 TFLOP/s (two Q tiles with two warpgroups: 233.0 / 275.0 / 304.8), 2k / 4k / 8k +3.3% / +2.3%
        / +1.7%; D = 128 1k / 2k +1.1% / +1.2% (mean of five runs), 4k / 8k −1.4% / −0.8%; non-causal D = 128 even
        (docs/gpu-runs/2026-11-27-s27.log sections 2-4).
+    13. Rule 8's packed kernel takes two Q tiles and stages O in the current one (``o_buffer`` off: with 5 stages
+       two Q tiles and O's own do not fit in 227 KiB, and the other Q tile already lets the next item's Q load
+       early): S = 1k 424.9 / 421.1 -> 431.6 / 426.1 TFLOP/s interleaved / windows (421.7 / 405.7 -> 427.3 / 413.9
+       in a second run), 4k even (docs/gpu-runs/2026-11-27-s27.log sections 6-7).
     Measured and not taken: 192-row KV tiles for D = 64 (spill with three warpgroups; behind them with two), a
     3-stage pipeline for D = 128 (within ±2% at S = 16k), P through shared memory (SS wgmma: −25-40%).
 
@@ -399,14 +403,14 @@ def choose_config(dtype: str, head_dim: int, causal: bool, varlen: bool = False,
     if head_dim == 64 and causal and seqlens is not None \
             and (not varlen or SHORT_CAUSAL_KV < seqlens[1] <= SERPENTINE_CAUSAL_KV):
         persistent = True
-    o_buffer = persistent
+    o_buffer = persistent and not pack   # rule 13: packed lone tiles stage O in Q's second tile's place
     if head_dim == 128 and not (causal or varlen) and seqlens is not None and seqlens[1] >= LONG_KV:
         sk = seqlens[1]
         if padded_keys(sk, LONG_KV_BN) - padded_keys(sk, bn) > LONG_KV_WASTE * sk:
             persistent, o_buffer = True, True
         else:
             bn, persistent, o_buffer = LONG_KV_BN, True, False
-    q_tiles = 2 if (persistent and causal and not varlen
+    q_tiles = 2 if (pack or persistent and causal and not varlen
                     and (head_dim == 64 or seqlens is not None and seqlens[1] <= SHORT_Q_TILES_KV)) else 1
     return AttentionConfig(dtype=dtype, head_dim=head_dim, bn=bn, stages=PACK_STAGES if pack else 2, causal=causal,
                            overlap=fa3, pack_lone=pack,
