@@ -184,9 +184,9 @@ class AttentionConfig:
         tile = self.head_dim * self.element_bytes
         p_tile = self.bm * self.bn * self.element_bytes if self.p_in_smem else 0
         o_tile = self.bm * tile if self.o_buffer else 0
-        q_stages = self.q_tiles
-        q_bars = q_stages * (16 if self.persistent else 8)
-        return q_stages * self.bm * tile + 2 * self.stages * self.bn * tile + p_tile + o_tile + q_bars + 2 * 16 * self.stages
+        q_bars = self.q_tiles * (16 if self.persistent else 8)
+        return (self.q_tiles * self.bm * tile + 2 * self.stages * self.bn * tile + p_tile + o_tile + q_bars
+                + 2 * 16 * self.stages)
 
     def validate(self) -> "AttentionConfig":
         """Raise ValueError naming the field of the first rule the config breaks; → the config. E.g.
@@ -265,7 +265,8 @@ def _shape(c: AttentionConfig):
     if c.q_tiles not in (1, 2) or isinstance(c.q_tiles, bool):
         return f"q_tiles = {c.q_tiles!r}: Q has 1 tile, or 2 (double-buffered by work item)"
     if c.q_tiles == 2 and not c.persistent:
-        return "q_tiles = 2: Q's tile is double-buffered across the work items of a persistent CTA: it needs persistent = True"
+        return ("q_tiles = 2: Q's tile is double-buffered across the work items of a persistent CTA: it needs "
+                "persistent = True")
     if isinstance(c.rescale_threshold, bool) or not isinstance(c.rescale_threshold, (int, float)) \
             or not 0 <= c.rescale_threshold <= MAX_RESCALE_THRESHOLD:
         return (f"rescale_threshold = {c.rescale_threshold!r}: τ is a number from 0 (rescale at every new max) to "
@@ -403,7 +404,7 @@ def choose_config(dtype: str, head_dim: int, causal: bool, varlen: bool = False,
     if head_dim == 64 and causal and seqlens is not None \
             and (not varlen or SHORT_CAUSAL_KV < seqlens[1] <= SERPENTINE_CAUSAL_KV):
         persistent = True
-    o_buffer = persistent and not pack   # rule 13: packed lone tiles stage O in Q's second tile's place
+    o_buffer = persistent and not pack   # rule 13: the packed kernel stages O in its item's Q tile
     if head_dim == 128 and not (causal or varlen) and seqlens is not None and seqlens[1] >= LONG_KV:
         sk = seqlens[1]
         if padded_keys(sk, LONG_KV_BN) - padded_keys(sk, bn) > LONG_KV_WASTE * sk:
