@@ -309,7 +309,10 @@ def test_choose_config():
     assert [choose_config("bf16", 128, True, seqlens=(sk, sk)).q_tiles for sk in (1024, 2048, 2049, 8192)] == \
         [2, 2, 1, 1]
     assert choose_config("bf16", 128, False, seqlens=(1024, 1024)).q_tiles == 1
-    assert choose_config("bf16", 64, True, varlen=True, seqlens=(2048, 2048)).q_tiles == 1
+    # ... and varlen D = 64's persistent kernels (rule 14), not varlen D = 128's
+    assert [choose_config("bf16", 64, causal, varlen=True, seqlens=(sk, sk)).q_tiles
+            for causal, sk in ((True, 1024), (True, 4096), (False, 1024), (True, 8192), (False, 2048))] == [2, 2, 2, 1, 1]
+    assert choose_config("bf16", 128, True, varlen=True, seqlens=(1024, 1024)).q_tiles == 1
     long_causal = choose_config("bf16", 64, True, seqlens=(16384, 16384))   # with the item table at every length
     assert (long_causal.consumer_warpgroups, long_causal.persistent, long_causal.item_table) == (3, True, True)
     assert choose_config("bf16", 256, False).o_block == 64

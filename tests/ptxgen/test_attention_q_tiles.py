@@ -2,20 +2,23 @@
 item r's Q into tile r mod 2 once item r − 2's consumers released it (``%qfree[r mod 2]``), the consumers wait on
 ``%qbar[r mod 2]`` at use r / 2. In the CPU interpreter out and lse match float64 with several items per CTA (each
 tile reused), under random copy schedules, no arrival left on a named barrier, for the configs that take it and for
-the paths it shares (O staged in Q's tile, packed lone tiles); the rules; on a GPU (``-m gpu``) the same bits as one
-Q tile (the same arithmetic in the same order)."""
+the paths it shares (O staged in Q's tile, packed lone tiles), and the varlen kernels against each sequence's float64;
+the rules; on a GPU (``-m gpu``) the same bits as one Q tile (the same arithmetic in the same order), dense and
+varlen."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import re
 
 import pytest
 
 from ptxgen.ir.text import print_module
-from ptxgen.kernels import attention
+from ptxgen.kernels import attention, attention_varlen
 from ptxgen.kernels.attention import AttentionConfig, build, choose_config
 from test_attention import assert_matches, random_problem, reference, torch_or_skip
 from test_attention_turn_ring import run_ctas_checking_barriers
+from test_attention_varlen import assert_sequences_match, packed_problem
 
 CONFIGS = {
     # the choices: D = 64 causal (three warpgroups at every length), D = 128 causal up to 2048 keys
@@ -45,6 +48,22 @@ def test_interpreter_matches_float64(name, shape):
     out, lse, left = run_ctas_checking_barriers(config, q, k, v, ctas, 4)
     assert left == {}
     assert_matches(out, lse, *want, "bf16")
+
+
+# (q lengths, k lengths, D, causal): an empty query sequence, a one-token one, a sequence with no key, Sq > Sk
+VARLEN_CASES = [([100, 1, 130, 0, 64, 200], [150, 30, 70, 5, 64, 210], 64, True),
+                ([300, 260], [300, 120], 64, False), ([70, 200, 33], [300, 20, 40], 128, True)]
+
+
+@pytest.mark.parametrize("q_lens, k_lens, d, causal", VARLEN_CASES)
+def test_varlen_interpreter_matches_each_sequence(q_lens, k_lens, d, causal):
+    """The persistent varlen kernel with two Q tiles (rule 14's D = 64 picks, and D = 128 made so) on 3 CTAs."""
+    config = choose_config("bf16", d, causal, varlen=True, seqlens=(max(q_lens), max(k_lens)))
+    config = dataclasses.replace(config, q_tiles=2).validate()
+    assert config.persistent
+    q, k, v, cu_q, cu_k = packed_problem(q_lens, k_lens, 2, 1, d, "bf16", seed=len(q_lens), extra_rows=3)
+    out, lse = attention_varlen(q, k, v, cu_q, cu_k, max(q_lens), max(k_lens), causal=causal, config=config, ctas=3)
+    assert_sequences_match(q, k, v, cu_q, cu_k, out, lse, causal, "bf16", d ** -0.5)
 
 
 def test_two_tiles_and_barriers_in_the_kernel():
@@ -79,5 +98,22 @@ def test_gpu_same_bits_as_one_tile(name):
     v = torch.randn(2, 1100, 4, config.head_dim, device="cuda", dtype=torch.bfloat16)
     out, lse = attention(q, k, v, causal=config.causal, config=config)
     ref_out, ref_lse = attention(q, k, v, causal=config.causal, config=dataclasses.replace(config, q_tiles=1))
+    torch.cuda.synchronize()
+    assert torch.equal(out, ref_out) and torch.equal(lse, ref_lse)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("causal", [True, False])
+def test_gpu_varlen_same_bits_as_one_tile(causal):
+    torch = torch_or_skip()
+    lens = [1000, 1, 517, 1024, 64]
+    cu = torch.tensor([0] + list(itertools.accumulate(lens)), dtype=torch.int32, device="cuda")
+    q = torch.randn(sum(lens), 8, 64, device="cuda", dtype=torch.bfloat16)
+    k, v = torch.randn_like(q[:, :4]), torch.randn_like(q[:, :4])
+    config = choose_config("bf16", 64, causal, varlen=True, seqlens=(max(lens), max(lens)))
+    assert config.q_tiles == 2
+    out, lse = attention_varlen(q, k, v, cu, cu, max(lens), max(lens), causal=causal, config=config)
+    ref_out, ref_lse = attention_varlen(q, k, v, cu, cu, max(lens), max(lens), causal=causal,
+                                        config=dataclasses.replace(config, q_tiles=1))
     torch.cuda.synchronize()
     assert torch.equal(out, ref_out) and torch.equal(lse, ref_lse)

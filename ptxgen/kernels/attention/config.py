@@ -373,6 +373,10 @@ def choose_config(dtype: str, head_dim: int, causal: bool, varlen: bool = False,
        two Q tiles and O's own do not fit in 227 KiB, and the other Q tile already lets the next item's Q load
        early): S = 1k 424.9 / 421.1 -> 431.6 / 426.1 TFLOP/s interleaved / windows (421.7 / 405.7 -> 427.3 / 413.9
        in a second run), 4k even (docs/gpu-runs/2026-11-27-s27.log sections 6-7).
+    14. Varlen D = 64 persistent kernels take two Q tiles too (equal-length sequences, one and two Q tiles in
+       interleaved rounds): causal S = 1k / 2k / 4k +3.6-4.1% / +2.2-2.3% / +2.5% (two of three runs; the first
+       −2.2%), non-causal 1k +0.9-2.0%; varlen D = 128 +0.2-0.3%, not taken (docs/gpu-runs/2026-11-27-s27.log
+       section 14).
     Measured and not taken: 192-row KV tiles for D = 64 (spill with three warpgroups; behind them with two), a
     3-stage pipeline for D = 128 (within ±2% at S = 16k), P through shared memory (SS wgmma: −25-40%).
 
@@ -411,7 +415,7 @@ def choose_config(dtype: str, head_dim: int, causal: bool, varlen: bool = False,
             persistent, o_buffer = True, True
         else:
             bn, persistent, o_buffer = LONG_KV_BN, True, False
-    q_tiles = 2 if (pack or persistent and causal and not varlen
+    q_tiles = 2 if (pack or persistent and varlen and head_dim == 64 or persistent and causal and not varlen
                     and (head_dim == 64 or seqlens is not None and seqlens[1] <= SHORT_Q_TILES_KV)) else 1
     return AttentionConfig(dtype=dtype, head_dim=head_dim, bn=bn, stages=PACK_STAGES if pack else 2, causal=causal,
                            overlap=fa3, pack_lone=pack,
