@@ -235,12 +235,17 @@ def k_offset_in_row(layout, dtype, major: str, phase) -> bool:
 
 def _runtime_descriptor(lx, base, desc):
     """The 64-bit descriptor ``desc`` (derived at base 0) for a view whose origin is at the i32 shared address
-    ``base``: the start field becomes ``((base + desc.start) >> 4) & 0x3FFF``, every other field is constant."""
+    ``base``: the start field becomes ``(base >> 4) + (desc.start >> 4)``, every other field is constant. That is
+    hopper-ptx §2.3's ``((base + start) & 0x3FFFF) >> 4`` for the 16-byte aligned bases a wgmma operand has (the
+    interpreter refuses others): a CTA's shared addresses lie below 2^18 (228 KB of shared memory at most), so the
+    14-bit field never wraps and needs no mask. Written so, every k-step's descriptor of one view is one addition
+    to the same ``base >> 4`` (ptxas otherwise repeats add, shift and mask per wgmma)."""
     from llvmlite import ir
 
     b = lx.b
-    start = b.add(base, lx.i32(desc.start_address)) if desc.start_address else base
-    field = b.and_(b.lshr(start, lx.i32(4)), lx.i32(0x3FFF))
+    field = b.lshr(base, lx.i32(4))
+    if desc.start_address >> 4:
+        field = b.add(field, lx.i32(desc.start_address >> 4), flags=("nuw",))
     high = desc.encode() & ~0x3FFF
     return b.or_(b.zext(field, ir.IntType(64)), ir.Constant(ir.IntType(64), high))
 
@@ -395,7 +400,7 @@ class Mma(OpDef):
     def lower(self, op, lx):
         """P × K/k ``wgmma.mma_async`` instructions (m-block outer, k-step inner), the accumulator registers threaded
         through them; each descriptor is the layout's (DescriptorIterator at base 0) with the view's runtime base
-        added to its start-address field: ``((base + tile start) >> 4) & 0x3FFF``."""
+        added to its start-address field: ``(base >> 4) + (tile start >> 4)`` (``_runtime_descriptor``)."""
         a_v, b_v = op.operands[0], op.operands[1]
         ta, tb = a_v.type, b_v.type
         if op.results[0].type.dtype != F32:
