@@ -66,6 +66,21 @@ class _DistinctLoopMD(ir.values.MDValue):
         buf += ("distinct !{{ {0} }}".format(", ".join(ops)), "\n")
 
 
+def _column_runs(columns):
+    """(w, s) when the sorted constant columns are c₀ + s·⌊i/w⌋ + i mod w (runs of w columns every s, s a power of
+    two ≥ w): the m64nN accumulator's row of a thread, 0 1 8 9 16 17 …, is (2, 8); one column is (1, 1). Else None."""
+    n = len(columns)
+    for width in range(1, n + 1):
+        if n % width:
+            continue
+        stride = columns[width] - columns[0] if width < n else 1 << max(0, (width - 1).bit_length())
+        if stride < width or stride & (stride - 1):
+            continue
+        if all(columns[i] == columns[0] + stride * (i // width) + i % width for i in range(n)):
+            return width, stride
+    return None
+
+
 class LoweringContext:
     """The state of one kernel's lowering. Ops use ``b`` (the IRBuilder), ``get``/``set``, the helpers below."""
 
@@ -292,6 +307,62 @@ class LoweringContext:
             return out
         index = [self.emit_tv_index(tv, thread, v) for v in range(lc.size(tv[1]))]
         return [[self.emit_layout(coordinate_layout(tile, m), i) for i in index] for m in range(len(mode_sizes(tile)))]
+
+    def mask_past(self, values, thread, limit, fill, tv, tile, slope: int) -> list:
+        """frag.mask_past: ``values`` (the thread's, LLVM) with those at tile coordinates where ``col > limit +
+        slope·row`` replaced by ``fill``. Where ``plans.tile_coordinates`` splits both modes into a thread part and
+        a constant per value, each row's threshold ``limit + slope·row − col_thread`` is formed once and its values
+        are compared as constants; where the row's constant columns are runs of ``w`` every ``s`` columns (s a power
+        of two: the accumulators' pairs every 8), the visible values of the row are a prefix counted in closed form
+        and kept as bits, and each value is a bit test (ptxas turns a run of them into R2P: 7 predicates from one
+        register) and a select — about 1.2 instructions per value against 3 for a compare of its coordinate. Other
+        layouts: each value's coordinates compared."""
+        b = self.b
+        coords = tile_coordinates(tv, tile)
+        if coords is None:
+            rows, cols = self.frag_coords(thread, tv, tile)
+            return [b.select(b.icmp_signed(">", col, b.add(limit, b.mul(row, self.i32(slope)))), fill, x)
+                    for x, row, col in zip(values, rows, cols)]
+        (row_thread, row_offsets), (col_thread, col_offsets) = (self._coordinate_parts(mode, thread) for mode in coords)
+        # per value: col_t + c > limit + slope·(row_t + r)  ⇔  c > threshold(r) = limit + slope·row_t − col_t + slope·r
+        shared_part = b.sub(b.add(limit, b.mul(row_thread, self.i32(slope))), col_thread)
+        groups = {}
+        for i, (r, c) in enumerate(zip(row_offsets, col_offsets)):
+            groups.setdefault(r, []).append((c, i))
+        out = list(values)
+        for r, members in groups.items():
+            members.sort()
+            threshold = b.add(shared_part, self.i32(slope * r)) if slope * r else shared_part
+            columns = [c for c, _ in members]
+            run = _column_runs(columns)
+            if run is None:
+                for c, i in members:
+                    out[i] = b.select(b.icmp_signed(">", self.i32(c), threshold), fill, values[i])
+                continue
+            width, stride = run
+            # visible = #{columns ≤ threshold}: with t = threshold − c₀, w·⌊t/s⌋ + min(t mod s, w − 1) + 1, clamped
+            t = b.sub(threshold, self.i32(columns[0]))
+            whole = b.mul(b.ashr(t, self.i32(stride.bit_length() - 1)), self.i32(width))
+            part = b.and_(t, self.i32(stride - 1))
+            part = b.select(b.icmp_signed("<", part, self.i32(width - 1)), part, self.i32(width - 1))
+            count = b.add(b.add(whole, part), self.i32(1))
+            for word in range(0, len(members), 32):
+                n = b.sub(count, self.i32(word))
+                n = b.select(b.icmp_signed("<", n, self.i32(0)), self.i32(0), n)
+                n = b.select(b.icmp_signed(">", n, self.i32(32)), self.i32(32), n)
+                shift = b.zext(b.sub(self.i32(32), n), I64)
+                bits = b.trunc(b.lshr(ir.Constant(I64, 0xFFFFFFFF), shift), I32)
+                for k, (_c, i) in enumerate(members[word:word + 32]):
+                    visible = b.icmp_unsigned("!=", b.and_(bits, self.i32(1 << k)), self.i32(0))
+                    out[i] = b.select(visible, values[i], fill)
+        return out
+
+    def _coordinate_parts(self, mode, thread):
+        """A ``ModeCoords``'s thread part as an i32 (a constant where no thread moves the mode) and its constants."""
+        table = layout_table(mode.thread)
+        if np.all(table == table[0]):
+            return self.i32(int(table[0])), mode.values
+        return self.emit_layout(mode.thread, thread), mode.values
 
     def emit_tv_index(self, tv, thread, value: int):
         """The i32 tile index ``tv(t, value)`` of thread ``thread`` (an i32) at a constant value index, for a TV

@@ -202,7 +202,7 @@ def test_kernel_text_round_trips_and_builds_deterministically():
     text = print_module(build(AttentionConfig(causal=True)))
     assert print_module(parse_module(text)) == text
     assert print_module(build(AttentionConfig(causal=True))) == text
-    for form in ("wgmma.mma %q_rows, %k_nk", "wgmma.mma_rs %p16, %v_nk", "frag.coords %lt", "kind = max", "kind = add",
+    for form in ("wgmma.mma %q_rows, %k_nk", "wgmma.mma_rs %p16, %v_nk", "frag.mask_past %s", "kind = max", "kind = add",
                  "frag.exp2", "gpu.roles"):
         assert form in text, form
 

@@ -722,3 +722,67 @@ class FragSelect(OpDef):
         t = op.results[0].type
         p, a, b = (lx.get(x) if isinstance(x.type, FragmentType) else [lx.get(x)] * t.size for x in op.operands)
         lx.set(op.results[0], [lx.b.select(c, x, y) for c, x, y in zip(p, a, b)])
+
+
+@register
+class MaskPast(OpDef):
+    """``%y = frag.mask_past %x, %thread, %limit, %fill {tv = TV, tile = (R, C), slope = k}``: ``%x`` with every
+    value whose tile coordinate (row, col) — as ``frag.coords`` gives it for ``%thread``, ``tv`` and the two-mode
+    ``tile`` — lies past the column limit, ``col > limit + k·row``, replaced by ``%fill``; the others unchanged.
+    The masks of attention: causal (``k = 1``, ``limit`` = the diagonal's offset) and the key bound of a ragged
+    tile (``k = 0``, ``limit`` = the last valid column). E.g. over the m64n8 accumulator
+    ``((4,8,4),(2,2,1)):((128,1,16),(64,8,512))`` with ``limit = 0, slope = 1``, the values above the diagonal of
+    the (64, 8) tile become ``%fill``. Lowered without a compare per value where the TV layout splits into a thread
+    part and a constant per value and each row's columns are runs of ``w`` at a power-of-two stride (the wgmma
+    accumulators: pairs every 8 columns): per row a count of visible values and a bit mask, then per value a bit
+    test (ptxas: R2P, 7 predicates per instruction) and a select. Post: the result has ``%x``'s type."""
+    name = "frag.mask_past"
+    summary = "values past a per-row column limit (col > limit + slope·row) replaced by a fill value"
+    required_attrs = ("tv", "tile")
+    optional_attrs = ("slope",)
+    num_operands = 4
+    num_results = 1
+
+    def verify(self, op, v):
+        x, thread, limit, fill = op.operands
+        t = op.results[0].type
+        if not isinstance(x.type, FragmentType):
+            v.error(op, f"the masked operand must be a frag, not {x.type}")
+            return
+        if t != x.type:
+            v.error(op, f"result type must be {x.type}, not {t}")
+        for value, what in ((thread, "thread"), (limit, "limit")):
+            if value.type != I32:
+                v.error(op, f"the {what} operand must be i32, not {value.type}")
+        if fill.type != x.type.dtype:
+            v.error(op, f"the fill operand must be a scalar of the fragment's element type {x.type.dtype}, "
+                        f"not {fill.type}")
+        if "slope" in op.attrs:
+            v.attr(op, "slope", int)
+        tile = v.shape_attr(op, "tile")
+        tv = tv_attr(op, v)
+        if tile is None or tv is None:
+            return
+        if not isinstance(tile, tuple) or lc.rank(tile) != 2:
+            v.error(op, f"tile {lc.to_str(tile)} must have two modes (rows, columns)")
+            return
+        verify_tv(op, v, tv, x.type.shape, lc.product(tile))
+
+    def result_types(self, operand_types, attrs):
+        return [operand_types[0]]
+
+    def interpret(self, op, ix):
+        x, thread, limit, fill = op.operands
+        tv = op.attrs["tv"]
+        table = ix.cached(("tv", tv), lambda: tv_table(tv, lc.size(tv[0])))
+        coords = tile_coordinates(op.attrs["tile"], tv_rows(ix, op, thread, table))   # (threads, values, modes)
+        bound = ix.get(limit).astype(np.int64)[:, None] + int(op.attrs.get("slope", 0)) * coords[:, :, 0]
+        past = coords[:, :, 1] > bound
+        ix.set(op.results[0], np.where(past, ix.get(fill)[:, None], ix.get(x)).astype(ix.get(x).dtype))
+
+    def lower(self, op, lx):
+        """``LoweringContext.mask_past``: per row a bit mask of its visible values and per value a bit test, or
+        (a layout whose columns are not regular runs) a compare of each value's constant column offset."""
+        x, thread, limit, fill = op.operands
+        lx.set(op.results[0], lx.mask_past(lx.get(x), lx.get(thread), lx.get(limit), lx.get(fill), op.attrs["tv"],
+                                           op.attrs["tile"], int(op.attrs.get("slope", 0))))

@@ -41,35 +41,31 @@ def score_layout(config):
 def mask_scores(g, s, k0, tag: str = ""):
     """S with the key columns past Sk and (causal) the query-key pairs above the diagonal set to −inf — each mask
     only on the tiles that need it (``scf.if``): the key bound on the ragged last tile, the diagonal (causal) on the
-    tiles crossing it, so a crossing tile that is not ragged pays for one compare and select per value, not two."""
+    tiles crossing it. Both are ``frag.mask_past`` (a bit test and a select per value)."""
     b, config = g.b, g.config
     bound = b.arith.sub(g.sk, k0, name=f"col_bound{tag}")
     ragged = b.arith.cmp(bound, g.c_bn, pred="lt", name=f"ragged{tag}")
-    s = masked_where(g, s, ragged, lambda rows, cols: b.frag.cmp(cols, bound, pred="ge", name=f"s_past{tag}"),
-                     f"_past{tag}")
+    # key column c of the tile is k0 + c: past the keys where c > Sk − k0 − 1
+    last_col = b.arith.sub(bound, g.c1, name=f"last_col{tag}")
+    s = masked_where(g, s, ragged, last_col, 0, f"_past{tag}")
     if config.causal:
         # query row r of the warpgroup's rows (row0 + r) sees key column c of the tile (k0 + c) iff
         # k0 + c <= row0 + r + Sk - Sq, i.e. c <= r + diag
         diag = b.arith.add(b.arith.sub(g.row0, k0, name=f"diag0{tag}"), g.diag_shift, name=f"diag{tag}")
         crossing = b.arith.cmp(diag, g.c_widest, pred="lt", name=f"crossing{tag}")
-        # c > r + diag: the row's last visible column has two values per thread (a value's row depends on its index
-        # mod 4), so each value costs one compare against it (c − r > diag would take a subtraction per value)
-        s = masked_where(g, s, crossing, lambda rows, cols: b.frag.cmp(
-            cols, b.frag.add(rows, diag, name=f"s_last_col{tag}"), pred="gt", name=f"s_above{tag}"), f"_above{tag}")
+        s = masked_where(g, s, crossing, diag, 1, f"_above{tag}")
     return s
 
 
-def masked_where(g, s, cond, hidden, tag: str):
-    """``scf.if cond``: S with the values where ``hidden(rows, cols)`` holds (a predicate fragment of each value's
-    tile coordinates, ``frag.coords``) set to −inf; S unchanged otherwise."""
+def masked_where(g, s, cond, limit, slope: int, tag: str):
+    """``scf.if cond``: S with the values past ``col > limit + slope·row`` (tile coordinates of the warpgroup's (64,
+    bn) S tile) set to −inf (``frag.mask_past``); S unchanged otherwise."""
     b = g.b
     tv, tile = score_layout(g.config)
     branch = b.scf.if_(cond, types=(s.type,), names=[f"s_masked{tag}"])
     with branch.then:
-        rows, cols = b.frag.coords(g.lt, tv=tv, tile=tile, type=[frag("i32", s.type.shape)] * 2,
-                                   name=[f"s_rows{tag}", f"s_cols{tag}"])
         ninf = b.const(float("-inf"), f32, name=f"s_ninf{tag}")
-        b.scf.yield_(b.frag.select(hidden(rows, cols), ninf, s, name=f"s_fill{tag}"))
+        b.scf.yield_(b.frag.mask_past(s, g.lt, limit, ninf, tv=tv, tile=tile, slope=slope, name=f"s_fill{tag}"))
     with branch.otherwise:
         b.scf.yield_(s)
     return branch.results[0]
