@@ -15,6 +15,7 @@ import pytest
 from ptxgen.ir.text import print_module
 from ptxgen.kernels import AttentionConfig, attention, attention_varlen
 from ptxgen.kernels.attention import build, choose_config, run
+from ptxgen.kernels.gemm.config import SMEM_BYTES
 from test_attention import (assert_matches, assert_matches_torch, random_problem, reference, torch_or_skip,
                             torch_reference)
 from test_attention_three_warpgroups import registers_at
@@ -226,6 +227,8 @@ def test_gpu_matches_float64(b, hq, hkv, sq, sk, d, causal, variant):
     torch = torch_or_skip()
     config = dataclasses.replace(choose_config("bf16", d, causal, seqlens=(sq, sk)), persistent=True,
                                  o_buffer="obuf" in variant)
+    if config.smem_bytes() > SMEM_BYTES:   # O's own tile beside the packed kernel's two Q tiles and 5 stages
+        config = dataclasses.replace(config, q_tiles=1)
     check_persistent_on_gpu(torch, config, (b, hq, hkv, sq, sk, d), causal, ctas=7 if "ctas7" in variant else None)
 
 
