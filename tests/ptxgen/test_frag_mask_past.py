@@ -9,7 +9,7 @@ import pytest
 
 import layoutc as lc
 from layoutc.hopper import accumulator_tv
-from ptxgen.interp import interpret
+from ptxgen.interp import InterpreterError, interpret
 from ptxgen.ir.text import parse_module, print_module
 from ptxgen.lower import Specialization, TensorSpec, compile_kernel
 from ptxgen.lower.context import _column_runs
@@ -142,3 +142,12 @@ def test_gpu_matches_the_interpreter(tv, m, n, block, slope):
         kernel(x=x, limit=limit)
         torch.cuda.synchronize()
         assert np.array_equal(x.cpu().numpy(), expected(host, limit, slope)), (tv, slope, limit)
+
+
+def test_a_limit_that_leaves_i32_fails_in_the_interpreter():
+    """The lowering computes limit + slope·row − col in i32; a limit near 2^31 would wrap there, so the interpreter
+    refuses it, naming the thread."""
+    module = parse_module(kernel_text(ACCUMULATOR, 64, 128, 128, 1), file="mask.tile")
+    with pytest.raises(InterpreterError) as e:
+        interpret(module, {"x": np.zeros((64, 128), np.float32), "limit": 2 ** 31 - 100})
+    assert "thread 0's limit 2147483548 with slope 1 over the (64, 128) tile leaves i32" in str(e.value)

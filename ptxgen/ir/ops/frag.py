@@ -735,7 +735,9 @@ class MaskPast(OpDef):
     the (64, 8) tile become ``%fill``. Lowered without a compare per value where the TV layout splits into a thread
     part and a constant per value and each row's columns are runs of ``w`` at a power-of-two stride (the wgmma
     accumulators: pairs every 8 columns): per row a count of visible values and a bit mask, then per value a bit
-    test (ptxas: R2P, 7 predicates per instruction) and a select. Post: the result has ``%x``'s type."""
+    test (ptxas: R2P, 7 predicates per instruction) and a select. The lowering computes in i32: |limit| +
+    |slope|·(R − 1) + C must stay below 2^31 (the interpreter fails otherwise). Post: the result has ``%x``'s
+    type."""
     name = "frag.mask_past"
     summary = "values past a per-row column limit (col > limit + slope·row) replaced by a fill value"
     required_attrs = ("tv", "tile")
@@ -776,7 +778,14 @@ class MaskPast(OpDef):
         tv = op.attrs["tv"]
         table = ix.cached(("tv", tv), lambda: tv_table(tv, lc.size(tv[0])))
         coords = tile_coordinates(op.attrs["tile"], tv_rows(ix, op, thread, table))   # (threads, values, modes)
-        bound = ix.get(limit).astype(np.int64)[:, None] + int(op.attrs.get("slope", 0)) * coords[:, :, 0]
+        slope, limits = int(op.attrs.get("slope", 0)), ix.get(limit).astype(np.int64)
+        rows, cols = (lc.product(m) for m in op.attrs["tile"])
+        reach = np.abs(limits) + abs(slope) * (rows - 1) + cols
+        if (ix.mask & (reach >= 2 ** 31)).any():
+            first = int(np.nonzero(ix.mask & (reach >= 2 ** 31))[0][0])
+            ix.fail(op, f"thread {first}'s limit {int(limits[first])} with slope {slope} over the ({rows}, {cols}) "
+                        f"tile leaves i32: |limit| + |slope|·{rows - 1} + {cols} must stay below 2^31")
+        bound = limits[:, None] + slope * coords[:, :, 0]
         past = coords[:, :, 1] > bound
         ix.set(op.results[0], np.where(past, ix.get(fill)[:, None], ix.get(x)).astype(ix.get(x).dtype))
 
