@@ -298,12 +298,11 @@ class LoweringContext:
         if coords is not None:
             out = []
             for mode in coords:
-                table = layout_table(mode.thread)
-                if np.all(table == table[0]):   # thread-independent: constants
-                    out.append([self.i32(int(table[0]) + c) for c in mode.values])
-                    continue
-                base = self.emit_layout(mode.thread, thread)
-                out.append([self.b.add(base, self.i32(c)) if c else base for c in mode.values])
+                base, constants = self._coordinate_parts(mode, thread)
+                if isinstance(base, int):   # thread-independent: constants
+                    out.append([self.i32(base + c) for c in constants])
+                else:
+                    out.append([self.b.add(base, self.i32(c)) if c else base for c in constants])
             return out
         index = [self.emit_tv_index(tv, thread, v) for v in range(lc.size(tv[1]))]
         return [[self.emit_layout(coordinate_layout(tile, m), i) for i in index] for m in range(len(mode_sizes(tile)))]
@@ -323,7 +322,9 @@ class LoweringContext:
             rows, cols = self.frag_coords(thread, tv, tile)
             return [b.select(b.icmp_signed(">", col, b.add(limit, b.mul(row, self.i32(slope)))), fill, x)
                     for x, row, col in zip(values, rows, cols)]
-        (row_thread, row_offsets), (col_thread, col_offsets) = (self._coordinate_parts(mode, thread) for mode in coords)
+        (row_thread, row_offsets), (col_thread, col_offsets) = (
+            (self.i32(base) if isinstance(base, int) else base, constants)
+            for base, constants in (self._coordinate_parts(mode, thread) for mode in coords))
         # per value: col_t + c > limit + slope·(row_t + r)  ⇔  c > threshold(r) = limit + slope·row_t − col_t + slope·r
         shared_part = b.sub(b.add(limit, b.mul(row_thread, self.i32(slope))), col_thread)
         groups = {}
@@ -358,10 +359,11 @@ class LoweringContext:
         return out
 
     def _coordinate_parts(self, mode, thread):
-        """A ``ModeCoords``'s thread part as an i32 (a constant where no thread moves the mode) and its constants."""
+        """A ``ModeCoords``'s thread part — a Python int where no thread moves the mode, else an i32 emitted from
+        ``thread`` — and its constant per value."""
         table = layout_table(mode.thread)
         if np.all(table == table[0]):
-            return self.i32(int(table[0])), mode.values
+            return int(table[0]), mode.values
         return self.emit_layout(mode.thread, thread), mode.values
 
     def emit_tv_index(self, tv, thread, value: int):
