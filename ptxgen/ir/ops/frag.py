@@ -583,6 +583,14 @@ class Rcp(OpDef):
 
 # -- coordinates and masking ---------------------------------------------------------------------------------------
 
+def value_coordinates(ix, op, thread) -> np.ndarray:
+    """The tile coordinate of each thread's values under ``op``'s ``tv`` and ``tile`` attributes (``frag.coords``,
+    ``frag.mask_past``): an int64 array (threads of the CTA, values, modes of the tile)."""
+    tv = op.attrs["tv"]
+    table = ix.cached(("tv", tv), lambda: tv_table(tv, lc.size(tv[0])))
+    return tile_coordinates(op.attrs["tile"], tv_rows(ix, op, thread, table))
+
+
 @register
 class Coords(OpDef):
     name = "frag.coords"
@@ -621,9 +629,7 @@ class Coords(OpDef):
 
     def interpret(self, op, ix):
         (thread,) = op.operands
-        tv = op.attrs["tv"]
-        table = ix.cached(("tv", tv), lambda: tv_table(tv, lc.size(tv[0])))
-        coords = tile_coordinates(op.attrs["tile"], tv_rows(ix, op, thread, table))   # (threads, values, modes)
+        coords = value_coordinates(ix, op, thread)
         for m, r in enumerate(op.results):
             ix.set(r, coords[:, :, m].astype(np.int32))
 
@@ -775,9 +781,7 @@ class MaskPast(OpDef):
 
     def interpret(self, op, ix):
         x, thread, limit, fill = op.operands
-        tv = op.attrs["tv"]
-        table = ix.cached(("tv", tv), lambda: tv_table(tv, lc.size(tv[0])))
-        coords = tile_coordinates(op.attrs["tile"], tv_rows(ix, op, thread, table))   # (threads, values, modes)
+        coords = value_coordinates(ix, op, thread)
         slope, limits = int(op.attrs.get("slope", 0)), ix.get(limit).astype(np.int64)
         rows, cols = (lc.product(m) for m in op.attrs["tile"])
         reach = np.abs(limits) + abs(slope) * (rows - 1) + cols
@@ -787,7 +791,8 @@ class MaskPast(OpDef):
                         f"tile leaves i32: |limit| + |slope|·{rows - 1} + {cols} must stay below 2^31")
         bound = limits[:, None] + slope * coords[:, :, 0]
         past = coords[:, :, 1] > bound
-        ix.set(op.results[0], np.where(past, ix.get(fill)[:, None], ix.get(x)).astype(ix.get(x).dtype))
+        values = ix.get(x)
+        ix.set(op.results[0], np.where(past, ix.get(fill)[:, None], values).astype(values.dtype))
 
     def lower(self, op, lx):
         """``LoweringContext.mask_past``: per row a bit mask of its visible values and per value a bit test, or
