@@ -211,8 +211,8 @@ def test_ptx_assembles_without_serialized_wgmmas(name):
 # -- the GPU -----------------------------------------------------------------------------------------------------------
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("name", ["h256x128s3tBS", "h256x128s3to1BS", "h256x112s3to1BS", "h256x128s3to1BlS",
-                                  "h256x128s3to1B"])
+@pytest.mark.parametrize("name", ["h256x128s3tBS", "h256x128s3c2tBS", "h256x128s3to1BS", "h256x112s3to1BS",
+                                  "h256x128s3to1BlS", "h256x128s3to1B"])
 @pytest.mark.parametrize("m, n, k", [(4096, 4096, 7168), (4096, 2112, 7168), (1000, 2112, 512), (333, 7168, 2064),
                                      (77, 256, 400)])
 def test_gpu_matches_float64(name, m, n, k):
@@ -222,9 +222,11 @@ def test_gpu_matches_float64(name, m, n, k):
 
 @pytest.mark.parametrize("m, n, k, name", [
     # area-waves (waves x BM x BN) as small as the 128 x 128 tiles': 4 waves of 256 x 128 against 8 of 128 x 128
-    (4096, 4096, 7168, "h256x128s3tBS"), (4096, 7168, 16384, "h256x128s3tBS"), (4096, 32768, 512, "h256x128s3tBS"),
+    # (16 row tiles of 256, 512 tiles on 132 SMs: in clusters of 2 along M; K = 512: not)
+    (4096, 4096, 7168, "h256x128s3c2tBS"), (4096, 7168, 16384, "h256x128s3c2tBS"),
+    (4096, 32768, 512, "h256x128s3tBS"),
     # where both hold, in place of 128 x 192 (8192 x 4096: 8 waves x 32768 against 11 x 24576)
-    (8192, 4096, 7168, "h256x128s3tBS"),
+    (8192, 4096, 7168, "h256x128s3c2tBS"),
     # 3 waves of 256 x 128 against 5 of 128 x 128 and 3 of 128 x 192: the wide tile stays
     (4096, 2112, 7168, "h128x192s4to1BS"),
     # the stream-K rule comes first where the wide one does not hold
@@ -236,6 +238,17 @@ def test_gpu_matches_float64(name, m, n, k):
 ])
 def test_tall_rule(m, n, k, name):
     assert choose_block_scaled_config(m, n, k).name == name
+
+
+@pytest.mark.parametrize("m, n, k, cluster", [
+    (4096, 4096, 7168, 2), (1456, 11008, 16384, 2), (20848, 24576, 2048, 2),
+    (864, 4096, 6144, 1),      # 4 x 32 = 128 tiles: one per SM
+    (3280, 24576, 2048, 1),    # 13 row tiles: the last cluster's second CTA would have no rows
+    (4096, 24576, 1536, 1),    # K under 2048
+])
+def test_tall_tiles_in_clusters_of_two(m, n, k, cluster):
+    pick = choose_block_scaled_config(m, n, k)
+    assert (pick.bm, pick.cluster, pick.cluster_along) == (256, cluster, "m")
 
 
 @pytest.mark.parametrize("grouped", ["contiguous", "masked"])

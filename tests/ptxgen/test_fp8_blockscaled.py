@@ -108,7 +108,7 @@ def test_heuristic_choices():
                              (128, 32768, 512), (128, 4096, 7168)]}
     # 128 x 192 tiles where their waves fill the SMs nearly as well: 2.7 waves against 4.1 of 128 x 128
     # 256 x 128 tiles where their area-waves are as small: 4 waves against 8 of 128 x 128
-    assert names == {(4096, 7168, 2048): "h256x128s3tBS", (4096, 2112, 7168): "h128x192s4to1BS",
+    assert names == {(4096, 7168, 2048): "h256x128s3c2tBS", (4096, 2112, 7168): "h128x192s4to1BS",
                      # M <= 64 swapped (the kernel's N is M), scales by TMA; where stream-K's rule holds (under a
                      # third of the SMs hold a tile) and the tiles leave room for two k-slices each, split-K
                      (64, 7168, 2048): "h128x64s8xBSA", (16, 4096, 7168): "h128x16s8zxBSA",

@@ -663,6 +663,15 @@ BLOCK_SCALED_WIDE_MIN_M = BLOCK_SCALED_NARROW_MAX_M + 1
 # docs/gpu-runs/2026-11-27-s23.log section 14).
 BLOCK_SCALED_TALL = GemmConfig("e4m3", bm=256, bn=128, stages=3, epilogue="tma", scales="block", scales_smem=True)
 BLOCK_SCALED_TALL_GAIN = 1.03
+# The tall tiles in clusters of 2 along M (the two CTAs of a grid column share B, each loading half of it multicast),
+# where the clusters leave no CTA without rows (an even number of 256-row tiles), each SM runs more than one tile and
+# K ≥ BLOCK_SCALED_TALL_CLUSTER_MIN_K: 1-3% faster in three interleaved runs (4096x7168x16384 +2.1 / +2.3 / +2.8%,
+# 8192x4096x7168 +1.5-1.6%, 1456x11008x16384 +2.1-2.3%, 20848x24576x2048 +2.2%, 4096x4096x7168 +0.4-0.8%,
+# 4096x7168x2048 -0.4 / +0.3%); one tile per SM (864x4096x6144 -1.3 / -1.8%), K = 512 (4096x32768x512 -2 / -3%) and
+# an odd number of row tiles (a cluster half idle: 768x5120x2112 -45%, 2800x16384x24576 -15%) lose.
+# docs/gpu-runs/2026-11-27-s29.log section 1.
+BLOCK_SCALED_TALL_CLUSTER = 2
+BLOCK_SCALED_TALL_CLUSTER_MIN_K = 2048
 BLOCK_SCALED_TALL_MIN_M = BLOCK_SCALED_NARROW_MAX_M + 1
 BLOCK_SCALED_TALL_MIN_K = 4 * 128
 BLOCK_SCALED_CANDIDATES = (GemmConfig("e4m3", bn=128, stages=6, epilogue="tma", scales="block", late_scales=True),
@@ -711,6 +720,18 @@ def _tall_block_scaled(m: int, n: int, k: int, sms: int, wide: bool) -> bool:
         (not wide or tall <= _wave_area(BLOCK_SCALED_WIDE, m, n, sms))
 
 
+def _tall_pick(m: int, n: int, k: int, sms: int) -> GemmConfig:
+    """``BLOCK_SCALED_TALL``, in clusters of ``BLOCK_SCALED_TALL_CLUSTER`` along M where its comment's rule holds:
+    4096 x 4096 x 7168 → ``h256x128s3c2tBS`` (16 row tiles, 512 tiles on 132 SMs), 864 x 4096 x 6144 →
+    ``h256x128s3tBS`` (128 tiles: one per SM), 3280 x 24576 x 2048 → ``h256x128s3tBS`` (13 row tiles).
+    Post: a valid configuration of BM = 256."""
+    rows = -(-m // BLOCK_SCALED_TALL.bm)
+    if rows % BLOCK_SCALED_TALL_CLUSTER == 0 and k >= BLOCK_SCALED_TALL_CLUSTER_MIN_K and \
+            _tiles(BLOCK_SCALED_TALL, m, n) > sms:
+        return BLOCK_SCALED_TALL.replace(cluster=BLOCK_SCALED_TALL_CLUSTER).validate()
+    return BLOCK_SCALED_TALL.validate()
+
+
 def choose_block_scaled_config(m: int, n: int, k: int, sm_count: int = H100_SMS, *,
                                grouped: str = "none") -> GemmConfig:
     """The configuration of the block-scaled fp8 GEMM (``ptxgen.kernels.fp8_gemm_nt``) for C (m, n) = A (m, k) · Bᵀ:
@@ -738,11 +759,11 @@ def choose_block_scaled_config(m: int, n: int, k: int, sm_count: int = H100_SMS,
     stream-K rule, a dense or contiguous problem with M > 128 and K ≥ 1024 whose 128 × 192 tiles fill the waves
     of SMs nearly as well as 128 × 128 tiles (``_wide_block_scaled``) takes ``BLOCK_SCALED_WIDE`` — or, where the
     256 × 128 tiles' area-waves are as small (``_tall_block_scaled``), ``BLOCK_SCALED_TALL``; after the stream-K rule a
-    dense problem whose 256 × 128 tiles' area-waves are as small as the 128 × 128 tiles' takes ``BLOCK_SCALED_TALL``.
-    The candidates stay valid configurations (``config=``).
+    dense problem whose 256 × 128 tiles' area-waves are as small as the 128 × 128 tiles' takes ``BLOCK_SCALED_TALL``
+    — in both places in clusters of 2 along M where ``_tall_pick``'s rule holds. The candidates stay valid configurations (``config=``).
     ``choose_block_scaled_config(2048, 2112, 7168).name`` = ``h128x128s5tskaBS``;
     ``choose_block_scaled_config(4096, 2112, 7168).name`` = ``h128x192s4to1BS``;
-    ``choose_block_scaled_config(4096, 4096, 7168).name`` = ``h256x128s3tBS``;
+    ``choose_block_scaled_config(4096, 4096, 7168).name`` = ``h256x128s3c2tBS``;
     ``choose_block_scaled_config(16, 7168, 2048).name`` = ``h128x16s8xBSA``;
     ``choose_block_scaled_config(64, 4096, 7168).name`` = ``h128x64s8zxBSA``;
     ``choose_block_scaled_config(128, 4096, 7168).name`` = ``h128x64s8tzBSA``. ``grouped``
@@ -768,7 +789,7 @@ def choose_block_scaled_config(m: int, n: int, k: int, sm_count: int = H100_SMS,
     wide = grouped in ("none", "contiguous") and _wide_block_scaled(m, n, k, sm_count)
     tall = grouped == "none" and _tall_block_scaled(m, n, k, sm_count, wide)
     if wide:
-        return (BLOCK_SCALED_TALL if tall else BLOCK_SCALED_WIDE.replace(grouped=grouped)).validate()
+        return _tall_pick(m, n, k, sm_count) if tall else BLOCK_SCALED_WIDE.replace(grouped=grouped).validate()
     tiles = _tiles(streamk, m, n)
     if grouped == "none" and (tiles < sm_count or tiles >= 2 * sm_count) and \
             streamk_ktiles_saved(m, n, k, streamk, sm_count) >= streamk.streamk_min_saving \
@@ -777,5 +798,5 @@ def choose_block_scaled_config(m: int, n: int, k: int, sm_count: int = H100_SMS,
         # Not between one and two waves: 1024x2112x7168 (136 tiles) ran at 565 TFLOP/s stream-K, 656 as tiles
         return _split_instead_of_streamk(streamk, tiles, sm_count)
     if tall:
-        return BLOCK_SCALED_TALL.validate()
+        return _tall_pick(m, n, k, sm_count)
     return tile.replace(grouped=grouped).validate()
