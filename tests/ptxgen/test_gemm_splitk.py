@@ -72,6 +72,10 @@ CASES = [
     # the heuristic's fp8 split tile (128 x 192, released per warpgroup): 4 tiles (M = 200, N = 380 ragged) of 9
     # k-tiles on 9 CTAs, 2 slices [0, 4), [4, 9): the second starts a promotion chunk of its own at k-tile 4
     ("h128x192s3k4tez", "e4m3", (200, 380, 1100), 9, 2),
+    # rule 3c's narrow split of one row of tiles (M = 101 ragged in its 128-row tile): 4 tiles (N = 200) on 13 CTAs,
+    # 3 slices; fp8 [0, 3), [3, 6), [6, 9) of 9 k-tiles, each slice's promotion chunks its own
+    ("h128x64s8tez", "bf16", (101, 200, 1100), 13, 3),
+    ("h128x64s8k4tz", "e4m3", (101, 200, 1100), 13, 3),
     # swapped (the kernel's M is N = 300: 3 tiles, its N is M = 37): 4 slices of 3 k-tiles on 12 CTAs
     ("h128x64s4zx", "bf16", (37, 300, 700), 12, 4),
     # the heuristic's swapped mid-M form: C stored by TMA through its transpose (c_major = M), M = 70 one 72-wide tile
@@ -253,6 +257,10 @@ def test_ptx_assembles_beside_streamk(name, streamk, dtype, figures):
 GPU_SHAPES = [(640, 1536, 13824), (512, 2048, 16384), (768, 1536, 12288), (600, 1504, 13008)]
 
 
+# rule 3c's narrow split: one ragged row of 128 x 64 tiles, 16-64 tiles in 2-8 slices
+NARROW_GPU_CASES = [("h128x64s8tez", "bf16", (101, 1024, 24576)), ("h128x64s8k4tz", "e4m3", (101, 1024, 24576)),
+                    ("h128x64s8tez", "bf16", (128, 4096, 16384)), ("h128x64s8k4tz", "e4m3", (72, 2048, 32768))]
+
 SWAPPED_GPU_CASES = [("h128x96s6tzxT", (96, 4096, 14336)), ("h128x72s6tzxT", (72, 1024, 20480)),
                      ("h128x80s6tzxT", (80, 1504, 10240))]
 
@@ -261,7 +269,7 @@ SWAPPED_GPU_CASES = [("h128x96s6tzxT", (96, 4096, 14336)), ("h128x72s6tzxT", (72
 @pytest.mark.parametrize("name, dtype, shape", [(n, d, s) for n, d in [
     ("h128x256s4t2z", "bf16"), ("h128x128s4tz", "bf16"), ("h128x256s4k4t2z", "e4m3"), ("h128x128s6k4tz", "e4m3"),
     ("h128x128s6tez", "bf16"), ("h128x192s4t3ez", "bf16"), ("h128x192s4k4tez", "e4m3")]
-    for s in GPU_SHAPES] + [(n, "bf16", s) for n, s in SWAPPED_GPU_CASES], ids=str)
+    for s in GPU_SHAPES] + [(n, "bf16", s) for n, s in SWAPPED_GPU_CASES] + NARROW_GPU_CASES, ids=str)
 def test_gpu_splitk_matches_float64(name, dtype, shape):
     """The split-K variant on the device's SMs, twice in a row through one call site (the second launch on the flags
     the first left zero), fresh random operands each time: each C within 1e-2 of float64 in relative norm."""

@@ -210,7 +210,7 @@ def test_unknown_name_gives_the_grammar():
     ((1024, 1536, 18432), "e4m3", {}, "h128x192s4k4tez"),    # 1146 against 1023 for h128x112s4k4t
     ((416, 2048, 16384), "e4m3", {}, "h128x192s4k4tez"),     # 811 against 464 for h128x64s8k4t
     # ... and the swapped mid-M tiles of M <= 192 in 3+ slices (s21 section 6)
-    ((96, 4096, 14336), "bf16", {}, "h128x96s6tzxT"),        # 213 against 174 (4 slices)
+    ((96, 4096, 14336), "bf16", {}, "h128x64s8tez"),         # rule 3c: 213 against 205 swapped (s29 section 3)
     ((80, 5120, 13824), "bf16", {}, "h128x80s6tzxT"),        # 187 against 139 for h128x64s8t (one 80-wide tile)
     ((96, 7168, 8192), "bf16", {}, "h128x96s6txT"),          # 2 slices: 223 against 219 split
     ((256, 1024, 28672), "bf16", {}, "h128x128s6tez"),       # M > 192: unswapped split-K
@@ -219,7 +219,7 @@ def test_unknown_name_gives_the_grammar():
     ((66, 8192, 8192), "bf16", {}, "h128x72s6txT"),          # 166 against 134
     ((72, 6144, 12288), "e4m3", {}, "h128x72s6k4txT"),       # fp8 from SMs/4 swapped tiles: 308 against 235
     ((96, 7168, 12288), "e4m3", {}, "h128x96s6k4txT"),       # ... up to M = 96: 424 against 389
-    ((95, 2048, 16384), "e4m3", {}, "h128x64s8k4t"),         # 16 tiles: 219 against 147 swapped
+    ((95, 2048, 16384), "e4m3", {}, "h128x64s8k4tz"),        # rule 3c: 254 against 175 data-parallel
     # rule 1: M <= 64 swaps A and B (M rounded up to 16 / 32 / 64 as the wgmma's N); stream-K on every SM below
     # a third of the SMs' tiles (32 tiles of N = 4096 on 132 SMs), data-parallel from there (44 of 132)
     ((16, 4096, 4096), "bf16", {}, "h128x16s8ska1x"),
@@ -248,6 +248,17 @@ def test_unknown_name_gives_the_grammar():
     ((464, 49152, 5120), "bf16", {}, "h128x256s4t2o1"),       # 128 x 232 would hold 3 stages only
     ((448, 11008, 4096), "bf16", dict(b_major="MN"), "h128x152s5tmnkxT"),  # a row-major B: the kernel's MN-major A
     ((448, 11008, 4096), "bf16", dict(a_major="MN"), "h128x176s4tmnk"),    # an MN-major A: unswapped
+    # rule 3c: one row of 128 x 64 tiles at most half the SMs, K >= 8192: split into k-slices (before rule 7)
+    ((101, 1024, 24576), "bf16", {}, "h128x64s8tez"),        # 16 tiles, 8 slices
+    ((101, 1024, 24576), "e4m3", {}, "h128x64s8k4tz"),       # fp8: stages released per CTA
+    ((75, 2560, 18432), "bf16", {}, "h128x80s6tzxT"),        # 16-bit under 88 rows, 3 slices: rule 7's swapped split
+    ((72, 1024, 20480), "bf16", {}, "h128x64s8tez"),         # ... but 8 slices: the narrow split
+    ((75, 2560, 18432), "e4m3", {}, "h128x64s8k4tz"),
+    ((128, 4096, 16384), "bf16", {}, "h128x64s8tez"),        # 64 tiles, 2 slices
+    ((128, 8192, 16384), "bf16", {}, "h128x64s8t"),          # 128 tiles: data-parallel
+    ((101, 1024, 4096), "e4m3", {}, "h128x64s8k4t"),         # K under 8192
+    ((96, 5120, 24576), "bf16", {}, "h128x96s6tzxT"),        # 80 tiles: rule 7's swapped split
+    ((101, 1024, 24576), "bf16", dict(bias=True), "h128x64s8tb"),   # a bias: no split-K form
 ])
 def test_heuristic_choices(shape, dtype, extra, name):
     assert choose_config(*shape, dtype, 132, **extra).name == name

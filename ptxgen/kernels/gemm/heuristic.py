@@ -62,6 +62,13 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
    tiles starves on its loads there (bf16 416×3072×32768 336 → 557 TFLOP/s, 1184×1024×28672 427 → 573,
    1024×1536×18432 577 → 606; s22 log section 3). fp8: 27 of 30 changed picks measured faster (e4m3
    416×2048×16384 464 → 811, 1024×1536×18432 1023 → 1146), 3 slower (640×1280×16384 832 → 713; s22 section 4).
+3c. **Split-K of one row of narrow tiles** (64 < M ≤ 128, K-major, TMA store, no bias, K ≥ ``SPLITK_MIN_K``): where
+   the 128 × 64 tiles over N number at most half the SMs, that tile split into S = ⌊SMs / tiles⌋ k-slices
+   (``h128x64s8tez`` / fp8 ``h128x64s8k4tz``), before the cost model and the swapped tiles of rule 7: a handful of
+   data-parallel tiles streams the weights through too few SMs, and the swapped split forms of rule 7 lost to it at
+   6 of 7 shapes (bf16 101×1024×24576 121 → 166 TFLOP/s, 120×1024×12288 115 → 168; e4m3 101×1024×24576 126 → 269,
+   128×1024×16384 144 → 282; s29 log section 3); 16-bit M under ``NARROW_SPLIT_MIN_M_16BIT`` = 88 only from 8
+   slices (rule 7's swapped split, M padded to 8 rather than 128, won 65×4096×8192, 76×3072×18432).
 4. Otherwise data-parallel; bf16/f16 with the TMA-store epilogue **overlapped** with the next tile's first k-tile
    (``o1``: 4096³ 1.003, 8192²×1024 1.022 × cuBLAS in s9 section 12) where a CTA has more than one tile (one wave:
    nothing to overlap, and o1 measured 1% slower at 512×4096×4096, s12 section 5); without overlap, the 16-bit
@@ -227,6 +234,24 @@ SPLITK_WIDTHS = {16: (256, 192, 128), 8: (192,)}
 # measured (128 x 128 and 128 x 192 at 640x1536x13824 ... 4096x4096x4096; s21 log section 8)
 SPLITK_MIN_K = 8192
 SPLITK_MIN_M = 129
+# rule 3c: one row of 128-row tiles (SWAP_AB_MAX_M < M < SPLITK_MIN_M) splits its 128 x 64 tiles into k-slices where they
+# number at most NARROW_SPLIT_MAX_SHARE of the SMs (two slices each at least). Measured against every split and stream-K
+# form at hand (bench_gemm --sweep, interleaved; s29 log section 3), the narrow split won 13 of 14 (dtype, shape) and tied
+# the 14th: bf16 101x1024x24576 166 TFLOP/s against 121 for the pick (swapped split h128x104s6tzxT), 145 stream-K on
+# every SM, 136 split 128 x 128; 100x2048x24576 209 / 190; 80x1536x16384 133 / 110; 72x2048x32768 149 / 149 (split
+# 128 x 128 151); e4m3 101x1024x24576 269 against 126 (data-parallel h128x64s8k4t: 16 CTAs), 100x2048x24576 355 / 223,
+# 120x1024x12288 197 / 124, 72x2048x32768 266 / 154
+NARROW_SPLIT_MAX_SHARE = 0.5
+# ... and in a second sample of 17 shapes (M 65-128, N 1024-4096, K 8192-57344; s29 log section 3) against the picks
+# then: fp8 17 of 17 faster (x1.02-2.9: 100x1024x57344 132 -> 383, 120x2560x16384 325 -> 481), its stages released
+# once per CTA (h128x64s8k4tz: 1-26% ahead of releasing per warpgroup); 16-bit 12 of 17 faster (x1.04-1.41:
+# 128x2048x8192 135 -> 191, 96x1536x10240 88 -> 120), 3 even, 3 slower where M < NARROW_SPLIT_MIN_M_16BIT and rule 7's
+# swapped split, whose tile pads M to a multiple of 8 rather than 128, had fewer slices (65x4096x8192 127 -> 119,
+# 76x3072x18432 171 -> 148, 75x2560x18432 155 -> 141). Under that M the 16-bit split is taken only from
+# NARROW_SPLIT_MIN_SLICES_16BIT slices, where the swapped tiles would be split twice as many ways (72x1024x20480 89 ->
+# 107, 69x1024x28672 99 -> 115)
+NARROW_SPLIT_MIN_M_16BIT = 88
+NARROW_SPLIT_MIN_SLICES_16BIT = 8
 # ... and for the swapped mid-M tiles of a 16-bit problem (``_swapped_mid``), from K = SPLITK_MIN_K where the
 # kernel's tiles take at least SWAP_SPLITK_MIN_SLICES k-slices: such few tiles stream the weights (B) through too few
 # SMs (bf16 96x4096x14336: 32 tiles, 174 TFLOP/s data-parallel, 213 in 4 slices; 80x5120x13824: 40 tiles, 165 ->
@@ -387,6 +412,9 @@ def choose_config(m: int, n: int, k: int, dtype: str = "bf16", sm_count: int = H
     if m <= SWAP_AB_MAX_M < n:
         return _swapped(m, n, k, dtype, a_major, b_major, bias, out_dtype, sm_count).validate()
     tma_store = n * ELEMENT_BYTES[out_dtype] % 16 == 0
+    narrow = _narrow_split(m, n, k, dtype, out_dtype, a_major, b_major, bias, sm_count)
+    if narrow is not None:
+        return narrow.validate()
     best, best_cost = _unswapped_pick(m, n, k, dtype, out_dtype, a_major, b_major, bias, sm_count, split_k=True)
     if tma_store and a_major == "K" and SWAP_AB_MAX_M < m <= SWAP_MID_MAX_M and n >= SWAP_MID_MIN_N_OVER_M * m and \
             -(-m // 128) * 128 >= (1 + SWAP_MID_MIN_PADDING) * m:
@@ -404,6 +432,29 @@ def choose_config(m: int, n: int, k: int, dtype: str = "bf16", sm_count: int = H
     if best.swap_ab:
         return best.validate()
     return _finished(best, m, n, k, sm_count)
+
+
+def _narrow_split(m: int, n: int, k: int, dtype: str, out_dtype: str, a_major: str, b_major: str, bias: bool,
+                  sms: int) -> GemmConfig | None:
+    """Rule 3c's pick, or None where it does not hold: the 128 × 64 tile split into k-slices for one row of tiles
+    (``SWAP_AB_MAX_M`` < m < ``SPLITK_MIN_M``) with K ≥ ``SPLITK_MIN_K`` whose ⌈n / 64⌉ tiles number at most
+    ``NARROW_SPLIT_MAX_SHARE`` of the SMs, K-major operands, C rows TMA-storable, no bias; 16-bit under
+    ``NARROW_SPLIT_MIN_M_16BIT`` rows only from ``NARROW_SPLIT_MIN_SLICES_16BIT`` slices. ``_narrow_split(101, 1024,
+    24576, "bf16", "bf16", "K", "K", False, 132).name`` = ``h128x64s8tez`` (16 tiles, 8 slices; stages released per
+    warpgroup), e4m3 ``h128x64s8k4tz`` (released per CTA); at n = 8192 (128 tiles), k = 4096, or bf16 m = 75 with
+    n = 2560 (40 tiles, 3 slices) → None. Post: a split-K config of BN = 64 with at least two k-slices per tile, or
+    None."""
+    if not SWAP_AB_MAX_M < m < SPLITK_MIN_M or k < SPLITK_MIN_K or (a_major, b_major) != ("K", "K") or bias or \
+            n * ELEMENT_BYTES[out_dtype] % 16:
+        return None
+    tiles = -(-n // NARROW_BN)
+    if tiles > NARROW_SPLIT_MAX_SHARE * sms:
+        return None
+    fp8 = _width(dtype) == 8
+    if not fp8 and m < NARROW_SPLIT_MIN_M_16BIT and sms // tiles < NARROW_SPLIT_MIN_SLICES_16BIT:
+        return None
+    base = next(c for c in _candidates(dtype, True, False) if c.bn == NARROW_BN)
+    return base.replace(out_dtype=out_dtype, splitk=True, release_per_warpgroup=not fp8)
 
 
 def _finished(pick: GemmConfig, m: int, n: int, k: int, sms: int) -> GemmConfig:
