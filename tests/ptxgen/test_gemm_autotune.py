@@ -208,7 +208,8 @@ def test_gpu_autotune_times_the_candidates_once_and_stays_right():
     ((1024, 1536, 18432), "bf16", "h128x96s5t"),        # a split pick: what the heuristic picks without split-K
     ((640, 1280, 16384), "e4m3", "h128x64s8k4t"),        # 832 against the split pick's 713 TFLOP/s (s22 section 4)
     ((1024, 1536, 8192), "bf16", "h128x192s4t3ez"),     # a data-parallel pick with K >= 8192: the cheapest split
-    ((96, 4096, 14336), "bf16", "h128x96s6txT"),         # a swapped split pick: its data-parallel form
+    ((80, 5120, 13824), "bf16", "h128x80s6txT"),         # a swapped split pick: its data-parallel form
+    ((96, 4096, 14336), "bf16", "h128x96s6tzxT"),        # a narrow split pick (rule 3c): the rules after 3c
 ])
 def test_candidates_toggle_split_k_first(shape, dtype, second):
     """Rule 1b: right after the pick, its split-K alternative (the rule between the two fits a few measured shapes)."""

@@ -206,6 +206,11 @@ def test_unknown_name_gives_the_grammar():
     ((1184, 1024, 28672), "bf16", {}, "h128x256s4t2ez"),     # 573 against 427
     ((1024, 1536, 8192), "bf16", {}, "h128x96s5t"),          # K = 8192: 562 against 541 split
     ((544, 1536, 24576), "bf16", {}, "h128x192s4t3ez"),      # the split widths keep their order: 512 against 425
+    # ... 16-bit from K = 10240 (s29 section 5), fp8 from 16384
+    ((753, 2048, 11008), "bf16", {}, "h128x192s4t3ez"),      # 604 against 439 for h128x96s7t
+    ((929, 1280, 10240), "bf16", {}, "h128x256s4t2ez"),      # 483 against 402 for h128x96s5t
+    ((1462, 1024, 10240), "bf16", {}, "h128x96s5t"),         # one whole wave of 128 x 96 tiles: 540 against 490
+    ((753, 1024, 13824), "e4m3", {}, "h128x64s8k4t"),        # 799 against 703 split
     # fp8's split tile is 128 x 192 (s22 section 4)
     ((1024, 1536, 18432), "e4m3", {}, "h128x192s4k4tez"),    # 1146 against 1023 for h128x112s4k4t
     ((416, 2048, 16384), "e4m3", {}, "h128x192s4k4tez"),     # 811 against 464 for h128x64s8k4t

@@ -8,7 +8,8 @@ output cannot take, is left out) and the duplicates dropped:
 
 1. the heuristic's pick (``choose_config``; ties keep it);
 1b. split-K toggled: for a split pick what the heuristic picks without split-K (``heuristic.unsplit_choice``; a
-   swapped split pick: its data-parallel form), for a data-parallel pick with K ≥ ``SPLITK_MIN_K`` the cheapest split
+   swapped split pick: its data-parallel form; a narrow split of rule 3c: what the rules after 3c pick,
+   ``heuristic.choice_without_narrow_split``), for a data-parallel pick with K ≥ ``SPLITK_MIN_K`` the cheapest split
    tile of the problem (``heuristic.split_forms``) — the rule between the two fits a few measured shapes (of the
    changed picks measured, bf16 1 of 31 and fp8 3 of 30 lost, by up to 14%), so this alternative comes first;
 2. its tile N neighbours: for a mid-M swapped pick (C stored by TMA as its transpose) the other widths that split M
@@ -45,7 +46,8 @@ import dataclasses
 import statistics
 
 from .config import SMEM_BYTES, GemmConfig
-from .heuristic import H100_SMS, split_forms, swapped_mid_tile, swapped_mid_widths, unsplit_choice
+from .heuristic import (H100_SMS, choice_without_narrow_split, narrow_split, split_forms, swapped_mid_tile,
+                        swapped_mid_widths, unsplit_choice)
 
 SWAP_MAX_M = 128
 WARMUP = 5
@@ -71,9 +73,14 @@ def _split_toggle(pick: GemmConfig, m: int, n: int, k: int, sms: int) -> list:
     """Rule 1b of the module docstring: [what the heuristic picks without split-K, for a split pick] or [the cheapest
     split form of the problem, for a data-parallel pick] or []. ``_split_toggle(h128x192s4t3ez, 1024, 1536, 18432,
     132)`` = [h128x96s5t]; ``_split_toggle(h128x96s5t, 1024, 1536, 8192, 132)`` = [h128x192s4t3ez]; a swapped split
-    pick's toggle is its data-parallel form."""
+    pick's toggle is its data-parallel form; a narrow split (rule 3c) pick's what the rules after 3c choose
+    (``_split_toggle(h128x64s8tez, 96, 4096, 14336, 132)`` = [h128x96s6tzxT])."""
     if pick.splitk and pick.swap_ab:
         return [pick.replace(splitk=False)]
+    if pick.splitk and pick == narrow_split(m, n, k, pick.dtype, pick.out_dtype, pick.a_major, pick.b_major, pick.bias,
+                                            sms):
+        return [choice_without_narrow_split(m, n, k, pick.dtype, pick.out_dtype, pick.a_major, pick.b_major,
+                                            pick.bias, sms)]
     if pick.splitk:
         return [unsplit_choice(m, n, k, pick.dtype, pick.out_dtype, pick.a_major, pick.b_major, pick.bias, sms)]
     if pick.swap_ab or pick.streamk or pick.grouped != "none" or pick.scales != "tensor":

@@ -57,7 +57,7 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
    run together (``…z``) are candidates of the cost model, a slice's k-tiles ``SPLITK_SLOWDOWN`` = 1.3 dearer plus
    the partial sums' join: few tiles with long K (bf16 640×1536×13824 533 against 435 TFLOP/s for 128 × 64,
    320×2048×57344 542 against 240; s20 sections 7-8).
-   From K = ``SPLITK_LONG_K`` = 16384 a split-K candidate costs ``SPLITK_LONG_K_SHARE`` = 0.8 of that, against the
+   From K = ``SPLITK_LONG_K`` (16-bit 10240, fp8 16384) a split-K candidate costs ``SPLITK_LONG_K_SHARE`` = 0.8 of that, against the
    other candidates (the split tiles keep their order among themselves): one wave of narrow data-parallel
    tiles starves on its loads there (bf16 416×3072×32768 336 → 557 TFLOP/s, 1184×1024×28672 427 → 573,
    1024×1536×18432 577 → 606; s22 log section 3). fp8: 27 of 30 changed picks measured faster (e4m3
@@ -217,7 +217,10 @@ SPLITK_SLOWDOWN = 1.3
 # picks that lost up to 17%: 544x1536x24576 512 -> 425). Of the 31 data-parallel -> split-K picks it changes among
 # those measured old against new (s22 log section 3): 27 faster (+4% to +78%: 1056x1280x28672 344 -> 613,
 # 152x8192x32768 248 -> 391, 1280x1024x28672 512 -> 596), 3 even, 1 slower (1504x1280x32768 636 -> 616).
-SPLITK_LONG_K = 16384
+# 16-bit from K = 10240: of 10 random picks the 16384 bound had left data-parallel at K = 10240-13824 (M 225-1377,
+# N 1024-5120), 10 ran faster split (+3% to +38%: 753x2048x11008 439 -> 604 TFLOP/s, 433x2560x11008 372 -> 458,
+# 929x1280x10240 402 -> 483); fp8 there lost 2 of 6 (753x1024x13824 799 -> 703; s29 log section 5) and keeps 16384
+SPLITK_LONG_K = {16: 10240, 8: 16384}
 SPLITK_LONG_K_SHARE = 0.8
 # The split tiles by element width. fp8's 128 x 192 only: its loads, not its tensor cores, bound the narrower
 # one-wave fp8 tiles (the 128 x 112 tile's TMA loads alone, no wgmma, take as long as its whole GEMM at e4m3
@@ -342,7 +345,7 @@ def estimated_cost(config: GemmConfig, m: int, n: int, k: int, ctas: int) -> flo
         if slices > 1:   # one wave: the units are tiles · S ≤ ctas
             join = STREAMK_FIXUP * config.bn / 256 * (1 + STREAMK_FIXUP_PER_PIECE * max(slices - 2, 0))
             cost = -(-ktiles // slices) * per_ktile * SPLITK_SLOWDOWN + join
-            return cost * SPLITK_LONG_K_SHARE if k >= SPLITK_LONG_K else cost
+            return cost * SPLITK_LONG_K_SHARE if k >= SPLITK_LONG_K[width] else cost
     saved = streamk_ktiles_saved(m, n, k, config, ctas) if config.streamk else 0
     if config.streamk and saved and saved >= config.streamk_min_saving:
         longest = ktiles - saved
@@ -409,12 +412,22 @@ def choose_config(m: int, n: int, k: int, dtype: str = "bf16", sm_count: int = H
     if dtype not in ELEMENT_BYTES:
         raise ValueError(f"choose_config: dtype must be one of {', '.join(ELEMENT_BYTES)}, not {dtype!r}")
     out_dtype = out_dtype or ("bf16" if dtype in ("e4m3", "e5m2") else dtype)
+    narrow = narrow_split(m, n, k, dtype, out_dtype, a_major, b_major, bias, sm_count)
+    if narrow is not None:
+        return narrow.validate()
+    return choice_without_narrow_split(m, n, k, dtype, out_dtype, a_major, b_major, bias, sm_count)
+
+
+def choice_without_narrow_split(m: int, n: int, k: int, dtype: str = "bf16", out_dtype: str | None = None,
+                                a_major: str = "K", b_major: str = "K", bias: bool = False,
+                                sm_count: int = H100_SMS) -> GemmConfig:
+    """What ``choose_config`` picks by its rules after 3c (the cost model, the swapped mid-M tiles, rule 5) — its
+    pick wherever rule 3c does not hold, and autotune's alternative to a rule-3c pick: ``choice_without_narrow_split(
+    96, 4096, 14336).name`` = ``h128x96s6tzxT`` where ``choose_config`` gives ``h128x64s8tez``. Post: validates."""
+    out_dtype = out_dtype or ("bf16" if dtype in ("e4m3", "e5m2") else dtype)
     if m <= SWAP_AB_MAX_M < n:
         return _swapped(m, n, k, dtype, a_major, b_major, bias, out_dtype, sm_count).validate()
     tma_store = n * ELEMENT_BYTES[out_dtype] % 16 == 0
-    narrow = _narrow_split(m, n, k, dtype, out_dtype, a_major, b_major, bias, sm_count)
-    if narrow is not None:
-        return narrow.validate()
     best, best_cost = _unswapped_pick(m, n, k, dtype, out_dtype, a_major, b_major, bias, sm_count, split_k=True)
     if tma_store and a_major == "K" and SWAP_AB_MAX_M < m <= SWAP_MID_MAX_M and n >= SWAP_MID_MIN_N_OVER_M * m and \
             -(-m // 128) * 128 >= (1 + SWAP_MID_MIN_PADDING) * m:
@@ -434,12 +447,12 @@ def choose_config(m: int, n: int, k: int, dtype: str = "bf16", sm_count: int = H
     return _finished(best, m, n, k, sm_count)
 
 
-def _narrow_split(m: int, n: int, k: int, dtype: str, out_dtype: str, a_major: str, b_major: str, bias: bool,
-                  sms: int) -> GemmConfig | None:
+def narrow_split(m: int, n: int, k: int, dtype: str, out_dtype: str, a_major: str, b_major: str, bias: bool,
+                 sms: int) -> GemmConfig | None:
     """Rule 3c's pick, or None where it does not hold: the 128 × 64 tile split into k-slices for one row of tiles
     (``SWAP_AB_MAX_M`` < m < ``SPLITK_MIN_M``) with K ≥ ``SPLITK_MIN_K`` whose ⌈n / 64⌉ tiles number at most
     ``NARROW_SPLIT_MAX_SHARE`` of the SMs, K-major operands, C rows TMA-storable, no bias; 16-bit under
-    ``NARROW_SPLIT_MIN_M_16BIT`` rows only from ``NARROW_SPLIT_MIN_SLICES_16BIT`` slices. ``_narrow_split(101, 1024,
+    ``NARROW_SPLIT_MIN_M_16BIT`` rows only from ``NARROW_SPLIT_MIN_SLICES_16BIT`` slices. ``narrow_split(101, 1024,
     24576, "bf16", "bf16", "K", "K", False, 132).name`` = ``h128x64s8tez`` (16 tiles, 8 slices; stages released per
     warpgroup), e4m3 ``h128x64s8k4tz`` (released per CTA); at n = 8192 (128 tiles), k = 4096, or bf16 m = 75 with
     n = 2560 (40 tiles, 3 slices) → None. Post: a split-K config of BN = 64 with at least two k-slices per tile, or
