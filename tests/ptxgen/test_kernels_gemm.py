@@ -225,6 +225,12 @@ def test_unknown_name_gives_the_grammar():
     ((72, 6144, 12288), "e4m3", {}, "h128x72s6k4txT"),       # fp8 from SMs/4 swapped tiles: 308 against 235
     ((96, 7168, 12288), "e4m3", {}, "h128x96s6k4txT"),       # ... up to M = 96: 424 against 389
     ((95, 2048, 16384), "e4m3", {}, "h128x64s8k4tz"),        # rule 3c: 254 against 175 data-parallel
+    # ... and an M at most 24 rows past 128, from SMs / 4 swapped tiles (s29 section 6)
+    ((146, 7168, 5120), "bf16", {}, "h128x152s5txT"),        # 267 against 192 for h128x112s6t
+    ((146, 7168, 5120), "e4m3", {}, "h128x152s5k4txT"),      # 472 against 381
+    ((129, 8192, 8192), "bf16", {}, "h128x136s5txT"),        # 302 against 191 for h128x128s6p0t
+    ((160, 4096, 4096), "bf16", {}, "h128x64s8t"),           # 32 rows past: not taken
+    ((150, 4096, 2048), "bf16", {}, "h128x64s8t"),           # 32 swapped tiles, under SMs / 4
     # rule 1: M <= 64 swaps A and B (M rounded up to 16 / 32 / 64 as the wgmma's N); stream-K on every SM below
     # a third of the SMs' tiles (32 tiles of N = 4096 on 132 SMs), data-parallel from there (44 of 132)
     ((16, 4096, 4096), "bf16", {}, "h128x16s8ska1x"),

@@ -99,7 +99,11 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
    128-row tiles, mostly padding, move twice the L2 bytes: bf16 7 of 9 changed picks of a sample faster
    (72×6144×12288 129 → 169, 66×8192×8192 134 → 166, 76×11008×8192 175 → 201), 2 within 2% slower (89×28672×5120
    246 → 241; s21 log section 9); fp8 where the swapped tiles number at least SMs/4 (72×6144×12288 235 → 308,
-   96×7168×12288 389 → 424; 16 tiles lost up to a third; s21 log section 11).
+   96×7168×12288 389 → 424; 16 tiles lost up to a third; s21 log section 11). So does an M at most
+   ``SWAP_ONE_TILE_PAST_ROW`` = 24 rows past one 128-row tile, both widths, from SMs/4 swapped tiles (the second
+   unswapped row of tiles is nearly all padding): bf16 9 of 9 changed picks faster (129×8192×8192 191 → 302,
+   141×11008×6144 171 → 337, 146×7168×5120 192 → 267), e4m3 6 of 8 (129×8192×8192 356 → 521, 141×11008×6144 317 →
+   606), 2 within 2% slower (152×5120×3072 266 → 260); s29 log section 6.
 
 ``choose_config(8192, 8192, 8192, "bf16", 132)`` = h128x256s4t2sk; ``choose_config(4096, 4096, 4096, "bf16")`` =
 h128x256s4t2o1; ``choose_config(16, 4096, 4096, "bf16")`` = h128x16s8ska1x (swapped, split over every SM);
@@ -264,6 +268,11 @@ SWAP_SPLITK_MIN_SLICES = 3
 # fp8 takes the one swapped tile of an M up to 96 (choose_config) only with at least SMs / this many tiles: it has no
 # split-K, and 16 tiles lost (86x2048x4096 97 -> 85, 95x2048x16384 219 -> 147) where 40-64 gained 9-31% (s21 section 11)
 SWAP_ONE_TILE_FP8_SHARE = 4
+# ... and both widths take it for an M at most SWAP_ONE_TILE_PAST_ROW rows past one 128-row tile, from the same SMs / 4
+# swapped tiles: the unswapped second row of tiles, nearly all padding, costs as much as the first (bf16 146x7168x5120
+# 192 -> 267 TFLOP/s, 150x10240x4096 164 -> 332, 144x8192x6144 144 -> 308; e4m3 381 -> 472, 288 -> 579, 286 -> 514;
+# s29 log section 6)
+SWAP_ONE_TILE_PAST_ROW = 24
 SWAP_SPLITK_MAX_M = 192
 # the wgmma groups a consumer leaves in flight at each k-tile's wait, by (operand bits, BN), for a data-parallel tile
 # without overlap (the overlapped epilogue needs 1): the 16-bit 128 x 128 tile waits for each group (s15 section 7:
@@ -431,11 +440,12 @@ def choice_without_narrow_split(m: int, n: int, k: int, dtype: str = "bf16", out
     best, best_cost = _unswapped_pick(m, n, k, dtype, out_dtype, a_major, b_major, bias, sm_count, split_k=True)
     if tma_store and a_major == "K" and SWAP_AB_MAX_M < m <= SWAP_MID_MAX_M and n >= SWAP_MID_MIN_N_OVER_M * m and \
             -(-m // 128) * 128 >= (1 + SWAP_MID_MIN_PADDING) * m:
-        if m < SWAP_MID_MIN_BN if _width(dtype) == 16 else \
-                m <= SWAP_MID_MIN_BN and -(-n // 128) >= sm_count // SWAP_ONE_TILE_FP8_SHARE:
-            # one swapped tile of M (16-bit under 96 rows, fp8 up to 96): it moves half the L2 bytes of the unswapped
-            # 128-row tiles (mostly padding) for the same weights, which the wave-based cost model does not see (s21
-            # log sections 9, 11)
+        enough = -(-n // 128) >= sm_count // SWAP_ONE_TILE_FP8_SHARE
+        if (m < SWAP_MID_MIN_BN if _width(dtype) == 16 else m <= SWAP_MID_MIN_BN and enough) or \
+                (128 < m <= 128 + SWAP_ONE_TILE_PAST_ROW and enough):
+            # one swapped tile of M (16-bit under 96 rows, fp8 up to 96, both just past 128): it moves half the L2
+            # bytes of the unswapped 128-row tiles (mostly padding) for the same weights, which the wave-based cost
+            # model does not see (s21 log sections 9, 11; s29 section 6)
             return min(_swapped_mid(m, n, k, dtype, bias, out_dtype, sm_count, b_major),
                        key=lambda config: estimated_cost(config, n, m, k, sm_count)).validate()
         for config in _swapped_mid(m, n, k, dtype, bias, out_dtype, sm_count, b_major):
