@@ -66,8 +66,8 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
    the 128 × 64 tiles over N number at most half the SMs, that tile split into S = ⌊SMs / tiles⌋ k-slices
    (``h128x64s8tez`` / fp8 ``h128x64s8k4tz``), before the cost model and the swapped tiles of rule 7: a handful of
    data-parallel tiles streams the weights through too few SMs, and the swapped split forms of rule 7 lost to it at
-   6 of 7 shapes (bf16 101×1024×24576 121 → 166 TFLOP/s, 120×1024×12288 115 → 168; e4m3 101×1024×24576 126 → 269,
-   128×1024×16384 144 → 282; s29 log section 3); 16-bit M under ``NARROW_SPLIT_MIN_M_16BIT`` = 88 only from 8
+   6 of 7 shapes (bf16 101×1024×24576 121 → 166 TFLOP/s, 120×1024×12288 115 → 168 against h128x104s6tzxT; the
+   data-parallel picks at e4m3 101×1024×24576 126 → 269, 128×1024×16384 144 → 282; s29 log section 4); 16-bit M under ``NARROW_SPLIT_MIN_M_16BIT`` = 88 only from 8
    slices (rule 7's swapped split, M padded to 8 rather than 128, won 65×4096×8192, 76×3072×18432).
 4. Otherwise data-parallel; bf16/f16 with the TMA-store epilogue **overlapped** with the next tile's first k-tile
    (``o1``: 4096³ 1.003, 8192²×1024 1.022 × cuBLAS in s9 section 12) where a CTA has more than one tile (one wave:
@@ -245,9 +245,9 @@ SPLITK_MIN_M = 129
 # number at most NARROW_SPLIT_MAX_SHARE of the SMs (two slices each at least). Measured against every split and stream-K
 # form at hand (bench_gemm --sweep, interleaved; s29 log section 3), the narrow split won 13 of 14 (dtype, shape) and tied
 # the 14th: bf16 101x1024x24576 166 TFLOP/s against 121 for the pick (swapped split h128x104s6tzxT), 145 stream-K on
-# every SM, 136 split 128 x 128; 100x2048x24576 209 / 190; 80x1536x16384 133 / 110; 72x2048x32768 149 / 149 (split
-# 128 x 128 151); e4m3 101x1024x24576 269 against 126 (data-parallel h128x64s8k4t: 16 CTAs), 100x2048x24576 355 / 223,
-# 120x1024x12288 197 / 124, 72x2048x32768 266 / 154
+# every SM, 136 split 128 x 128; against that swapped split elsewhere 100x2048x24576 209 / 190, 80x1536x16384 133 /
+# 110, 72x2048x32768 149 / 149 (split 128 x 128 151); e4m3 101x1024x24576 269 against 126 for the pick (data-parallel
+# h128x64s8k4t: 16 CTAs), 100x2048x24576 355 / 223, 120x1024x12288 197 / 124, 72x2048x32768 266 / 154
 NARROW_SPLIT_MAX_SHARE = 0.5
 # ... and in a second sample of 17 shapes (M 65-128, N 1024-4096, K 8192-57344; s29 log section 3) against the picks
 # then: fp8 17 of 17 faster (x1.02-2.9: 100x1024x57344 132 -> 383, 120x2560x16384 325 -> 481), its stages released
