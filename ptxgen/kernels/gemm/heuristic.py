@@ -249,9 +249,9 @@ SPLITK_MIN_M = 129
 # 110, 72x2048x32768 149 / 149 (split 128 x 128 151); e4m3 101x1024x24576 269 against 126 for the pick (data-parallel
 # h128x64s8k4t: 16 CTAs), 100x2048x24576 355 / 223, 120x1024x12288 197 / 124, 72x2048x32768 266 / 154
 NARROW_SPLIT_MAX_SHARE = 0.5
-# ... and in a second sample of 17 shapes (M 65-128, N 1024-4096, K 8192-57344; s29 log section 3) against the picks
+# ... and in a second sample of 17 shapes (M 65-128, N 1024-4096, K 8192-57344; s29 log section 4) against the picks
 # then: fp8 17 of 17 faster (x1.02-2.9: 100x1024x57344 132 -> 383, 120x2560x16384 325 -> 481), its stages released
-# once per CTA (h128x64s8k4tz: 1-26% ahead of releasing per warpgroup); 16-bit 11 of 17 faster (x1.04-1.41:
+# once per CTA (h128x64s8k4tz: 0-26% ahead of releasing per warpgroup); 16-bit 11 of 17 faster (x1.04-1.41:
 # 128x2048x8192 135 -> 191, 96x1536x10240 88 -> 120), 3 even, 3 slower where M < NARROW_SPLIT_MIN_M_16BIT and rule 7's
 # swapped split, whose tile pads M to a multiple of 8 rather than 128, had fewer slices (65x4096x8192 127 -> 119,
 # 76x3072x18432 171 -> 148, 75x2560x18432 155 -> 141). Under that M the 16-bit split is taken only from
