@@ -57,9 +57,9 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
    run together (``…z``) are candidates of the cost model, a slice's k-tiles ``SPLITK_SLOWDOWN`` = 1.3 dearer plus
    the partial sums' join: few tiles with long K (bf16 640×1536×13824 533 against 435 TFLOP/s for 128 × 64,
    320×2048×57344 542 against 240; s20 sections 7-8).
-   From K = ``SPLITK_LONG_K`` (16-bit 10240, fp8 16384) a split-K candidate costs ``SPLITK_LONG_K_SHARE`` = 0.8 of that, against the
-   other candidates (the split tiles keep their order among themselves): one wave of narrow data-parallel
-   tiles starves on its loads there (bf16 416×3072×32768 336 → 557 TFLOP/s, 1184×1024×28672 427 → 573,
+   From K = ``SPLITK_LONG_K`` (16-bit 10240, fp8 16384) a split-K candidate costs ``SPLITK_LONG_K_SHARE`` = 0.8
+   of that, against the other candidates (the split tiles keep their order among themselves): one wave of narrow
+   data-parallel tiles starves on its loads there (bf16 416×3072×32768 336 → 557 TFLOP/s, 1184×1024×28672 427 → 573,
    1024×1536×18432 577 → 606; s22 log section 3). fp8: 27 of 30 changed picks measured faster (e4m3
    416×2048×16384 464 → 811, 1024×1536×18432 1023 → 1146), 3 slower (640×1280×16384 832 → 713; s22 section 4).
 3c. **Split-K of one row of narrow tiles** (64 < M ≤ 128, K-major, TMA store, no bias, K ≥ ``SPLITK_MIN_K``): where
@@ -67,8 +67,9 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
    (``h128x64s8tez`` / fp8 ``h128x64s8k4tz``), before the cost model and the swapped tiles of rule 7: a handful of
    data-parallel tiles streams the weights through too few SMs, and the swapped split forms of rule 7 lost to it at
    6 of 7 shapes (bf16 101×1024×24576 121 → 166 TFLOP/s, 120×1024×12288 115 → 168 against h128x104s6tzxT; the
-   data-parallel picks at e4m3 101×1024×24576 126 → 269, 128×1024×16384 144 → 282; s29 log section 4); 16-bit M under ``NARROW_SPLIT_MIN_M_16BIT`` = 88 only from 8
-   slices (rule 7's swapped split, M padded to 8 rather than 128, won 65×4096×8192, 76×3072×18432).
+   data-parallel picks at e4m3 101×1024×24576 126 → 269, 128×1024×16384 144 → 282; s29 log section 4); 16-bit M
+   under ``NARROW_SPLIT_MIN_M_16BIT`` = 88 only from 8 slices (rule 7's swapped split, M padded to 8 rather than
+   128, won 65×4096×8192, 76×3072×18432).
 4. Otherwise data-parallel; bf16/f16 with the TMA-store epilogue **overlapped** with the next tile's first k-tile
    (``o1``: 4096³ 1.003, 8192²×1024 1.022 × cuBLAS in s9 section 12) where a CTA has more than one tile (one wave:
    nothing to overlap, and o1 measured 1% slower at 512×4096×4096, s12 section 5); without overlap, the 16-bit
@@ -834,7 +835,8 @@ def choose_block_scaled_config(m: int, n: int, k: int, sm_count: int = H100_SMS,
     of SMs nearly as well as 128 × 128 tiles (``_wide_block_scaled``) takes ``BLOCK_SCALED_WIDE`` — or, where the
     256 × 128 tiles' area-waves are as small (``_tall_block_scaled``), ``BLOCK_SCALED_TALL``; after the stream-K rule a
     dense problem whose 256 × 128 tiles' area-waves are as small as the 128 × 128 tiles' takes ``BLOCK_SCALED_TALL``
-    — in both places in clusters of 2 along M where ``_tall_pick``'s rule holds. The candidates stay valid configurations (``config=``).
+    — in both places in clusters of 2 along M where ``_tall_pick``'s rule holds. The candidates stay valid
+    configurations (``config=``).
     ``choose_block_scaled_config(2048, 2112, 7168).name`` = ``h128x128s5tskaBS``;
     ``choose_block_scaled_config(4096, 2112, 7168).name`` = ``h128x192s4to1BS``;
     ``choose_block_scaled_config(4096, 4096, 7168).name`` = ``h256x128s3c2tBS``;
