@@ -242,13 +242,14 @@ SPLITK_WIDTHS = {16: (256, 192, 128), 8: (192,)}
 # measured (128 x 128 and 128 x 192 at 640x1536x13824 ... 4096x4096x4096; s21 log section 8)
 SPLITK_MIN_K = 8192
 SPLITK_MIN_M = 129
-# rule 3c: one row of 128-row tiles (SWAP_AB_MAX_M < M < SPLITK_MIN_M) splits its 128 x 64 tiles into k-slices where they
-# number at most NARROW_SPLIT_MAX_SHARE of the SMs (two slices each at least). Measured against every split and stream-K
-# form at hand (bench_gemm --sweep, interleaved; s29 log section 4), the narrow split won 13 of 14 (dtype, shape) and tied
-# the 14th: bf16 101x1024x24576 166 TFLOP/s against 121 for the pick (swapped split h128x104s6tzxT), 145 stream-K on
-# every SM, 136 split 128 x 128; against that swapped split elsewhere 100x2048x24576 209 / 190, 80x1536x16384 133 /
-# 110, 72x2048x32768 149 / 149 (split 128 x 128 151); e4m3 101x1024x24576 269 against 126 for the pick (data-parallel
-# h128x64s8k4t: 16 CTAs), 100x2048x24576 355 / 223, 120x1024x12288 197 / 124, 72x2048x32768 266 / 154
+# rule 3c: one row of 128-row tiles (SWAP_AB_MAX_M < M < SPLITK_MIN_M) splits its 128 x 64 tiles into k-slices where
+# they number at most NARROW_SPLIT_MAX_SHARE of the SMs (two slices each at least). Measured against every split and
+# stream-K form at hand (bench_gemm --sweep, interleaved; s29 log section 4), the narrow split won 13 of 14 (dtype,
+# shape) and tied the 14th: bf16 101x1024x24576 166 TFLOP/s against 121 for the pick (swapped split h128x104s6tzxT), 145
+# stream-K on every SM, 136 split 128 x 128; against that swapped split elsewhere 100x2048x24576 209 / 190,
+# 80x1536x16384 133 / 110, 72x2048x32768 149 / 149 (split 128 x 128 151); e4m3 101x1024x24576 269 against 126 for the
+# pick (data-parallel h128x64s8k4t: 16 CTAs), 100x2048x24576 355 / 223, 120x1024x12288 197 / 124, 72x2048x32768 266 /
+# 154
 NARROW_SPLIT_MAX_SHARE = 0.5
 # ... and in a second sample of 17 shapes (M 65-128, N 1024-4096, K 8192-57344; s29 log section 4) against the picks
 # then: fp8 17 of 17 faster (x1.02-2.9: 100x1024x57344 132 -> 383, 120x2560x16384 325 -> 481), its stages released
