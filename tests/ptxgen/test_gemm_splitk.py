@@ -80,6 +80,10 @@ CASES = [
     ("h128x64s4zx", "bf16", (37, 300, 700), 12, 4),
     # the heuristic's swapped mid-M form: C stored by TMA through its transpose (c_major = M), M = 70 one 72-wide tile
     ("h128x72s2tzxT", "bf16", (70, 300, 700), 12, 4),
+    # ... and rule 7's two swapped tiles past one 128-row tile: M = 170 in two 88-wide tiles (the second ragged), 6
+    # tiles in 2 slices; fp8 [0, 4), [4, 9) of 9 k-tiles, the second slice starting a promotion chunk of its own
+    ("h128x88s2tzxT", "bf16", (170, 300, 700), 12, 2),
+    ("h128x88s2k4tzxT", "e4m3", (170, 300, 1100), 12, 2),
 ]
 
 
@@ -261,15 +265,18 @@ GPU_SHAPES = [(640, 1536, 13824), (512, 2048, 16384), (768, 1536, 12288), (600, 
 NARROW_GPU_CASES = [("h128x64s8tez", "bf16", (101, 1024, 24576)), ("h128x64s8k4tz", "e4m3", (101, 1024, 24576)),
                     ("h128x64s8tez", "bf16", (128, 4096, 16384)), ("h128x64s8k4tz", "e4m3", (72, 2048, 32768))]
 
-SWAPPED_GPU_CASES = [("h128x96s6tzxT", (96, 4096, 14336)), ("h128x72s6tzxT", (72, 1024, 20480)),
-                     ("h128x80s6tzxT", (80, 1504, 10240))]
+SWAPPED_GPU_CASES = [("h128x96s6tzxT", "bf16", (96, 4096, 14336)), ("h128x72s6tzxT", "bf16", (72, 1024, 20480)),
+                     ("h128x80s6tzxT", "bf16", (80, 1504, 10240)),
+                     # rule 7's two swapped tiles past one 128-row tile, split (the second tile ragged: M = 166, 197)
+                     ("h128x80s6tzxT", "bf16", (160, 4096, 4096)), ("h128x104s6tzxT", "bf16", (197, 1536, 7168)),
+                     ("h128x88s6k4tzxT", "e4m3", (166, 4096, 6144)), ("h128x104s6k4tzxT", "e4m3", (199, 1024, 18432))]
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("name, dtype, shape", [(n, d, s) for n, d in [
     ("h128x256s4t2z", "bf16"), ("h128x128s4tz", "bf16"), ("h128x256s4k4t2z", "e4m3"), ("h128x128s6k4tz", "e4m3"),
     ("h128x128s6tez", "bf16"), ("h128x192s4t3ez", "bf16"), ("h128x192s4k4tez", "e4m3")]
-    for s in GPU_SHAPES] + [(n, "bf16", s) for n, s in SWAPPED_GPU_CASES] + NARROW_GPU_CASES, ids=str)
+    for s in GPU_SHAPES] + SWAPPED_GPU_CASES + NARROW_GPU_CASES, ids=str)
 def test_gpu_splitk_matches_float64(name, dtype, shape):
     """The split-K variant on the device's SMs, twice in a row through one call site (the second launch on the flags
     the first left zero), fresh random operands each time: each C within 1e-2 of float64 in relative norm."""

@@ -229,7 +229,17 @@ def test_unknown_name_gives_the_grammar():
     ((146, 7168, 5120), "bf16", {}, "h128x152s5txT"),        # 267 against 192 for h128x112s6t
     ((146, 7168, 5120), "e4m3", {}, "h128x152s5k4txT"),      # 472 against 381
     ((129, 8192, 8192), "bf16", {}, "h128x136s5txT"),        # 302 against 191 for h128x128s6p0t
-    ((160, 4096, 4096), "bf16", {}, "h128x64s8t"),           # 32 rows past: not taken
+    # ... and from there up to two 128-row tiles (10% padding at least: M <= 232) two swapped tiles of ceil(M / 2),
+    # split where they hold at most half the SMs, where they fit one wave (s30 log section 1)
+    ((160, 4096, 4096), "bf16", {}, "h128x80s6tzxT"),        # 267 against 151 for h128x64s8t
+    ((160, 7168, 8192), "bf16", {}, "h128x80s6txT"),         # 112 tiles: data-parallel, 373 against 236
+    ((184, 5120, 6144), "bf16", {}, "h128x96s6txT"),         # 343 against 219 for h128x96s7t
+    ((184, 3072, 2048), "bf16", {}, "h128x96s6txT"),         # K under 3072: data-parallel
+    ((160, 7168, 4096), "e4m3", {}, "h128x80s6k4txT"),       # 636 against 373 for h128x112s6k4t
+    ((200, 4096, 12288), "e4m3", {}, "h128x104s6k4tzxT"),    # 666 against 467 for h128x64s8k4t
+    ((160, 4096, 4096), "bf16", dict(bias=True), "h128x80s6txbT"),   # a bias: no split-K form
+    ((160, 14336, 4096), "bf16", {}, "h128x160s5txT"),       # 224 two-tile tiles: past one wave, the cost model
+    ((240, 4096, 4096), "bf16", {}, "h128x64s8t"),           # 7% padding: unswapped
     ((150, 4096, 2048), "bf16", {}, "h128x64s8t"),           # 32 swapped tiles, under SMs / 4
     # rule 1: M <= 64 swaps A and B (M rounded up to 16 / 32 / 64 as the wgmma's N); stream-K on every SM below
     # a third of the SMs' tiles (32 tiles of N = 4096 on 132 SMs), data-parallel from there (44 of 132)

@@ -104,7 +104,11 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
    ``SWAP_ONE_TILE_PAST_ROW`` = 24 rows past one 128-row tile, both widths, from SMs/4 swapped tiles (the second
    unswapped row of tiles is nearly all padding): bf16 9 of 9 changed picks faster (129×8192×8192 191 → 302,
    141×11008×6144 171 → 337, 146×7168×5120 192 → 267), e4m3 6 of 8 (129×8192×8192 356 → 521, 141×11008×6144 317 →
-   606), 2 within 2% slower (152×5120×3072 266 → 260); s29 log section 6.
+   606), 2 within 2% slower (152×5120×3072 266 → 260); s29 log section 6. Further past, up to
+   ``SWAP_TWO_TILES_MAX_M`` = 216 rows (fp8 from K = 3072), M takes two swapped tiles of ⌈M/2⌉ where they fit one
+   wave, split into k-slices where they hold at most half the SMs (``_two_swapped_tiles``): of 28 random changed
+   picks 24 faster (bf16 164×3584×5120 130 → 224, 161×7168×28672 245 → 367; e4m3 162×7168×18432 474 → 730), 4 slower
+   by 1.5-8% where ours already ran 1.0-1.8× cuBLAS (s30 log section 2).
 
 ``choose_config(8192, 8192, 8192, "bf16", 132)`` = h128x256s4t2sk; ``choose_config(4096, 4096, 4096, "bf16")`` =
 h128x256s4t2o1; ``choose_config(16, 4096, 4096, "bf16")`` = h128x16s8ska1x (swapped, split over every SM);
@@ -275,6 +279,20 @@ SWAP_ONE_TILE_FP8_SHARE = 4
 # 192 -> 267 TFLOP/s, 150x10240x4096 164 -> 332, 144x8192x6144 144 -> 308; e4m3 381 -> 472, 288 -> 579, 286 -> 514;
 # s29 log section 6)
 SWAP_ONE_TILE_PAST_ROW = 24
+# ... and further past, up to SWAP_TWO_TILES_MAX_M rows, where two swapped tiles of ⌈M/2⌉ (rounded up to 8; under
+# SWAP_MID_MIN_BN too) fit one wave and K is at least SWAP_TWO_TILES_MIN_K: those two, split into k-slices where they
+# number at most half the SMs (from K = SWAP_TWO_TILES_SPLIT_MIN_K, K-major B, no bias), else data-parallel unless the
+# cost model picks a split tile (a long K: one wave of data-parallel tiles waits on its loads). The unswapped tiles'
+# second row, mostly padding, left the picks at 0.53-0.82 of cuBLAS. A first sweep (24 bf16 problems, M 160-224, N
+# 2048-7168, K 2048-12288): the two tiles the best form or within 3% of it at 22 (bf16 160x4096x4096 151 -> 267 TFLOP/s,
+# 184x5120x6144 219 -> 343, 200x4096x4096 221 -> 305; e4m3 160x7168x4096 373 -> 636, 200x4096x12288 467 -> 666). Then
+# 28 random changed picks (M 153-232): 18 faster by 1-76% (bf16 161x2560x5120 114 -> 200, 164x8192x4096 254 -> 353;
+# e4m3 199x1024x18432 261 -> 377, 161x6144x8192 371 -> 526); the slower ones set the bounds: M 225-232 (12% padding or
+# less; 232x8192x7168 510 -> 479, 225x2048x2048 100 -> 94), a long-K split pick (210x6144x11008 440 -> 380 data-parallel)
+# and fp8 K <= 2048 (0.5-2.3% slower at 5 of 5). docs/gpu-runs/2026-11-27-s30.log sections 1-2
+SWAP_TWO_TILES_MAX_M = 216
+SWAP_TWO_TILES_MIN_K = {16: 0, 8: 3072}
+SWAP_TWO_TILES_SPLIT_MIN_K = 3072
 SWAP_SPLITK_MAX_M = 192
 # the wgmma groups a consumer leaves in flight at each k-tile's wait, by (operand bits, BN), for a data-parallel tile
 # without overlap (the overlapped epilogue needs 1): the 16-bit 128 x 128 tile waits for each group (s15 section 7:
@@ -450,6 +468,9 @@ def choice_without_narrow_split(m: int, n: int, k: int, dtype: str = "bf16", out
             # model does not see (s21 log sections 9, 11; s29 section 6)
             return min(_swapped_mid(m, n, k, dtype, bias, out_dtype, sm_count, b_major),
                        key=lambda config: estimated_cost(config, n, m, k, sm_count)).validate()
+        two = _two_swapped_tiles(m, n, k, dtype, bias, out_dtype, sm_count, b_major)
+        if two is not None and (two.splitk or not best.splitk):
+            return two.validate()
         for config in _swapped_mid(m, n, k, dtype, bias, out_dtype, sm_count, b_major):
             cost = estimated_cost(config, n, m, k, sm_count) * SWAP_MID_SLOWDOWN[_width(dtype)]
             if cost < best_cost - 1e-9:
@@ -586,6 +607,30 @@ def _swapped_mid(m: int, n: int, k: int, dtype: str, bias: bool, out_dtype: str,
         if not base.fp8 and not bias and b_major == "K" and k >= SPLITK_MIN_K and m <= SWAP_SPLITK_MAX_M and \
                 splitk_slices(n, m, k, split, sms) >= SWAP_SPLITK_MIN_SLICES:
             yield split
+
+
+def _two_swapped_tiles(m: int, n: int, k: int, dtype: str, bias: bool, out_dtype: str, sms: int,
+                       b_major: str = "K") -> GemmConfig | None:
+    """Rule 7's two swapped tiles for an M past ``SWAP_ONE_TILE_PAST_ROW`` rows beyond one 128-row tile and at most
+    ``SWAP_TWO_TILES_MAX_M``, K ≥ ``SWAP_TWO_TILES_MIN_K`` (see its comment; the caller holds rule 7's conditions and
+    passes over a data-parallel result where its cost model picks split-K): ``swapped_mid_tile`` of width
+    ⌈⌈m/2⌉/8⌉·8 where its 2·⌈n/128⌉ tiles fit one wave of ``sms``, split-K where ⌊sms / tiles⌋ ≥ 2, K ≥
+    ``SWAP_TWO_TILES_SPLIT_MIN_K``, K-major B and no bias, else data-parallel; None where the rule does not hold.
+    ``_two_swapped_tiles(160, 4096, 4096, "bf16", False, "bf16", 132).name`` = ``h128x80s6tzxT`` (64 tiles, 2
+    slices); at n = 7168 (112 tiles) ``h128x80s6txT``; at n = 14336 (224 tiles), m = 152, m = 224 or e4m3 with
+    k = 2048 → None."""
+    if not 128 + SWAP_ONE_TILE_PAST_ROW < m <= SWAP_TWO_TILES_MAX_M or k < SWAP_TWO_TILES_MIN_K[_width(dtype)]:
+        return None
+    width = -(-(-(-m // 2)) // 8) * 8
+    base = swapped_mid_tile(width, dtype, bias, out_dtype)
+    tiles = 2 * -(-n // 128)
+    if base is None or tiles > sms:
+        return None
+    base = base.replace(a_major=b_major)   # the kernel's A is the problem's B
+    split = base.replace(splitk=True, overlap=0)
+    if not bias and b_major == "K" and k >= SWAP_TWO_TILES_SPLIT_MIN_K and splitk_slices(n, m, k, split, sms) >= 2:
+        return split
+    return base
 
 
 def swapped_mid_widths(m: int, dtype: str) -> list:
