@@ -269,7 +269,9 @@ SWAPPED_GPU_CASES = [("h128x96s6tzxT", "bf16", (96, 4096, 14336)), ("h128x72s6tz
                      ("h128x80s6tzxT", "bf16", (80, 1504, 10240)),
                      # rule 7's two swapped tiles past one 128-row tile, split (the second tile ragged: M = 166, 197)
                      ("h128x80s6tzxT", "bf16", (160, 4096, 4096)), ("h128x104s6tzxT", "bf16", (197, 1536, 7168)),
-                     ("h128x88s6k4tzxT", "e4m3", (166, 4096, 6144)), ("h128x104s6k4tzxT", "e4m3", (199, 1024, 18432))]
+                     ("h128x88s6k4tzxT", "e4m3", (166, 4096, 6144)), ("h128x104s6k4tzxT", "e4m3", (199, 1024, 18432)),
+                     # ... and the one swapped tile of M just past 128, split (48 tiles in 2 slices)
+                     ("h128x152s5tzxT", "bf16", (145, 6144, 28672)), ("h128x152s5k4tzxT", "e4m3", (145, 6144, 28672))]
 
 
 @pytest.mark.gpu

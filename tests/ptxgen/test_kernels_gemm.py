@@ -226,9 +226,15 @@ def test_unknown_name_gives_the_grammar():
     ((96, 7168, 12288), "e4m3", {}, "h128x96s6k4txT"),       # ... up to M = 96: 424 against 389
     ((95, 2048, 16384), "e4m3", {}, "h128x64s8k4tz"),        # rule 3c: 254 against 175 data-parallel
     # ... and an M at most 24 rows past 128, from SMs / 4 swapped tiles (s29 section 6)
-    ((146, 7168, 5120), "bf16", {}, "h128x152s5txT"),        # 267 against 192 for h128x112s6t
-    ((146, 7168, 5120), "e4m3", {}, "h128x152s5k4txT"),      # 472 against 381
-    ((129, 8192, 8192), "bf16", {}, "h128x136s5txT"),        # 302 against 191 for h128x128s6p0t
+    ((146, 11008, 5120), "bf16", {}, "h128x152s5txT"),       # 86 tiles: no room for two k-slices
+    ((146, 11008, 5120), "e4m3", {}, "h128x152s5k4txT"),
+    ((141, 11008, 6144), "bf16", {}, "h128x144s5txT"),       # 171 -> 337 TFLOP/s against h128x128s6p0t (s29 §6)
+    # ... split into k-slices where they hold at most half the SMs, from K = 3072, 8 k-tiles a slice (s30 §3)
+    ((145, 6144, 28672), "bf16", {}, "h128x152s5tzxT"),      # 48 tiles, 2 slices: 376 against 279 data-parallel
+    ((145, 6144, 28672), "e4m3", {}, "h128x152s5k4tzxT"),    # 684 against 510
+    ((141, 3072, 6144), "bf16", {}, "h128x144s5tzxT"),       # 24 tiles: 197 against 110 for h128x64s8t
+    ((130, 1024, 4096), "bf16", {}, "h128x64s8t"),           # 8 tiles in 16 slices of 4 k-tiles: 57 against 46
+    ((152, 2048, 3072), "e4m3", {}, "h128x64s8k4t"),         # 16 tiles in 8 slices of 3 k-tiles: 141 against 86
     # ... and from there up to two 128-row tiles (10% padding at least: M <= 232) two swapped tiles of ceil(M / 2),
     # split where they hold at most half the SMs, where they fit one wave (s30 log section 1)
     ((160, 4096, 4096), "bf16", {}, "h128x80s6tzxT"),        # 267 against 151 for h128x64s8t
@@ -237,7 +243,8 @@ def test_unknown_name_gives_the_grammar():
     ((184, 3072, 2048), "bf16", {}, "h128x96s6txT"),         # K under 3072: data-parallel
     ((160, 7168, 4096), "e4m3", {}, "h128x80s6k4txT"),       # 636 against 373 for h128x112s6k4t
     ((200, 4096, 12288), "e4m3", {}, "h128x104s6k4tzxT"),    # 666 against 467 for h128x64s8k4t
-    ((160, 4096, 4096), "bf16", dict(bias=True), "h128x80s6txbT"),   # a bias: no split-K form
+    ((160, 4096, 4096), "bf16", dict(bias=True), "h128x64s8tb"),     # a bias: no split form, so not the rule
+    ((160, 7168, 4096), "bf16", dict(bias=True), "h128x80s6txbT"),   # ... where the tiles fill a wave it is
     ((160, 14336, 4096), "bf16", {}, "h128x160s5txT"),       # 224 two-tile tiles: past one wave, the cost model
     ((240, 4096, 4096), "bf16", {}, "h128x64s8t"),           # 7% padding: unswapped
     ((150, 4096, 2048), "bf16", {}, "h128x64s8t"),           # 32 swapped tiles, under SMs / 4

@@ -106,9 +106,12 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
    141×11008×6144 171 → 337, 146×7168×5120 192 → 267), e4m3 6 of 8 (129×8192×8192 356 → 521, 141×11008×6144 317 →
    606), 2 within 2% slower (152×5120×3072 266 → 260); s29 log section 6. Further past, up to
    ``SWAP_TWO_TILES_MAX_M`` = 216 rows (fp8 from K = 3072), M takes two swapped tiles of ⌈M/2⌉ where they fit one
-   wave, split into k-slices where they hold at most half the SMs (``_two_swapped_tiles``): of 28 random changed
-   picks 24 faster (bf16 164×3584×5120 130 → 224, 161×7168×28672 245 → 367; e4m3 162×7168×18432 474 → 730), 4 slower
-   by 1.5-8% where ours already ran 1.0-1.8× cuBLAS (s30 log section 2).
+   wave: of 28 random changed picks 24 faster (bf16 164×3584×5120 130 → 224, 161×7168×28672 245 → 367; e4m3
+   162×7168×18432 474 → 730), 4 slower by 1.5-8% where ours already ran 1.0-1.8× cuBLAS (s30 log section 2). The
+   one tile and the two are split into k-slices where they hold at most half the SMs, from K = 3072 with at least 8
+   k-tiles a slice (``_past_row_swapped``; shorter slices: neither form): of 24 random changed picks of M 129-152, 21
+   faster (bf16 136×3584×5120 118 → 239, e4m3 152×5120×16384 460 → 623), the 3 slower the short-slice ones the bound
+   now leaves alone (s30 log section 3).
 
 ``choose_config(8192, 8192, 8192, "bf16", 132)`` = h128x256s4t2sk; ``choose_config(4096, 4096, 4096, "bf16")`` =
 h128x256s4t2o1; ``choose_config(16, 4096, 4096, "bf16")`` = h128x16s8ska1x (swapped, split over every SM);
@@ -281,8 +284,8 @@ SWAP_ONE_TILE_FP8_SHARE = 4
 SWAP_ONE_TILE_PAST_ROW = 24
 # ... and further past, up to SWAP_TWO_TILES_MAX_M rows, where two swapped tiles of ⌈M/2⌉ (rounded up to 8; under
 # SWAP_MID_MIN_BN too) fit one wave and K is at least SWAP_TWO_TILES_MIN_K: those two, split into k-slices where they
-# number at most half the SMs (from K = SWAP_TWO_TILES_SPLIT_MIN_K, K-major B, no bias), else data-parallel unless the
-# cost model picks a split tile (a long K: one wave of data-parallel tiles waits on its loads). The unswapped tiles'
+# number at most half the SMs (as below), else data-parallel unless the cost model picks a split tile (a long K: one
+# wave of data-parallel tiles waits on its loads). The unswapped tiles'
 # second row, mostly padding, left the picks at 0.53-0.82 of cuBLAS. A first sweep (24 bf16 problems, M 160-224, N
 # 2048-7168, K 2048-12288): the two tiles the best form or within 3% of it at 22 (bf16 160x4096x4096 151 -> 267 TFLOP/s,
 # 184x5120x6144 219 -> 343, 200x4096x4096 221 -> 305; e4m3 160x7168x4096 373 -> 636, 200x4096x12288 467 -> 666). Then
@@ -292,7 +295,16 @@ SWAP_ONE_TILE_PAST_ROW = 24
 # and fp8 K <= 2048 (0.5-2.3% slower at 5 of 5). docs/gpu-runs/2026-11-27-s30.log sections 1-2
 SWAP_TWO_TILES_MAX_M = 216
 SWAP_TWO_TILES_MIN_K = {16: 0, 8: 3072}
-SWAP_TWO_TILES_SPLIT_MIN_K = 3072
+# The one tile of an M just past 128 (and the two above) split into k-slices where the tiles hold at most half the
+# SMs, from K = SWAP_PAST_ROW_SPLIT_MIN_K and at least SWAP_PAST_ROW_MIN_SLICE_KTILES k-tiles a slice; where the
+# slices would be shorter, neither form (the picks before the rule). One swapped tile data-parallel starves on a long
+# K (bf16 145x6144x28672: 48 CTAs, 279 TFLOP/s; 376 split in 2 slices, cuBLAS 371). Of 24 random changed picks (M
+# 129-152) 21 faster by 3-103% (bf16 136x3584x5120 118 -> 239, 141x3072x6144 110 -> 197, 151x6144x14336 283 -> 354;
+# e4m3 152x5120x16384 460 -> 623, 146x7168x24576 588 -> 699); the 3 slower had 3-4 k-tiles a slice (e4m3
+# 152x2048x3072 141 -> 86, 146x1024x7168 124 -> 83, bf16 130x1024x4096 57 -> 46) and keep their old picks.
+# docs/gpu-runs/2026-11-27-s30.log section 3
+SWAP_PAST_ROW_SPLIT_MIN_K = 3072
+SWAP_PAST_ROW_MIN_SLICE_KTILES = 8
 SWAP_SPLITK_MAX_M = 192
 # the wgmma groups a consumer leaves in flight at each k-tile's wait, by (operand bits, BN), for a data-parallel tile
 # without overlap (the overlapped epilogue needs 1): the 16-bit 128 x 128 tile waits for each group (s15 section 7:
@@ -461,16 +473,19 @@ def choice_without_narrow_split(m: int, n: int, k: int, dtype: str = "bf16", out
     if tma_store and a_major == "K" and SWAP_AB_MAX_M < m <= SWAP_MID_MAX_M and n >= SWAP_MID_MIN_N_OVER_M * m and \
             -(-m // 128) * 128 >= (1 + SWAP_MID_MIN_PADDING) * m:
         enough = -(-n // 128) >= sm_count // SWAP_ONE_TILE_FP8_SHARE
+        one_past_row = 128 < m <= 128 + SWAP_ONE_TILE_PAST_ROW
+        past_row = _past_row_swapped(m, n, k, dtype, bias, out_dtype, sm_count, b_major)
+        if past_row is not None and (past_row.splitk or not one_past_row and not best.splitk):
+            # one or two swapped tiles past one 128-row tile: split into k-slices where they hold at most half the
+            # SMs; two also data-parallel unless the cost model picks a split tile (s30 log sections 2-3)
+            return past_row.validate()
         if (m < SWAP_MID_MIN_BN if _width(dtype) == 16 else m <= SWAP_MID_MIN_BN and enough) or \
-                (128 < m <= 128 + SWAP_ONE_TILE_PAST_ROW and enough):
+                (one_past_row and enough):
             # one swapped tile of M (16-bit under 96 rows, fp8 up to 96, both just past 128): it moves half the L2
             # bytes of the unswapped 128-row tiles (mostly padding) for the same weights, which the wave-based cost
             # model does not see (s21 log sections 9, 11; s29 section 6)
             return min(_swapped_mid(m, n, k, dtype, bias, out_dtype, sm_count, b_major),
                        key=lambda config: estimated_cost(config, n, m, k, sm_count)).validate()
-        two = _two_swapped_tiles(m, n, k, dtype, bias, out_dtype, sm_count, b_major)
-        if two is not None and (two.splitk or not best.splitk):
-            return two.validate()
         for config in _swapped_mid(m, n, k, dtype, bias, out_dtype, sm_count, b_major):
             cost = estimated_cost(config, n, m, k, sm_count) * SWAP_MID_SLOWDOWN[_width(dtype)]
             if cost < best_cost - 1e-9:
@@ -609,28 +624,36 @@ def _swapped_mid(m: int, n: int, k: int, dtype: str, bias: bool, out_dtype: str,
             yield split
 
 
-def _two_swapped_tiles(m: int, n: int, k: int, dtype: str, bias: bool, out_dtype: str, sms: int,
-                       b_major: str = "K") -> GemmConfig | None:
-    """Rule 7's two swapped tiles for an M past ``SWAP_ONE_TILE_PAST_ROW`` rows beyond one 128-row tile and at most
-    ``SWAP_TWO_TILES_MAX_M``, K ≥ ``SWAP_TWO_TILES_MIN_K`` (see its comment; the caller holds rule 7's conditions and
-    passes over a data-parallel result where its cost model picks split-K): ``swapped_mid_tile`` of width
-    ⌈⌈m/2⌉/8⌉·8 where its 2·⌈n/128⌉ tiles fit one wave of ``sms``, split-K where ⌊sms / tiles⌋ ≥ 2, K ≥
-    ``SWAP_TWO_TILES_SPLIT_MIN_K``, K-major B and no bias, else data-parallel; None where the rule does not hold.
-    ``_two_swapped_tiles(160, 4096, 4096, "bf16", False, "bf16", 132).name`` = ``h128x80s6tzxT`` (64 tiles, 2
-    slices); at n = 7168 (112 tiles) ``h128x80s6txT``; at n = 14336 (224 tiles), m = 152, m = 224 or e4m3 with
-    k = 2048 → None."""
-    if not 128 + SWAP_ONE_TILE_PAST_ROW < m <= SWAP_TWO_TILES_MAX_M or k < SWAP_TWO_TILES_MIN_K[_width(dtype)]:
+def _past_row_swapped(m: int, n: int, k: int, dtype: str, bias: bool, out_dtype: str, sms: int,
+                      b_major: str = "K") -> GemmConfig | None:
+    """Rule 7's swapped tiles for an M past one 128-row tile (the caller holds rule 7's conditions): one tile of
+    ⌈m/8⌉·8 for m ≤ 128 + ``SWAP_ONE_TILE_PAST_ROW``, two of ⌈⌈m/2⌉/8⌉·8 up to ``SWAP_TWO_TILES_MAX_M`` (with K ≥
+    ``SWAP_TWO_TILES_MIN_K``), each ``swapped_mid_tile``, where their tiles (count · ⌈n/128⌉) fit one wave of ``sms``:
+    data-parallel where they leave no room for two k-slices (tiles > sms / 2), else split-K where K ≥
+    ``SWAP_PAST_ROW_SPLIT_MIN_K``, each slice gets at least ``SWAP_PAST_ROW_MIN_SLICE_KTILES`` k-tiles, B is K-major
+    and there is no bias (see ``SWAP_TWO_TILES_MAX_M``'s comment); None where the rule does not hold.
+    ``_past_row_swapped(160, 4096, 4096, "bf16", False, "bf16", 132).name`` = ``h128x80s6tzxT`` (64 tiles, 2
+    slices); at n = 7168 (112 tiles) ``h128x80s6txT``; ``_past_row_swapped(145, 6144, 28672, ...)`` =
+    ``h128x152s5tzxT`` (48 tiles); at n = 14336 (224 tiles), m = 224, e4m3 with m = 160, k = 2048, or m = 130, n =
+    1024, k = 4096 (8 tiles in 16 slices of 4 k-tiles) → None."""
+    if not 128 < m <= SWAP_TWO_TILES_MAX_M:
         return None
-    width = -(-(-(-m // 2)) // 8) * 8
+    count = 1 if m <= 128 + SWAP_ONE_TILE_PAST_ROW else 2
+    if count == 2 and k < SWAP_TWO_TILES_MIN_K[_width(dtype)]:
+        return None
+    width = -(-(-(-m // count)) // 8) * 8
     base = swapped_mid_tile(width, dtype, bias, out_dtype)
-    tiles = 2 * -(-n // 128)
-    if base is None or tiles > sms:
+    if base is None or count * -(-n // 128) > sms:
         return None
     base = base.replace(a_major=b_major)   # the kernel's A is the problem's B
     split = base.replace(splitk=True, overlap=0)
-    if not bias and b_major == "K" and k >= SWAP_TWO_TILES_SPLIT_MIN_K and splitk_slices(n, m, k, split, sms) >= 2:
-        return split
-    return base
+    slices = splitk_slices(n, m, k, split, sms)
+    if slices < 2:
+        return base
+    short = -(-(-(-k // split.k_tile)) // slices) < SWAP_PAST_ROW_MIN_SLICE_KTILES
+    if bias or b_major != "K" or k < SWAP_PAST_ROW_SPLIT_MIN_K or short:
+        return None
+    return split
 
 
 def swapped_mid_widths(m: int, dtype: str) -> list:
