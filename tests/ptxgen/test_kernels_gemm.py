@@ -247,6 +247,11 @@ def test_unknown_name_gives_the_grammar():
     ((160, 7168, 4096), "bf16", dict(bias=True), "h128x80s6txbT"),   # ... where the tiles fill a wave it is
     ((160, 14336, 4096), "bf16", {}, "h128x160s5txT"),       # 224 two-tile tiles: past one wave, the cost model
     ((240, 4096, 4096), "bf16", {}, "h128x64s8t"),           # 7% padding: unswapped
+    # ... swapped widths from 80 where N spans at least 16 row tiles (s30 log section 5)
+    ((258, 5120, 3072), "bf16", {}, "h128x88s6txT"),         # three 88-wide tiles: 370 against 242 (h128x128s6p0t)
+    ((528, 2560, 7168), "bf16", {}, "h128x88s6txT"),         # 552 against 325 for h128x112s6t
+    ((257, 4096, 6144), "e4m3", {}, "h128x88s6k4txT"),       # 595 against 385 for h128x112s6k4t
+    ((425, 1024, 6144), "bf16", {}, "h128x64s8t"),           # 8 row tiles of N: not under 96 (220 against 183)
     ((150, 4096, 2048), "bf16", {}, "h128x64s8t"),           # 32 swapped tiles, under SMs / 4
     # rule 1: M <= 64 swaps A and B (M rounded up to 16 / 32 / 64 as the wgmma's N); stream-K on every SM below
     # a third of the SMs' tiles (32 tiles of N = 4096 on 132 SMs), data-parallel from there (44 of 132)

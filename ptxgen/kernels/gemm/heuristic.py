@@ -136,6 +136,18 @@ SWAP_MID_MAX_M = 1024
 SWAP_MID_MIN_N_OVER_M = 2
 SWAP_MID_SLOWDOWN = {16: 1.06, 8: 1.05}
 SWAP_MID_MIN_BN = 96
+# ... and the widths M splits into from this one, those under SWAP_MID_MIN_BN only where the kernel's rows (N) span
+# at least SWAP_MID_NARROW_MIN_ROW_TILES tiles: 80-88 wide tiles where M is a little over a multiple of them, their
+# EFFICIENCY between the 64- and 96-wide tiles'. At M 258-330 the swapped forms led (bf16 258x5120x3072 three 88-wide
+# tiles 370 TFLOP/s against 242 for the pick then, h128x128s6p0t). Of 24 random changed picks (M 163-689) 15 faster
+# by 2-70% (bf16 528x2560x7168 325 -> 552, 324x2560x6144 256 -> 333; e4m3 257x4096x6144 385 -> 595, 688x2048x8192
+# 719 -> 998), 4 within 1%, 5 slower by 6-17%, all at N <= 1536 (425x1024x6144 220 -> 183, e4m3 645x1536x7168 695 ->
+# 593), which the row-tile bound leaves as they were (and with them one faster, 520x1536x5120 221 -> 328). On a fresh
+# sample of 20 changed picks: 16 faster or even (bf16 260x5120x5120 253 -> 398, 520x2560x4096 306 -> 510; e4m3
+# 524x2560x6144 541 -> 700, 314x3072x14336 604 -> 718), 4 slower (e4m3 442x2560x8192 763 -> 678, 408x2560x5120 513 ->
+# 487, two within 1%). docs/gpu-runs/2026-11-27-s30.log section 5
+SWAP_MID_MIN_WIDTH = 80
+SWAP_MID_NARROW_MIN_ROW_TILES = 16
 # ... in at most this many tiles (from 4: e4m3 900x8192x2048 896 -> 1043 TFLOP/s, 7 of 8 sampled fp8 picks faster; bf16
 # 5 of 8, the 3 slower by 3-4%: s17 log section 10)
 SWAP_MID_MAX_TILES = 8
@@ -597,16 +609,19 @@ def _split_k(base: GemmConfig, m: int, n: int, k: int, sms: int) -> list:
 
 def _swapped_mid(m: int, n: int, k: int, dtype: str, bias: bool, out_dtype: str, sms: int, b_major: str = "K"):
     """Rule 2's swapped candidates for mid M (``SWAP_MID_MAX_M``): ``swapped_mid_tile`` of each of
-    ``swapped_mid_widths(m, dtype)``, data-parallel and, from ``SWAP_MID_MIN_STREAMK_BN`` columns where it saves
+    ``swapped_mid_widths(m, dtype)`` (those under ``SWAP_MID_MIN_BN`` only where ⌈n/128⌉ ≥
+    ``SWAP_MID_NARROW_MIN_ROW_TILES``), data-parallel and, from ``SWAP_MID_MIN_STREAMK_BN`` columns where it saves
     k-tiles on the kernel's problem (n, m, k), stream-K, and (16-bit, K ≥ ``SPLITK_MIN_K``, at least
     ``SWAP_SPLITK_MIN_SLICES`` k-slices per tile, M ≤ ``SWAP_SPLITK_MAX_M``) split-K.
-    ``_swapped_mid(448, 11008, 4096, "bf16", False, "bf16", 132)`` yields h128x224s4t2xT, h128x224s4t2skxT, h128x152s5txT, h128x112s6txT, h128x96s6txT;
-    ``_swapped_mid(96, 4096, 14336, ...)`` yields h128x96s6txT, h128x96s6tzxT; ``_swapped_mid(80, 5120, 13824, ...)``
-    yields h128x80s6tzxT alone (one tile of M under ``SWAP_MID_MIN_BN``: split-K only)."""
-    widths = swapped_mid_widths(m, dtype)
+    ``_swapped_mid(448, 11008, 4096, "bf16", False, "bf16", 132)`` yields h128x224s4t2xT, h128x224s4t2skxT,
+    h128x152s5txT, h128x112s6txT, h128x96s6txT, h128x80s6txT; ``_swapped_mid(96, 4096, 14336, ...)`` yields
+    h128x96s6txT, h128x96s6tzxT; ``_swapped_mid(80, 5120, 13824, ...)`` yields h128x80s6txT, h128x80s6tzxT (one tile
+    of M under ``SWAP_MID_MIN_BN``, at any N)."""
+    widths = [bn for bn in swapped_mid_widths(m, dtype)
+              if bn >= SWAP_MID_MIN_BN or -(-n // 128) >= SWAP_MID_NARROW_MIN_ROW_TILES]
     one_tile = -(-m // 8) * 8   # M under SWAP_MID_MIN_BN: one tile of M, data-parallel or split-K
-    if one_tile < SWAP_MID_MIN_BN:
-        widths = widths + [one_tile]
+    if one_tile < SWAP_MID_MIN_BN and one_tile not in widths:
+        widths.append(one_tile)
     for bn in widths:
         base = swapped_mid_tile(bn, dtype, bias, out_dtype)
         if base is None:
@@ -658,13 +673,13 @@ def _past_row_swapped(m: int, n: int, k: int, dtype: str, bias: bool, out_dtype:
 
 def swapped_mid_widths(m: int, dtype: str) -> list:
     """The kernel BNs of a swapped mid-M problem: M split into j = 1 … ``SWAP_MID_MAX_TILES`` = 8 tiles, ⌈M/j⌉
-    rounded up to 8, from ``SWAP_MID_MIN_BN`` to ``SWAP_MID_MAX_BN`` (16-bit 256, fp8 192), each once.
-    ``swapped_mid_widths(448, "bf16")`` = [224, 152, 112, 96]. Post: every width is a multiple of 8 covering M in at
-    most 8 tiles."""
+    rounded up to 8, from ``SWAP_MID_MIN_WIDTH`` to ``SWAP_MID_MAX_BN`` (16-bit 256, fp8 192), each once.
+    ``swapped_mid_widths(448, "bf16")`` = [224, 152, 112, 96, 80]. Post: every width is a multiple of 8 covering M in
+    at most 8 tiles."""
     widths = []
     for tiles in range(1, SWAP_MID_MAX_TILES + 1):
         bn = -(-(-(-m // tiles)) // 8) * 8
-        if SWAP_MID_MIN_BN <= bn <= SWAP_MID_MAX_BN[_width(dtype)] and bn not in widths:
+        if SWAP_MID_MIN_WIDTH <= bn <= SWAP_MID_MAX_BN[_width(dtype)] and bn not in widths:
             widths.append(bn)
     return widths
 
