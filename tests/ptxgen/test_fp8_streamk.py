@@ -104,25 +104,27 @@ def test_fp8_streamk_names_round_trip():
 
 
 def test_decode_config_assembles_like_the_data_parallel_one():
-    """The fp8 decode configuration (stream-K on every SM) through nvJitLink, beside the data-parallel
-    h128x16s8k4x it replaces: no wgmma serialized (C7514) and no more spills than that kernel (nvJitLink compiles
-    without the setmaxnreg budgets; the driver's figure is the GPU's to check)."""
+    """The fp8 decode configurations (the pick, split-K, and its stream-K-on-every-SM alternative) through
+    nvJitLink, beside the data-parallel h128x16s8k4x: no wgmma serialized (C7514) and no more spills than that
+    kernel (nvJitLink compiles without the setmaxnreg budgets; the driver's figure is the GPU's to check)."""
+    from ptxgen.kernels.gemm.heuristic import swapped_streamk
     from ptxgen.lower import Specialization, TensorSpec, compile_kernel
 
-    new = choose_config(16, 4096, 14336, "e4m3")
+    split = choose_config(16, 4096, 14336, "e4m3")
+    streamk = swapped_streamk(split)
     old = GemmConfig.from_name("h128x16s8k4x", "e4m3")
-    assert new.streamk and new.streamk_every_sm and new.swap_ab
+    assert split.splitk and split.swap_ab and streamk.streamk and streamk.streamk_every_sm
     figures = {}
-    for config in (old, new):
+    for config in (old, split, streamk):
         specs = {"c": TensorSpec(0, True, 16)}
-        if config.streamk:
+        if config.streamk or config.splitk:
             specs.update(work=TensorSpec(1, True, 16), flags=TensorSpec(0, True, 16))
         compiled = compile_kernel(build(kernel_config(config)).kernels[0], Specialization.of(**specs))
         assert "C7514" not in compiled.info_log
         assert "wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3" in compiled.ptx
         figures[config.name] = (compiled.registers, compiled.spill_bytes or 0)
-    old_spills, new_spills = figures[old.name][1], figures[new.name][1]
-    assert new_spills <= old_spills, figures
+    for new in (split, streamk):
+        assert figures[new.name][1] <= figures[old.name][1], figures
     print(figures)
 
 
@@ -131,14 +133,15 @@ def test_decode_config_assembles_like_the_data_parallel_one():
 @pytest.mark.parametrize("shape", [(16, 4096, 14336), (16, 6144, 4096), (64, 28672, 4096), (32, 7168, 2048),
                                    (37, 5000, 3000)], ids=str)
 def test_gpu_scaled_mm_decode_matches_float64(shape):
-    """scaled_mm of the decode shapes through the heuristic's pick (stream-K on every SM below a third of the SMs'
-    tiles: 16x4096x14336, 37x5000x3000; data-parallel from there), called twice (the second call on the flags the
-    first left zero): each result within 1e-2 of float64 in relative norm."""
+    """scaled_mm of the decode shapes through the heuristic's pick (split-K below a third of the SMs' tiles:
+    16x4096x14336, 37x5000x3000; data-parallel from there), called twice (the second call on the flags the first left
+    zero): each result within 1e-2 of float64 in relative norm."""
     from ptxgen.kernels import scaled_mm
 
     torch = torch_or_skip()
     m, n, k = shape
-    assert choose_config(m, n, k, "e4m3").streamk_every_sm == (-(-n // 128) * 3 < 132)
+    config = choose_config(m, n, k, "e4m3")
+    assert config.splitk == (-(-n // 128) * 3 < 132) and not config.streamk
     for _call in range(2):
         a = torch.randn(m, k, device="cuda").to(torch.float8_e4m3fn)
         w = torch.randn(n, k, device="cuda").to(torch.float8_e4m3fn)

@@ -61,7 +61,7 @@ def test_candidates_of_a_mid_m_swapped_pick_are_the_other_widths_that_split_m():
 def test_candidates_of_a_decode_gemm_are_the_documented_ones():
     pick = choose_config(16, 4096, 4096, "bf16")
     assert [c.name for c in autotune.candidates(pick, 16, 4096, 4096)] == [
-        "h128x16s8ska1x", "h128x32s8ska1x", "h128x16s7ska1x", "h128x16s9ska1x", "h128x16s8x", "h128x128s6t"]
+        "h128x16s8zx", "h128x16s8ska1x", "h128x16s8x", "h128x32s8zx", "h128x16s7zx", "h128x16s9zx", "h128x128s6t"]
     # a C whose rows TMA cannot store: the unswapped neighbour stores by rows
     assert autotune.candidates(pick, 16, 4095, 4096, c_row_ok=False)[-1].name == "h128x128s6r"
 

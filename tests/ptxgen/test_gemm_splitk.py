@@ -78,6 +78,8 @@ CASES = [
     ("h128x64s8k4tz", "e4m3", (101, 200, 1100), 13, 3),
     # swapped (the kernel's M is N = 300: 3 tiles, its N is M = 37): 4 slices of 3 k-tiles on 12 CTAs
     ("h128x64s4zx", "bf16", (37, 300, 700), 12, 4),
+    # ... rule 1's fp8 decode form (M = 10 in a 16-wide tile): 4 slices [0, 2), [2, 4), [4, 6), [6, 9) of 9 k-tiles
+    ("h128x16s3k4zx", "e4m3", (10, 300, 1100), 12, 4),
     # the heuristic's swapped mid-M form: C stored by TMA through its transpose (c_major = M), M = 70 one 72-wide tile
     ("h128x72s2tzxT", "bf16", (70, 300, 700), 12, 4),
     # ... and rule 7's two swapped tiles past one 128-row tile: M = 170 in two 88-wide tiles (the second ragged), 6
@@ -271,7 +273,10 @@ SWAPPED_GPU_CASES = [("h128x96s6tzxT", "bf16", (96, 4096, 14336)), ("h128x72s6tz
                      ("h128x80s6tzxT", "bf16", (160, 4096, 4096)), ("h128x104s6tzxT", "bf16", (197, 1536, 7168)),
                      ("h128x88s6k4tzxT", "e4m3", (166, 4096, 6144)), ("h128x104s6k4tzxT", "e4m3", (199, 1024, 18432)),
                      # ... and the one swapped tile of M just past 128, split (48 tiles in 2 slices)
-                     ("h128x152s5tzxT", "bf16", (145, 6144, 28672)), ("h128x152s5k4tzxT", "e4m3", (145, 6144, 28672))]
+                     ("h128x152s5tzxT", "bf16", (145, 6144, 28672)), ("h128x152s5k4tzxT", "e4m3", (145, 6144, 28672)),
+                     # rule 1's decode split (8-32 tiles of the kernel's 128 rows, 4-16 slices)
+                     ("h128x16s8zx", "bf16", (16, 4096, 4096)), ("h128x16s8k4zx", "e4m3", (16, 4096, 14336)),
+                     ("h128x64s8zx", "bf16", (49, 1024, 24576)), ("h128x32s8k4zx", "e4m3", (30, 2560, 13824))]
 
 
 @pytest.mark.gpu

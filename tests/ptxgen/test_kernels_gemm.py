@@ -253,16 +253,17 @@ def test_unknown_name_gives_the_grammar():
     ((257, 4096, 6144), "e4m3", {}, "h128x88s6k4txT"),       # 595 against 385 for h128x112s6k4t
     ((425, 1024, 6144), "bf16", {}, "h128x64s8t"),           # 8 row tiles of N: not under 96 (220 against 183)
     ((150, 4096, 2048), "bf16", {}, "h128x64s8t"),           # 32 swapped tiles, under SMs / 4
-    # rule 1: M <= 64 swaps A and B (M rounded up to 16 / 32 / 64 as the wgmma's N); stream-K on every SM below
+    # rule 1: M <= 64 swaps A and B (M rounded up to 16 / 32 / 64 as the wgmma's N); split-K below
     # a third of the SMs' tiles (32 tiles of N = 4096 on 132 SMs), data-parallel from there (44 of 132)
-    ((16, 4096, 4096), "bf16", {}, "h128x16s8ska1x"),
-    ((1, 4096, 4096), "f16", {}, "h128x16s8ska1x"),
+    ((16, 4096, 4096), "bf16", {}, "h128x16s8zx"),          # split-K (s30 log section 6)
+    ((1, 4096, 4096), "f16", {}, "h128x16s8zx"),
     ((20, 14336, 4096), "bf16", {}, "h128x32s8x"),
     ((64, 57344, 8192), "bf16", {}, "h128x64s8x"),
-    ((16, 5504, 4096), "bf16", {}, "h128x16s8ska1x"),       # 43 tiles
+    ((16, 5504, 4096), "bf16", {}, "h128x16s8zx"),          # 43 tiles
     ((16, 5632, 4096), "bf16", {}, "h128x16s8x"),           # 44 tiles
-    ((16, 4096, 4096), "e4m3", {}, "h128x16s8k4ska1x"),
-    ((16, 4096, 14336), "e4m3", {}, "h128x16s8k4ska1x"),
+    ((16, 4096, 4096), "e4m3", {}, "h128x16s8k4zx"),
+    ((16, 4096, 14336), "e4m3", {}, "h128x16s8k4zx"),
+    ((16, 4096, 4096), "bf16", dict(bias=True), "h128x16s8ska1xb"),   # a bias: stream-K on every SM
     ((64, 28672, 4096), "e4m3", {}, "h128x64s8k4x"),
     ((16, 4096, 4096), "bf16", dict(a_major="MN"), "h128x64s8ska5mknx"),   # an MN-major A: the kernel's B, 64 wide
     ((16, 4096, 4096), "bf16", dict(b_major="MN"), "h128x16s8ska1mnkx"),

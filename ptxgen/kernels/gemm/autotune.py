@@ -8,7 +8,8 @@ output cannot take, is left out) and the duplicates dropped:
 
 1. the heuristic's pick (``choose_config``; ties keep it);
 1b. split-K toggled: for a split pick what the heuristic picks without split-K (``heuristic.unsplit_choice``; a
-   swapped split pick: its data-parallel form; a narrow split of rule 3c: what the rules after 3c pick,
+   swapped split pick: its data-parallel form, after rule 1's stream-K on every SM for a small-M one
+   (``heuristic.swapped_streamk``); a narrow split of rule 3c: what the rules after 3c pick,
    ``heuristic.choice_without_narrow_split``), for a data-parallel pick with K ≥ ``SPLITK_MIN_K`` the cheapest split
    tile of the problem (``heuristic.split_forms``) — the rule between the two fits a few measured shapes (of the
    changed picks measured, bf16 1 of 31 and fp8 3 of 30 lost, by up to 14%), so this alternative comes first;
@@ -28,9 +29,8 @@ E.g. ``candidates(choose_config(4096, 4096, 4096), 4096, 4096, 4096)`` = ``h128x
 ``h128x128s6t2o1`` (BN halved), ``h128x224s4t2o1`` (the next narrower width), ``h128x256s3t2o1`` (one stage fewer;
 one more does not fit), ``h128x256s4t2sk`` (stream-K); ``candidates(choose_config(16, 4096, 4096), 16, 4096, 4096)``
 starts
-``h128x16s8ska1x`` (the pick), then
-``h128x32s8ska1x`` (BN doubled), ``h128x16s7ska1x``, ``h128x16s9ska1x`` (stages), ``h128x16s8x`` (no stream-K) and
-``h128x128s6t`` (unswapped).
+``h128x16s8zx`` (the pick: split-K), then ``h128x16s8ska1x`` (stream-K on every SM), ``h128x16s8x`` (neither),
+``h128x32s8zx`` (BN doubled), ``h128x16s7zx``, ``h128x16s9zx`` (stages) and ``h128x128s6t`` (unswapped).
 
 **Timing** (``time_candidates``): each candidate's prepared call site on fresh random inputs of the call's shapes,
 strides and dtypes, ``WARMUP`` launches, then ``REPEATS`` launches each between a pair of CUDA events; the median.
@@ -47,7 +47,7 @@ import statistics
 
 from .config import SMEM_BYTES, GemmConfig
 from .heuristic import (H100_SMS, choice_without_narrow_split, narrow_split, split_forms, swapped_mid_tile,
-                        swapped_mid_widths, unsplit_choice)
+                        swapped_mid_widths, swapped_streamk, unsplit_choice)
 
 SWAP_MAX_M = 128
 WARMUP = 5
@@ -73,8 +73,12 @@ def _split_toggle(pick: GemmConfig, m: int, n: int, k: int, sms: int) -> list:
     """Rule 1b of the module docstring: [what the heuristic picks without split-K, for a split pick] or [the cheapest
     split form of the problem, for a data-parallel pick] or []. ``_split_toggle(h128x192s4t3ez, 1024, 1536, 18432,
     132)`` = [h128x96s5t]; ``_split_toggle(h128x96s5t, 1024, 1536, 8192, 132)`` = [h128x192s4t3ez]; a swapped split
-    pick's toggle is its data-parallel form; a narrow split (rule 3c) pick's what the rules after 3c choose
+    pick's toggle is its data-parallel form, after rule 1's stream-K form for a small-M one (``_split_toggle(
+    h128x16s8zx, 16, 4096, 4096, 132)`` = [h128x16s8ska1x, h128x16s8x]); a narrow split (rule 3c) pick's what the
+    rules after 3c choose
     (``_split_toggle(h128x64s8tez, 96, 4096, 14336, 132)`` = [h128x96s6tzxT])."""
+    if pick.splitk and pick.swap_ab and pick.c_major == "N":
+        return [swapped_streamk(pick), pick.replace(splitk=False)]
     if pick.splitk and pick.swap_ab:
         return [pick.replace(splitk=False)]
     if pick.splitk and pick == narrow_split(m, n, k, pick.dtype, pick.out_dtype, pick.a_major, pick.b_major, pick.bias,

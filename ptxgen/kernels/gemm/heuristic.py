@@ -4,11 +4,14 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
 1. **Swap A and B for small M** (M ≤ ``SWAP_AB_MAX_M`` = 64 < N): the kernel computes Cᵀ = B·Aᵀ, so that the problem's
    N runs along the kernel's 128-row tiles and M is the wgmma's N, rounded up to 16, 32 or 64 (three kernels for
    every decode batch size); C is stored through its transposed view by the ``direct`` epilogue (no TMA store or
-   row epilogue writes a column-major C). 8 stages (a stage is only (128 + BN) × 128 bytes). Stream-K on every SM
-   (``streamk_every_sm``: the few tiles' k-tiles shared out, split-K) where the tiles are fewer than a third of the
-   SMs (``SWAP_STREAMK_SHARE``), from a saving of ``STREAMK_MIN_SAVING`` · BN/256 k-tiles (the partial sums are
-   BN/256 of a 128 × 256 tile's); fp8 alike (promotion every 4 k-tiles within each CTA's run; the per-tensor scales
-   applied once, to the joined sum). From a third of the SMs on, data-parallel: a memory-bound decode GEMM's tiles
+   row epilogue writes a column-major C). 8 stages (a stage is only (128 + BN) × 128 bytes). Where the tiles are fewer
+   than a third of the SMs (``SWAP_STREAMK_SHARE``), split-K: ⌊SMs / tiles⌋ k-slices per tile running together,
+   joined once (K-major operands, no bias; s30 log section 6: 16 of 16 decode problems faster than stream-K on every
+   SM, by 1-31%: bf16 16×1024×16384 26 → 34 TFLOP/s, 24×1536×8192 34 → 44, 60×2048×28672 127 → 136; e4m3
+   49×1024×24576 125 → 141, 30×2560×13824 110 → 133); otherwise stream-K on every SM (``swapped_streamk``:
+   ``streamk_every_sm``, the few tiles' k-tiles shared out, from a saving of ``STREAMK_MIN_SAVING`` · BN/256
+   k-tiles — the partial sums are BN/256 of a 128 × 256 tile's); fp8 alike (promotion every 4 k-tiles within each
+   CTA's run; the per-tensor scales applied once, to the joined sum). From a third of the SMs on, data-parallel: a memory-bound decode GEMM's tiles
    then keep DRAM busy without the partial sums (s12 section 5, interleaved TFLOP/s, data-parallel / stream-K:
    bf16 16×6144×4096 (48 tiles) 38 / 31, 16×14336×4096 40 / 37, 32×7168×8192 (BN 32) 82 / 74; 32 tiles:
    16×4096×14336 37 / 38, 32×4096×4096 (BN 32) 54 / 60; e4m3 16×6144×4096 58 / 53, 64×8192×8192 284 / 257,
@@ -114,8 +117,8 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
    now leaves alone (s30 log section 3).
 
 ``choose_config(8192, 8192, 8192, "bf16", 132)`` = h128x256s4t2sk; ``choose_config(4096, 4096, 4096, "bf16")`` =
-h128x256s4t2o1; ``choose_config(16, 4096, 4096, "bf16")`` = h128x16s8ska1x (swapped, split over every SM);
-``choose_config(16, 4096, 14336, "e4m3")`` = h128x16s8k4ska1x. ``autotune``
+h128x256s4t2o1; ``choose_config(16, 4096, 4096, "bf16")`` = h128x16s8zx (swapped, split into k-slices);
+``choose_config(16, 4096, 14336, "e4m3")`` = h128x16s8k4zx. ``autotune``
 (``matmul(..., autotune=True)``) times this rule's pick and its neighbours once per problem and device instead.
 """
 from __future__ import annotations
@@ -433,12 +436,21 @@ def _swapped(m: int, n: int, k: int, dtype: str, a_major: str, b_major: str, bia
     if a_major == "MN":
         bn = 64   # the problem's A becomes the kernel's B: MN-major, loaded in 64-column boxes
     fp8 = dtype in ("e4m3", "e5m2")
-    streamk = {}
-    if -(-n // 128) * SWAP_STREAMK_SHARE < sm_count:
-        streamk = dict(streamk=True, streamk_every_sm=True,
-                       streamk_min_saving=max(1, round(STREAMK_MIN_SAVING * bn / 256)))
-    return GemmConfig(dtype=dtype, bn=bn, stages=SWAP_STAGES, a_major=b_major, b_major=a_major,
-                      promote=4 if fp8 else 1, swap_ab=True, bias=bias, out_dtype=out_dtype, **streamk)
+    config = GemmConfig(dtype=dtype, bn=bn, stages=SWAP_STAGES, a_major=b_major, b_major=a_major,
+                        promote=4 if fp8 else 1, swap_ab=True, bias=bias, out_dtype=out_dtype)
+    if -(-n // 128) * SWAP_STREAMK_SHARE >= sm_count:
+        return config
+    if (a_major, b_major) == ("K", "K") and not bias:
+        return config.replace(splitk=True)
+    return swapped_streamk(config)
+
+
+def swapped_streamk(config: GemmConfig) -> GemmConfig:
+    """Rule 1's stream-K form of a swapped small-M tile (its k-tiles shared out over every SM, from a saving of
+    ``STREAMK_MIN_SAVING`` · BN/256 k-tiles): the pick where split-K is not built (an MN-major operand, a bias), and
+    autotune's alternative to the split pick. ``swapped_streamk(h128x16s8zx).name`` = ``h128x16s8ska1x``."""
+    return config.replace(splitk=False, streamk=True, streamk_every_sm=True,
+                          streamk_min_saving=max(1, round(STREAMK_MIN_SAVING * config.bn / 256)))
 
 
 def check_problem(op: str, m, n, k, sm_count) -> None:
