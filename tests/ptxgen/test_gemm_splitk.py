@@ -274,6 +274,8 @@ SWAPPED_GPU_CASES = [("h128x96s6tzxT", "bf16", (96, 4096, 14336)), ("h128x72s6tz
                      ("h128x88s6k4tzxT", "e4m3", (166, 4096, 6144)), ("h128x104s6k4tzxT", "e4m3", (199, 1024, 18432)),
                      # ... and the one swapped tile of M just past 128, split (48 tiles in 2 slices)
                      ("h128x152s5tzxT", "bf16", (145, 6144, 28672)), ("h128x152s5k4tzxT", "e4m3", (145, 6144, 28672)),
+                     # ... and the two past two row tiles (M = 266: two 136-wide tiles, the second ragged)
+                     ("h128x136s5tzxT", "bf16", (266, 2560, 13824)), ("h128x136s5k4tzxT", "e4m3", (266, 2560, 13824)),
                      # rule 1's decode split (8-32 tiles of the kernel's 128 rows, 4-16 slices)
                      ("h128x16s8zx", "bf16", (16, 4096, 4096)), ("h128x16s8k4zx", "e4m3", (16, 4096, 14336)),
                      ("h128x64s8zx", "bf16", (49, 1024, 24576)), ("h128x32s8k4zx", "e4m3", (30, 2560, 13824))]

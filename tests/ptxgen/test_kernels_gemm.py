@@ -235,6 +235,10 @@ def test_unknown_name_gives_the_grammar():
     ((141, 3072, 6144), "bf16", {}, "h128x144s5tzxT"),       # 24 tiles: 197 against 110 for h128x64s8t
     ((130, 1024, 4096), "bf16", {}, "h128x64s8t"),           # 8 tiles in 16 slices of 4 k-tiles: 57 against 46
     ((152, 2048, 3072), "e4m3", {}, "h128x64s8k4t"),         # 16 tiles in 8 slices of 3 k-tiles: 141 against 86
+    # ... and the two tiles split so past two row tiles, M 257-280 (s30 §7)
+    ((266, 2560, 13824), "e4m3", {}, "h128x136s5k4tzxT"),    # 722 against 368 for h128x64s8k4t
+    ((257, 1536, 18432), "bf16", {}, "h128x136s5tzxT"),      # 354 against 286 for h128x128s6tez
+    ((227, 1024, 11008), "bf16", {}, "h128x128s6tez"),       # 217-232 rows: not taken (222 against 206)
     # ... and from there up to two 128-row tiles (10% padding at least: M <= 232) two swapped tiles of ceil(M / 2),
     # split where they hold at most half the SMs, where they fit one wave (s30 log section 1)
     ((160, 4096, 4096), "bf16", {}, "h128x80s6tzxT"),        # 267 against 151 for h128x64s8t
@@ -250,7 +254,7 @@ def test_unknown_name_gives_the_grammar():
     # ... swapped widths from 80 where N spans at least 16 row tiles (s30 log section 5)
     ((258, 5120, 3072), "bf16", {}, "h128x88s6txT"),         # three 88-wide tiles: 370 against 242 (h128x128s6p0t)
     ((528, 2560, 7168), "bf16", {}, "h128x88s6txT"),         # 552 against 325 for h128x112s6t
-    ((257, 4096, 6144), "e4m3", {}, "h128x88s6k4txT"),       # 595 against 385 for h128x112s6k4t
+    ((688, 2048, 8192), "e4m3", {}, "h128x88s6k4txT"),       # 998 against 719 for h128x112s6k4t
     ((425, 1024, 6144), "bf16", {}, "h128x64s8t"),           # 8 row tiles of N: not under 96 (220 against 183)
     ((150, 4096, 2048), "bf16", {}, "h128x64s8t"),           # 32 swapped tiles, under SMs / 4
     # rule 1: M <= 64 swaps A and B (M rounded up to 16 / 32 / 64 as the wgmma's N); split-K below

@@ -114,7 +114,8 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
    one tile and the two are split into k-slices where they hold at most half the SMs, from K = 3072 with at least 8
    k-tiles a slice (``_past_row_swapped``; shorter slices: neither form): of 24 random changed picks of M 129-152, 21
    faster (bf16 136×3584×5120 118 → 239, e4m3 152×5120×16384 460 → 623), the 3 slower the short-slice ones the bound
-   now leaves alone (s30 log section 3).
+   now leaves alone (s30 log section 3); and the two for M 257-280 (split only): 15 of 15 changed picks faster (e4m3
+   266×2560×13824 368 → 722; s30 log section 7).
 
 ``choose_config(8192, 8192, 8192, "bf16", 132)`` = h128x256s4t2sk; ``choose_config(4096, 4096, 4096, "bf16")`` =
 h128x256s4t2o1; ``choose_config(16, 4096, 4096, "bf16")`` = h128x16s8zx (swapped, split into k-slices);
@@ -320,6 +321,12 @@ SWAP_TWO_TILES_MIN_K = {16: 0, 8: 3072}
 # docs/gpu-runs/2026-11-27-s30.log section 3
 SWAP_PAST_ROW_SPLIT_MIN_K = 3072
 SWAP_PAST_ROW_MIN_SLICE_KTILES = 8
+# ... and the two tiles split so for M past two 128-row tiles too, up to SWAP_PAST_ROW_SPLIT_MAX_M (split only): bf16
+# 274x2048x12288 two 144-wide tiles split 405 TFLOP/s against 347 for the pick then (h128x192s4t3ez). Of 21 random
+# changed picks of M 217-280, the 15 over 256 rows all faster, by 1-96% (e4m3 266x2560x13824 368 -> 722, bf16
+# 257x1536x18432 286 -> 354, 278x3072x11008 361 -> 417); of the 6 at 217-232 rows 3 slower by 2-7% (227x1024x11008 222
+# -> 206): not taken there (docs/gpu-runs/2026-11-27-s30.log sections 5, 7)
+SWAP_PAST_ROW_SPLIT_MAX_M = 280
 SWAP_SPLITK_MAX_M = 192
 # the wgmma groups a consumer leaves in flight at each k-tile's wait, by (operand bits, BN), for a data-parallel tile
 # without overlap (the overlapped epilogue needs 1): the 16-bit 128 x 128 tile waits for each group (s15 section 7:
@@ -654,16 +661,18 @@ def _swapped_mid(m: int, n: int, k: int, dtype: str, bias: bool, out_dtype: str,
 def _past_row_swapped(m: int, n: int, k: int, dtype: str, bias: bool, out_dtype: str, sms: int,
                       b_major: str = "K") -> GemmConfig | None:
     """Rule 7's swapped tiles for an M past one 128-row tile (the caller holds rule 7's conditions): one tile of
-    ⌈m/8⌉·8 for m ≤ 128 + ``SWAP_ONE_TILE_PAST_ROW``, two of ⌈⌈m/2⌉/8⌉·8 up to ``SWAP_TWO_TILES_MAX_M`` (with K ≥
-    ``SWAP_TWO_TILES_MIN_K``), each ``swapped_mid_tile``, where their tiles (count · ⌈n/128⌉) fit one wave of ``sms``:
+    ⌈m/8⌉·8 for m ≤ 128 + ``SWAP_ONE_TILE_PAST_ROW``, two of ⌈⌈m/2⌉/8⌉·8 up to ``SWAP_TWO_TILES_MAX_M`` and, split
+    only, from 257 to ``SWAP_PAST_ROW_SPLIT_MAX_M`` (with K ≥ ``SWAP_TWO_TILES_MIN_K``), each ``swapped_mid_tile``,
+    where their tiles (count · ⌈n/128⌉) fit one wave of ``sms``:
     data-parallel where they leave no room for two k-slices (tiles > sms / 2), else split-K where K ≥
     ``SWAP_PAST_ROW_SPLIT_MIN_K``, each slice gets at least ``SWAP_PAST_ROW_MIN_SLICE_KTILES`` k-tiles, B is K-major
     and there is no bias (see ``SWAP_TWO_TILES_MAX_M``'s comment); None where the rule does not hold.
     ``_past_row_swapped(160, 4096, 4096, "bf16", False, "bf16", 132).name`` = ``h128x80s6tzxT`` (64 tiles, 2
     slices); at n = 7168 (112 tiles) ``h128x80s6txT``; ``_past_row_swapped(145, 6144, 28672, ...)`` =
-    ``h128x152s5tzxT`` (48 tiles); at n = 14336 (224 tiles), m = 224, e4m3 with m = 160, k = 2048, or m = 130, n =
-    1024, k = 4096 (8 tiles in 16 slices of 4 k-tiles) → None."""
-    if not 128 < m <= SWAP_TWO_TILES_MAX_M:
+    ``h128x152s5tzxT`` (48 tiles); ``_past_row_swapped(266, 2560, 13824, ...)`` = ``h128x136s5tzxT``; at n = 14336
+    (224 tiles), m = 224, e4m3 with m = 160, k = 2048, or m = 130, n = 1024, k = 4096 (8 tiles in 16 slices of 4
+    k-tiles) → None."""
+    if not (128 < m <= SWAP_TWO_TILES_MAX_M or 2 * 128 < m <= SWAP_PAST_ROW_SPLIT_MAX_M):
         return None
     count = 1 if m <= 128 + SWAP_ONE_TILE_PAST_ROW else 2
     if count == 2 and k < SWAP_TWO_TILES_MIN_K[_width(dtype)]:
@@ -676,7 +685,7 @@ def _past_row_swapped(m: int, n: int, k: int, dtype: str, bias: bool, out_dtype:
     split = base.replace(splitk=True, overlap=0)
     slices = splitk_slices(n, m, k, split, sms)
     if slices < 2:
-        return base
+        return base if m <= SWAP_TWO_TILES_MAX_M else None
     short = -(-(-(-k // split.k_tile)) // slices) < SWAP_PAST_ROW_MIN_SLICE_KTILES
     if bias or b_major != "K" or k < SWAP_PAST_ROW_SPLIT_MIN_K or short:
         return None
