@@ -11,8 +11,9 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
    49×1024×24576 125 → 141, 30×2560×13824 110 → 133); otherwise stream-K on every SM (``swapped_streamk``:
    ``streamk_every_sm``, the few tiles' k-tiles shared out, from a saving of ``STREAMK_MIN_SAVING`` · BN/256
    k-tiles — the partial sums are BN/256 of a 128 × 256 tile's); fp8 alike (promotion every 4 k-tiles within each
-   CTA's run; the per-tensor scales applied once, to the joined sum). From a third of the SMs on, data-parallel: a memory-bound decode GEMM's tiles
-   then keep DRAM busy without the partial sums (s12 section 5, interleaved TFLOP/s, data-parallel / stream-K:
+   CTA's run; the per-tensor scales applied once, to the joined sum). From a third of the SMs on, data-parallel: a
+   memory-bound decode GEMM's tiles then keep DRAM busy without the partial sums (s12 section 5, interleaved TFLOP/s,
+   data-parallel / stream-K:
    bf16 16×6144×4096 (48 tiles) 38 / 31, 16×14336×4096 40 / 37, 32×7168×8192 (BN 32) 82 / 74; 32 tiles:
    16×4096×14336 37 / 38, 32×4096×4096 (BN 32) 54 / 60; e4m3 16×6144×4096 58 / 53, 64×8192×8192 284 / 257,
    16×4096×14336 66 / 68).
@@ -301,14 +302,14 @@ SWAP_ONE_TILE_PAST_ROW = 24
 # ... and further past, up to SWAP_TWO_TILES_MAX_M rows, where two swapped tiles of ⌈M/2⌉ (rounded up to 8; under
 # SWAP_MID_MIN_BN too) fit one wave and K is at least SWAP_TWO_TILES_MIN_K: those two, split into k-slices where they
 # number at most half the SMs (as below), else data-parallel unless the cost model picks a split tile (a long K: one
-# wave of data-parallel tiles waits on its loads). The unswapped tiles'
-# second row, mostly padding, left the picks at 0.53-0.82 of cuBLAS. A first sweep (24 bf16 problems, M 160-224, N
-# 2048-7168, K 2048-12288): the two tiles the best form or within 3% of it at 22 (bf16 160x4096x4096 151 -> 267 TFLOP/s,
-# 184x5120x6144 219 -> 343, 200x4096x4096 221 -> 305; e4m3 160x7168x4096 373 -> 636, 200x4096x12288 467 -> 666). Then
-# 28 random changed picks (M 153-232): 18 faster by 1-76% (bf16 161x2560x5120 114 -> 200, 164x8192x4096 254 -> 353;
-# e4m3 199x1024x18432 261 -> 377, 161x6144x8192 371 -> 526); the slower ones set the bounds: M 225-232 (12% padding or
-# less; 232x8192x7168 510 -> 479, 225x2048x2048 100 -> 94), a long-K split pick (210x6144x11008 440 -> 380 data-parallel)
-# and fp8 K <= 2048 (0.5-2.3% slower at 5 of 5). docs/gpu-runs/2026-11-27-s30.log sections 1-2
+# wave of data-parallel tiles waits on its loads). The unswapped tiles' second row, mostly padding, left the picks at
+# 0.53-0.82 of cuBLAS. A first sweep (24 bf16 problems, M 160-224, N 2048-7168, K 2048-12288): the two tiles the best
+# form or within 3% of it at 22 (bf16 160x4096x4096 151 -> 267 TFLOP/s, 184x5120x6144 219 -> 343, 200x4096x4096 221 ->
+# 305; e4m3 160x7168x4096 373 -> 636, 200x4096x12288 467 -> 666). Then 28 random changed picks (M 153-232): 18 faster
+# by 1-76% (bf16 161x2560x5120 114 -> 200, 164x8192x4096 254 -> 353; e4m3 199x1024x18432 261 -> 377, 161x6144x8192
+# 371 -> 526); the slower ones set the bounds: M 225-232 (12% padding or less; 232x8192x7168 510 -> 479,
+# 225x2048x2048 100 -> 94), a long-K split pick (210x6144x11008 440 -> 380 data-parallel) and fp8 K <= 2048 (0.5-2.3%
+# slower at 5 of 5). docs/gpu-runs/2026-11-27-s30.log sections 1-2
 SWAP_TWO_TILES_MAX_M = 216
 SWAP_TWO_TILES_MIN_K = {16: 0, 8: 3072}
 # The one tile of an M just past 128 (and the two above) split into k-slices where the tiles hold at most half the
@@ -321,7 +322,7 @@ SWAP_TWO_TILES_MIN_K = {16: 0, 8: 3072}
 # docs/gpu-runs/2026-11-27-s30.log section 3
 SWAP_PAST_ROW_SPLIT_MIN_K = 3072
 SWAP_PAST_ROW_MIN_SLICE_KTILES = 8
-# ... and the two tiles split so for M past two 128-row tiles too, up to SWAP_PAST_ROW_SPLIT_MAX_M (split only): bf16
+# ... and two tiles split so for M just past two 128-row tiles, up to SWAP_PAST_ROW_SPLIT_MAX_M (split only): bf16
 # 274x2048x12288 two 144-wide tiles split 405 TFLOP/s against 347 for the pick then (h128x192s4t3ez). Of 21 random
 # changed picks of M 217-280, the 15 over 256 rows all faster, by 1-96% (e4m3 266x2560x13824 368 -> 722, bf16
 # 257x1536x18432 286 -> 354, 278x3072x11008 361 -> 417); of the 6 at 217-232 rows 3 slower by 2-7% (227x1024x11008 222
@@ -507,8 +508,9 @@ def choice_without_narrow_split(m: int, n: int, k: int, dtype: str = "bf16", out
         one_past_row = 128 < m <= 128 + SWAP_ONE_TILE_PAST_ROW
         past_row = _past_row_swapped(m, n, k, dtype, bias, out_dtype, sm_count, b_major)
         if past_row is not None and (past_row.splitk or not one_past_row and not best.splitk):
-            # one or two swapped tiles past one 128-row tile: split into k-slices where they hold at most half the
-            # SMs; two also data-parallel unless the cost model picks a split tile (s30 log sections 2-3)
+            # one or two swapped tiles just past one (or two) 128-row tiles: split into k-slices where they hold at
+            # most half the SMs; two past one also data-parallel unless the cost model picks a split tile (s30 log
+            # sections 2, 3, 7)
             return past_row.validate()
         if (m < SWAP_MID_MIN_BN if _width(dtype) == 16 else m <= SWAP_MID_MIN_BN and enough) or \
                 (one_past_row and enough):
