@@ -40,10 +40,10 @@ def test_candidates_start_with_the_pick_validate_and_store_c_as_allowed(dtype, c
 
 def test_candidates_of_an_unswapped_pick_take_the_adjacent_widths():
     """BN halved and doubled, then the next narrower and wider of the heuristic's widths (the wave-filling ones
-    included) with as many stages as fit."""
+    included) with as many stages as fit; last the 16-bit 128 × 256 pick's tall form (256 × 128, C in row blocks)."""
     pick = choose_config(4096, 4096, 4096, "bf16")
     assert [c.name for c in autotune.candidates(pick, 4096, 4096, 4096)] == [
-        "h128x256s4t2o1", "h128x128s6t2o1", "h128x224s4t2o1", "h128x256s3t2o1", "h128x256s4t2sk"]
+        "h128x256s4t2o1", "h128x128s6t2o1", "h128x224s4t2o1", "h128x256s3t2o1", "h128x256s4t2sk", "h256x128s4t2o1"]
     pick = choose_config(384, 4096, 4096, "bf16")
     assert [c.name for c in autotune.candidates(pick, 384, 4096, 4096)][:4] == [
         "h128x96s7t", "h128x192s4t", "h128x64s8t", "h128x112s6t"]

@@ -89,7 +89,7 @@ def test_builder_variants_match_float64(args, dtype, shape):
 @pytest.mark.parametrize("args, message", [
     (dict(epilogue_split=2), "epilogue_split = 2: column blocks are staged by the 'tma' or 'rows' epilogue"),
     (dict(bn=184, epilogue="rows"), "BN = 184 must split into 1 block of a multiple of 16"),
-    (dict(bm=256, bn=128, epilogue="tma", epilogue_split=2), "built for BM = 128"),
+    (dict(bm=256, bn=128, epilogue="tma", epilogue_split=3), "staged as its 2 64-row wgmma blocks in turn"),
     (dict(bn=256, epilogue="tma", epilogue_split=3), "BN = 256 must split into 3 blocks of a multiple of 16"),
     (dict(bn=240, epilogue="tma", epilogue_split=2), "BN = 240 must split into 2 blocks of a multiple of 16"),
     (dict(overlap=2), "overlap = 2: .* is built for the TMA-store epilogue"),

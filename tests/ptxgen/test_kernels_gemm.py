@@ -72,7 +72,10 @@ def rand(shape, dtype, rng, scale=1.0):
                                     "columns"),
     (dict(bn=256, epilogue="tma", epilogue_split=3), "GemmConfig.epilogue_split = 3: BN = 256 must split into 3 "
                                                      "blocks of a multiple of 16"),
-    (dict(bm=256, bn=128, stages=2, epilogue="tma", epilogue_split=2), "column blocks are built for BM = 128"),
+    (dict(bm=256, bn=128, stages=2, epilogue="tma", epilogue_split=3),
+     "GemmConfig.epilogue_split = 3: with BM = 256 a warpgroup's 128 rows are staged as its 2 64-row wgmma blocks in "
+     "turn"),
+    (dict(bm=256, bn=128, stages=2, epilogue="rows", epilogue_split=2), "by the 'tma' epilogue of a row-major C"),
     (dict(epilogue="tma", swap_ab=True), "GemmConfig.swap_ab = True: C is written through its transposed view, by "
                                          "the 'direct' epilogue or by the 'tma' epilogue with c_major = 'M' \\(not "
                                          "epilogue = 'tma', c_major = 'N'\\)"),

@@ -23,11 +23,15 @@ output cannot take, is left out) and the duplicates dropped:
    that epilogue), off → on (unswapped and mid-M swapped: the last wave shared out; small-M swapped: every SM);
 5. swap-AB toggled where M ≤ ``SWAP_MAX_M`` = 128: the swapped form of an unswapped pick (BN = M rounded up to 16, 32,
    64 or 128, 8 stages or as many as shared memory holds, direct epilogue), or the unswapped 128 × 128 tile of a
-   swapped pick (TMA-store epilogue, or the rows epilogue for a C whose rows TMA cannot store).
+   swapped pick (TMA-store epilogue, or the rows epilogue for a C whose rows TMA cannot store);
+6. the tall form of a 16-bit 128 × 256 TMA-store pick of M over 256: the 256 × 128 tile with 4 stages, its C staged
+   in each warpgroup's two 64-row blocks in turn (``epilogue_split`` = 2, ``GemmConfig.staged_block``), the pick's
+   cluster, stream-K and overlap kept — cuBLAS's tile at large M, within ±3% of the pick where measured
+   (docs/gpu-runs/2026-11-27-s31.log section 1).
 
 E.g. ``candidates(choose_config(4096, 4096, 4096), 4096, 4096, 4096)`` = ``h128x256s4t2o1`` (the pick),
 ``h128x128s6t2o1`` (BN halved), ``h128x224s4t2o1`` (the next narrower width), ``h128x256s3t2o1`` (one stage fewer;
-one more does not fit), ``h128x256s4t2sk`` (stream-K); ``candidates(choose_config(16, 4096, 4096), 16, 4096, 4096)``
+one more does not fit), ``h128x256s4t2sk`` (stream-K), ``h256x128s4t2o1`` (the tall form); ``candidates(choose_config(16, 4096, 4096), 16, 4096, 4096)``
 starts
 ``h128x16s8zx`` (the pick: split-K), then ``h128x16s8ska1x`` (stream-K on every SM), ``h128x16s8x`` (neither),
 ``h128x32s8zx`` (BN doubled), ``h128x16s7zx``, ``h128x16s9zx`` (stages) and ``h128x128s6t`` (unswapped).
@@ -127,6 +131,8 @@ def _neighbours(pick: GemmConfig, m: int, c_row_ok: bool):
     elif m <= SWAP_MAX_M:
         yield _fitting(GemmConfig(dtype=pick.dtype, bn=_swapped_bn(m), stages=8, promote=pick.promote, swap_ab=True,
                                   a_major=pick.b_major, b_major=pick.a_major, bias=pick.bias, out_dtype=pick.out_dtype))
+    if not pick.fp8 and not pick.swap_ab and (pick.bm, pick.bn) == (128, 256) and pick.epilogue == "tma" and m > 256:
+        yield pick.replace(bm=256, bn=128, stages=4, epilogue_split=2)
 
 
 def candidates(pick: GemmConfig, m: int, n: int, k: int, c_row_ok: bool = True, sms: int = H100_SMS) -> list:

@@ -68,8 +68,10 @@ class GemmConfig:
       column is stored as that int: ``GemmConfig(cluster=(2, 1)) == GemmConfig(cluster=2)``).
     - ``epilogue``: ``"direct"`` (st.global from the registers, any N), ``"rows"`` (staged in smem, stored by warps
       along rows: any N), ``"tma"`` (staged in smem, TMA stores: C's rows 16-byte aligned); ``epilogue_split`` stages
-      the tile in that many column blocks of BN/epilogue_split columns each, a multiple of 16 (32 bytes of C). A
-      block is staged by stmatrix in K-major atoms of the widest swizzle whose row divides it — SW128 (64 columns:
+      the tile in that many column blocks of BN/epilogue_split columns each, a multiple of 16 (32 bytes of C); with
+      BM = 256 (``tma``, row-major C) in that many blocks of each warpgroup's two 64-row wgmma blocks in turn, each
+      cut into epilogue_split/2 column blocks (``staged_block``: a 256 × 128 tile with epilogue_split = 2 stages
+      half its C, room for a fourth stage). A block is staged by stmatrix in K-major atoms of the widest swizzle whose row divides it — SW128 (64 columns:
       BN 128, 192, 256), SW64 (32: BN 96, 160, 224), SW32 (16: BN 112, 144, 176) — and stored by TMA one atom row
       wide (so 3 stores of 64 × 32 per warpgroup for BN 96, 7 of 64 × 16 for BN 112).
     - ``a_major``, ``b_major``: ``"K"`` (A (M, K), B (N, K)) or ``"MN"`` (A (K, M), B (K, N)).
@@ -220,6 +222,23 @@ class GemmConfig:
         return self.bm // 2
 
     @property
+    def staged_row_blocks(self) -> int:
+        """The 64-row blocks a consumer warpgroup's rows are staged in one after the other by a split epilogue: its
+        rows/64 wgmma row blocks where ``epilogue_split`` > 1 (BM = 256: 2, so that its staged C is half the
+        tile), else 1 (the warpgroup's rows staged whole). ``GemmConfig(bm=256, bn=128, stages=4,
+        epilogue="tma", epilogue_split=2).staged_row_blocks`` = 2; ``GemmConfig(epilogue_split=2)``'s 1."""
+        return self.rows // 64 if self.epilogue_split > 1 else 1
+
+    @property
+    def staged_block(self) -> tuple:
+        """(rows, columns) of one staged block of a consumer warpgroup's accumulator: ``epilogue_split`` blocks in
+        all, ``staged_row_blocks`` row blocks each cut into column blocks. ``GemmConfig(epilogue="tma",
+        epilogue_split=2).staged_block`` = (64, 128); ``GemmConfig(bm=256, bn=128, epilogue="tma",
+        epilogue_split=4).staged_block`` = (64, 64). Post: rows · columns · ``epilogue_split`` = BM/2 · BN."""
+        row_blocks = self.staged_row_blocks
+        return self.rows // row_blocks, self.bn * row_blocks // max(self.epilogue_split, 1)
+
+    @property
     def row_blocks_in_turn(self) -> bool:
         """Block scales with BM = 256, unswapped: each consumer warpgroup promotes its two 64-row wgmma blocks one
         after the other from one chunk of BN/2 registers (see ``scales``). ``GemmConfig("e4m3", bm=256, bn=128,
@@ -265,7 +284,7 @@ class GemmConfig:
         """The shared memory the kernel allocates: the A and B rings, the staged C (``rows``/``tma``) and the
         pipeline's barriers. ``GemmConfig().smem_bytes()`` = 4 · (128 + 256) · 128 + 64 = 196672."""
         ring = (self.bm + self.bn) * SWIZZLE_ROW * self.stages
-        staged = self.bm * (self.bn // max(self.epilogue_split, 1)) * ELEMENT_BYTES[self.out_dtype] if self.staged \
+        staged = 2 * self.staged_block[0] * self.staged_block[1] * ELEMENT_BYTES[self.out_dtype] if self.staged \
             else 0
         return ring + staged + self.scale_ring_bytes() + PIPELINE_STAGE_BYTES * self.stages
 
@@ -670,13 +689,19 @@ def _epilogue(c: GemmConfig):
         unit = STAGED_ROW_BYTES // ELEMENT_BYTES[c.out_dtype]
         why = (f"whole {STAGED_ROW_BYTES}-byte rows of {c.out_dtype}: the narrowest swizzle atom, SW32, of the staged "
                "epilogue")
-    if c.staged and (c.bn % c.epilogue_split or (c.bn // c.epilogue_split) % unit):
+    row_blocks = c.staged_row_blocks
+    if c.epilogue_split > 1 and row_blocks > 1 and (c.epilogue_split % row_blocks or c.c_major == "M" or
+                                                    c.epilogue != "tma"):
+        return (f"epilogue_split = {c.epilogue_split}: with BM = {c.bm} a warpgroup's {c.rows} rows are staged as its "
+                f"{row_blocks} 64-row wgmma blocks in turn (each block a run of the accumulator's values), each cut "
+                f"into column blocks: a multiple of {row_blocks}, by the 'tma' epilogue of a row-major C "
+                f"(c_major = 'N')")
+    columns = c.bn * row_blocks // c.epilogue_split
+    if c.staged and (c.bn * row_blocks % c.epilogue_split or columns % unit):
         return (("bn = " if c.epilogue_split == 1 else "epilogue_split = ")
                 + f"{c.bn if c.epilogue_split == 1 else c.epilogue_split}: BN = {c.bn} must split into "
-                f"{c.epilogue_split} block{'s' if c.epilogue_split > 1 else ''} of a multiple of {unit} columns ({why})")
-    if c.epilogue_split > 1 and c.rows != 64:
-        return (f"epilogue_split = {c.epilogue_split}: column blocks are built for BM = 128 (a column block is then a "
-                f"run of the accumulator's values), not BM = {c.bm}")
+                f"{c.epilogue_split // row_blocks} block{'s' if c.epilogue_split > row_blocks else ''} of a multiple "
+                f"of {unit} columns ({why})")
     if c.swap_ab and (c.epilogue == "rows" or (c.epilogue == "tma") != (c.c_major == "M")):
         return (f"swap_ab = True: C is written through its transposed view, by the 'direct' epilogue or by the "
                 f"'tma' epilogue with c_major = 'M' (not epilogue = {c.epilogue!r}, c_major = {c.c_major!r})")

@@ -50,7 +50,7 @@ def staged_c_swizzle(config: GemmConfig) -> str:
     rows 64 of the tile's rows: ``"SW128"``."""
     if config.c_major == "M":
         return "SW128"
-    block = config.bn // config.epilogue_split
+    block = config.staged_block[1]
     for swizzle in STAGED_SWIZZLES:
         if block % _atom_columns(swizzle, config.out_dtype) == 0:
             return swizzle
@@ -81,22 +81,24 @@ def staged_c_layout(config: GemmConfig):
     atoms of ``staged_c_swizzle`` (``gmma_smem_layout``): bf16 BM 128, BN 96 → ``Sw<2,4,3> o 0 o ((8,16),(32,3)):
     ((32,256),(1,4096))``. A column-major C (``c_major = "M"``) is staged transposed, (BN/epilogue_split, BM) in
     SW128 atoms whose rows are 64 of the tile's rows: bf16 BM 128, BN 152 → ``Sw<3,4,3> o 0 o ((8,19),(64,2)):
-    ((64,512),(1,9728))``. Post: a bijection onto BM·BN/epilogue_split elements (``smem_bytes`` counts exactly
-    them)."""
-    block = config.bn // config.epilogue_split
+    ((64,512),(1,9728))``. With BM = 256 and a split (``staged_block``) the two warpgroups' current 64-row blocks:
+    bf16 256 × 128 split in 2 → ``Sw<3,4,3> o 0 o ((8,16),(64,2)):((64,512),(1,8192))``. Post: a bijection onto
+    BM·BN/epilogue_split elements (``smem_bytes`` counts exactly them)."""
+    rows, block = config.staged_block
     if config.c_major == "M":
         return gmma_smem_layout("K", "SW128", config.out_dtype, (block, config.bm))
-    return gmma_smem_layout("K", staged_c_swizzle(config), config.out_dtype, (config.bm, block))
+    return gmma_smem_layout("K", staged_c_swizzle(config), config.out_dtype, (2 * rows, block))
 
 
 def c_parameter(config: GemmConfig):
-    """The type of the kernel's ``%c``: a TMA map of one consumer warpgroup's rows × one atom row of columns
+    """The type of the kernel's ``%c``: a TMA map of one consumer warpgroup's staged rows (``staged_block``) × one
+    atom row of columns
     (``staged_c_columns``: 64 bf16 for SW128, 32 for SW64, 16 for SW32) (``tma``; with ``c_major = "M"`` a map of
     C's transpose, (N, M), whose box is a column block × 64 rows of the tile), else a rank-2 gtensor."""
     if config.epilogue == "tma" and config.c_major == "M":
         return tmap(config.out_dtype, 2, tile_split(staged_c_layout(config), 1, TRANSPOSED_BOX_ROWS)[0])
     if config.epilogue == "tma":
-        c_rows = tile_split(staged_c_layout(config), 0, config.rows)[0]           # one consumer warpgroup's rows
+        c_rows = tile_split(staged_c_layout(config), 0, config.staged_block[0])[0]   # one warpgroup's staged rows
         c_box = tile_split(c_rows, 1, staged_c_columns(config))[0]               # one TMA store: rows x atom row
         return tmap(config.out_dtype, 2, c_box)
     return gtensor(config.out_dtype, 2)
@@ -104,10 +106,12 @@ def c_parameter(config: GemmConfig):
 
 def stage_column_block(b, c_mine, lt, out, h: int, split: int, rows: int, c_cols: int, out_dtype: str, tag: str,
                        trans: bool = False):
-    """Write column block ``h`` of ``split`` of the warpgroup's (rows, BN) accumulator ``out`` (already ``out_dtype``)
-    into its smem rows ``c_mine`` (rows, c_cols = BN/split) through the accumulator's TV layout: block h is the run
-    of values h·size/split … of the fragment (frag.slice; the whole fragment when split = 1). ``trans``: c_mine is
-    the transposed view of a K-major tile (``c_major = "M"``), written by ``stmatrix.trans``."""
+    """Write block ``h`` of ``split`` of the warpgroup's accumulator ``out`` (already ``out_dtype``) into its smem
+    rows ``c_mine`` (rows, c_cols) through the accumulator's TV layout: block h is the run of values h·size/split …
+    of the fragment (frag.slice; the whole fragment when split = 1) — column block h of a 64-row accumulator, or,
+    with two 64-row wgmma blocks (BM = 256, ``staged_block``: rows = 64), column block h mod split/2 of row block
+    h // (split/2). ``trans``: c_mine is the transposed view of a K-major tile (``c_major = "M"``), written by
+    ``stmatrix.trans``."""
     values = out.type.size // split
     part = out if split == 1 else b.frag.slice(out, offset=h * values, type=frag(out_dtype, values), name=f"out{tag}")
     # stmatrix.x4: each lane stores 8 values (four 8 × 8 matrices per warp instruction) instead of 2 per st.shared;
@@ -175,21 +179,28 @@ def store_out(g, out, tm2, tn2):
         if config.c_major == "M":
             store_transposed(g, out, r0, n0c, wg_leader)
             return
-        c_mine = b.smem.tile(g.sc, g.cw, mode=0, size=rows, name="c_mine")
-        box_cols = staged_c_columns(config)   # one TMA box: the warpgroup's rows x one row of the staged atom
+        # BM = 256 split: a warpgroup's two 64-row wgmma blocks go out in turn (``staged_block``), each in
+        # split/2 column blocks through one (64, BN·2/split) buffer
+        block_rows, c_cols = config.staged_block
+        column_blocks = split // config.staged_row_blocks
+        c_mine = b.smem.tile(g.sc, g.cw, mode=0, size=block_rows, name="c_mine")
+        box_cols = staged_c_columns(config)   # one TMA box: the staged rows x one row of the staged atom
         boxes = c_cols // box_cols
         c_col = b.const(box_cols, i32, name=f"c{box_cols}")
         for h in range(split):
             tag = f"_{h}" if split > 1 else ""
+            row_block, column_block = divmod(h, column_blocks)
             stage_for_tma(g, wg_leader, c_mine, out, h, tag)
+            block_r0 = r0 if row_block == 0 else \
+                b.arith.add(r0, b.const(row_block * block_rows, i32, name=f"c_rows{tag}"), name=f"r0{tag}")
             with b.scf.if_(wg_leader).then:
                 for j in range(boxes):
-                    cj = b.const(j + h * boxes, i32, name=f"cj{j}{tag}")
-                    box = b.smem.tile(c_mine, b.const(j, i32, name=f"cb{j}{tag}") if h else cj, mode=1,
+                    cj = b.const(j + column_block * boxes, i32, name=f"cj{j}{tag}")
+                    box = b.smem.tile(c_mine, b.const(j, i32, name=f"cb{j}{tag}") if column_block else cj, mode=1,
                                       size=box_cols, name=f"c_box{j}{tag}")
                     col = b.arith.add(n0c, b.arith.mul(cj, c_col, name=f"c_off{j}{tag}"),
                                       name=f"c_col{j}{tag}")
-                    b.tma.store(kb["c"], box, r0, col)
+                    b.tma.store(kb["c"], box, block_r0, col)
                 b.tma.store_commit()
                 b.scf.yield_()
 
@@ -203,8 +214,8 @@ def stage_for_tma(g, wg_leader, c_mine, out, h: int, tag: str, trans: bool = Fal
         b.tma.store_wait(pending=0, read=True)
         b.scf.yield_()
     b.barrier.named(id=1, threads=256)
-    stage_column_block(b, c_mine, g.lt, out, h, config.epilogue_split, config.rows, config.bn // config.epilogue_split,
-                       config.out_dtype, tag, trans)
+    rows, columns = config.staged_block
+    stage_column_block(b, c_mine, g.lt, out, h, config.epilogue_split, rows, columns, config.out_dtype, tag, trans)
     b.fence.proxy_async()   # the generic smem writes before the async-proxy (TMA) reads
     b.barrier.named(id=1, threads=256)
 
