@@ -59,19 +59,22 @@ def test_the_narrow_tiles_validate_and_stage_in_the_widest_dividing_swizzle(name
 
 
 @pytest.mark.parametrize("fields, message", [
-    (dict(bn=104, epilogue="tma"),
+    (dict(bn=104, epilogue="rows"),
      "GemmConfig.bn = 104: BN = 104 must split into 1 block of a multiple of 16 columns (whole 32-byte rows of bf16: "
      "the narrowest swizzle atom, SW32, of the staged epilogue)"),
     (dict(bn=200, epilogue="rows", stages=3),
      "GemmConfig.bn = 200: BN = 200 must split into 1 block of a multiple of 16 columns (whole 32-byte rows of bf16: "
      "the narrowest swizzle atom, SW32, of the staged epilogue)"),
-    (dict(bn=96, epilogue="tma", epilogue_split=4),
+    (dict(bn=96, epilogue="rows", epilogue_split=4),
      "GemmConfig.epilogue_split = 4: BN = 96 must split into 4 blocks of a multiple of 16 columns (whole 32-byte rows "
      "of bf16: the narrowest swizzle atom, SW32, of the staged epilogue)"),
     (dict(bn=96, epilogue="tma", epilogue_split=5),
-     "GemmConfig.epilogue_split = 5: BN = 96 must split into 5 blocks of a multiple of 16 columns (whole 32-byte rows "
-     "of bf16: the narrowest swizzle atom, SW32, of the staged epilogue)"),
-    (dict(dtype="e4m3", out_dtype="f16", bn=120, epilogue="tma", promote=4),
+     "GemmConfig.epilogue_split = 5: BN = 96 must split into 5 blocks of a multiple of 8 columns (whole 16-byte rows "
+     "of bf16: the unswizzled atom, the narrowest the TMA store reads)"),
+    (dict(bn=96, epilogue="tma", epilogue_split=8),
+     "GemmConfig.epilogue_split = 8: BN = 96 must split into 8 blocks of a multiple of 8 columns (whole 16-byte rows "
+     "of bf16: the unswizzled atom, the narrowest the TMA store reads)"),
+    (dict(dtype="e4m3", out_dtype="f16", bn=120, epilogue="rows", promote=4),
      "GemmConfig.bn = 120: BN = 120 must split into 1 block of a multiple of 16 columns (whole 32-byte rows of f16: "
      "the narrowest swizzle atom, SW32, of the staged epilogue)"),
 ])

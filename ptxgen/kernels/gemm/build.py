@@ -7,7 +7,7 @@
   allows) whose thread 0 walks every (tile, k-tile) of its CTA with ONE running iteration counter, acquiring pipeline
   stages and issuing the TMA loads of A's BM × 64 and B's BN × 64 boxes (K-major SW128 GMMA atoms); the two CONSUMER
   warpgroups (registers raised to 240: 128·24 + 256·240 = 64 Ki, the whole register file) each own BM/2 rows of the
-  tile. Because the counter runs across tiles, the producer fills the stages of the next tile while the consumers
+  tile (or, ``warpgroups_along = "n"``, all BM rows and BN/2 columns each). Because the counter runs across tiles, the producer fills the stages of the next tile while the consumers
   still store the last one: the epilogue hides behind the next tile's loads.
 - Mainloop (``mainloop``): per k-tile a consumer waits for the stage, issues its wgmmas (``wgmma.mma`` of (BM/2) × BN
   × 64: BM/128 m64 blocks × 4 k16 steps), commits, and waits with ONE group still pending (``wgmma.wait {pending =
@@ -58,7 +58,7 @@ def build(config: GemmConfig = GemmConfig(), loads_only: bool = False):
                                                  config.cluster_ctas)
     cm, cn = config.cluster_grid
     bk = config.k_tile
-    rows = config.rows                               # rows of each of the two consumer warpgroups
+    rows = config.rows                               # rows of each of the two consumer warpgroups (BM/2 or BM)
     a_ring, a_box, g.a_loads = mainloop.operand_ring(dtype, bm, stages, config.a_major)
     b_ring, b_box, g.b_loads = mainloop.operand_ring(dtype, bn, stages, config.b_major)
     # what one CTA loads of A and of B: the CTAs of a grid row (cn of them along N) share A, those of a grid column
@@ -66,11 +66,11 @@ def build(config: GemmConfig = GemmConfig(), loads_only: bool = False):
     a_part = tile_split(a_box, 0, bm // cn)[0] if cn > 1 else a_box
     b_part = tile_split(b_box, 0, bn // cm)[0] if cm > 1 else b_box
     a_mk = stage_sliced(a_ring) if config.a_major == "K" else permute_layout(stage_sliced(a_ring), (1, 0))
-    g.a_rows_t = smem(dtype, tile_split(a_mk, 0, rows)[0])
+    g.a_rows_t = smem(dtype, tile_split(a_mk, 0, rows)[0] if config.warpgroups_along == "m" else a_mk)
     g.stage_bytes = (bm + bn) * bk * ELEMENT_BYTES[dtype]
     if config.scales_smem:
         g.stage_bytes += block_scales.stage_scale_bytes(config)   # the stage's scales ride its barrier
-    g.acc_t = frag("f32", (bn // 2) * (rows // 64))
+    g.acc_t = frag("f32", (config.columns // 2) * (rows // 64))
     # what one promotion adds into a total: the warpgroup's whole accumulator, or (``row_blocks_in_turn``) one m64
     # block of it, the chunk its two row blocks take in turn
     g.chunk_rows = 64 if config.row_blocks_in_turn else rows
@@ -166,7 +166,12 @@ def build(config: GemmConfig = GemmConfig(), loads_only: bool = False):
     with role["consumer"]:
         g.cw = b.arith.sub(g.wg, c1, name="cw")
         g.lt = b.arith.rem(thread, g.c_wg, name="lt")
-        g.row_off = b.arith.mul(g.cw, g.c_rows, name="row_off")
+        # the warpgroup's part of the tile: BM/2 rows at row_off, or (warpgroups along N) BN/2 columns at col_off
+        if config.warpgroups_along == "m":
+            g.row_off, g.col_off = b.arith.mul(g.cw, g.c_rows, name="row_off"), c0
+        else:
+            columns = b.const(config.columns, i32, name="columns")
+            g.row_off, g.col_off = c0, b.arith.mul(g.cw, columns, name="col_off")
         g.fzero = b.const(0.0, f32, name="fzero")
         schedule.consume_tiles(
             g, lambda ct, lo, hi, cit, hook=None: mainloop.consume(g, ct, lo, hi, cit, hook),

@@ -35,8 +35,10 @@ SMEM_BYTES = 227 * 1024  # the dynamic shared memory a Hopper CTA can have
 # mbarrier bytes per pipeline stage (a full and an empty barrier of 8 bytes each)
 PIPELINE_STAGE_BYTES = 16
 # bytes of C's row in the narrowest atom the staged epilogue tiles its column blocks from (SW32: 16 bf16/f16 columns;
-# wider blocks take SW64's 64-byte or SW128's 128-byte rows where they divide them: ``epilogue.staged_c_swizzle``)
+# wider blocks take SW64's 64-byte or SW128's 128-byte rows where they divide them: ``epilogue.staged_c_swizzle``);
+# the TMA-store epilogue also the unswizzled atom's 16-byte rows (8 columns: a column-split tile's 88-column half)
 STAGED_ROW_BYTES = 32
+TMA_STAGED_ROW_BYTES = 16
 
 
 def k_tile(dtype: str) -> int:
@@ -53,7 +55,11 @@ class GemmConfig:
     - ``dtype``: A's and B's element type, ``bf16``/``f16`` or fp8 ``e4m3``/``e5m2``; ``out_dtype``: C's (default:
       ``dtype`` for 16-bit inputs, ``bf16`` for fp8, which may also give ``f16``).
     - ``bm``, ``bn``: the tile; BM rows are split between the two consumer warpgroups (BM/2 = 64·P rows each), BN is
-      the wgmma's N. ``stages``: the smem pipeline's depth. ``group``: tile rows per rasterization group.
+      the wgmma's N. ``warpgroups_along = "n"`` (name ``C`` after the stages, cuBLAS's "coopB"): the warpgroups split
+      the columns instead, each all BM rows (64, 128, 192 or 256: BM/64 wgmma row blocks of the whole A stage) × BN/2
+      columns (its half of the B stage), so that a 192-row tile exists (``h192x176s4Ct3``); 16-bit at most 132 f32
+      accumulator values a thread, fp8 144 (chunk and total), per-tensor scales, K-major B, the ``tma`` or ``direct``
+      epilogue of a row-major C. ``stages``: the smem pipeline's depth. ``group``: tile rows per rasterization group.
     - ``pending``: wgmma groups left in flight at each k-tile's wait (0: each waited for; 1: the next one queued).
     - ``cluster``: CTAs per cluster sharing an operand by TMA multicast; ``cluster_along``: ``"m"`` — the cluster
       tile is (cluster·BM) × BN, CTA ``rank`` takes BM-row part ``rank`` and the CTAs share B (each loads
@@ -189,6 +195,7 @@ class GemmConfig:
     release_per_warpgroup: bool = False
     chunk_ahead: bool = False
     cluster_along: str = "m"
+    warpgroups_along: str = "m"
 
     def __post_init__(self):
         if self.out_dtype is None:
@@ -218,8 +225,15 @@ class GemmConfig:
 
     @property
     def rows(self) -> int:
-        """Rows of the tile per consumer warpgroup (BM/2)."""
-        return self.bm // 2
+        """Rows of the tile per consumer warpgroup: BM/2, or BM where the warpgroups split the columns
+        (``warpgroups_along = "n"``)."""
+        return self.bm // 2 if self.warpgroups_along == "m" else self.bm
+
+    @property
+    def columns(self) -> int:
+        """Columns of the tile per consumer warpgroup (its wgmma's N): BN, or BN/2 where the warpgroups split the
+        columns. ``GemmConfig(bm=192, bn=176, warpgroups_along="n")``: rows 192, columns 88."""
+        return self.bn if self.warpgroups_along == "m" else self.bn // 2
 
     @property
     def staged_row_blocks(self) -> int:
@@ -236,7 +250,7 @@ class GemmConfig:
         epilogue_split=2).staged_block`` = (64, 128); ``GemmConfig(bm=256, bn=128, epilogue="tma",
         epilogue_split=4).staged_block`` = (64, 64). Post: rows · columns · ``epilogue_split`` = BM/2 · BN."""
         row_blocks = self.staged_row_blocks
-        return self.rows // row_blocks, self.bn * row_blocks // max(self.epilogue_split, 1)
+        return self.rows // row_blocks, self.columns * row_blocks // max(self.epilogue_split, 1)
 
     @property
     def row_blocks_in_turn(self) -> bool:
@@ -334,7 +348,7 @@ class GemmConfig:
         (``group_ahead``: the next tile's group) — ``h128x128s5to1BSGczn`` —, ``R<producer>-<consumer>``
         (registers), ``_<out_dtype>`` (fp8 with an f16 C). The dtype is not part of the name.
         ``GemmConfig(cluster=2, epilogue="tma", epilogue_split=2).name`` = ``h128x256s4c2t2``."""
-        parts = [f"h{self.bm}x{self.bn}s{self.stages}"]
+        parts = [f"h{self.bm}x{self.bn}s{self.stages}" + ("C" if self.warpgroups_along == "n" else "")]
         if self.pending != 1:
             parts.append(f"p{self.pending}")
         if self.group != 8:
@@ -397,7 +411,7 @@ class GemmConfig:
         Post: ``from_name(c.name, c.dtype) == c``; an unknown name is a ValueError that gives the grammar."""
         m = _NAME.fullmatch(name)
         if not m:
-            raise ValueError(f"unknown GEMM variant {name!r}: h<BM>x<BN>s<stages>[p<pending>][g<group>]"
+            raise ValueError(f"unknown GEMM variant {name!r}: h<BM>x<BN>s<stages>[C][p<pending>][g<group>]"
                              "[c<cluster>[n]|c<cm>x<cn>]"
                              "[k<promote>][t|r[<split>]][o<overlap>][q<load batch>][d][e][sk[a][<min saving>]][z][m<a><b>][x][b][T][B][f][w]"
                              "[l][S][A][Gc|Gm[z][n]]"
@@ -407,7 +421,7 @@ class GemmConfig:
             dtype=dtype, bm=int(g["bm"]), bn=int(g["bn"]), stages=int(g["stages"]),
             pending=int(g["pending"] or 1), group=int(g["group"] or 8),
             cluster=(int(g["cluster"]), int(g["cluster_n"])) if g["cluster_n"] else int(g["cluster"] or 1),
-            cluster_along="n" if g["along"] else "m",
+            cluster_along="n" if g["along"] else "m", warpgroups_along="n" if g["columns"] else "m",
             promote=int(g["promote"] or 1), epilogue={"t": "tma", "r": "rows", None: "direct"}[g["epi"]],
             epilogue_split=int(g["split"] or 1), overlap=int(g["overlap"] or 0), load_batch=int(g["batch"] or 1),
             prefetch_maps=bool(g["maps"]), release_per_warpgroup=bool(g["wg_release"]),
@@ -425,7 +439,7 @@ class GemmConfig:
             registers=(int(g["rp"]), int(g["rc"])) if g["rp"] else (24, 240), out_dtype=g["out"])
 
 
-_NAME = re.compile(r"h(?P<bm>\d+)x(?P<bn>\d+)s(?P<stages>\d+)(?:p(?P<pending>\d+))?(?:g(?P<group>\d+))?"
+_NAME = re.compile(r"h(?P<bm>\d+)x(?P<bn>\d+)s(?P<stages>\d+)(?P<columns>C)?(?:p(?P<pending>\d+))?(?:g(?P<group>\d+))?"
                    r"(?:c(?P<cluster>\d+)(?:(?P<along>n)|x(?P<cluster_n>\d+))?)?(?:k(?P<promote>\d+))?(?:(?P<epi>[tr])(?P<split>\d)?)?(?:o(?P<overlap>\d+))?"
                    r"(?:q(?P<batch>\d+))?(?P<maps>d)?(?P<wg_release>e)?"
                    r"(?:(?P<sk>sk)(?P<every>a)?(?P<saving>\d+)?)?(?P<splitk>z)?(?:m(?P<majors>[kn]{2}))?(?P<swap>x)?(?P<bias>b)?(?P<ctrans>T)?"
@@ -445,6 +459,11 @@ def _dtypes(c: GemmConfig):
 
 
 def _tile(c: GemmConfig):
+    if c.warpgroups_along not in ("m", "n"):
+        return (f"warpgroups_along = {c.warpgroups_along!r}: the two consumer warpgroups split the tile's rows ('m') "
+                "or its columns ('n')")
+    if c.warpgroups_along == "n":
+        return _columns_split(c)
     if c.bm not in (128, 256):
         return (f"bm = {c.bm}: the two consumer warpgroups take BM/2 rows each in 64-row wgmma blocks, and a TMA box "
                 "has at most 256 rows: BM is 128 or 256")
@@ -461,6 +480,37 @@ def _tile(c: GemmConfig):
         return (f"pending = {c.pending}: a k-tile's stage is released once the wgmma group after it is queued, so at "
                 "most 1 group may stay in flight (0 or 1)")
     return None
+
+
+# the f32 accumulator values per consumer thread a column-split tile may hold within the 240 registers setmaxnreg
+# gives a consumer (16-bit: its accumulator; fp8 with promotion: a chunk and a total): bf16 192 x 176 (132 values)
+# ran 774 TFLOP/s at 2046x2112x12288, 192 x 192 (144) and 192 x 208 (156) 119-133; e4m3 192 x 96 (2 x 72) 1107 at
+# 2199x2112x57344, 192 x 128 (2 x 96) 619 (docs/gpu-runs/2026-11-27-s31.log section 2)
+COLUMN_SPLIT_MAX_VALUES = {16: 132, 8: 144}
+
+
+def _columns_split(c: GemmConfig):
+    """The rules of ``warpgroups_along = "n"`` (each consumer warpgroup all BM rows, BN/2 columns)."""
+    why = "with warpgroups_along = 'n' each consumer warpgroup computes all BM rows × BN/2 columns"
+    if c.bm not in (64, 128, 192, 256):
+        return f"bm = {c.bm}: {why}, in 64-row wgmma blocks of one TMA box (at most 256 rows): BM is 64, 128, 192 or 256"
+    if not (isinstance(c.bn, int) and 16 <= c.bn <= 256 and c.bn % 16 == 0):
+        return f"bn = {c.bn}: {why}, BN/2 its wgmma's N (a multiple of 8): BN a multiple of 16 from 16 to 256"
+    values = c.bm * c.bn // 2 // 128 * (2 if c.fp8 and c.promote > 1 else 1)
+    most = COLUMN_SPLIT_MAX_VALUES[8 if c.fp8 else 16]
+    if values > most:
+        return (f"bn = {c.bn}: {why}: {values} f32 accumulator values per thread"
+                + (" (a chunk and a total: promote > 1)" if c.fp8 and c.promote > 1 else "")
+                + f", over the {most} that fit beside the rest of the consumer's 240 registers")
+    for field, value, allowed in (("scales", c.scales, "tensor"), ("b_major", c.b_major, "K"),
+                                  ("c_major", c.c_major, "N"), ("swap_ab", c.swap_ab, False),
+                                  ("grouped", c.grouped, "none")):
+        if value != allowed:
+            return f"{field} = {value!r}: {why}; built for {field} = {allowed!r}"
+    if c.epilogue == "rows":
+        return f"epilogue = 'rows': {why}; built for the 'tma' and 'direct' epilogues"
+    c_rest = GemmConfig(bm=128, bn=c.bn, stages=c.stages, group=c.group, pending=c.pending, load_batch=c.load_batch)
+    return _tile(c_rest)
 
 
 def _majors(c: GemmConfig):
@@ -685,6 +735,10 @@ def _epilogue(c: GemmConfig):
     # the narrowest atom, SW32, of C itself
     if c.c_major == "M":
         unit, why = 8, "the rows of C's transpose in an SW128 atom, c_major = 'M'"
+    elif c.epilogue == "tma":
+        unit = TMA_STAGED_ROW_BYTES // ELEMENT_BYTES[c.out_dtype]
+        why = (f"whole {TMA_STAGED_ROW_BYTES}-byte rows of {c.out_dtype}: the unswizzled atom, the narrowest the TMA "
+               "store reads")
     else:
         unit = STAGED_ROW_BYTES // ELEMENT_BYTES[c.out_dtype]
         why = (f"whole {STAGED_ROW_BYTES}-byte rows of {c.out_dtype}: the narrowest swizzle atom, SW32, of the staged "
@@ -696,10 +750,11 @@ def _epilogue(c: GemmConfig):
                 f"{row_blocks} 64-row wgmma blocks in turn (each block a run of the accumulator's values), each cut "
                 f"into column blocks: a multiple of {row_blocks}, by the 'tma' epilogue of a row-major C "
                 f"(c_major = 'N')")
-    columns = c.bn * row_blocks // c.epilogue_split
-    if c.staged and (c.bn * row_blocks % c.epilogue_split or columns % unit):
+    columns = c.columns * row_blocks // c.epilogue_split
+    if c.staged and (c.columns * row_blocks % c.epilogue_split or columns % unit):
+        whose = f"BN = {c.bn}" if c.warpgroups_along == "m" else f"a warpgroup's BN/2 = {c.columns} columns"
         return (("bn = " if c.epilogue_split == 1 else "epilogue_split = ")
-                + f"{c.bn if c.epilogue_split == 1 else c.epilogue_split}: BN = {c.bn} must split into "
+                + f"{c.bn if c.epilogue_split == 1 else c.epilogue_split}: {whose} must split into "
                 f"{c.epilogue_split // row_blocks} block{'s' if c.epilogue_split > row_blocks else ''} of a multiple "
                 f"of {unit} columns ({why})")
     if c.swap_ab and (c.epilogue == "rows" or (c.epilogue == "tma") != (c.c_major == "M")):

@@ -36,18 +36,21 @@ def row_width(cols: int) -> int:
     return next(width for width in (64, 32, 16) if cols % width == 0)
 
 
-# the staged C's swizzles, widest first: a column block is staged in the widest whose row divides it
-STAGED_SWIZZLES = ("SW128", "SW64", "SW32")
+# the staged C's swizzles, widest first: a column block is staged in the widest whose row divides it (the unswizzled
+# atom's 16-byte rows only by the TMA-store epilogue: the rows epilogue's warps read 16 columns at least)
+STAGED_SWIZZLES = ("SW128", "SW64", "SW32", "INTER")
 
 
 def staged_c_swizzle(config: GemmConfig) -> str:
-    """The staged C's (``rows``/``tma``) swizzle: the widest of SW128, SW64, SW32 (K-major atom rows of 128, 64, 32
-    bytes) whose row's columns divide a column block of BN/epilogue_split columns, so that every TMA box (one atom
+    """The staged C's (``rows``/``tma``) swizzle: the widest of SW128, SW64, SW32, INTER (K-major atom rows of 128,
+    64, 32, 16 bytes) whose row's columns divide a column block (``staged_block``), so that every TMA box (one atom
     row wide: a swizzled box spans at most its swizzle's row) is whole, and a warp's stmatrix writes of 8 rows ×
-    16 bytes still cover the 32 banks once. bf16: BN 256 → ``"SW128"``, BN 96 → ``"SW64"``, BN 112 → ``"SW32"``.
-    Post: ``staged_c_columns(config)`` divides the column block (the config validated: the block is a multiple of
-    one SW32 row, 16 columns of a 16-bit C). A column-major C (``c_major = "M"``) is staged transposed, its atom
-    rows 64 of the tile's rows: ``"SW128"``."""
+    16 bytes still cover the 32 banks once. bf16: BN 256 → ``"SW128"``, BN 96 → ``"SW64"``, BN 112 → ``"SW32"``,
+    the 88-column half of a column-split 192 × 176 tile → ``"INTER"`` (unswizzled: a block of 8 columns is 16-byte
+    rows one after the other). Post: ``staged_c_columns(config)`` divides the column block (the config validated:
+    the block is a multiple of one SW32 row, 16 columns of a 16-bit C — for the ``tma`` epilogue of one unswizzled
+    row, 8 columns). A column-major C (``c_major = "M"``) is staged transposed, its atom rows 64 of the tile's rows:
+    ``"SW128"``."""
     if config.c_major == "M":
         return "SW128"
     block = config.staged_block[1]
@@ -55,8 +58,8 @@ def staged_c_swizzle(config: GemmConfig) -> str:
         if block % _atom_columns(swizzle, config.out_dtype) == 0:
             return swizzle
     raise ValueError(f"GemmConfig.epilogue_split = {config.epilogue_split}: a column block of {block} "
-                     f"{config.out_dtype} columns is no whole number of SW32 rows "
-                     f"({_atom_columns('SW32', config.out_dtype)} columns)")
+                     f"{config.out_dtype} columns is no whole number of unswizzled rows "
+                     f"({_atom_columns('INTER', config.out_dtype)} columns)")
 
 
 def _atom_columns(swizzle: str, out_dtype: str) -> int:
@@ -64,8 +67,8 @@ def _atom_columns(swizzle: str, out_dtype: str) -> int:
 
 
 def staged_c_columns(config: GemmConfig) -> int:
-    """Columns of one row of the staged C's atom, one TMA box's width: 64 / 32 / 16 of a 16-bit C for SW128 / SW64 /
-    SW32. ``h128x96s6t`` (bf16) → 32. With ``c_major = "M"`` a box is the whole column block (its rows in C's
+    """Columns of one row of the staged C's atom, one TMA box's width: 64 / 32 / 16 / 8 of a 16-bit C for SW128 /
+    SW64 / SW32 / INTER. ``h128x96s6t`` (bf16) → 32. With ``c_major = "M"`` a box is the whole column block (its rows in C's
     transpose): ``h128x152s4tT`` → 152."""
     if config.c_major == "M":
         return config.bn // config.epilogue_split
@@ -130,25 +133,33 @@ def c_values(g, acc, tm, tn):
         acc = b.frag.mul(acc, scale, name="scaled")
     if config.bias:
         r0 = b.arith.add(b.arith.mul(tm, g.c_bm, name="bias_m0"), g.row_off, name="bias_r0")
-        n0 = b.arith.mul(tn, g.c_bn, name="bias_n0")
-        window = b.gmem.tile(kb["bias"], r0, n0, shape=(config.rows, config.bn), name="bias_tile")
-        addend = b.gmem.load(window, g.lt, tv=accumulator_block_tv(config.rows, config.bn),
+        n0 = warpgroup_column(g, b.arith.mul(tn, g.c_bn, name="bias_n0"), "bias_n0w")
+        window = b.gmem.tile(kb["bias"], r0, n0, shape=(config.rows, config.columns), name="bias_tile")
+        addend = b.gmem.load(window, g.lt, tv=accumulator_block_tv(config.rows, config.columns),
                              type=frag(config.out_dtype, g.acc_t.shape), name="bias_values")
         acc = b.frag.add(acc, b.frag.cast(addend, type=g.acc_t, name="bias_f32"), name="biased")
     return b.frag.cast(acc, type=frag(config.out_dtype, g.acc_t.shape), name="out")
 
 
+def warpgroup_column(g, n0, name):
+    """The first column of the consumer warpgroup's part of a tile whose first column is ``n0``: ``n0`` itself, or
+    (``warpgroups_along = "n"``) ``n0`` + cw·BN/2."""
+    if g.config.warpgroups_along == "m":
+        return n0
+    return g.b.arith.add(n0, g.col_off, name=name)
+
+
 def store_out(g, out, tm2, tn2):
     """C of the tile (tm2, tn2): its values ``out`` (``c_values``)."""
     b, kb, config = g.b, g.kb, g.config
-    rows, bn, split, out_dtype = config.rows, config.bn, config.epilogue_split, config.out_dtype
-    c_cols = bn // split
+    rows, columns, split, out_dtype = config.rows, config.columns, config.epilogue_split, config.out_dtype
+    c_cols = columns // split
     tile_m0 = b.arith.mul(tm2, g.c_bm, name="tile_m0")
     r0 = b.arith.add(tile_m0, g.row_off, name="r0")
-    n0c = b.arith.mul(tn2, g.c_bn, name="n0c")
+    n0c = warpgroup_column(g, b.arith.mul(tn2, g.c_bn, name="n0c"), "n0c_wg")
     if config.epilogue == "direct":
-        c_tile = b.gmem.tile(kb["c"], r0, n0c, shape=(rows, bn), name="c_tile")
-        b.gmem.store(c_tile, g.lt, out, tv=accumulator_block_tv(rows, bn))
+        c_tile = b.gmem.tile(kb["c"], r0, n0c, shape=(rows, columns), name="c_tile")
+        b.gmem.store(c_tile, g.lt, out, tv=accumulator_block_tv(rows, columns))
     elif config.epilogue == "rows":
         # C rows that TMA cannot store (not 16-byte aligned): the accumulator goes through shared memory so that
         # each warp then stores 32 consecutive elements of one row (2 or 3 sectors per instruction; two rows of 16

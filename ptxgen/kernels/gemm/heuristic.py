@@ -117,6 +117,13 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
    faster (bf16 136×3584×5120 118 → 239, e4m3 152×5120×16384 460 → 623), the 3 slower the short-slice ones the bound
    now leaves alone (s30 log section 3); and the two for M 257-280 (split only): 15 of 15 changed picks faster (e4m3
    266×2560×13824 368 → 722; s30 log section 7).
+8. **Column-split 192-row tiles** (16-bit, K-major, C rows TMA-storable, ``COLUMN_SPLIT_MIN_K`` ≤ K ≤
+   ``COLUMN_SPLIT_MAX_K``): ``column_split_tiles`` — 192 × BN, BN 96 … 176, each consumer warpgroup all 192 rows ×
+   BN/2 columns (``warpgroups_along = "n"``, cuBLAS's "coopB" tiles) — enter rule 2's cost model where their tiles fit
+   one wave, costed as the 128-row tile of their BN times 192/128; against rule 7's swapped tiles their cost counts
+   ``COLUMN_SPLIT_SWAPPED_MARGIN`` = 1.06 times. Where one wave of them fits a problem that the 128-row tiles quantize
+   badly: of 60 random changed picks measured, 58 faster by 0.3-33% (bf16 2364×1280×13824 494 → 648 TFLOP/s,
+   153×18432×4096 268 → 355), 2 slower by 0.5-0.7% (s31 log sections 2-5).
 
 ``choose_config(8192, 8192, 8192, "bf16", 132)`` = h128x256s4t2sk; ``choose_config(4096, 4096, 4096, "bf16")`` =
 h128x256s4t2o1; ``choose_config(16, 4096, 4096, "bf16")`` = h128x16s8zx (swapped, split into k-slices);
@@ -348,6 +355,33 @@ WIDE_THIRDS_BN = 192   # the 16-bit 128 x 192 tile (TMA store in thirds): waves 
 # tiles spill (256 x 128: 152 bytes).
 FP8_TALL = GemmConfig("e4m3", bm=256, bn=112, stages=3, epilogue="tma", promote=4)
 FP8_TALL_ROWS = (192, 256)   # M in (192, 256]
+# rule 8: 192-row tiles whose two consumer warpgroups split the columns (each all 192 rows × BN/2: cuBLAS's "coopB"
+# 192 x 176 / 192 x 192 / 192 x 208 at 2046x2112x12288, 2199x2112x57344, 2437x16384x6144), 16-bit, one wave only,
+# costed as the 128-row tile of their BN (EFFICIENCY) times 192/128. Where their tiles fill one wave that the 128-row
+# tiles quantize badly they lead (bf16, TFLOP/s against the pick: 2112x1920x8192 192 x 160 710 against 564, 2112x
+# 1536x8192 192 x 128 696 / 544, 2112x2112x8192 192 x 176 670 / 584, 2112x1728x8192 192 x 144 668 / 611; the
+# widths 96 and 112 even); in two waves they lost (4224x2112x4096 192 x 176 609 against 668), fp8's (192 x 64-96, 2 x
+# 72 values at most) lost 4-28% at 3 of 4 shapes, and with K = 57344 one wave of them ran at 0.55 of cuBLAS (0.54 in
+# clusters of 2 sharing A; at K = 16384 and 24576 0.96-0.98, ahead of the pick). Of 20 random changed picks 14 faster
+# by 1-22% (2880x1024x13824 527 -> 642 TFLOP/s, 1174x2560x8192 472 -> 559, 2099x1536x2560 459 -> 529, 2097x2112x14336
+# 619 -> 666), the 6 others at K <= 3072, where the epilogue (C staged in row blocks in turn, not overlapped) is a
+# larger share: 3 even at K = 2112, 3 slower (1328x2560x1024 321 -> 265, 2060x2112x2048 506 -> 452, 1190x2560x3072
+# 517 -> 497): from K = COLUMN_SPLIT_MIN_K to COLUMN_SPLIT_MAX_K only (docs/gpu-runs/2026-11-27-s31.log sections 2-4)
+COLUMN_SPLIT_BM = 192
+COLUMN_SPLIT_WIDTHS = {16: (96, 112, 128, 144, 160, 176), 8: ()}
+COLUMN_SPLIT_STAGES = 4
+COLUMN_SPLIT_MIN_K = 4096
+COLUMN_SPLIT_MAX_K = 24576
+# ... and against rule 7's swapped tiles a column-split pick's cost counts this much more. A fresh sample of 28 changed
+# picks (docs/gpu-runs/2026-11-27-s31.log section 4): from M = 512, 16 of 16 faster by 4-29% (2371x1280x12288 501 ->
+# 649 TFLOP/s, 2486x1280x4096 509 -> 638, 1863x2112x5120 486 -> 569); under it, where the column-split tile replaced
+# the unswapped 128-row tiles or swapped stream-K, 8 of 8 faster by 4-11% (179x11008x12288 370 -> 411, 179x18432x8192
+# 428 -> 455), where it replaced a swapped data-parallel tile 4 slower by 2-5% (178x13824x5120 411 -> 389,
+# 187x16384x10240 499 -> 480); in a third sample of 23 (section 5) 19 faster by 3-33% (153x18432x4096 268 -> 355,
+# 2364x1280x13824 494 -> 648, 1879x2112x10240 485 -> 621), 3 within 0.7%, and 192x14336x14336 over the swapped 128 x
+# 192 501 -> 478. The margin gives those 5 back to the swapped tiles and no other (1.08 would give back M 334-348,
+# 4-5% faster column-split)
+COLUMN_SPLIT_SWAPPED_MARGIN = 1.06
 FP8_TALL_MIN_K = 8192
 
 
@@ -398,7 +432,7 @@ def estimated_cost(config: GemmConfig, m: int, n: int, k: int, ctas: int) -> flo
     × 64 × 0.5/0.9 = 284.4."""
     width = _width(config.dtype)
     largest = max(bn for w, bn in EFFICIENCY if w == width)
-    per_ktile = (config.bn / largest) / efficiency(width, config.bn)
+    per_ktile = (config.bm / 128) * (config.bn / largest) / efficiency(width, config.bn)
     ktiles = -(-k // config.k_tile)
     clusters = max(ctas // config.cluster_ctas, 1)
     rows, columns = config.cluster_tile
@@ -519,6 +553,8 @@ def choice_without_narrow_split(m: int, n: int, k: int, dtype: str = "bf16", out
             # model does not see (s21 log sections 9, 11; s29 section 6)
             return min(_swapped_mid(m, n, k, dtype, bias, out_dtype, sm_count, b_major),
                        key=lambda config: estimated_cost(config, n, m, k, sm_count)).validate()
+        if best.warpgroups_along == "n":
+            best_cost *= COLUMN_SPLIT_SWAPPED_MARGIN
         for config in _swapped_mid(m, n, k, dtype, bias, out_dtype, sm_count, b_major):
             cost = estimated_cost(config, n, m, k, sm_count) * SWAP_MID_SLOWDOWN[_width(dtype)]
             if cost < best_cost - 1e-9:
@@ -577,7 +613,44 @@ def _unswapped_pick(m, n, k, dtype, out_dtype, a_major, b_major, bias, sms, spli
             cost = estimated_cost(config, m, n, k, sms)
             if best_cost is None or cost < best_cost - 1e-9:
                 best, best_cost = config, cost
+    for config in column_split_tiles(m, n, k, dtype, out_dtype, a_major, b_major, bias, sms):
+        cost = estimated_cost(config, m, n, k, sms)
+        if cost < best_cost - 1e-9:
+            best, best_cost = config, cost
     return best, best_cost
+
+
+def column_split_tiles(m: int, n: int, k: int, dtype: str, out_dtype: str, a_major: str = "K", b_major: str = "K",
+                       bias: bool = False, sms: int = H100_SMS) -> list:
+    """Rule 8's candidates: the ``COLUMN_SPLIT_BM``-row tiles whose consumer warpgroups split the columns
+    (``warpgroups_along = "n"``: each all 192 rows × BN/2), one of each of ``COLUMN_SPLIT_WIDTHS``, 4 stages, C staged
+    in as few blocks as fit beside them, where all their tiles fit one wave of ``sms`` (K-major operands, C rows
+    TMA-storable, ``COLUMN_SPLIT_MIN_K`` ≤ K ≤ ``COLUMN_SPLIT_MAX_K``). ``column_split_tiles(2112, 1920, 8192, "bf16", "bf16")`` includes
+    ``h192x160s4Ct3`` (132 tiles, one whole wave). Post: every entry validates; [] where the rule does not apply."""
+    widths = COLUMN_SPLIT_WIDTHS[_width(dtype)]
+    if not widths or (a_major, b_major) != ("K", "K") or not COLUMN_SPLIT_MIN_K <= k <= COLUMN_SPLIT_MAX_K or \
+            n * ELEMENT_BYTES[out_dtype] % 16:
+        return []
+    tiles = []
+    for bn in widths:
+        config = column_split_tile(bn, dtype, bias, out_dtype)
+        if _tiles(config, m, n) <= sms:
+            tiles.append(config)
+    return tiles
+
+
+def column_split_tile(bn: int, dtype: str, bias: bool = False, out_dtype: str | None = None) -> GemmConfig:
+    """The ``COLUMN_SPLIT_BM`` × ``bn`` column-split tile of rule 8: ``COLUMN_SPLIT_STAGES`` stages, the TMA-store
+    epilogue in the fewest blocks (whole, or each warpgroup's three 64-row blocks in turn) that fit shared memory
+    beside them. ``column_split_tile(176, "bf16").name`` = ``h192x176s4Ct3``; ``column_split_tile(128, "bf16").name``
+    = ``h192x128s4Ct``. Post: validates."""
+    base = GemmConfig(dtype=dtype, bm=COLUMN_SPLIT_BM, bn=bn, stages=COLUMN_SPLIT_STAGES, epilogue="tma",
+                      warpgroups_along="n", bias=bias, out_dtype=out_dtype)
+    for split in (1, COLUMN_SPLIT_BM // 64):
+        config = base.replace(epilogue_split=split)
+        if config.smem_bytes() <= SMEM_BYTES:
+            return config.validate()
+    raise ValueError(f"column_split_tile: no staging of {base.name} fits {SMEM_BYTES} bytes of shared memory")
 
 
 def unsplit_choice(m: int, n: int, k: int, dtype: str = "bf16", out_dtype: str | None = None, a_major: str = "K",

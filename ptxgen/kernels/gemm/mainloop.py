@@ -131,6 +131,22 @@ def produce(g, t, lo, hi, it, group_read=None):
     return loop.results[0]
 
 
+def warpgroup_a(g, a_stage, tag):
+    """The consumer warpgroup's part of a stage's A (MN, K) view: its BM/2 rows, or all BM (``warpgroups_along =
+    "n"``)."""
+    if g.config.warpgroups_along == "n":
+        return a_stage
+    return g.b.smem.tile(a_stage, g.cw, mode=0, size=g.config.rows, name=f"a_rows{tag}")
+
+
+def warpgroup_b(g, b_stage, tag):
+    """The consumer warpgroup's part of a stage's B (N, K) view: all of it, or its BN/2 rows (``warpgroups_along =
+    "n"``)."""
+    if g.config.warpgroups_along == "m":
+        return b_stage
+    return g.b.smem.tile(b_stage, g.cw, mode=0, size=g.config.columns, name=f"b_cols{tag}")
+
+
 def issue(g, acc_in, kit, tag="", fence_inline=False):
     """Wait for iteration ``kit``'s stage and queue its wgmmas onto ``acc_in``; → (acc, stage). ``fence_inline``:
     the wgmma.fence in the wgmmas' own asm statement (``{fence = true}``), so nothing is scheduled between them."""
@@ -141,11 +157,12 @@ def issue(g, acc_in, kit, tag="", fence_inline=False):
     a_stage = b.smem.slice(g.sa, s2, name=f"a_stage{tag}")
     if config.a_major == "MN":
         a_stage = b.smem.permute(a_stage, order=(1, 0), name=f"a_stage_mk{tag}")
-    a_rows = b.smem.tile(a_stage, g.cw, mode=0, size=config.rows, name=f"a_rows{tag}")
+    a_rows = warpgroup_a(g, a_stage, tag)
     assert a_rows.type == g.a_rows_t
     b_stage = b.smem.slice(g.sb, s2, name=f"b_stage{tag}")
     if config.b_major == "MN":
         b_stage = b.smem.permute(b_stage, order=(1, 0), name=f"b_stage_nk{tag}")
+    b_stage = warpgroup_b(g, b_stage, tag)
     if fence_inline:
         acc_out = b.wgmma.mma(a_rows, b_stage, acc_in, fence=True, name=f"acc_out{tag}")
     else:
@@ -218,14 +235,14 @@ def promote_every_k_tile(g, init, lo, hi, cit):
     copies would read it and ptxas would serialize every wgmma, C7514). → (the f32 total of k-tiles lo … hi-1
     from ``init``, the iteration counter after k-tile hi-1)."""
     b = g.b
-    pipe, sa, sb, cw, rows, acc_t = g.pipe, g.sa, g.sb, g.cw, g.config.rows, g.acc_t
+    pipe, sa, sb, cw, acc_t = g.pipe, g.sa, g.sb, g.cw, g.acc_t
     c0, c1, c_stages, fzero = g.c0, g.c1, g.c_stages, g.fzero
     half = g.config.k_tile // 2
 
     def stage_halves(kit, tag):
         s2 = b.pipeline.wait(pipe, kit, name=f"s2{tag}")
-        a_rows = b.smem.tile(b.smem.slice(sa, s2, name=f"a_stage{tag}"), cw, mode=0, size=rows, name=f"a_rows{tag}")
-        b_stage = b.smem.slice(sb, s2, name=f"b_stage{tag}")
+        a_rows = warpgroup_a(g, b.smem.slice(sa, s2, name=f"a_stage{tag}"), tag)
+        b_stage = warpgroup_b(g, b.smem.slice(sb, s2, name=f"b_stage{tag}"), tag)
         halves = [(b.smem.tile(a_rows, c, mode=1, size=half, name=f"a_{h}{tag}"),
                    b.smem.tile(b_stage, c, mode=1, size=half, name=f"b_{h}{tag}")) for h, c in (("lo", c0), ("hi", c1))]
         return s2, halves

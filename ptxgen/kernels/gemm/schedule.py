@@ -82,7 +82,7 @@ def streamk_buffers(config: GemmConfig, ctas: int) -> dict:
     them, one CTA each) writes its sum in slot 2u, and tile t (fewer than ``ctas``) flags (t, 0, thread).
     ``streamk_buffers(GemmConfig(streamk=True), 132)`` = {"work": (16896, 512), "flags": (33792,)}."""
     clusters = ctas // config.cluster_ctas
-    values = (config.bn // 2) * (config.rows // 64)
+    values = (config.columns // 2) * (config.rows // 64)
     return {"work": (clusters * 2 * config.cluster_ctas * 2 * (values // 4), WORK_COLUMNS),
             "flags": (clusters * config.cluster_ctas * 256,)}
 
