@@ -49,6 +49,16 @@ def test_candidates_of_an_unswapped_pick_take_the_adjacent_widths():
         "h128x96s7t", "h128x192s4t", "h128x64s8t", "h128x112s6t"]
 
 
+def test_candidates_of_a_column_split_pick_start_with_the_rules_without_it():
+    """Rule 8's 192-row pick, then what the rules pick without rule 8 (the 128-row tile), then its own neighbours:
+    the other column-split widths and stream-K."""
+    pick = choose_config(2112, 1920, 8192, "bf16")
+    names = [c.name for c in autotune.candidates(pick, 2112, 1920, 8192)]
+    assert names[:2] == ["h192x160s4Ct3", "h128x144s4t"]
+    assert "h192x144s4Ct3" in names and "h192x160s4Ct3sk" in names
+    assert all(GemmConfig.from_name(name).validate() for name in names)
+
+
 def test_candidates_of_a_mid_m_swapped_pick_are_the_other_widths_that_split_m():
     """Rule 7's pick (C stored by TMA as its transpose): the other widths of ``swapped_mid_widths``, then stages and
     stream-K as for any pick, and the unswapped 128 x 128 tile."""

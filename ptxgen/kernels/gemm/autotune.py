@@ -10,9 +10,11 @@ output cannot take, is left out) and the duplicates dropped:
 1b. split-K toggled: for a split pick what the heuristic picks without split-K (``heuristic.unsplit_choice``; a
    swapped split pick: its data-parallel form, after rule 1's stream-K on every SM for a small-M one
    (``heuristic.swapped_streamk``); a narrow split of rule 3c: what the rules after 3c pick,
-   ``heuristic.choice_without_narrow_split``), for a data-parallel pick with K ≥ ``SPLITK_MIN_K`` the cheapest split
-   tile of the problem (``heuristic.split_forms``) — the rule between the two fits a few measured shapes (of the
-   changed picks measured, bf16 1 of 31 and fp8 3 of 30 lost, by up to 14%), so this alternative comes first;
+   ``heuristic.choice_without_narrow_split``; a column-split pick of rule 8: what the rules pick without rule 8,
+   ``choice_without_narrow_split(..., column_split=False)``), for a data-parallel pick with K ≥ ``SPLITK_MIN_K`` the
+   cheapest split tile of the problem (``heuristic.split_forms``) — the rules between them fit a few measured shapes
+   (of the changed picks measured, bf16 1 of 31 and fp8 3 of 30 lost, by up to 14%; rule 8: 2 of 60, by under 1%), so
+   this alternative comes first;
 2. its tile N neighbours: for a mid-M swapped pick (C stored by TMA as its transpose) the other widths that split M
    into whole tiles (``heuristic.swapped_mid_widths``), else BN halved and doubled (unswapped 64 to 256; swapped 16 to
    128), the staged epilogue's column blocks kept whole; unswapped, also the next narrower and wider of the heuristic's widths (``TILE_WIDTHS``: 64, 96,
@@ -81,6 +83,9 @@ def _split_toggle(pick: GemmConfig, m: int, n: int, k: int, sms: int) -> list:
     h128x16s8zx, 16, 4096, 4096, 132)`` = [h128x16s8ska1x, h128x16s8x]); a narrow split (rule 3c) pick's what the
     rules after 3c choose
     (``_split_toggle(h128x64s8tez, 96, 4096, 14336, 132)`` = [h128x96s6tzxT])."""
+    if pick.warpgroups_along == "n":
+        return [choice_without_narrow_split(m, n, k, pick.dtype, pick.out_dtype, pick.a_major, pick.b_major, pick.bias,
+                                            sms, column_split=False)]
     if pick.splitk and pick.swap_ab and pick.c_major == "N":
         return [swapped_streamk(pick), pick.replace(splitk=False)]
     if pick.splitk and pick.swap_ab:

@@ -527,15 +527,18 @@ def choose_config(m: int, n: int, k: int, dtype: str = "bf16", sm_count: int = H
 
 def choice_without_narrow_split(m: int, n: int, k: int, dtype: str = "bf16", out_dtype: str | None = None,
                                 a_major: str = "K", b_major: str = "K", bias: bool = False,
-                                sm_count: int = H100_SMS) -> GemmConfig:
+                                sm_count: int = H100_SMS, column_split: bool = True) -> GemmConfig:
     """What ``choose_config`` picks by its rules after 3c (the cost model, the swapped mid-M tiles, rule 5) — its
     pick wherever rule 3c does not hold, and autotune's alternative to a rule-3c pick: ``choice_without_narrow_split(
-    96, 4096, 14336).name`` = ``h128x96s6tzxT`` where ``choose_config`` gives ``h128x64s8tez``. Post: validates."""
+    96, 4096, 14336).name`` = ``h128x96s6tzxT`` where ``choose_config`` gives ``h128x64s8tez``. ``column_split=False``:
+    without rule 8's tiles (autotune's alternative to a rule-8 pick: ``h128x144s4t`` at 2112x1920x8192, where the rule
+    picks ``h192x160s4Ct3``). Post: validates."""
     out_dtype = out_dtype or ("bf16" if dtype in ("e4m3", "e5m2") else dtype)
     if m <= SWAP_AB_MAX_M < n:
         return _swapped(m, n, k, dtype, a_major, b_major, bias, out_dtype, sm_count).validate()
     tma_store = n * ELEMENT_BYTES[out_dtype] % 16 == 0
-    best, best_cost = _unswapped_pick(m, n, k, dtype, out_dtype, a_major, b_major, bias, sm_count, split_k=True)
+    best, best_cost = _unswapped_pick(m, n, k, dtype, out_dtype, a_major, b_major, bias, sm_count, split_k=True,
+                                      column_split=column_split)
     if tma_store and a_major == "K" and SWAP_AB_MAX_M < m <= SWAP_MID_MAX_M and n >= SWAP_MID_MIN_N_OVER_M * m and \
             -(-m // 128) * 128 >= (1 + SWAP_MID_MIN_PADDING) * m:
         enough = -(-n // 128) >= sm_count // SWAP_ONE_TILE_FP8_SHARE
@@ -595,9 +598,10 @@ def _finished(pick: GemmConfig, m: int, n: int, k: int, sms: int) -> GemmConfig:
     return pick.replace(stages=pipeline_stages(pick, m, n, sms)).validate()
 
 
-def _unswapped_pick(m, n, k, dtype, out_dtype, a_major, b_major, bias, sms, split_k: bool) -> tuple:
-    """Rules 2-3b's cost model over the unswapped candidates: → (the cheapest config, its cost); ``split_k``: with
-    rule 3b's split-K forms among them."""
+def _unswapped_pick(m, n, k, dtype, out_dtype, a_major, b_major, bias, sms, split_k: bool,
+                    column_split: bool = True) -> tuple:
+    """Rules 2-3b's and 8's cost model over the unswapped candidates: → (the cheapest config, its cost); ``split_k``:
+    with rule 3b's split-K forms among them; ``column_split``: with rule 8's tiles."""
     tma_store = n * ELEMENT_BYTES[out_dtype] % 16 == 0
     mn_major = (a_major, b_major) != ("K", "K")
     best, best_cost = None, None
@@ -613,7 +617,7 @@ def _unswapped_pick(m, n, k, dtype, out_dtype, a_major, b_major, bias, sms, spli
             cost = estimated_cost(config, m, n, k, sms)
             if best_cost is None or cost < best_cost - 1e-9:
                 best, best_cost = config, cost
-    for config in column_split_tiles(m, n, k, dtype, out_dtype, a_major, b_major, bias, sms):
+    for config in column_split_tiles(m, n, k, dtype, out_dtype, a_major, b_major, bias, sms) if column_split else ():
         cost = estimated_cost(config, m, n, k, sms)
         if cost < best_cost - 1e-9:
             best, best_cost = config, cost
