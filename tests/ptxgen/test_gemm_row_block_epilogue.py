@@ -76,8 +76,8 @@ def test_the_split_256_row_tile_fits_a_fourth_stage():
      "'tma' epilogue of a row-major C (c_major = 'N')"),
     (dict(bm=256, bn=128, stages=3, epilogue="tma", epilogue_split=2, c_major="M", swap_ab=True),
      "'tma' epilogue of a row-major C (c_major = 'N')"),
-    (dict(bm=256, bn=144, stages=3, epilogue="tma", epilogue_split=4),
-     "GemmConfig.epilogue_split = 4: BN = 144 must split into 2 blocks of a multiple of 16 columns"),
+    (dict(bm=256, bn=120, stages=3, epilogue="tma", epilogue_split=4),
+     "GemmConfig.epilogue_split = 4: BN = 120 must split into 2 blocks of a multiple of 8 columns"),
 ])
 def test_what_the_row_blocks_refuse(fields, message):
     with pytest.raises(ValueError) as info:
