@@ -11,13 +11,16 @@ from layoutc.hopper import bank_conflicts, make_tma_params
 from ptxgen.ir.core import walk
 from ptxgen.ir.ops import smem_plan
 from ptxgen.ir.ops.smem import stmatrix_row_tv, tile_split
-from ptxgen.kernels import GemmConfig, linear, matmul, scaled_mm
+from ptxgen.kernels import GemmConfig, matmul, scaled_mm
 from ptxgen.kernels.gemm import epilogue, heuristic
 from ptxgen.kernels.gemm import run as gemm_run
 from ptxgen.kernels.gemm.config import SMEM_BYTES
 
 from test_fp8_blockscaled import torch_or_skip
 from test_fp8_grouped import BF16, E4M3, rel_err
+from test_gemm_narrow_epilogue import (
+    _gpu_err, check_gpu_matmul, check_interpreter_linear_bias, check_interpreter_matmul,
+)
 
 
 def gemm(name, dtype="bf16"):
@@ -139,21 +142,11 @@ def test_the_plan_and_the_stores(name):
     ("h192x128s4Cc2nt", 250, 400, 128),   # clusters of 2 along N sharing A (each CTA loads 96 of its rows)
 ])
 def test_matmul_matches_float64(name, m, n, k):
-    rng = np.random.default_rng()
-    a = rng.standard_normal((m, k)).astype(BF16)
-    b = rng.standard_normal((k, n)).astype(BF16)
-    got = matmul(a, b, config=gemm(name), sm_count=3)
-    assert got.shape == (m, n)
-    assert rel_err(got, a.astype(np.float64) @ b.astype(np.float64)) < 4e-3
+    check_interpreter_matmul(gemm(name), m, n, k)
 
 
 def test_linear_with_bias_matches_float64():
-    rng = np.random.default_rng()
-    x = rng.standard_normal((77, 96)).astype(BF16)
-    w = rng.standard_normal((336, 96)).astype(BF16)
-    bias = rng.standard_normal(336).astype(BF16)
-    got = linear(x, w, bias, config=gemm("h192x160s4Ct3b"), sm_count=3)
-    assert rel_err(got, x.astype(np.float64) @ w.astype(np.float64).T + bias.astype(np.float64)) < 4e-3
+    check_interpreter_linear_bias(gemm("h192x160s4Ct3b"))
 
 
 @pytest.mark.parametrize("name", ["h192x96s4Ck4t", "h128x128s4Ck4t"])
@@ -224,24 +217,13 @@ def test_rule_8_is_16_bit_k_major_and_one_wave():
 
 # -- the GPU -----------------------------------------------------------------------------------------------------------
 
-def _gpu_err(torch, got, want):
-    return (torch.linalg.norm(got.double() - want) / torch.linalg.norm(want)).item()
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", ["h192x176s4Ct3", "h192x160s4Ct3", "h192x144s4Ct", "h192x128s4Ct", "h192x96s4C",
                                   "h192x160s4Ct3o1", "h192x144s4Ctsk", "h192x128s4Ct3ez", "h192x128s4Cc2nt",
                                   "h256x128s4Ct4", "h128x104s4t"])
 @pytest.mark.parametrize("m, n, k", [(2046, 2112, 4096), (300, 1000, 1000), (1000, 1120, 2048)])
 def test_gpu_matmul_matches_float64(name, m, n, k):
-    torch = torch_or_skip()
-    a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
-    b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
-    got = matmul(a, b, config=gemm(name))
-    again = matmul(a, b, config=gemm(name))
-    torch.cuda.synchronize()
-    assert _gpu_err(torch, got, a.double() @ b.double()) < 4e-3
-    assert torch.equal(got, again)
+    check_gpu_matmul(gemm(name), m, n, k)
 
 
 @pytest.mark.gpu

@@ -12,14 +12,15 @@ from layoutc.hopper import bank_conflicts, make_tma_params
 from ptxgen.ir.core import walk
 from ptxgen.ir.ops import smem_plan
 from ptxgen.ir.ops.smem import stmatrix_row_tv, tile_split
-from ptxgen.kernels import GemmConfig, fp8_gemm_nt, get_mn_major_tma_aligned_tensor, matmul, scaled_mm
+from ptxgen.kernels import GemmConfig, fp8_gemm_nt, get_mn_major_tma_aligned_tensor, scaled_mm
 from ptxgen.kernels import fp8 as fp8_module
 from ptxgen.kernels.gemm import epilogue
 from ptxgen.kernels.gemm import run as gemm_run
 from ptxgen.kernels.gemm.config import SMEM_BYTES
 
 from test_fp8_blockscaled import gpu_operands, operands, torch_or_skip
-from test_fp8_grouped import BF16, E4M3, product, rel_err
+from test_fp8_grouped import E4M3, product, rel_err
+from test_gemm_narrow_epilogue import _gpu_err, check_gpu_matmul, check_interpreter_matmul
 
 
 def gemm(name, dtype="bf16"):
@@ -150,12 +151,7 @@ def test_the_plan_is_smem_bytes_and_each_block_goes_out_in_atom_rows(name, dtype
     ("h256x128s4c2t2", 700, 136, 128),    # a cluster of 2 multicasting B
 ])
 def test_matmul_matches_float64(name, m, n, k):
-    rng = np.random.default_rng()
-    a = rng.standard_normal((m, k)).astype(BF16)
-    b = rng.standard_normal((k, n)).astype(BF16)
-    got = matmul(a, b, config=gemm(name), sm_count=3)
-    assert got.shape == (m, n)
-    assert rel_err(got, a.astype(np.float64) @ b.astype(np.float64)) < 4e-3
+    check_interpreter_matmul(gemm(name), m, n, k)
 
 
 def test_scaled_mm_per_tensor_fp8_matches_float64():
@@ -190,23 +186,12 @@ def test_ptx_assembles_with_one_bulk_store_per_box(name, dtype):
 
 # -- the GPU -----------------------------------------------------------------------------------------------------------
 
-def _gpu_err(torch, got, want):
-    return (torch.linalg.norm(got.double() - want) / torch.linalg.norm(want)).item()
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", ["h256x128s4t2", "h256x128s4t4", "h256x128s4t2o1", "h256x128s4t2sk",
                                   "h256x112s4t2", "h256x144s3t2", "h256x128s4c2nt2"])
 @pytest.mark.parametrize("m, n, k", [(4096, 4096, 1024), (300, 2112, 1000), (1000, 1120, 4096)])
 def test_gpu_matmul_matches_float64(name, m, n, k):
-    torch = torch_or_skip()
-    a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
-    b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
-    got = matmul(a, b, config=gemm(name))
-    again = matmul(a, b, config=gemm(name))
-    torch.cuda.synchronize()
-    assert _gpu_err(torch, got, a.double() @ b.double()) < 4e-3
-    assert torch.equal(got, again)
+    check_gpu_matmul(gemm(name), m, n, k)
 
 
 @pytest.mark.gpu
