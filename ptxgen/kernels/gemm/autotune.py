@@ -33,10 +33,10 @@ output cannot take, is left out) and the duplicates dropped:
 
 E.g. ``candidates(choose_config(4096, 4096, 4096), 4096, 4096, 4096)`` = ``h128x256s4t2o1`` (the pick),
 ``h128x128s6t2o1`` (BN halved), ``h128x224s4t2o1`` (the next narrower width), ``h128x256s3t2o1`` (one stage fewer;
-one more does not fit), ``h128x256s4t2sk`` (stream-K), ``h256x128s4t2o1`` (the tall form); ``candidates(choose_config(16, 4096, 4096), 16, 4096, 4096)``
-starts
-``h128x16s8zx`` (the pick: split-K), then ``h128x16s8ska1x`` (stream-K on every SM), ``h128x16s8x`` (neither),
-``h128x32s8zx`` (BN doubled), ``h128x16s7zx``, ``h128x16s9zx`` (stages) and ``h128x128s6t`` (unswapped).
+one more does not fit), ``h128x256s4t2sk`` (stream-K), ``h256x128s4t2o1`` (the tall form);
+``candidates(choose_config(16, 4096, 4096), 16, 4096, 4096)`` starts ``h128x16s8zx`` (the pick: split-K), then
+``h128x16s8ska1x`` (stream-K on every SM), ``h128x16s8x`` (neither), ``h128x32s8zx`` (BN doubled), ``h128x16s7zx``,
+``h128x16s9zx`` (stages) and ``h128x128s6t`` (unswapped).
 
 **Timing** (``time_candidates``): each candidate's prepared call site on fresh random inputs of the call's shapes,
 strides and dtypes, ``WARMUP`` launches, then ``REPEATS`` launches each between a pair of CUDA events; the median.

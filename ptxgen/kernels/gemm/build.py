@@ -7,8 +7,9 @@
   allows) whose thread 0 walks every (tile, k-tile) of its CTA with ONE running iteration counter, acquiring pipeline
   stages and issuing the TMA loads of A's BM × 64 and B's BN × 64 boxes (K-major SW128 GMMA atoms); the two CONSUMER
   warpgroups (registers raised to 240: 128·24 + 256·240 = 64 Ki, the whole register file) each own BM/2 rows of the
-  tile (or, ``warpgroups_along = "n"``, all BM rows and BN/2 columns each). Because the counter runs across tiles, the producer fills the stages of the next tile while the consumers
-  still store the last one: the epilogue hides behind the next tile's loads.
+  tile (or, ``warpgroups_along = "n"``, all BM rows and BN/2 columns each). Because the counter runs across tiles,
+  the producer fills the stages of the next tile while the consumers still store the last one: the epilogue hides
+  behind the next tile's loads.
 - Mainloop (``mainloop``): per k-tile a consumer waits for the stage, issues its wgmmas (``wgmma.mma`` of (BM/2) × BN
   × 64: BM/128 m64 blocks × 4 k16 steps), commits, and waits with ONE group still pending (``wgmma.wait {pending =
   1}``), so the tensor cores always have the next k-tile queued; only then is the PREVIOUS stage released.

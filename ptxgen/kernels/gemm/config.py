@@ -77,9 +77,10 @@ class GemmConfig:
       the tile in that many column blocks of BN/epilogue_split columns each, a multiple of 16 (32 bytes of C); with
       BM = 256 (``tma``, row-major C) in that many blocks of each warpgroup's two 64-row wgmma blocks in turn, each
       cut into epilogue_split/2 column blocks (``staged_block``: a 256 × 128 tile with epilogue_split = 2 stages
-      half its C, room for a fourth stage). A block is staged by stmatrix in K-major atoms of the widest swizzle whose row divides it — SW128 (64 columns:
-      BN 128, 192, 256), SW64 (32: BN 96, 160, 224), SW32 (16: BN 112, 144, 176) — and stored by TMA one atom row
-      wide (so 3 stores of 64 × 32 per warpgroup for BN 96, 7 of 64 × 16 for BN 112).
+      half its C, room for a fourth stage). A block is staged by stmatrix in K-major atoms of the widest swizzle whose
+      row divides it — SW128 (64 columns: BN 128, 192, 256), SW64 (32: BN 96, 160, 224), SW32 (16: BN 112, 144,
+      176), for the TMA store also the unswizzled atom's 16-byte rows (8 columns: BN 104) — and stored by TMA one atom
+      row wide (so 3 stores of 64 × 32 per warpgroup for BN 96, 7 of 64 × 16 for BN 112).
     - ``a_major``, ``b_major``: ``"K"`` (A (M, K), B (N, K)) or ``"MN"`` (A (K, M), B (K, N)).
     - ``promote`` (fp8): k-tiles whose wgmma products are summed before they join the f32 total.
     - ``registers``: the (producer, consumer) setmaxnreg budgets.
@@ -493,7 +494,8 @@ def _columns_split(c: GemmConfig):
     """The rules of ``warpgroups_along = "n"`` (each consumer warpgroup all BM rows, BN/2 columns)."""
     why = "with warpgroups_along = 'n' each consumer warpgroup computes all BM rows × BN/2 columns"
     if c.bm not in (64, 128, 192, 256):
-        return f"bm = {c.bm}: {why}, in 64-row wgmma blocks of one TMA box (at most 256 rows): BM is 64, 128, 192 or 256"
+        return (f"bm = {c.bm}: {why}, in 64-row wgmma blocks of one TMA box (at most 256 rows): BM is 64, 128, 192 "
+                "or 256")
     if not (isinstance(c.bn, int) and 16 <= c.bn <= 256 and c.bn % 16 == 0):
         return f"bn = {c.bn}: {why}, BN/2 its wgmma's N (a multiple of 8): BN a multiple of 16 from 16 to 256"
     values = c.bm * c.bn // 2 // 128 * (2 if c.fp8 and c.promote > 1 else 1)

@@ -68,8 +68,8 @@ def _atom_columns(swizzle: str, out_dtype: str) -> int:
 
 def staged_c_columns(config: GemmConfig) -> int:
     """Columns of one row of the staged C's atom, one TMA box's width: 64 / 32 / 16 / 8 of a 16-bit C for SW128 /
-    SW64 / SW32 / INTER. ``h128x96s6t`` (bf16) → 32. With ``c_major = "M"`` a box is the whole column block (its rows in C's
-    transpose): ``h128x152s4tT`` → 152."""
+    SW64 / SW32 / INTER. ``h128x96s6t`` (bf16) → 32. With ``c_major = "M"`` a box is the whole column block (its
+    rows in C's transpose): ``h128x152s4tT`` → 152."""
     if config.c_major == "M":
         return config.bn // config.epilogue_split
     return _atom_columns(staged_c_swizzle(config), config.out_dtype)

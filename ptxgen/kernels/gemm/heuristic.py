@@ -629,8 +629,9 @@ def column_split_tiles(m: int, n: int, k: int, dtype: str, out_dtype: str, a_maj
     """Rule 8's candidates: the ``COLUMN_SPLIT_BM``-row tiles whose consumer warpgroups split the columns
     (``warpgroups_along = "n"``: each all 192 rows × BN/2), one of each of ``COLUMN_SPLIT_WIDTHS``, 4 stages, C staged
     in as few blocks as fit beside them, where all their tiles fit one wave of ``sms`` (K-major operands, C rows
-    TMA-storable, ``COLUMN_SPLIT_MIN_K`` ≤ K ≤ ``COLUMN_SPLIT_MAX_K``). ``column_split_tiles(2112, 1920, 8192, "bf16", "bf16")`` includes
-    ``h192x160s4Ct3`` (132 tiles, one whole wave). Post: every entry validates; [] where the rule does not apply."""
+    TMA-storable, ``COLUMN_SPLIT_MIN_K`` ≤ K ≤ ``COLUMN_SPLIT_MAX_K``). ``column_split_tiles(2112, 1920, 8192,
+    "bf16", "bf16")`` includes ``h192x160s4Ct3`` (132 tiles, one whole wave). Post: every entry validates; [] where
+    the rule does not apply."""
     widths = COLUMN_SPLIT_WIDTHS[_width(dtype)]
     if not widths or (a_major, b_major) != ("K", "K") or not COLUMN_SPLIT_MIN_K <= k <= COLUMN_SPLIT_MAX_K or \
             n * ELEMENT_BYTES[out_dtype] % 16:
