@@ -240,8 +240,9 @@ class GemmConfig:
     def staged_row_blocks(self) -> int:
         """The 64-row blocks a consumer warpgroup's rows are staged in one after the other by a split epilogue: its
         rows/64 wgmma row blocks where ``epilogue_split`` > 1 (BM = 256: 2, so that its staged C is half the
-        tile), else 1 (the warpgroup's rows staged whole). ``GemmConfig(bm=256, bn=128, stages=4,
-        epilogue="tma", epilogue_split=2).staged_row_blocks`` = 2; ``GemmConfig(epilogue_split=2)``'s 1."""
+        tile; a column-split 192-row tile: 3), else 1 (the warpgroup's rows staged whole). ``GemmConfig(bm=256,
+        bn=128, stages=4, epilogue="tma", epilogue_split=2).staged_row_blocks`` = 2; ``GemmConfig(epilogue_split=2)``'s
+        1."""
         return self.rows // 64 if self.epilogue_split > 1 else 1
 
     @property
@@ -249,7 +250,8 @@ class GemmConfig:
         """(rows, columns) of one staged block of a consumer warpgroup's accumulator: ``epilogue_split`` blocks in
         all, ``staged_row_blocks`` row blocks each cut into column blocks. ``GemmConfig(epilogue="tma",
         epilogue_split=2).staged_block`` = (64, 128); ``GemmConfig(bm=256, bn=128, epilogue="tma",
-        epilogue_split=4).staged_block`` = (64, 64). Post: rows · columns · ``epilogue_split`` = BM/2 · BN."""
+        epilogue_split=4).staged_block`` = (64, 64). Post: rows · columns · ``epilogue_split`` = ``rows`` ·
+        ``columns`` (the warpgroup's part of the tile)."""
         row_blocks = self.staged_row_blocks
         return self.rows // row_blocks, self.columns * row_blocks // max(self.epilogue_split, 1)
 

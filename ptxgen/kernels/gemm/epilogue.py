@@ -95,9 +95,9 @@ def staged_c_layout(config: GemmConfig):
 
 def c_parameter(config: GemmConfig):
     """The type of the kernel's ``%c``: a TMA map of one consumer warpgroup's staged rows (``staged_block``) × one
-    atom row of columns
-    (``staged_c_columns``: 64 bf16 for SW128, 32 for SW64, 16 for SW32) (``tma``; with ``c_major = "M"`` a map of
-    C's transpose, (N, M), whose box is a column block × 64 rows of the tile), else a rank-2 gtensor."""
+    atom row of columns (``staged_c_columns``: 64 bf16 for SW128, 32 for SW64, 16 for SW32, 8 unswizzled) (``tma``;
+    with ``c_major = "M"`` a map of C's transpose, (N, M), whose box is a column block × 64 rows of the tile), else a
+    rank-2 gtensor."""
     if config.epilogue == "tma" and config.c_major == "M":
         return tmap(config.out_dtype, 2, tile_split(staged_c_layout(config), 1, TRANSPOSED_BOX_ROWS)[0])
     if config.epilogue == "tma":
@@ -112,9 +112,9 @@ def stage_column_block(b, c_mine, lt, out, h: int, split: int, rows: int, c_cols
     """Write block ``h`` of ``split`` of the warpgroup's accumulator ``out`` (already ``out_dtype``) into its smem
     rows ``c_mine`` (rows, c_cols) through the accumulator's TV layout: block h is the run of values h·size/split …
     of the fragment (frag.slice; the whole fragment when split = 1) — column block h of a 64-row accumulator, or,
-    with two 64-row wgmma blocks (BM = 256, ``staged_block``: rows = 64), column block h mod split/2 of row block
-    h // (split/2). ``trans``: c_mine is the transposed view of a K-major tile (``c_major = "M"``), written by
-    ``stmatrix.trans``."""
+    with R = ``staged_row_blocks`` 64-row wgmma blocks (a split warpgroup of 128 or 192 rows: ``staged_block``'s rows
+    = 64), column block h mod split/R of row block h // (split/R). ``trans``: c_mine is the transposed view of a
+    K-major tile (``c_major = "M"``), written by ``stmatrix.trans``."""
     values = out.type.size // split
     part = out if split == 1 else b.frag.slice(out, offset=h * values, type=frag(out_dtype, values), name=f"out{tag}")
     # stmatrix.x4: each lane stores 8 values (four 8 × 8 matrices per warp instruction) instead of 2 per st.shared;
@@ -190,8 +190,8 @@ def store_out(g, out, tm2, tn2):
         if config.c_major == "M":
             store_transposed(g, out, r0, n0c, wg_leader)
             return
-        # BM = 256 split: a warpgroup's two 64-row wgmma blocks go out in turn (``staged_block``), each in
-        # split/2 column blocks through one (64, BN·2/split) buffer
+        # a split warpgroup of 128 or 192 rows (BM = 256, or a column-split tile): its 64-row wgmma blocks go out in
+        # turn (``staged_block``), each in split/(rows/64) column blocks through one 64-row buffer
         block_rows, c_cols = config.staged_block
         column_blocks = split // config.staged_row_blocks
         c_mine = b.smem.tile(g.sc, g.cw, mode=0, size=block_rows, name="c_mine")
