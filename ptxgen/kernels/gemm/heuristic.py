@@ -182,10 +182,14 @@ H100_SMS = 132
 # 128 x 144 588 against 553; e4m3 2048x5120x4096 128 x 160 1157 against 1109 for 128 x 128); 16-bit 256, 192 and 64
 # estimated; 16-bit 224 the value between 192 and 256 that its swapped form had been taking, kept for the unswapped
 # tile (docs/gpu-runs/2026-11-26-s19.log sections 2 and 4: of 44 sampled picks it changed at M <= 896, 34 faster, up to
-# +15%, geomean +2.8% on the second sample; the 10 slower by 0.5-2%, where it replaced a 160-192 wide tile)
-EFFICIENCY = {(16, 256): 1.0, (16, 224): 0.975, (16, 192): 0.95, (16, 176): 0.94, (16, 160): 0.95, (16, 144): 0.92, (16, 128): 0.90,
-              (16, 112): 0.83, (16, 96): 0.80, (16, 64): 0.49,
-              (8, 192): 1.0, (8, 176): 0.95, (8, 160): 0.93, (8, 144): 0.93, (8, 128): 0.92, (8, 112): 0.83,
+# +15%, geomean +2.8% on the second sample; the 10 slower by 0.5-2%, where it replaced a 160-192 wide tile); fp8 160
+# 0.97, not s15's 0.93: e4m3 4096x5120x4096 128 x 160 1210 TFLOP/s against 1165 for the pick then, 128 x 192; of 34
+# random changed picks (two samples, docs/gpu-runs/2026-11-27-s31.log section 7) 27 faster by 0.2-8% (11520x2048x5120
+# 1207 -> 1303, 9459x2560x3584 1178 -> 1248, 810x12288x3072 978 -> 1052), geomean x1.021, 7 slower by 0.4-4.6%
+# (457x8192x13824 1007 -> 960, 1811x11008x57344 1196 -> 1168)
+EFFICIENCY = {(16, 256): 1.0, (16, 224): 0.975, (16, 192): 0.95, (16, 176): 0.94, (16, 160): 0.95, (16, 144): 0.92,
+              (16, 128): 0.90, (16, 112): 0.83, (16, 96): 0.80, (16, 64): 0.49,
+              (8, 192): 1.0, (8, 176): 0.95, (8, 160): 0.97, (8, 144): 0.93, (8, 128): 0.92, (8, 112): 0.83,
               (8, 64): 0.61}
 # the tiles whose widths fill the SMs' waves where 64-column steps do not (a multiple of 16 columns, C staged in SW64
 # or SW32 atoms; the 16-bit 128 x 224 in two blocks of 112, ``_staged_in_fewest_blocks``): data-parallel, no overlap
