@@ -466,12 +466,17 @@ def _tile(c: GemmConfig):
         return (f"warpgroups_along = {c.warpgroups_along!r}: the two consumer warpgroups split the tile's rows ('m') "
                 "or its columns ('n')")
     if c.warpgroups_along == "n":
-        return _columns_split(c)
+        return _columns_split(c) or _pipeline(c)
     if c.bm not in (128, 256):
         return (f"bm = {c.bm}: the two consumer warpgroups take BM/2 rows each in 64-row wgmma blocks, and a TMA box "
                 "has at most 256 rows: BM is 128 or 256")
     if not (isinstance(c.bn, int) and 8 <= c.bn <= 256 and c.bn % 8 == 0):
         return f"bn = {c.bn}: BN is wgmma's N, a multiple of 8 from 8 to 256"
+    return _pipeline(c)
+
+
+def _pipeline(c: GemmConfig):
+    """The rules of the pipeline's stages, raster groups, load batches and wgmma groups in flight."""
     if c.stages < 1:
         return f"stages = {c.stages}: the pipeline needs at least 1 stage"
     if c.group < 1:
@@ -513,8 +518,7 @@ def _columns_split(c: GemmConfig):
             return f"{field} = {value!r}: {why}; built for {field} = {allowed!r}"
     if c.epilogue == "rows":
         return f"epilogue = 'rows': {why}; built for the 'tma' and 'direct' epilogues"
-    c_rest = GemmConfig(bm=128, bn=c.bn, stages=c.stages, group=c.group, pending=c.pending, load_batch=c.load_batch)
-    return _tile(c_rest)
+    return None
 
 
 def _majors(c: GemmConfig):
