@@ -70,10 +70,10 @@ def test_the_narrow_tiles_validate_and_stage_in_the_widest_dividing_swizzle(name
      "of bf16: the narrowest swizzle atom, SW32, of the staged epilogue)"),
     (dict(bn=96, epilogue="tma", epilogue_split=5),
      "GemmConfig.epilogue_split = 5: BN = 96 must split into 5 blocks of a multiple of 8 columns (whole 16-byte rows "
-     "of bf16: the unswizzled atom, the narrowest the TMA store reads)"),
+     "of bf16: the narrowest a TMA box's row may be)"),
     (dict(bn=96, epilogue="tma", epilogue_split=8),
      "GemmConfig.epilogue_split = 8: BN = 96 must split into 8 blocks of a multiple of 8 columns (whole 16-byte rows "
-     "of bf16: the unswizzled atom, the narrowest the TMA store reads)"),
+     "of bf16: the narrowest a TMA box's row may be)"),
     (dict(dtype="e4m3", out_dtype="f16", bn=120, epilogue="rows", promote=4),
      "GemmConfig.bn = 120: BN = 120 must split into 1 block of a multiple of 16 columns (whole 32-byte rows of f16: "
      "the narrowest swizzle atom, SW32, of the staged epilogue)"),

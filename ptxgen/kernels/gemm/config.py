@@ -36,7 +36,7 @@ SMEM_BYTES = 227 * 1024  # the dynamic shared memory a Hopper CTA can have
 PIPELINE_STAGE_BYTES = 16
 # bytes of C's row in the narrowest atom the staged epilogue tiles its column blocks from (SW32: 16 bf16/f16 columns;
 # wider blocks take SW64's 64-byte or SW128's 128-byte rows where they divide them: ``epilogue.staged_c_swizzle``);
-# the TMA-store epilogue also the unswizzled atom's 16-byte rows (8 columns: a column-split tile's 88-column half)
+# the TMA-store epilogue also blocks of 16-byte runs (8 columns: a column-split tile's 88-column half), in plain rows
 STAGED_ROW_BYTES = 32
 TMA_STAGED_ROW_BYTES = 16
 
@@ -79,8 +79,9 @@ class GemmConfig:
       cut into epilogue_split/2 column blocks (``staged_block``: a 256 × 128 tile with epilogue_split = 2 stages
       half its C, room for a fourth stage). A block is staged by stmatrix in K-major atoms of the widest swizzle whose
       row divides it — SW128 (64 columns: BN 128, 192, 256), SW64 (32: BN 96, 160, 224), SW32 (16: BN 112, 144,
-      176), for the TMA store also the unswizzled atom's 16-byte rows (8 columns: BN 104) — and stored by TMA one atom
-      row wide (so 3 stores of 64 × 32 per warpgroup for BN 96, 7 of 64 × 16 for BN 112).
+      176) — and stored by TMA one atom row wide (so 3 stores of 64 × 32 per warpgroup for BN 96, 7 of 64 × 16 for
+      BN 112); for the TMA store a block that none divides (a multiple of 8 columns: BN 104) in plain unswizzled
+      rows, stored by one TMA box the whole block wide (``epilogue.staged_c_swizzle``'s ``"ROW"``).
     - ``a_major``, ``b_major``: ``"K"`` (A (M, K), B (N, K)) or ``"MN"`` (A (K, M), B (K, N)).
     - ``promote`` (fp8): k-tiles whose wgmma products are summed before they join the f32 total.
     - ``registers``: the (producer, consumer) setmaxnreg budgets.
@@ -745,8 +746,7 @@ def _epilogue(c: GemmConfig):
         unit, why = 8, "the rows of C's transpose in an SW128 atom, c_major = 'M'"
     elif c.epilogue == "tma":
         unit = TMA_STAGED_ROW_BYTES // ELEMENT_BYTES[c.out_dtype]
-        why = (f"whole {TMA_STAGED_ROW_BYTES}-byte rows of {c.out_dtype}: the unswizzled atom, the narrowest the TMA "
-               "store reads")
+        why = f"whole {TMA_STAGED_ROW_BYTES}-byte rows of {c.out_dtype}: the narrowest a TMA box's row may be"
     else:
         unit = STAGED_ROW_BYTES // ELEMENT_BYTES[c.out_dtype]
         why = (f"whole {STAGED_ROW_BYTES}-byte rows of {c.out_dtype}: the narrowest swizzle atom, SW32, of the staged "

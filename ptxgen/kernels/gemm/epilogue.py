@@ -36,30 +36,38 @@ def row_width(cols: int) -> int:
     return next(width for width in (64, 32, 16) if cols % width == 0)
 
 
-# the staged C's swizzles, widest first: a column block is staged in the widest whose row divides it (the unswizzled
-# atom's 16-byte rows only by the TMA-store epilogue: the rows epilogue's warps read 16 columns at least)
-STAGED_SWIZZLES = ("SW128", "SW64", "SW32", "INTER")
+# the staged C's swizzles, widest first: a column block is staged in the widest whose row divides it. A block that
+# none divides (an odd number of 16-byte runs: BN 104, a column-split 192 × 176's 88-column half; only the TMA-store
+# epilogue, whose rows may be 8 columns of a 16-bit C) is staged in plain rows, "ROW": row-major and unswizzled, so
+# that one TMA box stores the whole block in rows of its full width. An unswizzled atom's 16-byte rows would cut it
+# into 8-column boxes of 16-byte rows, which the TMA store writes to C in half sectors, far more slowly.
+STAGED_SWIZZLES = ("SW128", "SW64", "SW32")
+ROW = "ROW"
 
 
 def staged_c_swizzle(config: GemmConfig) -> str:
-    """The staged C's (``rows``/``tma``) swizzle: the widest of SW128, SW64, SW32, INTER (K-major atom rows of 128,
-    64, 32, 16 bytes) whose row's columns divide a column block (``staged_block``), so that every TMA box (one atom
-    row wide: a swizzled box spans at most its swizzle's row) is whole, and a warp's stmatrix writes of 8 rows ×
-    16 bytes still cover the 32 banks once. bf16: BN 256 → ``"SW128"``, BN 96 → ``"SW64"``, BN 112 → ``"SW32"``,
-    the 88-column half of a column-split 192 × 176 tile → ``"INTER"`` (unswizzled: a block of 8 columns is 16-byte
-    rows one after the other). Post: ``staged_c_columns(config)`` divides the column block (the config validated:
-    the block is a multiple of one SW32 row, 16 columns of a 16-bit C — for the ``tma`` epilogue of one unswizzled
-    row, 8 columns). A column-major C (``c_major = "M"``) is staged transposed, its atom rows 64 of the tile's rows:
-    ``"SW128"``."""
+    """The staged C's (``rows``/``tma``) form: the widest of SW128, SW64, SW32 (K-major atom rows of 128, 64, 32
+    bytes) whose row's columns divide a column block (``staged_block``), so that every TMA box (one atom row wide: a
+    swizzled box spans at most its swizzle's row) is whole, and a warp's stmatrix writes of 8 rows × 16 bytes still
+    cover the 32 banks once; else ``"ROW"`` (the ``tma`` epilogue's blocks of an odd number of 16-byte runs: plain
+    row-major rows, which cover the banks once for the same reason, the 8 rows of a stmatrix being an odd number of
+    16-byte runs apart). bf16: BN 256 → ``"SW128"``, BN 96 → ``"SW64"``, BN 112 → ``"SW32"``, BN 104 and the 88-column
+    half of a column-split 192 × 176 tile → ``"ROW"``. Post: ``staged_c_columns(config)`` divides the column block
+    (the config validated: the block is a multiple of one SW32 row, 16 columns of a 16-bit C — for the ``tma``
+    epilogue of 16 bytes, 8 columns). A column-major C (``c_major = "M"``) is staged transposed, its atom rows 64 of
+    the tile's rows: ``"SW128"``."""
     if config.c_major == "M":
         return "SW128"
     block = config.staged_block[1]
     for swizzle in STAGED_SWIZZLES:
         if block % _atom_columns(swizzle, config.out_dtype) == 0:
             return swizzle
+    if config.epilogue == "tma" and block % _atom_columns("INTER", config.out_dtype) == 0:
+        return ROW
     raise ValueError(f"GemmConfig.epilogue_split = {config.epilogue_split}: a column block of {block} "
-                     f"{config.out_dtype} columns is no whole number of unswizzled rows "
-                     f"({_atom_columns('INTER', config.out_dtype)} columns)")
+                     f"{config.out_dtype} columns is no whole number of 16-byte rows "
+                     f"({_atom_columns('INTER', config.out_dtype)} columns) for the 'tma' epilogue, nor of SW32 rows "
+                     f"({_atom_columns('SW32', config.out_dtype)} columns) for 'rows'")
 
 
 def _atom_columns(swizzle: str, out_dtype: str) -> int:
@@ -67,12 +75,13 @@ def _atom_columns(swizzle: str, out_dtype: str) -> int:
 
 
 def staged_c_columns(config: GemmConfig) -> int:
-    """Columns of one row of the staged C's atom, one TMA box's width: 64 / 32 / 16 / 8 of a 16-bit C for SW128 /
-    SW64 / SW32 / INTER. ``h128x96s6t`` (bf16) → 32. With ``c_major = "M"`` a box is the whole column block (its
-    rows in C's transpose): ``h128x152s4tT`` → 152."""
+    """Columns of one row of the staged C's atom, one TMA box's width: 64 / 32 / 16 of a 16-bit C for SW128 / SW64 /
+    SW32, the whole column block for ``"ROW"``. ``h128x96s6t`` (bf16) → 32, ``h128x104s4t`` → 104. With
+    ``c_major = "M"`` a box is the whole column block (its rows in C's transpose): ``h128x152s4tT`` → 152."""
     if config.c_major == "M":
         return config.bn // config.epilogue_split
-    return _atom_columns(staged_c_swizzle(config), config.out_dtype)
+    swizzle = staged_c_swizzle(config)
+    return config.staged_block[1] if swizzle == ROW else _atom_columns(swizzle, config.out_dtype)
 
 
 # the tile rows of one row of a transposed (c_major = "M") staged C's SW128 atom: one TMA box's inner extent
@@ -85,17 +94,21 @@ def staged_c_layout(config: GemmConfig):
     ((32,256),(1,4096))``. A column-major C (``c_major = "M"``) is staged transposed, (BN/epilogue_split, BM) in
     SW128 atoms whose rows are 64 of the tile's rows: bf16 BM 128, BN 152 → ``Sw<3,4,3> o 0 o ((8,19),(64,2)):
     ((64,512),(1,9728))``. With BM = 256 and a split (``staged_block``) the two warpgroups' current 64-row blocks:
-    bf16 256 × 128 split in 2 → ``Sw<3,4,3> o 0 o ((8,16),(64,2)):((64,512),(1,8192))``. Post: a bijection onto
+    bf16 256 × 128 split in 2 → ``Sw<3,4,3> o 0 o ((8,16),(64,2)):((64,512),(1,8192))``. ``"ROW"``: plain rows,
+    bf16 ``h128x104s4t`` → ``Sw<0,4,3> o 0 o (128,104):(104,1)``. Post: a bijection onto
     BM·BN/epilogue_split elements (``smem_bytes`` counts exactly them)."""
     rows, block = config.staged_block
     if config.c_major == "M":
         return gmma_smem_layout("K", "SW128", config.out_dtype, (block, config.bm))
-    return gmma_smem_layout("K", staged_c_swizzle(config), config.out_dtype, (2 * rows, block))
+    swizzle = staged_c_swizzle(config)
+    if swizzle == ROW:
+        return lc.ComposedLayout(lc.Swizzle(0, 4, 3), 0, lc.Layout((2 * rows, block), (block, 1)))
+    return gmma_smem_layout("K", swizzle, config.out_dtype, (2 * rows, block))
 
 
 def c_parameter(config: GemmConfig):
     """The type of the kernel's ``%c``: a TMA map of one consumer warpgroup's staged rows (``staged_block``) × one
-    atom row of columns (``staged_c_columns``: 64 bf16 for SW128, 32 for SW64, 16 for SW32, 8 unswizzled) (``tma``;
+    atom row of columns (``staged_c_columns``: 64 bf16 for SW128, 32 for SW64, 16 for SW32, the block for ROW) (``tma``;
     with ``c_major = "M"`` a map of C's transpose, (N, M), whose box is a column block × 64 rows of the tile), else a
     rank-2 gtensor."""
     if config.epilogue == "tma" and config.c_major == "M":
