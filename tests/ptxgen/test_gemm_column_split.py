@@ -187,9 +187,10 @@ def test_ptx_assembles_with_three_m64_wgmmas_per_k_step(name):
     ((2112, 1920, 8192), "h192x160s4Ct3"),     # 132 tiles of 192 x 160: one whole wave (128-row tiles: 1.8 waves)
     ((2112, 1536, 8192), "h192x128s4Ct"),
     ((2046, 2112, 12288), "h192x176s4Ct3"),
-    ((2112, 2112, 2048), "h128x144s4t"),        # K under COLUMN_SPLIT_MIN_K
+    ((2112, 2112, 1024), "h128x144s4t"),        # K under COLUMN_SPLIT_MIN_K
     ((2199, 2112, 57344), "h128x256s4c2t2sk"),  # K over COLUMN_SPLIT_MAX_K
-    ((4224, 2112, 4096), "h128x176s4t"),        # two waves of 192-row tiles: not taken
+    ((6204, 2112, 8192), "h192x176s4Ct3"),      # 2.5 waves of 192-row tiles, 3.8 of 128 x 176
+    ((4224, 2112, 4096), "h128x176s4t"),        # 2 whole waves either way: the 128-row tile's cost is lower
 ])
 def test_rule_8_picks(shape, name):
     assert heuristic.choose_config(*shape, "bf16").name == name
@@ -205,14 +206,16 @@ def test_the_library_runs_its_rule_8_pick_in_the_interpreter():
     assert rel_err(got, a.astype(np.float64) @ b.astype(np.float64)) < 4e-3
 
 
-def test_rule_8_is_16_bit_k_major_and_one_wave():
-    assert heuristic.column_split_tiles(2112, 1920, 8192, "e4m3", "bf16") == []
-    assert heuristic.column_split_tiles(2112, 1920, 8192, "bf16", "bf16", b_major="MN") == []
-    assert heuristic.column_split_tiles(2112, 1922, 8192, "bf16", "bf16") == []   # C rows not TMA-storable
-    found = heuristic.column_split_tiles(2112, 1920, 8192, "bf16", "bf16")
-    assert [c.bn for c in found] == [160, 176]   # narrower ones take more than one wave
+def test_rule_8_is_16_bit_k_major_with_a_bounded_k():
+    assert heuristic.column_split_tiles(1920, 8192, "e4m3", "bf16") == []
+    assert heuristic.column_split_tiles(1920, 8192, "bf16", "bf16", b_major="MN") == []
+    assert heuristic.column_split_tiles(1922, 8192, "bf16", "bf16") == []   # C rows not TMA-storable
+    assert heuristic.column_split_tiles(1920, heuristic.COLUMN_SPLIT_MIN_K - 64, "bf16", "bf16") == []
+    assert heuristic.column_split_tiles(1920, heuristic.COLUMN_SPLIT_MAX_K + 64, "bf16", "bf16") == []
+    found = heuristic.column_split_tiles(1920, 8192, "bf16", "bf16")
+    assert [c.bn for c in found] == list(heuristic.COLUMN_SPLIT_WIDTHS[16])
     for c in found:
-        assert c.warpgroups_along == "n" and c.bm == 192 and heuristic._tiles(c, 2112, 1920) <= 132
+        assert c.warpgroups_along == "n" and c.bm == 192 and c.smem_bytes() <= SMEM_BYTES
 
 
 # -- the GPU -----------------------------------------------------------------------------------------------------------

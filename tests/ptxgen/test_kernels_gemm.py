@@ -195,7 +195,7 @@ def test_unknown_name_gives_the_grammar():
     # 16-bit 128 x 192 tiles where the waves of 128 x 256 and 128 x 128 fit badly (data-parallel, no overlap)
     ((768, 4096, 4096), "bf16", {}, "h128x192s4t3"),
     ((512, 6144, 4096), "f16", {}, "h128x192s4t3"),
-    ((3072, 7168, 2048), "bf16", {}, "h128x192s4t3"),
+    ((3072, 7168, 2048), "bf16", {}, "h192x176s4Ct3"),     # rule 8: 5.0 waves of 192 x 176 against 6.9 (s32)
     ((128, 7168, 18432), "bf16", {}, "h128x64s8t"),         # one row tile: not split-K (343 against 327)
     ((128, 7168, 18432), "e4m3", {}, "h128x64s8k4t"),
     # split-K by k-slices (16-bit, K >= 8192, M > 128) where the tiles leave room for 2+ slices (s20 sections 7-8)

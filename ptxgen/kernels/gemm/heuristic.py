@@ -119,11 +119,14 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
    266×2560×13824 368 → 722; s30 log section 7).
 8. **Column-split 192-row tiles** (16-bit, K-major, C rows TMA-storable, ``COLUMN_SPLIT_MIN_K`` ≤ K ≤
    ``COLUMN_SPLIT_MAX_K``): ``column_split_tiles`` — 192 × BN, BN 96 … 176, each consumer warpgroup all 192 rows ×
-   BN/2 columns (``warpgroups_along = "n"``, cuBLAS's "coopB" tiles) — enter rule 2's cost model where their tiles fit
-   one wave, costed as the 128-row tile of their BN times 192/128; against rule 7's swapped tiles their cost counts
-   ``COLUMN_SPLIT_SWAPPED_MARGIN`` = 1.06 times. Where one wave of them fits a problem that the 128-row tiles quantize
-   badly: of 60 random changed picks measured, 58 faster by 0.3-33% (bf16 2364×1280×13824 494 → 648 TFLOP/s,
-   153×18432×4096 268 → 355), 2 slower by 0.5-0.7% (s31 log sections 2-5).
+   BN/2 columns (``warpgroups_along = "n"``, cuBLAS's "coopB" tiles) — enter rule 2's cost model, costed as the
+   128-row tile of their BN times 192/128; against rule 7's swapped tiles their cost counts
+   ``COLUMN_SPLIT_SWAPPED_MARGIN`` = 1.06 times. Where they fit a problem that the 128-row tiles quantize badly: of 60
+   random changed picks of one wave, 58 faster by 0.3-33% (bf16 2364×1280×13824 494 → 648 TFLOP/s, 153×18432×4096
+   268 → 355), 2 slower by 0.5-0.7% (s31 log sections 2-5); over several waves and from K = 2048, since their staged
+   C goes out in full-width rows (s32 log sections 1-2), of 44 more 34 faster by 1-26% (6204×2112×8192 582 → 666,
+   2097×5120×24576 623 → 691, 8977×1024×2048 544 → 602), 2 even, 8 slower by 0.6-3.5%, all at K ≤ 3072 (s32 log
+   section 4).
 
 ``choose_config(8192, 8192, 8192, "bf16", 132)`` = h128x256s4t2sk; ``choose_config(4096, 4096, 4096, "bf16")`` =
 h128x256s4t2o1; ``choose_config(16, 4096, 4096, "bf16")`` = h128x16s8zx (swapped, split into k-slices);
@@ -360,8 +363,8 @@ WIDE_THIRDS_BN = 192   # the 16-bit 128 x 192 tile (TMA store in thirds): waves 
 FP8_TALL = GemmConfig("e4m3", bm=256, bn=112, stages=3, epilogue="tma", promote=4)
 FP8_TALL_ROWS = (192, 256)   # M in (192, 256]
 # rule 8: 192-row tiles whose two consumer warpgroups split the columns (each all 192 rows × BN/2: cuBLAS's "coopB"
-# 192 x 176 / 192 x 192 / 192 x 208 at 2046x2112x12288, 2199x2112x57344, 2437x16384x6144), 16-bit, one wave only,
-# costed as the 128-row tile of their BN (EFFICIENCY) times 192/128. Where their tiles fill one wave that the 128-row
+# 192 x 176 / 192 x 192 / 192 x 208 at 2046x2112x12288, 2199x2112x57344, 2437x16384x6144), 16-bit, costed as the
+# 128-row tile of their BN (EFFICIENCY) times 192/128. Where their tiles fill one wave that the 128-row
 # tiles quantize badly they lead (bf16, TFLOP/s against the pick: 2112x1920x8192 192 x 160 710 against 564, 2112x
 # 1536x8192 192 x 128 696 / 544, 2112x2112x8192 192 x 176 670 / 584, 2112x1728x8192 192 x 144 668 / 611; the
 # widths 96 and 112 even); in two waves they lost (4224x2112x4096 192 x 176 609 against 668), fp8's (192 x 64-96, 2 x
@@ -370,11 +373,16 @@ FP8_TALL_ROWS = (192, 256)   # M in (192, 256]
 # by 1-22% (2880x1024x13824 527 -> 642 TFLOP/s, 1174x2560x8192 472 -> 559, 2099x1536x2560 459 -> 529, 2097x2112x14336
 # 619 -> 666), the 6 others at K <= 3072, where the epilogue (C staged in row blocks in turn, not overlapped) is a
 # larger share: 3 even at K = 2112, 3 slower (1328x2560x1024 321 -> 265, 2060x2112x2048 506 -> 452, 1190x2560x3072
-# 517 -> 497): from K = COLUMN_SPLIT_MIN_K to COLUMN_SPLIT_MAX_K only (docs/gpu-runs/2026-11-27-s31.log sections 2-4)
+# 517 -> 497): from K = COLUMN_SPLIT_MIN_K to COLUMN_SPLIT_MAX_K only (docs/gpu-runs/2026-11-27-s31.log sections 2-4).
+# Both the short-K and the two-wave losses were the staged C's 8-column TMA boxes of 16-byte rows (192 x 144 and
+# 192 x 176); stored in full-width rows (epilogue.staged_c_swizzle's ROW) the tiles run level with the 128-row ones
+# over several waves (4224x2112x4096 646 against 645), and the rule takes them over any number of waves from K = 2048:
+# of 44 random changed picks 34 faster by 1-26%, 2 even, 8 slower by 0.6-3.5% at K 2048-3072, where 14 were faster
+# (docs/gpu-runs/2026-11-27-s32.log section 4)
 COLUMN_SPLIT_BM = 192
 COLUMN_SPLIT_WIDTHS = {16: (96, 112, 128, 144, 160, 176), 8: ()}
 COLUMN_SPLIT_STAGES = 4
-COLUMN_SPLIT_MIN_K = 4096
+COLUMN_SPLIT_MIN_K = 2048
 COLUMN_SPLIT_MAX_K = 24576
 # ... and against rule 7's swapped tiles a column-split pick's cost counts this much more. A fresh sample of 28 changed
 # picks (docs/gpu-runs/2026-11-27-s31.log section 4): from M = 512, 16 of 16 faster by 4-29% (2371x1280x12288 501 ->
@@ -621,31 +629,26 @@ def _unswapped_pick(m, n, k, dtype, out_dtype, a_major, b_major, bias, sms, spli
             cost = estimated_cost(config, m, n, k, sms)
             if best_cost is None or cost < best_cost - 1e-9:
                 best, best_cost = config, cost
-    for config in column_split_tiles(m, n, k, dtype, out_dtype, a_major, b_major, bias, sms) if column_split else ():
+    for config in column_split_tiles(n, k, dtype, out_dtype, a_major, b_major, bias) if column_split else ():
         cost = estimated_cost(config, m, n, k, sms)
         if cost < best_cost - 1e-9:
             best, best_cost = config, cost
     return best, best_cost
 
 
-def column_split_tiles(m: int, n: int, k: int, dtype: str, out_dtype: str, a_major: str = "K", b_major: str = "K",
-                       bias: bool = False, sms: int = H100_SMS) -> list:
+def column_split_tiles(n: int, k: int, dtype: str, out_dtype: str, a_major: str = "K", b_major: str = "K",
+                       bias: bool = False) -> list:
     """Rule 8's candidates: the ``COLUMN_SPLIT_BM``-row tiles whose consumer warpgroups split the columns
     (``warpgroups_along = "n"``: each all 192 rows × BN/2), one of each of ``COLUMN_SPLIT_WIDTHS``, 4 stages, C staged
-    in as few blocks as fit beside them, where all their tiles fit one wave of ``sms`` (K-major operands, C rows
-    TMA-storable, ``COLUMN_SPLIT_MIN_K`` ≤ K ≤ ``COLUMN_SPLIT_MAX_K``). ``column_split_tiles(2112, 1920, 8192,
-    "bf16", "bf16")`` includes ``h192x160s4Ct3`` (132 tiles, one whole wave). Post: every entry validates; [] where
-    the rule does not apply."""
+    in as few blocks as fit beside them (K-major operands, C rows TMA-storable, ``COLUMN_SPLIT_MIN_K`` ≤ K ≤
+    ``COLUMN_SPLIT_MAX_K``), for C (M, n) = A·Bᵀ of depth k whatever M: the cost model weighs their waves.
+    ``column_split_tiles(1920, 8192, "bf16", "bf16")`` includes ``h192x160s4Ct3``. Post: every entry validates; []
+    where the rule does not apply."""
     widths = COLUMN_SPLIT_WIDTHS[_width(dtype)]
     if not widths or (a_major, b_major) != ("K", "K") or not COLUMN_SPLIT_MIN_K <= k <= COLUMN_SPLIT_MAX_K or \
             n * ELEMENT_BYTES[out_dtype] % 16:
         return []
-    tiles = []
-    for bn in widths:
-        config = column_split_tile(bn, dtype, bias, out_dtype)
-        if _tiles(config, m, n) <= sms:
-            tiles.append(config)
-    return tiles
+    return [column_split_tile(bn, dtype, bias, out_dtype) for bn in widths]
 
 
 def column_split_tile(bn: int, dtype: str, bias: bool = False, out_dtype: str | None = None) -> GemmConfig:
