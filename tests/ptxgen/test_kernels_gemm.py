@@ -260,6 +260,11 @@ def test_unknown_name_gives_the_grammar():
     ((528, 2560, 7168), "bf16", {}, "h128x88s6txT"),         # 552 against 325 for h128x112s6t
     ((688, 2048, 8192), "e4m3", {}, "h128x88s6k4txT"),       # 998 against 719 for h128x112s6k4t
     ((425, 1024, 6144), "bf16", {}, "h128x64s8t"),           # 8 row tiles of N: not under 96 (220 against 183)
+    # ... and up to M = 2048 from 5% padding: M just past a multiple of 128 in swapped tiles that cover it (s32 §5)
+    ((1044, 14336, 57344), "bf16", {}, "h128x216s4tskxT"),   # 5 x 216 = 1080 rows against 9 x 128 = 1152
+    ((1028, 6144, 6144), "bf16", {}, "h128x208s4t2xT"),      # 623 against 489 for h128x144s4t
+    ((1400, 14336, 8192), "bf16", {}, "h128x256s4t2sk"),     # 0.6% padding: unswapped
+    ((2100, 14336, 8192), "bf16", {}, "h128x256s4t2sk"),     # over SWAP_MID_MAX_M
     ((150, 4096, 2048), "bf16", {}, "h128x64s8t"),           # 32 swapped tiles, under SMs / 4
     # rule 1: M <= 64 swaps A and B (M rounded up to 16 / 32 / 64 as the wgmma's N); split-K below
     # a third of the SMs' tiles (32 tiles of N = 4096 on 132 SMs), data-parallel from there (44 of 132)

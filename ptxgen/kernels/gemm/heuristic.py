@@ -83,9 +83,9 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
    12-30% there (s15 section 3).
 6. **MN-major operands** (a (K, M) A or a (K, N) B, M or N contiguous: 16-bit only) run in clusters of 1; an MN-major
    B needs BN a multiple of 64.
-7. **Swapped tiles for mid M** (64 < M ≤ ``SWAP_MID_MAX_M`` = 1024, N ≥ 2·M, a K-major A (B either way: a row-major
+7. **Swapped tiles for mid M** (64 < M ≤ ``SWAP_MID_MAX_M`` = 2048, N ≥ 2·M, a K-major A (B either way: a row-major
    (K, N) B becomes the kernel's MN-major A), C rows TMA-storable,
-   and 128-row tiles padding M by at least ``SWAP_MID_MIN_PADDING`` = 10%): the kernel computes Cᵀ = B·Aᵀ with M
+   and 128-row tiles padding M by at least ``SWAP_MID_MIN_PADDING`` = 5%): the kernel computes Cᵀ = B·Aᵀ with M
    split into 1-8 tiles of any multiple of 8 (``swapped_mid_widths``: 448 → 224, 152, 112, 96), C stored by TMA as its
    transpose (``c_major = "M"``), as many stages as fit (4-6), data-parallel or (from 128 columns) stream-K; they enter
    rule 2's cost model on the kernel's problem (N, M, K) with their k-tiles ``SWAP_MID_SLOWDOWN`` dearer (16-bit 1.06,
@@ -95,7 +95,12 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
    ones fixed the rule's limits (no stream-K under 128 columns, at least 4 stages, ties unswapped, fp8 1.05). On a
    fresh sample of 24 after that: 23 faster (up to 1.78×), one 0.7% slower; widened from M ≤ 640, N ≥ 4·M, its 6
    new picks of a sample were all faster (x1.11-1.24: bf16 770×8192×2048 506 → 608, e4m3 650×4096×4096 908 → 1125);
-   with a row-major B too, 14 of 14 (x1.004-1.266: 300×8192×4096 383 → 485, 576×11008×2048 495 → 582).
+   with a row-major B too, 14 of 14 (x1.004-1.266: 300×8192×4096 383 → 485, 576×11008×2048 495 → 582). Widened
+   from M ≤ 1024 and 10% padding (M just past a multiple of 128, whose last row of 128-row tiles is nearly empty,
+   takes tiles of M that cover it with little padding, as cuBLAS's 256 × 152 at 1044×14336×57344): of 49 changed
+   picks of two samples, 39 faster by up to 27% (bf16 1044×14336×57344 553 → 713, 1028×6144×6144 489 → 623,
+   1284×5120×11008 543 → 652; e4m3 481×2560×13824 745 → 858), 4 even, 6 slower by 2.5-11% (bf16 850×3584×12288
+   582 → 516; e4m3 1199×18432×24576 1139 → 1053) (s32 log section 5).
    For 16-bit M ≤ ``SWAP_SPLITK_MAX_M`` = 192 with K ≥ 8192 whose swapped tiles take at least 3 k-slices each, their
    split-K form is a candidate too, and the one-tile width of an M under 96 (split-K only): such few tiles stream the
    weights through too few SMs. 8 of 8 changed picks of a sample were faster (bf16 96×1536×10240 67 → 103,
@@ -147,7 +152,7 @@ SWAP_AB_MAX_M = 64
 # the unswapped 128 x 176's 573; fp8 2-4% behind the model at e4m3 224x14336x4096 and 448x5120x4096:
 # docs/gpu-runs/2026-11-26-s17.log sections 2-3). cuBLAS tiles these
 # problems so (its 128 x 160 over (N, M) at 448x11008 and 320x14336, bf16 and e4m3)
-SWAP_MID_MAX_M = 1024
+SWAP_MID_MAX_M = 2048
 SWAP_MID_MIN_N_OVER_M = 2
 SWAP_MID_SLOWDOWN = {16: 1.06, 8: 1.05}
 SWAP_MID_MIN_BN = 96
@@ -174,9 +179,11 @@ SWAP_MID_MIN_STAGES = 4
 # ... and stream-K only from this width (bf16 192x12288x14336: 96 wide with stream-K 367 TFLOP/s against 452 for the
 # unswapped 128 x 192; 96x28672x8192 257 against 271), as the unswapped wave-filling tiles run data-parallel
 SWAP_MID_MIN_STREAMK_BN = 128
-# ... only where 128-row tiles would pad M by at least this share (M = 448: 14%; 320: 20%; not 704: 9%, nor any multiple
-# of 128, where the unswapped wave-filling tiles already shape the waves)
-SWAP_MID_MIN_PADDING = 0.1
+# ... only where 128-row tiles would pad M by at least this share (M = 448: 14%; 320: 20%; 1044: 10%; 1924: 6%; not
+# 1300: 3%, nor any multiple of 128, where the unswapped wave-filling tiles already shape the waves). From 10% and
+# M <= 1024 (s17, s30) to 5% and M <= 2048 (SWAP_MID_MAX_M): of 49 random changed picks 39 faster, 4 even, 6 slower by
+# 2.5-11%, the slower ones at paddings of 5.4-9.8% among faster ones at the same paddings (s32 log section 5)
+SWAP_MID_MIN_PADDING = 0.05
 H100_SMS = 132
 # the time of one k-tile of a tile relative to its area share of the largest candidate (1: as efficient per FLOP);
 # fp8 128 x 128 within the two measured wave-quantization winners (between 0.92 and 1.02) and the s13 sweeps (0.74-0.93
