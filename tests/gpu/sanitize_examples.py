@@ -79,7 +79,15 @@ def main() -> int:
               gemm("bf16", cluster=2, epilogue="tma", epilogue_split=2, overlap=2), {"sms": 4}),
              ("gemm_hopper e4m3 128x192 k4 overlap", "e4m3",
               gemm("e4m3", bn=192, epilogue="tma", promote=4, overlap=1),
-              {"sms": 3, "scale_a": 0.5, "scale_b": 0.25})]
+              {"sms": 3, "scale_a": 0.5, "scale_b": 0.25}),
+             # C staged in plain rows and stored by one box a block wide, past N's edge in the last tile: the
+             # column-split 192 x 176 (each warpgroup's three 64-row blocks in turn) and 192 x 144 (staged whole),
+             # the row-split 128 x 104
+             ("gemm_hopper 192x176 column split rows", "bf16",
+              gemm("bf16", bm=192, bn=176, epilogue="tma", epilogue_split=3, warpgroups_along="n"), {"sms": sms}),
+             ("gemm_hopper 192x144 column split whole", "bf16",
+              gemm("bf16", bm=192, bn=144, epilogue="tma", warpgroups_along="n"), {"sms": 3}),
+             ("gemm_hopper 128x104 rows", "bf16", gemm("bf16", bn=104, epilogue="tma"), {"sms": sms})]
     # stream-K: few CTAs, so that 300 x 520 leaves a partial last wave (9 tiles on 4 CTAs; 6 cluster tiles on 4)
     for cluster, ctas in ((1, 4), (2, 8)):
         shapes = streamk_buffers(GemmConfig(cluster=cluster), ctas)
