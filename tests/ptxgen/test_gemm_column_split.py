@@ -81,7 +81,7 @@ def test_an_unknown_split_direction_is_refused():
         GemmConfig(warpgroups_along="k").validate()
 
 
-# -- the staged C: an 88-column half in plain rows ----------------------------------------------------------------------
+# -- the staged C: an 88-column half in plain rows ---------------------------------------------------------------------
 
 @pytest.mark.parametrize("name, swizzle, box_columns", [
     ("h192x176s4Ct3", "ROW", 88), ("h192x144s4Ct", "ROW", 72), ("h192x160s4Ct3", "SW32", 16),
@@ -130,7 +130,7 @@ def test_the_plan_and_the_stores(name):
 # -- the interpreter ---------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name, m, n, k", [
-    ("h192x176s4Ct3", 250, 360, 128),     # 88-column halves staged unswizzled, three row blocks in turn; ragged M, N
+    ("h192x176s4Ct3", 250, 360, 128),     # 88-column halves staged in plain rows, three row blocks in turn; ragged M, N
     ("h192x128s4Ct", 300, 200, 64),       # staged whole; the second warpgroup's half past N in the last tile
     ("h192x96s4C", 200, 100, 72),         # direct; K ragged
     ("h64x128s4Ct", 70, 136, 64),
@@ -149,7 +149,7 @@ def test_linear_with_bias_matches_float64():
     check_interpreter_linear_bias(gemm("h192x160s4Ct3b"))
 
 
-@pytest.mark.parametrize("name", ["h192x96s4Ck4t", "h128x128s4Ck4t"])
+@pytest.mark.parametrize("name", ["h192x96s4Ck4t", "h128x128s4Ck4t", "h192x80s5Ck4t"])   # the last: 40-column ROW
 def test_scaled_mm_per_tensor_fp8_matches_float64(name):
     rng = np.random.default_rng()
     a = (rng.standard_normal((300, 512)) * 2).astype(E4M3)
@@ -159,7 +159,7 @@ def test_scaled_mm_per_tensor_fp8_matches_float64(name):
 
 
 def test_a_tma_store_of_8_column_rows_matches_float64():
-    """The unswizzled staging also serves a 128-row tile whose BN is no multiple of 16 (104: 13 boxes of 8)."""
+    """The plain-row staging also serves a 128-row tile whose BN is no multiple of 16 (104: one box 104 wide)."""
     rng = np.random.default_rng()
     a = rng.standard_normal((130, 64)).astype(BF16)
     b = rng.standard_normal((64, 216)).astype(BF16)
