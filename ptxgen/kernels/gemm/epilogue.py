@@ -9,7 +9,7 @@ from layoutc.hopper import gmma_atom, gmma_smem_layout
 from ptxgen.ir.builder import frag, gtensor, i32, partition, tmap
 from ptxgen.ir.ops.smem import tile_split
 
-from .config import GemmConfig
+from .config import ELEMENT_BYTES, TMA_STAGED_ROW_BYTES, GemmConfig
 
 
 def accumulator_block_tv(rows: int, bn: int):
@@ -62,11 +62,12 @@ def staged_c_swizzle(config: GemmConfig) -> str:
     for swizzle in STAGED_SWIZZLES:
         if block % _atom_columns(swizzle, config.out_dtype) == 0:
             return swizzle
-    if config.epilogue == "tma" and block % _atom_columns("INTER", config.out_dtype) == 0:
+    run = TMA_STAGED_ROW_BYTES // ELEMENT_BYTES[config.out_dtype]   # the columns of one 16-byte run
+    if config.epilogue == "tma" and block % run == 0:
         return ROW
     raise ValueError(f"GemmConfig.epilogue_split = {config.epilogue_split}: a column block of {block} "
-                     f"{config.out_dtype} columns is no whole number of 16-byte rows "
-                     f"({_atom_columns('INTER', config.out_dtype)} columns) for the 'tma' epilogue, nor of SW32 rows "
+                     f"{config.out_dtype} columns is no whole number of {TMA_STAGED_ROW_BYTES}-byte runs ({run} "
+                     f"columns) for the 'tma' epilogue, nor of SW32 rows "
                      f"({_atom_columns('SW32', config.out_dtype)} columns) for 'rows'")
 
 
