@@ -158,7 +158,7 @@ def test_scaled_mm_per_tensor_fp8_matches_float64(name):
     assert rel_err(got, a.astype(np.float64) @ b.astype(np.float64).T * 0.75) < 4e-3
 
 
-def test_a_tma_store_of_8_column_rows_matches_float64():
+def test_a_128_row_tile_staged_in_plain_rows_matches_float64():
     """The plain-row staging also serves a 128-row tile whose BN is no multiple of 16 (104: one box 104 wide)."""
     rng = np.random.default_rng()
     a = rng.standard_normal((130, 64)).astype(BF16)
