@@ -265,6 +265,13 @@ def test_unknown_name_gives_the_grammar():
     ((1028, 6144, 6144), "bf16", {}, "h128x208s4t2xT"),      # 623 against 489 for h128x144s4t
     ((1400, 14336, 8192), "bf16", {}, "h128x256s4t2sk"),     # 0.6% padding: unswapped
     ((2100, 14336, 8192), "bf16", {}, "h128x256s4t2sk"),     # over SWAP_MID_MAX_M
+    # ... and from M = 1024 at the unswapped tiles' cost per k-tile, from 3% padding (s33 log sections 1-3)
+    ((1174, 18432, 2112), "bf16", {}, "h128x168s4txT"),      # 645 against 569 for h128x176s4t
+    ((1598, 18432, 3072), "bf16", {}, "h128x200s4txT"),      # 4% padding: 672 against 616 for h128x192s4t3
+    ((1043, 24576, 10240), "bf16", {}, "h128x176s4tskxT"),   # 684 against 575 for h128x256s4t2sk
+    ((1093, 11008, 11008), "e4m3", {}, "h128x184s4k4txT"),   # 1270 against 1140 for h128x192s4k4t
+    ((1505, 6144, 6144), "bf16", {}, "h128x192s4t3"),        # 2.1% padding: unswapped (677 against 652)
+    ((607, 12288, 28672), "bf16", {}, "h128x160s4t"),        # under 1024 the slowdown holds (633 against 529)
     ((150, 4096, 2048), "bf16", {}, "h128x64s8t"),           # 32 swapped tiles, under SMs / 4
     # rule 1: M <= 64 swaps A and B (M rounded up to 16 / 32 / 64 as the wgmma's N); split-K below
     # a third of the SMs' tiles (32 tiles of N = 4096 on 132 SMs), data-parallel from there (44 of 132)

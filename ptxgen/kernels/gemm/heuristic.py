@@ -85,11 +85,12 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
    B needs BN a multiple of 64.
 7. **Swapped tiles for mid M** (64 < M ≤ ``SWAP_MID_MAX_M`` = 2048, N ≥ 2·M, a K-major A (B either way: a row-major
    (K, N) B becomes the kernel's MN-major A), C rows TMA-storable,
-   and 128-row tiles padding M by at least ``SWAP_MID_MIN_PADDING`` = 5%): the kernel computes Cᵀ = B·Aᵀ with M
+   and 128-row tiles padding M by at least ``SWAP_MID_MIN_PADDING`` = 5%, from M = ``SWAP_MID_LARGE_M`` = 1024
+   ``SWAP_MID_LARGE_M_MIN_PADDING`` = 3%): the kernel computes Cᵀ = B·Aᵀ with M
    split into 1-8 tiles of any multiple of 8 (``swapped_mid_widths``: 448 → 224, 152, 112, 96), C stored by TMA as its
    transpose (``c_major = "M"``), as many stages as fit (4-6), data-parallel or (from 128 columns) stream-K; they enter
    rule 2's cost model on the kernel's problem (N, M, K) with their k-tiles ``SWAP_MID_SLOWDOWN`` dearer (16-bit 1.06,
-   fp8 1.05) and win only when strictly cheaper. This is how cuBLAS tiles these problems (its 128 × 160 over (N, M)
+   fp8 1.05; from M = 1024 as dear as the unswapped ones) and win only when strictly cheaper. This is how cuBLAS tiles these problems (its 128 × 160 over (N, M)
    at 448×11008 and 320×14336). Of 68 shapes whose pick changed (two samples, s17 log section 3) the new pick was
    faster at 62, by up to 1.76× (bf16 272×4608×7168 253 → 445 TFLOP/s; e4m3 192×7168×4096 497 → 681); the 6 slower
    ones fixed the rule's limits (no stream-K under 128 columns, at least 4 stages, ties unswapped, fp8 1.05). On a
@@ -100,7 +101,10 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
    takes tiles of M that cover it with little padding, as cuBLAS's 256 × 152 at 1044×14336×57344): of 49 changed
    picks of two samples, 39 faster by up to 27% (bf16 1044×14336×57344 553 → 713, 1028×6144×6144 489 → 623,
    1284×5120×11008 543 → 652; e4m3 481×2560×13824 745 → 858), 4 even, 6 slower by 2.5-11% (bf16 850×3584×12288
-   582 → 516; e4m3 1199×18432×24576 1139 → 1053) (s32 log section 5).
+   582 → 516; e4m3 1199×18432×24576 1139 → 1053) (s32 log section 5). From M = 1024 the swapped tiles cost no more
+   per k-tile and enter from 3% padding: of 33 random changed picks (M 1043-1699) 27 faster by 2-19% (bf16
+   1043×24576×10240 575 → 684, 1558×57344×11008 657 → 726; e4m3 1093×11008×11008 1140 → 1270), 3 even, 3 slower by
+   1-7% (bf16 1452×11008×57344 726 → 676; s33 log sections 1-3).
    For 16-bit M ≤ ``SWAP_SPLITK_MAX_M`` = 192 with K ≥ 8192 whose swapped tiles take at least 3 k-slices each, their
    split-K form is a candidate too, and the one-tile width of an M under 96 (split-K only): such few tiles stream the
    weights through too few SMs. 8 of 8 changed picks of a sample were faster (bf16 96×1536×10240 67 → 103,
@@ -184,6 +188,18 @@ SWAP_MID_MIN_STREAMK_BN = 128
 # M <= 1024 (s17, s30) to 5% and M <= 2048 (SWAP_MID_MAX_M): of 49 random changed picks 39 faster, 4 even, 6 slower by
 # 2.5-11%, the slower ones at paddings of 5.4-9.8% among faster ones at the same paddings (s32 log section 5)
 SWAP_MID_MIN_PADDING = 0.05
+# ... and from M = SWAP_MID_LARGE_M on, the swapped tiles' k-tiles cost what the unswapped ones do (no
+# SWAP_MID_SLOWDOWN), from a padding of SWAP_MID_LARGE_M_MIN_PADDING: with 8-16 tiles of M they ran as fast per k-tile
+# as the 128-row tiles. A sample at M 1000-2048 found the swapped tiles ahead where the cost model kept the unswapped
+# ones (bf16 1174x18432x2112 168 wide 645 TFLOP/s against 569 for the pick, 1598x18432x3072 (4% padding) 200 wide 672
+# against 616; s33 log section 1: 15 of 15 changed picks faster, by 0.3-21%). Of 33 random changed picks (M
+# 1043-1699, s33 log sections 2-3) 27 faster by 2-19% (bf16 1043x24576x10240 575 -> 684, 1115x28672x28672 655 -> 733,
+# 1558x57344x11008 657 -> 726; e4m3 1093x11008x11008 1140 -> 1270), 3 even, 3 slower (bf16 1452x11008x57344 726 ->
+# 676, e4m3 1192x28672x9216 1133 -> 1083, bf16 1177x4096x8192 609 -> 603); the padding bound 3% leaves out
+# 1505x6144x6144 (2.1%: 677 -> 652). Under M = 1024 the same change was slower at 5 of 8 changed picks (bf16
+# 607x12288x28672 633 -> 529, 484x9216x9216 599 -> 558; s33 log section 2)
+SWAP_MID_LARGE_M = 1024
+SWAP_MID_LARGE_M_MIN_PADDING = 0.03
 H100_SMS = 132
 # the time of one k-tile of a tile relative to its area share of the largest candidate (1: as efficient per FLOP);
 # fp8 128 x 128 within the two measured wave-quantization winners (between 0.92 and 1.02) and the s13 sweeps (0.74-0.93
@@ -558,8 +574,10 @@ def choice_without_narrow_split(m: int, n: int, k: int, dtype: str = "bf16", out
     tma_store = n * ELEMENT_BYTES[out_dtype] % 16 == 0
     best, best_cost = _unswapped_pick(m, n, k, dtype, out_dtype, a_major, b_major, bias, sm_count, split_k=True,
                                       column_split=column_split)
+    large_m = m >= SWAP_MID_LARGE_M
+    min_padding = SWAP_MID_LARGE_M_MIN_PADDING if large_m else SWAP_MID_MIN_PADDING
     if tma_store and a_major == "K" and SWAP_AB_MAX_M < m <= SWAP_MID_MAX_M and n >= SWAP_MID_MIN_N_OVER_M * m and \
-            -(-m // 128) * 128 >= (1 + SWAP_MID_MIN_PADDING) * m:
+            -(-m // 128) * 128 >= (1 + min_padding) * m:
         enough = -(-n // 128) >= sm_count // SWAP_ONE_TILE_FP8_SHARE
         one_past_row = 128 < m <= 128 + SWAP_ONE_TILE_PAST_ROW
         past_row = _past_row_swapped(m, n, k, dtype, bias, out_dtype, sm_count, b_major)
@@ -578,7 +596,7 @@ def choice_without_narrow_split(m: int, n: int, k: int, dtype: str = "bf16", out
         if best.warpgroups_along == "n":
             best_cost *= COLUMN_SPLIT_SWAPPED_MARGIN
         for config in _swapped_mid(m, n, k, dtype, bias, out_dtype, sm_count, b_major):
-            cost = estimated_cost(config, n, m, k, sm_count) * SWAP_MID_SLOWDOWN[_width(dtype)]
+            cost = estimated_cost(config, n, m, k, sm_count) * (1.0 if large_m else SWAP_MID_SLOWDOWN[_width(dtype)])
             if cost < best_cost - 1e-9:
                 best, best_cost = config, cost
     if best.swap_ab:
