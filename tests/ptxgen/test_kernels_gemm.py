@@ -271,6 +271,7 @@ def test_unknown_name_gives_the_grammar():
     ((1043, 24576, 10240), "bf16", {}, "h128x176s4tskxT"),   # 684 against 575 for h128x256s4t2sk
     ((1093, 11008, 11008), "e4m3", {}, "h128x184s4k4txT"),   # 1270 against 1140 for h128x192s4k4t
     ((1505, 6144, 6144), "bf16", {}, "h128x192s4t3"),        # 2.1% padding: unswapped (677 against 652)
+    ((1333, 18432, 10240), "e4m3", {}, "h128x192s4k4t"),     # fp8 swapped at most 184 wide: 1232 against 1179
     ((607, 12288, 28672), "bf16", {}, "h128x160s4t"),        # under 1024 the slowdown holds (633 against 529)
     ((150, 4096, 2048), "bf16", {}, "h128x64s8t"),           # 32 swapped tiles, under SMs / 4
     # rule 1: M <= 64 swaps A and B (M rounded up to 16 / 32 / 64 as the wgmma's N); split-K below

@@ -200,6 +200,11 @@ SWAP_MID_MIN_PADDING = 0.05
 # 607x12288x28672 633 -> 529, 484x9216x9216 599 -> 558; s33 log section 2)
 SWAP_MID_LARGE_M = 1024
 SWAP_MID_LARGE_M_MIN_PADDING = 0.03
+# ... there fp8's swapped tiles are at most this wide: its 192-wide one (5 stages, C stored in two blocks) was slower
+# than the pick it replaced at 4 of 5 fresh changed picks (e4m3 1488x7168x10240 1144 -> 1094 TFLOP/s, 1333x18432x10240
+# 1232 -> 1179; 1112x10240x24576 1152 -> 1167), where the 136-184-wide ones were faster at 15 of 16 (1068x9216x12288
+# 1034 -> 1165, 1098x16384x5120 1085 -> 1206; s33 log section 4)
+SWAP_MID_LARGE_M_MAX_BN = {16: 256, 8: 184}
 H100_SMS = 132
 # the time of one k-tile of a tile relative to its area share of the largest candidate (1: as efficient per FLOP);
 # fp8 128 x 128 within the two measured wave-quantization winners (between 0.92 and 1.02) and the s13 sweeps (0.74-0.93
@@ -806,13 +811,15 @@ def _past_row_swapped(m: int, n: int, k: int, dtype: str, bias: bool, out_dtype:
 
 def swapped_mid_widths(m: int, dtype: str) -> list:
     """The kernel BNs of a swapped mid-M problem: M split into j = 1 … ``SWAP_MID_MAX_TILES`` = 8 tiles, ⌈M/j⌉
-    rounded up to 8, from ``SWAP_MID_MIN_WIDTH`` to ``SWAP_MID_MAX_BN`` (16-bit 256, fp8 192), each once.
-    ``swapped_mid_widths(448, "bf16")`` = [224, 152, 112, 96, 80]. Post: every width is a multiple of 8 covering M in
-    at most 8 tiles."""
+    rounded up to 8, from ``SWAP_MID_MIN_WIDTH`` to ``SWAP_MID_MAX_BN`` (16-bit 256, fp8 192; from M =
+    ``SWAP_MID_LARGE_M`` to ``SWAP_MID_LARGE_M_MAX_BN``: fp8 184), each once. ``swapped_mid_widths(448, "bf16")`` =
+    [224, 152, 112, 96, 80]; ``swapped_mid_widths(1331, "e4m3")`` = [168] (not 192). Post: every width is a multiple of
+    8 covering M in at most 8 tiles."""
+    widest = (SWAP_MID_LARGE_M_MAX_BN if m >= SWAP_MID_LARGE_M else SWAP_MID_MAX_BN)[_width(dtype)]
     widths = []
     for tiles in range(1, SWAP_MID_MAX_TILES + 1):
         bn = -(-(-(-m // tiles)) // 8) * 8
-        if SWAP_MID_MIN_WIDTH <= bn <= SWAP_MID_MAX_BN[_width(dtype)] and bn not in widths:
+        if SWAP_MID_MIN_WIDTH <= bn <= widest and bn not in widths:
             widths.append(bn)
     return widths
 
