@@ -47,7 +47,8 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
      3001×2999×2016); where the model picks the fp8 128 × 112 tile for M in (192, 256] and K ≥ 8192, the 256 × 112
      tile (``FP8_TALL``: the same column tiles in half the CTAs, each B tile read once: 256x14336x14336 1018 against
      943 TFLOP/s; s20 section 5) if its last wave holds at least ``WAVE_FILL_MIN`` of the SMs.
-3. **Stream-K** (bf16/f16) where it shortens the last wave by at least ``STREAMK_MIN_SAVING`` = 20 k-tiles
+3. **Stream-K** (bf16/f16; fp8's TMA-store tiles in clusters of 1 from 8 row tiles, s33 log section 6: e4m3
+   4695×3072×24576 1170 → 1260 TFLOP/s) where it shortens the last wave by at least ``STREAMK_MIN_SAVING`` = 20 k-tiles
    (``schedule.streamk_ktiles_saved``, the kernel's own test): ``…sk`` (8192³: 1.041 × cuBLAS; 4096×4352×4096 +9.7%
    over data-parallel), in clusters of 2 where K ≥ 2·max(M, N) (``c2t2sk`` won 4096²×16384 in both 16-bit types);
    the k-tiles a CTA shares out in stream-K's last wave cost ``STREAMK_SHARED_SLOWDOWN`` (1.3 without clusters, 1.14
@@ -273,6 +274,18 @@ STREAMK_SHARED_SLOWDOWN = {1: 1.3, 2: 1.14}
 # further shapes 256x28672x14336 513 -> 601, 256x14336x14336 490 -> 563 (128 x 128), 192x18432x28672 473 -> 472, the
 # others +1..+15% (docs/gpu-runs/2026-11-26-s16.log section 19)
 STREAMK_CLUSTER_ROW_TILES = 2
+# fp8 (per-tensor scales) takes stream-K by the same test, its TMA-store tiles only and in clusters of 1: of 19 random
+# changed picks (M 1013-10732) 12 faster by 0.4-9% where K is long and few column tiles leave the last wave short
+# (e4m3 3249x2048x24576 1086 -> 1181 TFLOP/s, 4695x3072x24576 1170 -> 1260, 3092x10240x24576 1167 -> 1215), 5 within
+# 0.2%, 2 slower by 1.8-2.1% (1129x5120x57344 1188 -> 1163); in pairs it was slower than in clusters of 1 at 15 of 20
+# (1382x28672x13824 1255 against 1062; s33 log section 6). From 8 row tiles, where it was measured (at fewer the
+# 128 x 112 and 256 x 112 tiles it would replace are cuBLAS's own)
+FP8_STREAMK_MIN_ROW_TILES = 8
+# ... and the 128 x 192 tile only: stream-K of 128 x 128 lost at 2 of its 3 picks of a fresh sample (e4m3
+# 2068x4096x24576 1147 -> 1017 TFLOP/s, 7516x1024x11008 1073 -> 1057; 2371x1280x57344 924 -> 959) where 128 x 192's
+# were faster at 12 of 16 by 0.8-8.5% (2611x4096x57344 1117 -> 1211, 2067x14336x24576 1126 -> 1188), 3 within 0.5%,
+# one slower (1940x3072x57344 1234 -> 1200; s33 log section 7)
+FP8_STREAMK_BN = 192
 SWAP_STAGES = 8
 # split-K (16-bit, unswapped, K-major, one CTA per slice): the 128 x 256 / 192 / 128 TMA-store tiles split into
 # S = ⌊SMs / tiles⌋ k-slices that run together (``GemmConfig.splitk``) enter the cost model where S ≥ 2, a slice's
@@ -883,9 +896,11 @@ def _variants(base: GemmConfig, m: int, n: int, k: int, sms: int):
             base.bn in WAVE_FILLING[_width(base.dtype)]:
         yield base   # the forms measured: 128 x 192's stream-K (32 B of spills) and overlap were no faster
         return
-    if not base.fp8:
+    fp8_streamk = base.bn == FP8_STREAMK_BN and base.epilogue == "tma" and base.cluster == 1 and \
+        _row_tiles(base, m) >= FP8_STREAMK_MIN_ROW_TILES
+    if not base.fp8 or fp8_streamk:
         pairs = k >= 2 * max(m, n) or _row_tiles(base, m) == STREAMK_CLUSTER_ROW_TILES
-        cluster = 2 if pairs and (base.a_major, base.b_major) == ("K", "K") else base.cluster
+        cluster = 2 if pairs and (base.a_major, base.b_major) == ("K", "K") and not base.fp8 else base.cluster
         sk = base.replace(streamk=True, cluster=cluster)
         if base.bn % (8 * cluster) == 0 and streamk_ktiles_saved(m, n, k, sk, sms) >= STREAMK_MIN_SAVING:
             yield sk
