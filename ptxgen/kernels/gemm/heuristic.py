@@ -47,9 +47,9 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
      3001×2999×2016); where the model picks the fp8 128 × 112 tile for M in (192, 256] and K ≥ 8192, the 256 × 112
      tile (``FP8_TALL``: the same column tiles in half the CTAs, each B tile read once: 256x14336x14336 1018 against
      943 TFLOP/s; s20 section 5) if its last wave holds at least ``WAVE_FILL_MIN`` of the SMs.
-3. **Stream-K** (bf16/f16; fp8's TMA-store tiles in clusters of 1 from 8 row tiles, s33 log section 6: e4m3
-   4695×3072×24576 1170 → 1260 TFLOP/s) where it shortens the last wave by at least ``STREAMK_MIN_SAVING`` = 20 k-tiles
-   (``schedule.streamk_ktiles_saved``, the kernel's own test): ``…sk`` (8192³: 1.041 × cuBLAS; 4096×4352×4096 +9.7%
+3. **Stream-K** (bf16/f16; fp8's 128 × 192 TMA-store tile in clusters of 1 from 8 row tiles, s33 log sections 6-7:
+   e4m3 4695×3072×24576 1170 → 1260 TFLOP/s) where it shortens the last wave by at least ``STREAMK_MIN_SAVING`` = 20
+   k-tiles (``schedule.streamk_ktiles_saved``, the kernel's own test): ``…sk`` (8192³: 1.041 × cuBLAS; 4096×4352×4096 +9.7%
    over data-parallel), in clusters of 2 where K ≥ 2·max(M, N) (``c2t2sk`` won 4096²×16384 in both 16-bit types);
    the k-tiles a CTA shares out in stream-K's last wave cost ``STREAMK_SHARED_SLOWDOWN`` (1.3 without clusters, 1.14
    in pairs) of a data-parallel k-tile in the cost model, so a data-parallel tile whose waves fit wins where
@@ -91,7 +91,8 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
    split into 1-8 tiles of any multiple of 8 (``swapped_mid_widths``: 448 → 224, 152, 112, 96), C stored by TMA as its
    transpose (``c_major = "M"``), as many stages as fit (4-6), data-parallel or (from 128 columns) stream-K; they enter
    rule 2's cost model on the kernel's problem (N, M, K) with their k-tiles ``SWAP_MID_SLOWDOWN`` dearer (16-bit 1.06,
-   fp8 1.05; from M = 1024 as dear as the unswapped ones) and win only when strictly cheaper. This is how cuBLAS tiles these problems (its 128 × 160 over (N, M)
+   fp8 1.05; from M = 1024 as dear as the unswapped ones) and win only when strictly cheaper. This is how cuBLAS
+   tiles these problems (its 128 × 160 over (N, M)
    at 448×11008 and 320×14336). Of 68 shapes whose pick changed (two samples, s17 log section 3) the new pick was
    faster at 62, by up to 1.76× (bf16 272×4608×7168 253 → 445 TFLOP/s; e4m3 192×7168×4096 497 → 681); the 6 slower
    ones fixed the rule's limits (no stream-K under 128 columns, at least 4 stages, ties unswapped, fp8 1.05). On a
@@ -104,8 +105,8 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
    1284×5120×11008 543 → 652; e4m3 481×2560×13824 745 → 858), 4 even, 6 slower by 2.5-11% (bf16 850×3584×12288
    582 → 516; e4m3 1199×18432×24576 1139 → 1053) (s32 log section 5). From M = 1024 the swapped tiles cost no more
    per k-tile and enter from 3% padding: of 33 random changed picks (M 1043-1699) 27 faster by 2-19% (bf16
-   1043×24576×10240 575 → 684, 1558×57344×11008 657 → 726; e4m3 1093×11008×11008 1140 → 1270), 3 even, 3 slower by
-   1-7% (bf16 1452×11008×57344 726 → 676; s33 log sections 1-3).
+   1043×24576×10240 575 → 684, 1558×57344×11008 657 → 726; e4m3 1093×11008×11008 1140 → 1270), 3 even, 3 slower
+   by 1-7% (bf16 1452×11008×57344 726 → 676; s33 log sections 1-3).
    For 16-bit M ≤ ``SWAP_SPLITK_MAX_M`` = 192 with K ≥ 8192 whose swapped tiles take at least 3 k-slices each, their
    split-K form is a candidate too, and the one-tile width of an M under 96 (split-K only): such few tiles stream the
    weights through too few SMs. 8 of 8 changed picks of a sample were faster (bf16 96×1536×10240 67 → 103,
