@@ -50,8 +50,8 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
 3. **Stream-K** (bf16/f16; fp8's 128 × 192 TMA-store tile in clusters of 1 from 8 row tiles, s33 log sections 6-7:
    e4m3 4695×3072×24576 1170 → 1260 TFLOP/s) where it shortens the last wave by at least ``STREAMK_MIN_SAVING`` = 20
    k-tiles (``schedule.streamk_ktiles_saved``, the kernel's own test): ``…sk`` (8192³: 1.041 × cuBLAS;
-   4096×4352×4096 +9.7% over data-parallel), in clusters of 2 where K ≥ 2·max(M, N) (``c2t2sk`` won 4096²×16384 in both 16-bit types);
-   the k-tiles a CTA shares out in stream-K's last wave cost ``STREAMK_SHARED_SLOWDOWN`` (1.3 without clusters, 1.14
+   4096×4352×4096 +9.7% over data-parallel), in clusters of 2 where K ≥ 2·max(M, N) (``c2t2sk`` won 4096²×16384 in
+   both 16-bit types); the k-tiles a CTA shares out in stream-K's last wave cost ``STREAMK_SHARED_SLOWDOWN`` (1.3 without clusters, 1.14
    in pairs) of a data-parallel k-tile in the cost model, so a data-parallel tile whose waves fit wins where
    stream-K only trims a short last wave (s20 sections 2-4: of 22 changed picks measured afresh 20 as fast or faster,
    up to +10%: 2048x3072x14336 635 -> 699 TFLOP/s; 1024x7168x8192 -2.7%, 1536x8192x14336 -1.2%);
