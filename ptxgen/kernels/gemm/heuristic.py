@@ -207,6 +207,14 @@ SWAP_MID_LARGE_M_MIN_PADDING = 0.03
 # 1232 -> 1179; 1112x10240x24576 1152 -> 1167), where the 136-184-wide ones were faster at 15 of 16 (1068x9216x12288
 # 1034 -> 1165, 1098x16384x5120 1085 -> 1206; s33 log section 4)
 SWAP_MID_LARGE_M_MAX_BN = {16: 256, 8: 184}
+# ... and 16-bit M splits there into up to SWAP_MID_LARGE_M_MAX_TILES tiles, those past SWAP_MID_MAX_TILES at least
+# SWAP_MID_LARGE_M_EXTRA_MIN_BN wide: an M over 8 x 224 rows has no swapped width of at most 8 tiles that holds 4
+# stages but 240 and 256. Of 14 random changed picks with up to 12 tiles of any width (s33 log section 8) the 9
+# where 176-224-wide tiles replaced the unswapped pick were faster or even (bf16 1932x13824x1024 545 -> 608 TFLOP/s,
+# 1969x13824x3072 646 -> 692, 1818x16384x13824 687 -> 718); 144-168-wide ones lost at 4 of 5 (1585x13824x2048 631 ->
+# 588), fp8 at 6 of 14 (e4m3 1582x11008x57344 1222 -> 1040)
+SWAP_MID_LARGE_M_MAX_TILES = 12
+SWAP_MID_LARGE_M_EXTRA_MIN_BN = 176
 H100_SMS = 132
 # the time of one k-tile of a tile relative to its area share of the largest candidate (1: as efficient per FLOP);
 # fp8 128 x 128 within the two measured wave-quantization winners (between 0.92 and 1.02) and the s13 sweeps (0.74-0.93
@@ -827,13 +835,18 @@ def swapped_mid_widths(m: int, dtype: str) -> list:
     """The kernel BNs of a swapped mid-M problem: M split into j = 1 … ``SWAP_MID_MAX_TILES`` = 8 tiles, ⌈M/j⌉
     rounded up to 8, from ``SWAP_MID_MIN_WIDTH`` to ``SWAP_MID_MAX_BN`` (16-bit 256, fp8 192; from M =
     ``SWAP_MID_LARGE_M`` to ``SWAP_MID_LARGE_M_MAX_BN``: fp8 184), each once. ``swapped_mid_widths(448, "bf16")`` =
-    [224, 152, 112, 96, 80]; ``swapped_mid_widths(1331, "e4m3")`` = [168] (not 192). Post: every width is a multiple of
-    8 covering M in at most 8 tiles."""
-    widest = (SWAP_MID_LARGE_M_MAX_BN if m >= SWAP_MID_LARGE_M else SWAP_MID_MAX_BN)[_width(dtype)]
+    [224, 152, 112, 96, 80]; ``swapped_mid_widths(1331, "e4m3")`` = [168] (not 192); 16-bit from M = 1024 also the
+    widths of 9 … ``SWAP_MID_LARGE_M_MAX_TILES`` = 12 tiles from ``SWAP_MID_LARGE_M_EXTRA_MIN_BN`` = 176:
+    ``swapped_mid_widths(1932, "bf16")`` = [248, 216, 200, 176]. Post: every width is a multiple of 8 covering M in
+    at most 12 tiles."""
+    large_m = m >= SWAP_MID_LARGE_M
+    widest = (SWAP_MID_LARGE_M_MAX_BN if large_m else SWAP_MID_MAX_BN)[_width(dtype)]
+    most_tiles = SWAP_MID_LARGE_M_MAX_TILES if large_m and _width(dtype) == 16 else SWAP_MID_MAX_TILES
     widths = []
-    for tiles in range(1, SWAP_MID_MAX_TILES + 1):
+    for tiles in range(1, most_tiles + 1):
         bn = -(-(-(-m // tiles)) // 8) * 8
-        if SWAP_MID_MIN_WIDTH <= bn <= widest and bn not in widths:
+        narrowest = SWAP_MID_MIN_WIDTH if tiles <= SWAP_MID_MAX_TILES else SWAP_MID_LARGE_M_EXTRA_MIN_BN
+        if narrowest <= bn <= widest and bn not in widths:
             widths.append(bn)
     return widths
 
