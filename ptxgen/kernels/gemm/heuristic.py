@@ -51,10 +51,10 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
    e4m3 4695×3072×24576 1170 → 1260 TFLOP/s) where it shortens the last wave by at least ``STREAMK_MIN_SAVING`` = 20
    k-tiles (``schedule.streamk_ktiles_saved``, the kernel's own test): ``…sk`` (8192³: 1.041 × cuBLAS;
    4096×4352×4096 +9.7% over data-parallel), in clusters of 2 where K ≥ 2·max(M, N) (``c2t2sk`` won 4096²×16384 in
-   both 16-bit types); the k-tiles a CTA shares out in stream-K's last wave cost ``STREAMK_SHARED_SLOWDOWN`` (1.3 without clusters, 1.14
-   in pairs) of a data-parallel k-tile in the cost model, so a data-parallel tile whose waves fit wins where
-   stream-K only trims a short last wave (s20 sections 2-4: of 22 changed picks measured afresh 20 as fast or faster,
-   up to +10%: 2048x3072x14336 635 -> 699 TFLOP/s; 1024x7168x8192 -2.7%, 1536x8192x14336 -1.2%);
+   both 16-bit types); the k-tiles a CTA shares out in stream-K's last wave cost ``STREAMK_SHARED_SLOWDOWN`` (1.3
+   without clusters, 1.14 in pairs) of a data-parallel k-tile in the cost model, so a data-parallel tile whose waves
+   fit wins where stream-K only trims a short last wave (s20 sections 2-4: of 22 changed picks measured afresh 20 as
+   fast or faster, up to +10%: 2048x3072x14336 635 -> 699 TFLOP/s; 1024x7168x8192 -2.7%, 1536x8192x14336 -1.2%);
    not stream-K on every SM for unswapped problems: with 128 × 128 tiles it lost to data-parallel at 128×7168×18432
    (302 against 310 TFLOP/s) and 512×4096×4096 (562 against 580; 2026-11-26 s10 sweep), where the narrower tile wins.
 3b. **Split-K** (K-major, TMA store, no bias, K ≥ ``SPLITK_MIN_K`` = 8192, M over one row tile): the 16-bit 128 ×
@@ -87,14 +87,15 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
 7. **Swapped tiles for mid M** (64 < M ≤ ``SWAP_MID_MAX_M`` = 2048, N ≥ 2·M, a K-major A (B either way: a row-major
    (K, N) B becomes the kernel's MN-major A), C rows TMA-storable,
    and 128-row tiles padding M by at least ``SWAP_MID_MIN_PADDING`` = 5%, from M = ``SWAP_MID_LARGE_M`` = 1024
-   ``SWAP_MID_LARGE_M_MIN_PADDING`` = 3%): the kernel computes Cᵀ = B·Aᵀ with M
-   split into 1-8 tiles of any multiple of 8 (``swapped_mid_widths``: 448 → 224, 152, 112, 96), C stored by TMA as its
+   ``SWAP_MID_LARGE_M_MIN_PADDING`` = 3%): the kernel computes Cᵀ = B·Aᵀ with M split into 1-8 tiles (16-bit from
+   M = 1024 also 9-12 of at least 176 columns) of any multiple of 8 (``swapped_mid_widths``: 448 → 224, 152, 112,
+   96), C stored by TMA as its
    transpose (``c_major = "M"``), as many stages as fit (4-6), data-parallel or (from 128 columns) stream-K; they enter
    rule 2's cost model on the kernel's problem (N, M, K) with their k-tiles ``SWAP_MID_SLOWDOWN`` dearer (16-bit 1.06,
    fp8 1.05; from M = 1024 as dear as the unswapped ones) and win only when strictly cheaper. This is how cuBLAS
-   tiles these problems (its 128 × 160 over (N, M)
-   at 448×11008 and 320×14336). Of 68 shapes whose pick changed (two samples, s17 log section 3) the new pick was
-   faster at 62, by up to 1.76× (bf16 272×4608×7168 253 → 445 TFLOP/s; e4m3 192×7168×4096 497 → 681); the 6 slower
+   tiles these problems (its 128 × 160 over (N, M) at 448×11008 and 320×14336). Of 68 shapes whose pick changed
+   (two samples, s17 log section 3) the new pick was faster at 62, by up to 1.76× (bf16 272×4608×7168 253 → 445
+   TFLOP/s; e4m3 192×7168×4096 497 → 681); the 6 slower
    ones fixed the rule's limits (no stream-K under 128 columns, at least 4 stages, ties unswapped, fp8 1.05). On a
    fresh sample of 24 after that: 23 faster (up to 1.78×), one 0.7% slower; widened from M ≤ 640, N ≥ 4·M, its 6
    new picks of a sample were all faster (x1.11-1.24: bf16 770×8192×2048 506 → 608, e4m3 650×4096×4096 908 → 1125);
@@ -106,7 +107,10 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
    582 → 516; e4m3 1199×18432×24576 1139 → 1053) (s32 log section 5). From M = 1024 the swapped tiles cost no more
    per k-tile and enter from 3% padding: of 33 random changed picks (M 1043-1699) 27 faster by 2-19% (bf16
    1043×24576×10240 575 → 684, 1558×57344×11008 657 → 726; e4m3 1093×11008×11008 1140 → 1270), 3 even, 3 slower
-   by 1-7% (bf16 1452×11008×57344 726 → 676; s33 log sections 1-3).
+   by 1-7% (bf16 1452×11008×57344 726 → 676; s33 log sections 1-3); fp8's 192-wide swapped tile, which lost at 4
+   of its 5 fresh picks, is left out there (s33 section 4); 16-bit M over 8 × 224 rows, which had no swapped width
+   of at most 8 tiles but 240 and 256, also splits into 9-12 tiles of at least 176 columns: 23 of 23 changed picks
+   faster or even (bf16 1932×13824×1024 545 → 608, 1939×9216×1280 546 → 611; s33 sections 8-9).
    For 16-bit M ≤ ``SWAP_SPLITK_MAX_M`` = 192 with K ≥ 8192 whose swapped tiles take at least 3 k-slices each, their
    split-K form is a candidate too, and the one-tile width of an M under 96 (split-K only): such few tiles stream the
    weights through too few SMs. 8 of 8 changed picks of a sample were faster (bf16 96×1536×10240 67 → 103,
@@ -191,8 +195,8 @@ SWAP_MID_MIN_STREAMK_BN = 128
 # 2.5-11%, the slower ones at paddings of 5.4-9.8% among faster ones at the same paddings (s32 log section 5)
 SWAP_MID_MIN_PADDING = 0.05
 # ... and from M = SWAP_MID_LARGE_M on, the swapped tiles' k-tiles cost what the unswapped ones do (no
-# SWAP_MID_SLOWDOWN), from a padding of SWAP_MID_LARGE_M_MIN_PADDING: with 8-16 tiles of M they ran as fast per k-tile
-# as the 128-row tiles. A sample at M 1000-2048 found the swapped tiles ahead where the cost model kept the unswapped
+# SWAP_MID_SLOWDOWN), from a padding of SWAP_MID_LARGE_M_MIN_PADDING: at such M they ran as fast per k-tile as the
+# 128-row tiles. A sample at M 1000-2048 found the swapped tiles ahead where the cost model kept the unswapped
 # ones (bf16 1174x18432x2112 168 wide 645 TFLOP/s against 569 for the pick, 1598x18432x3072 (4% padding) 200 wide 672
 # against 616; s33 log section 1: 15 of 15 changed picks faster, by 0.3-21%). Of 33 random changed picks (M
 # 1043-1699, s33 log sections 2-3) 27 faster by 2-19% (bf16 1043x24576x10240 575 -> 684, 1115x28672x28672 655 -> 733,
@@ -905,7 +909,8 @@ def _last_wave_share(config: GemmConfig, m: int, n: int, sms: int) -> float:
 def _variants(base: GemmConfig, m: int, n: int, k: int, sms: int):
     """Rules 3 and 4 applied to a candidate tile: stream-K where it pays (clusters of 2 for long K or two row tiles), else
     data-parallel overlapped with the TMA-store epilogue where a CTA has several tiles. The 128 × 64 tile and the
-    16-bit 128 × 192 TMA-store tile run data-parallel without overlap: the forms measured."""
+    16-bit 128 × 192 TMA-store tile run data-parallel without overlap; fp8 takes stream-K only on its 128 × 192
+    TMA-store tile in clusters of 1 from ``FP8_STREAMK_MIN_ROW_TILES`` row tiles: the forms measured."""
     if base.bn == NARROW_BN or (base.bn == WIDE_THIRDS_BN and not base.fp8 and base.epilogue == "tma") or \
             base.bn in WAVE_FILLING[_width(base.dtype)]:
         yield base   # the forms measured: 128 x 192's stream-K (32 B of spills) and overlap were no faster
