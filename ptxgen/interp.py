@@ -36,8 +36,8 @@ from .happens_before import HappensBefore
 from .ir import launch
 from .ir.core import Kernel, Module, Region
 from .ir.host_dtypes import host_dtype_mismatch
-from .ir.ops import (OPS, SMEM_BASE, describe_threads, describe_waiters, numpy_dtype, round_to, smem_plan,
-                     value_problem)
+from .ir.ops import (OPS, SMEM_BASE, describe_threads, describe_waiters, distinct_sorted, numpy_dtype, round_to,
+                     smem_plan, value_problem)
 from .ir.ops.mbarrier import check_remote_accesses_end
 from .ir.ops.roles import RolesWait
 from .ir.ops.tma import encode_tensor_map
@@ -225,7 +225,7 @@ class _CTA:
         for a group of threads together (a wgmma's operand tiles for its warpgroup) names the ``group``. Either is
         checked against the other threads' generic writes (``HappensBefore``)."""
         b = self._bytes(addresses, esize)
-        self.check_async_access(op, np.unique(b), "read", what)
+        self.check_async_access(op, distinct_sorted(b), "read", what)
         if self.order is not None:
             if threads is not None:
                 race = self.order.read(op, b, np.asarray(threads, dtype=np.int64).reshape(
@@ -239,7 +239,7 @@ class _CTA:
         """Generic (st.shared) write: ``addresses`` (threads, values), ``raw`` (threads, values, esize) for the
         thread ids ``threads``; later writes of the same byte win."""
         b = self._bytes(addresses, raw.shape[-1])
-        self.check_async_access(op, np.unique(b), "write", what)
+        self.check_async_access(op, distinct_sorted(b), "write", what)
         if self.order is not None:
             self._unordered(op, what, self.order.write(op, b, np.asarray(threads, dtype=np.int64)[:, None, None]))
         self.smem[b] = raw
@@ -333,7 +333,7 @@ class _CTA:
         w = self.generic_writer[byteset]
         dirty = np.nonzero(w)[0]
         if dirty.size:
-            writers = describe_threads(np.unique(w[dirty]) - 1)
+            writers = describe_threads(distinct_sorted(w[dirty]) - 1)
             self.fail(op, f"{access}s bytes of {what} (from byte {int(byteset[dirty[0]])}) that {writers} wrote with "
                           f"smem.store and did not order with fence.proxy_async: TMA {access}s through the async "
                           "proxy", RaceError)

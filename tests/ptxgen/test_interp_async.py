@@ -7,7 +7,7 @@ import pytest
 import layoutc as lc
 from layoutc.hopper import byte_address
 from ptxgen.interp import HangError, InterpreterError, RaceError, interpret, run_cta
-from ptxgen.ir.ops import SMEM_BASE, describe_threads, from_bytes, to_bytes
+from ptxgen.ir.ops import SMEM_BASE, describe_threads, distinct_sorted, from_bytes, to_bytes
 from ptxgen.ir.ops.mbarrier import BarrierArray
 from ptxgen.ir.ops.smem import byte_offsets, physical
 from ptxgen.ir.text import parse_module
@@ -441,6 +441,15 @@ def test_describe_threads():
     assert describe_threads([0]) == "thread 0"
     assert describe_threads(range(128)) == "threads 0..127"
     assert describe_threads([0, 32, 33, 34, 64]) == "threads 0, 32..34, 64"
+
+
+@pytest.mark.parametrize("shape, high", [((0,), 5), ((1,), 5), ((2, 3), 2), ((128, 16, 2), 40000), ((4096,), 10)])
+def test_distinct_sorted_is_numpys_unique(shape, high):
+    """The interpreter's byte-address sets: the flattened distinct values, ascending, as ``np.unique`` gives them
+    (empty, single, all-repeated and sparse arrays, any rank)."""
+    values = np.random.default_rng().integers(0, high, size=shape).astype(np.int64)
+    got = distinct_sorted(values)
+    assert got.dtype == np.int64 and np.array_equal(got, np.unique(values))
 
 
 def test_a_tma_load_over_unfenced_generic_writes_is_an_error():

@@ -26,8 +26,8 @@ from ..launch import static_triple
 from ..text import attribute_text
 from ..types import I32, BarrierType, PipelineType, TensorMapType, TensorType
 from . import (
-    AsyncOp, OpDef, Wait, const_int, describe_threads, describe_waiters, element_bytes, from_bytes, kernel_rule,
-    layoutc_dtype, numpy_dtype, register, tile_coordinates, to_bytes, waits_verb,
+    AsyncOp, OpDef, Wait, const_int, describe_threads, describe_waiters, distinct_sorted, element_bytes, from_bytes,
+    kernel_rule, layoutc_dtype, numpy_dtype, register, tile_coordinates, to_bytes, waits_verb,
 )
 from .mbarrier import check_cluster_visible, note_remote_access, peer_array
 from .pipeline import multicast_ranks, pipeline_grid
@@ -218,7 +218,7 @@ def _copy_addresses(ix, op, m: TensorMapValue, view, thread: int):
     if addresses.min() < view.lo or addresses.max() + esize > view.hi:
         ix.fail(op, f"the box reaches bytes [{int(addresses.min())}, {int(addresses.max()) + esize}), outside "
                     f"{view.name}'s allocation [{view.lo}, {view.hi})")
-    byteset = np.unique((addresses[:, None] + np.arange(esize)).ravel())
+    byteset = distinct_sorted(addresses[:, None] + np.arange(esize))
     return addresses, byteset
 
 

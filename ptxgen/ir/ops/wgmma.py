@@ -38,8 +38,8 @@ from layoutc.hopper.fragments import wgmma_n_values
 from ..core import walk
 from ..types import F16, F32, FragmentType, TensorType
 from . import (
-    AsyncOp, OpDef, describe_threads, element_bytes, from_bytes, kernel_rule, layoutc_dtype, register, round_to,
-    tv_table,
+    AsyncOp, OpDef, describe_threads, distinct_sorted, element_bytes, from_bytes, kernel_rule, layoutc_dtype, register,
+    round_to, tv_table,
 )
 from .smem import _inner, alignment_advice, swizzle_of, swizzle_repeat, view_alignment, view_phase
 
@@ -259,7 +259,7 @@ def _smem_tiles(ix, op, w: int, view, major_it, mn: int, blocks: int, ksteps: in
     view's allocation."""
     major, it = major_it
     threads = np.arange(128 * w, 128 * (w + 1))
-    base = np.unique(view.base[threads])
+    base = distinct_sorted(view.base[threads])
     if base.size != 1:
         ix.fail(op, f"the threads of warpgroup {w} see different base addresses of {view.name}: a "
                     "wgmma operand is one smem tile per warpgroup")
@@ -285,7 +285,7 @@ def _smem_tiles(ix, op, w: int, view, major_it, mn: int, blocks: int, ksteps: in
             tiles[(blk, j)] = from_bytes(raw, view.dtype).astype(np.float64)
             keys.append(key)
     # the bytes the tiles occupy depend only on their descriptors: sorted once per set of descriptors, not per wgmma
-    held = ix.cached(("wgmma-bytes", tuple(keys), esize), lambda: np.unique(np.concatenate(
+    held = ix.cached(("wgmma-bytes", tuple(keys), esize), lambda: distinct_sorted(np.concatenate(
         [(ix.cached(k, None)[..., None] + np.arange(esize)).ravel() for k in keys])))
     return tiles, held
 
@@ -433,7 +433,7 @@ class Mma(OpDef):
             a_tiles, a_bytes = _smem_tiles(ix, op, w, va, it_a, 64, blocks, ksteps, "A")
             b_tiles, b_bytes = _smem_tiles(ix, op, w, vb, it_b, n, 1, ksteps, "B")
             _accumulate(ix, op, w, a_tiles, b_tiles, out, acc, n, blocks, ksteps,
-                        np.union1d(a_bytes, b_bytes))
+                        distinct_sorted(np.concatenate((a_bytes, b_bytes))))
         if op.results[0].type.dtype == F16:
             out = out.astype(np.float16).astype(np.float32)
         ix.set(op.results[0], out)
