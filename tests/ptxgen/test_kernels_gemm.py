@@ -387,9 +387,13 @@ def test_streamk_host_rule_is_the_kernels():
     ("bf16", (256, 28672, 8192), "h128x224s4t2"),
     ("bf16", (256, 14336, 14336), "h128x224s4t2"),
     ("bf16", (128, 28672, 8192), "h128x224s4t2"),
-    # fp8 takes stream-K by the same test, its TMA-store tiles in clusters of 1 (s33 log section 6)
+    # fp8 takes stream-K by the same test, its 128 x 192 TMA-store tile in clusters of 1 from 8 row tiles (s33 log
+    # sections 6-7)
     ("e4m3", (4695, 3072, 24576), "h128x192s4k4tsk"),  # 1260 against 1170 for h128x192s4k4t
     ("e4m3", (3249, 2048, 24576), "h128x192s4k4tsk"),  # K >= 2 max(M, N), yet no pair: 1181 against 1168 in pairs
+    ("e4m3", (7516, 1024, 11008), "h128x176s4k4t"),    # not 128 x 128's stream-K: 1073 against 1057
+    ("e4m3", (1000, 28672, 24576), "h128x192s4k4tsk"),  # 8 row tiles
+    ("e4m3", (896, 28672, 24576), "h128x192s4k4t"),     # 7: data-parallel (stream-K unmeasured there)
 ])
 def test_streamk_at_few_row_tiles(dtype, shape, name):
     """16-bit stream-K costs 1.08x its k-tiles at 3-4 row tiles, its shared last-wave k-tiles 1.3x (1.14x in pairs),
