@@ -82,6 +82,9 @@ CASES = [
     ("h128x16s3k4zx", "e4m3", (10, 300, 1100), 12, 4),
     # the heuristic's swapped mid-M form: C stored by TMA through its transpose (c_major = M), M = 70 one 72-wide tile
     ("h128x72s2tzxT", "bf16", (70, 300, 700), 12, 4),
+    # ... fp8's (s34), and one 192-wide tile of M = 187 whose C is stored in two column blocks
+    ("h128x72s2k4tzxT", "e4m3", (70, 300, 1100), 12, 4),
+    ("h128x192s2t2zxT", "bf16", (187, 300, 700), 12, 4),
     # ... and rule 7's two swapped tiles past one 128-row tile: M = 170 in two 88-wide tiles (the second ragged), 6
     # tiles in 2 slices; fp8 [0, 4), [4, 9) of 9 k-tiles, the second slice starting a promotion chunk of its own
     ("h128x88s2tzxT", "bf16", (170, 300, 700), 12, 2),
@@ -269,6 +272,9 @@ NARROW_GPU_CASES = [("h128x64s8tez", "bf16", (101, 1024, 24576)), ("h128x64s8k4t
 
 SWAPPED_GPU_CASES = [("h128x96s6tzxT", "bf16", (96, 4096, 14336)), ("h128x72s6tzxT", "bf16", (72, 1024, 20480)),
                      ("h128x80s6tzxT", "bf16", (80, 1504, 10240)),
+                     # fp8's one swapped tile, split (s34); one 192-wide tile of a ragged M = 187 in 2 slices
+                     ("h128x72s6k4tzxT", "e4m3", (72, 5120, 13824)), ("h128x192s5t2zxT", "bf16", (187, 4096, 28672)),
+                     ("h128x192s5k4t2zxT", "e4m3", (189, 2560, 24576)),
                      # rule 7's two swapped tiles past one 128-row tile, split (the second tile ragged: M = 166, 197)
                      ("h128x80s6tzxT", "bf16", (160, 4096, 4096)), ("h128x104s6tzxT", "bf16", (197, 1536, 7168)),
                      ("h128x88s6k4tzxT", "e4m3", (166, 4096, 6144)), ("h128x104s6k4tzxT", "e4m3", (199, 1024, 18432)),

@@ -223,6 +223,13 @@ def test_unknown_name_gives_the_grammar():
     ((80, 5120, 13824), "bf16", {}, "h128x80s6tzxT"),        # 187 against 139 for h128x64s8t (one 80-wide tile)
     ((96, 7168, 8192), "bf16", {}, "h128x96s6txT"),          # 2 slices: 223 against 219 split
     ((256, 1024, 28672), "bf16", {}, "h128x128s6tez"),       # M > 192: unswapped split-K
+    # ... fp8 too, and both widths in 2 slices where each has at least 112 k-tiles (s34 log section 4)
+    ((72, 5120, 13824), "e4m3", {}, "h128x72s6k4tzxT"),      # 40 tiles, 3 slices: 319 against 283 data-parallel
+    ((80, 8192, 28672), "bf16", {}, "h128x80s6tzxT"),        # 64 tiles, 2 slices of 224: 227 against 215
+    ((192, 8192, 28672), "bf16", {}, "h128x192s5t2zxT"),     # one 192-wide tile in 2 slices: 498 against 419
+    ((188, 5120, 24576), "e4m3", {}, "h128x192s5k4t2zxT"),   # 766 against 673 for h128x192s4k4tez
+    ((80, 7168, 10240), "bf16", {}, "h128x80s6txT"),         # 2 slices of 80 k-tiles: data-parallel (196 against 191)
+    ((80, 7168, 18432), "e4m3", {}, "h128x80s6k4txT"),       # 2 slices of 72: 389 against 380
     # ... and an M under 96 always takes its one swapped tile (s21 section 9)
     ((72, 6144, 12288), "bf16", {}, "h128x72s6txT"),         # 169 against 129 for h128x64s8t
     ((66, 8192, 8192), "bf16", {}, "h128x72s6txT"),          # 166 against 134

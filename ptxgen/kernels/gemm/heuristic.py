@@ -111,10 +111,13 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
    of its 5 fresh picks, is left out there (s33 section 4); 16-bit M over 8 × 224 rows, which had no swapped width
    of at most 8 tiles but 240 and 256, also splits into 9-12 tiles of at least 176 columns: 23 of 23 changed picks
    faster or even (bf16 1932×13824×1024 545 → 608, 1939×9216×1280 546 → 611; s33 sections 8-9).
-   For 16-bit M ≤ ``SWAP_SPLITK_MAX_M`` = 192 with K ≥ 8192 whose swapped tiles take at least 3 k-slices each, their
-   split-K form is a candidate too, and the one-tile width of an M under 96 (split-K only): such few tiles stream the
-   weights through too few SMs. 8 of 8 changed picks of a sample were faster (bf16 96×1536×10240 67 → 103,
-   72×1024×20480 48 → 98, 96×5120×24576 203 → 238; s21 log section 6). An M under 96 (fp8: up to 96) takes its
+   For M ≤ ``SWAP_SPLITK_MAX_M`` = 192 with K ≥ 8192 whose swapped tiles take at least 3 k-slices each (or 2 of at
+   least ``SWAP_SPLITK_TWO_SLICES_MIN_KTILES`` = 112 k-tiles), their split-K form is a candidate too, and the
+   one-tile width of an M under 96 (split-K only): such few tiles stream the weights through too few SMs. 16-bit in
+   3+ slices: 8 of 8 changed picks of a sample faster (bf16 96×1536×10240 67 → 103, 72×1024×20480 48 → 98,
+   96×5120×24576 203 → 238; s21 log section 6); with fp8 and the long 2-slice splits: 42 of 43 changed picks faster
+   by 1-19% (bf16 192×8192×28672 419 → 498, 183×8192×24576 396 → 458; e4m3 91×5120×27648 369 → 434), one 2%
+   slower (e4m3 121×8192×28672 636 → 624; s34 log section 4). An M under 96 (fp8: up to 96) takes its
    one swapped tile (data-parallel, or split-K by the rule above) without the cost model, which sees equal waves where the unswapped
    128-row tiles, mostly padding, move twice the L2 bytes: bf16 7 of 9 changed picks of a sample faster
    (72×6144×12288 129 → 169, 66×8192×8192 134 → 166, 76×11008×8192 175 → 201), 2 within 2% slower (89×28672×5120
@@ -357,8 +360,13 @@ NARROW_SPLIT_MIN_SLICES_16BIT = 8
 # kernel's tiles take at least SWAP_SPLITK_MIN_SLICES k-slices: such few tiles stream the weights (B) through too few
 # SMs (bf16 96x4096x14336: 32 tiles, 174 TFLOP/s data-parallel, 213 in 4 slices; 80x5120x13824: 40 tiles, 165 ->
 # 188 in 3); at 2 slices it lost (96x7168x8192: 223 -> 219; docs/gpu-runs/2026-11-26-s21.log section 6). Up to
-# M = SWAP_SPLITK_MAX_M, where it was measured (8 of 8 changed picks faster, 192x4096x24576 412 -> 420 the least)
+# M = SWAP_SPLITK_MAX_M, where it was measured (8 of 8 changed picks faster, 192x4096x24576 412 -> 420 the least).
+# fp8 takes it too (e4m3 72x5120x13824: 40 tiles, 283 -> 319 TFLOP/s in 3 slices; 72x5120x27648 313 -> 351), and
+# both widths at 2 slices where each slice still has SWAP_SPLITK_TWO_SLICES_MIN_KTILES k-tiles: 6 of 6 such faster by
+# 2-13% (bf16 96x6144x57344 238 -> 265, 80x8192x28672 217 -> 229; e4m3 80x6144x28672 387 -> 407), 4 of 4 with
+# shorter slices slower by 2-4% (bf16 80x7168x10240 196 -> 191, e4m3 80x7168x18432 389 -> 380; s34 log section 3)
 SWAP_SPLITK_MIN_SLICES = 3
+SWAP_SPLITK_TWO_SLICES_MIN_KTILES = 112
 # fp8 takes the one swapped tile of an M up to 96 (choose_config) only with at least SMs / this many tiles: it has no
 # split-K, and 16 tiles lost (86x2048x4096 97 -> 85, 95x2048x16384 219 -> 147) where 40-64 gained 9-31% (s21 section 11)
 SWAP_ONE_TILE_FP8_SHARE = 4
@@ -773,8 +781,8 @@ def _swapped_mid(m: int, n: int, k: int, dtype: str, bias: bool, out_dtype: str,
     """Rule 2's swapped candidates for mid M (``SWAP_MID_MAX_M``): ``swapped_mid_tile`` of each of
     ``swapped_mid_widths(m, dtype)`` (those under ``SWAP_MID_MIN_BN`` only where ⌈n/128⌉ ≥
     ``SWAP_MID_NARROW_MIN_ROW_TILES``), data-parallel and, from ``SWAP_MID_MIN_STREAMK_BN`` columns where it saves
-    k-tiles on the kernel's problem (n, m, k), stream-K, and (16-bit, K ≥ ``SPLITK_MIN_K``, at least
-    ``SWAP_SPLITK_MIN_SLICES`` k-slices per tile, M ≤ ``SWAP_SPLITK_MAX_M``) split-K.
+    k-tiles on the kernel's problem (n, m, k), stream-K, and (K ≥ ``SPLITK_MIN_K``, M ≤ ``SWAP_SPLITK_MAX_M``, where
+    ``_swapped_split_pays``) split-K.
     ``_swapped_mid(448, 11008, 4096, "bf16", False, "bf16", 132)`` yields h128x224s4t2xT, h128x224s4t2skxT,
     h128x152s5txT, h128x112s6txT, h128x96s6txT, h128x80s6txT; ``_swapped_mid(96, 4096, 14336, ...)`` yields
     h128x96s6txT, h128x96s6tzxT; ``_swapped_mid(80, 5120, 13824, ...)`` yields h128x80s6txT, h128x80s6tzxT (one tile
@@ -796,9 +804,20 @@ def _swapped_mid(m: int, n: int, k: int, dtype: str, bias: bool, out_dtype: str,
                 streamk_ktiles_saved(n, m, k, sk, sms) >= STREAMK_MIN_SAVING:
             yield sk
         split = base.replace(splitk=True, overlap=0)
-        if not base.fp8 and not bias and b_major == "K" and k >= SPLITK_MIN_K and m <= SWAP_SPLITK_MAX_M and \
-                splitk_slices(n, m, k, split, sms) >= SWAP_SPLITK_MIN_SLICES:
+        if not bias and b_major == "K" and k >= SPLITK_MIN_K and m <= SWAP_SPLITK_MAX_M and \
+                _swapped_split_pays(split, n, m, k, sms):
             yield split
+
+
+def _swapped_split_pays(split: GemmConfig, m: int, n: int, k: int, sms: int) -> bool:
+    """Whether a swapped split-K tile of the kernel's problem (m, n, k) (the caller's n, m, k) splits its tiles into
+    at least ``SWAP_SPLITK_MIN_SLICES`` k-slices, or into 2 of at least ``SWAP_SPLITK_TWO_SLICES_MIN_KTILES`` k-tiles
+    each. bf16 ``h128x80s6tzxT`` at 8192x80x28672 (64 tiles: 2 slices of 224 k-tiles) → True; at 7168x80x10240 (56
+    tiles: 2 of 80) → False; e4m3 ``h128x72s6k4tzxT`` at 5120x72x13824 (40 tiles: 3 slices) → True."""
+    slices = splitk_slices(m, n, k, split, sms)
+    if slices >= SWAP_SPLITK_MIN_SLICES:
+        return True
+    return slices == 2 and -(-(-(-k // split.k_tile)) // 2) >= SWAP_SPLITK_TWO_SLICES_MIN_KTILES
 
 
 def _past_row_swapped(m: int, n: int, k: int, dtype: str, bias: bool, out_dtype: str, sms: int,
