@@ -123,7 +123,8 @@ def heuristic_configs(dtypes=("bf16", "e4m3")) -> list:
     for dtype in dtypes:
         majors = [("K", "K")] if dtype in ("e4m3", "e5m2") else list(itertools.product(("K", "MN"), repeat=2))
         for (a_major, b_major), m, n, k, bias in itertools.product(
-                majors, (1, 16, 33, 64, 65, 128, 200, 448, 512, 2048, 8192, 16384), (1024, 3001, 4096, 14336, 57344),
+                majors, (1, 16, 33, 64, 65, 96, 128, 200, 256, 384, 448, 512, 2048, 8192, 16384),
+                (1024, 3001, 4096, 5120, 14336, 28672, 57344),
                 (1024, 2999, 8192, 16384), (False, True)):
             found.add(choose_config(m, n, k, dtype, 132, a_major=a_major, b_major=b_major, bias=bias))
     return sorted(found, key=lambda c: (c.dtype, c.name))
@@ -176,6 +177,13 @@ def test_unknown_name_gives_the_grammar():
     ((224, 28672, 14336), "e5m2", {}, "h256x112s3k4t"),
     ((256, 14336, 6144), "e4m3", {}, "h128x112s6k4t"),       # K = 6144: 927 against 950
     ((256, 7168, 8192), "e4m3", {}, "h128x112s6k4t"),        # 64 tiles of 256 x 112: half the SMs
+    # fp8's 128 x 80 and 128 x 136 wave fillers, up to 7 / 6 row tiles (s34 log sections 5-6)
+    ((256, 5120, 13824), "e4m3", {}, "h128x80s7k4t"),        # 128 tiles: 940 against 729 for h128x128s4k4t
+    ((887, 1280, 11008), "e4m3", {}, "h128x80s7k4t"),        # 929 against 780
+    ((395, 2560, 9216), "e4m3", {}, "h128x80s6k4txT"),       # not for a swapped pick: 800 against 471
+    ((1630, 1024, 9216), "e4m3", {}, "h128x112s4k4t"),       # 13 row tiles: past 128 x 80's bound
+    ((256, 53248, 16384), "e4m3", {}, "h128x136s5k4t"),      # 1095 against 1005 for h128x192s4k4t
+    ((862, 12288, 14336), "e4m3", {}, "h128x176s4k4t"),      # 7 row tiles: 1137 against 990 for 128 x 136
     ((192, 14336, 8192), "e4m3", {}, "h128x192s5k4t2xT"),    # M = 192: swapped
     # 16-bit 128 x 224 (C staged in two blocks of 112) below 8 row tiles (s19 sections 1-4)
     ((256, 14336, 4096), "bf16", {}, "h128x224s4t2"),        # 128 tiles: 569 against 547 TFLOP/s for 128 x 256

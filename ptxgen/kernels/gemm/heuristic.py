@@ -27,8 +27,8 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
      M = 384-3072: 512×6144×4096 628 against 486 TFLOP/s for 128 × 128 stream-K, 768×4096×4096 637 against 491,
      640×14336×4096 637 against 586, 768×8192×8192 652 against 602; its stream-K (32 B of spills) and overlap
      within -3..+3%: s12 section 5; ``EFFICIENCY`` 0.95 estimated); the **wave-filling** widths
-     (``WAVE_FILLING``: 16-bit 96, 112, 144, 160, 176, 224; fp8 112, 144, 160, 176 — C staged in SW64/SW32 atoms,
-     TMA boxes of 32 or 16 columns), data-parallel with the stages of ``WAVE_FILLING``, where their last wave holds at
+     (``WAVE_FILLING``: 16-bit 96, 112, 144, 160, 176, 224; fp8 80, 112, 136, 144, 160, 176 — C staged in SW64/SW32
+     atoms, TMA boxes of 32 or 16 columns; 136 in plain rows, one box), data-parallel with the stages of ``WAVE_FILLING``, where their last wave holds at
      least ``WAVE_FILL_MIN`` of the SMs — the tiles cuBLAS picks at mid M (its 128 × 96 at 384×4096×4096, 144 × 128 at
      384×6144×4096, 128 × 160 at 640×4096×14336): bf16 384×4096×4096 544 against 464 TFLOP/s (x1.009 cuBLAS),
      384×6144×4096 576 against 498 (x0.927), 640×4096×14336 624-652 against 597; e4m3 640×8192×4096 1050 against
@@ -247,16 +247,25 @@ EFFICIENCY = {(16, 256): 1.0, (16, 224): 0.975, (16, 192): 0.95, (16, 176): 0.94
 # 384x18432x4096 588 / 564, 384x6144x4096 563 / 579; e4m3 384x6144x4096 1035 / 1006); the narrower tiles their
 # deepest pipelines (bf16 384x4096x4096 128 x 96 552 with 7 stages, 479 with 4; e4m3 256x14336x4096 128 x 112 932
 # with 6, 802 with 4)
-WAVE_FILLING = {16: {96: 7, 112: 6, 144: 4, 160: 4, 176: 4, 224: 4}, 8: {112: 6, 144: 4, 160: 4, 176: 4}}
+WAVE_FILLING = {16: {96: 7, 112: 6, 144: 4, 160: 4, 176: 4, 224: 4},
+                8: {80: 7, 112: 6, 136: 5, 144: 4, 160: 4, 176: 4}}
 # ... and where M spans at least this many tiles (a raster group's rows: the CTAs at work share each B tile), 4 stages,
 # 16-bit 128 x 96 5 (bf16 8192x7680x8192: 128 x 128 675 TFLOP/s with 4 stages against 517 with 6, 128 x 144 680 /
 # 601 (5), 128 x 160 712 / 590 (5), 128 x 112 612 / 527 (6), 128 x 96 563 (5) / 542 (4) / 512 (7); e4m3 128 x 112
 # 1134 / 970 (6), 128 x 160 1275 / 1096)
 MANY_ROW_TILES = 8
-# ... and these widths only below ``MANY_ROW_TILES`` row tiles: the 16-bit 128 x 224 against the picks without it was
-# faster at 6 of 14 sampled shapes of M = 1536-16384 (-3.6% at 8192x4352x1024 to +4.6% at 1536x12288x8192), at 34 of
-# 44 of M <= 896 (docs/gpu-runs/2026-11-26-s19.log sections 2-4)
-WAVE_FILL_FEW_ROWS_ONLY = {16: (224,), 8: ()}
+# ... and these widths only up to this many row tiles: the 16-bit 128 x 224 against the picks without it was faster at
+# 6 of 14 sampled shapes of M = 1536-16384 (-3.6% at 8192x4352x1024 to +4.6% at 1536x12288x8192), at 34 of 44 of
+# M <= 896 (docs/gpu-runs/2026-11-26-s19.log sections 2-4). fp8's 128 x 80 (7 stages) and 128 x 136 (5), measured
+# where M spans at most 7 row tiles (s34 log sections 5-6): 128 x 80 against the 128 x 128 pick 11 of 13 changed picks
+# faster by 2-19% (887x1280x11008 780 -> 929 TFLOP/s, 256x5120x13824 729 -> 940), 2 within 1%; 128 x 136 up to 6
+# row tiles 10 of 12 faster by 0.2-9% (256x53248x16384 1005 -> 1095, 381x28672x1536 851 -> 898), 2 slower by 2-4%; at
+# 7 row tiles 2 of 2 slower (862x12288x14336 1137 -> 990)
+WAVE_FILL_MAX_ROW_TILES = {16: {224: MANY_ROW_TILES - 1}, 8: {80: 7, 136: 6}}
+# ... but the 128 x 80 does not stand in for a swapped mid-M tile (rule 7): against those picks it was slower at 10
+# of 14 (395x2560x9216 800 -> 471, 660x1536x7168 711 -> 534), though the cost model has it cheaper; the swapped tiles
+# are weighed against the unswapped pick without it (s34 log section 6)
+FP8_NARROW_FILL_BN = 80
 MANY_ROW_STAGES = {16: {96: 5}, 8: {}}
 MANY_ROW_DEFAULT_STAGES = 4
 # ... taken only where their last wave holds at least this share of the SMs: with fewer tiles than SMs a problem of
@@ -632,12 +641,18 @@ def choice_without_narrow_split(m: int, n: int, k: int, dtype: str = "bf16", out
             # model does not see (s21 log sections 9, 11; s29 section 6)
             return min(_swapped_mid(m, n, k, dtype, bias, out_dtype, sm_count, b_major),
                        key=lambda config: estimated_cost(config, n, m, k, sm_count)).validate()
+        narrow_fill = best if best.fp8 and best.bn == FP8_NARROW_FILL_BN else None
+        if narrow_fill is not None:   # the swapped tiles are weighed against the pick without it
+            best, best_cost = _unswapped_pick(m, n, k, dtype, out_dtype, a_major, b_major, bias, sm_count,
+                                              split_k=True, column_split=column_split, narrow_fill=False)
         if best.warpgroups_along == "n":
             best_cost *= COLUMN_SPLIT_SWAPPED_MARGIN
         for config in _swapped_mid(m, n, k, dtype, bias, out_dtype, sm_count, b_major):
             cost = estimated_cost(config, n, m, k, sm_count) * (1.0 if large_m else SWAP_MID_SLOWDOWN[_width(dtype)])
             if cost < best_cost - 1e-9:
                 best, best_cost = config, cost
+        if narrow_fill is not None and not best.swap_ab:
+            best = narrow_fill
     if best.swap_ab:
         return best.validate()
     return _finished(best, m, n, k, sm_count)
@@ -675,9 +690,10 @@ def _finished(pick: GemmConfig, m: int, n: int, k: int, sms: int) -> GemmConfig:
 
 
 def _unswapped_pick(m, n, k, dtype, out_dtype, a_major, b_major, bias, sms, split_k: bool,
-                    column_split: bool = True) -> tuple:
+                    column_split: bool = True, narrow_fill: bool = True) -> tuple:
     """Rules 2-3b's and 8's cost model over the unswapped candidates: → (the cheapest config, its cost); ``split_k``:
-    with rule 3b's split-K forms among them; ``column_split``: with rule 8's tiles."""
+    with rule 3b's split-K forms among them; ``column_split``: with rule 8's tiles; ``narrow_fill``: with fp8's
+    ``FP8_NARROW_FILL_BN``-wide tile."""
     tma_store = n * ELEMENT_BYTES[out_dtype] % 16 == 0
     mn_major = (a_major, b_major) != ("K", "K")
     best, best_cost = None, None
@@ -688,6 +704,8 @@ def _unswapped_pick(m, n, k, dtype, out_dtype, a_major, b_major, bias, sms, spli
             if b_major == "MN" and base.bn % 64:
                 continue
         if base.bn in WAVE_FILLING[_width(dtype)] and _wave_fill_refused(base, m, n, sms):
+            continue
+        if not narrow_fill and base.fp8 and base.bn == FP8_NARROW_FILL_BN:
             continue
         for config in [*_variants(base, m, n, k, sms), *(_split_k(base, m, n, k, sms) if split_k else [])]:
             cost = estimated_cost(config, m, n, k, sms)
@@ -908,10 +926,11 @@ def _wave_fill_refused(config: GemmConfig, m: int, n: int, sms: int) -> bool:
     """A wave-filling tile is left out where its last wave holds under ``WAVE_FILL_MIN`` of the SMs, in a problem of
     under two waves of its tiles or of at most ``WAVE_FILL_FREE_ROW_TILES`` row tiles. E.g. 128 x 144 on 132 SMs at
     1536x8960 (756 tiles, last wave 0.73): kept; at 384x4096 (87 tiles, 0.66): left out. The widths of
-    ``WAVE_FILL_FEW_ROWS_ONLY`` are also left out where M spans ``MANY_ROW_TILES`` or more row tiles (16-bit 128 x 224
+    ``WAVE_FILL_MAX_ROW_TILES`` are also left out where M spans more row tiles than it allows (16-bit 128 x 224
     at 1024x14336: 8 row tiles, left out). Post: False where the last wave holds at least ``WAVE_FILL_MIN`` and M spans
-    fewer row tiles than that."""
-    if config.bn in WAVE_FILL_FEW_ROWS_ONLY.get(_width(config.dtype), ()) and _row_tiles(config, m) >= MANY_ROW_TILES:
+    no more row tiles than that bound."""
+    most_rows = WAVE_FILL_MAX_ROW_TILES[_width(config.dtype)].get(config.bn)
+    if most_rows is not None and _row_tiles(config, m) > most_rows:
         return True
     tiles = _tiles(config, m, n)
     few = tiles < 2 * sms or _row_tiles(config, m) <= WAVE_FILL_FREE_ROW_TILES
