@@ -28,21 +28,21 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
      640×14336×4096 637 against 586, 768×8192×8192 652 against 602; its stream-K (32 B of spills) and overlap
      within -3..+3%: s12 section 5; ``EFFICIENCY`` 0.95 estimated); the **wave-filling** widths
      (``WAVE_FILLING``: 16-bit 96, 112, 144, 160, 176, 224; fp8 80, 112, 136, 144, 160, 176 — C staged in SW64/SW32
-     atoms, TMA boxes of 32 or 16 columns; 136 in plain rows, one box), data-parallel with the stages of ``WAVE_FILLING``, where their last wave holds at
-     least ``WAVE_FILL_MIN`` of the SMs — the tiles cuBLAS picks at mid M (its 128 × 96 at 384×4096×4096, 144 × 128 at
-     384×6144×4096, 128 × 160 at 640×4096×14336): bf16 384×4096×4096 544 against 464 TFLOP/s (x1.009 cuBLAS),
-     384×6144×4096 576 against 498 (x0.927), 640×4096×14336 624-652 against 597; e4m3 640×8192×4096 1050 against
-     1004; their ``EFFICIENCY`` fitted to those sweeps (s13 section 4); 16-bit 128 × 224 (4 stages, C staged in two
-     blocks: ``h128x224s4t2``) where N is a multiple of 224 columns' waves — bf16 256×14336×4096 569 against 547 for
-     128 × 256 (x1.031 cuBLAS), 512×14336×14336 696 against 640, 640×5120×8192 624 against 554 (s19 sections 1-2); 128 × 128, 6 stages, TMA store
-     (``h128x128s6t``: more tiles where 128 × 256 leaves SMs idle); 128 × 64, 8 stages, TMA store, data-parallel
-     (``h128x64s8t``: 340 against 310 TFLOP/s for 128 × 128 at 128×7168×18432, whose 56 tiles of 128 × 128
-     leave half the SMs idle; cuBLAS 317; 2026-11-26 s10 sweep, from which its ``EFFICIENCY`` 0.49 comes);
-   - bf16/f16, C rows not 16-byte aligned (N odd, …): 128 × 192 in clusters of 2, the rows epilogue in thirds
-     (``h128x192s4c2r3``: 569 TFLOP/s at 3001×2999×2016 against 375 direct, 2026-11-25 s6), and 128 × 128 (``r``);
-   - fp8: 128 × 192 and 128 × 128, 4 stages, promotion every 4 k-tiles, TMA store (``h128x192s4k4t`` won 8192³ and
-     8192²×1024, ``h128x128s4k4t`` 4096³ and 4096²×16384: the wave quantization, which ``EFFICIENCY`` 0.96 for the
-     128-wide tile reproduces), and 128 × 64, 8 stages (``h128x64s8k4t``: 632 against 497 TFLOP/s for 128 × 128
+     atoms, TMA boxes of 32 or 16 columns; 136 in plain rows, one box), data-parallel with the stages of
+     ``WAVE_FILLING``, where their last wave holds at least ``WAVE_FILL_MIN`` of the SMs — the tiles cuBLAS picks at
+     mid M (its 128 × 96 at 384×4096×4096, 144 × 128 at 384×6144×4096, 128 × 160 at 640×4096×14336): bf16 384×4096×4096
+     544 against 464 TFLOP/s (x1.009 cuBLAS), 384×6144×4096 576 against 498 (x0.927), 640×4096×14336 624-652 against
+     597; e4m3 640×8192×4096 1050 against 1004; their ``EFFICIENCY`` fitted to those sweeps (s13 section 4); 16-bit
+     128 × 224 (4 stages, C staged in two blocks: ``h128x224s4t2``) where N is a multiple of 224 columns' waves — bf16
+     256×14336×4096 569 against 547 for 128 × 256 (x1.031 cuBLAS), 512×14336×14336 696 against 640, 640×5120×8192 624
+     against 554 (s19 sections 1-2); 128 × 128, 6 stages, TMA store (``h128x128s6t``: more tiles where 128 × 256 leaves
+     SMs idle); 128 × 64, 8 stages, TMA store, data-parallel (``h128x64s8t``: 340 against 310 TFLOP/s for 128 × 128 at
+     128×7168×18432, whose 56 tiles of 128 × 128 leave half the SMs idle; cuBLAS 317; 2026-11-26 s10 sweep, from which
+   its ``EFFICIENCY`` 0.49 comes); - bf16/f16, C rows not 16-byte aligned (N odd, …): 128 × 192 in clusters of 2, the
+     rows epilogue in thirds (``h128x192s4c2r3``: 569 TFLOP/s at 3001×2999×2016 against 375 direct, 2026-11-25 s6), and
+   128 × 128 (``r``); - fp8: 128 × 192 and 128 × 128, 4 stages, promotion every 4 k-tiles, TMA store (``h128x192s4k4t``
+     won 8192³ and 8192²×1024, ``h128x128s4k4t`` 4096³ and 4096²×16384: the wave quantization, which ``EFFICIENCY`` 0.96
+     for the 128-wide tile reproduces), and 128 × 64, 8 stages (``h128x64s8k4t``: 632 against 497 TFLOP/s for 128 × 128
      at 128×7168×18432, cuBLAS 637; ``EFFICIENCY`` 0.61 from it); rows epilogue ``h128x128s4c2k4r`` (724 TFLOP/s at
      3001×2999×2016); where the model picks the fp8 128 × 112 tile for M in (192, 256] and K ≥ 8192, the 256 × 112
      tile (``FP8_TALL``: the same column tiles in half the CTAs, each B tile read once: 256x14336x14336 1018 against
@@ -115,14 +115,14 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
    least ``SWAP_SPLITK_TWO_SLICES_MIN_KTILES`` = 112 k-tiles), their split-K form is a candidate too, and the
    one-tile width of an M under 96 (split-K only): such few tiles stream the weights through too few SMs. 16-bit in
    3+ slices: 8 of 8 changed picks of a sample faster (bf16 96×1536×10240 67 → 103, 72×1024×20480 48 → 98,
-   96×5120×24576 203 → 238; s21 log section 6); with fp8 and the long 2-slice splits: 42 of 43 changed picks faster
-   by 1-19% (bf16 192×8192×28672 419 → 498, 183×8192×24576 396 → 458; e4m3 91×5120×27648 369 → 434), one 2%
-   slower (e4m3 121×8192×28672 636 → 624; s34 log section 4). An M under 96 (fp8: up to 96) takes its
-   one swapped tile (data-parallel, or split-K by the rule above) without the cost model, which sees equal waves where the unswapped
-   128-row tiles, mostly padding, move twice the L2 bytes: bf16 7 of 9 changed picks of a sample faster
-   (72×6144×12288 129 → 169, 66×8192×8192 134 → 166, 76×11008×8192 175 → 201), 2 within 2% slower (89×28672×5120
-   246 → 241; s21 log section 9); fp8 where the swapped tiles number at least SMs/4 (72×6144×12288 235 → 308,
-   96×7168×12288 389 → 424; 16 tiles lost up to a third; s21 log section 11). So does an M at most
+   96×5120×24576 203 → 238; s21 log section 6); with fp8 and the long 2-slice splits: 42 of 44 changed picks faster
+   by 1-19% (bf16 192×8192×28672 419 → 498, 183×8192×24576 396 → 458; e4m3 91×5120×27648 369 → 434), two 1-2%
+   slower (e4m3 121×8192×28672 636 → 624, bf16 96×7168×16384 242 → 239; s34 log section 4). An M under 96 (fp8:
+   up to 96) takes its one swapped tile (data-parallel, or split-K by the rule above) without the cost model, which
+   sees equal waves where the unswapped 128-row tiles, mostly padding, move twice the L2 bytes: bf16 7 of 9 changed
+   picks of a sample faster (72×6144×12288 129 → 169, 66×8192×8192 134 → 166, 76×11008×8192 175 → 201), 2 within 2%
+   slower (89×28672×5120 246 → 241; s21 log section 9); fp8 where the swapped tiles number at least SMs/4 (72×6144×12288
+   235 → 308, 96×7168×12288 389 → 424; 16 tiles lost up to a third; s21 log section 11). So does an M at most
    ``SWAP_ONE_TILE_PAST_ROW`` = 24 rows past one 128-row tile, both widths, from SMs/4 swapped tiles (the second
    unswapped row of tiles is nearly all padding): bf16 9 of 9 changed picks faster (129×8192×8192 191 → 302,
    141×11008×6144 171 → 337, 146×7168×5120 192 → 267), e4m3 6 of 8 (129×8192×8192 356 → 521, 141×11008×6144 317 →
