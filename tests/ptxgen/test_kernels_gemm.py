@@ -447,16 +447,19 @@ def test_tile_file_config_prints_the_tile_text():
 # (tv = wgmma_acc(m = 64, n = 256), copy(threads = (2, 64), ...)) instead of written out; the same element maps.
 # Issue 17 (s12) re-recorded e5m2-h128x192s4t: promote = 1's k-tile chunk is %ktile_chunk (was %whole, the name of
 # stream-K's joined tile sum, which fp8 now takes too); nothing else differs. Issue 17 (s16) re-recorded the sk entry:
-# the workspace's partial sums are stored and loaded {unchecked = true}; nothing else differs.
+# the workspace's partial sums are stored and loaded {unchecked = true}; nothing else differs. Issue 17 (s35)
+# re-recorded every entry: data-parallel and split-K tiles move a last tile row / column back to end at M / N
+# (schedule.tile_origin: the edges from %m, %n and their arith.min), C's first row is added after both origins, and fp8's
+# promotion offset is its row block's parity (schedule.promotion_stagger).
 RECORDED = {
-    "bf16-h128x256s4": "aaee579581980c884993cc7cf58264b1e848c6130ab984eed62a9ce95a8a90bf",
-    "f16-h128x256s4t2o1": "c00eeb5cf2cda015c25d799f8931bcc76cff34a9e9ee89657dba68edde242118",
-    "bf16-h128x256s4c2t2sk": "b53cf33716d1619a35a56059e3a5d2c1c06fd31cc775b4e0330163572ea3d084",
-    "e4m3-h128x192s4k4t": "6c9eb138a6c9af68de39910d63dd04f5efe5866c573ad05689a2b1b1a0cee28f",
-    "e4m3-h128x128s4c2k4r": "f9c82fcc5a6fc84b91de8aa12b0d43878a050d37d2334cd1cb18aecac60764e7",
-    "e5m2-h128x192s4t": "b2a1fe4505657bd372bde5752e44f4ff5f40f4eda850eb466713240307237461",
-    "bf16-h128x192s4c2r3": "0bca1ce3eb3f5f4e1019cca9a32633193f7688110fa72eda667d34bb4eb1fd70",
-    "bf16-h128x128s2mnn": "e293e889666f5e4f44a0d4fbbf23469e1f77c2871d74cd0c3531168b2d95175a",
+    "bf16-h128x256s4": "fc73aebf119040e0c8549f50942a443fcfc41f7cec6462c13316cf83a1706d3b",
+    "f16-h128x256s4t2o1": "f7ce27f3c597b1b77ecd051739cfa3c4d8f6a153fa203829ba26bddb22065872",
+    "bf16-h128x256s4c2t2sk": "a9a110cce20a54cf0f7efa00fc8e5f466c3c9b539b7b8ad8ac0746c45cdc02b3",
+    "e4m3-h128x192s4k4t": "a0ea7e4cb6303a0db67dcb63ad4aa66d6334ca37372aa436bfca137ed1a64796",
+    "e4m3-h128x128s4c2k4r": "b65a6c1e6d573fa418f72e305a25e1c24cca2c4e79bee91060afa354ade52187",
+    "e5m2-h128x192s4t": "6010b645b82846bd2c2bb9376caba9787b3593113d603d8fd07d5c7994a87a14",
+    "bf16-h128x192s4c2r3": "c44ea2d50180b767fc4384d3de5fd53f334324cc3eeab96c82628825bd507358",
+    "bf16-h128x128s2mnn": "33c8caecd6db6c62ccb66c7eaff746ddce6fcd2996d529a7915c0b82dabfe2ec",
 }
 
 
@@ -575,6 +578,55 @@ def test_streamk_paths_taken(config, shape, sms):
     rng = np.random.default_rng()
     got, want = run_op(config, *shape, rng, sm_count=sms)
     assert rel_err(got, want) < 1e-2
+
+
+@pytest.mark.parametrize("config, shape, moved", [
+    (GemmConfig(bn=128, stages=6, epilogue="tma"), (300, 200, 128), True),
+    (GemmConfig("e4m3", bn=112, stages=6, promote=4, epilogue="tma"), (131, 248, 256), True),
+    (GemmConfig(bn=96, stages=6, epilogue="tma", splitk=True, overlap=0), (150, 200, 512), True),
+    (GemmConfig(bn=128, stages=6, epilogue="tma", streamk=True, streamk_min_saving=0), (300, 200, 128), False),
+])
+def test_last_tiles_load_rows_of_the_tensor(monkeypatch, config, shape, moved):
+    """Data-parallel and split-K tiles move a last tile row / column back to end at M / N (``schedule.tile_origin``),
+    so no A or B box reaches as many rows past the tensor as the moved tile's alignment (TMA fills those slowly);
+    stream-K keeps the tile grid (its boxes reach past); every result still matches float64."""
+    from ptxgen.ir.ops import tma
+    from ptxgen.kernels.gemm.schedule import edge_alignment
+
+    starts = {"a": set(), "b": set()}
+    check = tma._check_box_start
+
+    def recording(ix, op, m, origin):
+        if m.name in starts:
+            starts[m.name].add(int(origin[0]))
+        return check(ix, op, m, origin)
+
+    monkeypatch.setattr(tma, "_check_box_start", recording)
+    m, n, k = shape
+    got, want = run_op(config, m, n, k, np.random.default_rng(), sm_count=3)
+    assert rel_err(got, want) < 1e-2
+    row_align, column_align = edge_alignment(config)
+    within = max(starts["a"]) + config.bm - m < row_align and max(starts["b"]) + config.bn - n < column_align
+    assert within == moved, (sorted(starts["a"]), sorted(starts["b"]))
+
+
+@pytest.mark.parametrize("name, m", [("h128x128s4k4t", 150), ("h128x64s8k4t", 190), ("h256x112s3k4t", 300)])
+def test_moved_fp8_tile_gives_shared_rows_their_own_bits(name, m):
+    """An fp8 kernel's moved last tile row promotes each of C's row blocks at the offset the tile grid gives it
+    (``schedule.promotion_stagger``): its rows equal bit for bit those of the same A rows in a problem of whole
+    tiles, whichever of the two tiles computing a shared row stores last."""
+    rng = np.random.default_rng()
+    config = GemmConfig.from_name(name, "e4m3")
+    n, k = 64, 1536
+    whole = -(-m // config.bm) * config.bm
+    # small products around a large one in k-tile 0 and its negative in k-tile 3: what of the small ones survives
+    # in f32 depends on which of them share a promotion chunk with the large ones, so C's bits show the chunking
+    a, w = rng.standard_normal((whole, k)) / 16, rng.standard_normal((n, k)) / 16
+    a[:, 0], w[:, 0], a[:, 3 * 128], w[:, 3 * 128] = 448, 448, 448, -448
+    a, w = a.astype(HOST["e4m3"]), w.astype(HOST["e4m3"])
+    ragged = scaled_mm(a[:m], w.T, 1.0, 1.0, config=config, sm_count=3)
+    padded = scaled_mm(a, w.T, 1.0, 1.0, config=config, sm_count=3)
+    assert np.array_equal(ragged.view(np.uint16), padded[:m].view(np.uint16))
 
 
 @pytest.mark.parametrize("m, n, k", [(1, 1, 1), (7, 9, 3), (64, 130, 20), (65, 300, 72), (200, 8, 64), (3, 257, 129)])

@@ -10,6 +10,7 @@ from ptxgen.ir.builder import frag, gtensor, i32, partition, tmap
 from ptxgen.ir.ops.smem import tile_split
 
 from .config import ELEMENT_BYTES, TMA_STAGED_ROW_BYTES, GemmConfig
+from .schedule import tile_origin
 
 
 def accumulator_block_tv(rows: int, bn: int):
@@ -146,8 +147,9 @@ def c_values(g, acc, tm, tn):
         scale = b.arith.mul(kb["scale_a"], kb["scale_b"], name="scale")
         acc = b.frag.mul(acc, scale, name="scaled")
     if config.bias:
-        r0 = b.arith.add(b.arith.mul(tm, g.c_bm, name="bias_m0"), g.row_off, name="bias_r0")
-        n0 = warpgroup_column(g, b.arith.mul(tn, g.c_bn, name="bias_n0"), "bias_n0w")
+        bias_m0, bias_n0 = tile_origin(g, tm, tn, ("bias_m0", "bias_n0"))
+        r0 = b.arith.add(bias_m0, g.row_off, name="bias_r0")
+        n0 = warpgroup_column(g, bias_n0, "bias_n0w")
         window = b.gmem.tile(kb["bias"], r0, n0, shape=(config.rows, config.columns), name="bias_tile")
         addend = b.gmem.load(window, g.lt, tv=accumulator_block_tv(config.rows, config.columns),
                              type=frag(config.out_dtype, g.acc_t.shape), name="bias_values")
@@ -168,9 +170,9 @@ def store_out(g, out, tm2, tn2):
     b, kb, config = g.b, g.kb, g.config
     rows, columns, split, out_dtype = config.rows, config.columns, config.epilogue_split, config.out_dtype
     c_cols = columns // split
-    tile_m0 = b.arith.mul(tm2, g.c_bm, name="tile_m0")
+    tile_m0, tile_n0 = tile_origin(g, tm2, tn2, ("tile_m0", "n0c"))
     r0 = b.arith.add(tile_m0, g.row_off, name="r0")
-    n0c = warpgroup_column(g, b.arith.mul(tn2, g.c_bn, name="n0c"), "n0c_wg")
+    n0c = warpgroup_column(g, tile_n0, "n0c_wg")
     if config.epilogue == "direct":
         c_tile = b.gmem.tile(kb["c"], r0, n0c, shape=(rows, columns), name="c_tile")
         b.gmem.store(c_tile, g.lt, out, tv=accumulator_block_tv(rows, columns))

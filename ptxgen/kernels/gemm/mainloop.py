@@ -11,7 +11,7 @@ from ptxgen.ir.ops.smem import permute_layout, stage_sliced, tile_split
 
 from . import block_scales
 from .config import k_tile
-from .schedule import tile_of
+from .schedule import promotion_stagger, tile_of, tile_origin
 
 
 def operand_ring(dtype: str, rows: int, stages: int, major: str):
@@ -60,8 +60,7 @@ def produce(g, t, lo, hi, it, group_read=None):
     b, kb, config = g.b, g.kb, g.config
     c1 = g.c1
     tm, tn = tile_of(g, t, ("tm", "tn", "tmc", "tm_own"))
-    m0 = b.arith.mul(tm, g.c_bm, name="m0")
-    n0 = b.arith.mul(tn, g.c_bn, name="n0")
+    m0, n0 = tile_origin(g, tm, tn, ("m0", "n0"))
     group = masked_rows = None
     if config.grouped != "none":
         # B is (G·N, K): the group's rows start at group·N; a masked tile past its group's rows loads nothing
@@ -699,12 +698,14 @@ def consume(g, ct, lo, hi, cit, hook=None):
     elif config.fp8:
         # promotion: the wgmmas of `promote` k-tiles sum into a chunk that starts from zero; the finished chunk
         # joins the f32 total with ordinary adds. The two consumer warpgroups promote half a chunk apart
-        # (warpgroup 1's chunks start promote/2 k-tiles earlier, its first one clipped at 0): while one waits for
+        # (warpgroup 1's chunks — in a moved last tile those of C's odd row blocks — start promote/2 k-tiles
+        # earlier, its first one clipped at 0): while one waits for
         # its chunk and adds it, the other's wgmmas keep the tensor cores busy. With a hook the first chunk IS the
         # total (no zero total is live while the hook holds the previous tile's C; without one, a chunk loop from
         # the first chunk on keeps BN = 224's 224 accumulators unspilled).
         c_promote = b.const(config.promote, i32, name="promote")
-        stagger = b.arith.mul(g.cw, b.const(config.promote // 2, i32, name="half_chunk"), name="stagger")
+        stagger = b.arith.mul(promotion_stagger(g, tm2), b.const(config.promote // 2, i32, name="half_chunk"),
+                              name="stagger")
         if hook is not None:
             chunks_from = b.arith.sub(c_promote, stagger, name="second_chunk")
             first_end = b.arith.min(chunks_from, hi, name="first_end")

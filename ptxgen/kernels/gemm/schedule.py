@@ -47,6 +47,76 @@ def tile_of(g, t, names: tuple):
     return tm, tn
 
 
+# a moved last tile starts at a multiple of this many elements: where its side is a tensor's contiguous mode (an
+# MN-major A or B, C's rows, a column-major C) TMA boxes start 16-byte aligned, which 16 elements are in every
+# element type (fp8 1 byte … f32 4)
+EDGE_ALIGN = 16
+
+
+def edges_clamped(config: GemmConfig) -> bool:
+    """Whether ``config``'s kernel moves its last tile row (column) back to end at M (N) where M ≥ BM (N ≥ BN): its
+    data-parallel and split-K tiles (every copy of a row computes it in the same k order, so the rows two tiles share
+    get the same bits from both), not stream-K's (a shared row's k-ranges differ by tile), block scales' or grouped
+    GEMMs' (their scale blocks and groups are aligned to the tile grid). ``edges_clamped(GemmConfig())`` = True,
+    ``edges_clamped(GemmConfig(streamk=True))`` = False."""
+    return not config.streamk and config.scales != "block" and config.grouped == "none"
+
+
+def edge_alignment(config: GemmConfig) -> tuple:
+    """(rows, columns): the multiples a moved last tile starts at. ``EDGE_ALIGN`` each, and for rows of an fp8
+    kernel whose warpgroups promote half a chunk apart (``promote`` > 1), a whole warpgroup's rows (``rows``), so
+    that each 64-row (128-row) block of C keeps the same promotion offset in every tile that computes it
+    (``promotion_stagger``). ``edge_alignment(GemmConfig())`` = (16, 16); e4m3 ``h128x128s4k4t`` → (64, 16)."""
+    staggered = config.fp8 and config.scales == "tensor" and config.promote > 1
+    return (max(EDGE_ALIGN, config.rows) if staggered else EDGE_ALIGN), EDGE_ALIGN
+
+
+def edge_start(b, extent, box, zero, align: int, name: str):
+    """The first row (column) of a moved last tile: max(⌈(extent − box) / ``align``⌉ · ``align``, 0), the first
+    aligned start from which the box still reaches the extent's end — M = 319, BM = 128, ``align`` 16: 192 (rows
+    192 … 319, row 319 zero-filled past the tensor); M = 100: 0. Post: start ≤ the last tile's own start (``align``
+    divides BM), start + box ≥ extent."""
+    over = b.arith.sub(extent, box, name=f"{name}_less_box")
+    up = b.arith.add(over, b.const(align - 1, i32, name=f"{name}_align_less1"), name=f"{name}_up")
+    blocks = b.arith.div(up, b.const(align, i32, name=f"{name}_align"), name=f"{name}_blocks")
+    aligned = b.arith.mul(blocks, b.const(align, i32, name=f"{name}_align2"), name=f"{name}_aligned")
+    return b.arith.max(aligned, zero, name=f"{name}_edge")
+
+
+def promotion_stagger(g, tm):
+    """Which half-chunk offset the consumer warpgroup's fp8 promotion takes in tile row ``tm`` (0 or 1): its
+    warpgroup index ``cw``, or where ``edges_clamped`` the parity of its first row's ``rows``-block in C — the same
+    for every tile of the kernel's fixed grid (a tile's first row is a multiple of BM = 2 · ``rows``) and, in a moved
+    last tile (started at a multiple of ``rows``: ``edge_alignment``), the offset the tile before it gave those
+    rows, so that rows two tiles share get the same bits from both."""
+    b = g.b
+    if not edges_clamped(g.config):
+        return g.cw
+    m0, _ = tile_origin(g, tm, g.c0, ("stagger_m0", "stagger_n0"))
+    first = b.arith.add(m0, g.row_off, name="stagger_r0")
+    block = b.arith.div(first, g.c_rows, name="stagger_block")
+    return b.arith.rem(block, b.const(2, i32, name="two"), name="stagger_parity")
+
+
+def tile_origin(g, tm, tn, names: tuple):
+    """(first row, first column) of tile (tm, tn) in C (and the A rows / B rows it loads): (tm·BM, tn·BN), or where
+    ``edges_clamped`` (min(tm·BM, ``edge_start`` of M), min(tn·BN, ``edge_start`` of N)): the last tile row of
+    M = 319 with BM = 128 starts at row 192, not 256. Why: TMA fills a box's rows past the tensor with zeros at a
+    fraction of the rate it loads rows (a tile of 1 valid row in 128 ran 1.6 times as long as a full one;
+    docs/gpu-runs/2026-11-28-s35.log section 2), and the moved tile loads only real rows; the rows it shares with the
+    tile before it are computed and stored twice with the same bits. The edges are computed where used, from %m and
+    %n, not held in registers across the kernel. ``names``: (row, column) value names."""
+    b, kb = g.b, g.kb
+    m0 = b.arith.mul(tm, g.c_bm, name=names[0])
+    n0 = b.arith.mul(tn, g.c_bn, name=names[1])
+    if not edges_clamped(g.config):
+        return m0, n0
+    row_align, column_align = edge_alignment(g.config)
+    m_edge = edge_start(b, kb["m"], g.c_bm, g.c0, row_align, f"{names[0]}_m")
+    n_edge = edge_start(b, kb["n"], g.c_bn, g.c0, column_align, f"{names[1]}_n")
+    return b.arith.min(m0, m_edge, name=f"{names[0]}_edge"), b.arith.min(n0, n_edge, name=f"{names[1]}_edge")
+
+
 def streamk_ktiles_saved(m: int, n: int, k: int, config: GemmConfig, ctas: int) -> int:
     """The host's copy of ``streamk_split``'s test: how many k-tiles stream-K takes off the last wave of an
     (m, n, k) problem on ``ctas`` CTAs (0 when the tiles fill whole waves); the kernel shares the last wave out
