@@ -449,8 +449,8 @@ def test_tile_file_config_prints_the_tile_text():
 # stream-K's joined tile sum, which fp8 now takes too); nothing else differs. Issue 17 (s16) re-recorded the sk entry:
 # the workspace's partial sums are stored and loaded {unchecked = true}; nothing else differs. Issue 17 (s35)
 # re-recorded every entry: data-parallel and split-K tiles move a last tile row / column back to end at M / N
-# (schedule.tile_origin: the edges from %m, %n and their arith.min), C's first row is added after both origins, and fp8's
-# promotion offset is its row block's parity (schedule.promotion_stagger).
+# (schedule.tile_origin: the edges from %m, %n and their arith.min), C's first row is added after both origins,
+# and fp8's promotion offset is its row block's parity (schedule.promotion_stagger).
 RECORDED = {
     "bf16-h128x256s4": "fc73aebf119040e0c8549f50942a443fcfc41f7cec6462c13316cf83a1706d3b",
     "f16-h128x256s4t2o1": "f7ce27f3c597b1b77ecd051739cfa3c4d8f6a153fa203829ba26bddb22065872",
