@@ -699,10 +699,10 @@ def consume(g, ct, lo, hi, cit, hook=None):
         # promotion: the wgmmas of `promote` k-tiles sum into a chunk that starts from zero; the finished chunk
         # joins the f32 total with ordinary adds. The two consumer warpgroups promote half a chunk apart
         # (warpgroup 1's chunks — in a moved last tile those of C's odd row blocks — start promote/2 k-tiles
-        # earlier, its first one clipped at 0): while one waits for
-        # its chunk and adds it, the other's wgmmas keep the tensor cores busy. With a hook the first chunk IS the
-        # total (no zero total is live while the hook holds the previous tile's C; without one, a chunk loop from
-        # the first chunk on keeps BN = 224's 224 accumulators unspilled).
+        # earlier, its first one clipped at 0): while one waits for its chunk and adds it, the other's wgmmas keep
+        # the tensor cores busy. With a hook the first chunk IS the total (no zero total is live while the hook
+        # holds the previous tile's C; without one, a chunk loop from the first chunk on keeps BN = 224's 224
+        # accumulators unspilled).
         c_promote = b.const(config.promote, i32, name="promote")
         stagger = b.arith.mul(promotion_stagger(g, tm2), b.const(config.promote // 2, i32, name="half_chunk"),
                               name="stagger")

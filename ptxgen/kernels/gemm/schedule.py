@@ -92,8 +92,7 @@ def promotion_stagger(g, tm):
     b = g.b
     if not edges_clamped(g.config):
         return g.cw
-    m0, _ = tile_origin(g, tm, g.c0, ("stagger_m0", "stagger_n0"))
-    first = b.arith.add(m0, g.row_off, name="stagger_r0")
+    first = b.arith.add(_tile_start(g, tm, "m", "stagger_m0"), g.row_off, name="stagger_r0")
     block = b.arith.div(first, g.c_rows, name="stagger_block")
     return b.arith.rem(block, b.const(2, i32, name="two"), name="stagger_parity")
 
@@ -106,15 +105,19 @@ def tile_origin(g, tm, tn, names: tuple):
     docs/gpu-runs/2026-11-28-s35.log section 2), and the moved tile loads only real rows; the rows it shares with the
     tile before it are computed and stored twice with the same bits. The edges are computed where used, from %m and
     %n, not held in registers across the kernel. ``names``: (row, column) value names."""
-    b, kb = g.b, g.kb
-    m0 = b.arith.mul(tm, g.c_bm, name=names[0])
-    n0 = b.arith.mul(tn, g.c_bn, name=names[1])
-    if not edges_clamped(g.config):
-        return m0, n0
-    row_align, column_align = edge_alignment(g.config)
-    m_edge = edge_start(b, kb["m"], g.c_bm, g.c0, row_align, f"{names[0]}_m")
-    n_edge = edge_start(b, kb["n"], g.c_bn, g.c0, column_align, f"{names[1]}_n")
-    return b.arith.min(m0, m_edge, name=f"{names[0]}_edge"), b.arith.min(n0, n_edge, name=f"{names[1]}_edge")
+    return _tile_start(g, tm, "m", names[0]), _tile_start(g, tn, "n", names[1])
+
+
+def _tile_start(g, index, side: str, name: str):
+    """``tile_origin`` along one side: tile ``index``'s first row (``side`` "m") or column ("n")."""
+    b, config = g.b, g.config
+    box = g.c_bm if side == "m" else g.c_bn
+    start = b.arith.mul(index, box, name=name)
+    if not edges_clamped(config):
+        return start
+    align = edge_alignment(config)[0 if side == "m" else 1]
+    edge = edge_start(b, g.kb[side], box, g.c0, align, f"{name}_{side}")
+    return b.arith.min(start, edge, name=f"{name}_edge")
 
 
 def streamk_ktiles_saved(m: int, n: int, k: int, config: GemmConfig, ctas: int) -> int:
