@@ -61,11 +61,12 @@ def test_candidates_of_a_column_split_pick_start_with_the_rules_without_it():
 
 def test_candidates_of_a_mid_m_swapped_pick_are_the_other_widths_that_split_m():
     """Rule 7's pick (C stored by TMA as its transpose): the other widths of ``swapped_mid_widths``, then stages and
-    stream-K as for any pick, and the unswapped 128 x 128 tile."""
+    stream-K as for any pick, and the unswapped 128 x 128 tile; every swapped one rastered along its columns (rule 9:
+    448 rows are 2 to 6 tile columns)."""
     pick = choose_config(448, 11008, 4096, "bf16")
     assert [c.name for c in autotune.candidates(pick, 448, 11008, 4096)] == [
-        "h128x152s5txT", "h128x224s4t2xT", "h128x112s6txT", "h128x96s6txT", "h128x80s6txT", "h128x152s4txT",
-        "h128x152s5tskxT", "h128x128s6t"]
+        "h128x152s5g1txT", "h128x224s4g1t2xT", "h128x112s6g1txT", "h128x96s6g1txT", "h128x80s6g1txT",
+        "h128x152s4g1txT", "h128x152s5g1tskxT", "h128x128s6t"]
 
 
 def test_candidates_of_a_decode_gemm_are_the_documented_ones():

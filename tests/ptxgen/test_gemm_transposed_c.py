@@ -26,6 +26,9 @@ SWAPPED = [
     ("bf16", "h128x192s4t3skxT", (300, 264, 520)),  # stream-K
     ("e4m3", "h128x176s4k4txT", (100, 264, 328)),
     ("e4m3", "h128x224s4k4t2skxT", (230, 272, 640)),
+    ("bf16", "h128x80s6g1txT", (319, 304, 200)),     # rule 9's raster: 4 tile columns of the kernel, rows first
+    ("bf16", "h128x152s5g1tskxT", (300, 264, 520)),  # ... with stream-K
+    ("e4m3", "h128x88s6g1k4txT", (347, 296, 400)),
 ]
 
 
@@ -108,11 +111,33 @@ def test_f16_and_a_given_out():
     assert rel_err(matmul(a, w.T, sm_count=3), want) < 1e-2
 
 
+@pytest.mark.parametrize("dtype", ["bf16", "e4m3"])
+def test_swapped_picks_of_several_columns_raster_along_them(dtype):
+    """Rule 9 over a grid of problems: a swapped pick whose kernel spans two or more tile columns (⌈M / BN⌉ ≥ 2)
+    has raster groups of one tile row; a one-column swapped pick and every unswapped pick keep the default 8, and
+    the rule changes nothing but the group (the same pick otherwise as before it)."""
+    from ptxgen.kernels.gemm.heuristic import _choice_by_rules, choice_without_narrow_split
+
+    out_dtype = "bf16"
+    rastered = 0
+    for m in (16, 64, 100, 158, 208, 319, 448, 562, 839, 1229, 1630):
+        for n, k in ((1536, 7168), (4096, 7168), (11008, 4096), (18432, 16384), (128256, 8192)):
+            pick = choice_without_narrow_split(m, n, k, dtype, out_dtype)
+            before = _choice_by_rules(m, n, k, dtype, out_dtype, "K", "K", False, 132, True)
+            columns = -(-m // pick.bn)
+            assert pick == before.replace(group=pick.group), (m, n, k)
+            assert pick.group == (1 if pick.swap_ab and columns >= 2 else 8), (m, n, k, pick.name)
+            rastered += pick.group == 1
+    assert rastered >= 5     # the grid holds such picks
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype, name, shape", [
     ("bf16", "h128x152s4txT", (448, 11008, 1000)), ("bf16", "h128x160s5c2txT", (330, 4104, 2000)),
     ("bf16", "h128x192s4t3skxT", (200, 2056, 3000)), ("bf16", "h256x128s3txT", (500, 1032, 700)),
     ("e4m3", "h128x160s4k4txT", (450, 3000, 1000)), ("e4m3", "h128x224s4k4t2skxT", (190, 2056, 2048)),
+    ("bf16", "h128x80s6g1txT", (319, 4096, 2000)), ("bf16", "h128x152s5g1tskxT", (448, 11008, 1000)),
+    ("e4m3", "h128x88s6g1k4txT", (347, 4096, 2048)),
 ])
 def test_gpu_swapped_tma_store_matches_float64(dtype, name, shape):
     torch = torch_or_skip()

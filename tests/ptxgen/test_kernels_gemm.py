@@ -187,7 +187,7 @@ def test_unknown_name_gives_the_grammar():
     # fp8's 128 x 80 and 128 x 136 wave fillers, up to 7 / 6 row tiles (s34 log sections 5-6)
     ((256, 5120, 13824), "e4m3", {}, "h128x80s7k4t"),        # 128 tiles: 940 against 729 for h128x128s4k4t
     ((887, 1280, 11008), "e4m3", {}, "h128x80s7k4t"),        # 929 against 780
-    ((395, 2560, 9216), "e4m3", {}, "h128x80s6k4txT"),       # not for a swapped pick: 800 against 471
+    ((395, 2560, 9216), "e4m3", {}, "h128x80s6g1k4txT"),       # not for a swapped pick: 800 against 471
     ((1630, 1024, 9216), "e4m3", {}, "h128x112s4k4t"),       # 13 row tiles: past 128 x 80's bound
     ((256, 53248, 16384), "e4m3", {}, "h128x136s5k4t"),      # 1095 against 1005 for h128x192s4k4t
     ((862, 12288, 14336), "e4m3", {}, "h128x176s4k4t"),      # 7 row tiles: 1137 against 990 for 128 x 136
@@ -262,36 +262,36 @@ def test_unknown_name_gives_the_grammar():
     ((130, 1024, 4096), "bf16", {}, "h128x64s8t"),           # 8 tiles in 16 slices of 4 k-tiles: 57 against 46
     ((152, 2048, 3072), "e4m3", {}, "h128x64s8k4t"),         # 16 tiles in 8 slices of 3 k-tiles: 141 against 86
     # ... and the two tiles split so past two row tiles, M 257-280 (s30 §7)
-    ((266, 2560, 13824), "e4m3", {}, "h128x136s5k4tzxT"),    # 722 against 368 for h128x64s8k4t
-    ((257, 1536, 18432), "bf16", {}, "h128x136s5tzxT"),      # 354 against 286 for h128x128s6tez
+    ((266, 2560, 13824), "e4m3", {}, "h128x136s5g1k4tzxT"),    # 722 against 368 for h128x64s8k4t
+    ((257, 1536, 18432), "bf16", {}, "h128x136s5g1tzxT"),      # 354 against 286 for h128x128s6tez
     ((227, 1024, 11008), "bf16", {}, "h128x128s6tez"),       # 217-232 rows: not taken (222 against 206)
     # ... and from there up to two 128-row tiles (10% padding at least: M <= 232) two swapped tiles of ceil(M / 2),
     # split where they hold at most half the SMs, where they fit one wave (s30 log section 1)
-    ((160, 4096, 4096), "bf16", {}, "h128x80s6tzxT"),        # 267 against 151 for h128x64s8t
-    ((160, 7168, 8192), "bf16", {}, "h128x80s6txT"),         # 112 tiles: data-parallel, 373 against 236
-    ((184, 5120, 6144), "bf16", {}, "h128x96s6txT"),         # 343 against 219 for h128x96s7t
-    ((184, 3072, 2048), "bf16", {}, "h128x96s6txT"),         # K under 3072: data-parallel
-    ((160, 7168, 4096), "e4m3", {}, "h128x80s6k4txT"),       # 636 against 373 for h128x112s6k4t
-    ((200, 4096, 12288), "e4m3", {}, "h128x104s6k4tzxT"),    # 666 against 467 for h128x64s8k4t
+    ((160, 4096, 4096), "bf16", {}, "h128x80s6g1tzxT"),        # 267 against 151 for h128x64s8t
+    ((160, 7168, 8192), "bf16", {}, "h128x80s6g1txT"),         # 112 tiles: data-parallel, 373 against 236
+    ((184, 5120, 6144), "bf16", {}, "h128x96s6g1txT"),         # 343 against 219 for h128x96s7t
+    ((184, 3072, 2048), "bf16", {}, "h128x96s6g1txT"),         # K under 3072: data-parallel
+    ((160, 7168, 4096), "e4m3", {}, "h128x80s6g1k4txT"),       # 636 against 373 for h128x112s6k4t
+    ((200, 4096, 12288), "e4m3", {}, "h128x104s6g1k4tzxT"),    # 666 against 467 for h128x64s8k4t
     ((160, 4096, 4096), "bf16", dict(bias=True), "h128x64s8tb"),     # a bias: no split form, so not the rule
-    ((160, 7168, 4096), "bf16", dict(bias=True), "h128x80s6txbT"),   # ... where the tiles fill a wave it is
+    ((160, 7168, 4096), "bf16", dict(bias=True), "h128x80s6g1txbT"),   # ... where the tiles fill a wave it is
     ((160, 14336, 4096), "bf16", {}, "h128x160s5txT"),       # 224 two-tile tiles: past one wave, the cost model
     ((240, 4096, 4096), "bf16", {}, "h128x64s8t"),           # 7% padding: unswapped
     # ... swapped widths from 80 where N spans at least 16 row tiles (s30 log section 5)
-    ((258, 5120, 3072), "bf16", {}, "h128x88s6txT"),         # three 88-wide tiles: 370 against 242 (h128x128s6p0t)
-    ((528, 2560, 7168), "bf16", {}, "h128x88s6txT"),         # 552 against 325 for h128x112s6t
-    ((688, 2048, 8192), "e4m3", {}, "h128x88s6k4txT"),       # 998 against 719 for h128x112s6k4t
+    ((258, 5120, 3072), "bf16", {}, "h128x88s6g1txT"),         # three 88-wide tiles: 370 against 242 (h128x128s6p0t)
+    ((528, 2560, 7168), "bf16", {}, "h128x88s6g1txT"),         # 552 against 325 for h128x112s6t
+    ((688, 2048, 8192), "e4m3", {}, "h128x88s6g1k4txT"),       # 998 against 719 for h128x112s6k4t
     ((425, 1024, 6144), "bf16", {}, "h128x64s8t"),           # 8 row tiles of N: not under 96 (220 against 183)
     # ... and up to M = 2048 from 5% padding: M just past a multiple of 128 in swapped tiles that cover it (s32 §5)
-    ((1044, 14336, 57344), "bf16", {}, "h128x216s4tskxT"),   # 5 x 216 = 1080 rows against 9 x 128 = 1152
-    ((1028, 6144, 6144), "bf16", {}, "h128x208s4t2xT"),      # 623 against 489 for h128x144s4t
+    ((1044, 14336, 57344), "bf16", {}, "h128x216s4g1tskxT"),   # 5 x 216 = 1080 rows against 9 x 128 = 1152
+    ((1028, 6144, 6144), "bf16", {}, "h128x208s4g1t2xT"),      # 623 against 489 for h128x144s4t
     ((1400, 14336, 8192), "bf16", {}, "h128x256s4t2sk"),     # 0.6% padding: unswapped
     ((2100, 14336, 8192), "bf16", {}, "h128x256s4t2sk"),     # over SWAP_MID_MAX_M
     # ... and from M = 1024 at the unswapped tiles' cost per k-tile, from 3% padding (s33 log sections 1-3)
-    ((1174, 18432, 2112), "bf16", {}, "h128x168s4txT"),      # 645 against 569 for h128x176s4t
-    ((1598, 18432, 3072), "bf16", {}, "h128x200s4txT"),      # 4% padding: 672 against 616 for h128x192s4t3
-    ((1043, 24576, 10240), "bf16", {}, "h128x176s4tskxT"),   # 684 against 575 for h128x256s4t2sk
-    ((1093, 11008, 11008), "e4m3", {}, "h128x184s4k4txT"),   # 1270 against 1140 for h128x192s4k4t
+    ((1174, 18432, 2112), "bf16", {}, "h128x168s4g1txT"),      # 645 against 569 for h128x176s4t
+    ((1598, 18432, 3072), "bf16", {}, "h128x200s4g1txT"),      # 4% padding: 672 against 616 for h128x192s4t3
+    ((1043, 24576, 10240), "bf16", {}, "h128x176s4g1tskxT"),   # 684 against 575 for h128x256s4t2sk
+    ((1093, 11008, 11008), "e4m3", {}, "h128x184s4g1k4txT"),   # 1270 against 1140 for h128x192s4k4t
     ((1505, 6144, 6144), "bf16", {}, "h128x192s4t3"),        # 2.1% padding: unswapped (677 against 652)
     ((1333, 18432, 10240), "e4m3", {}, "h128x192s4k4t"),     # fp8 swapped at most 184 wide: 1232 against 1179
     ((607, 12288, 28672), "bf16", {}, "h128x160s4t"),        # under 1024 the slowdown holds (633 against 529)
@@ -316,14 +316,14 @@ def test_unknown_name_gives_the_grammar():
     ((4096, 4096, 4096), "e4m3", dict(out_dtype="f16"), "h128x176s4k4t_f16"),
     # rule 7: mid M padded by 128-row tiles: swapped, M split into tiles of any multiple of 8, C stored by TMA as
     # its transpose (measured faster: s17 log section 3)
-    ((448, 11008, 4096), "bf16", {}, "h128x152s5txT"),
+    ((448, 11008, 4096), "bf16", {}, "h128x152s5g1txT"),
     ((192, 14336, 14336), "bf16", {}, "h128x192s5t2xT"),
-    ((288, 28672, 8192), "bf16", {}, "h128x144s5tskxT"),
-    ((320, 57344, 14336), "e4m3", {}, "h128x160s5k4tskxT"),
-    ((192, 7168, 4096), "e4m3", {}, "h128x96s6k4txT"),
+    ((288, 28672, 8192), "bf16", {}, "h128x144s5g1tskxT"),
+    ((320, 57344, 14336), "e4m3", {}, "h128x160s5g1k4tskxT"),
+    ((192, 7168, 4096), "e4m3", {}, "h128x96s6g1k4txT"),
     ((384, 14336, 8192), "bf16", {}, "h128x176s4t"),          # no padding: unswapped
     ((464, 49152, 5120), "bf16", {}, "h128x256s4t2o1"),       # 128 x 232 would hold 3 stages only
-    ((448, 11008, 4096), "bf16", dict(b_major="MN"), "h128x152s5tmnkxT"),  # a row-major B: the kernel's MN-major A
+    ((448, 11008, 4096), "bf16", dict(b_major="MN"), "h128x152s5g1tmnkxT"),  # a row-major B: the kernel's MN-major A
     ((448, 11008, 4096), "bf16", dict(a_major="MN"), "h128x176s4tmnk"),    # an MN-major A: unswapped
     # rule 3c: one row of 128 x 64 tiles at most half the SMs, K >= 8192: split into k-slices (before rule 7)
     ((101, 1024, 24576), "bf16", {}, "h128x64s8tez"),        # 16 tiles, 8 slices

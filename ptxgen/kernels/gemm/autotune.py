@@ -16,7 +16,7 @@ output cannot take, is left out) and the duplicates dropped:
    (of the changed picks measured, bf16 1 of 31 and fp8 3 of 30 lost, by up to 14%; rule 8: 2 of 60, by under 1%), so
    this alternative comes first;
 2. its tile N neighbours: for a mid-M swapped pick (C stored by TMA as its transpose) the other widths that split M
-   into whole tiles (``heuristic.swapped_mid_widths``), else BN halved and doubled (unswapped 64 to 256; swapped 16 to
+   into whole tiles (``heuristic.swapped_mid_widths``, rastered by the heuristic's rule 9), else BN halved and doubled (unswapped 64 to 256; swapped 16 to
    128), the staged epilogue's column blocks kept whole; unswapped, also the next narrower and wider of the heuristic's widths (``TILE_WIDTHS``: 64, 96,
    112, 128, 144, 160, 176, 192, 224, 256 — the wave-filling ones included, where a wave of tiles fits the SMs better), with
    as many stages as shared memory holds, up to 8;
@@ -53,7 +53,7 @@ import statistics
 
 from .config import SMEM_BYTES, GemmConfig
 from .heuristic import (H100_SMS, choice_without_narrow_split, narrow_split, split_forms, swapped_mid_tile,
-                        swapped_mid_widths, swapped_streamk, unsplit_choice)
+                        swapped_mid_widths, swapped_raster, swapped_streamk, unsplit_choice)
 
 SWAP_MAX_M = 128
 WARMUP = 5
@@ -109,7 +109,7 @@ def _neighbours(pick: GemmConfig, m: int, c_row_ok: bool):
         for bn in swapped_mid_widths(m, pick.dtype):
             tile = swapped_mid_tile(bn, pick.dtype, pick.bias, pick.out_dtype) if bn != pick.bn else None
             if tile is not None:
-                yield tile.replace(streamk=pick.streamk, a_major=pick.a_major)
+                yield swapped_raster(tile.replace(streamk=pick.streamk, a_major=pick.a_major), m)
     lo, hi = (16, 128) if pick.swap_ab else (64, 256)
     widths = [pick.bn * 2, pick.bn // 2] if pick.c_major == "N" else []
     if not pick.swap_ab:
