@@ -148,8 +148,9 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
 9. **Swapped raster** (``swapped_raster``): a swapped pick whose kernel spans two or more tile columns (⌈M / BN⌉ ≥ 2)
    rasters its tiles along the columns first (``SWAPPED_GROUP`` = 1 tile row per group), so that consecutive CTAs
    read the same tile of the weights, the larger operand, rather than the same tile of the tokens: of 24 random
-   swapped picks 20 faster by up to 18% (bf16 158×7168×2048 250 → 296 TFLOP/s, 208×4096×7168 364 → 388), 3 slower by
-   0.9-2.3% (s36 log section 9). The cost model does not see the raster: it picks the tile, rule 9 orders it.
+   swapped picks 17 faster by 0.4-18% (bf16 158×7168×2048 250 → 296 TFLOP/s, 208×4096×7168 364 → 388), 4 even, 3
+   slower by 0.9-2.3%, geomean ×1.021; of 20 more ×1.015, 4 slower by 0.4-6.5% (s36 log sections 9-10). The cost
+   model does not see the raster: it picks the tile, rule 9 orders it.
 
 ``choose_config(8192, 8192, 8192, "bf16", 132)`` = h128x256s4t2sk; ``choose_config(4096, 4096, 4096, "bf16")`` =
 h128x256s4t2o1; ``choose_config(16, 4096, 4096, "bf16")`` = h128x16s8zx (swapped, split into k-slices);
@@ -471,9 +472,10 @@ COLUMN_SPLIT_MAX_K = 24576
 # 4-5% faster column-split)
 COLUMN_SPLIT_SWAPPED_MARGIN = 1.06
 # rule 9: swapped picks of two or more tile columns raster along the columns (consecutive CTAs share a weight tile):
-# of 24 random swapped picks (M 158-1456, bf16 and e4m3, s36 log section 9) 20 faster by up to 18% (bf16 158x7168x2048
-# 250 -> 296 TFLOP/s, 208x4096x7168 364 -> 388; e4m3 347x4096x7168 852 -> 889), 1 even, 3 slower by 0.9-2.3% (bf16
-# 563x128256x8192 656 -> 641, e4m3 318x16384x16384 1106 -> 1086)
+# of 24 random swapped picks (M 158-1456, bf16 and e4m3, s36 log section 9) 17 faster by 0.4-18% (bf16 158x7168x2048
+# 250 -> 296 TFLOP/s, 208x4096x7168 364 -> 388; e4m3 347x4096x7168 852 -> 889), 4 within 0.3%, 3 slower by 0.9-2.3%
+# (bf16 563x128256x8192 656 -> 641, e4m3 318x16384x16384 1106 -> 1086), geomean x1.021; a second sample of 20 (section
+# 10) x1.015: 12 faster by up to 13% (bf16 199x4096x7168 330 -> 374), 4 even, 4 slower by 0.4-6.5%
 SWAPPED_GROUP = 1
 FP8_TALL_MIN_K = 8192
 
