@@ -126,9 +126,18 @@ def test_swapped_picks_of_several_columns_raster_along_them(dtype):
             before = _choice_by_rules(m, n, k, dtype, out_dtype, "K", "K", False, 132, True)
             columns = -(-m // pick.bn)
             assert pick == before.replace(group=pick.group), (m, n, k)
-            assert pick.group == (1 if pick.swap_ab and columns >= 2 else 8), (m, n, k, pick.name)
+            assert pick.group == (1 if pick.swap_ab and 2 <= columns <= 16 else 8), (m, n, k, pick.name)
             rastered += pick.group == 1
     assert rastered >= 5     # the grid holds such picks
+
+
+def test_swapped_raster_leaves_one_column_and_wide_grids_alone():
+    """Rule 9's bounds on a forced config: 1 tile column (m ≤ BN) and more than 16 keep group 8; 2 and 16 take 1."""
+    from ptxgen.kernels.gemm.heuristic import swapped_raster
+
+    swapped = GemmConfig.from_name("h128x64s8txT")
+    assert [swapped_raster(swapped, m).group for m in (64, 65, 1024, 1025)] == [8, 1, 1, 8]
+    assert swapped_raster(GemmConfig.from_name("h128x64s8t"), 319).group == 8
 
 
 @pytest.mark.gpu

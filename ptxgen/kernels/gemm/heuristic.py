@@ -145,8 +145,8 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
    C goes out in full-width rows (s32 log sections 1-2), of 44 more 34 faster by 1-26% (6204×2112×8192 582 → 666,
    2097×5120×24576 623 → 691, 8977×1024×2048 544 → 602), 2 even, 8 slower by 0.6-3.5%, all at K ≤ 3072 (s32 log
    section 4).
-9. **Swapped raster** (``swapped_raster``): a swapped pick whose kernel spans two or more tile columns (⌈M / BN⌉ ≥ 2)
-   rasters its tiles along the columns first (``SWAPPED_GROUP`` = 1 tile row per group), so that consecutive CTAs
+9. **Swapped raster** (``swapped_raster``): a swapped pick whose kernel spans 2 to ``SWAPPED_GROUP_MAX_COLUMNS`` = 16
+   tile columns (⌈M / BN⌉; the swapped picks span at most 11) rasters its tiles along the columns first (``SWAPPED_GROUP`` = 1 tile row per group), so that consecutive CTAs
    read the same tile of the weights, the larger operand, rather than the same tile of the tokens: of 24 random
    swapped picks 17 faster by 0.4-18% (bf16 158×7168×2048 250 → 296 TFLOP/s, 208×4096×7168 364 → 388), 4 even, 3
    slower by 0.9-2.3%, geomean ×1.021; of 20 more ×1.015, 4 slower by 0.4-6.5% (s36 log sections 9-10). The cost
@@ -477,6 +477,10 @@ COLUMN_SPLIT_SWAPPED_MARGIN = 1.06
 # (bf16 563x128256x8192 656 -> 641, e4m3 318x16384x16384 1106 -> 1086), geomean x1.021; a second sample of 20 (section
 # 10) x1.015: 12 faster by up to 13% (bf16 199x4096x7168 330 -> 374), 4 even, 4 slower by 0.4-6.5%
 SWAPPED_GROUP = 1
+# ... while a wave of CTAs still holds whole kernel rows of at most this many tile columns (the swapped picks have at
+# most 11): rastered along 27 column tiles, unswapped e4m3 7011x5120x27648 fell from 1288 to 965 TFLOP/s, each wave
+# streaming all of B again (s36 log section 11)
+SWAPPED_GROUP_MAX_COLUMNS = 16
 FP8_TALL_MIN_K = 8192
 
 
@@ -634,12 +638,13 @@ def choice_without_narrow_split(m: int, n: int, k: int, dtype: str = "bf16", out
 
 
 def swapped_raster(pick: GemmConfig, m: int) -> GemmConfig:
-    """Rule 9: a swapped pick whose kernel spans two or more tile columns (⌈m / BN⌉ ≥ 2: the problem's M is the
-    kernel's N) rasters its tiles along the columns first (``group = SWAPPED_GROUP``), so that consecutive CTAs take
-    the tiles of one kernel row — one BM-row tile of the weights (the kernel's A), the larger operand — instead of
-    one column tile of the tokens. ``swapped_raster(h128x80s6txT, 319)`` = ``h128x80s6g1txT``; unswapped picks and
-    one-column swapped picks (m ≤ BN) are returned unchanged. Post: the same tiles, stages and epilogue."""
-    if pick.swap_ab and -(-m // pick.bn) >= 2:
+    """Rule 9: a swapped pick whose kernel spans 2 to ``SWAPPED_GROUP_MAX_COLUMNS`` tile columns (⌈m / BN⌉: the
+    problem's M is the kernel's N) rasters its tiles along the columns first (``group = SWAPPED_GROUP``), so that
+    consecutive CTAs take the tiles of one kernel row — one BM-row tile of the weights (the kernel's A), the larger
+    operand — instead of one column tile of the tokens. ``swapped_raster(h128x80s6txT, 319)`` = ``h128x80s6g1txT``;
+    unswapped picks, one-column swapped picks (m ≤ BN) and wider grids are returned unchanged. Post: the same tiles,
+    stages and epilogue."""
+    if pick.swap_ab and 2 <= -(-m // pick.bn) <= SWAPPED_GROUP_MAX_COLUMNS:
         return pick.replace(group=SWAPPED_GROUP)
     return pick
 
