@@ -16,10 +16,11 @@ output cannot take, is left out) and the duplicates dropped:
    (of the changed picks measured, bf16 1 of 31 and fp8 3 of 30 lost, by up to 14%; rule 8: 2 of 60, by under 1%), so
    this alternative comes first;
 2. its tile N neighbours: for a mid-M swapped pick (C stored by TMA as its transpose) the other widths that split M
-   into whole tiles (``heuristic.swapped_mid_widths``, rastered by the heuristic's rule 9), else BN halved and doubled (unswapped 64 to 256; swapped 16 to
-   128), the staged epilogue's column blocks kept whole; unswapped, also the next narrower and wider of the heuristic's widths (``TILE_WIDTHS``: 64, 96,
-   112, 128, 144, 160, 176, 192, 224, 256 — the wave-filling ones included, where a wave of tiles fits the SMs better), with
-   as many stages as shared memory holds, up to 8;
+   into whole tiles (``heuristic.swapped_mid_widths``, rastered by the heuristic's rule 9), else BN halved and
+   doubled (unswapped 64 to 256; swapped 16 to 128), the staged epilogue's column blocks kept whole; unswapped, also
+   the next narrower and wider of the heuristic's widths (``TILE_WIDTHS``: 64, 96, 112, 128, 144, 160, 176, 192, 224,
+   256 — the wave-filling ones included, where a wave of tiles fits the SMs better), with as many stages as shared
+   memory holds, up to 8;
 3. its pipeline neighbours: one stage fewer and one more (where shared memory holds them);
 4. stream-K toggled (bf16/f16, and swapped fp8): on → off (with the TMA-store epilogue's overlap where the pick has
    that epilogue), off → on (unswapped and mid-M swapped: the last wave shared out; small-M swapped: every SM);

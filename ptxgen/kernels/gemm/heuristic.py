@@ -146,8 +146,9 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
    2097×5120×24576 623 → 691, 8977×1024×2048 544 → 602), 2 even, 8 slower by 0.6-3.5%, all at K ≤ 3072 (s32 log
    section 4).
 9. **Swapped raster** (``swapped_raster``): a swapped pick whose kernel spans 2 to ``SWAPPED_GROUP_MAX_COLUMNS`` = 16
-   tile columns (⌈M / BN⌉; the swapped picks span at most 11) rasters its tiles along the columns first (``SWAPPED_GROUP`` = 1 tile row per group), so that consecutive CTAs
-   read the same tile of the weights, the larger operand, rather than the same tile of the tokens: of 24 random
+   tile columns (⌈M / BN⌉; the swapped picks span at most 11) rasters its tiles along the columns first
+   (``SWAPPED_GROUP`` = 1 tile row per group), so that consecutive CTAs read the same tile of the weights, the larger
+   operand, rather than the same tile of the tokens: of 24 random
    swapped picks 17 faster by 0.4-18% (bf16 158×7168×2048 250 → 296 TFLOP/s, 208×4096×7168 364 → 388), 4 even, 3
    slower by 0.9-2.3%, geomean ×1.021; of 20 more ×1.015, 4 slower by 0.4-6.5% (s36 log sections 9-10). The cost
    model does not see the raster: it picks the tile, rule 9 orders it.
