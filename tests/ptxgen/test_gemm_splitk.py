@@ -89,6 +89,9 @@ CASES = [
     # tiles in 2 slices; fp8 [0, 4), [4, 9) of 9 k-tiles, the second slice starting a promotion chunk of its own
     ("h128x88s2tzxT", "bf16", (170, 300, 700), 12, 2),
     ("h128x88s2k4tzxT", "e4m3", (170, 300, 1100), 12, 2),
+    # ... rastered along the kernel's two columns as the heuristic's rule 9 picks them (raster groups of one row)
+    ("h128x88s2g1tzxT", "bf16", (170, 300, 700), 12, 2),
+    ("h128x88s2g1k4tzxT", "e4m3", (170, 300, 1100), 12, 2),
 ]
 
 
@@ -285,6 +288,9 @@ SWAPPED_GPU_CASES = [("h128x96s6tzxT", "bf16", (96, 4096, 14336)), ("h128x72s6tz
                      ("h128x152s5tzxT", "bf16", (145, 6144, 28672)), ("h128x152s5k4tzxT", "e4m3", (145, 6144, 28672)),
                      # ... and the two past two row tiles (M = 266: two 136-wide tiles, the second ragged)
                      ("h128x136s5tzxT", "bf16", (266, 2560, 13824)), ("h128x136s5k4tzxT", "e4m3", (266, 2560, 13824)),
+                     # rule 9's raster of such splits (these three checked against float64 in s36 log sections 9-10)
+                     ("h128x104s6g1tzxT", "bf16", (199, 4096, 7168)), ("h128x136s5g1tzxT", "bf16", (272, 1536, 7168)),
+                     ("h128x88s6g1k4tzxT", "e4m3", (166, 1536, 7168)),
                      # rule 1's decode split (8-32 tiles of the kernel's 128 rows, 4-16 slices)
                      ("h128x16s8zx", "bf16", (16, 4096, 4096)), ("h128x16s8k4zx", "e4m3", (16, 4096, 14336)),
                      ("h128x64s8zx", "bf16", (49, 1024, 24576)), ("h128x32s8k4zx", "e4m3", (30, 2560, 13824))]
