@@ -4,7 +4,8 @@
 never aborts the process), runs a short pass pipeline (``pipeline_for``: LLVM's O1
 when a loop asks to be unrolled, else instcombine, simplifycfg and GVN), and emits
 PTX with the target machine for ``arch`` (``sm_90a``: ``.target sm_90a``, PTX ISA 8.0 — raise ``PTX_FEATURE`` only
-when an instruction needs a newer ISA). llvmlite is not thread-safe: one lock serializes every use.
+when an instruction needs a newer ISA), NVPTX's load-store vectorizer off (the lowering chooses every access width).
+llvmlite is not thread-safe: one lock serializes every use.
 """
 from __future__ import annotations
 
@@ -41,6 +42,11 @@ def _initialized() -> bool:
     # with Module.verify, which raises instead. (A process-wide LLVM option: other llvmlite users in the process no
     # longer have old debug info upgraded or stripped either.)
     llvm.set_option("ptxgen", "-disable-auto-upgrade-debug-info")
+    # The lowering chooses the width of every access (gmem/smem vectors, ldmatrix, TMA), so NVPTX's IR-level
+    # load-store vectorizer has nothing to merge: over the 640 modules the CPU test suite compiles (GEMMs, attention,
+    # transposes, norms, elementwise) the PTX is the same without it, and it was ~40% of a stream-K GEMM's PTX
+    # emission (docs/gpu-runs/2026-11-28-s36.log section 13). Process-wide, like the option above.
+    llvm.set_option("ptxgen", "-disable-nvptx-load-store-vectorizer")
     return True
 
 

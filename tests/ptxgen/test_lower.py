@@ -156,6 +156,49 @@ def test_pass_pipeline_follows_the_unroll_requests(compiled):
     assert "unroll.disable" in light and len(light.splitlines()) < len(rolled.llvm_ir.splitlines())
 
 
+ADJACENT_LOADS = """target triple = "nvptx64-nvidia-cuda"
+define i32 @pair(ptr addrspace(1) %p) {
+  %q = getelementptr i32, ptr addrspace(1) %p, i64 1
+  %a = load i32, ptr addrspace(1) %p, align 8
+  %b = load i32, ptr addrspace(1) %q, align 4
+  %s = add i32 %a, %b
+  ret i32 %s
+}
+"""
+
+
+def _vectorizer(on: bool) -> None:
+    import llvmlite.binding as llvm
+
+    llvm.set_option("ptxgen", f"-disable-nvptx-load-store-vectorizer={'false' if on else 'true'}")
+
+
+def test_nvptx_load_store_vectorizer_is_off_and_changes_none_of_our_kernels(compiled):
+    """target turns NVPTX's load-store vectorizer off, since the lowering chooses every access width: two adjacent
+    aligned scalar loads stay two (LLVM's own would merge them into ld.v2), and the PTX of our kernels — a TMA-store
+    and a stream-K GEMM, fp8 block scales, attention, the three example kernels — is the same with it on."""
+    from ptxgen.kernels.attention import build as build_attention, choose_config as attention_config
+    from ptxgen.kernels.gemm import build as build_gemm
+    from ptxgen.kernels.gemm.config import GemmConfig
+    from ptxgen.lower import lower_kernel
+
+    target._initialized()
+    assert "ld.global.v2" not in target.emit_ptx(ADJACENT_LOADS)
+    modules = [lower_kernel(build_gemm(GemmConfig.from_name(name, dtype)), verify=False)
+               for name, dtype in (("h128x256s4t2sk", "bf16"), ("h128x80s6g1txT", "bf16"), ("h256x128s3tBS", "e4m3"))]
+    modules.append(lower_kernel(build_attention(attention_config("bf16", 128, True, seqlens=(1024, 1024))),
+                                verify=False))
+    modules += [compiled(name, "contiguous").llvm_ir for name in sorted(KERNELS)]
+    with target._LOCK:
+        try:
+            _vectorizer(True)
+            assert "ld.global.v2" in target.emit_ptx(ADJACENT_LOADS)
+            with_it = [target.emit_ptx(ir) for ir in modules]
+        finally:
+            _vectorizer(False)
+    assert [target.emit_ptx(ir) for ir in modules] == with_it
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_every_element_type_loads_casts_and_stores(dtype):
     kernel = parse_module(copy_scale(dtype), file=f"copy_scale_{dtype}.tile").kernels[0]
