@@ -37,8 +37,10 @@ for _package in ("layoutc", "ptxgen"):
 # filter_too_much off: the differential tests against pycute discard, by design, the inputs outside an operation's
 # precondition (assume), and an unlucky random start can discard most of the first few dozen draws; the comparison
 # counts printed at the end of the session show how many inputs each property really compared.
+# ci: 250 examples a property (fresh ones every run: derandomize off). At 500 the layoutc properties alone took 184 s of
+# a 2-core run against 98 s at 100, and the whole run passed CI's 15-minute bound (s36 log section 14).
 settings.register_profile(
-    "ci", max_examples=500, deadline=None, derandomize=False,
+    "ci", max_examples=250, deadline=None, derandomize=False,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 settings.register_profile("dev", max_examples=100, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
