@@ -29,6 +29,7 @@ the same access to ``(8,64):(64,1)`` is 8-way.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from ..algebra import composition
 from ..errors import LayoutError
@@ -281,12 +282,21 @@ def _integral(layout) -> bool:
     return isinstance(layout, Layout) and all(type(d) is int for d in leaves(layout.stride))
 
 
+def _integral_map(tv_layout) -> bool:
+    """An ``_integral`` Layout, or one composed with a swizzle (``Sw o off o TV``): a map from ints to ints whose
+    ``layout_values`` is its table."""
+    if isinstance(tv_layout, ComposedLayout):
+        return isinstance(tv_layout.outer, Swizzle) and _integral(tv_layout.inner)
+    return _integral(tv_layout)
+
+
 def _table_through(outer, tv_layout, count: int):
     """``[outer(tv(i)) for i < count]`` (i the 1-D coordinate t + threads·v of thread t's value v) by two tables of
-    ``layout_values`` — the pointwise ``outer(tv((t, v)))`` costs a coordinate walk per value — or None where either
-    is not an ``_integral`` Layout. ``_table_through((4,8):(8,1), (8,4):(4,1), 32)[5]`` = 5 (tv(5) = 20, the
-    coordinate (0, 5) of (4,8):(8,1), which maps it to 5). Post: entry i == outer(tv(i))."""
-    if not (_integral(outer) and _integral(tv_layout)):
+    ``layout_values`` — the pointwise ``outer(tv((t, v)))`` costs a coordinate walk per value — or None where
+    ``outer`` is not an ``_integral`` Layout or ``tv`` not an ``_integral_map`` (a swizzled thread map is one).
+    ``_table_through((4,8):(8,1), (8,4):(4,1), 32)[5]`` = 5 (tv(5) = 20, the coordinate (0, 5) of (4,8):(8,1), which
+    maps it to 5). Post: entry i == outer(tv(i))."""
+    if not (_integral(outer) and _integral_map(tv_layout)):
         return None
     tv = layout_values(tv_layout, count)
     if min(tv) < 0:
@@ -295,20 +305,28 @@ def _table_through(outer, tv_layout, count: int):
     return [at[x] for x in tv]
 
 
-def _inner_of_tv(inner, tv_layout):
-    """A function (t, v) → ``inner(tv(t, v))``, the element offset (before offset and swizzle) of thread t's value v:
-    a lookup in ``_table_through``'s table, or in the table of ``inner ∘ tv`` where CuTe's composition gives an
-    ``_integral`` Layout (a basis-stride TV layout, a negative index), else evaluated pointwise (a swizzled thread map,
-    a composition a divisibility condition refuses) — the same function each way (composition's post-condition)."""
-    threads, values = _tv_modes(tv_layout)
-    table = _table_through(inner, tv_layout, threads * values)
+@lru_cache(maxsize=256)
+def _element_table(inner, tv_layout, count: int):
+    """``_inner_of_tv``'s table of ``inner(tv(i))`` for i < count, a tuple, or None where it is evaluated pointwise.
+    Cached: an analysis asks for the same (smem layout, TV layout) once per warp, base and access."""
+    table = _table_through(inner, tv_layout, count)
     if table is None and isinstance(tv_layout, Layout):
         try:
             composed = composition(inner, tv_layout)
         except LayoutError:
             composed = None
         if _integral(composed):
-            table = layout_values(composed, threads * values)
+            table = layout_values(composed, count)
+    return None if table is None else tuple(table)
+
+
+def _inner_of_tv(inner, tv_layout):
+    """A function (t, v) → ``inner(tv(t, v))``, the element offset (before offset and swizzle) of thread t's value v:
+    a lookup in ``_table_through``'s table (a swizzled thread map too), or in the table of ``inner ∘ tv`` where CuTe's
+    composition gives an ``_integral`` Layout (a basis-stride TV layout, a negative index), else evaluated pointwise
+    (a composition a divisibility condition refuses) — the same function each way (composition's post-condition)."""
+    threads, values = _tv_modes(tv_layout)
+    table = _element_table(inner, tv_layout, threads * values)
     if table is not None:
         return lambda t, v: table[t + threads * v]
     rank1 = tv_layout.rank == 1 or is_int(tv_layout.shape)

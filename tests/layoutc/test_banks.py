@@ -16,7 +16,7 @@ How to build the TV layouts of the usual patterns with layoutc (tv(t, v) = 1-D c
 import itertools
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import layoutc as lc
@@ -307,3 +307,17 @@ def test_the_tables_through_a_tv_layout_are_its_pointwise_values(pair):
         assert min(layout_values(tv)) < 0
         return
     assert table == [outer(tv(i)) for i in range(lc.size(tv))]
+
+
+@SETTINGS
+@given(composable_pairs(), st.integers(0, 3), st.integers(0, 4), st.integers(0, 3), st.integers(0, 40))
+def test_a_swizzled_thread_map_is_tabled_as_its_pointwise_values(pair, bits, base, shift, offset):
+    """A swizzled TV layout ``Sw<B,M,S> o off o tv`` (an XOR thread map) takes the table path too: entry i is
+    ``outer(Sw(off + tv(i)))``, the pointwise value (past ``outer``'s size its last mode keeps walking)."""
+    outer, tv = pair
+    assume(min(layout_values(tv)) >= 0)
+    swizzled = lc.ComposedLayout(lc.Swizzle(bits, base, shift + bits if bits else shift), offset, tv)
+    count = lc.size(tv)
+    table = _table_through(outer, swizzled, count)
+    assert table is not None
+    assert table == [outer(swizzled(i)) for i in range(count)]
