@@ -140,6 +140,22 @@ def test_swapped_raster_leaves_one_column_and_wide_grids_alone():
     assert swapped_raster(GemmConfig.from_name("h128x64s8t"), 319).group == 8
 
 
+@pytest.mark.parametrize("dtype, name, m, slowdown", [
+    ("bf16", "h128x152s5txT", 602, 1.06),      # rastered, under 160 columns
+    ("bf16", "h128x160s5txT", 602, 1.0),       # rastered, 160 columns
+    ("bf16", "h128x200s4txT", 190, 1.06),      # one column: not rastered
+    ("bf16", "h128x200s4txT", 1100, 1.0),      # from SWAP_MID_LARGE_M
+    ("bf16", "h128x64s8txT", 1025, 1.0),       # 17 columns: not rastered, but past 1024
+    ("e4m3", "h128x104s6k4txT", 201, 1.0),     # fp8 data-parallel: any width
+    ("e4m3", "h128x152s5k4tskxT", 582, 1.05),  # fp8 stream-K under 160 columns
+    ("e4m3", "h128x184s4k4tskxT", 582, 1.0),
+])
+def test_swapped_slowdown_spares_the_rastered_wide_tiles(dtype, name, m, slowdown):
+    from ptxgen.kernels.gemm.heuristic import swapped_slowdown
+
+    assert swapped_slowdown(GemmConfig.from_name(name, dtype), m) == slowdown
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype, name, shape", [
     ("bf16", "h128x152s4txT", (448, 11008, 1000)), ("bf16", "h128x160s5c2txT", (330, 4104, 2000)),

@@ -294,7 +294,9 @@ def test_unknown_name_gives_the_grammar():
     ((1093, 11008, 11008), "e4m3", {}, "h128x184s4g1k4txT"),   # 1270 against 1140 for h128x192s4k4t
     ((1505, 6144, 6144), "bf16", {}, "h128x192s4t3"),        # 2.1% padding: unswapped (677 against 652)
     ((1333, 18432, 10240), "e4m3", {}, "h128x192s4k4t"),     # fp8 swapped at most 184 wide: 1232 against 1179
-    ((607, 12288, 28672), "bf16", {}, "h128x160s4t"),        # under 1024 the slowdown holds (633 against 529)
+    # under 1024 the slowdown holds, but not for the tiles rule 9 rasters from 160 columns (s37 log sections 2, 6)
+    ((602, 1536, 7168), "bf16", {}, "h128x64s8t"),           # 445 against 366 for h128x104s6g1txT
+    ((607, 12288, 28672), "bf16", {}, "h128x208s4g1t2skxT"),  # 662 against 659 for h128x160s4t
     ((150, 4096, 2048), "bf16", {}, "h128x64s8t"),           # 32 swapped tiles, under SMs / 4
     # rule 1: M <= 64 swaps A and B (M rounded up to 16 / 32 / 64 as the wgmma's N); split-K below
     # a third of the SMs' tiles (32 tiles of N = 4096 on 132 SMs), data-parallel from there (44 of 132)
@@ -322,7 +324,7 @@ def test_unknown_name_gives_the_grammar():
     ((320, 57344, 14336), "e4m3", {}, "h128x160s5g1k4tskxT"),
     ((192, 7168, 4096), "e4m3", {}, "h128x96s6g1k4txT"),
     ((384, 14336, 8192), "bf16", {}, "h128x176s4t"),          # no padding: unswapped
-    ((464, 49152, 5120), "bf16", {}, "h128x256s4t2o1"),       # 128 x 232 would hold 3 stages only
+    ((464, 49152, 5120), "bf16", {}, "h128x160s5g1tskxT"),    # rule 9's 160 columns: 590 against 607 (s37 section 6)
     ((448, 11008, 4096), "bf16", dict(b_major="MN"), "h128x152s5g1tmnkxT"),  # a row-major B: the kernel's MN-major A
     ((448, 11008, 4096), "bf16", dict(a_major="MN"), "h128x176s4tmnk"),    # an MN-major A: unswapped
     # rule 3c: one row of 128 x 64 tiles at most half the SMs, K >= 8192: split into k-slices (before rule 7)
@@ -405,7 +407,7 @@ def test_streamk_host_rule_is_the_kernels():
     # where 128 x 224 fills the waves it runs data-parallel instead (s19 sections 1 and 5, TFLOP/s against the pick
     # before it): 480x14336x5120 651 / 605 (128 x 160), 256x28672x8192 615 / 587 and 256x28672x5120 582 / 539
     # (128 x 256 stream-K in pairs), 256x14336x14336 623 / 568 (128 x 128 stream-K in pairs), 128x28672x8192 363 / 358
-    ("bf16", (480, 14336, 5120), "h128x224s4t2"),
+    ("bf16", (480, 14336, 5120), "h128x240s4g1t2skxT"),   # since s37 rastered swapped tiles: 610 against 615
     ("bf16", (256, 28672, 8192), "h128x224s4t2"),
     ("bf16", (256, 14336, 14336), "h128x224s4t2"),
     ("bf16", (128, 28672, 8192), "h128x224s4t2"),

@@ -92,7 +92,8 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
    96), C stored by TMA as its
    transpose (``c_major = "M"``), as many stages as fit (4-6), data-parallel or (from 128 columns) stream-K; they enter
    rule 2's cost model on the kernel's problem (N, M, K) with their k-tiles ``SWAP_MID_SLOWDOWN`` dearer (16-bit 1.06,
-   fp8 1.05; from M = 1024 as dear as the unswapped ones) and win only when strictly cheaper. This is how cuBLAS
+   fp8 1.05; as dear as the unswapped ones from M = 1024, and where rule 9 rasters them from 160 columns, fp8's
+   data-parallel ones at any width: ``swapped_slowdown``) and win only when strictly cheaper. This is how cuBLAS
    tiles these problems (its 128 × 160 over (N, M) at 448×11008 and 320×14336). Of 68 shapes whose pick changed
    (two samples, s17 log section 3) the new pick was faster at 62, by up to 1.76× (bf16 272×4608×7168 253 → 445
    TFLOP/s; e4m3 192×7168×4096 497 → 681); the 6 slower
@@ -151,7 +152,10 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
    operand, rather than the same tile of the tokens: of 24 random
    swapped picks 17 faster by 0.4-18% (bf16 158×7168×2048 250 → 296 TFLOP/s, 208×4096×7168 364 → 388), 4 even, 3
    slower by 0.9-2.3%, geomean ×1.021; of 20 more ×1.015, 4 slower by 0.4-6.5% (s36 log sections 9-10). The cost
-   model does not see the raster: it picks the tile, rule 9 orders it.
+   model does not see the raster: it picks the tile, rule 9 orders it; but the tiles it rasters lose rule 7's
+   slowdown as above (``SWAP_RASTERED_FULL_SPEED_MIN_BN``): of 25 fresh problems whose pick that changed, 21 faster by
+   up to 15.5% (bf16 900×129280×7168 621 → 717 TFLOP/s, e4m3 263×16384×53248 989 → 1072), 4 slower by 0.8-2.8%,
+   geomean ×1.047 (bf16) and ×1.042 (e4m3) (s37 log sections 2-6).
 
 ``choose_config(8192, 8192, 8192, "bf16", 132)`` = h128x256s4t2sk; ``choose_config(4096, 4096, 4096, "bf16")`` =
 h128x256s4t2o1; ``choose_config(16, 4096, 4096, "bf16")`` = h128x16s8zx (swapped, split into k-slices);
@@ -482,6 +486,14 @@ SWAPPED_GROUP = 1
 # most 11): rastered along 27 column tiles, unswapped e4m3 7011x5120x27648 fell from 1288 to 965 TFLOP/s, each wave
 # streaming all of B again (s36 log section 11)
 SWAPPED_GROUP_MAX_COLUMNS = 16
+# ... and the swapped candidates it rasters enter the cost model without SWAP_MID_SLOWDOWN (as dear per k-tile as the
+# unswapped ones) from this many columns, keyed by (element bits, stream-K): fp8's data-parallel ones at any width.
+# Of 54 shapes whose pick that changes (two samples, s37 log sections 2-3) the 16-bit ones of 160-240 columns went
+# x1.044 and x1.035 in geomean (693x152064x3584 645 -> 707 TFLOP/s), 2-4% down at worst, while the 16-bit 80-152-column
+# ones lost up to 36% where N is small (305x1536x7168 299 -> 191); fp8's data-parallel ones under 160 columns went
+# x1.032 (201x128256x4096 809 -> 906, 208x28672x8192 801 -> 875; 2% down at worst), its stream-K ones under 160 lost
+# up to 11% (582x128256x4096 h128x152 stream-K 1091 -> 973; section 5)
+SWAP_RASTERED_FULL_SPEED_MIN_BN = {(16, False): 160, (16, True): 160, (8, False): 0, (8, True): 160}
 FP8_TALL_MIN_K = 8192
 
 
@@ -650,6 +662,22 @@ def swapped_raster(pick: GemmConfig, m: int) -> GemmConfig:
     return pick
 
 
+def swapped_slowdown(config: GemmConfig, m: int) -> float:
+    """How much dearer rule 7 makes a swapped candidate's k-tiles than the cost model's unswapped ones for a problem of
+    ``m`` rows: ``SWAP_MID_SLOWDOWN`` (16-bit 1.06, fp8 1.05), except 1.0 from ``SWAP_MID_LARGE_M`` rows and for a
+    candidate rule 9 rasters (2 to ``SWAPPED_GROUP_MAX_COLUMNS`` tile columns) of at least
+    ``SWAP_RASTERED_FULL_SPEED_MIN_BN`` columns (160; fp8's data-parallel ones any). bf16 h128x152s5txT at m = 602 →
+    1.06, h128x200s4txT at m = 600 → 1.0; e4m3 h128x104s6k4txT at m = 201 → 1.0, h128x152s5k4tskxT at m = 582 → 1.05.
+    Post: 1.0 or ``SWAP_MID_SLOWDOWN``'s."""
+    width = _width(config.dtype)
+    if m >= SWAP_MID_LARGE_M:
+        return 1.0
+    least = SWAP_RASTERED_FULL_SPEED_MIN_BN[width, config.streamk]
+    if 2 <= -(-m // config.bn) <= SWAPPED_GROUP_MAX_COLUMNS and config.bn >= least:
+        return 1.0
+    return SWAP_MID_SLOWDOWN[width]
+
+
 def _choice_by_rules(m, n, k, dtype, out_dtype, a_major, b_major, bias, sm_count, column_split) -> GemmConfig:
     """``choice_without_narrow_split`` before rule 9."""
     if m <= SWAP_AB_MAX_M < n:
@@ -683,7 +711,7 @@ def _choice_by_rules(m, n, k, dtype, out_dtype, a_major, b_major, bias, sm_count
         if best.warpgroups_along == "n":
             best_cost *= COLUMN_SPLIT_SWAPPED_MARGIN
         for config in _swapped_mid(m, n, k, dtype, bias, out_dtype, sm_count, b_major):
-            cost = estimated_cost(config, n, m, k, sm_count) * (1.0 if large_m else SWAP_MID_SLOWDOWN[_width(dtype)])
+            cost = estimated_cost(config, n, m, k, sm_count) * swapped_slowdown(config, m)
             if cost < best_cost - 1e-9:
                 best, best_cost = config, cost
         if narrow_fill is not None and not best.swap_ab:
