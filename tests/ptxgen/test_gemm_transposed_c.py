@@ -29,11 +29,15 @@ SWAPPED = [
     ("bf16", "h128x80s6g1txT", (319, 304, 200)),     # rule 9's raster: 4 tile columns of the kernel, rows first
     ("bf16", "h128x152s5g1tskxT", (300, 264, 520)),  # ... with stream-K
     ("e4m3", "h128x88s6g1k4txT", (347, 296, 400)),
+    # rule 7's 256-row tiles: each warpgroup's two 64-row blocks staged transposed per column block
+    ("bf16", "h256x144s4g1t3xT", (300, 600, 200)),   # three 48-column blocks, 3 tile columns rastered
+    ("bf16", "h256x120s4t3xT", (250, 520, 136)),     # 40-column blocks: stmatrix.x2
+    ("f16", "h256x128s4t2xT", (200, 264, 72)),
 ]
 
 
 def operands(dtype, m, n, k, rng):
-    kind = BF16 if dtype == "bf16" else E4M3
+    kind = {"bf16": BF16, "f16": np.float16}.get(dtype, E4M3)
     return rng.standard_normal((m, k)).astype(kind), rng.standard_normal((n, k)).astype(kind)
 
 
@@ -45,7 +49,7 @@ def test_swapped_problems_store_c_by_tma(dtype, name, shape):
     m, n, k = shape
     a, w = operands(dtype, m, n, k, rng)
     want = a.astype(np.float64) @ w.astype(np.float64).T
-    if dtype == "bf16":
+    if dtype in ("bf16", "f16"):
         got = matmul(a, w.T, config=config, sm_count=3)
     else:
         got, want = scaled_mm(a, w.T, 0.5, 0.25, "bf16", config=config, sm_count=3), want * 0.125
@@ -140,6 +144,25 @@ def test_swapped_raster_leaves_one_column_and_wide_grids_alone():
     assert swapped_raster(GemmConfig.from_name("h128x64s8t"), 319).group == 8
 
 
+def test_tall_swapped_tiles_stage_each_row_block_of_a_column_block():
+    """A 256-row swapped tile's column-major C is staged whole rows at a time (``staged_row_blocks`` 1): a column
+    block is (BN/S) × 256 of the staged C, which beside 4 stages fits only in blocks (256 × 144: 3 blocks of 48), and
+    the IR stages each warpgroup's two 64-row blocks of it apart (two stmatrix.trans per block)."""
+    import layoutc as lc
+    from ptxgen.ir.core import walk
+    from ptxgen.kernels.gemm.heuristic import SMEM_BYTES, swapped_tall_tile
+
+    tall = swapped_tall_tile(144, "bf16")
+    assert tall.name == "h256x144s4t3xT" and tall.staged_row_blocks == 1 and tall.staged_block == (128, 48)
+    assert tall.smem_bytes() <= SMEM_BYTES < tall.replace(epilogue_split=1).smem_bytes()
+    assert lc.size(staged_c_layout(tall)) == 48 * 256
+    kernel = gemm_run.kernel_module(tall).kernels[0]
+    trans = [op for op in walk(kernel.body) if op.name == "smem.stmatrix" and op.attrs.get("trans")]
+    assert len(trans) == 3 * 2
+    assert swapped_tall_tile(136, "bf16") is None and swapped_tall_tile(152, "bf16") is None   # no 8-column blocks
+    assert swapped_tall_tile(144, "e4m3") is None and swapped_tall_tile(104, "bf16") is None
+
+
 @pytest.mark.parametrize("dtype, name, m, slowdown", [
     ("bf16", "h128x152s5txT", 602, 1.06),      # rastered, under 160 columns
     ("bf16", "h128x160s5txT", 602, 1.0),       # rastered, 160 columns
@@ -163,14 +186,17 @@ def test_swapped_slowdown_spares_the_rastered_wide_tiles(dtype, name, m, slowdow
     ("e4m3", "h128x160s4k4txT", (450, 3000, 1000)), ("e4m3", "h128x224s4k4t2skxT", (190, 2056, 2048)),
     ("bf16", "h128x80s6g1txT", (319, 4096, 2000)), ("bf16", "h128x152s5g1tskxT", (448, 11008, 1000)),
     ("e4m3", "h128x88s6g1k4txT", (347, 4096, 2048)),
+    ("bf16", "h256x144s4g1t3xT", (428, 11008, 1000)), ("bf16", "h256x120s4g1t3xT", (250, 2056, 700)),
+    ("f16", "h256x128s4t2xT", (300, 4104, 520)),
 ])
 def test_gpu_swapped_tma_store_matches_float64(dtype, name, shape):
     torch = torch_or_skip()
     config = GemmConfig.from_name(name, dtype)
     m, n, k = shape
-    if dtype == "bf16":
-        a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
-        w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
+    if dtype in ("bf16", "f16"):
+        kind = torch.bfloat16 if dtype == "bf16" else torch.float16
+        a = torch.randn(m, k, device="cuda", dtype=kind)
+        w = torch.randn(n, k, device="cuda", dtype=kind)
         c = matmul(a, w.T, config=config)
         again = matmul(a, w.T, config=config)     # the prepared call site
         want = a.double() @ w.double().T

@@ -298,6 +298,11 @@ def test_unknown_name_gives_the_grammar():
     ((602, 1536, 7168), "bf16", {}, "h128x64s8t"),           # 445 against 366 for h128x104s6g1txT
     ((607, 12288, 28672), "bf16", {}, "h128x208s4g1t2skxT"),  # 662 against 659 for h128x160s4t
     ((150, 4096, 2048), "bf16", {}, "h128x64s8t"),           # 32 swapped tiles, under SMs / 4
+    # 256-row swapped tiles of 112-144 columns, rated at the 128-row width of as many bytes per flop (s37 §7-10)
+    ((428, 11008, 13824), "bf16", {}, "h256x144s4g1t3xT"),    # 663 against 598 for h128x216s4g1tskxT
+    ((274, 16384, 16384), "f16", {}, "h256x144s4g1t3xT"),     # 596 against 532 for h128x144s5g1txT
+    ((352, 10240, 8192), "bf16", {}, "h256x120s4g1t3xT"),     # 594 against 545 for h128x176s4g1tskxT
+    ((1091, 8192, 8192), "f16", {}, "h128x184s4g1txT"),       # from 1024 none: 697 against 667 for 256 x 144
     # rule 1: M <= 64 swaps A and B (M rounded up to 16 / 32 / 64 as the wgmma's N); split-K below
     # a third of the SMs' tiles (32 tiles of N = 4096 on 132 SMs), data-parallel from there (44 of 132)
     ((16, 4096, 4096), "bf16", {}, "h128x16s8zx"),          # split-K (s30 log section 6)

@@ -241,10 +241,11 @@ class GemmConfig:
     def staged_row_blocks(self) -> int:
         """The 64-row blocks a consumer warpgroup's rows are staged in one after the other by a split epilogue: its
         rows/64 wgmma row blocks where ``epilogue_split`` > 1 (BM = 256: 2, so that its staged C is half the
-        tile; a column-split 192-row tile: 3), else 1 (the warpgroup's rows staged whole). ``GemmConfig(bm=256,
-        bn=128, stages=4, epilogue="tma", epilogue_split=2).staged_row_blocks`` = 2; ``GemmConfig(epilogue_split=2)``'s
-        1."""
-        return self.rows // 64 if self.epilogue_split > 1 else 1
+        tile; a column-split 192-row tile: 3), else 1 (the warpgroup's rows staged whole; a column-major C,
+        ``c_major = "M"``, always: its column blocks are staged transposed across all the warpgroup's rows).
+        ``GemmConfig(bm=256, bn=128, stages=4, epilogue="tma", epilogue_split=2).staged_row_blocks`` = 2;
+        ``GemmConfig(epilogue_split=2)``'s 1."""
+        return self.rows // 64 if self.epilogue_split > 1 and self.c_major == "N" else 1
 
     @property
     def staged_block(self) -> tuple:

@@ -242,7 +242,20 @@ def stage_for_tma(g, wg_leader, c_mine, out, h: int, tag: str, trans: bool = Fal
         b.scf.yield_()
     b.barrier.named(id=1, threads=256)
     rows, columns = config.staged_block
-    stage_column_block(b, c_mine, g.lt, out, h, config.epilogue_split, rows, columns, config.out_dtype, tag, trans)
+    split = config.epilogue_split
+    if trans and split > 1 and rows > 64:
+        # a warpgroup of R 64-row wgmma blocks (BM = 256) staged transposed in column blocks: column block h is a
+        # run of values of each row block (the accumulator's values run row block by row block), each staged into
+        # its 64 rows of the buffer
+        per_block = out.type.size // (rows // 64)
+        for p in range(rows // 64):
+            part = b.frag.slice(out, offset=p * per_block + h * (per_block // split),
+                                type=frag(config.out_dtype, per_block // split), name=f"out{tag}_r{p}")
+            rows_p = b.smem.tile(c_mine, b.const(p, i32, name=f"c_rb{p}{tag}"), mode=0, size=64,
+                                 name=f"c_mine{tag}_r{p}")
+            stage_column_block(b, rows_p, g.lt, part, 0, 1, 64, columns, config.out_dtype, f"{tag}_r{p}", trans)
+    else:
+        stage_column_block(b, c_mine, g.lt, out, h, split, rows, columns, config.out_dtype, tag, trans)
     b.fence.proxy_async()   # the generic smem writes before the async-proxy (TMA) reads
     b.barrier.named(id=1, threads=256)
 

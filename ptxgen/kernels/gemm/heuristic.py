@@ -90,7 +90,10 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
    ``SWAP_MID_LARGE_M_MIN_PADDING`` = 3%): the kernel computes Cᵀ = B·Aᵀ with M split into 1-8 tiles (16-bit from
    M = 1024 also 9-12 of at least 176 columns) of any multiple of 8 (``swapped_mid_widths``: 448 → 224, 152, 112,
    96), C stored by TMA as its
-   transpose (``c_major = "M"``), as many stages as fit (4-6), data-parallel or (from 128 columns) stream-K; they enter
+   transpose (``c_major = "M"``), as many stages as fit (4-6), data-parallel or (from 128 columns) stream-K, and
+   under M = 1024 those of 112-144 columns also 256 rows tall (``swapped_tall_tile``, rated by ``effective_width``:
+   the 25 problems of three samples whose pick they take ran 0.6-26% faster, geomean ×1.060, s37 log sections 9-11,
+   which also fixed those limits); they enter
    rule 2's cost model on the kernel's problem (N, M, K) with their k-tiles ``SWAP_MID_SLOWDOWN`` dearer (16-bit 1.06,
    fp8 1.05; as dear as the unswapped ones from M = 1024, and where rule 9 rasters them from 160 columns, fp8's
    data-parallel ones at any width: ``swapped_slowdown``) and win only when strictly cheaper. This is how cuBLAS
@@ -494,6 +497,17 @@ SWAPPED_GROUP_MAX_COLUMNS = 16
 # x1.032 (201x128256x4096 809 -> 906, 208x28672x8192 801 -> 875; 2% down at worst), its stream-K ones under 160 lost
 # up to 11% (582x128256x4096 h128x152 stream-K 1091 -> 973; section 5)
 SWAP_RASTERED_FULL_SPEED_MIN_BN = {(16, False): 160, (16, True): 160, (8, False): 0, (8, True): 160}
+# Rule 7's 16-bit swapped tiles of SWAP_TALL_MIN_BN to SWAP_TALL_MAX_BN columns over two or more tile columns, under
+# SWAP_MID_LARGE_M rows, also come 256 rows tall (each weight tile feeds both consumer warpgroups: a k-tile reads half
+# the tokens per flop of the 128-row tiles), data-parallel, in SWAP_TALL_STAGES stages with C staged transposed in
+# column blocks. The cost model rates them as the 128-row tile that reads as many bytes per flop (``effective_width``).
+# At a full wave they ran 1.09-1.12x the 128-row tiles of their width (bf16 428x11008x13824 256 x 144 663 TFLOP/s
+# against 128 x 144's 590, 553x8192x8192 626 against 565-576; s37 log sections 7-8). 256 x 160 lost 2-5% to 128 x
+# 184-224 picks at 6 of 19 problems (section 9-10); 256 x 184 holds too few registers (466 against 620 for 256 x 152 at
+# 584x8192x8192); from M = 1024 they lost 4-7% to the large-M rule's 128 x 184 at 3 of 7 problems (sections 9-11)
+SWAP_TALL_MIN_BN = 112
+SWAP_TALL_MAX_BN = 144
+SWAP_TALL_STAGES = 4
 FP8_TALL_MIN_K = 8192
 
 
@@ -544,7 +558,7 @@ def estimated_cost(config: GemmConfig, m: int, n: int, k: int, ctas: int) -> flo
     × 64 × 0.5/0.9 = 284.4."""
     width = _width(config.dtype)
     largest = max(bn for w, bn in EFFICIENCY if w == width)
-    per_ktile = (config.bm / 128) * (config.bn / largest) / efficiency(width, config.bn)
+    per_ktile = (config.bm / 128) * (config.bn / largest) / efficiency(width, effective_width(config))
     ktiles = -(-k // config.k_tile)
     clusters = max(ctas // config.cluster_ctas, 1)
     rows, columns = config.cluster_tile
@@ -568,6 +582,15 @@ def estimated_cost(config: GemmConfig, m: int, n: int, k: int, ctas: int) -> flo
             shared *= STREAMK_SHARED_SLOWDOWN.get(config.cluster_ctas, 1.0)
         return (tiles // step * ktiles + shared) * per_ktile + fixup
     return -(-tiles // step) * ktiles * per_ktile
+
+
+def effective_width(config: GemmConfig) -> float:
+    """The width whose ``EFFICIENCY`` rates a tile: its BN, or for a 256-row swapped tile (rule 7) the width of the
+    128-row tile that reads as many operand bytes per flop, 1/BN + 1/256 = 1/W + 1/128: W = 256·BN/(256 − BN)
+    (256 × 144 → 329.1, rated as the widest measured; 256 × 112 → 199.1). Post: ≥ BN."""
+    if config.bm == 256 and config.swap_ab and config.bn < 256:
+        return 256 * config.bn / (256 - config.bn)
+    return config.bn
 
 
 def efficiency(width: int, bn: int) -> float:
@@ -888,6 +911,9 @@ def _swapped_mid(m: int, n: int, k: int, dtype: str, bias: bool, out_dtype: str,
         if not bias and b_major == "K" and k >= SPLITK_MIN_K and m <= SWAP_SPLITK_MAX_M and \
                 _swapped_split_pays(split, n, m, k, sms):
             yield split
+        tall = swapped_tall_tile(bn, dtype, out_dtype)
+        if tall is not None and bn in widths and not bias and b_major == "K" and bn < m < SWAP_MID_LARGE_M:
+            yield tall
 
 
 def _swapped_split_pays(split: GemmConfig, m: int, n: int, k: int, sms: int) -> bool:
@@ -968,6 +994,24 @@ def swapped_mid_tile(bn: int, dtype: str, bias: bool = False, out_dtype: str | N
     while base.replace(stages=stages).smem_bytes() > SMEM_BYTES:
         stages -= 1
     return base.replace(stages=stages) if stages >= SWAP_MID_MIN_STAGES else None
+
+
+def swapped_tall_tile(bn: int, dtype: str, out_dtype: str | None = None) -> GemmConfig | None:
+    """Rule 7's 256-row swapped tile of kernel width ``bn`` (16-bit, ``SWAP_TALL_MIN_BN`` ≤ bn ≤
+    ``SWAP_TALL_MAX_BN``, else None): ``SWAP_TALL_STAGES`` stages, C stored by TMA as its transpose in the fewest
+    column blocks (multiples of 8 columns, at most 9) that fit shared memory beside them.
+    ``swapped_tall_tile(144, "bf16").name`` = ``h256x144s4t3xT``; ``swapped_tall_tile(128, "bf16").name`` =
+    ``h256x128s4t2xT``; ``swapped_tall_tile(136, "bf16")`` = None (136 splits into no blocks of 8 that fit)."""
+    if _width(dtype) != 16 or not SWAP_TALL_MIN_BN <= bn <= SWAP_TALL_MAX_BN:
+        return None
+    for split in range(1, 10):
+        if bn % split or (bn // split) % 8:
+            continue
+        config = GemmConfig(dtype=dtype, bm=256, bn=bn, stages=SWAP_TALL_STAGES, epilogue="tma",
+                            epilogue_split=split, swap_ab=True, c_major="M", out_dtype=out_dtype)
+        if config.smem_bytes() <= SMEM_BYTES:
+            return config.validate()
+    return None
 
 
 def pipeline_stages(config: GemmConfig, m: int, n: int, sms: int = H100_SMS) -> int:
