@@ -69,6 +69,14 @@ def test_candidates_of_a_mid_m_swapped_pick_are_the_other_widths_that_split_m():
         "h128x152s4g1txT", "h128x152s5g1tskxT", "h128x128s6t"]
 
 
+def test_candidates_of_a_tall_swapped_pick_hold_the_128_row_tile_of_its_width():
+    """Rule 7's 256-row pick: the 128-row swapped tiles of every width that splits M, its own first."""
+    pick = choose_config(428, 11008, 13824, "bf16")
+    names = [c.name for c in autotune.candidates(pick, 428, 11008, 13824)]
+    assert names[:3] == ["h256x144s4g1t3xT", "h128x216s4g1txT", "h128x144s5g1txT"]
+    assert "h256x144s4g1t3skxT" in names
+
+
 def test_candidates_of_a_decode_gemm_are_the_documented_ones():
     pick = choose_config(16, 4096, 4096, "bf16")
     assert [c.name for c in autotune.candidates(pick, 16, 4096, 4096)] == [

@@ -106,9 +106,10 @@ def _split_toggle(pick: GemmConfig, m: int, n: int, k: int, sms: int) -> list:
 def _neighbours(pick: GemmConfig, m: int, c_row_ok: bool):
     """Rules 2 to 5 of the module docstring, unvalidated."""
     if pick.swap_ab and pick.c_major == "M":
-        # a mid-M swapped pick: the other widths that split M into whole tiles
+        # a mid-M swapped pick: the other widths that split M into whole tiles (a 256-row pick: its own width too)
         for bn in swapped_mid_widths(m, pick.dtype):
-            tile = swapped_mid_tile(bn, pick.dtype, pick.bias, pick.out_dtype) if bn != pick.bn else None
+            tile = swapped_mid_tile(bn, pick.dtype, pick.bias, pick.out_dtype) if bn != pick.bn or pick.bm != 128 \
+                else None
             if tile is not None:
                 yield swapped_raster(tile.replace(streamk=pick.streamk, a_major=pick.a_major), m)
     lo, hi = (16, 128) if pick.swap_ab else (64, 256)
