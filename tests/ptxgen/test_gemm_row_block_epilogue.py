@@ -75,8 +75,10 @@ def test_the_split_256_row_tile_fits_a_fourth_stage():
      "GemmConfig.epilogue_split = 2: with BM = 256 a warpgroup's 128 rows are staged as its 2 64-row wgmma blocks in "
      "turn (each block a run of the accumulator's values), each cut into column blocks: a multiple of 2, by the "
      "'tma' epilogue of a row-major C (c_major = 'N')"),
-    (dict(bm=256, bn=128, stages=3, epilogue="tma", epilogue_split=2, c_major="M", swap_ab=True),
-     "'tma' epilogue of a row-major C (c_major = 'N')"),
+    # a column-major C stages each column block across all the warpgroup's rows: no row blocks, but 8-column blocks
+    (dict(bm=256, bn=120, stages=3, epilogue="tma", epilogue_split=2, c_major="M", swap_ab=True),
+     "GemmConfig.epilogue_split = 2: BN = 120 must split into 2 blocks of a multiple of 8 columns (the rows of C's "
+     "transpose in an SW128 atom, c_major = 'M')"),
     (dict(bm=256, bn=120, stages=3, epilogue="tma", epilogue_split=4),
      "GemmConfig.epilogue_split = 4: BN = 120 must split into 2 blocks of a multiple of 8 columns"),
 ])

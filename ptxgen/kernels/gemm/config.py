@@ -753,8 +753,7 @@ def _epilogue(c: GemmConfig):
         why = (f"whole {STAGED_ROW_BYTES}-byte rows of {c.out_dtype}: the narrowest swizzle atom, SW32, of the staged "
                "epilogue")
     row_blocks = c.staged_row_blocks
-    if c.epilogue_split > 1 and row_blocks > 1 and (c.epilogue_split % row_blocks or c.c_major == "M" or
-                                                    c.epilogue != "tma"):
+    if c.epilogue_split > 1 and row_blocks > 1 and (c.epilogue_split % row_blocks or c.epilogue != "tma"):
         return (f"epilogue_split = {c.epilogue_split}: with BM = {c.bm} a warpgroup's {c.rows} rows are staged as its "
                 f"{row_blocks} 64-row wgmma blocks in turn (each block a run of the accumulator's values), each cut "
                 f"into column blocks: a multiple of {row_blocks}, by the 'tma' epilogue of a row-major C "
