@@ -184,11 +184,16 @@ class _GmemAccess(OpDef):
         table = ix.cached(("tv", tv), lambda: tv_table(tv, lc.size(tv[0])))
         tile_idx = tv_rows(ix, op, thread, table)  # (threads, values)
         if lc.product(view.shape) <= TABLE_LIMIT:
-            coords = ix.cached(("coords", view.shape), lambda: tile_coordinates(view.shape))[tile_idx]
+            # np.take: ~8x numpy's fancy indexing of the (size, rank) table by a 2-D index array
+            coords = np.take(ix.cached(("coords", view.shape), lambda: tile_coordinates(view.shape)), tile_idx, axis=0)
         else:
             coords = tile_coordinates(view.shape, tile_idx)
         glob = view.origin[:, None, :] + coords  # (threads, values, rank)
-        inside = np.all((glob >= 0) & (glob < np.array(view.array.shape)), axis=-1)
+        # one mode at a time: numpy's reduction over the short last axis costs ~6x these elementwise ands
+        inside = np.ones(glob.shape[:-1], dtype=bool)
+        for mode, extent in enumerate(view.array.shape):
+            at = glob[..., mode]
+            inside &= (at >= 0) & (at < extent)
         return glob, inside
 
 

@@ -27,6 +27,8 @@ bookkeeping of wgmmas in flight, and the lowering's loop over m-blocks and k-ste
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 import layoutc as lc
@@ -276,8 +278,8 @@ def _smem_tiles(ix, op, w: int, view, major_it, mn: int, blocks: int, ksteps: in
             d0 = it.descriptor(k=j, mn_block=blk)
             desc = d0.with_start(d0.start_address + base)
             key = ("wgmma-addr", desc.encode(), view.dtype, major, mn)
-            addr = ix.cached(key, lambda d=desc, mj=major, r=mn, t=view.dtype: np.array(
-                core_matrix_addresses(d, layoutc_dtype(t), mj, r), dtype=np.int64))
+            addr = ix.cached(key, lambda d=desc, mj=major, r=mn, t=view.dtype: _descriptor_addresses(
+                d.encode(), t, mj, r))
             if addr.min() < view.lo or addr.max() + esize > view.hi:
                 ix.fail(op, f"the {name} tile of k-step {j} reaches bytes outside {view.name}'s "
                             f"allocation [{view.lo}, {view.hi})")
@@ -288,6 +290,15 @@ def _smem_tiles(ix, op, w: int, view, major_it, mn: int, blocks: int, ksteps: in
     held = ix.cached(("wgmma-bytes", tuple(keys), esize), lambda: distinct_sorted(np.concatenate(
         [(ix.cached(k, None)[..., None] + np.arange(esize)).ravel() for k in keys])))
     return tiles, held
+
+
+@lru_cache(maxsize=4096)
+def _descriptor_addresses(encoded: int, dtype, major, mn: int) -> np.ndarray:
+    """``core_matrix_addresses`` of a descriptor (its 64-bit encoding) as a read-only int64 array, kept for the
+    process: every interpreter run of a kernel walks the same few descriptors (stages × k-steps × MN blocks)."""
+    addresses = np.array(core_matrix_addresses(encoded, layoutc_dtype(dtype), major, mn), dtype=np.int64)
+    addresses.setflags(write=False)
+    return addresses
 
 
 def _accumulate(ix, op, w: int, a_tiles, b_tiles, out, acc, n: int, blocks: int, ksteps: int, smem_bytes) -> None:
