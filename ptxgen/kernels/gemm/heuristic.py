@@ -502,9 +502,10 @@ SWAP_RASTERED_FULL_SPEED_MIN_BN = {(16, False): 160, (16, True): 160, (8, False)
 # the tokens per flop of the 128-row tiles), data-parallel, in SWAP_TALL_STAGES stages with C staged transposed in
 # column blocks. The cost model rates them as the 128-row tile that reads as many bytes per flop (``effective_width``).
 # At a full wave they ran 1.09-1.12x the 128-row tiles of their width (bf16 428x11008x13824 256 x 144 663 TFLOP/s
-# against 128 x 144's 590, 553x8192x8192 626 against 565-576; s37 log sections 7-8). 256 x 160 lost 2-5% to 128 x
-# 184-224 picks at 6 of 19 problems (sections 9-10); 256 x 184 holds too few registers (466 against 620 for 256 x 152 at
-# 584x8192x8192); from M = 1024 they lost 4-7% to the large-M rule's 128 x 184 at 3 of 7 problems (sections 9-11)
+# against 128 x 144's 590, 553x8192x8192 626 against 565-576; s37 log sections 7-8). 256 x 160 lost 0.9-5.1% to 128 x
+# 184-256 picks at 10 of 14 problems (sections 9-10); 256 x 184 ran at 466 against 620 for 256 x 152 at 584x8192x8192
+# (too few registers, it seems); from M = 1024 they lost 4-7% to the large-M rule's 128 x 184 at 3 of 7 problems
+# (sections 9-11)
 SWAP_TALL_MIN_BN = 112
 SWAP_TALL_MAX_BN = 144
 SWAP_TALL_STAGES = 4
