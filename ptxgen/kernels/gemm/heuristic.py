@@ -655,6 +655,10 @@ def choose_config(m: int, n: int, k: int, dtype: str = "bf16", sm_count: int = H
     if dtype not in ELEMENT_BYTES:
         raise ValueError(f"choose_config: dtype must be one of {', '.join(ELEMENT_BYTES)}, not {dtype!r}")
     out_dtype = out_dtype or ("bf16" if dtype in ("e4m3", "e5m2") else dtype)
+    try:   # the output types GemmConfig allows for dtype
+        GemmConfig(dtype=dtype, out_dtype=out_dtype).validate()
+    except ValueError as error:
+        raise ValueError(f"choose_config: {error}") from None
     narrow = narrow_split(m, n, k, dtype, out_dtype, a_major, b_major, bias, sm_count)
     if narrow is not None:
         return narrow.validate()
