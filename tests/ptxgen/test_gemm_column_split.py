@@ -185,10 +185,10 @@ def test_ptx_assembles_with_three_m64_wgmmas_per_k_step(name):
 
 @pytest.mark.parametrize("shape, name", [
     ((2112, 1920, 8192), "h192x160s4Ct3"),     # 132 tiles of 192 x 160: one whole wave (128-row tiles: 1.8 waves)
-    ((2112, 1536, 8192), "h192x128s4Ct"),
+    ((2260, 1536, 4096), "h192x144s4Ct"),       # 132 tiles; 128-row tiles pad M by 2.6%, too little for rule 7
     ((2046, 2112, 12288), "h192x176s4Ct3"),
     ((2112, 2112, 1024), "h128x144s4t"),        # K under COLUMN_SPLIT_MIN_K
-    ((2199, 2112, 57344), "h128x256s4c2t2sk"),  # K over COLUMN_SPLIT_MAX_K
+    ((2199, 2112, 57344), "h128x200s4g1tskxT"),  # K over COLUMN_SPLIT_MAX_K: rule 7's swapped tile
     ((6204, 2112, 8192), "h192x176s4Ct3"),      # 2.5 waves of 192-row tiles, 3.8 of 128 x 176
     ((4224, 2112, 4096), "h128x176s4t"),        # 2 whole waves either way: the 128-row tile's cost is lower
 ])

@@ -119,7 +119,7 @@ def test_f16_and_a_given_out():
 def test_swapped_picks_of_several_columns_raster_along_them(dtype):
     """Rule 9 over a grid of problems: a swapped pick whose kernel spans two or more tile columns (⌈M / BN⌉ ≥ 2)
     has raster groups of one tile row; a one-column swapped pick and every unswapped pick keep the default 8, and
-    the rule changes nothing but the group (the same pick otherwise as before it)."""
+    the rule changes nothing but the group and, for rastered tiles of 136 columns or more, the stages (4)."""
     from ptxgen.kernels.gemm.heuristic import _choice_by_rules, choice_without_narrow_split
 
     out_dtype = "bf16"
@@ -129,7 +129,9 @@ def test_swapped_picks_of_several_columns_raster_along_them(dtype):
             pick = choice_without_narrow_split(m, n, k, dtype, out_dtype)
             before = _choice_by_rules(m, n, k, dtype, out_dtype, "K", "K", False, 132, True)
             columns = -(-m // pick.bn)
-            assert pick == before.replace(group=pick.group), (m, n, k)
+            assert pick == before.replace(group=pick.group, stages=pick.stages), (m, n, k)
+            assert pick.stages == (min(before.stages, 4) if pick.group == 1 and pick.bm == 128 and pick.bn >= 136
+                                   and not pick.splitk else before.stages), (m, n, k, pick.name)
             assert pick.group == (1 if pick.swap_ab and 2 <= columns <= 16 else 8), (m, n, k, pick.name)
             rastered += pick.group == 1
     assert rastered >= 5     # the grid holds such picks
@@ -164,13 +166,15 @@ def test_tall_swapped_tiles_stage_each_row_block_of_a_column_block():
 
 
 @pytest.mark.parametrize("dtype, name, m, slowdown", [
-    ("bf16", "h128x152s5txT", 602, 1.06),      # rastered, under 160 columns
-    ("bf16", "h128x160s5txT", 602, 1.0),       # rastered, 160 columns
+    ("bf16", "h128x128s6txT", 602, 1.06),      # rastered, under 136 columns
+    ("bf16", "h128x136s4txT", 602, 1.0),       # rastered, 136 columns
+    ("bf16", "h128x152s5txT", 602, 1.0),
     ("bf16", "h128x200s4txT", 190, 1.06),      # one column: not rastered
     ("bf16", "h128x200s4txT", 1100, 1.0),      # from SWAP_MID_LARGE_M
     ("bf16", "h128x64s8txT", 1025, 1.0),       # 17 columns: not rastered, but past 1024
     ("e4m3", "h128x104s6k4txT", 201, 1.0),     # fp8 data-parallel: any width
-    ("e4m3", "h128x152s5k4tskxT", 582, 1.05),  # fp8 stream-K under 160 columns
+    ("e4m3", "h128x128s6k4tskxT", 582, 1.05),  # fp8 stream-K under 136 columns
+    ("e4m3", "h128x136s4k4tskxT", 582, 1.0),
     ("e4m3", "h128x184s4k4tskxT", 582, 1.0),
 ])
 def test_swapped_slowdown_spares_the_rastered_wide_tiles(dtype, name, m, slowdown):

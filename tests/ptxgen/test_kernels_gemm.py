@@ -286,7 +286,13 @@ def test_unknown_name_gives_the_grammar():
     ((1044, 14336, 57344), "bf16", {}, "h128x216s4g1tskxT"),   # 5 x 216 = 1080 rows against 9 x 128 = 1152
     ((1028, 6144, 6144), "bf16", {}, "h128x208s4g1t2xT"),      # 623 against 489 for h128x144s4t
     ((1400, 14336, 8192), "bf16", {}, "h128x256s4t2sk"),     # 0.6% padding: unswapped
-    ((2100, 14336, 8192), "bf16", {}, "h128x256s4t2sk"),     # over SWAP_MID_MAX_M
+    ((3100, 14336, 8192), "bf16", {}, "h128x256s4t2sk"),     # over SWAP_MID_MAX_M
+    # ... from M = 1024 at any N, up to M = 3072 (s38 log sections 2-3; H200)
+    ((1713, 2048, 5120), "bf16", {}, "h128x216s4g1txT"),       # 661 against 600 for h192x160s4Ct3
+    ((2326, 1536, 11008), "bf16", {}, "h128x216s4g1txT"),      # 669 against 605 for h192x160s4Ct3
+    ((2601, 3072, 9216), "bf16", {}, "h128x240s4g1t2xT"),      # 687 against 644 for h128x256s4t2o1
+    ((1287, 2560, 12288), "e4m3", {}, "h128x168s4g1k4tskxT"),  # 1035 against 971 for h128x112s4k4t
+    ((708, 1280, 7168), "bf16", {}, "h128x64s8t"),           # under M = 1024 N >= 2M holds (540 against 377)
     # ... and from M = 1024 at the unswapped tiles' cost per k-tile, from 3% padding (s33 log sections 1-3)
     ((1174, 18432, 2112), "bf16", {}, "h128x168s4g1txT"),      # 645 against 569 for h128x176s4t
     ((1598, 18432, 3072), "bf16", {}, "h128x200s4g1txT"),      # 4% padding: 672 against 616 for h128x192s4t3
@@ -294,9 +300,17 @@ def test_unknown_name_gives_the_grammar():
     ((1093, 11008, 11008), "e4m3", {}, "h128x184s4g1k4txT"),   # 1270 against 1140 for h128x192s4k4t
     ((1505, 6144, 6144), "bf16", {}, "h128x192s4t3"),        # 2.1% padding: unswapped (677 against 652)
     ((1333, 18432, 10240), "e4m3", {}, "h128x192s4k4t"),     # fp8 swapped at most 184 wide: 1232 against 1179
-    # under 1024 the slowdown holds, but not for the tiles rule 9 rasters from 160 columns (s37 log sections 2, 6)
+    # under 1024 the slowdown holds, but not for the tiles rule 9 rasters from 136 columns (s37 log sections 2, 6;
+    # s38 section 7)
     ((602, 1536, 7168), "bf16", {}, "h128x64s8t"),           # 445 against 366 for h128x104s6g1txT
-    ((607, 12288, 28672), "bf16", {}, "h128x208s4g1t2skxT"),  # 662 against 659 for h128x160s4t
+    ((296, 9216, 10240), "bf16", {}, "h128x152s4g1tskxT"),    # 566 against 491 for h128x224s4t2 (H200)
+    ((816, 11008, 5120), "bf16", {}, "h128x136s4g1txT"),      # 662 against 615 for h128x208s4g1t2skxT (H200)
+    ((402, 6144, 24576), "e4m3", {}, "h128x136s4g1k4tskxT"),  # 1097 against 994 for h128x192s4k4t (H200)
+    # rule 9's 4 stages from 136 columns, rastered and not split (s38 sections 5-6)
+    ((1201, 28672, 28672), "bf16", {}, "h128x152s4g1tskxT"),  # 686 against 602 with 5 stages (H200)
+    ((131, 11008, 7168), "bf16", {}, "h128x136s5txT"),        # one tile column: 5 (391 against 380)
+    ((2112, 1536, 8192), "bf16", {}, "h128x192s4g1t2xT"),     # 673 against 667 for h192x128s4Ct (H200)
+    ((607, 12288, 28672), "bf16", {}, "h128x152s4g1tskxT"),   # 672 against 644 for h128x208s4g1t2skxT (H200)
     ((150, 4096, 2048), "bf16", {}, "h128x64s8t"),           # 32 swapped tiles, under SMs / 4
     # 256-row swapped tiles of 112-144 columns, rated at the 128-row width of as many bytes per flop (s37 §7-10)
     ((428, 11008, 13824), "bf16", {}, "h256x144s4g1t3xT"),    # 663 against 598 for h128x216s4g1tskxT
@@ -323,14 +337,14 @@ def test_unknown_name_gives_the_grammar():
     ((4096, 4096, 4096), "e4m3", dict(out_dtype="f16"), "h128x176s4k4t_f16"),
     # rule 7: mid M padded by 128-row tiles: swapped, M split into tiles of any multiple of 8, C stored by TMA as
     # its transpose (measured faster: s17 log section 3)
-    ((448, 11008, 4096), "bf16", {}, "h128x152s5g1txT"),
+    ((448, 11008, 4096), "bf16", {}, "h128x152s4g1txT"),
     ((192, 14336, 14336), "bf16", {}, "h128x192s5t2xT"),
-    ((288, 28672, 8192), "bf16", {}, "h128x144s5g1tskxT"),
-    ((320, 57344, 14336), "e4m3", {}, "h128x160s5g1k4tskxT"),
+    ((288, 28672, 8192), "bf16", {}, "h128x144s4g1tskxT"),
+    ((320, 57344, 14336), "e4m3", {}, "h128x160s4g1k4tskxT"),
     ((192, 7168, 4096), "e4m3", {}, "h128x96s6g1k4txT"),
     ((384, 14336, 8192), "bf16", {}, "h128x176s4t"),          # no padding: unswapped
-    ((464, 49152, 5120), "bf16", {}, "h128x160s5g1tskxT"),    # rule 9's 160 columns: 590 against 607 (s37 section 6)
-    ((448, 11008, 4096), "bf16", dict(b_major="MN"), "h128x152s5g1tmnkxT"),  # a row-major B: the kernel's MN-major A
+    ((464, 49152, 5120), "bf16", {}, "h128x160s4g1tskxT"),    # rule 9's 160 columns: 590 against 607 (s37 section 6)
+    ((448, 11008, 4096), "bf16", dict(b_major="MN"), "h128x152s4g1tmnkxT"),  # a row-major B: the kernel's MN-major A
     ((448, 11008, 4096), "bf16", dict(a_major="MN"), "h128x176s4tmnk"),    # an MN-major A: unswapped
     # rule 3c: one row of 128 x 64 tiles at most half the SMs, K >= 8192: split into k-slices (before rule 7)
     ((101, 1024, 24576), "bf16", {}, "h128x64s8tez"),        # 16 tiles, 8 slices

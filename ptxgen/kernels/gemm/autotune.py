@@ -54,7 +54,8 @@ import statistics
 
 from .config import SMEM_BYTES, GemmConfig
 from .heuristic import (H100_SMS, choice_without_narrow_split, narrow_split, split_forms, swapped_mid_tile,
-                        swapped_mid_widths, swapped_raster, swapped_streamk, unsplit_choice)
+                        swapped_mid_widths, swapped_pipeline_stages, swapped_raster, swapped_streamk,
+                        unsplit_choice)
 
 SWAP_MAX_M = 128
 WARMUP = 5
@@ -111,7 +112,8 @@ def _neighbours(pick: GemmConfig, m: int, c_row_ok: bool):
             tile = swapped_mid_tile(bn, pick.dtype, pick.bias, pick.out_dtype) if bn != pick.bn or pick.bm != 128 \
                 else None
             if tile is not None:
-                yield swapped_raster(tile.replace(streamk=pick.streamk, a_major=pick.a_major), m)
+                yield swapped_pipeline_stages(swapped_raster(tile.replace(streamk=pick.streamk,
+                                                                          a_major=pick.a_major), m))
     lo, hi = (16, 128) if pick.swap_ab else (64, 256)
     widths = [pick.bn * 2, pick.bn // 2] if pick.c_major == "N" else []
     if not pick.swap_ab:

@@ -1,5 +1,6 @@
 """Which configuration a problem gets: a deterministic rule from (M, N, K, dtype, SM count) to a ``GemmConfig``, no
-timing. The rules and the measurements behind them (H100 SXM, bench_gemm interleaved timing, docs/gpu-runs/):
+timing. The rules and the measurements behind them (H100 SXM where not marked H200, bench_gemm interleaved timing,
+docs/gpu-runs/):
 
 1. **Swap A and B for small M** (M ≤ ``SWAP_AB_MAX_M`` = 64 < N): the kernel computes Cᵀ = B·Aᵀ, so that the problem's
    N runs along the kernel's 128-row tiles and M is the wgmma's N, rounded up to 16, 32 or 64 (three kernels for
@@ -84,8 +85,8 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
    12-30% there (s15 section 3).
 6. **MN-major operands** (a (K, M) A or a (K, N) B, M or N contiguous: 16-bit only) run in clusters of 1; an MN-major
    B needs BN a multiple of 64.
-7. **Swapped tiles for mid M** (64 < M ≤ ``SWAP_MID_MAX_M`` = 2048, N ≥ 2·M, a K-major A (B either way: a row-major
-   (K, N) B becomes the kernel's MN-major A), C rows TMA-storable,
+7. **Swapped tiles for mid M** (64 < M ≤ ``SWAP_MID_MAX_M`` = 3072, N ≥ 2·M under M = 1024, a K-major A (B
+   either way: a row-major (K, N) B becomes the kernel's MN-major A), C rows TMA-storable,
    and 128-row tiles padding M by at least ``SWAP_MID_MIN_PADDING`` = 5%, from M = ``SWAP_MID_LARGE_M`` = 1024
    ``SWAP_MID_LARGE_M_MIN_PADDING`` = 3%): the kernel computes Cᵀ = B·Aᵀ with M split into 1-8 tiles (16-bit from
    M = 1024 also 9-12 of at least 176 columns) of any multiple of 8 (``swapped_mid_widths``: 448 → 224, 152, 112,
@@ -95,7 +96,7 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
    the 25 problems of three samples whose pick they take ran 0.6-26% faster, geomean ×1.060, s37 log sections 9-11,
    which also fixed those limits); they enter
    rule 2's cost model on the kernel's problem (N, M, K) with their k-tiles ``SWAP_MID_SLOWDOWN`` dearer (16-bit 1.06,
-   fp8 1.05; as dear as the unswapped ones from M = 1024, and where rule 9 rasters them from 160 columns, fp8's
+   fp8 1.05; as dear as the unswapped ones from M = 1024, and where rule 9 rasters them from 136 columns, fp8's
    data-parallel ones at any width: ``swapped_slowdown``) and win only when strictly cheaper. This is how cuBLAS
    tiles these problems (its 128 × 160 over (N, M) at 448×11008 and 320×14336). Of 68 shapes whose pick changed
    (two samples, s17 log section 3) the new pick was faster at 62, by up to 1.76× (bf16 272×4608×7168 253 → 445
@@ -158,7 +159,11 @@ timing. The rules and the measurements behind them (H100 SXM, bench_gemm interle
    model does not see the raster: it picks the tile, rule 9 orders it; but the tiles it rasters lose rule 7's
    slowdown as above (``SWAP_RASTERED_FULL_SPEED_MIN_BN``): of 25 fresh problems whose pick that changed, 21 faster by
    up to 15.5% (bf16 900×129280×7168 621 → 717 TFLOP/s, e4m3 263×16384×53248 989 → 1072), 4 slower by 0.8-2.8%,
-   geomean ×1.047 (bf16) and ×1.042 (e4m3) (s37 log sections 2-6).
+   geomean ×1.047 (bf16) and ×1.042 (e4m3) (s37 log sections 2-6). Such a rastered tile, unless split into
+   k-slices, runs ``SWAP_RASTERED_STAGES`` = 4 stages from ``SWAP_RASTERED_FOUR_STAGES_MIN_BN`` = 136 columns
+   (``swapped_pipeline_stages``), as rule 5's 4 stages where the CTAs at work share a tile of the narrower operand:
+   of 53 such picks 52 faster by 2-14%, one even, geomean ×1.078 (bf16 790×3072×10240 567 → 619 TFLOP/s,
+   1201×28672×28672 602 → 686; e4m3 851×8192×9216 1098 → 1187; H200, s38 log sections 5-6).
 
 ``choose_config(8192, 8192, 8192, "bf16", 132)`` = h128x256s4t2sk; ``choose_config(4096, 4096, 4096, "bf16")`` =
 h128x256s4t2o1; ``choose_config(16, 4096, 4096, "bf16")`` = h128x16s8zx (swapped, split into k-slices);
@@ -174,12 +179,17 @@ from .schedule import splitk_slices, streamk_ktiles_saved
 
 SWAP_AB_MAX_M = 64
 # mid M: swapped tiles (Cᵀ = B·Aᵀ, the kernel's N the problem's M in 1-8 tiles of any multiple of 8, C stored by TMA
-# as its transpose) compete in the cost model where N is at least this many times M, up to this M; their k-tiles
-# cost this much more than the model's unswapped ones (16-bit 448x11008x14336 632 TFLOP/s against the model's 660 from
-# the unswapped 128 x 176's 573; fp8 2-4% behind the model at e4m3 224x14336x4096 and 448x5120x4096:
-# docs/gpu-runs/2026-11-26-s17.log sections 2-3). cuBLAS tiles these
-# problems so (its 128 x 160 over (N, M) at 448x11008 and 320x14336, bf16 and e4m3)
-SWAP_MID_MAX_M = 2048
+# as its transpose) compete in the cost model where N is at least this many times M (from M = SWAP_MID_LARGE_M at any
+# N), up to this M; their k-tiles cost this much more than the model's unswapped ones (16-bit 448x11008x14336 632
+# TFLOP/s against the model's 660 from the unswapped 128 x 176's 573; fp8 2-4% behind the model at e4m3
+# 224x14336x4096 and 448x5120x4096: docs/gpu-runs/2026-11-26-s17.log sections 2-3). cuBLAS tiles these problems so
+# (its 128 x 160 over (N, M) at 448x11008 and 320x14336, bf16 and e4m3), and from M = 1024 at any N (its 128 x 208 at
+# 2260x1536, 256 x 160 at 1412x3584). Dropping N >= 2M from M = 1024 and raising this bound from 2048 (16-bit: 12
+# tiles of 256 reach 3072) changed the picks of 68 sampled problems of M 1032-2834 (H200, s38 log sections 2-3):
+# ratio to cuBLAS geomean 1.134 -> 1.166, those under 0.95 27 -> 17 (bf16 1713x2048x5120 600 -> 661 TFLOP/s,
+# 2326x1536x11008 605 -> 669; e4m3 1287x2560x12288 971 -> 1035); 10 slower by 0.3-8% (bf16 2055x2048x16384 659 ->
+# 606, 1161x2048x24576 614 -> 583). Under M = 1024 the same change lost (bf16 708x1280x7168 540 -> 377)
+SWAP_MID_MAX_M = 3072
 SWAP_MID_MIN_N_OVER_M = 2
 SWAP_MID_SLOWDOWN = {16: 1.06, 8: 1.05}
 SWAP_MID_MIN_BN = 96
@@ -489,14 +499,27 @@ SWAPPED_GROUP = 1
 # most 11): rastered along 27 column tiles, unswapped e4m3 7011x5120x27648 fell from 1288 to 965 TFLOP/s, each wave
 # streaming all of B again (s36 log section 11)
 SWAPPED_GROUP_MAX_COLUMNS = 16
+# ... and those of at least this many columns (the widths whose shared memory holds 5 stages) run this many stages
+# unless split-K. H200, s38 log sections 5-6: 4 stages against the 5 of swapped_mid_tile were faster at 52 of 53
+# rastered picks, by 2-14% (bf16 460x28672x8192 589 -> 646 TFLOP/s, 1094x2048x9216 564 -> 620, 1201x28672x28672 602
+# -> 686; e4m3 930x14336x14336 1167 -> 1234, 450x14336x12288 1083 -> 1176), even at the other; split-K picks (4 of 5)
+# and one-column picks (M <= BN, 2 of 4) ran up to 3% faster with 5 (131x11008x7168 391 against 380). The narrower
+# rastered tiles keep their 6: against 4 stages 6 of 11 were faster by 1-9% (162x7168x12288 438 against 402), 5 slower
+SWAP_RASTERED_STAGES = 4
+SWAP_RASTERED_FOUR_STAGES_MIN_BN = 136
 # ... and the swapped candidates it rasters enter the cost model without SWAP_MID_SLOWDOWN (as dear per k-tile as the
 # unswapped ones) from this many columns, keyed by (element bits, stream-K): fp8's data-parallel ones at any width.
 # Of 54 shapes whose pick that changes (two samples, s37 log sections 2-3) the 16-bit ones of 160-240 columns went
 # x1.044 and x1.035 in geomean (693x152064x3584 645 -> 707 TFLOP/s), 2-4% down at worst, while the 16-bit 80-152-column
 # ones lost up to 36% where N is small (305x1536x7168 299 -> 191); fp8's data-parallel ones under 160 columns went
 # x1.032 (201x128256x4096 809 -> 906, 208x28672x8192 801 -> 875; 2% down at worst), its stream-K ones under 160 lost
-# up to 11% (582x128256x4096 h128x152 stream-K 1091 -> 973; section 5)
-SWAP_RASTERED_FULL_SPEED_MIN_BN = {(16, False): 160, (16, True): 160, (8, False): 0, (8, True): 160}
+# up to 11% (582x128256x4096 h128x152 stream-K 1091 -> 973; section 5). Those were 5-stage tiles at 136-152 columns;
+# in 4 (SWAP_RASTERED_STAGES) they run at full speed from 136 columns too: of 24 sampled problems whose pick that
+# changes (H200, s38 log section 7) 21 faster by 0.5-15% (bf16 296x9216x10240 491 -> 566 TFLOP/s, 816x11008x5120 615
+# -> 662; e4m3 402x6144x24576 994 -> 1097), 3 slower by 0.3-1.4%
+SWAP_RASTERED_FULL_SPEED_MIN_BN = {(16, False): SWAP_RASTERED_FOUR_STAGES_MIN_BN,
+                                   (16, True): SWAP_RASTERED_FOUR_STAGES_MIN_BN,
+                                   (8, False): 0, (8, True): SWAP_RASTERED_FOUR_STAGES_MIN_BN}
 # Rule 7's 16-bit swapped tiles of SWAP_TALL_MIN_BN to SWAP_TALL_MAX_BN columns over two or more tile columns, under
 # SWAP_MID_LARGE_M rows, also come 256 rows tall (each weight tile feeds both consumer warpgroups: a k-tile reads half
 # the tokens per flop of the 128-row tiles), data-parallel, in SWAP_TALL_STAGES stages with C staged transposed in
@@ -671,11 +694,11 @@ def choice_without_narrow_split(m: int, n: int, k: int, dtype: str = "bf16", out
     """What ``choose_config`` picks by its rules after 3c (the cost model, the swapped mid-M tiles, rule 5) — its
     pick wherever rule 3c does not hold, and autotune's alternative to a rule-3c pick: ``choice_without_narrow_split(
     96, 4096, 14336).name`` = ``h128x96s6tzxT`` where ``choose_config`` gives ``h128x64s8tez``. ``column_split=False``:
-    without rule 8's tiles (autotune's alternative to a rule-8 pick: ``h128x144s4t`` at 2112x1920x8192, where the rule
-    picks ``h192x160s4Ct3``). A swapped pick of two or more tile columns rasters by rule 9. Post: validates."""
+    without rule 8's tiles (autotune's alternative to a rule-8 pick: ``h128x176s4g1tskxT`` at 2112x1920x8192, where
+    the rule picks ``h192x160s4Ct3``). A swapped pick of two or more tile columns rasters by rule 9. Post: validates."""
     out_dtype = out_dtype or ("bf16" if dtype in ("e4m3", "e5m2") else dtype)
     pick = _choice_by_rules(m, n, k, dtype, out_dtype, a_major, b_major, bias, sm_count, column_split)
-    return swapped_raster(pick, m).validate()
+    return swapped_pipeline_stages(swapped_raster(pick, m)).validate()
 
 
 def swapped_raster(pick: GemmConfig, m: int) -> GemmConfig:
@@ -690,12 +713,25 @@ def swapped_raster(pick: GemmConfig, m: int) -> GemmConfig:
     return pick
 
 
+def swapped_pipeline_stages(config: GemmConfig) -> GemmConfig:
+    """Rule 9's stages: a 128-row swapped tile that rule 9 rasters (``group = SWAPPED_GROUP``), not split into
+    k-slices, of at least ``SWAP_RASTERED_FOUR_STAGES_MIN_BN`` columns runs ``SWAP_RASTERED_STAGES`` stages.
+    ``swapped_pipeline_stages(h128x152s5g1txT)`` = ``h128x152s4g1txT``; ``h128x152s5txT`` (one column, not
+    rastered), ``h128x136s5g1tzxT`` (split-K) and ``h128x104s6g1txT`` (narrower) are returned unchanged. Post: the
+    same tile and epilogue, at most its stages."""
+    if config.swap_ab and config.bm == 128 and config.group == SWAPPED_GROUP and not config.splitk and \
+            config.bn >= SWAP_RASTERED_FOUR_STAGES_MIN_BN:
+        return config.replace(stages=min(config.stages, SWAP_RASTERED_STAGES))
+    return config
+
+
 def swapped_slowdown(config: GemmConfig, m: int) -> float:
     """How much dearer rule 7 makes a swapped candidate's k-tiles than the cost model's unswapped ones for a problem of
     ``m`` rows: ``SWAP_MID_SLOWDOWN`` (16-bit 1.06, fp8 1.05), except 1.0 from ``SWAP_MID_LARGE_M`` rows and for a
     candidate rule 9 rasters (2 to ``SWAPPED_GROUP_MAX_COLUMNS`` tile columns) of at least
-    ``SWAP_RASTERED_FULL_SPEED_MIN_BN`` columns (160; fp8's data-parallel ones any). bf16 h128x152s5txT at m = 602 →
-    1.06, h128x200s4txT at m = 600 → 1.0; e4m3 h128x104s6k4txT at m = 201 → 1.0, h128x152s5k4tskxT at m = 582 → 1.05.
+    ``SWAP_RASTERED_FULL_SPEED_MIN_BN`` columns (136; fp8's data-parallel ones any). bf16 h128x104s6txT at m = 602 →
+    1.06, h128x152s5txT at m = 602 → 1.0; e4m3 h128x104s6k4txT at m = 201 → 1.0, h128x128s6k4tskxT at m = 582 →
+    1.05.
     Post: 1.0 or ``SWAP_MID_SLOWDOWN``'s."""
     width = _width(config.dtype)
     if m >= SWAP_MID_LARGE_M:
@@ -715,7 +751,8 @@ def _choice_by_rules(m, n, k, dtype, out_dtype, a_major, b_major, bias, sm_count
                                       column_split=column_split)
     large_m = m >= SWAP_MID_LARGE_M
     min_padding = SWAP_MID_LARGE_M_MIN_PADDING if large_m else SWAP_MID_MIN_PADDING
-    if tma_store and a_major == "K" and SWAP_AB_MAX_M < m <= SWAP_MID_MAX_M and n >= SWAP_MID_MIN_N_OVER_M * m and \
+    if tma_store and a_major == "K" and SWAP_AB_MAX_M < m <= SWAP_MID_MAX_M and \
+            (large_m or n >= SWAP_MID_MIN_N_OVER_M * m) and \
             -(-m // 128) * 128 >= (1 + min_padding) * m:
         enough = -(-n // 128) >= sm_count // SWAP_ONE_TILE_FP8_SHARE
         one_past_row = 128 < m <= 128 + SWAP_ONE_TILE_PAST_ROW
