@@ -91,7 +91,8 @@ docs/gpu-runs/):
    ``SWAP_MID_LARGE_M_MIN_PADDING`` = 3%): the kernel computes Cᵀ = B·Aᵀ with M split into 1-8 tiles (16-bit from
    M = 1024 also 9-12 of at least 176 columns) of any multiple of 8 (``swapped_mid_widths``: 448 → 224, 152, 112,
    96), C stored by TMA as its
-   transpose (``c_major = "M"``), as many stages as fit (4-6), data-parallel or (from 128 columns) stream-K, and
+   transpose (``c_major = "M"``), as many stages as fit (4-6; rule 9 sets 4 from 136 columns where it rasters),
+   data-parallel or (from 128 columns) stream-K, and
    under M = 1024 those of 112-144 columns also 256 rows tall (``swapped_tall_tile``, rated by ``effective_width``:
    the 25 problems of three samples whose pick they take ran 0.6-26% faster, geomean ×1.060, s37 log sections 9-11,
    which also fixed those limits); they enter
