@@ -4,6 +4,8 @@ are queued; for fp8 the products of every ``promote`` k-tiles summed into a chun
 (DeepGEMM's promotion), the two consumer warpgroups half a chunk apart."""
 from __future__ import annotations
 
+import functools
+
 from layoutc.hopper import gmma_smem_layout
 
 from ptxgen.ir.builder import i32
@@ -350,8 +352,7 @@ def promote_block_scaled(g, init, lo, hi, cit, tm, tn, hook=None):
     if config.chunk_ahead:
         row_reads = None
         if config.zero_rows_late and config.grouped != "none" and reads is None:
-            def row_reads():
-                return block_scales.row_reads(g, tm, masked_rows)
+            row_reads = functools.partial(block_scales.row_reads, g, tm, masked_rows)
         total, kit_done, late_reads = promote_chunk_ahead(g, init, lo, hi, cit, valid, block_scales.later_blocks(g, tn),
                                                           hook, row_reads)
         reads = reads if late_reads is None else late_reads
