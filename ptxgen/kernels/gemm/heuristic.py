@@ -732,8 +732,7 @@ def swapped_slowdown(config: GemmConfig, m: int) -> float:
     candidate rule 9 rasters (2 to ``SWAPPED_GROUP_MAX_COLUMNS`` tile columns) of at least
     ``SWAP_RASTERED_FULL_SPEED_MIN_BN`` columns (136; fp8's data-parallel ones any). bf16 h128x104s6txT at m = 602 →
     1.06, h128x152s5txT at m = 602 → 1.0; e4m3 h128x104s6k4txT at m = 201 → 1.0, h128x128s6k4tskxT at m = 582 →
-    1.05.
-    Post: 1.0 or ``SWAP_MID_SLOWDOWN``'s."""
+    1.05. Post: 1.0 or ``SWAP_MID_SLOWDOWN``'s."""
     width = _width(config.dtype)
     if m >= SWAP_MID_LARGE_M:
         return 1.0
