@@ -261,8 +261,6 @@ def test_grid_and_workspace_count_every_cta_of_the_cluster():
     (dict(cluster=(2, 2), splitk=True),
      "GemmConfig.splitk = True: cluster = (2, 2): split-K's units are single CTAs (a slice's partial sums and flags "
      "count tiles of one CTA): splitk = False"),
-    (dict(cluster=(2, 2), bn=64, swap_ab=True),
-     "GemmConfig.swap_ab = True: cluster = (2, 2) is built for the unswapped kernel: swap_ab = False"),
     (dict(dtype="e4m3", cluster=(2, 2), bn=128, scales="block", grouped="contiguous"),
      "GemmConfig.grouped = 'contiguous': cluster = (2, 2) is built for dense GEMMs (a grouped GEMM's tiles take "
      "clusters of 1): grouped = 'none'"),

@@ -64,9 +64,6 @@ def test_the_orientations_are_different_configs():
     (dict(cluster_along="n", cluster=2, streamk=True),
      "GemmConfig.streamk = True: cluster_along = 'n' is built for data-parallel tiles (stream-K's pieces and partial "
      "sums count cluster tiles along M): streamk = False"),
-    (dict(cluster_along="n", cluster=2, bn=16, swap_ab=True),
-     "GemmConfig.swap_ab = True: cluster_along = 'n' is built for the unswapped kernel: swap_ab = False (or "
-     "cluster_along = 'm')"),
     (dict(dtype="e4m3", cluster_along="n", cluster=2, bn=128, scales="block", grouped="contiguous"),
      "GemmConfig.grouped = 'contiguous': cluster_along = 'n' is built for dense GEMMs (a grouped GEMM's tiles take "
      "clusters of 1): grouped = 'none'"),
@@ -113,6 +110,8 @@ def test_boxes_multicast_and_grid():
     ("bf16", "h128x224s4c2nt2", (260, 504, 72)),
     ("e4m3", "h128x112s6c2nk4t", (300, 352, 700)),    # promote 4 over 6 k-tiles, ragged
     ("e4m3", "h128x128s5c2nk4to2", (257, 392, 1000)),  # overlapped epilogue
+    ("bf16", "h128x120s4g1c2ntxT", (370, 200, 136)),    # swapped: the pair shares B's rows, C stored transposed by TMA
+    ("e4m3", "h128x104s6c2nk4x", (230, 140, 300)),      # swapped, direct epilogue through C's transposed view
 ])
 def test_interpreter_matches_float64(dtype, name, shape):
     assert_interpreted_gemm_matches(name, dtype, shape, sm_count=4)
@@ -159,7 +158,8 @@ def test_ptx_registers_as_the_pairs_along_m(dtype, name):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("dtype, name", TIMED + [("bf16", "h128x128s4c2n"), ("e4m3", "h128x128s5c2nk4to2")])
+@pytest.mark.parametrize("dtype, name", TIMED + [("bf16", "h128x128s4c2n"), ("e4m3", "h128x128s5c2nk4to2"),
+                                                  ("bf16", "h128x152s4g1c2ntxT"), ("e4m3", "h128x120s6g1c2nk4txT")])
 @pytest.mark.parametrize("m, n, k", [(256, 14336, 1024), (300, 1064, 2000), (1000, 2000, 520), (129, 120, 4096)])
 def test_gpu_matches_float64(dtype, name, m, n, k):
     """Forced through matmul / scaled_mm on fresh random inputs, against float64 by relative norm; N leaves the last

@@ -578,17 +578,16 @@ def _cluster_2d(c: GemmConfig):
     if c.splitk and not c.streamk:
         return (f"splitk = True: {why}: split-K's units are single CTAs (a slice's partial sums and flags count "
                 "tiles of one CTA): splitk = False")
-    return _cluster_builds(c, why, "")
+    return _cluster_builds(c, why)
 
 
-def _cluster_builds(c: GemmConfig, why: str, swap_hint: str):
+def _cluster_builds(c: GemmConfig, why: str):
     """The rules shared by the clusters along N and in two dimensions (``why`` names the form in the message):
-    data-parallel, unswapped (``swap_hint`` adds the alternative), dense, per-tensor scales."""
+    data-parallel, dense, per-tensor scales. Swapped configs qualify: ``swap_ab`` exchanges the kernel's arguments,
+    not the kernel."""
     if c.streamk:
         return (f"streamk = True: {why} is built for data-parallel tiles (stream-K's pieces and partial sums count "
                 "cluster tiles along M): streamk = False")
-    if c.swap_ab:
-        return f"swap_ab = True: {why} is built for the unswapped kernel: swap_ab = False{swap_hint}"
     if c.grouped != "none":
         return (f"grouped = {c.grouped!r}: {why} is built for dense GEMMs (a grouped GEMM's tiles take clusters of 1): "
                 "grouped = 'none'")
@@ -609,7 +608,7 @@ def _cluster_along_n(c: GemmConfig):
     if c.bm % (8 * c.cluster):
         return (f"cluster = {c.cluster}: with {why} each CTA of a cluster loads BM/{c.cluster} rows of A, a multiple "
                 f"of 8 (TMA box rows of the SW128 atom); BM = {c.bm} does not split so")
-    return _cluster_builds(c, why, " (or cluster_along = 'm')")
+    return _cluster_builds(c, why)
 
 
 def _promotion(c: GemmConfig):
