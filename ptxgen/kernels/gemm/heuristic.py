@@ -117,7 +117,7 @@ docs/gpu-runs/):
    of its 5 fresh picks, is left out there (s33 section 4); 16-bit M over 8 × 224 rows, which had no swapped width
    of at most 8 tiles but 240 and 256, also splits into 9-12 tiles of at least 176 columns: 23 of 23 changed picks
    faster or even (bf16 1932×13824×1024 545 → 608, 1939×9216×1280 546 → 611; s33 sections 8-9).
-   For M ≤ ``SWAP_SPLITK_MAX_M`` = 192 with K ≥ 8192 whose swapped tiles take at least 3 k-slices each (or 2 of at
+   For M ≤ ``SWAP_SPLITK_MAX_M`` = 672 with K ≥ 8192 whose swapped tiles take at least 3 k-slices each (or 2 of at
    least ``SWAP_SPLITK_TWO_SLICES_MIN_KTILES`` = 112 k-tiles), their split-K form is a candidate too, and the
    one-tile width of an M under 96 (split-K only): such few tiles stream the weights through too few SMs. 16-bit in
    3+ slices: 8 of 8 changed picks of a sample faster (bf16 96×1536×10240 67 → 103, 72×1024×20480 48 → 98,
@@ -394,7 +394,7 @@ NARROW_SPLIT_MIN_SLICES_16BIT = 8
 # kernel's tiles take at least SWAP_SPLITK_MIN_SLICES k-slices: such few tiles stream the weights (B) through too few
 # SMs (bf16 96x4096x14336: 32 tiles, 174 TFLOP/s data-parallel, 213 in 4 slices; 80x5120x13824: 40 tiles, 165 ->
 # 188 in 3); at 2 slices it lost (96x7168x8192: 223 -> 219; docs/gpu-runs/2026-11-26-s21.log section 6). Up to
-# M = SWAP_SPLITK_MAX_M, where it was measured (8 of 8 changed picks faster, 192x4096x24576 412 -> 420 the least).
+# M = 192 at first (8 of 8 changed picks faster, 192x4096x24576 412 -> 420 the least; widened below).
 # fp8 takes it too (e4m3 72x5120x13824: 40 tiles, 283 -> 319 TFLOP/s in 3 slices; 72x5120x27648 313 -> 351), and
 # both widths at 2 slices where each slice still has SWAP_SPLITK_TWO_SLICES_MIN_KTILES k-tiles: 6 of 6 such faster by
 # 2-13% (bf16 96x6144x57344 238 -> 265, 80x8192x28672 217 -> 229; e4m3 80x6144x28672 387 -> 407), 4 of 4 with
@@ -438,7 +438,14 @@ SWAP_PAST_ROW_MIN_SLICE_KTILES = 8
 # 257x1536x18432 286 -> 354, 278x3072x11008 361 -> 417); of the 6 at 217-232 rows 3 slower by 2-7% (227x1024x11008 222
 # -> 206): not taken there (docs/gpu-runs/2026-11-27-s30.log sections 5, 7)
 SWAP_PAST_ROW_SPLIT_MAX_M = 280
-SWAP_SPLITK_MAX_M = 192
+# The swapped split-K candidates reach M = SWAP_SPLITK_MAX_M: an M of 2-6 row tiles with a long K took the unswapped
+# split tiles, whose last row of 128-row tiles pads M by up to a half (bf16 388x1024x57344: 4 row tiles for 388 rows,
+# 446 TFLOP/s; two 200-wide swapped tiles split 532, cuBLAS 585). Of 30 random changed picks (M 209-667, K 8192-57344)
+# 28 faster by 1-25%, two within 1% (bf16 geomean x1.105: 223x8192x28672 540 -> 608, 420x2048x57344 532 -> 623;
+# e4m3 x1.124: 291x1280x18432 519 -> 647, 224x1536x28672 583 -> 683); the cost model keeps the unswapped split where
+# M has no padding (256x1024x28672) and at 402x3072x57344 (560 against 522 swapped). docs/gpu-runs/2026-11-28-s39.log
+# sections 3-4
+SWAP_SPLITK_MAX_M = 672
 # the wgmma groups a consumer leaves in flight at each k-tile's wait, by (operand bits, BN), for a data-parallel tile
 # without overlap (the overlapped epilogue needs 1): the 16-bit 128 x 128 tile waits for each group (s15 section 7:
 # +2-6% at 14 problems of M = 256-1024, bf16 and f16, e.g. 512x4096x4096 580 against 555 TFLOP/s; other widths within
