@@ -69,6 +69,20 @@ def test_candidates_of_a_mid_m_swapped_pick_are_the_other_widths_that_split_m():
         "h128x152s3g1txT", "h128x152s5g1txT", "h128x152s4g1tskxT"]
 
 
+def test_candidates_of_a_mid_m_swapped_split_pick_split_their_widths_too():
+    """Rule 7's split pick at an M of a few row tiles and a long K: its data-parallel form, the unswapped split tile
+    (the pick before s39), then the other widths in k-slices (s39 log section 3: at 388x1024x57344 the 136-, 104- and
+    80-wide splits ran 500-507 TFLOP/s against 446 for the unswapped split)."""
+    pick = choose_config(388, 1024, 57344, "bf16")
+    assert [c.name for c in autotune.candidates(pick, 388, 1024, 57344)] == [
+        "h128x200s4g1tzxT", "h128x200s4g1txT", "h128x128s6tez", "h128x136s4g1tzxT", "h128x104s6g1tzxT",
+        "h128x80s6g1tzxT", "h128x200s3g1tzxT", "h128x128s6t"]
+    # a width whose tiles leave no room for two slices stays data-parallel
+    pick = choose_config(648, 2560, 16384, "bf16")
+    names = [c.name for c in autotune.candidates(pick, 648, 2560, 16384)]
+    assert names[:4] == ["h128x216s4g1tzxT", "h128x216s4g1txT", "h128x256s4t2ez", "h128x168s4g1txT"]
+
+
 def test_candidates_of_a_tall_swapped_pick_hold_the_128_row_tile_of_its_width():
     """Rule 7's 256-row pick: the 128-row swapped tiles of every width that splits M, its own first."""
     pick = choose_config(428, 11008, 13824, "bf16")

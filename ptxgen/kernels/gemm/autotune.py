@@ -9,14 +9,16 @@ output cannot take, is left out) and the duplicates dropped:
 1. the heuristic's pick (``choose_config``; ties keep it);
 1b. split-K toggled: for a split pick what the heuristic picks without split-K (``heuristic.unsplit_choice``; a
    swapped split pick: its data-parallel form, after rule 1's stream-K on every SM for a small-M one
-   (``heuristic.swapped_streamk``); a narrow split of rule 3c: what the rules after 3c pick,
+   (``heuristic.swapped_streamk``), then a mid-M one's unswapped split tile (``heuristic.split_forms``' cheapest,
+   the pick before s39 widened the swapped split-K); a narrow split of rule 3c: what the rules after 3c pick,
    ``heuristic.choice_without_narrow_split``; a column-split pick of rule 8: what the rules pick without rule 8,
    ``choice_without_narrow_split(..., column_split=False)``), for a data-parallel pick with K ≥ ``SPLITK_MIN_K`` the
    cheapest split tile of the problem (``heuristic.split_forms``) — the rules between them fit a few measured shapes
    (of the changed picks measured, bf16 1 of 31 and fp8 3 of 30 lost, by up to 14%; rule 8: 2 of 60, by under 1%), so
    this alternative comes first;
 2. its tile N neighbours: for a mid-M swapped pick (C stored by TMA as its transpose) the other widths that split M
-   into whole tiles (``heuristic.swapped_mid_widths``, rastered by the heuristic's rule 9), else BN halved and
+   into whole tiles (``heuristic.swapped_mid_widths``, rastered by the heuristic's rule 9; a split pick's in k-slices
+   where they take at least two), else BN halved and
    doubled (unswapped 64 to 256; swapped 16 to 128), the staged epilogue's column blocks kept whole; unswapped, also
    the next narrower and wider of the heuristic's widths (``TILE_WIDTHS``: 64, 96, 112, 128, 144, 160, 176, 192, 224,
    256 — the wave-filling ones included, where a wave of tiles fits the SMs better), with as many stages as shared
@@ -56,6 +58,7 @@ from .config import SMEM_BYTES, GemmConfig
 from .heuristic import (H100_SMS, choice_without_narrow_split, narrow_split, split_forms, swapped_mid_tile,
                         swapped_mid_widths, swapped_pipeline_stages, swapped_raster, swapped_streamk,
                         unsplit_choice)
+from .schedule import splitk_slices
 
 SWAP_MAX_M = 128
 WARMUP = 5
@@ -91,7 +94,8 @@ def _split_toggle(pick: GemmConfig, m: int, n: int, k: int, sms: int) -> list:
     if pick.splitk and pick.swap_ab and pick.c_major == "N":
         return [swapped_streamk(pick), pick.replace(splitk=False)]
     if pick.splitk and pick.swap_ab:
-        return [pick.replace(splitk=False)]
+        return [pick.replace(splitk=False),
+                *split_forms(m, n, k, pick.dtype, pick.out_dtype, pick.b_major, pick.a_major, pick.bias, sms)[:1]]
     if pick.splitk and pick == narrow_split(m, n, k, pick.dtype, pick.out_dtype, pick.a_major, pick.b_major, pick.bias,
                                             sms):
         return [choice_without_narrow_split(m, n, k, pick.dtype, pick.out_dtype, pick.a_major, pick.b_major,
@@ -104,16 +108,19 @@ def _split_toggle(pick: GemmConfig, m: int, n: int, k: int, sms: int) -> list:
     return forms[:1]
 
 
-def _neighbours(pick: GemmConfig, m: int, c_row_ok: bool):
+def _neighbours(pick: GemmConfig, m: int, n: int, k: int, c_row_ok: bool, sms: int):
     """Rules 2 to 5 of the module docstring, unvalidated."""
     if pick.swap_ab and pick.c_major == "M":
-        # a mid-M swapped pick: the other widths that split M into whole tiles (a 256-row pick: its own width too)
+        # a mid-M swapped pick: the other widths that split M into whole tiles (a 256-row pick: its own width too),
+        # a split pick's in k-slices where they take two or more
         for bn in swapped_mid_widths(m, pick.dtype):
             tile = swapped_mid_tile(bn, pick.dtype, pick.bias, pick.out_dtype) if bn != pick.bn or pick.bm != 128 \
                 else None
-            if tile is not None:
-                yield swapped_pipeline_stages(swapped_raster(tile.replace(streamk=pick.streamk,
-                                                                          a_major=pick.a_major), m))
+            if tile is None:
+                continue
+            tile = swapped_pipeline_stages(swapped_raster(tile.replace(streamk=pick.streamk, a_major=pick.a_major), m))
+            split = tile.replace(splitk=True, overlap=0)
+            yield split if pick.splitk and splitk_slices(n, m, k, split, sms) >= 2 else tile
     lo, hi = (16, 128) if pick.swap_ab else (64, 256)
     widths = [pick.bn * 2, pick.bn // 2] if pick.c_major == "N" else []
     if not pick.swap_ab:
@@ -150,7 +157,7 @@ def candidates(pick: GemmConfig, m: int, n: int, k: int, c_row_ok: bool = True, 
     device's SMs (split-K's slices). Post: starts with ``pick``; every entry validates, stores C as the output allows,
     and appears once; at most ``MAX_CANDIDATES``."""
     out = [pick]
-    for config in [*_split_toggle(pick, m, n, k, sms), *_neighbours(pick, m, c_row_ok)]:
+    for config in [*_split_toggle(pick, m, n, k, sms), *_neighbours(pick, m, n, k, c_row_ok, sms)]:
         if len(out) >= MAX_CANDIDATES:
             break
         if config.epilogue == "tma" and not c_row_ok:
