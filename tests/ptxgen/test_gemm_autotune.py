@@ -43,7 +43,7 @@ def test_candidates_of_an_unswapped_pick_take_the_adjacent_widths():
     included) with as many stages as fit; last the 16-bit 128 × 256 pick's tall form (256 × 128, C in row blocks)."""
     pick = choose_config(4096, 4096, 4096, "bf16")
     assert [c.name for c in autotune.candidates(pick, 4096, 4096, 4096)] == [
-        "h128x256s4t2o1", "h128x128s6t2o1", "h128x224s4t2o1", "h128x256s3t2o1", "h128x256s4t2sk", "h256x128s4t2o1"]
+        "h128x256s4t2o1", "h128x128s6t2o1", "h128x224s4t2o1", "h128x256s4t2sk", "h256x128s4t2o1"]
     pick = choose_config(384, 4096, 4096, "bf16")
     assert [c.name for c in autotune.candidates(pick, 384, 4096, 4096)][:4] == [
         "h128x96s7t", "h128x192s4t", "h128x64s8t", "h128x112s6t"]
@@ -60,13 +60,14 @@ def test_candidates_of_a_column_split_pick_start_with_the_rules_without_it():
 
 
 def test_candidates_of_a_mid_m_swapped_pick_are_the_other_widths_that_split_m():
-    """Rule 7's pick (C stored by TMA as its transpose): the other widths of ``swapped_mid_widths``, then stages and
-    stream-K as for any pick (the unswapped 128 x 128 tile falls past ``MAX_CANDIDATES`` here); every swapped one
-    rastered along its columns (rule 9: 448 rows are 2 to 6 tile columns), those from 136 columns in 4 stages."""
+    """Rule 7's pick (C stored by TMA as its transpose): the other widths of ``swapped_mid_widths``, then stages (no
+    3-stage neighbour: ``MIN_NEIGHBOUR_STAGES``) and stream-K as for any pick, last the unswapped 128 x 128 tile;
+    every swapped one rastered along its columns (rule 9: 448 rows are 2 to 6 tile columns), those from 136 columns
+    in 4 stages."""
     pick = choose_config(448, 11008, 4096, "bf16")
     assert [c.name for c in autotune.candidates(pick, 448, 11008, 4096)] == [
         "h128x152s4g1txT", "h128x224s4g1t2xT", "h128x112s6g1txT", "h128x96s6g1txT", "h128x80s6g1txT",
-        "h128x152s3g1txT", "h128x152s5g1txT", "h128x152s4g1tskxT"]
+        "h128x152s5g1txT", "h128x152s4g1tskxT", "h128x128s6t"]
 
 
 def test_candidates_of_a_mid_m_swapped_split_pick_split_their_widths_too():
@@ -76,7 +77,7 @@ def test_candidates_of_a_mid_m_swapped_split_pick_split_their_widths_too():
     pick = choose_config(388, 1024, 57344, "bf16")
     assert [c.name for c in autotune.candidates(pick, 388, 1024, 57344)] == [
         "h128x200s4g1tzxT", "h128x200s4g1txT", "h128x128s6tez", "h128x136s4g1tzxT", "h128x104s6g1tzxT",
-        "h128x80s6g1tzxT", "h128x200s3g1tzxT", "h128x128s6t"]
+        "h128x80s6g1tzxT", "h128x128s6t"]
     # a width whose tiles leave no room for two slices stays data-parallel
     pick = choose_config(648, 2560, 16384, "bf16")
     names = [c.name for c in autotune.candidates(pick, 648, 2560, 16384)]

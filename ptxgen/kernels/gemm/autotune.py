@@ -23,7 +23,9 @@ output cannot take, is left out) and the duplicates dropped:
    the next narrower and wider of the heuristic's widths (``TILE_WIDTHS``: 64, 96, 112, 128, 144, 160, 176, 192, 224,
    256 — the wave-filling ones included, where a wave of tiles fits the SMs better), with as many stages as shared
    memory holds, up to 8;
-3. its pipeline neighbours: one stage fewer and one more (where shared memory holds them);
+3. its pipeline neighbours: one stage fewer (not under ``MIN_NEIGHBOUR_STAGES`` = 4: 3 stages ran slower than 4 at
+   all 10 problems measured, swapped and unswapped, docs/gpu-runs/2026-11-28-s38.log section 10) and one more (where
+   shared memory holds them);
 4. stream-K toggled (bf16/f16, and swapped fp8): on → off (with the TMA-store epilogue's overlap where the pick has
    that epilogue), off → on (unswapped and mid-M swapped: the last wave shared out; small-M swapped: every SM);
 5. swap-AB toggled where M ≤ ``SWAP_MAX_M`` = 128: the swapped form of an unswapped pick (BN = M rounded up to 16, 32,
@@ -35,8 +37,8 @@ output cannot take, is left out) and the duplicates dropped:
    (docs/gpu-runs/2026-11-27-s31.log section 1).
 
 E.g. ``candidates(choose_config(4096, 4096, 4096), 4096, 4096, 4096)`` = ``h128x256s4t2o1`` (the pick),
-``h128x128s6t2o1`` (BN halved), ``h128x224s4t2o1`` (the next narrower width), ``h128x256s3t2o1`` (one stage fewer;
-one more does not fit), ``h128x256s4t2sk`` (stream-K), ``h256x128s4t2o1`` (the tall form);
+``h128x128s6t2o1`` (BN halved), ``h128x224s4t2o1`` (the next narrower width; no stage neighbour: 3 is under the
+bound and 5 does not fit), ``h128x256s4t2sk`` (stream-K), ``h256x128s4t2o1`` (the tall form);
 ``candidates(choose_config(16, 4096, 4096), 16, 4096, 4096)`` starts ``h128x16s8zx`` (the pick: split-K), then
 ``h128x16s8ska1x`` (stream-K on every SM), ``h128x16s8x`` (neither), ``h128x32s8zx`` (BN doubled), ``h128x16s7zx``,
 ``h128x16s9zx`` (stages) and ``h128x128s6t`` (unswapped).
@@ -61,6 +63,7 @@ from .heuristic import (H100_SMS, choice_without_narrow_split, narrow_split, spl
 from .schedule import splitk_slices
 
 SWAP_MAX_M = 128
+MIN_NEIGHBOUR_STAGES = 4
 WARMUP = 5
 REPEATS = 25
 MAX_CANDIDATES = 8
@@ -132,7 +135,8 @@ def _neighbours(pick: GemmConfig, m: int, n: int, k: int, c_row_ok: bool, sms: i
             split = pick.epilogue_split if pick.staged and bn % (16 * pick.epilogue_split) == 0 else 1
             stages = pick.stages if bn >= pick.bn else 8
             yield _fitting(pick.replace(bn=bn, epilogue_split=split, stages=stages))
-    yield pick.replace(stages=pick.stages - 1)
+    if pick.stages > MIN_NEIGHBOUR_STAGES:
+        yield pick.replace(stages=pick.stages - 1)
     yield pick.replace(stages=pick.stages + 1)
     if not pick.fp8 or pick.swap_ab:
         if pick.streamk:
