@@ -117,9 +117,10 @@ def test_shared_memory_is_the_verifiers(config):
 
 
 # problems whose picks the grid below does not reach: fp8's 128 x 80 and 128 x 136 wave fillers, the swapped split-K
-# of fp8 and of one 192-wide tile in two long slices (s34)
+# of fp8 and of one 192-wide tile in two long slices (s34), and mid-M swapped split-K tiles (s39)
 EXTRA_PROBLEMS = [("e4m3", 256, 5120, 13824), ("e4m3", 256, 53248, 16384), ("e4m3", 72, 5120, 13824),
-                  ("e4m3", 188, 5120, 24576), ("bf16", 192, 8192, 28672)]
+                  ("e4m3", 188, 5120, 24576), ("bf16", 192, 8192, 28672), ("bf16", 388, 1024, 57344),
+                  ("e4m3", 291, 1280, 18432)]
 
 
 def heuristic_configs(dtypes=("bf16", "e4m3")) -> list:
