@@ -239,9 +239,9 @@ def test_gpu_autotune_times_the_candidates_once_and_stays_right():
 
 
 @pytest.mark.parametrize("shape, dtype, second", [
-    ((1024, 1536, 18432), "bf16", "h128x96s5t"),        # a split pick: what the heuristic picks without split-K
-    ((640, 1280, 16384), "e4m3", "h128x64s8k4t"),        # 832 against the split pick's 713 TFLOP/s (s22 section 4)
-    ((1024, 1536, 8192), "bf16", "h128x192s4t3ez"),     # a data-parallel pick with K >= 8192: the cheapest split
+    ((1024, 1536, 18432), "bf16", "h128x192s4t3ez"),    # a deep one-wave pick (rule 10): the pick without rule 10
+    ((640, 1280, 57344), "e4m3", "h128x64s8k4t"),        # a split pick: what the heuristic picks without split-K
+    ((1024, 2048, 18432), "bf16", "h128x256s4t2ez"),    # a data-parallel pick with K >= 8192: the cheapest split
     ((80, 5120, 13824), "bf16", "h128x80s6txT"),         # a swapped split pick: its data-parallel form
     ((96, 4096, 14336), "bf16", "h128x96s6tzxT"),        # a narrow split pick (rule 3c): the rules after 3c
 ])
@@ -259,15 +259,16 @@ def test_no_split_alternative_below_the_rule():
 
 
 def test_unsplit_choice_never_splits():
-    """``unsplit_choice`` is the heuristic's unswapped rules without split-K: equal to ``choose_config`` wherever that
-    picks no split tile, never a split tile itself."""
-    from ptxgen.kernels.gemm.heuristic import unsplit_choice
+    """``unsplit_choice`` is the heuristic's unswapped rules without split-K: equal to the pick before rule 10 (the
+    deep one-wave tiles) wherever that is no split tile, never a split tile itself."""
+    from ptxgen.kernels.gemm.heuristic import choice_without_narrow_split, unsplit_choice
 
     for m in (256, 640, 1024, 2048):
         for n in (1280, 1536, 4096):
             for k in (4096, 16384, 28672):
                 for dtype in ("bf16", "e4m3"):
-                    pick, unsplit = choose_config(m, n, k, dtype), unsplit_choice(m, n, k, dtype)
+                    pick = choice_without_narrow_split(m, n, k, dtype, deep=False)
+                    unsplit = unsplit_choice(m, n, k, dtype)
                     assert not unsplit.splitk
                     if not pick.splitk and not pick.swap_ab:
                         assert unsplit == pick, (m, n, k, dtype)

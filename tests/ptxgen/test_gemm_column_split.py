@@ -61,7 +61,8 @@ def test_each_warpgroup_holds_all_rows_and_half_the_columns(name, rows, columns,
     (dict(dtype="e4m3", bm=192, bn=96, scales="block"), "GemmConfig.scales = 'block': .*; built for scales = 'tensor'"),
     (dict(bm=192, bn=96, b_major="MN"), "GemmConfig.b_major = 'MN': .*; built for b_major = 'K'"),
     (dict(bm=192, bn=96, epilogue="tma", c_major="M"), "GemmConfig.c_major = 'M': .*; built for c_major = 'N'"),
-    (dict(bm=192, bn=96, swap_ab=True), "GemmConfig.swap_ab = True: .*; built for swap_ab = False"),
+    (dict(bm=192, bn=96, swap_ab=True, epilogue="tma"), "GemmConfig.epilogue = 'tma': .*; swapped \\(swap_ab\\), "
+                                                        "C's transposed view is stored by the 'direct' epilogue"),
     (dict(bm=192, bn=96, epilogue="rows"), "GemmConfig.epilogue = 'rows': .*; built for the 'tma' and 'direct' "
                                            "epilogues"),
     (dict(bm=192, bn=96, stages=0), "GemmConfig.stages = 0: the pipeline needs at least 1 stage"),
@@ -218,7 +219,52 @@ def test_rule_8_is_16_bit_k_major_with_a_bounded_k():
         assert c.warpgroups_along == "n" and c.bm == 192 and c.smem_bytes() <= SMEM_BYTES
 
 
+# -- swapped (Cᵀ = B·Aᵀ, C through its transposed view: the direct epilogue) ----------------------------------------
+
+@pytest.mark.parametrize("name, m, n, k", [
+    ("h64x32s4Cx", 77, 200, 300),          # 2 x 4 tiles of the swapped problem, ragged both ways
+    ("h64x48s6Cg1x", 150, 130, 256),       # rastered by columns (rule 9's order)
+    ("h128x32s4Cx", 33, 300, 200),
+    ("h64x32s4Czx", 50, 130, 2048),        # split-K
+    ("h64x32s4Cskax", 50, 130, 1024),      # stream-K on every SM
+])
+def test_swapped_column_split_matches_float64(name, m, n, k):
+    check_interpreter_matmul(gemm(name), m, n, k)
+
+
+def test_swapped_column_split_linear_bias_and_fp8():
+    check_interpreter_linear_bias(gemm("h64x48s8Cg1xb"))
+    rng = np.random.default_rng()
+    a = (rng.standard_normal((40, 512)) * 2).astype(E4M3)
+    b = (rng.standard_normal((130, 512)) * 2).astype(E4M3)
+    got = scaled_mm(a, b.T, np.float32(0.5), np.float32(2.0), config=gemm("h64x48s8Ck4x", "e4m3"), sm_count=3)
+    want = a.astype(np.float64) @ b.astype(np.float64).T
+    assert rel_err(got, want) < 4e-3
+
+
 # -- the GPU -----------------------------------------------------------------------------------------------------------
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["h64x144s8Cg1x", "h64x96s8Cx", "h64x160s8C", "h64x128s8Czx", "h128x80s8g1x",
+                                  "h64x112s8Cskax"])
+@pytest.mark.parametrize("m, n, k", [(1124, 1024, 16384), (77, 2112, 1000), (1000, 1120, 2048)])
+def test_gpu_deep_and_swapped_column_split_match_float64(name, m, n, k):
+    """Rule 10's deep one-wave tiles (8 stages, direct epilogue), swapped column-split tiles among them."""
+    check_gpu_matmul(gemm(name), m, n, k)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name, m, n, k", [("h64x144s8Cg1k4x", 409, 2560, 18432), ("h128x72s8g1k4x", 792, 1536, 1000),
+                                           ("h64x160s8Ck4", 1002, 1280, 4096)])
+def test_gpu_deep_fp8_matches_float64(name, m, n, k):
+    torch = torch_or_skip()
+    a = (torch.randn(m, k, device="cuda") * 2).to(torch.float8_e4m3fn)
+    b = (torch.randn(n, k, device="cuda") * 2).to(torch.float8_e4m3fn)
+    got = scaled_mm(a, b.T, torch.tensor(0.5, device="cuda"), torch.tensor(1.5, device="cuda"),
+                    config=gemm(name, "e4m3"))
+    torch.cuda.synchronize()
+    assert _gpu_err(torch, got, a.double() @ b.double().T * 0.75) < 4e-3
+
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", ["h192x176s4Ct3", "h192x160s4Ct3", "h192x144s4Ct", "h192x128s4Ct", "h192x96s4C",

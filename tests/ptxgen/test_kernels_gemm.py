@@ -17,7 +17,8 @@ from ptxgen.kernels import GemmConfig, choose_config, linear, matmul, scaled_mm
 from ptxgen.kernels.gemm import TILE_FILE, build, streamk_ktiles_saved
 from ptxgen.kernels.gemm import run as gemm_run
 from ptxgen.kernels.gemm.config import STREAMK_MIN_SAVING
-from ptxgen.kernels.gemm.heuristic import estimated_cost
+from ptxgen.kernels.gemm.heuristic import (DEEP_STAGES, choice_without_narrow_split, deep_one_wave,
+                                           estimated_cost)
 from ptxgen.kernels.gemm.simple import SimpleGemmConfig
 from ptxgen.kernels.gemm.simple import build as build_simple
 from ptxgen.verify import verify
@@ -117,10 +118,12 @@ def test_shared_memory_is_the_verifiers(config):
 
 
 # problems whose picks the grid below does not reach: fp8's 128 x 80 and 128 x 136 wave fillers, the swapped split-K
-# of fp8 and of one 192-wide tile in two long slices (s34), and mid-M swapped split-K tiles (s39)
+# of fp8 and of one 192-wide tile in two long slices (s34), mid-M swapped split-K tiles (s39) and rule 10's deep
+# one-wave tiles (s40)
 EXTRA_PROBLEMS = [("e4m3", 256, 5120, 13824), ("e4m3", 256, 53248, 16384), ("e4m3", 72, 5120, 13824),
                   ("e4m3", 188, 5120, 24576), ("bf16", 192, 8192, 28672), ("bf16", 388, 1024, 57344),
-                  ("e4m3", 291, 1280, 18432)]
+                  ("e4m3", 291, 1280, 18432), ("bf16", 1124, 1024, 16384), ("bf16", 1002, 1280, 28672),
+                  ("e4m3", 792, 1536, 13824), ("e4m3", 741, 1024, 13824)]
 
 
 def heuristic_configs(dtypes=("bf16", "e4m3")) -> list:
@@ -367,7 +370,54 @@ def test_unknown_name_gives_the_grammar():
     ((101, 1024, 24576), "bf16", dict(bias=True), "h128x64s8tb"),   # a bias: no split-K form
 ])
 def test_heuristic_choices(shape, dtype, extra, name):
-    assert choose_config(*shape, dtype, 132, **extra).name == name
+    """The rules' picks; where rule 10's deep one-wave tile takes the problem, the pick it replaced (the rule's own
+    picks: ``test_deep_one_wave_picks``)."""
+    pick = choose_config(*shape, dtype, 132, **extra)
+    shallow = choice_without_narrow_split(*shape, dtype, sm_count=132, deep=False, **extra)
+    if pick != shallow and pick == choice_without_narrow_split(*shape, dtype, sm_count=132, **extra):
+        assert pick.stages == DEEP_STAGES and pick.epilogue == "direct", pick.name
+        pick = shallow
+    assert pick.name == name
+
+
+@pytest.mark.parametrize("shape, dtype, name, replaced", [
+    # rule 10 (s40 log sections 5-6, H200 TFLOP/s against the pick it replaced)
+    ((1124, 1024, 16384), "bf16", "h64x144s8Cg1x", "h128x256s4t2ez"),     # 605 against 473
+    ((1053, 1024, 8192), "bf16", "h64x144s8Cg1x", "h128x96s5t"),          # 551 against 399
+    ((361, 3584, 16384), "bf16", "h128x88s8", "h128x256s4t2ez"),          # 548 against 505: unswapped
+    ((1002, 1280, 28672), "bf16", "h64x160s8C", "h128x256s4t2ez"),        # 624 against 565
+    ((659, 1024, 16384), "bf16", "h64x96s8C", "h128x256s4t2ez"),          # 470 against 403: less work per CTA
+    ((409, 2560, 18432), "e4m3", "h64x144s8Cg1k4x", "h128x192s4k4tez"),   # 902 against 753
+    ((792, 1536, 13824), "e4m3", "h128x72s8g1k4x", "h128x128s4k4t"),      # 1060 against 781
+    ((741, 1024, 13824), "e4m3", "h64x96s8Cg1k4x", "h128x64s8k4t"),       # 711 against 652
+    # not taken: a swapped split-K pick, the same swapped tile, 64 x 96 with as much work as the split's CTAs
+    ((348, 2048, 14336), "e4m3", "h128x176s4g1k4tzxT", None),             # 786 against 758 for h64x96s8Ck4x
+    ((324, 4096, 8192), "e4m3", "h128x88s6g1k4txT", None),                # 762 against 699 for h128x88s8k4x
+    ((342, 2112, 16384), "bf16", "h128x192s4t3ez", None),                 # 457 against 421 for h64x96s8Cx
+    ((763, 1280, 57344), "e4m3", "h128x192s4k4tez", None),                # K over 32768: 1106 against 979
+    ((1124, 1024, 4096), "bf16", "h128x96s5t", None),                     # K under 8192
+])
+def test_deep_one_wave_picks(shape, dtype, name, replaced):
+    """Rule 10: where one wave of 128 x 64-96 or 64 x 96-160 tiles fills >= 85% of the SMs, that tile with 8 stages
+    and the direct epilogue — the smallest per CTA, then the 64-row one, then swapped — replaces the pick (given as
+    ``replaced``), rastered by rule 9 where swapped."""
+    pick = choose_config(*shape, dtype, 132)
+    assert pick.name == name
+    shallow = choice_without_narrow_split(*shape, dtype, sm_count=132, deep=False)
+    assert shallow.name == (replaced or name)
+    if replaced:
+        rows, columns = (shape[1], shape[0]) if pick.swap_ab else shape[:2]
+        tiles = -(-rows // pick.bm) * -(-columns // pick.bn)
+        assert 0.85 * 132 <= tiles <= 132 and pick.stages == DEEP_STAGES and pick.epilogue == "direct"
+
+
+def test_deep_one_wave_holds_only_for_its_class():
+    """No deep tile for MN-major operands, M under 256, a bias-free rule's bounds aside: a bias is carried."""
+    assert deep_one_wave(choose_config(1124, 1024, 16384, "bf16", 132, b_major="MN"), 1124, 1024, 16384,
+                         b_major="MN") is None
+    assert deep_one_wave(GemmConfig(bn=64, stages=8, epilogue="tma"), 200, 8192, 16384) is None
+    pick = choose_config(1124, 1024, 16384, "bf16", 132, bias=True)
+    assert pick.bias and pick.stages == DEEP_STAGES, pick.name
 
 
 def test_heuristic_is_deterministic_and_valid_everywhere():

@@ -12,7 +12,8 @@ output cannot take, is left out) and the duplicates dropped:
    (``heuristic.swapped_streamk``), then a mid-M one's unswapped split tile (``heuristic.split_forms``' cheapest,
    the pick before s39 widened the swapped split-K); a narrow split of rule 3c: what the rules after 3c pick,
    ``heuristic.choice_without_narrow_split``; a column-split pick of rule 8: what the rules pick without rule 8,
-   ``choice_without_narrow_split(..., column_split=False)``), for a data-parallel pick with K ≥ ``SPLITK_MIN_K`` the
+   ``choice_without_narrow_split(..., column_split=False)``; a deep one-wave pick of rule 10: what the rules pick
+   without it, ``choice_without_narrow_split(..., deep=False)``), for a data-parallel pick with K ≥ ``SPLITK_MIN_K`` the
    cheapest split tile of the problem (``heuristic.split_forms``) — the rules between them fit a few measured shapes
    (of the changed picks measured, bf16 1 of 31 and fp8 3 of 30 lost, by up to 14%; rule 8: 2 of 60, by under 1%), so
    this alternative comes first;
@@ -91,6 +92,10 @@ def _split_toggle(pick: GemmConfig, m: int, n: int, k: int, sms: int) -> list:
     h128x16s8zx, 16, 4096, 4096, 132)`` = [h128x16s8ska1x, h128x16s8x]); a narrow split (rule 3c) pick's what the
     rules after 3c choose
     (``_split_toggle(h128x64s8tez, 96, 4096, 14336, 132)`` = [h128x96s6tzxT])."""
+    rules = (m, n, k, pick.dtype, pick.out_dtype, pick.a_major, pick.b_major, pick.bias, sms)
+    shallow = choice_without_narrow_split(*rules, deep=False)
+    if pick != shallow and pick == choice_without_narrow_split(*rules):
+        return [shallow]
     if pick.warpgroups_along == "n":
         return [choice_without_narrow_split(m, n, k, pick.dtype, pick.out_dtype, pick.a_major, pick.b_major, pick.bias,
                                             sms, column_split=False)]

@@ -59,7 +59,8 @@ class GemmConfig:
       the columns instead, each all BM rows (64, 128, 192 or 256: BM/64 wgmma row blocks of the whole A stage) × BN/2
       columns (its half of the B stage), so that a 192-row tile exists (``h192x176s4Ct3``); 16-bit at most 132 f32
       accumulator values a thread, fp8 144 (chunk and total), per-tensor scales, K-major B, the ``tma`` or ``direct``
-      epilogue of a row-major C. ``stages``: the smem pipeline's depth. ``group``: tile rows per rasterization group.
+      epilogue of a row-major C, or swapped (``swap_ab``) the ``direct`` epilogue of C's transposed view.
+      ``stages``: the smem pipeline's depth. ``group``: tile rows per rasterization group.
     - ``pending``: wgmma groups left in flight at each k-tile's wait (0: each waited for; 1: the next one queued).
     - ``cluster``: CTAs per cluster sharing an operand by TMA multicast; ``cluster_along``: ``"m"`` — the cluster
       tile is (cluster·BM) × BN, CTA ``rank`` takes BM-row part ``rank`` and the CTAs share B (each loads
@@ -514,12 +515,14 @@ def _columns_split(c: GemmConfig):
                 + (" (a chunk and a total: promote > 1)" if c.fp8 and c.promote > 1 else "")
                 + f", over the {most} that fit beside the rest of the consumer's 240 registers")
     for field, value, allowed in (("scales", c.scales, "tensor"), ("b_major", c.b_major, "K"),
-                                  ("c_major", c.c_major, "N"), ("swap_ab", c.swap_ab, False),
-                                  ("grouped", c.grouped, "none")):
+                                  ("c_major", c.c_major, "N"), ("grouped", c.grouped, "none")):
         if value != allowed:
             return f"{field} = {value!r}: {why}; built for {field} = {allowed!r}"
     if c.epilogue == "rows":
         return f"epilogue = 'rows': {why}; built for the 'tma' and 'direct' epilogues"
+    if c.swap_ab and c.epilogue != "direct":
+        return (f"epilogue = {c.epilogue!r}: {why}; swapped (swap_ab), C's transposed view is stored by the 'direct' "
+                "epilogue (the TMA store of a column-major C is built for warpgroups_along = 'm')")
     return None
 
 

@@ -165,6 +165,19 @@ docs/gpu-runs/):
    (``swapped_pipeline_stages``), as rule 5's 4 stages where the CTAs at work share a tile of the narrower operand:
    of 53 such picks 52 faster by 2-14%, one even, geomean ×1.078 (bf16 790×3072×10240 567 → 619 TFLOP/s,
    1201×28672×28672 602 → 686; e4m3 851×8192×9216 1098 → 1187; H200, s38 log sections 5-6).
+10. **Deep one-wave tiles** (``deep_one_wave``, K-major, ``DEEP_MIN_K`` = 8192 ≤ K ≤ ``DEEP_MAX_K`` = 32768, M ≥
+   ``DEEP_MIN_M`` = 256): where one wave of 128 × 64-96 tiles or 64 × 96-160 column-split tiles (each consumer
+   warpgroup 64 × BN/2) covers C, as it is or swapped, filling ``DEEP_MIN_FILL`` = 85% of the SMs or more, that tile
+   with ``DEEP_STAGES`` = 8 stages and the direct epilogue (no staged C: all the shared memory is pipeline) replaces
+   the pick of the rules above — the smallest per CTA, then the 64-row one, then swapped (rastered by rule 9) —
+   unless that pick is a swapped split-K tile or a swapped data-parallel one of the same shape, and a 64-row tile
+   whose warpgroups' wgmma N is under 64 only with less work per CTA than a split-K pick's CTAs. Such a wave has
+   little wgmma work per k-tile and runs at the pace its stages keep loads in flight; at 8, a power of two, each
+   k-tile's stage and phase are a mask and a shift (5-7 stages ran 6-10% slower: bf16 1202×1024×14336, 128 × 80
+   swapped, 511-532 TFLOP/s against 571; H200, s40 log sections 2-4). Of 30 random changed picks 26 faster by 2-37%
+   (bf16 538×2048×8192 389 → 544, 877×1280×10240 441 → 586; e4m3 902×1024×16384 643 → 918), 4 slower by 0.4-8%,
+   which set the exceptions (s40 log section 6); of 30 fresh ones with them, 28 faster by 0.4-36% (bf16
+   791×1280×16384 452 → 626, e4m3 792×1536×13824 781 → 1060), 2 slower by 0.6-1.6% (s40 log section 7).
 
 ``choose_config(8192, 8192, 8192, "bf16", 132)`` = h128x256s4t2sk; ``choose_config(4096, 4096, 4096, "bf16")`` =
 h128x256s4t2o1; ``choose_config(16, 4096, 4096, "bf16")`` = h128x16s8zx (swapped, split into k-slices);
@@ -537,6 +550,34 @@ SWAP_RASTERED_FULL_SPEED_MIN_BN = {(16, False): SWAP_RASTERED_FOUR_STAGES_MIN_BN
 # 184-256 picks at 10 of 14 problems (sections 9-10); 256 x 184 ran at 466 against 620 for 256 x 152 at 584x8192x8192
 # (too few registers, it seems); from M = 1024 they lost 4-7% to the large-M rule's 128 x 184 at 3 of 7 problems
 # (sections 9-11)
+# rule 10: one wave of small tiles with a deep pipeline. A problem whose whole C fits one wave of 128 x 64-96 or
+# 64 x 96-160 tiles (each consumer warpgroup a 64 x BN/2 half: ``warpgroups_along = "n"``) filling at least
+# DEEP_MIN_FILL of the SMs takes that tile with DEEP_STAGES stages and the direct epilogue (no staged C: the shared
+# memory is all pipeline), swapped or not, where K is DEEP_MIN_K to DEEP_MAX_K and M at least DEEP_MIN_M, unless the
+# rules before picked a swapped split-K tile. Such a wave of narrow tiles has little wgmma work per k-tile, so it
+# runs at the pace its stages keep loads in flight: a power-of-two depth also turns the stage and phase of each
+# k-tile into a mask and a shift rather than a division (bf16 1202x1024x14336, 128 x 80 swapped: 5-7 stages 511-532
+# TFLOP/s, 8 stages 571; 8 stages with the division forced 510; H200, s40 log sections 2-4). Of 28 random one-wave
+# problems (s40 log section 5) the deep tile beat 19 picks by 4-39% (bf16 1053x1024x8192 399 -> 553, 1124x1024x16384
+# 473 -> 605, 781x1536x8192 422 -> 545; e4m3 409x2560x18432 760 -> 919, 1092x1024x24576 842 -> 993), tied 3 and lost
+# to 7 swapped split-K picks (e4m3 316x2048x28672 901 against 697) and to fp8's unswapped split at K = 57344 (e4m3
+# 763x1280x57344 1106 against 979). Among the tiles that fit, the smallest per CTA, then the 64-row one, then swapped:
+# at equal area the 64-row tiles ran 0-6% ahead (e4m3 1092x1024x24576 993 against 935), the swapped ones 1-30%
+# (e4m3 527x1280x16384 737 against 514)
+DEEP_STAGES = 8
+# ... a 64-row tile whose warpgroups' wgmma N is under this (64 x 96, 64 x 112) only where it computes fewer MACs per
+# CTA than the split-K pick's CTAs: at equal work the wider split tile was ahead (bf16 342x2112x16384 64 x 96 421
+# TFLOP/s against 457 for h128x192s4t3ez; 483x1280x9216 407 against 420), with less the deep tile (bf16
+# 659x1024x16384 470 against 403; e4m3 426x2112x18432 64 x 112 888 against 838; s40 log sections 5-6). A swapped
+# data-parallel pick of the deep tile's own shape keeps its stages and TMA store (e4m3 324x4096x8192 h128x88s6g1k4txT
+# 762 against 699 with 8 stages, 649x2048x13824 916 / 912); a swapped deep tile rasters by rule 9 (bf16 781x1536x8192
+# 128 x 72: 575 TFLOP/s in raster groups of 1, 553 in groups of 8)
+DEEP_NARROW_WGMMA_N = 64
+DEEP_WIDTHS = {128: (64, 72, 80, 88, 96), 64: (96, 112, 128, 144, 160)}
+DEEP_MIN_FILL = 0.85
+DEEP_MIN_K = 8192
+DEEP_MAX_K = 32768
+DEEP_MIN_M = 256
 SWAP_TALL_MIN_BN = 112
 SWAP_TALL_MAX_BN = 144
 SWAP_TALL_STAGES = 4
@@ -698,15 +739,67 @@ def choose_config(m: int, n: int, k: int, dtype: str = "bf16", sm_count: int = H
 
 def choice_without_narrow_split(m: int, n: int, k: int, dtype: str = "bf16", out_dtype: str | None = None,
                                 a_major: str = "K", b_major: str = "K", bias: bool = False,
-                                sm_count: int = H100_SMS, column_split: bool = True) -> GemmConfig:
+                                sm_count: int = H100_SMS, column_split: bool = True,
+                                deep: bool = True) -> GemmConfig:
     """What ``choose_config`` picks by its rules after 3c (the cost model, the swapped mid-M tiles, rule 5) — its
     pick wherever rule 3c does not hold, and autotune's alternative to a rule-3c pick: ``choice_without_narrow_split(
     96, 4096, 14336).name`` = ``h128x96s6tzxT`` where ``choose_config`` gives ``h128x64s8tez``. ``column_split=False``:
     without rule 8's tiles (autotune's alternative to a rule-8 pick: ``h128x176s4g1tskxT`` at 2112x1920x8192, where
-    the rule picks ``h192x160s4Ct3``). A swapped pick of two or more tile columns rasters by rule 9. Post: validates."""
+    the rule picks ``h192x160s4Ct3``). A swapped pick of two or more tile columns rasters by rule 9; rule 10's deep
+    one-wave tile replaces the pick where it holds (``deep=False``: not — autotune's alternative to a rule-10 pick).
+    Post: validates."""
     out_dtype = out_dtype or ("bf16" if dtype in ("e4m3", "e5m2") else dtype)
     pick = _choice_by_rules(m, n, k, dtype, out_dtype, a_major, b_major, bias, sm_count, column_split)
-    return swapped_pipeline_stages(swapped_raster(pick, m)).validate()
+    pick = swapped_pipeline_stages(swapped_raster(pick, m)).validate()
+    if not deep:
+        return pick
+    return deep_one_wave(pick, m, n, k, a_major, b_major, sm_count) or pick
+
+
+def deep_one_wave(pick: GemmConfig, m: int, n: int, k: int, a_major: str = "K", b_major: str = "K",
+                  sms: int = H100_SMS) -> GemmConfig | None:
+    """Rule 10: the tile of one wave with ``DEEP_STAGES`` stages that replaces ``pick`` for C (m, n) = A·Bᵀ, or None
+    where the rule does not hold. It holds for K-major operands, ``DEEP_MIN_K`` ≤ k ≤ ``DEEP_MAX_K``, m ≥
+    ``DEEP_MIN_M`` and a pick that is not a swapped split-K tile, where some tile of ``DEEP_WIDTHS`` — 128 rows (the
+    two consumer warpgroups 64 rows each) or 64 rows (``warpgroups_along = "n"``: each warpgroup BN/2 columns) —
+    covers C, as it is or swapped, in ``DEEP_MIN_FILL``·sms to sms tiles with 8 stages and the direct epilogue;
+    of those the smallest per CTA (BM·BN), then the 64-row one, then the swapped one, rastered by rule 9. Not over
+    a swapped data-parallel pick of the same tile, and a tile whose warpgroups' wgmma N is under
+    ``DEEP_NARROW_WGMMA_N`` only with fewer MACs per CTA than a split-K pick's CTAs.
+    ``deep_one_wave(h128x256s4t2ez, 1124, 1024, 16384)`` = ``h64x144s8Cg1x`` (16 × 8 tiles of the swapped problem);
+    ``deep_one_wave(h128x176s4t, 4096, 4096, 16384)`` = None (no such tile covers C in one wave). Post: None or a
+    config that validates, with the pick's dtype, out_dtype and bias."""
+    if not DEEP_MIN_K <= k <= DEEP_MAX_K or m < DEEP_MIN_M or (a_major, b_major) != ("K", "K") or \
+            (pick.swap_ab and pick.splitk) or pick.scales != "tensor" or pick.grouped != "none":
+        return None
+    split_work = None
+    if pick.splitk:   # the MACs one CTA of the split pick computes
+        rows, columns = (n, m) if pick.swap_ab else (m, n)
+        split_work = pick.bm * pick.bn * -(-k // splitk_slices(rows, columns, k, pick, sms))
+    best, best_key = None, None
+    for swap in (False, True):
+        rows, columns = (n, m) if swap else (m, n)
+        for bm, widths in DEEP_WIDTHS.items():
+            for bn in widths:
+                tiles = -(-rows // bm) * -(-columns // bn)
+                if not DEEP_MIN_FILL * sms <= tiles <= sms:
+                    continue
+                config = GemmConfig(dtype=pick.dtype, bm=bm, bn=bn, stages=DEEP_STAGES, promote=pick.promote,
+                                    warpgroups_along="n" if bm == 64 else "m", swap_ab=swap, bias=pick.bias,
+                                    out_dtype=pick.out_dtype)
+                try:
+                    config.validate()
+                except ValueError:
+                    continue
+                if config.columns < DEEP_NARROW_WGMMA_N and split_work is not None and \
+                        bm * bn * k >= split_work:
+                    continue
+                key = (bm * bn, bm != 64, not swap)
+                if best_key is None or key < best_key:
+                    best, best_key = config, key
+    if best is None or (pick.swap_ab and (best.swap_ab, best.bm, best.bn) == (True, pick.bm, pick.bn)):
+        return None
+    return swapped_raster(best, m).validate()
 
 
 def swapped_raster(pick: GemmConfig, m: int) -> GemmConfig:
