@@ -394,8 +394,10 @@ def test_heuristic_choices(shape, dtype, extra, name):
     ((348, 2048, 14336), "e4m3", "h128x176s4g1k4tzxT", None),             # 786 against 758 for h64x96s8Ck4x
     ((324, 4096, 8192), "e4m3", "h128x88s6g1k4txT", None),                # 762 against 699 for h128x88s8k4x
     ((342, 2112, 16384), "bf16", "h128x192s4t3ez", None),                 # 457 against 421 for h64x96s8Cx
-    ((763, 1280, 57344), "e4m3", "h128x192s4k4tez", None),                # K over 32768: 1106 against 979
-    ((1124, 1024, 4096), "bf16", "h128x96s5t", None),                     # K under 8192
+    ((779, 1280, 36864), "bf16", "h64x128s8C", "h128x256s4t2ez"),         # 16-bit any K: 605 against 464
+    ((343, 2112, 7168), "bf16", "h64x96s8Cg1x", "h128x88s6g1txT"),        # from K = 2048: 451 against 286
+    ((763, 1280, 57344), "e4m3", "h128x192s4k4tez", None),                # fp8 K over 32768: 1106 against 979
+    ((1124, 1024, 1536), "bf16", "h128x96s5t", None),                     # K under 2048
 ])
 def test_deep_one_wave_picks(shape, dtype, name, replaced):
     """Rule 10: where one wave of 128 x 64-96 or 64 x 96-160 tiles fills >= 85% of the SMs, that tile with 8 stages

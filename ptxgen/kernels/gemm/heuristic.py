@@ -165,8 +165,8 @@ docs/gpu-runs/):
    (``swapped_pipeline_stages``), as rule 5's 4 stages where the CTAs at work share a tile of the narrower operand:
    of 53 such picks 52 faster by 2-14%, one even, geomean ×1.078 (bf16 790×3072×10240 567 → 619 TFLOP/s,
    1201×28672×28672 602 → 686; e4m3 851×8192×9216 1098 → 1187; H200, s38 log sections 5-6).
-10. **Deep one-wave tiles** (``deep_one_wave``, K-major, ``DEEP_MIN_K`` = 8192 ≤ K ≤ ``DEEP_MAX_K`` = 32768, M ≥
-   ``DEEP_MIN_M`` = 256): where one wave of 128 × 64-96 tiles or 64 × 96-160 column-split tiles (each consumer
+10. **Deep one-wave tiles** (``deep_one_wave``, K-major, K ≥ ``DEEP_MIN_K`` = 2048, fp8 up to ``DEEP_MAX_K`` =
+   32768, M ≥ ``DEEP_MIN_M`` = 256): where one wave of 128 × 64-96 tiles or 64 × 96-160 column-split tiles (each consumer
    warpgroup 64 × BN/2) covers C, as it is or swapped, filling ``DEEP_MIN_FILL`` = 85% of the SMs or more, that tile
    with ``DEEP_STAGES`` = 8 stages and the direct epilogue (no staged C: all the shared memory is pipeline) replaces
    the pick of the rules above — the smallest per CTA, then the 64-row one, then swapped (rastered by rule 9) —
@@ -177,7 +177,10 @@ docs/gpu-runs/):
    swapped, 511-532 TFLOP/s against 571; H200, s40 log sections 2-4). Of 30 random changed picks 26 faster by 2-37%
    (bf16 538×2048×8192 389 → 544, 877×1280×10240 441 → 586; e4m3 902×1024×16384 643 → 918), 4 slower by 0.4-8%,
    which set the exceptions (s40 log section 6); of 30 fresh ones with them, 28 faster by 0.4-36% (bf16
-   791×1280×16384 452 → 626, e4m3 792×1536×13824 781 → 1060), 2 slower by 0.6-1.6% (s40 log section 7).
+   791×1280×16384 452 → 626, e4m3 792×1536×13824 781 → 1060), 2 slower by 0.6-1.6% (s40 log section 7). Widened
+   from K 8192-32768: of 24 changed picks at K 1024-7168 and 36864-57344, 21 faster by 1-58% (bf16 343×2112×7168
+   286 → 451, 779×1280×36864 464 → 605), fp8 at K = 57344 12% slower, 16-bit at K = 1536 1-4% slower (s40 log
+   section 8).
 
 ``choose_config(8192, 8192, 8192, "bf16", 132)`` = h128x256s4t2sk; ``choose_config(4096, 4096, 4096, "bf16")`` =
 h128x256s4t2o1; ``choose_config(16, 4096, 4096, "bf16")`` = h128x16s8zx (swapped, split into k-slices);
@@ -575,8 +578,13 @@ DEEP_STAGES = 8
 DEEP_NARROW_WGMMA_N = 64
 DEEP_WIDTHS = {128: (64, 72, 80, 88, 96), 64: (96, 112, 128, 144, 160)}
 DEEP_MIN_FILL = 0.85
-DEEP_MIN_K = 8192
-DEEP_MAX_K = 32768
+# ... K from DEEP_MIN_K (first measured from 8192; from 2048 on, 17 of 19 changed picks at K 1024-7168 faster by
+# 1-58%, bf16 343x2112x7168 286 -> 451, e4m3 453x2048x4096 430 -> 476; slower at K = 1536: bf16 344x3584x1536 247 ->
+# 237, 349x3584x1536 222 -> 219; s40 log section 8) up to DEEP_MAX_K by element width: 16-bit any (bf16
+# 779x1280x36864 464 -> 605, 391x3072x57344 493 -> 599), fp8 32768 (its unswapped split stays ahead at K = 57344:
+# e4m3 763x1280x57344 1106 against 979, 502x2048x57344 1137 against 995)
+DEEP_MIN_K = 2048
+DEEP_MAX_K = {16: None, 8: 32768}
 DEEP_MIN_M = 256
 SWAP_TALL_MIN_BN = 112
 SWAP_TALL_MAX_BN = 144
@@ -759,7 +767,7 @@ def choice_without_narrow_split(m: int, n: int, k: int, dtype: str = "bf16", out
 def deep_one_wave(pick: GemmConfig, m: int, n: int, k: int, a_major: str = "K", b_major: str = "K",
                   sms: int = H100_SMS) -> GemmConfig | None:
     """Rule 10: the tile of one wave with ``DEEP_STAGES`` stages that replaces ``pick`` for C (m, n) = A·Bᵀ, or None
-    where the rule does not hold. It holds for K-major operands, ``DEEP_MIN_K`` ≤ k ≤ ``DEEP_MAX_K``, m ≥
+    where the rule does not hold. It holds for K-major operands, k ≥ ``DEEP_MIN_K`` (fp8: ≤ ``DEEP_MAX_K``), m ≥
     ``DEEP_MIN_M`` and a pick that is not a swapped split-K tile, where some tile of ``DEEP_WIDTHS`` — 128 rows (the
     two consumer warpgroups 64 rows each) or 64 rows (``warpgroups_along = "n"``: each warpgroup BN/2 columns) —
     covers C, as it is or swapped, in ``DEEP_MIN_FILL``·sms to sms tiles with 8 stages and the direct epilogue;
@@ -769,7 +777,8 @@ def deep_one_wave(pick: GemmConfig, m: int, n: int, k: int, a_major: str = "K", 
     ``deep_one_wave(h128x256s4t2ez, 1124, 1024, 16384)`` = ``h64x144s8Cg1x`` (16 × 8 tiles of the swapped problem);
     ``deep_one_wave(h128x176s4t, 4096, 4096, 16384)`` = None (no such tile covers C in one wave). Post: None or a
     config that validates, with the pick's dtype, out_dtype and bias."""
-    if not DEEP_MIN_K <= k <= DEEP_MAX_K or m < DEEP_MIN_M or (a_major, b_major) != ("K", "K") or \
+    most_k = DEEP_MAX_K[_width(pick.dtype)]
+    if k < DEEP_MIN_K or most_k is not None and k > most_k or m < DEEP_MIN_M or (a_major, b_major) != ("K", "K") or \
             (pick.swap_ab and pick.splitk) or pick.scales != "tensor" or pick.grouped != "none":
         return None
     split_work = None
