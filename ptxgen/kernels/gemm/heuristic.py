@@ -172,9 +172,9 @@ docs/gpu-runs/):
    the pick of the rules above — the smallest per CTA, then the 64-row one, then swapped (rastered by rule 9) —
    unless that pick is a swapped split-K tile or a swapped data-parallel one of the same shape, and a 64-row tile
    whose warpgroups' wgmma N is under 64 only with less work per CTA than a split-K pick's CTAs. Such a wave has
-   little wgmma work per k-tile and runs at the pace its stages keep loads in flight; at 8, a power of two, each
-   k-tile's stage and phase are a mask and a shift (5-7 stages ran 6-10% slower: bf16 1202×1024×14336, 128 × 80
-   swapped, 511-532 TFLOP/s against 571; H200, s40 log sections 2-4). Of 30 random changed picks 26 faster by 2-37%
+   little wgmma work per k-tile and runs at the pace its stages keep loads in flight; 5-7 stages ran 6-10% slower
+   than 8 (bf16 1202×1024×14336, 128 × 80 swapped, 511-532 TFLOP/s against 571; H200, s40 log sections 2-4), and
+   not for the division that gives each k-tile's stage: made cheaper it changed nothing (s40 log section 10). Of 30 random changed picks 26 faster by 2-37%
    (bf16 538×2048×8192 389 → 544, 877×1280×10240 441 → 586; e4m3 902×1024×16384 643 → 918), 4 slower by 0.4-8%,
    which set the exceptions (s40 log section 6); of 30 fresh ones with them, 28 faster by 0.4-36% (bf16
    791×1280×16384 452 → 626, e4m3 792×1536×13824 781 → 1060), 2 slower by 0.6-1.6% (s40 log section 7). Widened
@@ -558,9 +558,9 @@ SWAP_RASTERED_FULL_SPEED_MIN_BN = {(16, False): SWAP_RASTERED_FOUR_STAGES_MIN_BN
 # DEEP_MIN_FILL of the SMs takes that tile with DEEP_STAGES stages and the direct epilogue (no staged C: the shared
 # memory is all pipeline), swapped or not, where K is DEEP_MIN_K to DEEP_MAX_K and M at least DEEP_MIN_M, unless the
 # rules before picked a swapped split-K tile. Such a wave of narrow tiles has little wgmma work per k-tile, so it
-# runs at the pace its stages keep loads in flight: a power-of-two depth also turns the stage and phase of each
-# k-tile into a mask and a shift rather than a division (bf16 1202x1024x14336, 128 x 80 swapped: 5-7 stages 511-532
-# TFLOP/s, 8 stages 571; 8 stages with the division forced 510; H200, s40 log sections 2-4). Of 28 random one-wave
+# runs at the pace its stages keep loads in flight (bf16 1202x1024x14336, 128 x 80 swapped: 5-7 stages 511-532
+# TFLOP/s, 8 stages 571; H200, s40 log sections 2-4; the stage division is not why: a real division at 8 stages cost
+# 10%, but the multiply-shift one of 5-7 stages made cheaper changed nothing, section 10). Of 28 random one-wave
 # problems (s40 log section 5) the deep tile beat 19 picks by 4-39% (bf16 1053x1024x8192 399 -> 553, 1124x1024x16384
 # 473 -> 605, 781x1536x8192 422 -> 545; e4m3 409x2560x18432 760 -> 919, 1092x1024x24576 842 -> 993), tied 3 and lost
 # to 7 swapped split-K picks (e4m3 316x2048x28672 901 against 697) and to fp8's unswapped split at K = 57344 (e4m3
