@@ -160,11 +160,12 @@ docs/gpu-runs/):
    model does not see the raster: it picks the tile, rule 9 orders it; but the tiles it rasters lose rule 7's
    slowdown as above (``SWAP_RASTERED_FULL_SPEED_MIN_BN``): of 25 fresh problems whose pick that changed, 21 faster by
    up to 15.5% (bf16 900×129280×7168 621 → 717 TFLOP/s, e4m3 263×16384×53248 989 → 1072), 4 slower by 0.8-2.8%,
-   geomean ×1.047 (bf16) and ×1.042 (e4m3) (s37 log sections 2-6). Such a rastered tile, unless split into
-   k-slices, runs ``SWAP_RASTERED_STAGES`` = 4 stages from ``SWAP_RASTERED_FOUR_STAGES_MIN_BN`` = 136 columns
+   geomean ×1.047 (bf16) and ×1.042 (e4m3) (s37 log sections 2-6). Such a rastered tile, split into k-slices or
+   not, runs ``SWAP_RASTERED_STAGES`` = 4 stages from ``SWAP_RASTERED_FOUR_STAGES_MIN_BN`` = 136 columns
    (``swapped_pipeline_stages``), as rule 5's 4 stages where the CTAs at work share a tile of the narrower operand:
    of 53 such picks 52 faster by 2-14%, one even, geomean ×1.078 (bf16 790×3072×10240 567 → 619 TFLOP/s,
-   1201×28672×28672 602 → 686; e4m3 851×8192×9216 1098 → 1187; H200, s38 log sections 5-6).
+   1201×28672×28672 602 → 686; e4m3 851×8192×9216 1098 → 1187; H200, s38 log sections 5-6); split into k-slices
+   too: 9 of 9 rastered split picks faster by 1.6-8% (bf16 603×1280×57344 557 → 602; s40 log section 11).
 10. **Deep one-wave tiles** (``deep_one_wave``, K-major, K ≥ ``DEEP_MIN_K`` = 2048, fp8 up to ``DEEP_MAX_K`` =
    32768, M ≥ ``DEEP_MIN_M`` = 256): where one wave of 128 × 64-96 tiles or 64 × 96-160 column-split tiles (each consumer
    warpgroup 64 × BN/2) covers C, as it is or swapped, filling ``DEEP_MIN_FILL`` = 85% of the SMs or more, that tile
@@ -523,8 +524,11 @@ SWAPPED_GROUP = 1
 # most 11): rastered along 27 column tiles, unswapped e4m3 7011x5120x27648 fell from 1288 to 965 TFLOP/s, each wave
 # streaming all of B again (s36 log section 11)
 SWAPPED_GROUP_MAX_COLUMNS = 16
-# ... and those of at least this many columns (the widths whose shared memory holds 5 stages) run this many stages
-# unless split-K. H200, s38 log sections 5-6: 4 stages against the 5 of swapped_mid_tile were faster at 52 of 53
+# ... and those of at least this many columns (the widths whose shared memory holds 5 stages) run this many stages,
+# split-K ones too (rastered split picks at 136-160 columns, 4 stages against 5: 9 of 9 faster by 1.6-8%, bf16
+# 603x1280x57344 557 -> 602 TFLOP/s, 300x3584x28672 506 -> 540, e4m3 289x3584x57344 965 -> 1037; one-column ones,
+# which rule 9 leaves unrastered, level in 4 and 5: H200, s40 log section 11; then 26 fresh changed picks, 22 faster
+# by up to 7%, 4 slower by 1-2.6%: section 12). H200, s38 log sections 5-6: 4 stages against the 5 of swapped_mid_tile were faster at 52 of 53
 # rastered picks, by 2-14% (bf16 460x28672x8192 589 -> 646 TFLOP/s, 1094x2048x9216 564 -> 620, 1201x28672x28672 602
 # -> 686; e4m3 930x14336x14336 1167 -> 1234, 450x14336x12288 1083 -> 1176), even at the other; split-K picks (4 of 5)
 # and one-column picks (M <= BN, 2 of 4) ran up to 3% faster with 5 (131x11008x7168 391 against 380). The narrower
@@ -824,12 +828,12 @@ def swapped_raster(pick: GemmConfig, m: int) -> GemmConfig:
 
 
 def swapped_pipeline_stages(config: GemmConfig) -> GemmConfig:
-    """Rule 9's stages: a 128-row swapped tile that rule 9 rasters (``group = SWAPPED_GROUP``), not split into
-    k-slices, of at least ``SWAP_RASTERED_FOUR_STAGES_MIN_BN`` columns runs ``SWAP_RASTERED_STAGES`` stages.
-    ``swapped_pipeline_stages(h128x152s5g1txT)`` = ``h128x152s4g1txT``; ``h128x152s5txT`` (one column, not
-    rastered), ``h128x136s5g1tzxT`` (split-K) and ``h128x104s6g1txT`` (narrower) are returned unchanged. Post: the
-    same tile and epilogue, at most its stages."""
-    if config.swap_ab and config.bm == 128 and config.group == SWAPPED_GROUP and not config.splitk and \
+    """Rule 9's stages: a 128-row swapped tile that rule 9 rasters (``group = SWAPPED_GROUP``), split into k-slices
+    or not, of at least ``SWAP_RASTERED_FOUR_STAGES_MIN_BN`` columns runs ``SWAP_RASTERED_STAGES`` stages.
+    ``swapped_pipeline_stages(h128x152s5g1txT)`` = ``h128x152s4g1txT``, ``h128x136s5g1tzxT`` = ``h128x136s4g1tzxT``;
+    ``h128x152s5txT`` (one column, not rastered) and ``h128x104s6g1txT`` (narrower) are returned unchanged. Post:
+    the same tile and epilogue, at most its stages."""
+    if config.swap_ab and config.bm == 128 and config.group == SWAPPED_GROUP and \
             config.bn >= SWAP_RASTERED_FOUR_STAGES_MIN_BN:
         return config.replace(stages=min(config.stages, SWAP_RASTERED_STAGES))
     return config
