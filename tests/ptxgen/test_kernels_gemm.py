@@ -413,6 +413,31 @@ def test_deep_one_wave_picks(shape, dtype, name, replaced):
         assert 0.85 * 132 <= tiles <= 132 and pick.stages == DEEP_STAGES and pick.epilogue == "direct"
 
 
+def test_deep_one_wave_picks_keep_the_rule_over_a_grid():
+    """Wherever rule 10 replaces a pick (two SM counts, both element widths, M 200-2600, N 1024-6144, K 1024-65536):
+    the replacement is one wave filling >= 85% of the SMs with 8 stages and the direct epilogue, inside the rule's
+    bounds, and what it replaced is no swapped split-K tile; every pick validates."""
+    from ptxgen.kernels.gemm.heuristic import DEEP_MAX_K, DEEP_MIN_FILL, DEEP_MIN_K, DEEP_MIN_M
+
+    replaced = 0
+    for dtype, sms in itertools.product(("bf16", "e4m3"), (132, 114)):
+        for m, n, k in itertools.product((200, 256, 390, 640, 1000, 1124, 1500, 2600), (1024, 1536, 2112, 3072, 6144),
+                                         (1024, 2048, 8192, 16384, 40960, 65536)):
+            pick = choose_config(m, n, k, dtype, sms).validate()
+            shallow = choice_without_narrow_split(m, n, k, dtype, sm_count=sms, deep=False)
+            if pick == shallow:
+                continue
+            replaced += 1
+            rows, columns = (n, m) if pick.swap_ab else (m, n)
+            tiles = -(-rows // pick.bm) * -(-columns // pick.bn)
+            assert DEEP_MIN_FILL * sms <= tiles <= sms, (m, n, k, dtype, sms, pick.name)
+            assert (pick.stages, pick.epilogue, pick.splitk, pick.streamk) == (DEEP_STAGES, "direct", False, False)
+            most = DEEP_MAX_K[8 if dtype == "e4m3" else 16]
+            assert m >= DEEP_MIN_M and k >= DEEP_MIN_K and (most is None or k <= most), (m, n, k, dtype)
+            assert not (shallow.swap_ab and shallow.splitk), (m, n, k, dtype, shallow.name)
+    assert replaced >= 20     # the grid holds such problems
+
+
 def test_deep_one_wave_holds_only_for_its_class():
     """No deep tile for MN-major operands, M under 256, a bias-free rule's bounds aside: a bias is carried."""
     assert deep_one_wave(choose_config(1124, 1024, 16384, "bf16", 132, b_major="MN"), 1124, 1024, 16384,

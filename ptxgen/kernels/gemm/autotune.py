@@ -13,8 +13,8 @@ output cannot take, is left out) and the duplicates dropped:
    the pick before s39 widened the swapped split-K); a narrow split of rule 3c: what the rules after 3c pick,
    ``heuristic.choice_without_narrow_split``; a column-split pick of rule 8: what the rules pick without rule 8,
    ``choice_without_narrow_split(..., column_split=False)``; a deep one-wave pick of rule 10: what the rules pick
-   without it, ``choice_without_narrow_split(..., deep=False)``), for a data-parallel pick with K ≥ ``SPLITK_MIN_K`` the
-   cheapest split tile of the problem (``heuristic.split_forms``) — the rules between them fit a few measured shapes
+   without it, ``choice_without_narrow_split(..., deep=False)``), for a data-parallel pick with K ≥ ``SPLITK_MIN_K``
+   the cheapest split tile of the problem (``heuristic.split_forms``) — the rules between them fit a few measured shapes
    (of the changed picks measured, bf16 1 of 31 and fp8 3 of 30 lost, by up to 14%; rule 8: 2 of 60, by under 1%), so
    this alternative comes first;
 2. its tile N neighbours: for a mid-M swapped pick (C stored by TMA as its transpose) the other widths that split M
@@ -91,7 +91,8 @@ def _split_toggle(pick: GemmConfig, m: int, n: int, k: int, sms: int) -> list:
     pick's toggle is its data-parallel form, after rule 1's stream-K form for a small-M one (``_split_toggle(
     h128x16s8zx, 16, 4096, 4096, 132)`` = [h128x16s8ska1x, h128x16s8x]); a narrow split (rule 3c) pick's what the
     rules after 3c choose
-    (``_split_toggle(h128x64s8tez, 96, 4096, 14336, 132)`` = [h128x96s6tzxT])."""
+    (``_split_toggle(h128x64s8tez, 96, 4096, 14336, 132)`` = [h128x96s6tzxT]); a deep one-wave pick (rule 10) the
+    pick it replaced (``_split_toggle(h128x96s8g1x, 1024, 1536, 18432, 132)`` = [h128x192s4t3ez])."""
     rules = (m, n, k, pick.dtype, pick.out_dtype, pick.a_major, pick.b_major, pick.bias, sms)
     shallow = choice_without_narrow_split(*rules, deep=False)
     if pick != shallow and pick == choice_without_narrow_split(*rules):
