@@ -119,11 +119,12 @@ def test_shared_memory_is_the_verifiers(config):
 
 # problems whose picks the grid below does not reach: fp8's 128 x 80 and 128 x 136 wave fillers, the swapped split-K
 # of fp8 and of one 192-wide tile in two long slices (s34), mid-M swapped split-K tiles (s39) and rule 10's deep
-# one-wave tiles (s40)
+# one-wave tiles (s40), decode stream-K past one wave (s41)
 EXTRA_PROBLEMS = [("e4m3", 256, 5120, 13824), ("e4m3", 256, 53248, 16384), ("e4m3", 72, 5120, 13824),
                   ("e4m3", 188, 5120, 24576), ("bf16", 192, 8192, 28672), ("bf16", 388, 1024, 57344),
                   ("e4m3", 291, 1280, 18432), ("bf16", 1124, 1024, 16384), ("bf16", 1002, 1280, 28672),
-                  ("e4m3", 792, 1536, 13824), ("e4m3", 741, 1024, 13824)]
+                  ("e4m3", 792, 1536, 13824), ("e4m3", 741, 1024, 13824), ("bf16", 31, 18432, 14336),
+                  ("e4m3", 31, 18432, 14336)]
 
 
 def heuristic_configs(dtypes=("bf16", "e4m3")) -> list:
@@ -340,6 +341,12 @@ def test_unknown_name_gives_the_grammar():
     ((16, 4096, 14336), "e4m3", {}, "h128x16s8k4zx"),
     ((16, 4096, 4096), "bf16", dict(bias=True), "h128x16s8ska1xb"),   # a bias: stream-K on every SM
     ((64, 28672, 4096), "e4m3", {}, "h128x64s8k4x"),
+    # past one wave with under 80% of the waves' SMs in use and >= 48 k-tiles: the last wave shared by stream-K
+    ((31, 18432, 14336), "e4m3", {}, "h128x32s8k4skax"),     # 144 tiles: 55% of two waves
+    ((21, 24576, 3072), "bf16", {}, "h128x32s8skax"),        # 192 tiles (73%), 48 k-tiles
+    ((30, 24576, 2048), "e4m3", {}, "h128x32s8k4x"),         # 16 k-tiles: data-parallel
+    ((22, 28672, 14336), "e4m3", {}, "h128x32s8k4x"),        # 224 tiles: 85% of two waves
+    ((24, 24576, 28672), "bf16", dict(bias=True), "h128x32s8skaxb"),
     ((16, 4096, 4096), "bf16", dict(a_major="MN"), "h128x64s8ska5mknx"),   # an MN-major A: the kernel's B, 64 wide
     ((16, 4096, 4096), "bf16", dict(b_major="MN"), "h128x16s8ska1mnkx"),
     # rule 6: MN-major operands in clusters of 1; the bias is a flag of the config
@@ -378,6 +385,29 @@ def test_heuristic_choices(shape, dtype, extra, name):
         assert pick.stages == DEEP_STAGES and pick.epilogue == "direct", pick.name
         pick = shallow
     assert pick.name == name
+
+
+def test_decode_streamk_past_one_wave_over_a_grid():
+    """Rule 1 past a third of the SMs: a decode pick (M <= 64, swapped, 128-row tiles) shares its last wave by
+    stream-K on every SM exactly where its tiles outnumber the SMs, use under ``SWAP_STREAMK_MAX_WAVE_USE`` of their
+    waves' SMs and K holds ``SWAP_STREAMK_MIN_KTILES`` k-tiles; otherwise it stays data-parallel (two SM counts,
+    both element widths, a bias or not)."""
+    from ptxgen.kernels.gemm.heuristic import SWAP_STREAMK_MAX_WAVE_USE, SWAP_STREAMK_MIN_KTILES
+
+    shared = 0
+    for dtype, sms, bias in itertools.product(("bf16", "e4m3"), (132, 114), (False, True)):
+        for m, n, k in itertools.product((1, 16, 31, 33, 64), (6144, 16384, 18432, 24576, 28672, 40960, 57344),
+                                         (1024, 2048, 3072, 6144, 16384)):
+            pick = choose_config(m, n, k, dtype, sms, bias=bias and dtype == "bf16").validate()
+            tiles = -(-n // 128)
+            assert pick.swap_ab and pick.bm == 128 and not pick.splitk, (m, n, k, dtype, sms, pick.name)
+            use = tiles / (-(-tiles // sms) * sms)
+            want = tiles > sms and use < SWAP_STREAMK_MAX_WAVE_USE and -(-k // pick.k_tile) >= SWAP_STREAMK_MIN_KTILES
+            assert (pick.streamk, pick.streamk_every_sm) == (want, want), (m, n, k, dtype, sms, pick.name)
+            if want:
+                assert pick.streamk_min_saving == STREAMK_MIN_SAVING
+                shared += 1
+    assert shared >= 40     # the grid holds such problems
 
 
 @pytest.mark.parametrize("shape, dtype, name, replaced", [
@@ -823,7 +853,7 @@ def torch_rel_err(torch, got, want):
 
 GPU_SHAPES = [(4096, 4096, 4096), (8192, 8192, 1024), (3001, 2999, 2016), (1000, 1064, 1040), (129, 264, 72),
               (1, 4096, 4096), (16, 4096, 4096), (45, 14336, 4096), (64, 1024, 8192), (128, 4096, 4096),
-              (512, 4096, 4096), (300, 520, 200), (7, 9, 3), (1000, 1000, 1001)]
+              (512, 4096, 4096), (300, 520, 200), (7, 9, 3), (1000, 1000, 1001), (31, 18432, 6144)]
 
 
 @pytest.mark.gpu

@@ -17,7 +17,11 @@ docs/gpu-runs/):
    data-parallel / stream-K:
    bf16 16×6144×4096 (48 tiles) 38 / 31, 16×14336×4096 40 / 37, 32×7168×8192 (BN 32) 82 / 74; 32 tiles:
    16×4096×14336 37 / 38, 32×4096×4096 (BN 32) 54 / 60; e4m3 16×6144×4096 58 / 53, 64×8192×8192 284 / 257,
-   16×4096×14336 66 / 68).
+   16×4096×14336 66 / 68). Past one wave, where the tiles use under ``SWAP_STREAMK_MAX_WAVE_USE`` = 80% of their
+   waves' SMs and K spans at least ``SWAP_STREAMK_MIN_KTILES`` = 48 k-tiles, the short last wave is shared out by
+   stream-K on every SM (``…skax``; H200, s41 log sections 2-4: of 18 changed picks the 11 with 48 or more k-tiles
+   faster by 2.6-18%, bf16 26×20480×14336 91 → 106, e4m3 50×20480×14336 312 → 367 TFLOP/s; under 48 k-tiles 6 of 7
+   slower by 3.5-9%).
 2. **The tile** minimizes a cost model (``estimated_cost``): k-tiles on the critical path × the time of one k-tile of
    the tile, relative to the largest tile, ``(BN / BN_max) / EFFICIENCY``; stream-K's partial sums add
    ``STREAMK_FIXUP`` k-tiles (s8 section 6: ~15 k-tiles of a 128 × 256 tile, ~10 µs) growing with the pieces a
@@ -471,6 +475,15 @@ DATA_PARALLEL_PENDING = {(16, 128): 0}
 # rule 1: a swapped problem of fewer tiles than a third of the SMs shares its k-tiles over every SM; from a third on,
 # its tiles' loads already keep DRAM busy and data-parallel is faster (bf16 and e4m3, 2026-11-26 s12 section 5)
 SWAP_STREAMK_SHARE = 3
+# ... and past one wave, a decode GEMM whose tiles use under 80% of its waves' SMs (the last wave short: 144 tiles on
+# 132 SMs use 55%, 192 use 73%) shares that wave's k-tiles over every SM (stream-K from the default saving): its short
+# last wave ran with too few SMs' loads in flight to keep DRAM busy. H200, interleaved, data-parallel -> stream-K:
+# bf16 47x18432x57344 163 -> 193 TFLOP/s, 31x18432x14336 112 -> 123, 21x24576x3072 65 -> 72; e4m3 31x18432x14336
+# 207 -> 224, 24x24576x28672 183 -> 198; at 224 and 448 tiles (85%) level or slower (e4m3 22x28672x14336 177 -> 172;
+# docs/gpu-runs/2026-11-28-s41.log sections 2-4); with at least 48 k-tiles: under that the shared wave's partial sums
+# cost more than they save (e4m3 30x24576x2048, 16 k-tiles, 172 -> 157; 25x18432x5120, 40 k-tiles, 144 -> 137)
+SWAP_STREAMK_MAX_WAVE_USE = 0.8
+SWAP_STREAMK_MIN_KTILES = 48
 NARROW_BN = 64   # the 128 x 64 tile: twice the tiles of 128 x 128 where those leave SMs idle
 WIDE_THIRDS_BN = 192   # the 16-bit 128 x 192 tile (TMA store in thirds): waves of 128 x 256 and 128 x 128 fit badly
 # fp8 (per-tensor scales) where the model picks the 128 x 112 tile and M spans one 256-row tile at least 3/4 full
@@ -692,15 +705,21 @@ def efficiency(width: int, bn: int) -> float:
 
 def _swapped(m: int, n: int, k: int, dtype: str, a_major: str, b_major: str, bias: bool, out_dtype,
              sm_count: int) -> GemmConfig:
-    """Rule 1: the kernel's M is n, its N is m rounded up to 16, 32 or 64; its A is the problem's B; stream-K on
-    every SM only for fewer than ``sm_count / SWAP_STREAMK_SHARE`` tiles."""
+    """Rule 1: the kernel's M is n, its N is m rounded up to 16, 32 or 64; its A is the problem's B; split-K (or
+    stream-K on every SM) for fewer than ``sm_count / SWAP_STREAMK_SHARE`` tiles, stream-K on every SM for a short
+    last wave past the first (``SWAP_STREAMK_MAX_WAVE_USE``, ``SWAP_STREAMK_MIN_KTILES``), else data-parallel:
+    e4m3 31×18432×14336 (144 tiles on 132 SMs) → ``h128x32s8k4skax``, 22×28672×14336 (224) → ``h128x32s8k4x``."""
     bn = 16 if m <= 16 else 32 if m <= 32 else 64
     if a_major == "MN":
         bn = 64   # the problem's A becomes the kernel's B: MN-major, loaded in 64-column boxes
     fp8 = dtype in ("e4m3", "e5m2")
     config = GemmConfig(dtype=dtype, bn=bn, stages=SWAP_STAGES, a_major=b_major, b_major=a_major,
                         promote=4 if fp8 else 1, swap_ab=True, bias=bias, out_dtype=out_dtype)
-    if -(-n // 128) * SWAP_STREAMK_SHARE >= sm_count:
+    tiles = -(-n // 128)
+    if tiles * SWAP_STREAMK_SHARE >= sm_count:
+        if tiles > sm_count and tiles / (-(-tiles // sm_count) * sm_count) < SWAP_STREAMK_MAX_WAVE_USE and \
+                -(-k // config.k_tile) >= SWAP_STREAMK_MIN_KTILES:
+            return config.replace(streamk=True, streamk_every_sm=True)
         return config
     if (a_major, b_major) == ("K", "K") and not bias:
         return config.replace(splitk=True)
