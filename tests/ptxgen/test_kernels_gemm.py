@@ -341,6 +341,12 @@ def test_unknown_name_gives_the_grammar():
     ((16, 4096, 14336), "e4m3", {}, "h128x16s8k4zx"),
     ((16, 4096, 4096), "bf16", dict(bias=True), "h128x16s8ska1xb"),   # a bias: stream-K on every SM
     ((64, 28672, 4096), "e4m3", {}, "h128x64s8k4x"),
+    # fp8 128 x 224 where its tiles use >= 90% of their waves' SMs, 5 points more than the pick's (s41 sections 6-7)
+    ((987, 7168, 6144), "e4m3", {}, "h128x224s3k4t"),        # 1154 against 1114 for h128x160s4k4t
+    ((1235, 2560, 3584), "e4m3", {}, "h128x224s3k4t"),       # 973 against 817 for h128x128s4k4t
+    ((2587, 1280, 11008), "e4m3", {}, "h128x112s4k4t"),      # 128 x 112 uses its two waves as well (95%)
+    ((256, 14336, 4096), "e4m3", {}, "h128x112s6k4t"),       # two row tiles: not (876 against 940, s19)
+    ((987, 7168, 6144), "e4m3", dict(out_dtype="f16", bias=True), "h128x224s3k4tb_f16"),
     # past one wave with under 80% of the waves' SMs in use and >= 48 k-tiles: the last wave shared by stream-K
     ((31, 18432, 14336), "e4m3", {}, "h128x32s8k4skax"),     # 144 tiles: 55% of two waves
     ((21, 24576, 3072), "bf16", {}, "h128x32s8skax"),        # 192 tiles (73%), 48 k-tiles
@@ -385,6 +391,33 @@ def test_heuristic_choices(shape, dtype, extra, name):
         assert pick.stages == DEEP_STAGES and pick.epilogue == "direct", pick.name
         pick = shallow
     assert pick.name == name
+
+
+def test_fp8_wide_fill_over_a_grid():
+    """fp8's 128 x 224 (``FP8_WIDE_FILL``) is picked only where its tiles use >= 90% of their waves' SMs, 5 points
+    more than the data-parallel 128-row pick it replaced, over >= 4 row tiles (two SM counts, M 256-12000, N
+    1024-28672, K 1024-16384); every pick validates."""
+    from ptxgen.kernels.gemm import heuristic
+
+    replaced = 0
+    for sms in (132, 114):
+        for m, n, k in itertools.product((256, 500, 987, 1235, 2587, 4106, 12000),
+                                         (1024, 2560, 6144, 7168, 14336, 28672), (1024, 4096, 16384)):
+            pick = choose_config(m, n, k, "e4m3", sms).validate()
+            saved = heuristic.FP8_WIDE_FILL_MIN_USE
+            heuristic.FP8_WIDE_FILL_MIN_USE = 2.0     # the rule off: what it would replace
+            try:
+                old = choose_config(m, n, k, "e4m3", sms)
+            finally:
+                heuristic.FP8_WIDE_FILL_MIN_USE = saved
+            if pick == old:
+                continue
+            replaced += 1
+            assert pick.name == "h128x224s3k4t", (m, n, k, sms, pick.name)
+            assert old.bm == 128 and not (old.streamk or old.splitk or old.swap_ab) and -(-m // 128) >= 4, old.name
+            wide = heuristic.wave_use(-(-m // 128) * -(-n // 224), sms)
+            assert wide >= 0.9 and wide >= heuristic.wave_use(-(-m // 128) * -(-n // old.bn), sms) + 0.05
+    assert replaced >= 10     # the grid holds such problems
 
 
 def test_decode_streamk_past_one_wave_over_a_grid():

@@ -51,7 +51,10 @@ docs/gpu-runs/):
      at 128×7168×18432, cuBLAS 637; ``EFFICIENCY`` 0.61 from it); rows epilogue ``h128x128s4c2k4r`` (724 TFLOP/s at
      3001×2999×2016); where the model picks the fp8 128 × 112 tile for M in (192, 256] and K ≥ 8192, the 256 × 112
      tile (``FP8_TALL``: the same column tiles in half the CTAs, each B tile read once: 256x14336x14336 1018 against
-     943 TFLOP/s; s20 section 5) if its last wave holds at least ``WAVE_FILL_MIN`` of the SMs.
+     943 TFLOP/s; s20 section 5) if its last wave holds at least ``WAVE_FILL_MIN`` of the SMs; and where a data-parallel
+     fp8 pick of M over 4 or more row tiles leaves its waves' SMs less busy than 128 × 224 tiles would, by 5 points,
+     and those use at least 90% of theirs, ``FP8_WIDE_FILL`` (``h128x224s3k4t``; H200, s41 sections 6-7: of 38
+     changed picks 35 faster, geomean +2.5% and +3.0% in two samples, e4m3 1235×2560×3584 817 → 973 TFLOP/s).
 3. **Stream-K** (bf16/f16; fp8's 128 × 192 TMA-store tile in clusters of 1 from 8 row tiles, s33 log sections 6-7:
    e4m3 4695×3072×24576 1170 → 1260 TFLOP/s) where it shortens the last wave by at least ``STREAMK_MIN_SAVING`` = 20
    k-tiles (``schedule.streamk_ktiles_saved``, the kernel's own test): ``…sk`` (8192³: 1.041 × cuBLAS;
@@ -495,6 +498,18 @@ WIDE_THIRDS_BN = 192   # the 16-bit 128 x 192 tile (TMA store in thirds): waves 
 # tiles spill (256 x 128: 152 bytes).
 FP8_TALL = GemmConfig("e4m3", bm=256, bn=112, stages=3, epilogue="tma", promote=4)
 FP8_TALL_ROWS = (192, 256)   # M in (192, 256]
+# fp8's 128 x 224 tile (3 stages, TMA store) replaces a data-parallel cost-model pick where its tiles use at least
+# FP8_WIDE_FILL_MIN_USE of their waves' SMs and FP8_WIDE_FILL_MIN_GAIN more than the pick's, M spanning at least
+# FP8_WIDE_FILL_MIN_ROW_TILES tiles. H200, of 18 random problems so drawn (M 468-10677) 17 faster by 0.1-6.1%, one
+# 0.2% slower, geomean +2.5% (e4m3 987x7168x6144 1114 -> 1154 TFLOP/s, 1181x2560x2112 638 -> 677); of 20 fresh
+# changed picks 18 faster by up to 19% (1235x2560x3584 817 -> 973, 1751x6144x5120 1102 -> 1135), 2 slower by 1.3%
+# and 2.2%, geomean +3.0% (docs/gpu-runs/2026-11-28-s41.log sections 6-7). At two row tiles it lost (256x14336x4096
+# 876 against 940, s19 section 1), hence the row bound; it is not a cost-model candidate, whose waves would take it
+# elsewhere.
+FP8_WIDE_FILL = GemmConfig("e4m3", bn=224, stages=3, epilogue="tma", promote=4)
+FP8_WIDE_FILL_MIN_USE = 0.9
+FP8_WIDE_FILL_MIN_GAIN = 0.05
+FP8_WIDE_FILL_MIN_ROW_TILES = 4
 # rule 8: 192-row tiles whose two consumer warpgroups split the columns (each all 192 rows × BN/2: cuBLAS's "coopB"
 # 192 x 176 / 192 x 192 / 192 x 208 at 2046x2112x12288, 2199x2112x57344, 2437x16384x6144), 16-bit, costed as the
 # 128-row tile of their BN (EFFICIENCY) times 192/128. Where their tiles fill one wave that the 128-row
@@ -946,6 +961,8 @@ def _finished(pick: GemmConfig, m: int, n: int, k: int, sms: int) -> GemmConfig:
     rule 5's stages; validated."""
     if _fp8_tall(pick, m, n, k, sms):
         return FP8_TALL.replace(dtype=pick.dtype, out_dtype=pick.out_dtype, bias=pick.bias).validate()
+    if _fp8_wide_fill(pick, m, n, sms):
+        return FP8_WIDE_FILL.replace(dtype=pick.dtype, out_dtype=pick.out_dtype, bias=pick.bias).validate()
     return pick.replace(stages=pipeline_stages(pick, m, n, sms)).validate()
 
 
@@ -1015,6 +1032,28 @@ def unsplit_choice(m: int, n: int, k: int, dtype: str = "bf16", out_dtype: str |
     out_dtype = out_dtype or ("bf16" if dtype in ("e4m3", "e5m2") else dtype)
     best, _ = _unswapped_pick(m, n, k, dtype, out_dtype, a_major, b_major, bias, sms, split_k=False)
     return _finished(best, m, n, k, sms)
+
+
+def wave_use(tiles: int, sms: int) -> float:
+    """The share of the SMs ``tiles`` data-parallel tiles keep busy over their waves: tiles / (waves · sms); 144
+    tiles on 132 SMs: 0.545, 126: 0.955. Post: in (0, 1] for tiles ≥ 1."""
+    return tiles / (-(-tiles // sms) * sms)
+
+
+def _fp8_wide_fill(pick: GemmConfig, m: int, n: int, sms: int) -> bool:
+    """Whether ``FP8_WIDE_FILL`` (fp8 128 × 224) replaces the cost model's data-parallel ``pick`` (see its comment):
+    K-major operands, a TMA store, M over at least ``FP8_WIDE_FILL_MIN_ROW_TILES`` row tiles, and the 224-wide tiles
+    using ≥ ``FP8_WIDE_FILL_MIN_USE`` of their waves' SMs, ``FP8_WIDE_FILL_MIN_GAIN`` more than the pick's tiles.
+    ``_fp8_wide_fill(h128x160s4k4t, 987, 7168, 132)`` → True (256 tiles using 0.97 of two waves, against 360
+    using 0.91 of three); ``_fp8_wide_fill(h128x112s4k4t, 2587, 1280, 132)`` → False (126 tiles and 252 both use
+    0.95)."""
+    if not (pick.fp8 and pick.scales == "tensor" and pick.bm == 128 and pick.warpgroups_along == "m"
+            and pick.bn != FP8_WIDE_FILL.bn and pick.cluster == 1 and (pick.a_major, pick.b_major) == ("K", "K")
+            and pick.epilogue == "tma" and not (pick.streamk or pick.splitk)
+            and _row_tiles(pick, m) >= FP8_WIDE_FILL_MIN_ROW_TILES):
+        return False
+    wide = wave_use(_tiles(FP8_WIDE_FILL, m, n), sms)
+    return wide >= FP8_WIDE_FILL_MIN_USE and wide >= wave_use(_tiles(pick, m, n), sms) + FP8_WIDE_FILL_MIN_GAIN
 
 
 def _fp8_tall(pick: GemmConfig, m: int, n: int, k: int, sms: int) -> bool:
