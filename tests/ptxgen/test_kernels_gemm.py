@@ -124,7 +124,7 @@ EXTRA_PROBLEMS = [("e4m3", 256, 5120, 13824), ("e4m3", 256, 53248, 16384), ("e4m
                   ("e4m3", 188, 5120, 24576), ("bf16", 192, 8192, 28672), ("bf16", 388, 1024, 57344),
                   ("e4m3", 291, 1280, 18432), ("bf16", 1124, 1024, 16384), ("bf16", 1002, 1280, 28672),
                   ("e4m3", 792, 1536, 13824), ("e4m3", 741, 1024, 13824), ("bf16", 31, 18432, 14336),
-                  ("e4m3", 31, 18432, 14336)]
+                  ("e4m3", 31, 18432, 14336), ("bf16", 24, 24576, 28672), ("e4m3", 24, 24576, 28672)]
 
 
 def heuristic_configs(dtypes=("bf16", "e4m3")) -> list:
@@ -347,12 +347,20 @@ def test_unknown_name_gives_the_grammar():
     ((2587, 1280, 11008), "e4m3", {}, "h128x112s4k4t"),      # 128 x 112 uses its two waves as well (95%)
     ((256, 14336, 4096), "e4m3", {}, "h128x112s6k4t"),       # two row tiles: not (876 against 940, s19)
     ((987, 7168, 6144), "e4m3", dict(out_dtype="f16", bias=True), "h128x224s3k4tb_f16"),
-    # past one wave with under 80% of the waves' SMs in use and >= 48 k-tiles: the last wave shared by stream-K
-    ((31, 18432, 14336), "e4m3", {}, "h128x32s8k4skax"),     # 144 tiles: 55% of two waves
-    ((21, 24576, 3072), "bf16", {}, "h128x32s8skax"),        # 192 tiles (73%), 48 k-tiles
+    # just past one wave (<= 1.15 waves of 128-row tiles, K-major, no bias): one wave of 256-row tiles (s41 §10)
+    ((31, 18432, 14336), "e4m3", {}, "h256x32s6k4x"),        # 144 tiles
+    ((37, 18432, 4096), "bf16", {}, "h256x64s5x"),           # 128 TFLOP/s against 113 data-parallel
+    ((16, 19328, 4096), "bf16", {}, "h256x16s6x"),           # 151 tiles
+    ((16, 19456, 4096), "bf16", {}, "h128x16s8skax"),        # 152 tiles: stream-K below (9.7 k-tiles per SM)
+    # past one wave with under 80% of the waves' SMs in use, >= 48 k-tiles and >= 7 of the last wave's k-tiles per
+    # SM: the last wave shared by stream-K on every SM
+    ((24, 24576, 28672), "e4m3", {}, "h128x32s8k4skax"),     # 192 tiles (73%)
+    ((21, 24576, 3072), "bf16", {}, "h128x32s8skax"),        # 48 k-tiles, 21.8 of them per SM
     ((30, 24576, 2048), "e4m3", {}, "h128x32s8k4x"),         # 16 k-tiles: data-parallel
     ((22, 28672, 14336), "e4m3", {}, "h128x32s8k4x"),        # 224 tiles: 85% of two waves
     ((24, 24576, 28672), "bf16", dict(bias=True), "h128x32s8skaxb"),
+    ((31, 18432, 14336), "bf16", dict(bias=True), "h128x32s8skaxb"),   # a bias: no 256-row tile; 20.4 per SM
+    ((37, 18432, 4096), "bf16", dict(bias=True), "h128x64s8xb"),       # 5.8 k-tiles per SM: data-parallel
     ((16, 4096, 4096), "bf16", dict(a_major="MN"), "h128x64s8ska5mknx"),   # an MN-major A: the kernel's B, 64 wide
     ((16, 4096, 4096), "bf16", dict(b_major="MN"), "h128x16s8ska1mnkx"),
     # rule 6: MN-major operands in clusters of 1; the bias is a flag of the config
@@ -420,27 +428,38 @@ def test_fp8_wide_fill_over_a_grid():
     assert replaced >= 10     # the grid holds such problems
 
 
-def test_decode_streamk_past_one_wave_over_a_grid():
-    """Rule 1 past a third of the SMs: a decode pick (M <= 64, swapped, 128-row tiles) shares its last wave by
-    stream-K on every SM exactly where its tiles outnumber the SMs, use under ``SWAP_STREAMK_MAX_WAVE_USE`` of their
-    waves' SMs and K holds ``SWAP_STREAMK_MIN_KTILES`` k-tiles; otherwise it stays data-parallel (two SM counts,
-    both element widths, a bias or not)."""
-    from ptxgen.kernels.gemm.heuristic import SWAP_STREAMK_MAX_WAVE_USE, SWAP_STREAMK_MIN_KTILES
+def test_decode_past_one_wave_over_a_grid():
+    """Rule 1 past a third of the SMs: a decode pick (M <= 64, swapped) takes one wave of 256-row tiles exactly where
+    its 128-row tiles outnumber the SMs by at most ``SWAP_TALL_DECODE_MAX_WAVES`` (no bias); else it shares its last
+    wave by stream-K on every SM exactly where its 128-row tiles outnumber the SMs, use under
+    ``SWAP_STREAMK_MAX_WAVE_USE`` of their waves' SMs, K holds ``SWAP_STREAMK_MIN_KTILES`` k-tiles and each SM
+    takes ``SWAP_STREAMK_MIN_SHARED_KTILES`` of the last wave's; otherwise 128-row data-parallel (two SM counts, both
+    element widths, a bias or not)."""
+    from ptxgen.kernels.gemm.heuristic import (SWAP_STREAMK_MAX_WAVE_USE, SWAP_STREAMK_MIN_KTILES,
+                                               SWAP_STREAMK_MIN_SHARED_KTILES, SWAP_TALL_DECODE_MAX_WAVES, wave_use)
 
-    shared = 0
+    shared = tall = 0
     for dtype, sms, bias in itertools.product(("bf16", "e4m3"), (132, 114), (False, True)):
-        for m, n, k in itertools.product((1, 16, 31, 33, 64), (6144, 16384, 18432, 24576, 28672, 40960, 57344),
+        bias = bias and dtype == "bf16"
+        for m, n, k in itertools.product((1, 16, 31, 33, 64), (6144, 16384, 18432, 19328, 24576, 28672, 57344),
                                          (1024, 2048, 3072, 6144, 16384)):
-            pick = choose_config(m, n, k, dtype, sms, bias=bias and dtype == "bf16").validate()
+            pick = choose_config(m, n, k, dtype, sms, bias=bias).validate()
             tiles = -(-n // 128)
-            assert pick.swap_ab and pick.bm == 128 and not pick.splitk, (m, n, k, dtype, sms, pick.name)
-            use = tiles / (-(-tiles // sms) * sms)
-            want = tiles > sms and use < SWAP_STREAMK_MAX_WAVE_USE and -(-k // pick.k_tile) >= SWAP_STREAMK_MIN_KTILES
+            assert pick.swap_ab and not pick.splitk, (m, n, k, dtype, sms, pick.name)
+            want_tall = sms < tiles <= SWAP_TALL_DECODE_MAX_WAVES * sms and not bias
+            assert (pick.bm == 256) == want_tall, (m, n, k, dtype, sms, pick.name)
+            if want_tall:
+                assert not pick.streamk
+                tall += 1
+                continue
+            ktiles = -(-k // pick.k_tile)
+            want = tiles > sms and wave_use(tiles, sms) < SWAP_STREAMK_MAX_WAVE_USE and \
+                ktiles >= SWAP_STREAMK_MIN_KTILES and tiles % sms * ktiles / sms >= SWAP_STREAMK_MIN_SHARED_KTILES
             assert (pick.streamk, pick.streamk_every_sm) == (want, want), (m, n, k, dtype, sms, pick.name)
             if want:
                 assert pick.streamk_min_saving == STREAMK_MIN_SAVING
                 shared += 1
-    assert shared >= 40     # the grid holds such problems
+    assert shared >= 30 and tall >= 30     # the grid holds such problems
 
 
 @pytest.mark.parametrize("shape, dtype, name, replaced", [

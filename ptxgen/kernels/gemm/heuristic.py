@@ -17,11 +17,14 @@ docs/gpu-runs/):
    data-parallel / stream-K:
    bf16 16×6144×4096 (48 tiles) 38 / 31, 16×14336×4096 40 / 37, 32×7168×8192 (BN 32) 82 / 74; 32 tiles:
    16×4096×14336 37 / 38, 32×4096×4096 (BN 32) 54 / 60; e4m3 16×6144×4096 58 / 53, 64×8192×8192 284 / 257,
-   16×4096×14336 66 / 68). Past one wave, where the tiles use under ``SWAP_STREAMK_MAX_WAVE_USE`` = 80% of their
-   waves' SMs and K spans at least ``SWAP_STREAMK_MIN_KTILES`` = 48 k-tiles, the short last wave is shared out by
-   stream-K on every SM (``…skax``; H200, s41 log sections 2-4: of 18 changed picks the 11 with 48 or more k-tiles
-   faster by 2.6-18%, bf16 26×20480×14336 91 → 106, e4m3 50×20480×14336 312 → 367 TFLOP/s; under 48 k-tiles 6 of 7
-   slower by 3.5-9%).
+   16×4096×14336 66 / 68). Just past one wave (at most ``SWAP_TALL_DECODE_MAX_WAVES`` = 1.15 waves of 128-row tiles,
+   K-major, no bias) one wave of 256-row tiles (``h256x<BN>s5-6x``; H200, s41 log section 10: of 18 changed picks
+   13 faster, by up to 39%, geomean +8.2%, 4 slower by 1.6-3.4% at K ≥ 11008). Further past one wave, where the
+   tiles use under ``SWAP_STREAMK_MAX_WAVE_USE`` = 80% of their waves' SMs, K spans at least
+   ``SWAP_STREAMK_MIN_KTILES`` = 48 k-tiles and each SM takes at least ``SWAP_STREAMK_MIN_SHARED_KTILES`` = 7 of the
+   last wave's, the short last wave is shared out by stream-K on every SM (``…skax``; s41 sections 2-4 and 10: of
+   18 changed picks the 11 with 48 or more k-tiles faster by 2.6-18%, bf16 26×20480×14336 91 → 106, e4m3
+   50×20480×14336 312 → 367 TFLOP/s; under 48 k-tiles 6 of 7 slower by 3.5-9%).
 2. **The tile** minimizes a cost model (``estimated_cost``): k-tiles on the critical path × the time of one k-tile of
    the tile, relative to the largest tile, ``(BN / BN_max) / EFFICIENCY``; stream-K's partial sums add
    ``STREAMK_FIXUP`` k-tiles (s8 section 6: ~15 k-tiles of a 128 × 256 tile, ~10 µs) growing with the pieces a
@@ -487,6 +490,16 @@ SWAP_STREAMK_SHARE = 3
 # cost more than they save (e4m3 30x24576x2048, 16 k-tiles, 172 -> 157; 25x18432x5120, 40 k-tiles, 144 -> 137)
 SWAP_STREAMK_MAX_WAVE_USE = 0.8
 SWAP_STREAMK_MIN_KTILES = 48
+# ... and with at least 7 k-tiles of the shared wave per SM: at 144 tiles on 132 SMs each of the 12 last tiles is cut
+# into 11 pieces, whose joins cost more than 5-6 k-tiles a piece save (bf16 37x18432x4096 113 -> 107, 19x18432x3456
+# 60 -> 58; from 7.3 a piece faster: e4m3 22x18432x10240 141 -> 148, 54x18432x11136 323 -> 352; s41 section 10)
+SWAP_STREAMK_MIN_SHARED_KTILES = 7
+# ... but just past one wave (at most 1.15 waves of 128-row tiles, K-major, no bias) one wave of 256-row tiles, each
+# SM streaming twice the rows: at 144 tiles on 132 SMs faster than both forms at 12 of 14 problems (bf16
+# 37x18432x4096 113 / 107 -> 128 TFLOP/s, e4m3 54x18432x11136 323 / 352 -> 379, 60x18432x11008 365 / 395 -> 422); at
+# 160 tiles level or slower than stream-K (bf16 26x20480x14336 106 -> 100; s41 sections 2-4 and 10)
+SWAP_TALL_DECODE_MAX_WAVES = 1.15
+SWAP_TALL_DECODE_STAGES = {16: 6, 32: 6, 64: 5}   # as deep as (256 + BN) x 128-byte stages fit
 NARROW_BN = 64   # the 128 x 64 tile: twice the tiles of 128 x 128 where those leave SMs idle
 WIDE_THIRDS_BN = 192   # the 16-bit 128 x 192 tile (TMA store in thirds): waves of 128 x 256 and 128 x 128 fit badly
 # fp8 (per-tensor scales) where the model picks the 128 x 112 tile and M spans one 256-row tile at least 3/4 full
@@ -721,9 +734,11 @@ def efficiency(width: int, bn: int) -> float:
 def _swapped(m: int, n: int, k: int, dtype: str, a_major: str, b_major: str, bias: bool, out_dtype,
              sm_count: int) -> GemmConfig:
     """Rule 1: the kernel's M is n, its N is m rounded up to 16, 32 or 64; its A is the problem's B; split-K (or
-    stream-K on every SM) for fewer than ``sm_count / SWAP_STREAMK_SHARE`` tiles, stream-K on every SM for a short
-    last wave past the first (``SWAP_STREAMK_MAX_WAVE_USE``, ``SWAP_STREAMK_MIN_KTILES``), else data-parallel:
-    e4m3 31×18432×14336 (144 tiles on 132 SMs) → ``h128x32s8k4skax``, 22×28672×14336 (224) → ``h128x32s8k4x``."""
+    stream-K on every SM) for fewer than ``sm_count / SWAP_STREAMK_SHARE`` tiles; just past one wave one wave of
+    256-row tiles (``SWAP_TALL_DECODE_MAX_WAVES``); stream-K on every SM for a short last wave past the first
+    (``SWAP_STREAMK_MAX_WAVE_USE``, ``SWAP_STREAMK_MIN_KTILES``, ``SWAP_STREAMK_MIN_SHARED_KTILES``); else
+    data-parallel: e4m3 31×18432×14336 (144 tiles on 132 SMs) → ``h256x32s6k4x``, 24×24576×28672 (192) →
+    ``h128x32s8k4skax``, 22×28672×14336 (224) → ``h128x32s8k4x``."""
     bn = 16 if m <= 16 else 32 if m <= 32 else 64
     if a_major == "MN":
         bn = 64   # the problem's A becomes the kernel's B: MN-major, loaded in 64-column boxes
@@ -732,8 +747,13 @@ def _swapped(m: int, n: int, k: int, dtype: str, a_major: str, b_major: str, bia
                         promote=4 if fp8 else 1, swap_ab=True, bias=bias, out_dtype=out_dtype)
     tiles = -(-n // 128)
     if tiles * SWAP_STREAMK_SHARE >= sm_count:
-        if tiles > sm_count and tiles / (-(-tiles // sm_count) * sm_count) < SWAP_STREAMK_MAX_WAVE_USE and \
-                -(-k // config.k_tile) >= SWAP_STREAMK_MIN_KTILES:
+        ktiles = -(-k // config.k_tile)
+        if sm_count < tiles <= SWAP_TALL_DECODE_MAX_WAVES * sm_count and (a_major, b_major) == ("K", "K") and \
+                not bias:
+            return config.replace(bm=256, stages=SWAP_TALL_DECODE_STAGES[bn])
+        shared_per_sm = tiles % sm_count * ktiles / sm_count   # the last wave's k-tiles each SM takes
+        if tiles > sm_count and wave_use(tiles, sm_count) < SWAP_STREAMK_MAX_WAVE_USE and \
+                ktiles >= SWAP_STREAMK_MIN_KTILES and shared_per_sm >= SWAP_STREAMK_MIN_SHARED_KTILES:
             return config.replace(streamk=True, streamk_every_sm=True)
         return config
     if (a_major, b_major) == ("K", "K") and not bias:
