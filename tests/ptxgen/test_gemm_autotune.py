@@ -245,11 +245,25 @@ def test_gpu_autotune_times_the_candidates_once_and_stays_right():
     ((1024, 2048, 18432), "bf16", "h128x256s4t2ez"),    # a data-parallel pick with K >= 8192: the cheapest split
     ((80, 5120, 13824), "bf16", "h128x80s6txT"),         # a swapped split pick: its data-parallel form
     ((96, 4096, 14336), "bf16", "h128x96s6tzxT"),        # a narrow split pick (rule 3c): the rules after 3c
+    ((987, 7168, 6144), "e4m3", "h128x160s4k4t"),        # fp8's 128 x 224 wave fill: the pick it replaced
+    ((31, 18432, 14336), "e4m3", "h128x32s8k4skax"),     # a 256-row decode tile: the 128-row pick it replaced
 ])
 def test_candidates_toggle_split_k_first(shape, dtype, second):
     """Rule 1b: right after the pick, its split-K alternative (the rule between the two fits a few measured shapes)."""
     pick = choose_config(*shape, dtype)
     assert [c.name for c in autotune.candidates(pick, *shape)][1] == second
+
+
+def test_candidates_of_a_tall_decode_pick_hold_both_128_row_schedules():
+    """A 256-row decode tile (rule 1 just past one wave) is timed against the 128-row tile it replaced, stream-K on
+    every SM and data-parallel, right after the pick."""
+    for shape, dtype in (((31, 18432, 14336), "e4m3"), ((37, 18432, 4096), "bf16"), ((16, 19328, 4096), "bf16")):
+        pick = choose_config(*shape, dtype)
+        assert pick.bm == 256 and pick.swap_ab and not pick.streamk, pick.name
+        second, third = autotune.candidates(pick, *shape)[1:3]
+        assert (second.bm, third.bm) == (128, 128) and {second.streamk, third.streamk} == {True, False}
+        assert second.replace(streamk=False, streamk_every_sm=False) == third.replace(streamk=False,
+                                                                                      streamk_every_sm=False)
 
 
 def test_no_split_alternative_below_the_rule():

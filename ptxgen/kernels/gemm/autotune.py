@@ -13,7 +13,9 @@ output cannot take, is left out) and the duplicates dropped:
    the pick before s39 widened the swapped split-K); a narrow split of rule 3c: what the rules after 3c pick,
    ``heuristic.choice_without_narrow_split``; a column-split pick of rule 8: what the rules pick without rule 8,
    ``choice_without_narrow_split(..., column_split=False)``; a deep one-wave pick of rule 10: what the rules pick
-   without it, ``choice_without_narrow_split(..., deep=False)``), for a data-parallel pick with K ≥ ``SPLITK_MIN_K``
+   without it, ``choice_without_narrow_split(..., deep=False)``; a 256-row decode tile of rule 1 or fp8's 128 × 224
+   wave fill: what the rules pick without them, ``choice_without_narrow_split(..., wave_fills=False)``, a decode
+   tile's also in its other schedule), for a data-parallel pick with K ≥ ``SPLITK_MIN_K``
    the cheapest split tile of the problem (``heuristic.split_forms``) — the rules between them fit a few measured shapes
    (of the changed picks measured, bf16 1 of 31 and fp8 3 of 30 lost, by up to 14%; rule 8: 2 of 60, by under 1%), so
    this alternative comes first;
@@ -92,11 +94,22 @@ def _split_toggle(pick: GemmConfig, m: int, n: int, k: int, sms: int) -> list:
     h128x16s8zx, 16, 4096, 4096, 132)`` = [h128x16s8ska1x, h128x16s8x]); a narrow split (rule 3c) pick's what the
     rules after 3c choose
     (``_split_toggle(h128x64s8tez, 96, 4096, 14336, 132)`` = [h128x96s6tzxT]); a deep one-wave pick (rule 10) the
-    pick it replaced (``_split_toggle(h128x96s8g1x, 1024, 1536, 18432, 132)`` = [h128x192s4t3ez])."""
+    pick it replaced (``_split_toggle(h128x96s8g1x, 1024, 1536, 18432, 132)`` = [h128x192s4t3ez]); a 256-row decode
+    tile of rule 1 the 128-row tile in both schedules (``_split_toggle(h256x32s6k4x, 31, 18432, 14336, 132)`` =
+    [h128x32s8k4skax, h128x32s8k4x]); fp8's wide fill the pick it replaced (``_split_toggle(h128x224s3k4t, 987,
+    7168, 6144, 132)`` = [h128x160s4k4t])."""
     rules = (m, n, k, pick.dtype, pick.out_dtype, pick.a_major, pick.b_major, pick.bias, sms)
     shallow = choice_without_narrow_split(*rules, deep=False)
     if pick != shallow and pick == choice_without_narrow_split(*rules):
         return [shallow]
+    unfilled = choice_without_narrow_split(*rules, wave_fills=False)
+    if pick != unfilled and pick == choice_without_narrow_split(*rules):
+        # a 256-row decode tile: the 128-row pick it replaced and that tile's other schedule; a wide fp8 fill: the
+        # pick it replaced
+        if pick.swap_ab and pick.bm == 256:
+            other = unfilled.replace(streamk=not unfilled.streamk, streamk_every_sm=not unfilled.streamk)
+            return [unfilled, other]
+        return [unfilled]
     if pick.warpgroups_along == "n":
         return [choice_without_narrow_split(m, n, k, pick.dtype, pick.out_dtype, pick.a_major, pick.b_major, pick.bias,
                                             sms, column_split=False)]

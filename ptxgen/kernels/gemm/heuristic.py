@@ -732,13 +732,13 @@ def efficiency(width: int, bn: int) -> float:
 
 
 def _swapped(m: int, n: int, k: int, dtype: str, a_major: str, b_major: str, bias: bool, out_dtype,
-             sm_count: int) -> GemmConfig:
+             sm_count: int, tall: bool = True) -> GemmConfig:
     """Rule 1: the kernel's M is n, its N is m rounded up to 16, 32 or 64; its A is the problem's B; split-K (or
     stream-K on every SM) for fewer than ``sm_count / SWAP_STREAMK_SHARE`` tiles; just past one wave one wave of
     256-row tiles (``SWAP_TALL_DECODE_MAX_WAVES``); stream-K on every SM for a short last wave past the first
     (``SWAP_STREAMK_MAX_WAVE_USE``, ``SWAP_STREAMK_MIN_KTILES``, ``SWAP_STREAMK_MIN_SHARED_KTILES``); else
     data-parallel: e4m3 31×18432×14336 (144 tiles on 132 SMs) → ``h256x32s6k4x``, 24×24576×28672 (192) →
-    ``h128x32s8k4skax``, 22×28672×14336 (224) → ``h128x32s8k4x``."""
+    ``h128x32s8k4skax``, 22×28672×14336 (224) → ``h128x32s8k4x``. ``tall=False``: no 256-row tiles."""
     bn = 16 if m <= 16 else 32 if m <= 32 else 64
     if a_major == "MN":
         bn = 64   # the problem's A becomes the kernel's B: MN-major, loaded in 64-column boxes
@@ -748,8 +748,8 @@ def _swapped(m: int, n: int, k: int, dtype: str, a_major: str, b_major: str, bia
     tiles = -(-n // 128)
     if tiles * SWAP_STREAMK_SHARE >= sm_count:
         ktiles = -(-k // config.k_tile)
-        if sm_count < tiles <= SWAP_TALL_DECODE_MAX_WAVES * sm_count and (a_major, b_major) == ("K", "K") and \
-                not bias:
+        if tall and sm_count < tiles <= SWAP_TALL_DECODE_MAX_WAVES * sm_count and (a_major, b_major) == ("K", "K") \
+                and not bias:
             return config.replace(bm=256, stages=SWAP_TALL_DECODE_STAGES[bn])
         shared_per_sm = tiles % sm_count * ktiles / sm_count   # the last wave's k-tiles each SM takes
         if tiles > sm_count and wave_use(tiles, sm_count) < SWAP_STREAMK_MAX_WAVE_USE and \
@@ -806,16 +806,17 @@ def choose_config(m: int, n: int, k: int, dtype: str = "bf16", sm_count: int = H
 def choice_without_narrow_split(m: int, n: int, k: int, dtype: str = "bf16", out_dtype: str | None = None,
                                 a_major: str = "K", b_major: str = "K", bias: bool = False,
                                 sm_count: int = H100_SMS, column_split: bool = True,
-                                deep: bool = True) -> GemmConfig:
+                                deep: bool = True, wave_fills: bool = True) -> GemmConfig:
     """What ``choose_config`` picks by its rules after 3c (the cost model, the swapped mid-M tiles, rule 5) — its
     pick wherever rule 3c does not hold, and autotune's alternative to a rule-3c pick: ``choice_without_narrow_split(
     96, 4096, 14336).name`` = ``h128x96s6tzxT`` where ``choose_config`` gives ``h128x64s8tez``. ``column_split=False``:
     without rule 8's tiles (autotune's alternative to a rule-8 pick: ``h128x176s4g1tskxT`` at 2112x1920x8192, where
     the rule picks ``h192x160s4Ct3``). A swapped pick of two or more tile columns rasters by rule 9; rule 10's deep
     one-wave tile replaces the pick where it holds (``deep=False``: not — autotune's alternative to a rule-10 pick).
-    Post: validates."""
+    ``wave_fills=False``: without rule 1's 256-row decode tiles and fp8's ``FP8_WIDE_FILL`` (autotune's alternative
+    to those: ``h128x160s4k4t`` at e4m3 987x7168x6144, where the rule picks ``h128x224s3k4t``). Post: validates."""
     out_dtype = out_dtype or ("bf16" if dtype in ("e4m3", "e5m2") else dtype)
-    pick = _choice_by_rules(m, n, k, dtype, out_dtype, a_major, b_major, bias, sm_count, column_split)
+    pick = _choice_by_rules(m, n, k, dtype, out_dtype, a_major, b_major, bias, sm_count, column_split, wave_fills)
     pick = swapped_pipeline_stages(swapped_raster(pick, m)).validate()
     if not deep:
         return pick
@@ -909,10 +910,11 @@ def swapped_slowdown(config: GemmConfig, m: int) -> float:
     return SWAP_MID_SLOWDOWN[width]
 
 
-def _choice_by_rules(m, n, k, dtype, out_dtype, a_major, b_major, bias, sm_count, column_split) -> GemmConfig:
+def _choice_by_rules(m, n, k, dtype, out_dtype, a_major, b_major, bias, sm_count, column_split,
+                     wave_fills: bool = True) -> GemmConfig:
     """``choice_without_narrow_split`` before rule 9."""
     if m <= SWAP_AB_MAX_M < n:
-        return _swapped(m, n, k, dtype, a_major, b_major, bias, out_dtype, sm_count).validate()
+        return _swapped(m, n, k, dtype, a_major, b_major, bias, out_dtype, sm_count, wave_fills).validate()
     tma_store = n * ELEMENT_BYTES[out_dtype] % 16 == 0
     best, best_cost = _unswapped_pick(m, n, k, dtype, out_dtype, a_major, b_major, bias, sm_count, split_k=True,
                                       column_split=column_split)
@@ -950,7 +952,7 @@ def _choice_by_rules(m, n, k, dtype, out_dtype, a_major, b_major, bias, sm_count
             best = narrow_fill
     if best.swap_ab:
         return best.validate()
-    return _finished(best, m, n, k, sm_count)
+    return _finished(best, m, n, k, sm_count, wave_fills)
 
 
 def narrow_split(m: int, n: int, k: int, dtype: str, out_dtype: str, a_major: str, b_major: str, bias: bool,
@@ -976,12 +978,12 @@ def narrow_split(m: int, n: int, k: int, dtype: str, out_dtype: str, a_major: st
     return base.replace(out_dtype=out_dtype, splitk=True, release_per_warpgroup=not fp8)
 
 
-def _finished(pick: GemmConfig, m: int, n: int, k: int, sms: int) -> GemmConfig:
-    """An unswapped cost-model pick as the op runs it: ``FP8_TALL`` where it replaces the pick, else the pick with
-    rule 5's stages; validated."""
+def _finished(pick: GemmConfig, m: int, n: int, k: int, sms: int, wide_fill: bool = True) -> GemmConfig:
+    """An unswapped cost-model pick as the op runs it: ``FP8_TALL`` or (``wide_fill``) ``FP8_WIDE_FILL`` where it
+    replaces the pick, else the pick with rule 5's stages; validated."""
     if _fp8_tall(pick, m, n, k, sms):
         return FP8_TALL.replace(dtype=pick.dtype, out_dtype=pick.out_dtype, bias=pick.bias).validate()
-    if _fp8_wide_fill(pick, m, n, sms):
+    if wide_fill and _fp8_wide_fill(pick, m, n, sms):
         return FP8_WIDE_FILL.replace(dtype=pick.dtype, out_dtype=pick.out_dtype, bias=pick.bias).validate()
     return pick.replace(stages=pipeline_stages(pick, m, n, sms)).validate()
 
