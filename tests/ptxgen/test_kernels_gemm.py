@@ -412,12 +412,7 @@ def test_fp8_wide_fill_over_a_grid():
         for m, n, k in itertools.product((256, 500, 987, 1235, 2587, 4106, 12000),
                                          (1024, 2560, 6144, 7168, 14336, 28672), (1024, 4096, 16384)):
             pick = choose_config(m, n, k, "e4m3", sms).validate()
-            saved = heuristic.FP8_WIDE_FILL_MIN_USE
-            heuristic.FP8_WIDE_FILL_MIN_USE = 2.0     # the rule off: what it would replace
-            try:
-                old = choose_config(m, n, k, "e4m3", sms)
-            finally:
-                heuristic.FP8_WIDE_FILL_MIN_USE = saved
+            old = choice_without_narrow_split(m, n, k, "e4m3", sm_count=sms, wave_fills=False)   # what it replaces
             if pick == old:
                 continue
             replaced += 1
