@@ -194,7 +194,7 @@ def test_unknown_name_gives_the_grammar():
     ((887, 1280, 11008), "e4m3", {}, "h128x80s7k4t"),        # 929 against 780
     ((395, 2560, 9216), "e4m3", {}, "h128x80s6g1k4txT"),       # not for a swapped pick: 800 against 471
     ((1630, 1024, 9216), "e4m3", {}, "h128x112s4k4t"),       # 13 row tiles: past 128 x 80's bound
-    ((256, 53248, 16384), "e4m3", {}, "h128x136s5k4t"),      # 1095 against 1005 for h128x192s4k4t
+    ((256, 53248, 16384), "e4m3", {}, "h128x136s4k4t"),      # 1095 (5 stages) against 1005 for h128x192s4k4t
     ((862, 12288, 14336), "e4m3", {}, "h128x176s4k4t"),      # 7 row tiles: 1137 against 990 for 128 x 136
     ((192, 14336, 8192), "e4m3", {}, "h128x192s5k4t2xT"),    # M = 192: swapped
     # 16-bit 128 x 224 (C staged in two blocks of 112) below 8 row tiles (s19 sections 1-4)

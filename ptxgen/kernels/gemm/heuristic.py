@@ -300,7 +300,9 @@ EFFICIENCY = {(16, 256): 1.0, (16, 224): 0.975, (16, 192): 0.95, (16, 176): 0.94
 # deepest pipelines (bf16 384x4096x4096 128 x 96 552 with 7 stages, 479 with 4; e4m3 256x14336x4096 128 x 112 932
 # with 6, 802 with 4)
 WAVE_FILLING = {16: {96: 7, 112: 6, 144: 4, 160: 4, 176: 4, 224: 4},
-                8: {80: 7, 112: 6, 136: 5, 144: 4, 160: 4, 176: 4}}
+                8: {80: 7, 112: 6, 136: 4, 144: 4, 160: 4, 176: 4}}
+# (fp8's 128 x 136 takes 4, not 5: 4 stages were faster at 14 of 16 sampled picks, even at 2, by up to 11%: e4m3
+# 379x28672x14336 1046 -> 1146 TFLOP/s, 744x14336x24576 1053 -> 1168; docs/gpu-runs/2026-11-28-s42.log section 1)
 # ... and where M spans at least this many tiles (a raster group's rows: the CTAs at work share each B tile), 4 stages,
 # 16-bit 128 x 96 5 (bf16 8192x7680x8192: 128 x 128 675 TFLOP/s with 4 stages against 517 with 6, 128 x 144 680 /
 # 601 (5), 128 x 160 712 / 590 (5), 128 x 112 612 / 527 (6), 128 x 96 563 (5) / 542 (4) / 512 (7); e4m3 128 x 112
@@ -308,7 +310,7 @@ WAVE_FILLING = {16: {96: 7, 112: 6, 144: 4, 160: 4, 176: 4, 224: 4},
 MANY_ROW_TILES = 8
 # ... and these widths only up to this many row tiles: the 16-bit 128 x 224 against the picks without it was faster at
 # 6 of 14 sampled shapes of M = 1536-16384 (-3.6% at 8192x4352x1024 to +4.6% at 1536x12288x8192), at 34 of 44 of
-# M <= 896 (docs/gpu-runs/2026-11-26-s19.log sections 2-4). fp8's 128 x 80 (7 stages) and 128 x 136 (5), measured
+# M <= 896 (docs/gpu-runs/2026-11-26-s19.log sections 2-4). fp8's 128 x 80 (7 stages) and 128 x 136 (then 5), measured
 # where M spans at most 7 row tiles (s34 log sections 5-6): 128 x 80 against the 128 x 128 pick 11 of 13 changed picks
 # faster by 2-19% (887x1280x11008 780 -> 929 TFLOP/s, 256x5120x13824 729 -> 940), 2 within 1%; 128 x 136 up to 6
 # row tiles 10 of 12 faster by 0.2-9% (256x53248x16384 1005 -> 1095, 381x28672x1536 851 -> 898), 2 slower by 2-4%; at
