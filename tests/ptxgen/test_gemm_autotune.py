@@ -99,6 +99,9 @@ def test_candidates_of_a_decode_gemm_are_the_documented_ones():
         "h128x16s8zx", "h128x16s8ska1x", "h128x16s8x", "h128x32s8zx", "h128x16s7zx", "h128x16s9zx", "h128x128s6t"]
     # a C whose rows TMA cannot store: the unswapped neighbour stores by rows
     assert autotune.candidates(pick, 16, 4095, 4096, c_row_ok=False)[-1].name == "h128x128s6r"
+    # a 16-bit decode width of 40-56 (M rounded up to 8): BN doubled, then the 64 columns fp8 takes
+    pick = choose_config(34, 8192, 8192, "bf16")
+    assert [c.name for c in autotune.candidates(pick, 34, 8192, 8192)][:3] == ["h128x40s8x", "h128x80s8x", "h128x64s8x"]
 
 
 def test_choice_keys_change_with_the_problem_the_device_and_the_toolchain(monkeypatch):

@@ -119,12 +119,13 @@ def test_shared_memory_is_the_verifiers(config):
 
 # problems whose picks the grid below does not reach: fp8's 128 x 80 and 128 x 136 wave fillers, the swapped split-K
 # of fp8 and of one 192-wide tile in two long slices (s34), mid-M swapped split-K tiles (s39) and rule 10's deep
-# one-wave tiles (s40), decode stream-K past one wave (s41)
+# one-wave tiles (s40), decode stream-K past one wave (s41), 16-bit decode widths of 40-56 (s42)
 EXTRA_PROBLEMS = [("e4m3", 256, 5120, 13824), ("e4m3", 256, 53248, 16384), ("e4m3", 72, 5120, 13824),
                   ("e4m3", 188, 5120, 24576), ("bf16", 192, 8192, 28672), ("bf16", 388, 1024, 57344),
                   ("e4m3", 291, 1280, 18432), ("bf16", 1124, 1024, 16384), ("bf16", 1002, 1280, 28672),
                   ("e4m3", 792, 1536, 13824), ("e4m3", 741, 1024, 13824), ("bf16", 31, 18432, 14336),
-                  ("e4m3", 31, 18432, 14336), ("bf16", 24, 24576, 28672), ("e4m3", 24, 24576, 28672)]
+                  ("e4m3", 31, 18432, 14336), ("bf16", 24, 24576, 28672), ("e4m3", 24, 24576, 28672),
+                  ("bf16", 50, 18432, 4096), ("bf16", 44, 3072, 7168)]
 
 
 def heuristic_configs(dtypes=("bf16", "e4m3")) -> list:
@@ -329,7 +330,8 @@ def test_unknown_name_gives_the_grammar():
     ((274, 16384, 16384), "f16", {}, "h256x144s4g1t3xT"),     # 596 against 532 for h128x144s5g1txT
     ((352, 10240, 8192), "bf16", {}, "h256x120s4g1t3xT"),     # 594 against 545 for h128x176s4g1tskxT
     ((1091, 8192, 8192), "f16", {}, "h128x184s4g1txT"),       # from 1024 none: 697 against 667 for 256 x 144
-    # rule 1: M <= 64 swaps A and B (M rounded up to 16 / 32 / 64 as the wgmma's N); split-K below
+    # rule 1: M <= 64 swaps A and B (M rounded up to 16 / 32, past 32 to 8 (16-bit) or 64 (fp8), as the wgmma's N);
+    # split-K below
     # a third of the SMs' tiles (32 tiles of N = 4096 on 132 SMs), data-parallel from there (44 of 132)
     ((16, 4096, 4096), "bf16", {}, "h128x16s8zx"),          # split-K (s30 log section 6)
     ((1, 4096, 4096), "f16", {}, "h128x16s8zx"),
@@ -341,6 +343,13 @@ def test_unknown_name_gives_the_grammar():
     ((16, 4096, 14336), "e4m3", {}, "h128x16s8k4zx"),
     ((16, 4096, 4096), "bf16", dict(bias=True), "h128x16s8ska1xb"),   # a bias: stream-K on every SM
     ((64, 28672, 4096), "e4m3", {}, "h128x64s8k4x"),
+    ((34, 8192, 8192), "bf16", {}, "h128x40s8x"),            # 121 TFLOP/s against 113 at BN 64 (s42 section 2)
+    ((33, 6144, 18432), "bf16", {}, "h128x40s8x"),           # 116 against 100
+    ((44, 3072, 7168), "bf16", {}, "h128x48s8zx"),
+    ((54, 2112, 57344), "f16", {}, "h128x56s8zx"),
+    ((57, 57344, 4096), "bf16", {}, "h128x64s8x"),
+    ((34, 8192, 8192), "e4m3", {}, "h128x64s8k4x"),          # fp8: 64 (mixed at 40-56)
+    ((34, 8192, 8192), "bf16", dict(a_major="MN"), "h128x64s8mknx"),   # an MN-major A: the kernel's B, 64 wide
     # fp8 128 x 224 where its tiles use >= 90% of their waves' SMs, 5 points more than the pick's (s41 sections 6-7)
     ((987, 7168, 6144), "e4m3", {}, "h128x224s3k4t"),        # 1154 against 1114 for h128x160s4k4t
     ((1235, 2560, 3584), "e4m3", {}, "h128x224s3k4t"),       # 973 against 817 for h128x128s4k4t
@@ -349,7 +358,8 @@ def test_unknown_name_gives_the_grammar():
     ((987, 7168, 6144), "e4m3", dict(out_dtype="f16", bias=True), "h128x224s3k4tb_f16"),
     # just past one wave (<= 1.15 waves of 128-row tiles, K-major, no bias): one wave of 256-row tiles (s41 §10)
     ((31, 18432, 14336), "e4m3", {}, "h256x32s6k4x"),        # 144 tiles
-    ((37, 18432, 4096), "bf16", {}, "h256x64s5x"),           # 128 TFLOP/s against 113 data-parallel
+    ((37, 18432, 4096), "bf16", {}, "h256x40s6x"),           # at BN 64 128 TFLOP/s against 113 data-parallel
+    ((50, 18432, 4096), "bf16", {}, "h256x56s5x"),           # as deep as shared memory holds
     ((16, 19328, 4096), "bf16", {}, "h256x16s6x"),           # 151 tiles
     ((16, 19456, 4096), "bf16", {}, "h128x16s8skax"),        # 152 tiles: stream-K below (9.7 k-tiles per SM)
     # past one wave with under 80% of the waves' SMs in use, >= 48 k-tiles and >= 7 of the last wave's k-tiles per
@@ -360,7 +370,7 @@ def test_unknown_name_gives_the_grammar():
     ((22, 28672, 14336), "e4m3", {}, "h128x32s8k4x"),        # 224 tiles: 85% of two waves
     ((24, 24576, 28672), "bf16", dict(bias=True), "h128x32s8skaxb"),
     ((31, 18432, 14336), "bf16", dict(bias=True), "h128x32s8skaxb"),   # a bias: no 256-row tile; 20.4 per SM
-    ((37, 18432, 4096), "bf16", dict(bias=True), "h128x64s8xb"),       # 5.8 k-tiles per SM: data-parallel
+    ((37, 18432, 4096), "bf16", dict(bias=True), "h128x40s8xb"),       # 5.8 k-tiles per SM: data-parallel
     ((16, 4096, 4096), "bf16", dict(a_major="MN"), "h128x64s8ska5mknx"),   # an MN-major A: the kernel's B, 64 wide
     ((16, 4096, 4096), "bf16", dict(b_major="MN"), "h128x16s8ska1mnkx"),
     # rule 6: MN-major operands in clusters of 1; the bias is a flag of the config
@@ -706,8 +716,10 @@ def problem_for(config: GemmConfig, rng):
     """A ragged problem for ``config``: M within the swapped kernel's N tile (swap_ab), else several tiles; N odd
     where C's rows are not TMA-stored; K ragged."""
     n = 200 if config.epilogue == "tma" else 203
-    # a mid-M swapped kernel (C by TMA as its transpose): M over two of its N tiles, the second ragged
-    m = {16: 13, 32: 29, 64: 45}.get(config.bn, config.bn + 13) if config.swap_ab else 150
+    # a decode kernel (rule 1): M within its N tile; a mid-M swapped kernel (C by TMA as its transpose): M over two
+    # of its N tiles, the second ragged
+    decode_m = {64: 45}.get(config.bn, config.bn - 3)
+    m = (decode_m if config.c_major == "N" else config.bn + 13) if config.swap_ab else 150
     k = 328 if config.fp8 else 136
     return m, n, k
 
@@ -946,7 +958,8 @@ def test_gpu_every_heuristic_config_matches_float64(config):
     """Each configuration the heuristic gives, forced, on a ragged problem of several waves (or the swapped
     kernel's small M), with torch tensors lying as the config's majors say."""
     torch = torch_or_skip()
-    m = {16: 13, 32: 29, 64: 45}.get(config.bn, 2 * config.bn + 17) if config.swap_ab else 1000
+    decode_m = {64: 45}.get(config.bn, config.bn - 3)   # rule 1's M within its N tile
+    m = (decode_m if config.c_major == "N" else 2 * config.bn + 17) if config.swap_ab else 1000
     n, k = (1064 if config.epilogue == "tma" else 1063), 2000
     a_major, b_major = (config.b_major, config.a_major) if config.swap_ab else (config.a_major, config.b_major)
     if config.fp8:

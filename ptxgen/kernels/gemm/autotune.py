@@ -22,7 +22,8 @@ output cannot take, is left out) and the duplicates dropped:
 2. its tile N neighbours: for a mid-M swapped pick (C stored by TMA as its transpose) the other widths that split M
    into whole tiles (``heuristic.swapped_mid_widths``, rastered by the heuristic's rule 9; a split pick's in k-slices
    where they take at least two), else BN halved and
-   doubled (unswapped 64 to 256; swapped 16 to 128), the staged epilogue's column blocks kept whole; unswapped, also
+   doubled (unswapped 64 to 256; swapped 16 to 128; a swapped 16-bit width of 40-56 also 64, the width fp8 takes),
+   the staged epilogue's column blocks kept whole; unswapped, also
    the next narrower and wider of the heuristic's widths (``TILE_WIDTHS``: 64, 96, 112, 128, 144, 160, 176, 192, 224,
    256 — the wave-filling ones included, where a wave of tiles fits the SMs better), with as many stages as shared
    memory holds, up to 8;
@@ -31,8 +32,8 @@ output cannot take, is left out) and the duplicates dropped:
    shared memory holds them);
 4. stream-K toggled (bf16/f16, and swapped fp8): on → off (with the TMA-store epilogue's overlap where the pick has
    that epilogue), off → on (unswapped and mid-M swapped: the last wave shared out; small-M swapped: every SM);
-5. swap-AB toggled where M ≤ ``SWAP_MAX_M`` = 128: the swapped form of an unswapped pick (BN = M rounded up to 16, 32,
-   64 or 128, 8 stages or as many as shared memory holds, direct epilogue), or the unswapped 128 × 128 tile of a
+5. swap-AB toggled where M ≤ ``SWAP_MAX_M`` = 128: the swapped form of an unswapped pick (BN = rule 1's
+   ``heuristic.swapped_bn`` for M ≤ 64, else 128, 8 stages or as many as shared memory holds, direct epilogue), or the unswapped 128 × 128 tile of a
    swapped pick (TMA-store epilogue, or the rows epilogue for a C whose rows TMA cannot store);
 6. the tall form of a 16-bit 128 × 256 TMA-store pick of M over 256: the 256 × 128 tile with 4 stages, its C staged
    in each warpgroup's two 64-row blocks in turn (``epilogue_split`` = 2, ``GemmConfig.staged_block``), the pick's
@@ -61,7 +62,7 @@ import statistics
 
 from .config import SMEM_BYTES, GemmConfig
 from .heuristic import (H100_SMS, choice_without_narrow_split, narrow_split, split_forms, swapped_mid_tile,
-                        swapped_mid_widths, swapped_pipeline_stages, swapped_raster, swapped_streamk,
+                        swapped_bn, swapped_mid_widths, swapped_pipeline_stages, swapped_raster, swapped_streamk,
                         unsplit_choice)
 from .schedule import splitk_slices
 
@@ -73,10 +74,6 @@ MAX_CANDIDATES = 8
 TILE_WIDTHS = (64, 96, 112, 128, 144, 160, 176, 192, 224, 256)   # the unswapped widths of the heuristic's candidates
 
 _CHOICES = {}   # (problem, device) -> GemmConfig, this process's
-
-
-def _swapped_bn(m: int) -> int:
-    return 16 if m <= 16 else 32 if m <= 32 else 64 if m <= 64 else 128
 
 
 def _fitting(config: GemmConfig) -> GemmConfig:
@@ -145,6 +142,8 @@ def _neighbours(pick: GemmConfig, m: int, n: int, k: int, c_row_ok: bool, sms: i
             yield split if pick.splitk and splitk_slices(n, m, k, split, sms) >= 2 else tile
     lo, hi = (16, 128) if pick.swap_ab else (64, 256)
     widths = [pick.bn * 2, pick.bn // 2] if pick.c_major == "N" else []
+    if pick.swap_ab and pick.c_major == "N" and pick.bn & (pick.bn - 1):
+        widths.append(1 << pick.bn.bit_length())   # rule 1's 16-bit 40-56 against fp8's 64
     if not pick.swap_ab:
         narrower = [w for w in TILE_WIDTHS if w < pick.bn]
         wider = [w for w in TILE_WIDTHS if w > pick.bn]
@@ -168,7 +167,8 @@ def _neighbours(pick: GemmConfig, m: int, n: int, k: int, c_row_ok: bool, sms: i
                          promote=pick.promote, a_major=pick.b_major, b_major=pick.a_major, bias=pick.bias,
                          out_dtype=pick.out_dtype)
     elif m <= SWAP_MAX_M:
-        yield _fitting(GemmConfig(dtype=pick.dtype, bn=_swapped_bn(m), stages=8, promote=pick.promote, swap_ab=True,
+        bn = 128 if m > 64 else 64 if pick.a_major == "MN" else swapped_bn(m, pick.dtype)   # as rule 1 takes it
+        yield _fitting(GemmConfig(dtype=pick.dtype, bn=bn, stages=8, promote=pick.promote, swap_ab=True,
                                   a_major=pick.b_major, b_major=pick.a_major, bias=pick.bias, out_dtype=pick.out_dtype))
     if not pick.fp8 and not pick.swap_ab and (pick.bm, pick.bn) == (128, 256) and pick.epilogue == "tma" and m > 256:
         yield pick.replace(bm=256, bn=128, stages=4, epilogue_split=2)

@@ -3,9 +3,9 @@ timing. The rules and the measurements behind them (H100 SXM where not marked H2
 docs/gpu-runs/):
 
 1. **Swap A and B for small M** (M ≤ ``SWAP_AB_MAX_M`` = 64 < N): the kernel computes Cᵀ = B·Aᵀ, so that the problem's
-   N runs along the kernel's 128-row tiles and M is the wgmma's N, rounded up to 16, 32 or 64 (three kernels for
-   every decode batch size); C is stored through its transposed view by the ``direct`` epilogue (no TMA store or
-   row epilogue writes a column-major C). 8 stages (a stage is only (128 + BN) × 128 bytes). Where the tiles are fewer
+   N runs along the kernel's 128-row tiles and M is the wgmma's N, rounded up to 16 or 32, past 32 rows 16-bit to a
+   multiple of 8 and fp8 to 64 (``swapped_bn``: 40 for a bf16 M of 34; s42 section 2); C is stored through its
+   transposed view by the ``direct`` epilogue (no TMA store or row epilogue writes a column-major C). 8 stages (a stage is only (128 + BN) × 128 bytes). Where the tiles are fewer
    than a third of the SMs (``SWAP_STREAMK_SHARE``), split-K: ⌊SMs / tiles⌋ k-slices per tile running together,
    joined once (K-major operands, no bias; s30 log section 6: 16 of 16 decode problems faster than stream-K on every
    SM, by 1-31%: bf16 16×1024×16384 26 → 34 TFLOP/s, 24×1536×8192 34 → 44, 60×2048×28672 127 → 136; e4m3
@@ -501,7 +501,13 @@ SWAP_STREAMK_MIN_SHARED_KTILES = 7
 # 37x18432x4096 113 / 107 -> 128 TFLOP/s, e4m3 54x18432x11136 323 / 352 -> 379, 60x18432x11008 365 / 395 -> 422); at
 # 160 tiles level or slower than stream-K (bf16 26x20480x14336 106 -> 100; s41 sections 2-4 and 10)
 SWAP_TALL_DECODE_MAX_WAVES = 1.15
-SWAP_TALL_DECODE_STAGES = {16: 6, 32: 6, 64: 5}   # as deep as (256 + BN) x 128-byte stages fit
+SWAP_TALL_DECODE_MAX_STAGES = 6   # as deep as (256 + BN) x 128-byte stages fit: BN 16-40 take 6, 48-64 5
+# the swapped kernel's N (the problem's M) past 32 rows, 16-bit: M rounded up to this step, not to 64. A bf16 decode
+# GEMM at M = 33-56 issued up to twice the wgmma work its rows need, a cost its few CTAs' DRAM stream does not hide
+# (H200, interleaved, BN 64 -> M rounded up to 8: bf16 7 of 7 sampled faster, 33x6144x18432 100 -> 116 TFLOP/s,
+# 37x1280x18432 60 -> 67, 36x57344x14336 145 -> 150; fp8, whose wgmma is twice as fast, mixed: e4m3 40x5120x14336
+# 178 -> 187, 49x2048x11008 118 -> 115; docs/gpu-runs/2026-11-28-s42.log section 2)
+SWAP_BN_STEP_16BIT = 8
 NARROW_BN = 64   # the 128 x 64 tile: twice the tiles of 128 x 128 where those leave SMs idle
 WIDE_THIRDS_BN = 192   # the 16-bit 128 x 192 tile (TMA store in thirds): waves of 128 x 256 and 128 x 128 fit badly
 # fp8 (per-tensor scales) where the model picks the 128 x 112 tile and M spans one 256-row tile at least 3/4 full
@@ -735,15 +741,13 @@ def efficiency(width: int, bn: int) -> float:
 
 def _swapped(m: int, n: int, k: int, dtype: str, a_major: str, b_major: str, bias: bool, out_dtype,
              sm_count: int, tall: bool = True) -> GemmConfig:
-    """Rule 1: the kernel's M is n, its N is m rounded up to 16, 32 or 64; its A is the problem's B; split-K (or
+    """Rule 1: the kernel's M is n, its N is ``swapped_bn(m, dtype)``; its A is the problem's B; split-K (or
     stream-K on every SM) for fewer than ``sm_count / SWAP_STREAMK_SHARE`` tiles; just past one wave one wave of
     256-row tiles (``SWAP_TALL_DECODE_MAX_WAVES``); stream-K on every SM for a short last wave past the first
     (``SWAP_STREAMK_MAX_WAVE_USE``, ``SWAP_STREAMK_MIN_KTILES``, ``SWAP_STREAMK_MIN_SHARED_KTILES``); else
     data-parallel: e4m3 31×18432×14336 (144 tiles on 132 SMs) → ``h256x32s6k4x``, 24×24576×28672 (192) →
     ``h128x32s8k4skax``, 22×28672×14336 (224) → ``h128x32s8k4x``. ``tall=False``: no 256-row tiles."""
-    bn = 16 if m <= 16 else 32 if m <= 32 else 64
-    if a_major == "MN":
-        bn = 64   # the problem's A becomes the kernel's B: MN-major, loaded in 64-column boxes
+    bn = 64 if a_major == "MN" else swapped_bn(m, dtype)   # an MN-major kernel B is loaded in 64-column boxes
     fp8 = dtype in ("e4m3", "e5m2")
     config = GemmConfig(dtype=dtype, bn=bn, stages=SWAP_STAGES, a_major=b_major, b_major=a_major,
                         promote=4 if fp8 else 1, swap_ab=True, bias=bias, out_dtype=out_dtype)
@@ -752,7 +756,10 @@ def _swapped(m: int, n: int, k: int, dtype: str, a_major: str, b_major: str, bia
         ktiles = -(-k // config.k_tile)
         if tall and sm_count < tiles <= SWAP_TALL_DECODE_MAX_WAVES * sm_count and (a_major, b_major) == ("K", "K") \
                 and not bias:
-            return config.replace(bm=256, stages=SWAP_TALL_DECODE_STAGES[bn])
+            tall = config.replace(bm=256, stages=SWAP_TALL_DECODE_MAX_STAGES)
+            while tall.smem_bytes() > SMEM_BYTES:
+                tall = tall.replace(stages=tall.stages - 1)
+            return tall
         shared_per_sm = tiles % sm_count * ktiles / sm_count   # the last wave's k-tiles each SM takes
         if tiles > sm_count and wave_use(tiles, sm_count) < SWAP_STREAMK_MAX_WAVE_USE and \
                 ktiles >= SWAP_STREAMK_MIN_KTILES and shared_per_sm >= SWAP_STREAMK_MIN_SHARED_KTILES:
@@ -761,6 +768,18 @@ def _swapped(m: int, n: int, k: int, dtype: str, a_major: str, b_major: str, bia
     if (a_major, b_major) == ("K", "K") and not bias:
         return config.replace(splitk=True)
     return swapped_streamk(config)
+
+
+def swapped_bn(m: int, dtype: str) -> int:
+    """Rule 1's tile width for an M of at most ``SWAP_AB_MAX_M`` rows (the swapped kernel's N): 16 up to 16 rows, 32
+    up to 32, past that the 16-bit M rounded up to ``SWAP_BN_STEP_16BIT`` and fp8's 64. ``swapped_bn(34, "bf16")`` =
+    40, ``swapped_bn(34, "e4m3")`` = 64, ``swapped_bn(20, "bf16")`` = 32. Post: a multiple of 8 (wgmma's N step),
+    ≥ m, ≤ 64."""
+    if m <= 32:
+        return 16 if m <= 16 else 32
+    if dtype in ("e4m3", "e5m2"):
+        return 64
+    return -(-m // SWAP_BN_STEP_16BIT) * SWAP_BN_STEP_16BIT
 
 
 def swapped_streamk(config: GemmConfig) -> GemmConfig:
