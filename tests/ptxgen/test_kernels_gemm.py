@@ -119,13 +119,14 @@ def test_shared_memory_is_the_verifiers(config):
 
 # problems whose picks the grid below does not reach: fp8's 128 x 80 and 128 x 136 wave fillers, the swapped split-K
 # of fp8 and of one 192-wide tile in two long slices (s34), mid-M swapped split-K tiles (s39) and rule 10's deep
-# one-wave tiles (s40), decode stream-K past one wave (s41), 16-bit decode widths of 40-56 (s42)
+# one-wave tiles (s40), decode stream-K past one wave (s41), decode widths of 40-56 and one-tile splits halved (s42)
 EXTRA_PROBLEMS = [("e4m3", 256, 5120, 13824), ("e4m3", 256, 53248, 16384), ("e4m3", 72, 5120, 13824),
                   ("e4m3", 188, 5120, 24576), ("bf16", 192, 8192, 28672), ("bf16", 388, 1024, 57344),
                   ("e4m3", 291, 1280, 18432), ("bf16", 1124, 1024, 16384), ("bf16", 1002, 1280, 28672),
                   ("e4m3", 792, 1536, 13824), ("e4m3", 741, 1024, 13824), ("bf16", 31, 18432, 14336),
                   ("e4m3", 31, 18432, 14336), ("bf16", 24, 24576, 28672), ("e4m3", 24, 24576, 28672),
-                  ("bf16", 50, 18432, 4096), ("bf16", 44, 3072, 7168)]
+                  ("bf16", 50, 18432, 4096), ("bf16", 44, 3072, 7168), ("e4m3", 42, 9216, 3584),
+                  ("bf16", 135, 2048, 12288), ("e4m3", 146, 1536, 18432)]
 
 
 def heuristic_configs(dtypes=("bf16", "e4m3")) -> list:
@@ -269,8 +270,12 @@ def test_unknown_name_gives_the_grammar():
     ((146, 11008, 5120), "e4m3", {}, "h128x152s5k4txT"),
     ((141, 11008, 6144), "bf16", {}, "h128x144s5txT"),       # 171 -> 337 TFLOP/s against h128x128s6p0t (s29 §6)
     # ... split into k-slices where they hold at most half the SMs, from K = 3072, 8 k-tiles a slice (s30 §3)
-    ((145, 6144, 28672), "bf16", {}, "h128x152s5tzxT"),      # 48 tiles, 2 slices: 376 against 279 data-parallel
-    ((145, 6144, 28672), "e4m3", {}, "h128x152s5k4tzxT"),    # 684 against 510
+    ((145, 5120, 28672), "bf16", {}, "h128x152s5tzxT"),      # 40 tiles, 3 slices (s30: 376 against 279 d.-p. at
+    ((145, 5120, 28672), "e4m3", {}, "h128x152s5k4tzxT"),    # 145x6144x28672, 684 against 510)
+    # ... in two tiles of half the width where those keep >= 90% of its CTAs at work (s42 section 4)
+    ((135, 2048, 12288), "bf16", {}, "h128x72s6g1tzxT"),     # 16 tiles in 8 slices -> 32 in 4: 264 against 257
+    ((146, 1536, 18432), "e4m3", {}, "h128x80s6g1k4tzxT"),   # 132 CTAs -> 120: 469 against 350
+    ((145, 6144, 28672), "bf16", {}, "h128x80s6g1tzxT"),     # 48 tiles in 2 slices -> 96 unsplit
     ((141, 3072, 6144), "bf16", {}, "h128x144s5tzxT"),       # 24 tiles: 197 against 110 for h128x64s8t
     ((130, 1024, 4096), "bf16", {}, "h128x64s8t"),           # 8 tiles in 16 slices of 4 k-tiles: 57 against 46
     ((152, 2048, 3072), "e4m3", {}, "h128x64s8k4t"),         # 16 tiles in 8 slices of 3 k-tiles: 141 against 86
@@ -330,7 +335,7 @@ def test_unknown_name_gives_the_grammar():
     ((274, 16384, 16384), "f16", {}, "h256x144s4g1t3xT"),     # 596 against 532 for h128x144s5g1txT
     ((352, 10240, 8192), "bf16", {}, "h256x120s4g1t3xT"),     # 594 against 545 for h128x176s4g1tskxT
     ((1091, 8192, 8192), "f16", {}, "h128x184s4g1txT"),       # from 1024 none: 697 against 667 for 256 x 144
-    # rule 1: M <= 64 swaps A and B (M rounded up to 16 / 32, past 32 to 8 (16-bit) or 64 (fp8), as the wgmma's N);
+    # rule 1: M <= 64 swaps A and B (M rounded up to 16 / 32, past 32 to a multiple of 8, as the wgmma's N);
     # split-K below
     # a third of the SMs' tiles (32 tiles of N = 4096 on 132 SMs), data-parallel from there (44 of 132)
     ((16, 4096, 4096), "bf16", {}, "h128x16s8zx"),          # split-K (s30 log section 6)
@@ -348,7 +353,7 @@ def test_unknown_name_gives_the_grammar():
     ((44, 3072, 7168), "bf16", {}, "h128x48s8zx"),
     ((54, 2112, 57344), "f16", {}, "h128x56s8zx"),
     ((57, 57344, 4096), "bf16", {}, "h128x64s8x"),
-    ((34, 8192, 8192), "e4m3", {}, "h128x64s8k4x"),          # fp8: 64 (mixed at 40-56)
+    ((42, 9216, 3584), "e4m3", {}, "h128x48s8k4x"),          # 202 against 182 at BN 64
     ((34, 8192, 8192), "bf16", dict(a_major="MN"), "h128x64s8mknx"),   # an MN-major A: the kernel's B, 64 wide
     # fp8 128 x 224 where its tiles use >= 90% of their waves' SMs, 5 points more than the pick's (s41 sections 6-7)
     ((987, 7168, 6144), "e4m3", {}, "h128x224s3k4t"),        # 1154 against 1114 for h128x160s4k4t

@@ -22,7 +22,7 @@ output cannot take, is left out) and the duplicates dropped:
 2. its tile N neighbours: for a mid-M swapped pick (C stored by TMA as its transpose) the other widths that split M
    into whole tiles (``heuristic.swapped_mid_widths``, rastered by the heuristic's rule 9; a split pick's in k-slices
    where they take at least two), else BN halved and
-   doubled (unswapped 64 to 256; swapped 16 to 128; a swapped 16-bit width of 40-56 also 64, the width fp8 takes),
+   doubled (unswapped 64 to 256; swapped 16 to 128; a swapped width of 40-56 also 64, rule 1's width before s42),
    the staged epilogue's column blocks kept whole; unswapped, also
    the next narrower and wider of the heuristic's widths (``TILE_WIDTHS``: 64, 96, 112, 128, 144, 160, 176, 192, 224,
    256 — the wave-filling ones included, where a wave of tiles fits the SMs better), with as many stages as shared
@@ -143,7 +143,7 @@ def _neighbours(pick: GemmConfig, m: int, n: int, k: int, c_row_ok: bool, sms: i
     lo, hi = (16, 128) if pick.swap_ab else (64, 256)
     widths = [pick.bn * 2, pick.bn // 2] if pick.c_major == "N" else []
     if pick.swap_ab and pick.c_major == "N" and pick.bn & (pick.bn - 1):
-        widths.append(1 << pick.bn.bit_length())   # rule 1's 16-bit 40-56 against fp8's 64
+        widths.append(1 << pick.bn.bit_length())   # rule 1's 40-56 against the 64 it took before
     if not pick.swap_ab:
         narrower = [w for w in TILE_WIDTHS if w < pick.bn]
         wider = [w for w in TILE_WIDTHS if w > pick.bn]

@@ -3,9 +3,10 @@ timing. The rules and the measurements behind them (H100 SXM where not marked H2
 docs/gpu-runs/):
 
 1. **Swap A and B for small M** (M ≤ ``SWAP_AB_MAX_M`` = 64 < N): the kernel computes Cᵀ = B·Aᵀ, so that the problem's
-   N runs along the kernel's 128-row tiles and M is the wgmma's N, rounded up to 16 or 32, past 32 rows 16-bit to a
-   multiple of 8 and fp8 to 64 (``swapped_bn``: 40 for a bf16 M of 34; s42 section 2); C is stored through its
-   transposed view by the ``direct`` epilogue (no TMA store or row epilogue writes a column-major C). 8 stages (a stage is only (128 + BN) × 128 bytes). Where the tiles are fewer
+   N runs along the kernel's 128-row tiles and M is the wgmma's N, rounded up to 16 or 32, past 32 rows to a
+   multiple of 8 (``swapped_bn``: 40 for an M of 34; s42 sections 2-3); C is stored through its transposed view by
+   the ``direct`` epilogue (no TMA store or row epilogue writes a column-major C). 8 stages (a stage is only
+   (128 + BN) × 128 bytes). Where the tiles are fewer
    than a third of the SMs (``SWAP_STREAMK_SHARE``), split-K: ⌊SMs / tiles⌋ k-slices per tile running together,
    joined once (K-major operands, no bias; s30 log section 6: 16 of 16 decode problems faster than stream-K on every
    SM, by 1-31%: bf16 16×1024×16384 26 → 34 TFLOP/s, 24×1536×8192 34 → 44, 60×2048×28672 127 → 136; e4m3
@@ -461,6 +462,13 @@ SWAP_TWO_TILES_MIN_K = {16: 0, 8: 3072}
 # docs/gpu-runs/2026-11-27-s30.log section 3
 SWAP_PAST_ROW_SPLIT_MIN_K = 3072
 SWAP_PAST_ROW_MIN_SLICE_KTILES = 8
+# ... and that one split tile (M 129-152) in two of half its width, rastered by rule 9, where they keep at least this
+# share of its CTAs at work (tiles x slices): each CTA's wgmma work per k-tile halves, and so do the partial sums the
+# join adds up, while the two column tiles of a weight tile are read together (the second from L2). H200, s42 log
+# section 4: of 20 sampled one-tile split picks of M 101-187, the 14 that keep the CTAs 12 faster by 1-34% (bf16
+# 146x1536x18432 264 -> 308 TFLOP/s, 137x4096x5120 234 -> 257, 150x2560x16384 334 -> 356; e4m3 147x7168x4096 448 ->
+# 579), 2 within 1.5% slower; the 4 with fewer CTAs at work 25-30% slower (bf16 135x5120x28672 442 -> 333)
+SWAP_PAST_ROW_HALVES_MIN_UNITS = 0.9
 # ... and two tiles split so for M just past two 128-row tiles, up to SWAP_PAST_ROW_SPLIT_MAX_M (split only): bf16
 # 274x2048x12288 two 144-wide tiles split 405 TFLOP/s against 347 for the pick then (h128x192s4t3ez). Of 21 random
 # changed picks of M 217-280, the 15 over 256 rows all faster, by 1-96% (e4m3 266x2560x13824 368 -> 722, bf16
@@ -502,12 +510,13 @@ SWAP_STREAMK_MIN_SHARED_KTILES = 7
 # 160 tiles level or slower than stream-K (bf16 26x20480x14336 106 -> 100; s41 sections 2-4 and 10)
 SWAP_TALL_DECODE_MAX_WAVES = 1.15
 SWAP_TALL_DECODE_MAX_STAGES = 6   # as deep as (256 + BN) x 128-byte stages fit: BN 16-40 take 6, 48-64 5
-# the swapped kernel's N (the problem's M) past 32 rows, 16-bit: M rounded up to this step, not to 64. A bf16 decode
-# GEMM at M = 33-56 issued up to twice the wgmma work its rows need, a cost its few CTAs' DRAM stream does not hide
-# (H200, interleaved, BN 64 -> M rounded up to 8: bf16 7 of 7 sampled faster, 33x6144x18432 100 -> 116 TFLOP/s,
-# 37x1280x18432 60 -> 67, 36x57344x14336 145 -> 150; fp8, whose wgmma is twice as fast, mixed: e4m3 40x5120x14336
-# 178 -> 187, 49x2048x11008 118 -> 115; docs/gpu-runs/2026-11-28-s42.log section 2)
-SWAP_BN_STEP_16BIT = 8
+# the swapped kernel's N (the problem's M) past 32 rows: M rounded up to this step, not to 64. A decode GEMM at
+# M = 33-56 issued up to twice the wgmma work its rows need, a cost its few CTAs' DRAM stream does not hide (H200,
+# interleaved, BN 64 -> M rounded up to 8: bf16 7 of 7 sampled faster, 33x6144x18432 100 -> 116 TFLOP/s,
+# 37x1280x18432 60 -> 67; of 22 fresh changed picks 20 faster or level, 43x2048x12288 84 -> 81 the most slower; e4m3
+# 15 of 22 faster, 5 level, 2 slower by 1.3-2.5%: 42x9216x3584 182 -> 202, 56x3584x14336 219 -> 240;
+# docs/gpu-runs/2026-11-28-s42.log sections 2-3)
+SWAP_BN_STEP = 8
 NARROW_BN = 64   # the 128 x 64 tile: twice the tiles of 128 x 128 where those leave SMs idle
 WIDE_THIRDS_BN = 192   # the 16-bit 128 x 192 tile (TMA store in thirds): waves of 128 x 256 and 128 x 128 fit badly
 # fp8 (per-tensor scales) where the model picks the 128 x 112 tile and M spans one 256-row tile at least 3/4 full
@@ -772,14 +781,11 @@ def _swapped(m: int, n: int, k: int, dtype: str, a_major: str, b_major: str, bia
 
 def swapped_bn(m: int, dtype: str) -> int:
     """Rule 1's tile width for an M of at most ``SWAP_AB_MAX_M`` rows (the swapped kernel's N): 16 up to 16 rows, 32
-    up to 32, past that the 16-bit M rounded up to ``SWAP_BN_STEP_16BIT`` and fp8's 64. ``swapped_bn(34, "bf16")`` =
-    40, ``swapped_bn(34, "e4m3")`` = 64, ``swapped_bn(20, "bf16")`` = 32. Post: a multiple of 8 (wgmma's N step),
-    ≥ m, ≤ 64."""
+    up to 32, past that M rounded up to ``SWAP_BN_STEP``. ``swapped_bn(34, "bf16")`` = 40, ``swapped_bn(49, "e4m3")``
+    = 56, ``swapped_bn(20, "bf16")`` = 32. Post: a multiple of 8 (wgmma's N step), ≥ m, ≤ 64."""
     if m <= 32:
         return 16 if m <= 16 else 32
-    if dtype in ("e4m3", "e5m2"):
-        return 64
-    return -(-m // SWAP_BN_STEP_16BIT) * SWAP_BN_STEP_16BIT
+    return -(-m // SWAP_BN_STEP) * SWAP_BN_STEP
 
 
 def swapped_streamk(config: GemmConfig) -> GemmConfig:
@@ -1191,10 +1197,13 @@ def _past_row_swapped(m: int, n: int, k: int, dtype: str, bias: bool, out_dtype:
     where their tiles (count · ⌈n/128⌉) fit one wave of ``sms``:
     data-parallel where they leave no room for two k-slices (tiles > sms / 2), else split-K where K ≥
     ``SWAP_PAST_ROW_SPLIT_MIN_K``, each slice gets at least ``SWAP_PAST_ROW_MIN_SLICE_KTILES`` k-tiles, B is K-major
-    and there is no bias (see ``SWAP_TWO_TILES_MAX_M``'s comment); None where the rule does not hold.
+    and there is no bias (see ``SWAP_TWO_TILES_MAX_M``'s comment) — the one tile's split in two tiles of
+    ⌈⌈m/2⌉/8⌉·8 where those keep at least ``SWAP_PAST_ROW_HALVES_MIN_UNITS`` of its CTAs at work; None where the rule
+    does not hold.
     ``_past_row_swapped(160, 4096, 4096, "bf16", False, "bf16", 132).name`` = ``h128x80s6tzxT`` (64 tiles, 2
-    slices); at n = 7168 (112 tiles) ``h128x80s6txT``; ``_past_row_swapped(145, 6144, 28672, ...)`` =
-    ``h128x152s5tzxT`` (48 tiles); ``_past_row_swapped(266, 2560, 13824, ...)`` = ``h128x136s5tzxT``; at n = 14336
+    slices); at n = 7168 (112 tiles) ``h128x80s6txT``; ``_past_row_swapped(145, 5120, 28672, ...)`` =
+    ``h128x152s5tzxT`` (40 tiles in 3 slices: two 80-wide tiles would keep 80 CTAs at work, not 120); at n = 2048
+    ``h128x80s6tzxT`` (16 tiles in 8 slices → 32 in 4); ``_past_row_swapped(266, 2560, 13824, ...)`` = ``h128x136s5tzxT``; at n = 14336
     (224 tiles), m = 224, e4m3 with m = 160, k = 2048, or m = 130, n = 1024, k = 4096 (8 tiles in 16 slices of 4
     k-tiles) → None."""
     if not (128 < m <= SWAP_TWO_TILES_MAX_M or 2 * 128 < m <= SWAP_PAST_ROW_SPLIT_MAX_M):
@@ -1214,6 +1223,13 @@ def _past_row_swapped(m: int, n: int, k: int, dtype: str, bias: bool, out_dtype:
     short = -(-(-(-k // split.k_tile)) // slices) < SWAP_PAST_ROW_MIN_SLICE_KTILES
     if bias or b_major != "K" or k < SWAP_PAST_ROW_SPLIT_MIN_K or short:
         return None
+    if count == 1:
+        halves = swapped_mid_tile(-(-(-(-m // 2)) // 8) * 8, dtype, bias, out_dtype)
+        rows = -(-n // 128)
+        if halves is not None and 2 * rows <= sms:
+            two = halves.replace(a_major=b_major, splitk=True, overlap=0)
+            if 2 * rows * splitk_slices(n, m, k, two, sms) >= SWAP_PAST_ROW_HALVES_MIN_UNITS * rows * slices:
+                return two
     return split
 
 
