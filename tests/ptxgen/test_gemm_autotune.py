@@ -250,6 +250,8 @@ def test_gpu_autotune_times_the_candidates_once_and_stays_right():
     ((96, 4096, 14336), "bf16", "h128x96s6tzxT"),        # a narrow split pick (rule 3c): the rules after 3c
     ((987, 7168, 6144), "e4m3", "h128x160s4k4t"),        # fp8's 128 x 224 wave fill: the pick it replaced
     ((31, 18432, 14336), "e4m3", "h128x32s8k4skax"),     # a 256-row decode tile: the 128-row pick it replaced
+    ((775, 4096, 57344), "bf16", "h128x160s4g1tskxT"),   # a one-wave swapped tile: the stream-K pick it replaced
+    ((135, 2048, 12288), "bf16", "h128x72s6g1txT"),      # two halves of one split tile: their data-parallel form
 ])
 def test_candidates_toggle_split_k_first(shape, dtype, second):
     """Rule 1b: right after the pick, its split-K alternative (the rule between the two fits a few measured shapes)."""

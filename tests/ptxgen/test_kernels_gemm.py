@@ -119,14 +119,16 @@ def test_shared_memory_is_the_verifiers(config):
 
 # problems whose picks the grid below does not reach: fp8's 128 x 80 and 128 x 136 wave fillers, the swapped split-K
 # of fp8 and of one 192-wide tile in two long slices (s34), mid-M swapped split-K tiles (s39) and rule 10's deep
-# one-wave tiles (s40), decode stream-K past one wave (s41), decode widths of 40-56 and one-tile splits halved (s42)
+# one-wave tiles (s40), decode stream-K past one wave (s41), decode widths of 40-56, one-tile splits halved and
+# one-wave swapped tiles (s42)
 EXTRA_PROBLEMS = [("e4m3", 256, 5120, 13824), ("e4m3", 256, 53248, 16384), ("e4m3", 72, 5120, 13824),
                   ("e4m3", 188, 5120, 24576), ("bf16", 192, 8192, 28672), ("bf16", 388, 1024, 57344),
                   ("e4m3", 291, 1280, 18432), ("bf16", 1124, 1024, 16384), ("bf16", 1002, 1280, 28672),
                   ("e4m3", 792, 1536, 13824), ("e4m3", 741, 1024, 13824), ("bf16", 31, 18432, 14336),
                   ("e4m3", 31, 18432, 14336), ("bf16", 24, 24576, 28672), ("e4m3", 24, 24576, 28672),
                   ("bf16", 50, 18432, 4096), ("bf16", 44, 3072, 7168), ("e4m3", 42, 9216, 3584),
-                  ("bf16", 135, 2048, 12288), ("e4m3", 146, 1536, 18432)]
+                  ("bf16", 135, 2048, 12288), ("e4m3", 146, 1536, 18432), ("bf16", 775, 4096, 57344),
+                  ("e4m3", 1053, 2560, 57344)]
 
 
 def heuristic_configs(dtypes=("bf16", "e4m3")) -> list:
@@ -266,6 +268,10 @@ def test_unknown_name_gives_the_grammar():
     ((96, 7168, 12288), "e4m3", {}, "h128x96s6k4txT"),       # ... up to M = 96: 424 against 389
     ((95, 2048, 16384), "e4m3", {}, "h128x64s8k4tz"),        # rule 3c: 254 against 175 data-parallel
     # ... and an M at most 24 rows past 128, from SMs / 4 swapped tiles (s29 section 6)
+    # ... a stream-K pick of 1-2 waves: the widest width whose data-parallel tiles fill one wave (s42 section 6)
+    ((775, 4096, 57344), "bf16", {}, "h128x200s4g1txT"),     # 665 against 567 for h128x160s4g1tskxT
+    ((1053, 2560, 57344), "e4m3", {}, "h128x176s4g1k4txT"),  # 1237 against 1057 for h128x136s4g1k4tskxT
+    ((580, 5120, 57344), "bf16", dict(bias=True), "h128x200s4g1txbT"),
     ((146, 11008, 5120), "bf16", {}, "h128x152s5txT"),       # 86 tiles: no room for two k-slices
     ((146, 11008, 5120), "e4m3", {}, "h128x152s5k4txT"),
     ((141, 11008, 6144), "bf16", {}, "h128x144s5txT"),       # 171 -> 337 TFLOP/s against h128x128s6p0t (s29 §6)
@@ -428,13 +434,35 @@ def test_fp8_wide_fill_over_a_grid():
                                          (1024, 2560, 6144, 7168, 14336, 28672), (1024, 4096, 16384)):
             pick = choose_config(m, n, k, "e4m3", sms).validate()
             old = choice_without_narrow_split(m, n, k, "e4m3", sm_count=sms, wave_fills=False)   # what it replaces
-            if pick == old:
+            if pick == old or old.swap_ab:   # (a swapped one: test_swapped_one_wave_over_a_grid)
                 continue
             replaced += 1
             assert pick.name == "h128x224s3k4t", (m, n, k, sms, pick.name)
             assert old.bm == 128 and not (old.streamk or old.splitk or old.swap_ab) and -(-m // 128) >= 4, old.name
             wide = heuristic.wave_use(-(-m // 128) * -(-n // 224), sms)
             assert wide >= 0.9 and wide >= heuristic.wave_use(-(-m // 128) * -(-n // old.bn), sms) + 0.05
+    assert replaced >= 10     # the grid holds such problems
+
+
+def test_swapped_one_wave_over_a_grid():
+    """Rule 7's one-wave tile replaces exactly the mid-M swapped stream-K picks of one to two waves of tiles, by the
+    widest swapped width whose data-parallel tiles fill one wave to >= 85% (two SM counts, both dtypes)."""
+    from ptxgen.kernels.gemm import heuristic
+
+    replaced = 0
+    for dtype, sms in itertools.product(("bf16", "e4m3"), (132, 114)):
+        for m, n, k in itertools.product((200, 580, 655, 775, 925, 1070, 1205), (2560, 3072, 4096, 5120, 8192),
+                                         (8192, 57344)):
+            pick = choose_config(m, n, k, dtype, sms).validate()
+            old = choice_without_narrow_split(m, n, k, dtype, sm_count=sms, wave_fills=False)
+            if pick == old or not old.swap_ab:
+                continue
+            replaced += 1
+            rows = -(-n // 128)
+            assert old.streamk and old.c_major == "M" and sms < rows * -(-m // old.bn) < 2 * sms, old.name
+            fills = [bn for bn in heuristic.swapped_mid_widths(m, dtype) if bn != old.bn and
+                     0.85 * sms <= rows * -(-m // bn) <= sms and heuristic.swapped_mid_tile(bn, dtype) is not None]
+            assert pick.swap_ab and not (pick.streamk or pick.splitk) and pick.bn == max(fills), (m, n, k, pick.name)
     assert replaced >= 10     # the grid holds such problems
 
 

@@ -94,15 +94,16 @@ def _split_toggle(pick: GemmConfig, m: int, n: int, k: int, sms: int) -> list:
     pick it replaced (``_split_toggle(h128x96s8g1x, 1024, 1536, 18432, 132)`` = [h128x192s4t3ez]); a 256-row decode
     tile of rule 1 the 128-row tile in both schedules (``_split_toggle(h256x32s6k4x, 31, 18432, 14336, 132)`` =
     [h128x32s8k4skax, h128x32s8k4x]); fp8's wide fill the pick it replaced (``_split_toggle(h128x224s3k4t, 987,
-    7168, 6144, 132)`` = [h128x160s4k4t])."""
+    7168, 6144, 132)`` = [h128x160s4k4t]); rule 7's one-wave swapped tile the stream-K pick it replaced
+    (``_split_toggle(h128x200s4g1txT, 775, 4096, 57344, 132)`` = [h128x160s4g1tskxT])."""
     rules = (m, n, k, pick.dtype, pick.out_dtype, pick.a_major, pick.b_major, pick.bias, sms)
     shallow = choice_without_narrow_split(*rules, deep=False)
     if pick != shallow and pick == choice_without_narrow_split(*rules):
         return [shallow]
     unfilled = choice_without_narrow_split(*rules, wave_fills=False)
     if pick != unfilled and pick == choice_without_narrow_split(*rules):
-        # a 256-row decode tile: the 128-row pick it replaced and that tile's other schedule; a wide fp8 fill: the
-        # pick it replaced
+        # a 256-row decode tile: the 128-row pick it replaced and that tile's other schedule; a wide fp8 fill or a
+        # one-wave swapped tile: the pick it replaced
         if pick.swap_ab and pick.bm == 256:
             other = unfilled.replace(streamk=not unfilled.streamk, streamk_every_sm=not unfilled.streamk)
             return [unfilled, other]

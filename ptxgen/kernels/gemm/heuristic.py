@@ -151,7 +151,11 @@ docs/gpu-runs/):
    k-tiles a slice (``_past_row_swapped``; shorter slices: neither form): of 24 random changed picks of M 129-152, 21
    faster (bf16 136×3584×5120 118 → 239, e4m3 152×5120×16384 460 → 623), the 3 slower the short-slice ones the bound
    now leaves alone (s30 log section 3); and the two for M 257-280 (split only): 15 of 15 changed picks faster (e4m3
-   266×2560×13824 368 → 722; s30 log section 7).
+   266×2560×13824 368 → 722; s30 log section 7). That one split tile takes two of half its width where they keep
+   ``SWAP_PAST_ROW_HALVES_MIN_UNITS`` = 90% of its CTAs at work (H200, s42 log sections 4-5: 15 of 16 fresh changed
+   picks faster by up to 27%). A stream-K pick of these tiles over one to two waves takes instead the widest width
+   whose data-parallel tiles fill one wave to ``SWAP_ONE_WAVE_MIN_FILL`` = 85% (``_swapped_one_wave``; H200, s42
+   log section 6: 15 of 16 faster by 3-17%, bf16 775×4096×57344 567 → 665).
 8. **Column-split 192-row tiles** (16-bit, K-major, C rows TMA-storable, ``COLUMN_SPLIT_MIN_K`` ≤ K ≤
    ``COLUMN_SPLIT_MAX_K``): ``column_split_tiles`` — 192 × BN, BN 96 … 176, each consumer warpgroup all 192 rows ×
    BN/2 columns (``warpgroups_along = "n"``, cuBLAS's "coopB" tiles) — enter rule 2's cost model, costed as the
@@ -469,6 +473,13 @@ SWAP_PAST_ROW_MIN_SLICE_KTILES = 8
 # 146x1536x18432 264 -> 308 TFLOP/s, 137x4096x5120 234 -> 257, 150x2560x16384 334 -> 356; e4m3 147x7168x4096 448 ->
 # 579), 2 within 1.5% slower; the 4 with fewer CTAs at work 25-30% slower (bf16 135x5120x28672 442 -> 333)
 SWAP_PAST_ROW_HALVES_MIN_UNITS = 0.9
+# a mid-M swapped stream-K pick of 1-2 waves of tiles takes the widest swapped width whose data-parallel tiles fill one
+# wave to at least this share: the stream-K pick's shared last wave and its joins cost more than the wider tile's
+# lower k-tile rate (the cost model rates them the other way: bf16 580x5120x57344 h128x200 732 against 706 for the
+# pick h128x152s4g1tskxT, measured 619 against 551 TFLOP/s). H200, s42 log section 6: of 16 sampled such picks 15
+# faster by 3-17% (bf16 775x4096x57344 567 -> 665, 709x4096x57344 547 -> 637, 1070x2560x57344 570 -> 639; e4m3
+# 1053x2560x57344 1057 -> 1237), one level
+SWAP_ONE_WAVE_MIN_FILL = 0.85
 # ... and two tiles split so for M just past two 128-row tiles, up to SWAP_PAST_ROW_SPLIT_MAX_M (split only): bf16
 # 274x2048x12288 two 144-wide tiles split 405 TFLOP/s against 347 for the pick then (h128x192s4t3ez). Of 21 random
 # changed picks of M 217-280, the 15 over 256 rows all faster, by 1-96% (e4m3 266x2560x13824 368 -> 722, bf16
@@ -840,8 +851,9 @@ def choice_without_narrow_split(m: int, n: int, k: int, dtype: str = "bf16", out
     without rule 8's tiles (autotune's alternative to a rule-8 pick: ``h128x176s4g1tskxT`` at 2112x1920x8192, where
     the rule picks ``h192x160s4Ct3``). A swapped pick of two or more tile columns rasters by rule 9; rule 10's deep
     one-wave tile replaces the pick where it holds (``deep=False``: not — autotune's alternative to a rule-10 pick).
-    ``wave_fills=False``: without rule 1's 256-row decode tiles and fp8's ``FP8_WIDE_FILL`` (autotune's alternative
-    to those: ``h128x160s4k4t`` at e4m3 987x7168x6144, where the rule picks ``h128x224s3k4t``). Post: validates."""
+    ``wave_fills=False``: without rule 1's 256-row decode tiles, fp8's ``FP8_WIDE_FILL`` and rule 7's one-wave
+    swapped tiles (autotune's alternative to those: ``h128x160s4k4t`` at e4m3 987x7168x6144, where the rule picks
+    ``h128x224s3k4t``). Post: validates."""
     out_dtype = out_dtype or ("bf16" if dtype in ("e4m3", "e5m2") else dtype)
     pick = _choice_by_rules(m, n, k, dtype, out_dtype, a_major, b_major, bias, sm_count, column_split, wave_fills)
     pick = swapped_pipeline_stages(swapped_raster(pick, m)).validate()
@@ -978,8 +990,28 @@ def _choice_by_rules(m, n, k, dtype, out_dtype, a_major, b_major, bias, sm_count
         if narrow_fill is not None and not best.swap_ab:
             best = narrow_fill
     if best.swap_ab:
-        return best.validate()
+        one_wave = _swapped_one_wave(best, m, n, sm_count) if wave_fills else None
+        return (one_wave or best).validate()
     return _finished(best, m, n, k, sm_count, wave_fills)
+
+
+def _swapped_one_wave(pick: GemmConfig, m: int, n: int, sms: int) -> GemmConfig | None:
+    """Rule 7's one-wave tile: a mid-M swapped stream-K ``pick`` whose tiles span more than one wave but under two
+    gives way to the widest of ``swapped_mid_widths`` whose data-parallel tiles fill one wave to at least
+    ``SWAP_ONE_WAVE_MIN_FILL``, rastered and staged by rule 9; None where there is none.
+    ``_swapped_one_wave(h128x160s4g1tskxT, 775, 4096, 132)`` = ``h128x200s4g1txT`` (160 tiles → 128). Post: a
+    swapped data-parallel tile of at most ``sms`` tiles, or None."""
+    if not (pick.swap_ab and pick.c_major == "M" and pick.streamk and pick.bm == 128):
+        return None
+    rows = -(-n // 128)
+    if not sms < rows * -(-m // pick.bn) < 2 * sms:
+        return None
+    for bn in swapped_mid_widths(m, pick.dtype):
+        if bn != pick.bn and SWAP_ONE_WAVE_MIN_FILL * sms <= rows * -(-m // bn) <= sms:
+            tile = swapped_mid_tile(bn, pick.dtype, pick.bias, pick.out_dtype)
+            if tile is not None:
+                return swapped_pipeline_stages(swapped_raster(tile.replace(a_major=pick.a_major), m))
+    return None
 
 
 def narrow_split(m: int, n: int, k: int, dtype: str, out_dtype: str, a_major: str, b_major: str, bias: bool,
