@@ -128,7 +128,7 @@ EXTRA_PROBLEMS = [("e4m3", 256, 5120, 13824), ("e4m3", 256, 53248, 16384), ("e4m
                   ("e4m3", 31, 18432, 14336), ("bf16", 24, 24576, 28672), ("e4m3", 24, 24576, 28672),
                   ("bf16", 50, 18432, 4096), ("bf16", 44, 3072, 7168), ("e4m3", 42, 9216, 3584),
                   ("bf16", 135, 2048, 12288), ("e4m3", 146, 1536, 18432), ("bf16", 775, 4096, 57344),
-                  ("e4m3", 1053, 2560, 57344)]
+                  ("e4m3", 1053, 2560, 57344), ("bf16", 87, 2048, 8192)]
 
 
 def heuristic_configs(dtypes=("bf16", "e4m3")) -> list:
@@ -282,6 +282,8 @@ def test_unknown_name_gives_the_grammar():
     ((135, 2048, 12288), "bf16", {}, "h128x72s6g1tzxT"),     # 16 tiles in 8 slices -> 32 in 4: 264 against 257
     ((146, 1536, 18432), "e4m3", {}, "h128x80s6g1k4tzxT"),   # 132 CTAs -> 120: 469 against 350
     ((145, 6144, 28672), "bf16", {}, "h128x80s6g1tzxT"),     # 48 tiles in 2 slices -> 96 unsplit
+    ((87, 2048, 8192), "bf16", {}, "h128x48s6g1tzxT"),       # M <= 128 from 4 slices: 8 -> 4, 140 against 118
+    ((97, 6144, 14336), "bf16", {}, "h128x104s6tzxT"),       # ... not at 2 (290 against 303)
     ((141, 3072, 6144), "bf16", {}, "h128x144s5tzxT"),       # 24 tiles: 197 against 110 for h128x64s8t
     ((130, 1024, 4096), "bf16", {}, "h128x64s8t"),           # 8 tiles in 16 slices of 4 k-tiles: 57 against 46
     ((152, 2048, 3072), "e4m3", {}, "h128x64s8k4t"),         # 16 tiles in 8 slices of 3 k-tiles: 141 against 86
@@ -402,7 +404,8 @@ def test_unknown_name_gives_the_grammar():
     # rule 3c: one row of 128 x 64 tiles at most half the SMs, K >= 8192: split into k-slices (before rule 7)
     ((101, 1024, 24576), "bf16", {}, "h128x64s8tez"),        # 16 tiles, 8 slices
     ((101, 1024, 24576), "e4m3", {}, "h128x64s8k4tz"),       # fp8: stages released per CTA
-    ((75, 2560, 18432), "bf16", {}, "h128x80s6tzxT"),        # 16-bit under 88 rows, 3 slices: rule 7's swapped split
+    ((75, 2560, 18432), "bf16", {}, "h128x40s6g1tzxT"),      # 16-bit under 88 rows: rule 7's swapped split, 6 slices
+                                                              # of one 80-wide tile -> 3 of two 40-wide (s42)
     ((72, 1024, 20480), "bf16", {}, "h128x64s8tez"),         # ... but 8 slices: the narrow split
     ((75, 2560, 18432), "e4m3", {}, "h128x64s8k4tz"),
     ((128, 4096, 16384), "bf16", {}, "h128x64s8tez"),        # 64 tiles, 2 slices

@@ -90,7 +90,7 @@ def _split_toggle(pick: GemmConfig, m: int, n: int, k: int, sms: int) -> list:
     pick's toggle is its data-parallel form, after rule 1's stream-K form for a small-M one (``_split_toggle(
     h128x16s8zx, 16, 4096, 4096, 132)`` = [h128x16s8ska1x, h128x16s8x]); a narrow split (rule 3c) pick's what the
     rules after 3c choose
-    (``_split_toggle(h128x64s8tez, 96, 4096, 14336, 132)`` = [h128x96s6tzxT]); a deep one-wave pick (rule 10) the
+    (``_split_toggle(h128x64s8tez, 96, 4096, 14336, 132)`` = [h128x48s6g1tzxT]); a deep one-wave pick (rule 10) the
     pick it replaced (``_split_toggle(h128x96s8g1x, 1024, 1536, 18432, 132)`` = [h128x192s4t3ez]); a 256-row decode
     tile of rule 1 the 128-row tile in both schedules (``_split_toggle(h256x32s6k4x, 31, 18432, 14336, 132)`` =
     [h128x32s8k4skax, h128x32s8k4x]); fp8's wide fill the pick it replaced (``_split_toggle(h128x224s3k4t, 987,

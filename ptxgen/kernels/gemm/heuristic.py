@@ -152,10 +152,11 @@ docs/gpu-runs/):
    faster (bf16 136×3584×5120 118 → 239, e4m3 152×5120×16384 460 → 623), the 3 slower the short-slice ones the bound
    now leaves alone (s30 log section 3); and the two for M 257-280 (split only): 15 of 15 changed picks faster (e4m3
    266×2560×13824 368 → 722; s30 log section 7). That one split tile takes two of half its width where they keep
-   ``SWAP_PAST_ROW_HALVES_MIN_UNITS`` = 90% of its CTAs at work (H200, s42 log sections 4-5: 15 of 16 fresh changed
-   picks faster by up to 27%). A stream-K pick of these tiles over one to two waves takes instead the widest width
-   whose data-parallel tiles fill one wave to ``SWAP_ONE_WAVE_MIN_FILL`` = 85% (``_swapped_one_wave``; H200, s42
-   log section 6: 15 of 16 faster by 3-17%, bf16 775×4096×57344 567 → 665).
+   ``SWAP_HALVES_MIN_UNITS`` = 90% of its CTAs at work (H200, s42 log sections 4-5: 15 of 16 fresh changed picks
+   faster by up to 27%), so does one of M 65-128 split into at least ``SWAP_HALVES_MIN_SLICES`` = 4 k-slices
+   (``_split_in_halves``; s42 section 7). A stream-K pick of these tiles over one to two waves takes instead the
+   widest width whose data-parallel tiles fill one wave to ``SWAP_ONE_WAVE_MIN_FILL`` = 85% (``_swapped_one_wave``;
+   H200, s42 log section 6: 15 of 16 faster by 3-17%, bf16 775×4096×57344 567 → 665).
 8. **Column-split 192-row tiles** (16-bit, K-major, C rows TMA-storable, ``COLUMN_SPLIT_MIN_K`` ≤ K ≤
    ``COLUMN_SPLIT_MAX_K``): ``column_split_tiles`` — 192 × BN, BN 96 … 176, each consumer warpgroup all 192 rows ×
    BN/2 columns (``warpgroups_along = "n"``, cuBLAS's "coopB" tiles) — enter rule 2's cost model, costed as the
@@ -466,13 +467,18 @@ SWAP_TWO_TILES_MIN_K = {16: 0, 8: 3072}
 # docs/gpu-runs/2026-11-27-s30.log section 3
 SWAP_PAST_ROW_SPLIT_MIN_K = 3072
 SWAP_PAST_ROW_MIN_SLICE_KTILES = 8
-# ... and that one split tile (M 129-152) in two of half its width, rastered by rule 9, where they keep at least this
-# share of its CTAs at work (tiles x slices): each CTA's wgmma work per k-tile halves, and so do the partial sums the
-# join adds up, while the two column tiles of a weight tile are read together (the second from L2). H200, s42 log
-# section 4: of 20 sampled one-tile split picks of M 101-187, the 14 that keep the CTAs 12 faster by 1-34% (bf16
-# 146x1536x18432 264 -> 308 TFLOP/s, 137x4096x5120 234 -> 257, 150x2560x16384 334 -> 356; e4m3 147x7168x4096 448 ->
-# 579), 2 within 1.5% slower; the 4 with fewer CTAs at work 25-30% slower (bf16 135x5120x28672 442 -> 333)
-SWAP_PAST_ROW_HALVES_MIN_UNITS = 0.9
+# ... and a swapped split pick of one tile column (M up to 152) in two of half its width, rastered by rule 9, where
+# they keep at least this share of its CTAs at work (tiles x slices): each CTA's wgmma work per k-tile halves, and so
+# do the partial sums the join adds up, while the two column tiles of a weight tile are read together (the second from
+# L2). H200, s42 log section 4: of 20 sampled one-tile split picks of M 101-187, the 14 that keep the CTAs 12 faster by
+# 1-34% (bf16 146x1536x18432 264 -> 308 TFLOP/s, 137x4096x5120 234 -> 257, 150x2560x16384 334 -> 356; e4m3
+# 147x7168x4096 448 -> 579), 2 within 1.5% slower; the 4 with fewer CTAs at work 25-30% slower (bf16 135x5120x28672
+# 442 -> 333); of 16 fresh changed picks of M 129-152, 15 faster by up to 27%, one 1.1% slower (section 5)
+SWAP_HALVES_MIN_UNITS = 0.9
+# ... within one 128-row tile (M 65-128) only from this many k-slices of the pick: at 2-3 the halves gained at most 1%
+# or lost up to 4% (bf16 97x6144x14336 303 -> 290); from 4 faster at 5 of 5 by 1-33% (bf16 78x1536x10240 110 -> 146,
+# 87x2048x8192 118 -> 140; section 7)
+SWAP_HALVES_MIN_SLICES = 4
 # a mid-M swapped stream-K pick of 1-2 waves of tiles takes the widest swapped width whose data-parallel tiles fill one
 # wave to at least this share: the stream-K pick's shared last wave and its joins cost more than the wider tile's
 # lower k-tile rate (the cost model rates them the other way: bf16 580x5120x57344 h128x200 732 against 706 for the
@@ -847,7 +853,7 @@ def choice_without_narrow_split(m: int, n: int, k: int, dtype: str = "bf16", out
                                 deep: bool = True, wave_fills: bool = True) -> GemmConfig:
     """What ``choose_config`` picks by its rules after 3c (the cost model, the swapped mid-M tiles, rule 5) — its
     pick wherever rule 3c does not hold, and autotune's alternative to a rule-3c pick: ``choice_without_narrow_split(
-    96, 4096, 14336).name`` = ``h128x96s6tzxT`` where ``choose_config`` gives ``h128x64s8tez``. ``column_split=False``:
+    96, 4096, 14336).name`` = ``h128x48s6g1tzxT`` where ``choose_config`` gives ``h128x64s8tez``. ``column_split=False``:
     without rule 8's tiles (autotune's alternative to a rule-8 pick: ``h128x176s4g1tskxT`` at 2112x1920x8192, where
     the rule picks ``h192x160s4Ct3``). A swapped pick of two or more tile columns rasters by rule 9; rule 10's deep
     one-wave tile replaces the pick where it holds (``deep=False``: not — autotune's alternative to a rule-10 pick).
@@ -969,14 +975,15 @@ def _choice_by_rules(m, n, k, dtype, out_dtype, a_major, b_major, bias, sm_count
             # one or two swapped tiles just past one (or two) 128-row tiles: split into k-slices where they hold at
             # most half the SMs; two past one also data-parallel unless the cost model picks a split tile (s30 log
             # sections 2, 3, 7)
-            return past_row.validate()
+            return (_split_in_halves(past_row, m, n, k, sm_count) or past_row).validate()
         if (m < SWAP_MID_MIN_BN if _width(dtype) == 16 else m <= SWAP_MID_MIN_BN and enough) or \
                 (one_past_row and enough):
             # one swapped tile of M (16-bit under 96 rows, fp8 up to 96, both just past 128): it moves half the L2
             # bytes of the unswapped 128-row tiles (mostly padding) for the same weights, which the wave-based cost
             # model does not see (s21 log sections 9, 11; s29 section 6)
-            return min(_swapped_mid(m, n, k, dtype, bias, out_dtype, sm_count, b_major),
-                       key=lambda config: estimated_cost(config, n, m, k, sm_count)).validate()
+            one = min(_swapped_mid(m, n, k, dtype, bias, out_dtype, sm_count, b_major),
+                      key=lambda config: estimated_cost(config, n, m, k, sm_count))
+            return (_split_in_halves(one, m, n, k, sm_count) or one).validate()
         narrow_fill = best if best.fp8 and best.bn == FP8_NARROW_FILL_BN else None
         if narrow_fill is not None:   # the swapped tiles are weighed against the pick without it
             best, best_cost = _unswapped_pick(m, n, k, dtype, out_dtype, a_major, b_major, bias, sm_count,
@@ -991,7 +998,7 @@ def _choice_by_rules(m, n, k, dtype, out_dtype, a_major, b_major, bias, sm_count
             best = narrow_fill
     if best.swap_ab:
         one_wave = _swapped_one_wave(best, m, n, sm_count) if wave_fills else None
-        return (one_wave or best).validate()
+        return (one_wave or _split_in_halves(best, m, n, k, sm_count) or best).validate()
     return _finished(best, m, n, k, sm_count, wave_fills)
 
 
@@ -1229,13 +1236,10 @@ def _past_row_swapped(m: int, n: int, k: int, dtype: str, bias: bool, out_dtype:
     where their tiles (count · ⌈n/128⌉) fit one wave of ``sms``:
     data-parallel where they leave no room for two k-slices (tiles > sms / 2), else split-K where K ≥
     ``SWAP_PAST_ROW_SPLIT_MIN_K``, each slice gets at least ``SWAP_PAST_ROW_MIN_SLICE_KTILES`` k-tiles, B is K-major
-    and there is no bias (see ``SWAP_TWO_TILES_MAX_M``'s comment) — the one tile's split in two tiles of
-    ⌈⌈m/2⌉/8⌉·8 where those keep at least ``SWAP_PAST_ROW_HALVES_MIN_UNITS`` of its CTAs at work; None where the rule
-    does not hold.
+    and there is no bias (see ``SWAP_TWO_TILES_MAX_M``'s comment); None where the rule does not hold.
     ``_past_row_swapped(160, 4096, 4096, "bf16", False, "bf16", 132).name`` = ``h128x80s6tzxT`` (64 tiles, 2
     slices); at n = 7168 (112 tiles) ``h128x80s6txT``; ``_past_row_swapped(145, 5120, 28672, ...)`` =
-    ``h128x152s5tzxT`` (40 tiles in 3 slices: two 80-wide tiles would keep 80 CTAs at work, not 120); at n = 2048
-    ``h128x80s6tzxT`` (16 tiles in 8 slices → 32 in 4); ``_past_row_swapped(266, 2560, 13824, ...)`` = ``h128x136s5tzxT``; at n = 14336
+    ``h128x152s5tzxT`` (40 tiles in 3 slices); ``_past_row_swapped(266, 2560, 13824, ...)`` = ``h128x136s5tzxT``; at n = 14336
     (224 tiles), m = 224, e4m3 with m = 160, k = 2048, or m = 130, n = 1024, k = 4096 (8 tiles in 16 slices of 4
     k-tiles) → None."""
     if not (128 < m <= SWAP_TWO_TILES_MAX_M or 2 * 128 < m <= SWAP_PAST_ROW_SPLIT_MAX_M):
@@ -1255,14 +1259,26 @@ def _past_row_swapped(m: int, n: int, k: int, dtype: str, bias: bool, out_dtype:
     short = -(-(-(-k // split.k_tile)) // slices) < SWAP_PAST_ROW_MIN_SLICE_KTILES
     if bias or b_major != "K" or k < SWAP_PAST_ROW_SPLIT_MIN_K or short:
         return None
-    if count == 1:
-        halves = swapped_mid_tile(-(-(-(-m // 2)) // 8) * 8, dtype, bias, out_dtype)
-        rows = -(-n // 128)
-        if halves is not None and 2 * rows <= sms:
-            two = halves.replace(a_major=b_major, splitk=True, overlap=0)
-            if 2 * rows * splitk_slices(n, m, k, two, sms) >= SWAP_PAST_ROW_HALVES_MIN_UNITS * rows * slices:
-                return two
     return split
+
+
+def _split_in_halves(pick: GemmConfig, m: int, n: int, k: int, sms: int) -> GemmConfig | None:
+    """Rule 7's halves: a swapped split pick of one tile column (M ≤ BN ≤ 152 columns) in two column tiles of
+    ⌈⌈m/2⌉/8⌉·8 (rastered by rule 9 later), split, where they keep at least ``SWAP_HALVES_MIN_UNITS`` of its CTAs
+    at work (tiles × slices) and, for M within one 128-row tile, the pick splits into at least
+    ``SWAP_HALVES_MIN_SLICES`` k-slices; None otherwise. ``_split_in_halves(h128x136s5tzxT, 135, 2048, 12288, 132)``
+    = ``h128x72s6tzxT`` (16 tiles in 8 slices → 32 in 4); at n = 5120 (40 tiles in 3 slices → 80 unsplit) None.
+    Post: None, or a split tile of the pick's operands whose two columns cover M."""
+    if not (pick.swap_ab and pick.splitk and pick.c_major == "M" and pick.bm == 128 and m <= pick.bn
+            and m <= 128 + SWAP_ONE_TILE_PAST_ROW):
+        return None
+    rows = -(-n // 128)
+    slices = splitk_slices(n, m, k, pick, sms)
+    halves = swapped_mid_tile(-(-(-(-m // 2)) // 8) * 8, pick.dtype, pick.bias, pick.out_dtype)
+    if halves is None or 2 * rows > sms or (m <= 128 and slices < SWAP_HALVES_MIN_SLICES):
+        return None
+    two = halves.replace(a_major=pick.a_major, splitk=True, overlap=0)
+    return two if 2 * rows * splitk_slices(n, m, k, two, sms) >= SWAP_HALVES_MIN_UNITS * rows * slices else None
 
 
 def swapped_mid_widths(m: int, dtype: str) -> list:
