@@ -247,7 +247,7 @@ def test_gpu_autotune_times_the_candidates_once_and_stays_right():
     ((640, 1280, 57344), "e4m3", "h128x64s8k4t"),        # a split pick: what the heuristic picks without split-K
     ((1024, 2048, 18432), "bf16", "h128x256s4t2ez"),    # a data-parallel pick with K >= 8192: the cheapest split
     ((80, 5120, 13824), "bf16", "h128x80s6txT"),         # a swapped split pick: its data-parallel form
-    ((96, 4096, 14336), "bf16", "h128x48s6g1tzxT"),      # a narrow split pick (rule 3c): the rules after 3c
+    ((101, 1024, 24576), "bf16", "h128x56s6g1tzxT"),     # a narrow split pick (rule 3c): the rules after 3c
     ((987, 7168, 6144), "e4m3", "h128x160s4k4t"),        # fp8's 128 x 224 wave fill: the pick it replaced
     ((31, 18432, 14336), "e4m3", "h128x32s8k4skax"),     # a 256-row decode tile: the 128-row pick it replaced
     ((775, 4096, 57344), "bf16", "h128x160s4g1tskxT"),   # a one-wave swapped tile: the stream-K pick it replaced
@@ -257,6 +257,14 @@ def test_candidates_toggle_split_k_first(shape, dtype, second):
     """Rule 1b: right after the pick, its split-K alternative (the rule between the two fits a few measured shapes)."""
     pick = choose_config(*shape, dtype)
     assert [c.name for c in autotune.candidates(pick, *shape)][1] == second
+
+
+def test_candidates_of_a_swapped_split_that_rule_3c_yielded_to_hold_the_narrow_split():
+    """Rule 3c's narrow split in 2-3 slices yields to the swapped split of the rules after it; autotune times it
+    right after the pick's data-parallel form."""
+    pick = choose_config(102, 3072, 57344, "bf16")
+    assert [c.name for c in autotune.candidates(pick, 102, 3072, 57344)][:3] == [
+        "h128x104s6tzxT", "h128x104s6txT", "h128x64s8tez"]
 
 
 def test_candidates_of_a_tall_decode_pick_hold_both_128_row_schedules():

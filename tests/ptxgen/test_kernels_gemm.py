@@ -243,7 +243,8 @@ def test_unknown_name_gives_the_grammar():
     ((1024, 1536, 18432), "e4m3", {}, "h128x192s4k4tez"),    # 1146 against 1023 for h128x112s4k4t
     ((416, 2048, 16384), "e4m3", {}, "h128x192s4k4tez"),     # 811 against 464 for h128x64s8k4t
     # ... and the swapped mid-M tiles of M <= 192 in 3+ slices (s21 section 6)
-    ((96, 4096, 14336), "bf16", {}, "h128x64s8tez"),         # rule 3c: 213 against 205 swapped (s29 section 3)
+    ((96, 4096, 14336), "bf16", {}, "h128x48s6g1tzxT"),      # 2 slices: rule 3c yields to the swapped halves
+                                                              # (95x4096x16384 230 -> 291, s42 section 9)
     ((80, 5120, 13824), "bf16", {}, "h128x80s6tzxT"),        # 187 against 139 for h128x64s8t (one 80-wide tile)
     ((96, 7168, 8192), "bf16", {}, "h128x96s6txT"),          # 2 slices: 223 against 219 split
     ((256, 1024, 28672), "bf16", {}, "h128x128s6tez"),       # M = 2 x 128, no padding: unswapped split-K
@@ -407,8 +408,11 @@ def test_unknown_name_gives_the_grammar():
     ((75, 2560, 18432), "bf16", {}, "h128x40s6g1tzxT"),      # 16-bit under 88 rows: rule 7's swapped split, 6 slices
                                                               # of one 80-wide tile -> 3 of two 40-wide (s42)
     ((72, 1024, 20480), "bf16", {}, "h128x64s8tez"),         # ... but 8 slices: the narrow split
-    ((75, 2560, 18432), "e4m3", {}, "h128x64s8k4tz"),
-    ((128, 4096, 16384), "bf16", {}, "h128x64s8tez"),        # 64 tiles, 2 slices
+    ((75, 2560, 18432), "e4m3", {}, "h128x40s6g1k4tzxT"),    # 3 slices: rule 3c yields (77x3584x11008 230 -> 384)
+    ((128, 4096, 16384), "bf16", {}, "h128x64s8tez"),        # 64 tiles, 2 slices: no swapped pick after 3c
+    ((123, 4096, 24576), "bf16", {}, "h128x64s8tez"),        # (386 against 308 for h128x64s8t, s42 section 9)
+    ((102, 3072, 57344), "bf16", {}, "h128x104s6tzxT"),      # 2 slices: the swapped split, 337 against 232
+    ((109, 3072, 12288), "e4m3", {}, "h128x112s6k4tzxT"),    # 407 against 363
     ((128, 8192, 16384), "bf16", {}, "h128x64s8t"),          # 128 tiles: data-parallel
     ((101, 1024, 4096), "e4m3", {}, "h128x64s8k4t"),         # K under 8192
     ((96, 5120, 24576), "bf16", {}, "h128x96s6tzxT"),        # 80 tiles: rule 7's swapped split

@@ -90,7 +90,9 @@ def _split_toggle(pick: GemmConfig, m: int, n: int, k: int, sms: int) -> list:
     pick's toggle is its data-parallel form, after rule 1's stream-K form for a small-M one (``_split_toggle(
     h128x16s8zx, 16, 4096, 4096, 132)`` = [h128x16s8ska1x, h128x16s8x]); a narrow split (rule 3c) pick's what the
     rules after 3c choose
-    (``_split_toggle(h128x64s8tez, 96, 4096, 14336, 132)`` = [h128x48s6g1tzxT]); a deep one-wave pick (rule 10) the
+    (``_split_toggle(h128x64s8tez, 101, 1024, 24576, 132)`` = [h128x56s6g1tzxT]), and a swapped split pick that rule
+    3c yielded to (2-3 slices) that narrow split after its data-parallel form (``_split_toggle(h128x104s6tzxT, 102,
+    3072, 57344, 132)`` = [h128x104s6txT, h128x64s8tez, …]); a deep one-wave pick (rule 10) the
     pick it replaced (``_split_toggle(h128x96s8g1x, 1024, 1536, 18432, 132)`` = [h128x192s4t3ez]); a 256-row decode
     tile of rule 1 the 128-row tile in both schedules (``_split_toggle(h256x32s6k4x, 31, 18432, 14336, 132)`` =
     [h128x32s8k4skax, h128x32s8k4x]); fp8's wide fill the pick it replaced (``_split_toggle(h128x224s3k4t, 987,
@@ -114,7 +116,9 @@ def _split_toggle(pick: GemmConfig, m: int, n: int, k: int, sms: int) -> list:
     if pick.splitk and pick.swap_ab and pick.c_major == "N":
         return [swapped_streamk(pick), pick.replace(splitk=False)]
     if pick.splitk and pick.swap_ab:
-        return [pick.replace(splitk=False),
+        # the problem's majors are the kernel's swapped; rule 3c's narrow split where it yielded to this pick
+        narrow = narrow_split(m, n, k, pick.dtype, pick.out_dtype, pick.b_major, pick.a_major, pick.bias, sms)
+        return [pick.replace(splitk=False), *([narrow] if narrow is not None else []),
                 *split_forms(m, n, k, pick.dtype, pick.out_dtype, pick.b_major, pick.a_major, pick.bias, sms)[:1]]
     if pick.splitk and pick == narrow_split(m, n, k, pick.dtype, pick.out_dtype, pick.a_major, pick.b_major, pick.bias,
                                             sms):

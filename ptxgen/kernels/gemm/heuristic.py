@@ -414,7 +414,14 @@ SPLITK_MIN_M = 129
 # 80x1536x16384 133 / 110, 72x2048x32768 149 / 149 (split 128 x 128 151); e4m3 101x1024x24576 269 against 126 for the
 # pick (data-parallel h128x64s8k4t: 16 CTAs), 100x2048x24576 355 / 223, 120x1024x12288 197 / 124, 72x2048x32768 266 /
 # 154
+# 154
 NARROW_SPLIT_MAX_SHARE = 0.5
+# ... but in fewer than this many slices it yields to a swapped pick of the rules after it: at 2-3 slices (43-66
+# tiles: N 2560-4096) those swapped tiles were faster at 17 of 18, even at one (H200, s42 log sections 8-9: bf16 102x3072x57344
+# 232 -> 337 TFLOP/s, 91x3072x28672 190 -> 264, 92x3584x8192 161 -> 216; e4m3 101x4096x16384 423 -> 535,
+# 77x3584x11008 230 -> 384), where an unswapped data-parallel 128 x 64 pick (M 122-128) was 17-28% slower than the
+# narrow split (bf16 123x4096x24576 386 -> 308)
+NARROW_SPLIT_SWAPPED_MIN_SLICES = 4
 # ... and in a second sample of 17 shapes (M 65-128, N 1024-4096, K 8192-57344; s29 log section 4) against the picks
 # then: fp8 17 of 17 faster (x1.02-2.9: 100x1024x57344 132 -> 383, 120x2560x16384 325 -> 481), its stages released
 # once per CTA (h128x64s8k4tz: 0-26% ahead of releasing per warpgroup); 16-bit 11 of 17 faster (x1.04-1.41:
@@ -842,9 +849,12 @@ def choose_config(m: int, n: int, k: int, dtype: str = "bf16", sm_count: int = H
     except ValueError as error:
         raise ValueError(f"choose_config: {error}") from None
     narrow = narrow_split(m, n, k, dtype, out_dtype, a_major, b_major, bias, sm_count)
-    if narrow is not None:
+    rest = None
+    if narrow is None or splitk_slices(m, n, k, narrow, sm_count) < NARROW_SPLIT_SWAPPED_MIN_SLICES:
+        rest = choice_without_narrow_split(m, n, k, dtype, out_dtype, a_major, b_major, bias, sm_count)
+    if narrow is not None and (rest is None or not rest.swap_ab):
         return narrow.validate()
-    return choice_without_narrow_split(m, n, k, dtype, out_dtype, a_major, b_major, bias, sm_count)
+    return rest
 
 
 def choice_without_narrow_split(m: int, n: int, k: int, dtype: str = "bf16", out_dtype: str | None = None,
@@ -853,7 +863,7 @@ def choice_without_narrow_split(m: int, n: int, k: int, dtype: str = "bf16", out
                                 deep: bool = True, wave_fills: bool = True) -> GemmConfig:
     """What ``choose_config`` picks by its rules after 3c (the cost model, the swapped mid-M tiles, rule 5) — its
     pick wherever rule 3c does not hold, and autotune's alternative to a rule-3c pick: ``choice_without_narrow_split(
-    96, 4096, 14336).name`` = ``h128x48s6g1tzxT`` where ``choose_config`` gives ``h128x64s8tez``. ``column_split=False``:
+    101, 1024, 24576).name`` = ``h128x56s6g1tzxT`` where ``choose_config`` gives ``h128x64s8tez``. ``column_split=False``:
     without rule 8's tiles (autotune's alternative to a rule-8 pick: ``h128x176s4g1tskxT`` at 2112x1920x8192, where
     the rule picks ``h192x160s4Ct3``). A swapped pick of two or more tile columns rasters by rule 9; rule 10's deep
     one-wave tile replaces the pick where it holds (``deep=False``: not — autotune's alternative to a rule-10 pick).
