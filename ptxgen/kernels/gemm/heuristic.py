@@ -477,10 +477,10 @@ SWAP_PAST_ROW_MIN_SLICE_KTILES = 8
 # ... and a swapped split pick of one tile column (M up to 152) in two of half its width, rastered by rule 9, where
 # they keep at least this share of its CTAs at work (tiles x slices): each CTA's wgmma work per k-tile halves, and so
 # do the partial sums the join adds up, while the two column tiles of a weight tile are read together (the second from
-# L2). H200, s42 log section 4: of 20 sampled one-tile split picks of M 101-187, the 14 that keep the CTAs 12 faster by
+# L2). H200, s42 log section 4: of 20 sampled one-tile split picks of M 101-187, the 14 that keep the CTAs 13 faster by
 # 1-34% (bf16 146x1536x18432 264 -> 308 TFLOP/s, 137x4096x5120 234 -> 257, 150x2560x16384 334 -> 356; e4m3
-# 147x7168x4096 448 -> 579), 2 within 1.5% slower; the 4 with fewer CTAs at work 25-30% slower (bf16 135x5120x28672
-# 442 -> 333); of 16 fresh changed picks of M 129-152, 15 faster by up to 27%, one 1.1% slower (section 5)
+# 147x7168x4096 448 -> 579), one 1.5% slower; of the 6 with fewer CTAs at work 4 were 25-30% slower (bf16
+# 135x5120x28672 442 -> 333); of 16 fresh changed picks of M 129-152, 15 faster by up to 27%, one 1.1% slower (section 5)
 SWAP_HALVES_MIN_UNITS = 0.9
 # ... within one 128-row tile (M 65-128) only from this many k-slices of the pick: at 2-3 the halves gained at most 1%
 # or lost up to 4% (bf16 97x6144x14336 303 -> 290); from 4 faster at 5 of 5 by 1-33% (bf16 78x1536x10240 110 -> 146,
