@@ -117,6 +117,17 @@ def test_shared_memory_is_the_verifiers(config):
     assert smem_plan(build(config).kernels[0].body.ops).total == config.smem_bytes()
 
 
+@pytest.mark.parametrize("config, stages", [(GemmConfig(bm=256, bn=56, stages=6, swap_ab=True), 5),
+                                            (GemmConfig(bm=256, bn=40, stages=6, swap_ab=True), 6),
+                                            (GemmConfig(bn=224, stages=9, epilogue="tma"), 3),
+                                            (GemmConfig(bn=224, stages=9, epilogue="tma", epilogue_split=2), 4)])
+def test_stages_that_fit_are_the_deepest_that_validate(config, stages):
+    fitted = config.with_stages_that_fit()
+    assert fitted.stages == stages and fitted.replace(stages=stages).validate() == fitted
+    with pytest.raises(ValueError, match="shared memory"):
+        fitted.replace(stages=stages + 1).validate()
+
+
 # problems whose picks the grid below does not reach: fp8's 128 x 80 and 128 x 136 wave fillers, the swapped split-K
 # of fp8 and of one 192-wide tile in two long slices (s34), mid-M swapped split-K tiles (s39) and rule 10's deep
 # one-wave tiles (s40), decode stream-K past one wave (s41), decode widths of 40-56, one-tile splits halved and

@@ -60,7 +60,7 @@ from __future__ import annotations
 import dataclasses
 import statistics
 
-from .config import SMEM_BYTES, GemmConfig
+from .config import GemmConfig
 from .heuristic import (H100_SMS, choice_without_narrow_split, narrow_split, split_forms, swapped_mid_tile,
                         swapped_bn, swapped_mid_widths, swapped_pipeline_stages, swapped_raster, swapped_streamk,
                         unsplit_choice)
@@ -74,13 +74,6 @@ MAX_CANDIDATES = 8
 TILE_WIDTHS = (64, 96, 112, 128, 144, 160, 176, 192, 224, 256)   # the unswapped widths of the heuristic's candidates
 
 _CHOICES = {}   # (problem, device) -> GemmConfig, this process's
-
-
-def _fitting(config: GemmConfig) -> GemmConfig:
-    """``config`` with as many of its stages as shared memory holds (at least 1)."""
-    while config.stages > 1 and config.smem_bytes() > SMEM_BYTES:
-        config = config.replace(stages=config.stages - 1)
-    return config
 
 
 def _split_toggle(pick: GemmConfig, m: int, n: int, k: int, sms: int) -> list:
@@ -157,7 +150,7 @@ def _neighbours(pick: GemmConfig, m: int, n: int, k: int, c_row_ok: bool, sms: i
         if lo <= bn <= hi:
             split = pick.epilogue_split if pick.staged and bn % (16 * pick.epilogue_split) == 0 else 1
             stages = pick.stages if bn >= pick.bn else 8
-            yield _fitting(pick.replace(bn=bn, epilogue_split=split, stages=stages))
+            yield pick.replace(bn=bn, epilogue_split=split, stages=stages).with_stages_that_fit()
     if pick.stages > MIN_NEIGHBOUR_STAGES:
         yield pick.replace(stages=pick.stages - 1)
     yield pick.replace(stages=pick.stages + 1)
@@ -173,8 +166,8 @@ def _neighbours(pick: GemmConfig, m: int, n: int, k: int, c_row_ok: bool, sms: i
                          out_dtype=pick.out_dtype)
     elif m <= SWAP_MAX_M:
         bn = 128 if m > 64 else 64 if pick.a_major == "MN" else swapped_bn(m, pick.dtype)   # as rule 1 takes it
-        yield _fitting(GemmConfig(dtype=pick.dtype, bn=bn, stages=8, promote=pick.promote, swap_ab=True,
-                                  a_major=pick.b_major, b_major=pick.a_major, bias=pick.bias, out_dtype=pick.out_dtype))
+        yield GemmConfig(dtype=pick.dtype, bn=bn, stages=8, promote=pick.promote, swap_ab=True, a_major=pick.b_major,
+                         b_major=pick.a_major, bias=pick.bias, out_dtype=pick.out_dtype).with_stages_that_fit()
     if not pick.fp8 and not pick.swap_ab and (pick.bm, pick.bn) == (128, 256) and pick.epilogue == "tma" and m > 256:
         yield pick.replace(bm=256, bn=128, stages=4, epilogue_split=2)
 

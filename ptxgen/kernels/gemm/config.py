@@ -308,6 +308,15 @@ class GemmConfig:
             else 0
         return ring + staged + self.scale_ring_bytes() + PIPELINE_STAGE_BYTES * self.stages
 
+    def with_stages_that_fit(self) -> "GemmConfig":
+        """This config with as many of its stages as a CTA's shared memory holds (``SMEM_BYTES``; at least 1):
+        ``GemmConfig(bm=256, bn=56, stages=6, swap_ab=True).with_stages_that_fit().stages`` = 5. Post:
+        ``smem_bytes() ≤ SMEM_BYTES`` unless one stage is over it; unchanged where all stages fit."""
+        config = self
+        while config.stages > 1 and config.smem_bytes() > SMEM_BYTES:
+            config = config.replace(stages=config.stages - 1)
+        return config
+
     def scale_ring_bytes(self) -> int:
         """The shared memory of ``scales_smem``'s scale rings: ``stages`` × the two slots of ``scale_slot_bytes``
         (the plan gives the last stage's second slot only its box, a few bytes less); 0 without. ``GemmConfig("e4m3",

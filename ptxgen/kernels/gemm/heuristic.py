@@ -789,10 +789,7 @@ def _swapped(m: int, n: int, k: int, dtype: str, a_major: str, b_major: str, bia
         ktiles = -(-k // config.k_tile)
         if tall and sm_count < tiles <= SWAP_TALL_DECODE_MAX_WAVES * sm_count and (a_major, b_major) == ("K", "K") \
                 and not bias:
-            tall = config.replace(bm=256, stages=SWAP_TALL_DECODE_MAX_STAGES)
-            while tall.smem_bytes() > SMEM_BYTES:
-                tall = tall.replace(stages=tall.stages - 1)
-            return tall
+            return config.replace(bm=256, stages=SWAP_TALL_DECODE_MAX_STAGES).with_stages_that_fit()
         shared_per_sm = tiles % sm_count * ktiles / sm_count   # the last wave's k-tiles each SM takes
         if tiles > sm_count and wave_use(tiles, sm_count) < SWAP_STREAMK_MAX_WAVE_USE and \
                 ktiles >= SWAP_STREAMK_MIN_KTILES and shared_per_sm >= SWAP_STREAMK_MIN_SHARED_KTILES:
@@ -1320,10 +1317,8 @@ def swapped_mid_tile(bn: int, dtype: str, bias: bool = False, out_dtype: str | N
     split = 1 if bn <= 176 or (bn // 2) % 8 else 2
     base = GemmConfig(dtype=dtype, bn=bn, epilogue="tma", epilogue_split=split, promote=4 if fp8 else 1,
                       swap_ab=True, c_major="M", bias=bias, out_dtype=out_dtype)
-    stages = SWAP_MID_MAX_STAGES
-    while base.replace(stages=stages).smem_bytes() > SMEM_BYTES:
-        stages -= 1
-    return base.replace(stages=stages) if stages >= SWAP_MID_MIN_STAGES else None
+    tile = base.replace(stages=SWAP_MID_MAX_STAGES).with_stages_that_fit()
+    return tile if tile.stages >= SWAP_MID_MIN_STAGES else None
 
 
 def swapped_tall_tile(bn: int, dtype: str, out_dtype: str | None = None) -> GemmConfig | None:
