@@ -1254,7 +1254,7 @@ def _past_row_swapped(m: int, n: int, k: int, dtype: str, bias: bool, out_dtype:
     count = 1 if m <= 128 + SWAP_ONE_TILE_PAST_ROW else 2
     if count == 2 and k < SWAP_TWO_TILES_MIN_K[_width(dtype)]:
         return None
-    width = -(-(-(-m // count)) // 8) * 8
+    width = _split_width(m, count)
     base = swapped_mid_tile(width, dtype, bias, out_dtype)
     if base is None or count * -(-n // 128) > sms:
         return None
@@ -1281,11 +1281,17 @@ def _split_in_halves(pick: GemmConfig, m: int, n: int, k: int, sms: int) -> Gemm
         return None
     rows = -(-n // 128)
     slices = splitk_slices(n, m, k, pick, sms)
-    halves = swapped_mid_tile(-(-(-(-m // 2)) // 8) * 8, pick.dtype, pick.bias, pick.out_dtype)
+    halves = swapped_mid_tile(_split_width(m, 2), pick.dtype, pick.bias, pick.out_dtype)
     if halves is None or 2 * rows > sms or (m <= 128 and slices < SWAP_HALVES_MIN_SLICES):
         return None
     two = halves.replace(a_major=pick.a_major, splitk=True, overlap=0)
     return two if 2 * rows * splitk_slices(n, m, k, two, sms) >= SWAP_HALVES_MIN_UNITS * rows * slices else None
+
+
+def _split_width(m: int, tiles: int) -> int:
+    """The swapped kernel's N for M split into ``tiles`` column tiles: ⌈⌈m/tiles⌉/8⌉·8 (wgmma's N step);
+    ``_split_width(135, 2)`` = 72. Post: a multiple of 8, ``tiles`` of them cover m."""
+    return -(-(-(-m // tiles)) // 8) * 8
 
 
 def swapped_mid_widths(m: int, dtype: str) -> list:
@@ -1301,7 +1307,7 @@ def swapped_mid_widths(m: int, dtype: str) -> list:
     most_tiles = SWAP_MID_LARGE_M_MAX_TILES if large_m and _width(dtype) == 16 else SWAP_MID_MAX_TILES
     widths = []
     for tiles in range(1, most_tiles + 1):
-        bn = -(-(-(-m // tiles)) // 8) * 8
+        bn = _split_width(m, tiles)
         narrowest = SWAP_MID_MIN_WIDTH if tiles <= SWAP_MID_MAX_TILES else SWAP_MID_LARGE_M_EXTRA_MIN_BN
         if narrowest <= bn <= widest and bn not in widths:
             widths.append(bn)
